@@ -1,0 +1,23 @@
+//! HTTP handlers, one module per area of the spec. Routes are bound in `routes.rs`.
+
+pub mod credits;
+pub mod openapi;
+pub mod status;
+pub mod users;
+
+use axum::http::{Method, Uri};
+
+use crate::error::ApiError;
+
+/// Rows of the route table without a handler yet.
+pub async fn not_implemented(method: Method, uri: Uri) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::NOT_IMPLEMENTED,
+        format!("{method} {} is not implemented yet", uri.path()),
+    )
+}
+
+/// Any path outside the route table.
+pub async fn fallback(method: Method, uri: Uri) -> ApiError {
+    ApiError::not_found(format!("no route for {method} {}", uri.path()))
+}

@@ -1,0 +1,210 @@
+//! The operator contract: command line, `PLINTH_*` environment, defaults.
+//! Every option is a flag with an environment equivalent; `plinth --help` lists them.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "plinth",
+    version,
+    about = "plinth: a self-hosted platform backend (JSON REST API and background jobs)",
+    long_about = "plinth serves the JSON REST API and runs its background jobs from one binary.\n\
+        With no configuration it uses SQLite, local object storage, an email outbox folder and a \
+        simulated payment provider, all under --data-dir."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub opts: Opts,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve the HTTP API (the default command); runs the job workers too unless --no-workers.
+    Serve(ServeOpts),
+    /// Run only the job workers (scale worker pools independently of the API).
+    Worker(WorkerOpts),
+    /// Run database migrations and exit.
+    Migrate,
+    /// Manage accounts from the command line.
+    #[command(subcommand)]
+    Users(UsersCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum UsersCommand {
+    /// Change the level of an existing account (how the first admin is made: --level 100).
+    SetLevel {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        level: i64,
+    },
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct ServeOpts {
+    /// Do not run job workers inside the server process (run `plinth worker` instead).
+    #[arg(long, env = "PLINTH_NO_WORKERS")]
+    pub no_workers: bool,
+    #[command(flatten)]
+    pub workers: WorkerOpts,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct WorkerOpts {
+    /// Concurrent email deliveries per process.
+    #[arg(long, env = "PLINTH_EMAIL_CONCURRENCY", default_value_t = 4)]
+    pub email_concurrency: usize,
+    /// Unique worker name prefix (defaults to host and process id); two processes must
+    /// not share one.
+    #[arg(long, env = "PLINTH_WORKER_NAME")]
+    pub worker_name: Option<String>,
+}
+
+impl Default for WorkerOpts {
+    fn default() -> Self {
+        Self {
+            email_concurrency: 4,
+            worker_name: None,
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct Opts {
+    /// Address to listen on (port 0 picks a free port; the bound address is printed).
+    #[arg(
+        long,
+        env = "PLINTH_LISTEN",
+        default_value = "127.0.0.1:8080",
+        global = true
+    )]
+    pub listen: String,
+    /// Directory for the SQLite database, objects, outbox and master key (created on start).
+    #[arg(long, env = "PLINTH_DATA_DIR", default_value = "./data", global = true)]
+    pub data_dir: PathBuf,
+    /// Database URL: sqlite://PATH or postgres://... [default: sqlite://<data-dir>/plinth.db]
+    #[arg(long, env = "PLINTH_DATABASE_URL", global = true)]
+    pub database_url: Option<String>,
+    /// Base URL of links in emails and of generated URLs [default: http://<listen>]
+    #[arg(long, env = "PLINTH_PUBLIC_URL", global = true)]
+    pub public_url: Option<String>,
+    /// AES-256 key for data encrypted at rest, 64 hex characters [default: generated once
+    /// into <data-dir>/master.key]
+    #[arg(long, env = "PLINTH_MASTER_KEY", hide_env_values = true, global = true)]
+    pub master_key: Option<String>,
+    /// SMTP relay, e.g. smtp://host:port or smtps://user:pass@host [default: write .eml
+    /// files to <data-dir>/outbox]
+    #[arg(long, env = "PLINTH_SMTP_URL", hide_env_values = true, global = true)]
+    pub smtp_url: Option<String>,
+    /// Sender of emails without an organization template.
+    #[arg(
+        long,
+        env = "PLINTH_MAIL_FROM",
+        default_value = "plinth <noreply@plinth.localhost>",
+        global = true
+    )]
+    pub mail_from: String,
+    /// Comma-separated application domains whose users get no email.
+    #[arg(
+        long,
+        env = "PLINTH_EXEMPT_DOMAINS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub exempt_domains: Vec<String>,
+    /// Comma-separated permanent admin domains (public-access area).
+    #[arg(
+        long,
+        env = "PLINTH_ADMIN_DOMAINS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub admin_domains: Vec<String>,
+    /// Comma-separated registered telemetry product ids.
+    #[arg(
+        long,
+        env = "PLINTH_TELEMETRY_PRODUCTS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub telemetry_products: Vec<String>,
+    /// Secret for Stripe-Signature verification on /api/webhooks/stripe.
+    #[arg(
+        long,
+        env = "PLINTH_STRIPE_WEBHOOK_SECRET",
+        hide_env_values = true,
+        global = true
+    )]
+    pub stripe_webhook_secret: Option<String>,
+    /// Multiplies every base rate limit (test suites raise it).
+    #[arg(
+        long,
+        env = "PLINTH_RATE_LIMIT_MULTIPLIER",
+        default_value_t = 1.0,
+        global = true
+    )]
+    pub rate_limit_multiplier: f64,
+    /// Number of rate-limit actor shards.
+    #[arg(long, env = "PLINTH_RATE_SHARDS", default_value_t = 8, global = true)]
+    pub rate_shards: usize,
+    /// Token cost overrides: comma-separated `METHOD /path=N`, e.g.
+    /// "GET /api/users/viewer=2,POST /api/aes=1" (every cost is 0 otherwise).
+    #[arg(long, env = "PLINTH_TOKEN_COSTS", global = true)]
+    pub token_costs: Option<String>,
+    /// Where clients buy tokens; returned as `payment_url` with 402 answers
+    /// [default: <public-url>/api/users/subscriptions]
+    #[arg(long, env = "PLINTH_PAYMENT_URL", global = true)]
+    pub payment_url: Option<String>,
+    /// Log format: text or json (RUST_LOG filters).
+    #[arg(long, env = "PLINTH_LOG_FORMAT", default_value = "text", global = true)]
+    pub log_format: String,
+}
+
+impl Opts {
+    pub fn database_url(&self) -> String {
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("plinth.db").display()))
+    }
+
+    pub fn public_url(&self, bound: &str) -> String {
+        self.public_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{bound}"))
+            .trim_end_matches('/')
+            .to_owned()
+    }
+
+    /// Parses `PLINTH_TOKEN_COSTS`.
+    pub fn token_costs(&self) -> anyhow::Result<HashMap<(String, String), u64>> {
+        let mut out = HashMap::new();
+        let Some(spec) = &self.token_costs else {
+            return Ok(out);
+        };
+        for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (route, cost) = item
+                .rsplit_once('=')
+                .ok_or_else(|| anyhow::anyhow!("token cost `{item}`: expected METHOD /path=N"))?;
+            let (method, path) = route
+                .trim()
+                .split_once(' ')
+                .ok_or_else(|| anyhow::anyhow!("token cost `{item}`: expected METHOD /path=N"))?;
+            let cost: u64 = cost.trim().parse()?;
+            out.insert((method.trim().to_uppercase(), path.trim().to_owned()), cost);
+        }
+        Ok(out)
+    }
+
+    pub fn normalized_domains(list: &[String]) -> Vec<String> {
+        list.iter()
+            .map(|d| d.trim().to_lowercase())
+            .filter(|d| !d.is_empty())
+            .collect()
+    }
+}

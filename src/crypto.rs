@@ -1,0 +1,133 @@
+//! Secrets at rest: sha256 for lookup, AES-256-CTR where the plaintext must be shown
+//! again, argon2 for passwords, constant-time comparison everywhere a secret is compared.
+
+use aes::Aes256;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::Argon2;
+use ctr::cipher::{KeyIvInit, StreamCipher};
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+type Aes256Ctr = ctr::Ctr128BE<Aes256>;
+
+/// The AES-256 key for data encrypted at rest.
+#[derive(Clone)]
+pub struct MasterKey([u8; 32]);
+
+impl MasterKey {
+    pub fn from_hex(s: &str) -> anyhow::Result<Self> {
+        let bytes = hex::decode(s.trim())?;
+        let key: [u8; 32] = bytes
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("master key must be 64 hex characters (32 bytes)"))?;
+        Ok(Self(key))
+    }
+
+    pub fn generate() -> Self {
+        Self(random_bytes())
+    }
+
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.0)
+    }
+
+    /// hex(iv || ciphertext), with a fresh random IV per message.
+    pub fn encrypt(&self, plaintext: &[u8]) -> String {
+        let iv: [u8; 16] = random_bytes();
+        let mut buf = plaintext.to_vec();
+        Aes256Ctr::new(&self.0.into(), &iv.into()).apply_keystream(&mut buf);
+        let mut out = iv.to_vec();
+        out.extend_from_slice(&buf);
+        hex::encode(out)
+    }
+
+    /// Inverse of [`encrypt`](Self::encrypt). `None` for anything that is not hex or is
+    /// shorter than an IV; CTR has no integrity, so callers check what they decrypted.
+    pub fn decrypt(&self, hex_text: &str) -> Option<Vec<u8>> {
+        let raw = hex::decode(hex_text.trim()).ok()?;
+        if raw.len() < 16 {
+            return None;
+        }
+        let (iv, body) = raw.split_at(16);
+        let iv: [u8; 16] = iv.try_into().ok()?;
+        let mut buf = body.to_vec();
+        Aes256Ctr::new(&self.0.into(), &iv.into()).apply_keystream(&mut buf);
+        Some(buf)
+    }
+}
+
+pub fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut b = [0u8; N];
+    rand::rng().fill_bytes(&mut b);
+    b
+}
+
+pub fn sha256_hex(data: &[u8]) -> String {
+    hex::encode(Sha256::digest(data))
+}
+
+/// API keys: `pk_` and 48 hex characters (192 random bits).
+pub fn new_api_key() -> String {
+    format!("pk_{}", hex::encode(random_bytes::<24>()))
+}
+
+/// One-time codes sent by email (verification, password reset): 32 hex characters.
+pub fn new_code() -> String {
+    hex::encode(random_bytes::<16>())
+}
+
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    a.ct_eq(b).into()
+}
+
+/// argon2id with the crate's default parameters. CPU-heavy: call from `spawn_blocking`.
+pub fn hash_password(password: &str) -> String {
+    let salt = SaltString::encode_b64(&random_bytes::<16>()).expect("16 bytes is a valid salt");
+    Argon2::default()
+        .hash_password(password.as_bytes(), &salt)
+        .expect("argon2 with default params cannot fail")
+        .to_string()
+}
+
+pub fn verify_password(password: &str, hash: &str) -> bool {
+    PasswordHash::new(hash)
+        .map(|h| {
+            Argon2::default()
+                .verify_password(password.as_bytes(), &h)
+                .is_ok()
+        })
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aes_round_trip_and_fresh_iv() {
+        let k = MasterKey::generate();
+        let a = k.encrypt(b"hello");
+        let b = k.encrypt(b"hello");
+        assert_ne!(a, b);
+        assert_eq!(k.decrypt(&a).unwrap(), b"hello");
+        assert!(k.decrypt("zz").is_none());
+        assert!(k.decrypt("00").is_none());
+    }
+
+    #[test]
+    fn passwords() {
+        let h = hash_password("pw");
+        assert!(verify_password("pw", &h));
+        assert!(!verify_password("px", &h));
+        assert!(!verify_password("pw", "not a hash"));
+    }
+
+    #[test]
+    fn key_formats() {
+        let k = new_api_key();
+        assert!(k.starts_with("pk_") && k.len() == 51);
+        assert_eq!(new_code().len(), 32);
+        assert_eq!(sha256_hex(b"abc").len(), 64);
+    }
+}

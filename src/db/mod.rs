@@ -1,0 +1,109 @@
+//! Data access. One pool type per backend, chosen at run time from the URL scheme
+//! (vaultwarden's shape). Queries are written once as `$n`-numbered SQL, which both
+//! sqlx-sqlite and sqlx-postgres accept, and run through [`with_db!`], which compiles the
+//! body once per backend so each gets its own row and argument types.
+
+pub mod credits;
+pub mod users;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+#[derive(Clone)]
+pub enum Db {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// Runs `$body` with `$pool` bound to the concrete pool of whichever backend is in use.
+#[macro_export]
+macro_rules! with_db {
+    ($db:expr, $pool:ident => $body:expr) => {
+        match $db {
+            $crate::db::Db::Sqlite($pool) => $body,
+            $crate::db::Db::Postgres($pool) => $body,
+        }
+    };
+}
+
+impl Db {
+    pub async fn connect(url: &str) -> anyhow::Result<Db> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let pool = PgPoolOptions::new()
+                .max_connections(16)
+                .acquire_timeout(Duration::from_secs(10))
+                .connect(url)
+                .await?;
+            Ok(Db::Postgres(pool))
+        } else if url.starts_with("sqlite:") {
+            let opts = SqliteConnectOptions::from_str(url)?
+                .create_if_missing(true)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .foreign_keys(true)
+                .busy_timeout(Duration::from_secs(10));
+            let pool = SqlitePoolOptions::new()
+                .max_connections(8)
+                .connect_with(opts)
+                .await?;
+            Ok(Db::Sqlite(pool))
+        } else {
+            anyhow::bail!("unsupported database URL (expected sqlite:// or postgres://): {url}")
+        }
+    }
+
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Db::Sqlite(_) => "sqlite",
+            Db::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Our own migrations. The job queue keeps its own migration history next to ours
+    /// (apalis uses sqlx's default table too), so each migrator ignores the other's rows.
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        match self {
+            Db::Sqlite(pool) => {
+                let mut m = sqlx::migrate!("./migrations/sqlite");
+                m.set_ignore_missing(true);
+                m.run(pool).await?;
+            }
+            Db::Postgres(pool) => {
+                let mut m = sqlx::migrate!("./migrations/postgres");
+                m.set_ignore_missing(true);
+                m.run(pool).await?;
+            }
+        }
+        Ok(())
+    }
+
+    pub async fn ping(&self) -> bool {
+        with_db!(self, p => sqlx::query("SELECT 1").execute(p).await.is_ok())
+    }
+}
+
+/// The name of the unique constraint or column a violation is about, if the error is one.
+/// Callers turn it into a 409 (realworld-axum-sqlx's `on_constraint`), instead of
+/// checking first and inserting after.
+pub fn unique_violation(err: &sqlx::Error) -> Option<String> {
+    let db = err.as_database_error()?;
+    if !matches!(db.kind(), sqlx::error::ErrorKind::UniqueViolation) {
+        return None;
+    }
+    // PostgreSQL names the constraint (users_username_key); SQLite names the column
+    // in the message ("UNIQUE constraint failed: users.username").
+    Some(
+        db.constraint()
+            .map(str::to_owned)
+            .unwrap_or_else(|| db.message().to_owned()),
+    )
+}
+
+pub fn now() -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now()
+}

@@ -1,0 +1,226 @@
+//! Accounts and their one-time codes.
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use sqlx::types::Json;
+
+use crate::auth::Caller;
+use crate::db::{now, Db};
+use crate::with_db;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct UserRow {
+    pub id: String,
+    pub email: String,
+    pub username: Option<String>,
+    pub key_hash: String,
+    pub key_cipher: String,
+    pub password_hash: Option<String>,
+    pub level: i64,
+    pub verified: bool,
+    pub data: Json<Value>,
+    pub wallet_address: Option<String>,
+    pub source: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub deleted_at: Option<DateTime<Utc>>,
+}
+
+/// The columns of [`UserRow`], as a literal so queries stay `&'static str` (sqlx 0.9
+/// refuses dynamic SQL strings).
+macro_rules! user_columns {
+    () => {
+        "id, email, username, key_hash, key_cipher, password_hash, level, verified, data, \
+         wallet_address, source, created_at, updated_at, deleted_at"
+    };
+    (u) => {
+        "u.id, u.email, u.username, u.key_hash, u.key_cipher, u.password_hash, u.level, \
+         u.verified, u.data, u.wallet_address, u.source, u.created_at, u.updated_at, u.deleted_at"
+    };
+}
+
+impl UserRow {
+    /// The profile as its owner sees it: every field but `hash` and `wallet_signature`,
+    /// with the API key when the caller is entitled to it.
+    pub fn to_json(&self, key: Option<&str>) -> Value {
+        let mut v = json!({
+            "id": self.id,
+            "email": self.email,
+            "username": self.username,
+            "level": self.level,
+            "verified": self.verified,
+            "data": self.data.0,
+            "wallet_address": self.wallet_address,
+            "source": self.source,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "deleted_at": self.deleted_at,
+        });
+        if let Some(k) = key {
+            v["key"] = Value::String(k.to_owned());
+        }
+        v
+    }
+}
+
+pub struct NewUser<'a> {
+    pub email: &'a str,
+    pub key_hash: &'a str,
+    pub key_cipher: &'a str,
+    pub password_hash: Option<&'a str>,
+    pub level: i64,
+    pub verified: bool,
+    pub data: Value,
+    pub source: Option<&'a str>,
+}
+
+pub async fn by_email(db: &Db, email: &str) -> sqlx::Result<Option<UserRow>> {
+    const SQL: &str = concat!("SELECT ", user_columns!(), " FROM users WHERE email = $1");
+    with_db!(db, p => sqlx::query_as(SQL).bind(email).fetch_optional(p).await)
+}
+
+pub async fn by_id(db: &Db, id: &str) -> sqlx::Result<Option<UserRow>> {
+    const SQL: &str = concat!("SELECT ", user_columns!(), " FROM users WHERE id = $1");
+    with_db!(db, p => sqlx::query_as(SQL).bind(id).fetch_optional(p).await)
+}
+
+#[derive(sqlx::FromRow)]
+struct CallerRow {
+    #[sqlx(flatten)]
+    user: UserRow,
+    balance: i64,
+}
+
+/// The hot-path lookup: one indexed query for the account and its balance.
+pub async fn caller_by_key_hash(db: &Db, key_hash: &str) -> sqlx::Result<Option<Caller>> {
+    const SQL: &str = concat!(
+        "SELECT ",
+        user_columns!(u),
+        ", COALESCE(a.balance, 0) AS balance \
+         FROM users u LEFT JOIN credit_accounts a ON a.user_id = u.id \
+         WHERE u.key_hash = $1 AND u.deleted_at IS NULL"
+    );
+    let row: Option<CallerRow> =
+        with_db!(db, p => sqlx::query_as(SQL).bind(key_hash).fetch_optional(p).await)?;
+    Ok(row.map(|r| Caller {
+        id: r.user.id.clone(),
+        level: r.user.level,
+        balance: r.balance,
+        user: r.user,
+    }))
+}
+
+/// Creates the account, its credit account and (optionally) a first one-time code in one
+/// transaction, so a failure leaves nothing behind.
+pub async fn create(
+    db: &Db,
+    new: NewUser<'_>,
+    code: Option<(&str, &str, DateTime<Utc>)>,
+) -> sqlx::Result<UserRow> {
+    let id = uuid::Uuid::new_v4().to_string();
+    let now = now();
+    const INSERT_USER: &str = concat!(
+        "INSERT INTO users (id, email, key_hash, key_cipher, password_hash, level, verified, data, \
+         source, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) \
+         RETURNING ",
+        user_columns!()
+    );
+    with_db!(db, p => {
+        let mut tx = p.begin().await?;
+        let user: UserRow = sqlx::query_as(INSERT_USER)
+            .bind(&id)
+            .bind(new.email)
+            .bind(new.key_hash)
+            .bind(new.key_cipher)
+            .bind(new.password_hash)
+            .bind(new.level)
+            .bind(new.verified)
+            .bind(Json(&new.data))
+            .bind(new.source)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await?;
+        sqlx::query("INSERT INTO credit_accounts (id, user_id, balance, created_at, updated_at) VALUES ($1, $2, 0, $3, $3)")
+            .bind(uuid::Uuid::new_v4().to_string())
+            .bind(&id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        if let Some((code_hash, purpose, expires)) = code {
+            sqlx::query("INSERT INTO user_codes (code_hash, user_id, purpose, expires_at, created_at) VALUES ($1, $2, $3, $4, $5)")
+                .bind(code_hash)
+                .bind(&id)
+                .bind(purpose)
+                .bind(expires)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(user)
+    })
+}
+
+pub async fn add_code(
+    db: &Db,
+    user_id: &str,
+    code_hash: &str,
+    purpose: &str,
+    expires: DateTime<Utc>,
+) -> sqlx::Result<()> {
+    with_db!(db, p => sqlx::query("INSERT INTO user_codes (code_hash, user_id, purpose, expires_at, created_at) VALUES ($1, $2, $3, $4, $5)")
+        .bind(code_hash).bind(user_id).bind(purpose).bind(expires).bind(now())
+        .execute(p).await.map(|_| ()))
+}
+
+#[derive(Debug, sqlx::FromRow)]
+pub struct CodeRow {
+    pub user_id: String,
+    pub purpose: String,
+    pub expires_at: DateTime<Utc>,
+    pub used_at: Option<DateTime<Utc>>,
+}
+
+pub async fn code(db: &Db, code_hash: &str) -> sqlx::Result<Option<CodeRow>> {
+    const SQL: &str =
+        "SELECT user_id, purpose, expires_at, used_at FROM user_codes WHERE code_hash = $1";
+    with_db!(db, p => sqlx::query_as(SQL).bind(code_hash).fetch_optional(p).await)
+}
+
+/// Spends a verification code and verifies its account, atomically: a code that was
+/// spent concurrently yields `None` and changes nothing.
+pub async fn verify_with_code(db: &Db, code_hash: &str) -> sqlx::Result<Option<UserRow>> {
+    let now = now();
+    const UPDATE_USER: &str = concat!(
+        "UPDATE users SET verified = TRUE, level = CASE WHEN level < 10 THEN 10 ELSE level END, \
+         updated_at = $2 WHERE id = $1 RETURNING ",
+        user_columns!()
+    );
+    with_db!(db, p => {
+        let mut tx = p.begin().await?;
+        let spent: Option<(String,)> = sqlx::query_as(
+            "UPDATE user_codes SET used_at = $2 WHERE code_hash = $1 AND used_at IS NULL RETURNING user_id",
+        )
+        .bind(code_hash)
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((user_id,)) = spent else {
+            return Ok(None);
+        };
+        let user: UserRow = sqlx::query_as(UPDATE_USER)
+            .bind(&user_id)
+            .bind(now)
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(Some(user))
+    })
+}
+
+/// `plinth users set-level`. Returns false when no account has that email.
+pub async fn set_level_by_email(db: &Db, email: &str, level: i64) -> sqlx::Result<bool> {
+    let r = with_db!(db, p => sqlx::query("UPDATE users SET level = $2, updated_at = $3 WHERE email = $1")
+        .bind(email).bind(level).bind(now()).execute(p).await.map(|r| r.rows_affected()))?;
+    Ok(r > 0)
+}

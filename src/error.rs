@@ -1,0 +1,84 @@
+//! The one error type of the API. Renders `{error: true, message, ...extra}` with the
+//! right status; the usage layer adds `_usage` like on every other response.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value};
+
+use crate::reply::Reply;
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+    pub extra: Map<String, Value>,
+}
+
+pub type ApiResult<T = Reply> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+            extra: Map::new(),
+        }
+    }
+    pub fn bad_request(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, m)
+    }
+    pub fn unauthorized(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, m)
+    }
+    pub fn forbidden(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, m)
+    }
+    pub fn not_found(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, m)
+    }
+    pub fn conflict(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, m)
+    }
+    /// A failure that is ours, not the client's: logged in full, reported vaguely.
+    pub fn internal(err: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %err, "internal error");
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+    }
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.extra.insert(key.to_owned(), value.into());
+        self
+    }
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(err: sqlx::Error) -> Self {
+        match crate::db::unique_violation(&err) {
+            Some(what) => ApiError::conflict(conflict_message(&what)),
+            None => ApiError::internal(err),
+        }
+    }
+}
+
+/// Turns a constraint or column name into words a client can act on.
+fn conflict_message(what: &str) -> String {
+    for (needle, msg) in [
+        ("username", "that username is already taken"),
+        ("email", "an account with that email already exists"),
+        ("domain", "that domain is already registered"),
+    ] {
+        if what.contains(needle) {
+            return msg.to_owned();
+        }
+    }
+    "a record with the same unique value already exists".to_owned()
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = Map::new();
+        body.insert("error".into(), Value::Bool(true));
+        body.insert("message".into(), Value::String(self.message));
+        body.extend(self.extra);
+        Reply::with_status(self.status, body).into_response()
+    }
+}

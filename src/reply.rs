@@ -1,0 +1,58 @@
+//! Success bodies. A handler returns a JSON object; the usage layer (see `usage.rs`)
+//! adds `_usage` and serialises it once, so bodies are never parsed twice.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub body: Map<String, Value>,
+}
+
+/// Carried in the response extensions from the handler to the usage layer.
+#[derive(Clone)]
+pub struct Envelope(pub Map<String, Value>);
+
+impl Reply {
+    pub fn with_status(status: StatusCode, body: Map<String, Value>) -> Self {
+        Self { status, body }
+    }
+
+    /// `value` must serialise to a JSON object (the spec's one-object rule).
+    pub fn ok(value: impl Serialize) -> Self {
+        Self::status(StatusCode::OK, value)
+    }
+
+    pub fn status(status: StatusCode, value: impl Serialize) -> Self {
+        let body = match serde_json::to_value(value) {
+            Ok(Value::Object(m)) => m,
+            Ok(other) => {
+                let mut m = Map::new();
+                m.insert("data".into(), other);
+                m
+            }
+            Err(e) => return crate::error::ApiError::internal(e).into(),
+        };
+        Self { status, body }
+    }
+}
+
+impl From<crate::error::ApiError> for Reply {
+    fn from(e: crate::error::ApiError) -> Self {
+        let mut body = Map::new();
+        body.insert("error".into(), Value::Bool(true));
+        body.insert("message".into(), Value::String(e.message));
+        body.extend(e.extra);
+        Reply::with_status(e.status, body)
+    }
+}
+
+impl IntoResponse for Reply {
+    fn into_response(self) -> Response {
+        let mut res = self.status.into_response();
+        res.extensions_mut().insert(Envelope(self.body));
+        res
+    }
+}

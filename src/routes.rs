@@ -1,0 +1,390 @@
+//! The route table: every endpoint of the spec, declared once with its method, path,
+//! access rule, rate category and (default) token cost. The router, the access checks in
+//! the usage layer, `GET /api/credits/pricing`, the OpenAPI document and the test that
+//! compares this table with `fixtures/endpoints.tsv` all read it. A row without a handler
+//! answers 501 until its area is built (see docs/status.md).
+
+use axum::routing::{MethodFilter, MethodRouter};
+
+use crate::api;
+use crate::state::AppState;
+
+/// Who may call a route, checked by the usage layer before the handler runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Anyone; an `x-api-key`, when valid, still identifies the caller.
+    Public,
+    /// A valid API key.
+    Key,
+    /// A verified account (level 10 or higher).
+    V10,
+    /// A platform administrator (level 100).
+    Admin100,
+    /// A valid key here; membership of the named organization is checked by the
+    /// `OrgMember` extractor (platform admins pass).
+    OrgMember,
+    /// As `OrgMember`, for organization admins (`OrgAdmin` extractor).
+    OrgAdmin,
+    /// A rule that depends on the request (guest sessions, owners, site roles, deck
+    /// roles...): the handler checks it.
+    Custom,
+}
+
+impl Access {
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Public => "Public",
+            Access::Key => "Key",
+            Access::V10 => "V10",
+            Access::Admin100 => "Admin100",
+            Access::OrgMember => "OrgMember",
+            Access::OrgAdmin => "OrgAdmin",
+            Access::Custom => "Custom",
+        }
+    }
+}
+
+/// Rate-limit categories of the spec's "Limits" table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Category {
+    Read,
+    Write,
+    Financial,
+    Auth,
+    Upload,
+    Render,
+    Beacon,
+    Unlimited,
+}
+
+impl Category {
+    pub const ALL: [Category; 8] = [
+        Category::Read,
+        Category::Write,
+        Category::Financial,
+        Category::Auth,
+        Category::Upload,
+        Category::Render,
+        Category::Beacon,
+        Category::Unlimited,
+    ];
+
+    /// Requests per window for an UNVERIFIED caller; `None` is unlimited.
+    pub fn base_limit(self) -> Option<u64> {
+        match self {
+            Category::Read => Some(120),
+            Category::Write => Some(30),
+            Category::Financial => Some(5),
+            Category::Auth => Some(5),
+            Category::Upload => Some(2),
+            Category::Render => Some(1),
+            Category::Beacon => Some(600),
+            Category::Unlimited => None,
+        }
+    }
+
+    pub fn interval_ms(self) -> u64 {
+        match self {
+            Category::Unlimited => 0,
+            _ => 60_000,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Read => "read",
+            Category::Write => "write",
+            Category::Financial => "financial",
+            Category::Auth => "auth",
+            Category::Upload => "upload",
+            Category::Render => "render",
+            Category::Beacon => "beacon",
+            Category::Unlimited => "unlimited",
+        }
+    }
+}
+
+pub type Handler = fn(MethodFilter) -> MethodRouter<AppState>;
+
+pub struct RouteSpec {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub access: Access,
+    pub category: Category,
+    /// Token cost before configuration overrides (`PLINTH_TOKEN_COSTS`). All 0 in the spec.
+    pub cost: u64,
+    pub area: &'static str,
+    /// A second method the same handler answers (spec: "listed as GET; the example sends
+    /// a JSON body with POST accepts both").
+    pub also: Option<&'static str>,
+    pub handler: Option<Handler>,
+}
+
+impl RouteSpec {
+    pub fn implemented(&self) -> bool {
+        self.handler.is_some()
+    }
+}
+
+macro_rules! route {
+    ($m:ident $path:literal, $access:ident, $cat:ident, $area:literal $(, also $also:ident)? $(=> $h:path)?) => {
+        RouteSpec {
+            method: stringify!($m),
+            path: $path,
+            access: Access::$access,
+            category: Category::$cat,
+            cost: 0,
+            area: $area,
+            also: route!(@also $($also)?),
+            handler: route!(@handler $($h)?),
+        }
+    };
+    (@also) => { None };
+    (@also $also:ident) => { Some(stringify!($also)) };
+    (@handler) => { None };
+    (@handler $h:path) => { Some(|f: MethodFilter| axum::routing::on(f, $h)) };
+}
+
+/// Every endpoint of `spec/endpoints.tsv`, in its order. Categories follow the spec's
+/// "Applied to" column: GET and POST reads are `read`; create/update/delete are `write`;
+/// credit send/deduct/distribute are `financial`; sign-in, password, verification,
+/// checkout and purchases are `auth`; attachment and slide image operations `upload`;
+/// slide exports `render`; analytics and telemetry ingestion `beacon`; the payment
+/// webhook and the team-preview endpoints `unlimited`.
+pub static ROUTES: &[RouteSpec] = &[
+    // Status and utility
+    route!(GET "/api/status", Public, Read, "Status and utility" => api::status::status),
+    route!(POST "/api/aes", Public, Read, "Status and utility" => api::status::aes),
+    route!(POST "/api/404", Public, Read, "Status and utility" => api::status::not_found),
+    // Users
+    route!(POST "/api/users/authenticate", Public, Auth, "Users" => api::users::authenticate),
+    route!(POST "/api/users/authenticate-agent", Public, Auth, "Users"),
+    route!(POST "/api/users/authenticate-google-client", Public, Auth, "Users"),
+    route!(POST "/api/users/authenticate-interstitial", Custom, Auth, "Users"),
+    route!(POST "/api/users/authenticate-token", Public, Auth, "Users"),
+    route!(GET "/api/users", Admin100, Read, "Users"),
+    route!(GET "/api/users/list-by-source", Admin100, Read, "Users", also POST),
+    route!(POST "/api/users/get-by-id", Admin100, Read, "Users"),
+    route!(POST "/api/users/delete", Key, Write, "Users"),
+    route!(POST "/api/users/update", Key, Write, "Users"),
+    route!(POST "/api/users/update-viewer-password", Key, Auth, "Users"),
+    route!(POST "/api/users/update-viewer-username", Key, Write, "Users"),
+    route!(POST "/api/users/regenerate-key", Key, Auth, "Users"),
+    route!(POST "/api/users/reset-password", Public, Auth, "Users"),
+    route!(POST "/api/users/verify", Public, Auth, "Users" => api::users::verify),
+    route!(POST "/api/users/verify-check-by-id", Admin100, Read, "Users"),
+    route!(POST "/api/users/verify-resend", Key, Auth, "Users"),
+    route!(POST "/api/users/sync-wallet", Key, Write, "Users"),
+    route!(POST "/api/users/desync-wallet", Key, Write, "Users"),
+    route!(POST "/api/users/public/get-by-id", Public, Read, "Users"),
+    route!(POST "/api/users/public/get-by-username", Public, Read, "Users"),
+    route!(GET "/api/users/viewer", Key, Read, "Users" => api::users::viewer),
+    route!(POST "/api/users/viewer/generate-add-payment-method-url", Key, Write, "Users"),
+    route!(GET "/api/users/viewer/get-current-payment-method", Key, Read, "Users"),
+    route!(GET "/api/users/viewer/likes", V10, Read, "Users"),
+    route!(GET "/api/users/viewer/organizations", V10, Read, "Users"),
+    route!(POST "/api/users/viewer/pay-provider-amount-cents", Key, Auth, "Users"),
+    route!(GET "/api/users/office", Admin100, Read, "Users"),
+    route!(POST "/api/users/office/apply", V10, Write, "Users"),
+    route!(POST "/api/users/office/status", V10, Read, "Users"),
+    route!(POST "/api/users/office/update", Admin100, Write, "Users"),
+    route!(POST "/api/users/office/delete", Admin100, Write, "Users"),
+    // Subscriptions
+    route!(GET "/api/users/subscriptions", Public, Read, "Subscriptions"),
+    route!(POST "/api/users/subscriptions/check", Key, Read, "Subscriptions"),
+    route!(POST "/api/users/subscriptions/get-by-user-id", Key, Read, "Subscriptions"),
+    route!(POST "/api/users/subscriptions/get-current-invoices", Key, Read, "Subscriptions"),
+    route!(POST "/api/users/subscriptions/subscribe", Key, Auth, "Subscriptions"),
+    route!(POST "/api/users/subscriptions/unsubscribe", Key, Write, "Subscriptions"),
+    // Organizations
+    route!(GET "/api/organizations", V10, Read, "Organizations"),
+    route!(POST "/api/organizations/create", V10, Write, "Organizations"),
+    route!(POST "/api/organizations/delete", OrgAdmin, Write, "Organizations"),
+    route!(POST "/api/organizations/get-by-id", V10, Read, "Organizations"),
+    route!(POST "/api/organizations/update", OrgAdmin, Write, "Organizations"),
+    route!(POST "/api/organizations/toggle-public-access", OrgAdmin, Write, "Organizations"),
+    route!(POST "/api/organizations/waitlist-toggle", OrgAdmin, Write, "Organizations"),
+    route!(POST "/api/organizations/membership", V10, Read, "Organizations", also GET),
+    route!(POST "/api/organizations/membership/automatic", V10, Write, "Organizations"),
+    route!(POST "/api/organizations/users", OrgMember, Read, "Organizations"),
+    route!(POST "/api/organizations/users/add", OrgAdmin, Write, "Organizations"),
+    route!(POST "/api/organizations/users/remove", OrgMember, Write, "Organizations"),
+    route!(POST "/api/organizations/users/promote", OrgAdmin, Write, "Organizations"),
+    route!(POST "/api/organizations/users/demote", OrgAdmin, Write, "Organizations"),
+    // Waitlist
+    route!(POST "/api/waitlist/add", Public, Write, "Waitlist"),
+    route!(GET "/api/waitlist/list-by-domain", Custom, Read, "Waitlist"),
+    route!(POST "/api/waitlist/accept-by-email", Custom, Write, "Waitlist"),
+    route!(POST "/api/waitlist/revoke-by-email", Custom, Write, "Waitlist"),
+    route!(POST "/api/waitlist/accept-all", Custom, Write, "Waitlist"),
+    route!(POST "/api/waitlist/status", Key, Read, "Waitlist"),
+    // Credits
+    route!(GET "/api/credits", Key, Read, "Credits"),
+    route!(GET "/api/credits/balance", Key, Read, "Credits"),
+    route!(GET "/api/credits/pricing", Public, Read, "Credits" => api::credits::pricing),
+    route!(POST "/api/credits/check", Key, Read, "Credits"),
+    route!(POST "/api/credits/create-account-by-user-id", Admin100, Write, "Credits"),
+    route!(POST "/api/credits/deduct", Key, Financial, "Credits"),
+    route!(POST "/api/credits/distribute-bonus", Key, Financial, "Credits"),
+    route!(POST "/api/credits/distribute-to-user-id", Admin100, Financial, "Credits"),
+    route!(POST "/api/credits/get-balance-by-email", Admin100, Read, "Credits"),
+    route!(POST "/api/credits/get-balance-by-user-id", Admin100, Read, "Credits"),
+    route!(POST "/api/credits/send", Key, Financial, "Credits"),
+    route!(POST "/api/credits/vendor-distribution-to-email", Admin100, Financial, "Credits"),
+    route!(POST "/api/credits/verify-apple-transaction-distritbution", Key, Financial, "Credits"),
+    // Telemetry
+    route!(POST "/api/telemetry/events", Public, Beacon, "Telemetry"),
+    route!(POST "/api/telemetry/metrics/daily", Admin100, Read, "Telemetry"),
+    route!(POST "/api/telemetry/metrics/query", Admin100, Read, "Telemetry"),
+    route!(POST "/api/telemetry/subscriptions/summary", Admin100, Read, "Telemetry"),
+    // Webhook
+    route!(POST "/api/webhooks/stripe", Public, Unlimited, "Webhook"),
+    // Posts
+    route!(POST "/api/posts", Public, Read, "Posts"),
+    route!(GET "/api/posts/{id}", Public, Read, "Posts"),
+    route!(POST "/api/posts/create", V10, Write, "Posts"),
+    route!(POST "/api/posts/update", V10, Write, "Posts"),
+    route!(POST "/api/posts/delete", Key, Write, "Posts"),
+    route!(POST "/api/posts/admin-stats", Admin100, Read, "Posts"),
+    route!(POST "/api/posts/all-threads", Public, Read, "Posts"),
+    route!(POST "/api/posts/all-thread-replies", Public, Read, "Posts"),
+    route!(GET "/api/posts/public/{slug}", Public, Read, "Posts"),
+    route!(POST "/api/posts/public/organizations/{id}", Public, Read, "Posts"),
+    route!(GET "/api/posts/reception/{id}", V10, Read, "Posts"),
+    route!(POST "/api/public-access/list", Custom, Unlimited, "Posts"),
+    route!(POST "/api/public-access/add-domain", Custom, Unlimited, "Posts"),
+    route!(POST "/api/public-access/remove-domain", Custom, Unlimited, "Posts"),
+    route!(POST "/api/public-access/status", Key, Unlimited, "Posts"),
+    // Documents, events, likes
+    route!(POST "/api/documents", OrgMember, Read, "Documents, events, likes"),
+    route!(GET "/api/documents/{id}", Public, Read, "Documents, events, likes"),
+    route!(POST "/api/documents/create", OrgMember, Write, "Documents, events, likes"),
+    route!(POST "/api/documents/update", OrgMember, Write, "Documents, events, likes"),
+    route!(POST "/api/documents/delete", OrgMember, Write, "Documents, events, likes"),
+    route!(GET "/api/events", Public, Read, "Documents, events, likes"),
+    route!(GET "/api/events/{id}", V10, Read, "Documents, events, likes"),
+    route!(POST "/api/events/create", OrgMember, Write, "Documents, events, likes"),
+    route!(POST "/api/events/update", OrgMember, Write, "Documents, events, likes"),
+    route!(POST "/api/events/delete", OrgMember, Write, "Documents, events, likes"),
+    route!(POST "/api/events/conflicts", OrgMember, Read, "Documents, events, likes"),
+    route!(GET "/api/likes/{id}", Public, Read, "Documents, events, likes"),
+    route!(POST "/api/likes/create", V10, Write, "Documents, events, likes"),
+    route!(POST "/api/likes/update", Key, Write, "Documents, events, likes"),
+    route!(POST "/api/likes/delete", Key, Write, "Documents, events, likes"),
+    // Data objects and files
+    route!(GET "/api/data", V10, Read, "Data objects and files"),
+    route!(POST "/api/data/delete", Key, Write, "Data objects and files"),
+    route!(POST "/api/data/generate-presigned-url", OrgMember, Upload, "Data objects and files"),
+    route!(POST "/api/data/generate-presigned-url-gcs", OrgMember, Upload, "Data objects and files"),
+    route!(POST "/api/data/admin/upload", Admin100, Upload, "Data objects and files"),
+    route!(POST "/api/data/admin/delete", Admin100, Write, "Data objects and files"),
+    route!(GET "/api/data/localizations/{id}", Public, Read, "Data objects and files"),
+    route!(POST "/api/data/localizations/create", V10, Write, "Data objects and files"),
+    route!(POST "/api/data/localizations/update", Key, Write, "Data objects and files"),
+    route!(POST "/api/data/localizations/delete", Key, Write, "Data objects and files"),
+    route!(POST "/api/data/localizations/get-by-entity-id", Public, Read, "Data objects and files"),
+    route!(POST "/api/data/prices/by-label", Public, Read, "Data objects and files"),
+    route!(GET "/api/data/things", Public, Read, "Data objects and files"),
+    route!(POST "/api/data/things/create", V10, Write, "Data objects and files"),
+    route!(POST "/api/data/things/update", Key, Write, "Data objects and files"),
+    route!(POST "/api/data/things/delete", Key, Write, "Data objects and files"),
+    route!(GET "/api/data/things/list", Public, Read, "Data objects and files"),
+    route!(GET "/api/data/things/list/search", Public, Read, "Data objects and files"),
+    // Inventory
+    route!(GET "/api/inventory", Public, Read, "Inventory"),
+    route!(GET "/api/inventory/{id}", Public, Read, "Inventory"),
+    route!(POST "/api/inventory/search", Public, Read, "Inventory"),
+    route!(POST "/api/inventory/claim", V10, Write, "Inventory"),
+    route!(POST "/api/inventory/create", OrgAdmin, Write, "Inventory"),
+    route!(POST "/api/inventory/update", OrgAdmin, Write, "Inventory"),
+    route!(POST "/api/inventory/delete", OrgAdmin, Write, "Inventory"),
+    route!(POST "/api/inventory/units/add", OrgAdmin, Write, "Inventory"),
+    route!(POST "/api/inventory/units/update", OrgAdmin, Write, "Inventory"),
+    route!(POST "/api/inventory/units/remove", OrgAdmin, Write, "Inventory"),
+    // Marketplace
+    route!(GET "/api/marketplace/cart", V10, Read, "Marketplace"),
+    route!(POST "/api/marketplace/cart/add", V10, Write, "Marketplace"),
+    route!(POST "/api/marketplace/cart/update", V10, Write, "Marketplace"),
+    route!(POST "/api/marketplace/cart/remove", V10, Write, "Marketplace"),
+    route!(POST "/api/marketplace/cart/clear", V10, Write, "Marketplace"),
+    route!(POST "/api/marketplace/checkout", V10, Auth, "Marketplace"),
+    route!(GET "/api/marketplace/orders", V10, Read, "Marketplace"),
+    route!(GET "/api/marketplace/orders/{id}", V10, Read, "Marketplace"),
+    route!(POST "/api/marketplace/orders/update", V10, Write, "Marketplace"),
+    route!(POST "/api/marketplace/orders/send-receipt", Custom, Write, "Marketplace"),
+    route!(POST "/api/marketplace/orders/resend-receipt", Key, Write, "Marketplace"),
+    route!(GET "/api/marketplace/discounts", OrgAdmin, Read, "Marketplace"),
+    route!(GET "/api/marketplace/discounts/{id}", OrgAdmin, Read, "Marketplace"),
+    route!(POST "/api/marketplace/discounts/create", OrgAdmin, Write, "Marketplace"),
+    route!(POST "/api/marketplace/discounts/update", OrgAdmin, Write, "Marketplace"),
+    route!(POST "/api/marketplace/discounts/delete", OrgAdmin, Write, "Marketplace"),
+    // Guest checkout
+    route!(POST "/api/marketplace/guest/session", Public, Auth, "Guest checkout"),
+    route!(GET "/api/marketplace/guest/cart", Custom, Read, "Guest checkout"),
+    route!(POST "/api/marketplace/guest/cart/add", Custom, Write, "Guest checkout"),
+    route!(POST "/api/marketplace/guest/cart/remove", Custom, Write, "Guest checkout"),
+    route!(POST "/api/marketplace/guest/cart/update", Custom, Write, "Guest checkout"),
+    route!(POST "/api/marketplace/guest/cart/clear", Custom, Write, "Guest checkout"),
+    route!(POST "/api/marketplace/guest/checkout", Custom, Auth, "Guest checkout"),
+    route!(GET "/api/marketplace/guest/orders/{id}", Public, Read, "Guest checkout"),
+    route!(GET "/api/marketplace/guest/orders/{id}/status", Public, Read, "Guest checkout"),
+    // Downloads
+    route!(POST "/api/downloads/purchase", Custom, Auth, "Downloads"),
+    route!(POST "/api/downloads/create", OrgAdmin, Write, "Downloads"),
+    route!(GET "/api/downloads/{token}", Public, Read, "Downloads"),
+    route!(POST "/api/downloads/revoke", OrgAdmin, Write, "Downloads"),
+    route!(GET "/api/downloads", OrgAdmin, Read, "Downloads"),
+    route!(GET "/api/downloads/status", Custom, Read, "Downloads"),
+    // Licenses
+    route!(POST "/api/licenses/purchase", Custom, Auth, "Licenses"),
+    route!(POST "/api/licenses/create", OrgAdmin, Write, "Licenses"),
+    route!(POST "/api/licenses/validate", Public, Write, "Licenses"),
+    route!(POST "/api/licenses/revoke", Custom, Write, "Licenses"),
+    route!(POST "/api/licenses/regenerate", Custom, Write, "Licenses"),
+    route!(GET "/api/licenses", Key, Read, "Licenses"),
+    route!(GET "/api/licenses/{id}", Key, Read, "Licenses"),
+    // Key-value store
+    route!(GET "/api/kv/namespaces", Key, Read, "Key-value store"),
+    route!(POST "/api/kv/namespaces/create", Key, Write, "Key-value store"),
+    route!(POST "/api/kv/namespaces/delete", Key, Write, "Key-value store"),
+    route!(POST "/api/kv/entries/create", Key, Write, "Key-value store"),
+    route!(POST "/api/kv/entries/get", Key, Read, "Key-value store"),
+    route!(POST "/api/kv/entries/update", Key, Write, "Key-value store"),
+    route!(POST "/api/kv/entries/delete", Key, Write, "Key-value store"),
+    // Analytics
+    route!(POST "/api/analytics/sites/create", V10, Write, "Analytics"),
+    route!(POST "/api/analytics/sites/update", Custom, Write, "Analytics"),
+    route!(POST "/api/analytics/sites/delete", Custom, Write, "Analytics"),
+    route!(GET "/api/analytics/sites", V10, Read, "Analytics"),
+    route!(GET "/api/analytics/sites/{id}", Custom, Read, "Analytics"),
+    route!(GET "/api/analytics/sites/members", Custom, Read, "Analytics"),
+    route!(POST "/api/analytics/sites/members/add", Custom, Write, "Analytics"),
+    route!(POST "/api/analytics/sites/members/update", Custom, Write, "Analytics"),
+    route!(POST "/api/analytics/sites/members/remove", Custom, Write, "Analytics"),
+    route!(POST "/api/analytics/track", Public, Beacon, "Analytics"),
+    route!(POST "/api/analytics/events", Custom, Read, "Analytics"),
+    route!(POST "/api/analytics/events/{id}/attachment/create", Custom, Upload, "Analytics"),
+    route!(POST "/api/analytics/events/{id}/attachment", Custom, Read, "Analytics"),
+    route!(POST "/api/analytics/stats", Custom, Read, "Analytics"),
+    // Slide decks
+    route!(GET "/api/slides/capabilities", Public, Read, "Slide decks"),
+    route!(POST "/api/slides/create", V10, Write, "Slide decks"),
+    route!(GET "/api/slides", V10, Read, "Slide decks"),
+    route!(GET "/api/slides/{id}", V10, Read, "Slide decks"),
+    route!(POST "/api/slides/update", Custom, Write, "Slide decks"),
+    route!(POST "/api/slides/delete", Custom, Write, "Slide decks"),
+    route!(GET "/api/slides/revisions", Custom, Read, "Slide decks"),
+    route!(GET "/api/slides/revisions/{id}", Custom, Read, "Slide decks"),
+    route!(POST "/api/slides/revisions/restore", Custom, Write, "Slide decks"),
+    route!(POST "/api/slides/assets/create", Custom, Upload, "Slide decks"),
+    route!(POST "/api/slides/assets/complete", Custom, Upload, "Slide decks"),
+    route!(GET "/api/slides/assets/{id}", Custom, Read, "Slide decks"),
+    route!(POST "/api/slides/assets/delete", Custom, Upload, "Slide decks"),
+    route!(POST "/api/slides/exports/create", Custom, Render, "Slide decks"),
+    route!(GET "/api/slides/jobs/{id}", Custom, Read, "Slide decks"),
+    route!(POST "/api/slides/jobs/cancel", Custom, Write, "Slide decks"),
+    route!(POST "/api/slides/publish", Custom, Write, "Slide decks"),
+    route!(POST "/api/slides/unpublish", Custom, Write, "Slide decks"),
+    route!(GET "/api/slides/public/{id}", Public, Read, "Slide decks"),
+    route!(POST "/api/slides/present", Public, Read, "Slide decks"),
+];

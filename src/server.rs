@@ -1,0 +1,200 @@
+//! Process wiring for the CLI commands: configuration → database → queue → actors → HTTP.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use plinth_actors::rate::RateLimiter;
+use plinth_workers::{MailBackend, Queue, WorkerConfig};
+use tokio::sync::watch;
+
+use crate::auth::CallerCache;
+use crate::config::{Opts, ServeOpts, WorkerOpts};
+use crate::crypto::MasterKey;
+use crate::db::Db;
+use crate::state::{AppState, Inner, RouteIndex};
+
+pub fn init_logging(opts: &Opts) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if opts.log_format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+/// `PLINTH_MASTER_KEY`, or `<data-dir>/master.key`, generated once with mode 0600.
+pub fn master_key(opts: &Opts) -> anyhow::Result<MasterKey> {
+    if let Some(hex) = &opts.master_key {
+        return MasterKey::from_hex(hex).context("PLINTH_MASTER_KEY");
+    }
+    let path = opts.data_dir.join("master.key");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => MasterKey::from_hex(&text).with_context(|| format!("{}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let key = MasterKey::generate();
+            write_private(&path, &key.to_hex())?;
+            tracing::info!(path = %path.display(), "generated a new master key");
+            Ok(key)
+        }
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+    let mut f = opts
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    f.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// Database with migrations applied, and the job queue in it.
+pub async fn open_database(opts: &Opts) -> anyhow::Result<(Db, Queue)> {
+    std::fs::create_dir_all(&opts.data_dir)
+        .with_context(|| format!("creating data dir {}", opts.data_dir.display()))?;
+    let url = opts.database_url();
+    let db = Db::connect(&url)
+        .await
+        .context("connecting to the database")?;
+    db.migrate().await.context("running migrations")?;
+    let queue = match &db {
+        Db::Sqlite(p) => Queue::sqlite(p).await,
+        Db::Postgres(p) => Queue::postgres(p).await,
+    }
+    .map_err(|e| anyhow::anyhow!("setting up the job queue: {e}"))?;
+    Ok((db, queue))
+}
+
+fn mail_backend(opts: &Opts) -> anyhow::Result<MailBackend> {
+    MailBackend::new(opts.smtp_url.as_deref(), opts.data_dir.join("outbox"))
+        .map_err(|e| anyhow::anyhow!("mail configuration: {e}"))
+}
+
+fn worker_config(opts: &WorkerOpts) -> WorkerConfig {
+    WorkerConfig {
+        name_prefix: opts.worker_name.clone().unwrap_or_else(|| {
+            let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "plinth".into());
+            format!("{host}-{}", std::process::id())
+        }),
+        email_concurrency: opts.email_concurrency,
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing the SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+pub async fn serve(opts: Opts, serve: ServeOpts) -> anyhow::Result<()> {
+    let (db, queue) = open_database(&opts).await?;
+    let key = master_key(&opts)?;
+    let mail = mail_backend(&opts)?;
+    let routes = RouteIndex::new(&opts.token_costs()?)?;
+    let rate = RateLimiter::start(opts.rate_shards)
+        .await
+        .map_err(|e| anyhow::anyhow!("starting rate-limit actors: {e}"))?;
+
+    let listener = tokio::net::TcpListener::bind(&opts.listen)
+        .await
+        .with_context(|| format!("binding {}", opts.listen))?;
+    let bound = listener.local_addr()?;
+    let public_url = opts.public_url(&bound.to_string());
+    let payment_url = opts
+        .payment_url
+        .clone()
+        .unwrap_or_else(|| format!("{public_url}/api/users/subscriptions"));
+
+    let state = AppState::new(Inner {
+        exempt_domains: Opts::normalized_domains(&opts.exempt_domains),
+        public_url,
+        payment_url,
+        db,
+        key,
+        rate: rate.clone(),
+        callers: CallerCache::default(),
+        queue: queue.clone(),
+        mail: mail.clone(),
+        routes,
+        opts,
+    });
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let workers = (!serve.no_workers).then(|| {
+        let cfg = worker_config(&serve.workers);
+        let queue = queue.clone();
+        tokio::spawn(async move { queue.run_workers(cfg, mail, stop_rx).await })
+    });
+
+    // Tests and scripts read this line to learn the port when listening on port 0.
+    println!("plinth listening on http://{bound}");
+    tracing::info!(%bound, database = state.db.backend(), "plinth serving");
+
+    axum::serve(
+        listener,
+        crate::app(state).into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
+
+    let _ = stop_tx.send(true);
+    if let Some(w) = workers {
+        let _ = tokio::time::timeout(Duration::from_secs(30), w).await;
+    }
+    rate.stop();
+    Ok(())
+}
+
+pub async fn worker(opts: Opts, w: WorkerOpts) -> anyhow::Result<()> {
+    let (_db, queue) = open_database(&opts).await?;
+    let mail = mail_backend(&opts)?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let run = tokio::spawn({
+        let cfg = worker_config(&w);
+        async move { queue.run_workers(cfg, mail, stop_rx).await }
+    });
+    println!("plinth worker running");
+    shutdown_signal().await;
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(30), run).await;
+    Ok(())
+}
+
+pub async fn migrate(opts: Opts) -> anyhow::Result<()> {
+    let (db, _) = open_database(&opts).await?;
+    println!("migrations applied ({})", db.backend());
+    Ok(())
+}
+
+pub async fn set_level(opts: Opts, email: &str, level: i64) -> anyhow::Result<()> {
+    if ![0, 10, 20, 30, 40, 100].contains(&level) {
+        anyhow::bail!("level must be one of 0, 10, 20, 30, 40, 100");
+    }
+    let (db, _) = open_database(&opts).await?;
+    let email = email.trim().to_lowercase();
+    if !crate::db::users::set_level_by_email(&db, &email, level).await? {
+        anyhow::bail!("no account with email {email}");
+    }
+    println!("{email} is now level {level}");
+    Ok(())
+}

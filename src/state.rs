@@ -1,0 +1,87 @@
+//! Shared application state handed to every handler.
+
+use std::collections::HashMap;
+use std::ops::Deref;
+use std::sync::Arc;
+
+use plinth_actors::rate::RateLimiter;
+use plinth_workers::{MailBackend, Queue};
+
+use crate::auth::CallerCache;
+use crate::config::Opts;
+use crate::crypto::MasterKey;
+use crate::db::Db;
+use crate::routes::{RouteSpec, ROUTES};
+
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+pub struct Inner {
+    pub opts: Opts,
+    pub db: Db,
+    pub key: MasterKey,
+    pub public_url: String,
+    pub payment_url: String,
+    pub exempt_domains: Vec<String>,
+    pub rate: RateLimiter,
+    pub callers: CallerCache,
+    pub queue: Queue,
+    pub mail: MailBackend,
+    pub routes: RouteIndex,
+}
+
+impl Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    pub fn new(inner: Inner) -> Self {
+        Self(Arc::new(inner))
+    }
+}
+
+/// The route table keyed by (method, matched path), with configured costs applied.
+pub struct RouteIndex {
+    map: HashMap<(&'static str, &'static str), RouteEntry>,
+}
+
+#[derive(Clone, Copy)]
+pub struct RouteEntry {
+    pub spec: &'static RouteSpec,
+    pub cost: u64,
+}
+
+impl RouteIndex {
+    pub fn new(overrides: &HashMap<(String, String), u64>) -> anyhow::Result<Self> {
+        let mut map = HashMap::new();
+        for spec in ROUTES {
+            let cost = overrides
+                .get(&(spec.method.to_owned(), spec.path.to_owned()))
+                .copied()
+                .unwrap_or(spec.cost);
+            let entry = RouteEntry { spec, cost };
+            map.insert((spec.method, spec.path), entry);
+            if let Some(also) = spec.also {
+                map.insert((also, spec.path), entry);
+            }
+        }
+        for (method, path) in overrides.keys() {
+            if !map.contains_key(&(method.as_str(), path.as_str())) {
+                anyhow::bail!("PLINTH_TOKEN_COSTS names an unknown route: {method} {path}");
+            }
+        }
+        Ok(Self { map })
+    }
+
+    pub fn get(&self, method: &str, path: &str) -> Option<RouteEntry> {
+        self.map.get(&(method, path)).copied()
+    }
+
+    pub fn cost_of(&self, spec: &RouteSpec) -> u64 {
+        self.get(spec.method, spec.path)
+            .map_or(spec.cost, |e| e.cost)
+    }
+}

@@ -1,0 +1,316 @@
+//! The usage layer, run around every route and the fallback: identifies the caller,
+//! counts the request in its rate window, enforces the route's access rule and token
+//! cost, and stamps `_usage` (body and headers) on every response. It also turns any
+//! non-JSON error (axum rejections, 405, 413) into the `{error, message}` envelope.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{ConnectInfo, MatchedPath, Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Map, Value};
+
+use crate::auth::{self, Caller, CallerExt, LEVEL_ADMIN, LEVEL_VERIFIED};
+use crate::error::ApiError;
+use crate::reply::Envelope;
+use crate::routes::{Access, Category};
+use crate::state::{AppState, RouteEntry};
+
+/// What `_usage` reports for one request.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Usage {
+    pub cost: u64,
+    pub tokens_remaining: Option<i64>,
+    /// 0 with `interval_ms` 0 means "not rate limited" (admins, category unlimited).
+    pub limit: u64,
+    pub remaining: u64,
+    pub interval_ms: u64,
+    pub retry_after_ms: u64,
+}
+
+/// Tier multiplier by level; `None` is unlimited (ADMIN).
+pub fn tier_multiplier(level: i64) -> Option<u64> {
+    match level {
+        l if l >= LEVEL_ADMIN => None,
+        l if l >= 40 => Some(1200),
+        l if l >= 30 => Some(120),
+        l if l >= 20 => Some(12),
+        l if l >= LEVEL_VERIFIED => Some(6),
+        _ => Some(1),
+    }
+}
+
+/// The limit for a category and level after the operator's multiplier; `None` = unlimited.
+pub fn limit_for(category: Category, level: i64, multiplier: f64) -> Option<u64> {
+    let base = category.base_limit()?;
+    let tier = tier_multiplier(level)?;
+    Some(((base * tier) as f64 * multiplier).ceil().max(1.0) as u64)
+}
+
+pub async fn usage_layer(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let entry = req
+        .extensions()
+        .get::<MatchedPath>()
+        .and_then(|p| app.routes.get(method.as_str(), p.as_str()));
+    let ip = req
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    let key = req
+        .headers()
+        .get("x-api-key")
+        .map(|v| v.to_str().unwrap_or("").trim().to_owned());
+
+    let mut usage = Usage {
+        cost: entry.map_or(0, |e| e.cost),
+        ..Usage::default()
+    };
+    let resp = match admit(&app, entry, key, ip, &mut usage).await {
+        Ok((caller, charged)) => {
+            req.extensions_mut().insert(CallerExt(caller.clone()));
+            let resp = next.run(req).await;
+            if charged && !resp.status().is_success() {
+                // Nothing was delivered: give the reserved tokens back.
+                if let Some(c) = &caller {
+                    match crate::db::credits::refund_usage(&app.db, &c.id, usage.cost).await {
+                        Ok(balance) => usage.tokens_remaining = Some(balance),
+                        Err(e) => tracing::error!(error = %e, "token refund failed"),
+                    }
+                }
+            }
+            resp
+        }
+        Err(e) => e.into_response(),
+    };
+    finish(resp, &usage, &method, &path).await
+}
+
+/// Everything that happens before the handler. Returns the caller and whether tokens
+/// were reserved.
+async fn admit(
+    app: &AppState,
+    entry: Option<RouteEntry>,
+    key: Option<String>,
+    ip: Option<IpAddr>,
+    usage: &mut Usage,
+) -> Result<(Option<Arc<Caller>>, bool), ApiError> {
+    let caller = match key.as_deref() {
+        Some(k) if !k.is_empty() => auth::resolve(app, k).await?,
+        _ => None,
+    };
+    if let Some(c) = &caller {
+        usage.tokens_remaining = Some(c.balance);
+    }
+
+    // Rate limit first: refused and unauthenticated requests count too, which is what
+    // bounds brute force on sign-in and verification.
+    let category = entry.map_or(Category::Read, |e| e.spec.category);
+    let level = caller.as_ref().map_or(0, |c| c.level);
+    if let Some(limit) = limit_for(category, level, app.opts.rate_limit_multiplier) {
+        let who = match (&caller, ip) {
+            (Some(c), _) => format!("u:{}", c.id),
+            (None, Some(ip)) => format!("ip:{ip}"),
+            (None, None) => "ip:unknown".to_owned(),
+        };
+        let d = app
+            .rate
+            .check(&who, category as u8, limit, category.interval_ms())
+            .await;
+        usage.limit = d.limit;
+        usage.remaining = d.remaining;
+        usage.interval_ms = d.interval_ms;
+        usage.retry_after_ms = d.retry_after_ms;
+        if !d.allowed {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "rate limit exceeded for category {}: {} requests per {} ms",
+                    category.name(),
+                    d.limit,
+                    d.interval_ms
+                ),
+            )
+            .with("retry_after_ms", d.retry_after_ms));
+        }
+    }
+
+    let Some(entry) = entry else {
+        return Ok((caller, false)); // unknown route or method: the router answers 404/405
+    };
+
+    let need = |min_level: Option<i64>| -> Result<(), ApiError> {
+        let c = match (&caller, key.as_deref()) {
+            (Some(c), _) => c,
+            (None, Some(k)) if !k.is_empty() => {
+                return Err(ApiError::unauthorized("invalid API key"))
+            }
+            _ => {
+                return Err(ApiError::unauthorized(
+                    "this endpoint requires an API key in the x-api-key header",
+                ))
+            }
+        };
+        match min_level {
+            Some(l) if c.level < l => Err(ApiError::forbidden(if l >= LEVEL_ADMIN {
+                "this endpoint requires an administrator (level 100)"
+            } else {
+                "this endpoint requires a verified account (level 10); verify your email first"
+            })),
+            _ => Ok(()),
+        }
+    };
+    match entry.spec.access {
+        Access::Public | Access::Custom => {}
+        Access::Key | Access::OrgMember | Access::OrgAdmin => need(None)?,
+        Access::V10 => need(Some(LEVEL_VERIFIED))?,
+        Access::Admin100 => need(Some(LEVEL_ADMIN))?,
+    }
+
+    if entry.cost == 0 {
+        return Ok((caller, false));
+    }
+    let cost = entry.cost as i64;
+    let payment_required = |balance: i64| {
+        ApiError::new(
+            StatusCode::PAYMENT_REQUIRED,
+            format!("this endpoint costs {cost} tokens and the balance is {balance}"),
+        )
+        .with("tokens_required", cost)
+        .with("tokens_balance", balance)
+        .with("payment_url", app.payment_url.clone())
+    };
+    let Some(c) = &caller else {
+        return Err(payment_required(0));
+    };
+    match crate::db::credits::charge_usage(&app.db, &c.id, cost).await? {
+        Ok(balance) => {
+            app.callers.invalidate_user(&c.id);
+            usage.tokens_remaining = Some(balance);
+            Ok((caller, true))
+        }
+        Err(balance) => {
+            usage.tokens_remaining = Some(balance);
+            Err(payment_required(balance))
+        }
+    }
+}
+
+fn usage_json(u: &Usage) -> Value {
+    let mut tokens = Map::new();
+    tokens.insert("cost".into(), json!(u.cost));
+    if let Some(r) = u.tokens_remaining {
+        tokens.insert("remaining".into(), json!(r));
+    }
+    json!({
+        "tokens": tokens,
+        "rate_limit": {"limit": u.limit, "remaining": u.remaining, "interval_ms": u.interval_ms},
+    })
+}
+
+/// Largest body the layer will buffer to wrap a non-envelope response.
+const WRAP_LIMIT: usize = 1 << 20;
+
+async fn finish(resp: Response, u: &Usage, method: &Method, path: &str) -> Response {
+    let (mut parts, body) = resp.into_parts();
+    let status = parts.status;
+
+    let object = match parts.extensions.remove::<Envelope>() {
+        Some(Envelope(m)) => Some(m),
+        None => {
+            let ct_json = parts
+                .headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("application/json"));
+            let is_error = status.is_client_error() || status.is_server_error();
+            if ct_json || is_error {
+                let bytes = axum::body::to_bytes(body, WRAP_LIMIT)
+                    .await
+                    .unwrap_or_default();
+                match serde_json::from_slice::<Value>(&bytes) {
+                    Ok(Value::Object(m)) => Some(m),
+                    _ if is_error => Some(error_object(status, &bytes, method, path)),
+                    _ => {
+                        // JSON that is not an object, from a success: pass it through.
+                        return with_headers(Response::from_parts(parts, Body::from(bytes)), u);
+                    }
+                }
+            } else {
+                // Redirects, files and other non-JSON successes keep their body.
+                return with_headers(Response::from_parts(parts, body), u);
+            }
+        }
+    };
+
+    let mut m = object.unwrap_or_default();
+    m.insert("_usage".into(), usage_json(u));
+    let bytes = serde_json::to_vec(&Value::Object(m)).unwrap_or_default();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    with_headers(Response::from_parts(parts, Body::from(bytes)), u)
+}
+
+fn error_object(
+    status: StatusCode,
+    body: &[u8],
+    method: &Method,
+    path: &str,
+) -> Map<String, Value> {
+    let text = String::from_utf8_lossy(body).trim().to_owned();
+    let message = match status {
+        StatusCode::METHOD_NOT_ALLOWED => format!("method {method} is not allowed on {path}"),
+        StatusCode::PAYLOAD_TOO_LARGE => "request body is larger than the 1 MiB limit".to_owned(),
+        _ if !text.is_empty() => text,
+        _ => status
+            .canonical_reason()
+            .unwrap_or("request failed")
+            .to_owned(),
+    };
+    let mut m = Map::new();
+    m.insert("error".into(), Value::Bool(true));
+    m.insert("message".into(), Value::String(message));
+    m
+}
+
+fn with_headers(mut resp: Response, u: &Usage) -> Response {
+    let h = resp.headers_mut();
+    let num = |n: u64| HeaderValue::from(n);
+    h.insert("x-tokens-cost", num(u.cost));
+    if let Some(r) = u.tokens_remaining {
+        h.insert("x-tokens-remaining", HeaderValue::from(r));
+    }
+    h.insert("x-ratelimit-limit", num(u.limit));
+    h.insert("x-ratelimit-remaining", num(u.remaining));
+    h.insert("x-ratelimit-interval-ms", num(u.interval_ms));
+    if resp.status() == StatusCode::TOO_MANY_REQUESTS {
+        // Standard header too, in whole seconds rounded up.
+        let secs = u.retry_after_ms.div_ceil(1000).max(1);
+        resp.headers_mut().insert(header::RETRY_AFTER, num(secs));
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_follow_the_tier_table() {
+        assert_eq!(limit_for(Category::Read, 0, 1.0), Some(120));
+        assert_eq!(limit_for(Category::Write, 10, 1.0), Some(180));
+        assert_eq!(limit_for(Category::Read, 20, 1.0), Some(1440));
+        assert_eq!(limit_for(Category::Write, 30, 1.0), Some(3600));
+        assert_eq!(limit_for(Category::Read, 40, 1.0), Some(144000));
+        assert_eq!(limit_for(Category::Read, 100, 1.0), None);
+        assert_eq!(limit_for(Category::Unlimited, 0, 1.0), None);
+        assert_eq!(limit_for(Category::Auth, 0, 100.0), Some(500));
+    }
+}

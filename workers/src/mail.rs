@@ -1,0 +1,101 @@
+//! Email delivery: `.eml` files in an outbox folder, or an SMTP relay.
+
+use std::path::PathBuf;
+
+use apalis::prelude::BoxDynError;
+use lettre::message::header::ContentType;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use serde::Serialize;
+
+use crate::Email;
+
+#[derive(Clone)]
+pub enum MailBackend {
+    /// Writes RFC 5322 files to this folder (the zero set-up default).
+    Outbox(PathBuf),
+    Smtp {
+        transport: AsyncSmtpTransport<Tokio1Executor>,
+        host: String,
+    },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MailStatus {
+    pub backend: &'static str,
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outbox: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+impl MailBackend {
+    /// `smtp_url` as lettre understands it: `smtp://host:port` (plain, for local relays
+    /// and sinks), `smtp://host:port?tls=required`, `smtps://user:pass@host`.
+    pub fn new(smtp_url: Option<&str>, outbox: PathBuf) -> Result<Self, BoxDynError> {
+        match smtp_url {
+            Some(url) => {
+                let transport = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)?.build();
+                let host = url
+                    .split('@')
+                    .next_back()
+                    .unwrap_or(url)
+                    .trim_start_matches("smtp://")
+                    .trim_start_matches("smtps://")
+                    .to_owned();
+                Ok(MailBackend::Smtp { transport, host })
+            }
+            None => {
+                std::fs::create_dir_all(&outbox)?;
+                Ok(MailBackend::Outbox(outbox))
+            }
+        }
+    }
+
+    pub fn describe(&self) -> MailStatus {
+        match self {
+            MailBackend::Outbox(dir) => MailStatus {
+                backend: "outbox",
+                ok: dir.is_dir(),
+                outbox: Some(dir.clone()),
+                host: None,
+            },
+            MailBackend::Smtp { host, .. } => MailStatus {
+                backend: "smtp",
+                ok: true,
+                outbox: None,
+                host: Some(host.clone()),
+            },
+        }
+    }
+
+    pub async fn deliver(&self, id: &str, email: &Email) -> Result<(), BoxDynError> {
+        let domain = email
+            .from
+            .rsplit('@')
+            .next()
+            .unwrap_or("plinth.localhost")
+            .trim_end_matches('>');
+        let message = Message::builder()
+            .message_id(Some(format!("<{id}@{domain}>")))
+            .from(email.from.parse()?)
+            .to(email.to.parse()?)
+            .subject(email.subject.clone())
+            .header(ContentType::TEXT_PLAIN)
+            .body(email.text.clone())?;
+        match self {
+            MailBackend::Outbox(dir) => {
+                // Write then rename: a reader never sees half a message, and a second run
+                // of the same job replaces the file rather than adding another.
+                let tmp = dir.join(format!(".{id}.tmp"));
+                tokio::fs::write(&tmp, message.formatted()).await?;
+                tokio::fs::rename(&tmp, dir.join(format!("{id}.eml"))).await?;
+            }
+            MailBackend::Smtp { transport, .. } => {
+                transport.send(message).await?;
+            }
+        }
+        tracing::info!(id, to = %email.to, subject = %email.subject, "email delivered");
+        Ok(())
+    }
+}
