@@ -1,0 +1,377 @@
+//! Test harness: starts the real `plinth` binary on a free port with a temp data dir and
+//! talks HTTP to it. `PLINTH_TEST_DATABASE_URL=postgres://...` runs every test against a
+//! fresh PostgreSQL database created for that server (dropped afterwards).
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use reqwest::header::HeaderMap;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_plinth");
+
+pub struct Server {
+    pub base: String,
+    pub dir: tempfile::TempDir,
+    pub database_url: String,
+    child: Child,
+    pg_db: Option<(String, String)>,
+    client: reqwest::Client,
+}
+
+pub struct Resp {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    }
+    /// Every response carries `_usage` in the body and the same numbers as headers.
+    pub fn assert_usage(&self) {
+        let u = &self.body["_usage"];
+        assert!(u.is_object(), "missing _usage in {}", self.body);
+        assert!(u["tokens"]["cost"].is_u64(), "{}", self.body);
+        for (field, header) in [
+            ("limit", "x-ratelimit-limit"),
+            ("remaining", "x-ratelimit-remaining"),
+            ("interval_ms", "x-ratelimit-interval-ms"),
+        ] {
+            assert_eq!(
+                self.header(header).unwrap_or_default(),
+                u["rate_limit"][field].to_string(),
+                "header {header} vs body in {}",
+                self.body
+            );
+        }
+        assert_eq!(
+            self.header("x-tokens-cost").unwrap_or_default(),
+            u["tokens"]["cost"].to_string()
+        );
+        match u["tokens"].get("remaining") {
+            Some(r) => assert_eq!(self.header("x-tokens-remaining").unwrap(), r.to_string()),
+            None => assert!(self.header("x-tokens-remaining").is_none()),
+        }
+    }
+    /// An error envelope with this status.
+    pub fn assert_error(&self, status: u16) {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
+        assert_eq!(self.body["error"], json!(true), "body: {}", self.body);
+        assert!(self.body["message"].as_str().is_some_and(|m| !m.is_empty()));
+        self.assert_usage();
+    }
+    pub fn assert_ok(&self) {
+        assert!(self.status.is_success(), "status {} body {}", self.status, self.body);
+        self.assert_usage();
+    }
+}
+
+/// Environment for a test server; the rate-limit multiplier is raised by default so that
+/// many sign-ups from 127.0.0.1 are not throttled (tests of limits set it back to 1).
+pub struct Options {
+    pub env: Vec<(String, String)>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            env: vec![("PLINTH_RATE_LIMIT_MULTIPLIER".into(), "1000".into())],
+        }
+    }
+}
+
+impl Options {
+    pub fn env(mut self, k: &str, v: &str) -> Self {
+        self.env.retain(|(key, _)| key != k);
+        self.env.push((k.into(), v.into()));
+        self
+    }
+}
+
+pub fn pg_admin_url() -> Option<String> {
+    std::env::var("PLINTH_TEST_DATABASE_URL").ok().filter(|s| !s.is_empty())
+}
+
+fn replace_db_name(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let cut = base.rfind('/').expect("database URL has a path");
+    let mut out = format!("{}/{name}", &base[..cut]);
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
+}
+
+impl Server {
+    pub async fn start() -> Server {
+        Self::start_with(Options::default()).await
+    }
+
+    pub async fn start_with(opts: Options) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let (database_url, pg_db) = match pg_admin_url() {
+            Some(admin) => {
+                let name = format!("plinth_t_{}", uuid::Uuid::new_v4().simple());
+                let pool = sqlx::PgPool::connect(&admin).await.expect("PostgreSQL for tests");
+                sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                    .execute(&pool)
+                    .await
+                    .unwrap();
+                pool.close().await;
+                (replace_db_name(&admin, &name), Some((admin, name)))
+            }
+            None => (
+                format!("sqlite://{}", dir.path().join("plinth.db").display()),
+                None,
+            ),
+        };
+        let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
+        let mut cmd = Command::new(BIN);
+        cmd.arg("serve")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--data-dir")
+            .arg(dir.path())
+            .arg("--database-url")
+            .arg(&database_url)
+            .env_remove("PLINTH_DATABASE_URL")
+            .env("RUST_LOG", "info,sqlx=warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log));
+        for (k, v) in &opts.env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawning plinth");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("plinth listening on ") {
+                    let _ = tx.send(addr.to_owned());
+                }
+            }
+        });
+        let base = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(b) => b,
+            Err(_) => {
+                let _ = child.kill();
+                let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+                panic!("server did not start; log:\n{log}");
+            }
+        };
+        Server {
+            base,
+            dir,
+            database_url,
+            child,
+            pg_db,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().to_path_buf()
+    }
+
+    pub async fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<Value>,
+    ) -> Resp {
+        let mut req = self.client.request(method, format!("{}{}", self.base, path));
+        if let Some(k) = key {
+            req = req.header("x-api-key", k);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        Self::read(req.send().await.expect("request failed")).await
+    }
+
+    pub async fn read(res: reqwest::Response) -> Resp {
+        let status = res.status();
+        let headers = res.headers().clone();
+        let text = res.text().await.unwrap();
+        let body = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("response is not JSON ({e}): {status} {text:?}"));
+        Resp { status, headers, body }
+    }
+
+    /// A raw request for malformed-input tests.
+    pub fn raw(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.client.request(method, format!("{}{}", self.base, path))
+    }
+
+    pub async fn get(&self, path: &str, key: Option<&str>) -> Resp {
+        self.request(reqwest::Method::GET, path, key, None).await
+    }
+
+    pub async fn post(&self, path: &str, key: Option<&str>, body: Value) -> Resp {
+        self.request(reqwest::Method::POST, path, key, Some(body)).await
+    }
+
+    /// Signs up; returns (key, user).
+    pub async fn signup(&self, email: &str) -> (String, Value) {
+        let r = self
+            .post(
+                "/api/users/authenticate",
+                None,
+                json!({"email": email, "password": "correct horse"}),
+            )
+            .await;
+        r.assert_ok();
+        assert_eq!(r.body["existing"], json!(false));
+        let key = r.body["user"]["key"].as_str().unwrap().to_owned();
+        (key, r.body["user"].clone())
+    }
+
+    /// Waits for the email to `to` whose body contains `needle`; returns its text.
+    pub async fn wait_for_email(&self, to: &str, needle: &str) -> String {
+        let outbox = self.dir.path().join("outbox");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(entries) = std::fs::read_dir(&outbox) {
+                for e in entries.flatten() {
+                    if e.path().extension().is_some_and(|x| x == "eml") {
+                        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+                        if text.contains(&format!("To: {to}")) && text.contains(needle) {
+                            return text;
+                        }
+                    }
+                }
+            }
+            assert!(Instant::now() < deadline, "no email to {to} containing {needle:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub fn emails_to(&self, to: &str) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.dir.path().join("outbox")) else {
+            return vec![];
+        };
+        entries
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "eml"))
+            .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+            .filter(|t| t.contains(&format!("To: {to}")))
+            .collect()
+    }
+
+    /// The code from the newest verification email to `to`.
+    pub async fn verification_code(&self, to: &str) -> String {
+        let text = self.wait_for_email(to, "?code=").await;
+        code_in(&text)
+    }
+
+    /// Signs up and verifies; returns the key of a level-10 account.
+    pub async fn verified_user(&self, email: &str) -> String {
+        let (key, _) = self.signup(email).await;
+        let code = self.verification_code(email).await;
+        let r = self.post("/api/users/verify", None, json!({"code": code})).await;
+        r.assert_ok();
+        key
+    }
+
+    /// `plinth users set-level`, as an operator would run it next to the server.
+    pub fn set_level(&self, email: &str, level: i64) -> std::process::Output {
+        Command::new(BIN)
+            .args(["users", "set-level", "--email", email, "--level", &level.to_string()])
+            .arg("--data-dir")
+            .arg(self.dir.path())
+            .arg("--database-url")
+            .arg(&self.database_url)
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap()
+    }
+
+    /// A verified account raised to admin; waits until the server sees the new level.
+    pub async fn admin(&self, email: &str) -> String {
+        let key = self.verified_user(email).await;
+        let out = self.set_level(email, 100);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let deadline = Instant::now() + Duration::from_secs(12);
+        loop {
+            let r = self.get("/api/users/viewer", Some(&key)).await;
+            if r.body["user"]["level"] == json!(100) {
+                return key;
+            }
+            assert!(Instant::now() < deadline, "level change not seen within 12 s");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// Runs SQL against the server's database (to age a code, for instance).
+    pub async fn sql(&self, statement: &str) {
+        if self.database_url.starts_with("postgres") {
+            let pool = sqlx::PgPool::connect(&self.database_url).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(statement.to_owned()))
+                .execute(&pool)
+                .await
+                .unwrap();
+            pool.close().await;
+        } else {
+            let pool = sqlx::SqlitePool::connect(&self.database_url).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(statement.to_owned()))
+                .execute(&pool)
+                .await
+                .unwrap();
+            pool.close().await;
+        }
+    }
+}
+
+pub fn code_in(email_text: &str) -> String {
+    let at = email_text.rfind("?code=").expect("link with ?code=") + 6;
+    email_text[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect()
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some((admin, name)) = self.pg_db.take() {
+            // Drop runs inside the test's runtime: use a thread with its own.
+            let _ = std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(async {
+                    if let Ok(pool) = sqlx::PgPool::connect(&admin).await {
+                        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                            "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                        )))
+                        .execute(&pool)
+                        .await;
+                        pool.close().await;
+                    }
+                });
+            })
+            .join();
+        }
+    }
+}
+
+/// A unique email for this test run.
+pub fn email(tag: &str) -> String {
+    format!("{tag}-{}@example.com", &uuid::Uuid::new_v4().simple().to_string()[..10])
+}

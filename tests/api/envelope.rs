@@ -1,0 +1,126 @@
+//! The HTTP conventions: the error envelope and `_usage` on every response, bad input.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::common::{email, Server};
+
+#[tokio::test]
+async fn unknown_routes_wrong_methods_and_the_404_endpoint() {
+    let s = Server::start().await;
+    let r = s.get("/api/does-not-exist", None).await;
+    r.assert_error(404);
+    let r = s.post("/somewhere/else", None, json!({})).await;
+    r.assert_error(404);
+    let r = s.post("/api/404", None, json!({})).await;
+    r.assert_error(404);
+    let r = s.request(Method::DELETE, "/api/status", None, None).await;
+    r.assert_error(405);
+    assert!(r.body["message"].as_str().unwrap().contains("DELETE"));
+    // A POST-only route asked with GET.
+    s.get("/api/users/authenticate", None).await.assert_error(405);
+}
+
+#[tokio::test]
+async fn malformed_bodies_get_a_4xx_naming_the_problem() {
+    let s = Server::start().await;
+    let path = "/api/users/authenticate";
+    let send = |body: &'static str, ct: &'static str| {
+        s.raw(Method::POST, path)
+            .header("content-type", ct)
+            .body(body)
+            .send()
+    };
+
+    let r = Server::read(send("{\"email\":", "application/json").await.unwrap()).await;
+    r.assert_error(400);
+    assert!(r.body["message"].as_str().unwrap().contains("malformed JSON"));
+
+    let r = Server::read(send("[1,2]", "application/json").await.unwrap()).await;
+    r.assert_error(400);
+    assert!(r.body["message"].as_str().unwrap().contains("JSON object"));
+
+    let r = Server::read(send("{\"email\": 5, \"password\": \"x\"}", "application/json").await.unwrap()).await;
+    r.assert_error(400);
+    assert!(r.body["message"].as_str().unwrap().contains("email"), "{}", r.body);
+
+    let r = Server::read(send("{\"password\": \"x\"}", "application/json").await.unwrap()).await;
+    r.assert_error(400);
+    assert!(r.body["message"].as_str().unwrap().contains("email"), "{}", r.body);
+
+    let r = Server::read(send("email=a", "application/x-www-form-urlencoded").await.unwrap()).await;
+    r.assert_error(415);
+
+    let r = s
+        .post(path, None, json!({"email": "not-an-email", "password": "x"}))
+        .await;
+    r.assert_error(400);
+    let r = s
+        .post(path, None, json!({"email": email("e"), "password": ""}))
+        .await;
+    r.assert_error(400);
+}
+
+#[tokio::test]
+async fn oversize_bodies_get_413_in_the_envelope() {
+    let s = Server::start().await;
+    let big = format!("{{\"email\": \"{}\"}}", "a".repeat(1_100_000));
+    let r = Server::read(
+        s.raw(Method::POST, "/api/users/authenticate")
+            .header("content-type", "application/json")
+            .body(big.clone())
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    r.assert_error(413);
+    // Also on a route that does not read its body.
+    let r = Server::read(
+        s.raw(Method::POST, "/api/404")
+            .header("content-type", "application/json")
+            .body(big)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    r.assert_error(413);
+}
+
+#[tokio::test]
+async fn status_reports_every_adapter_and_aes_round_trips() {
+    let s = Server::start().await;
+    let r = s.get("/api/status", None).await;
+    r.assert_ok();
+    let services = &r.body["services"];
+    let backend = if crate::common::pg_admin_url().is_some() { "postgres" } else { "sqlite" };
+    assert_eq!(services["database"]["backend"], json!(backend));
+    assert_eq!(services["database"]["ok"], json!(true));
+    assert_eq!(services["queue"]["ok"], json!(true));
+    assert_eq!(services["storage"]["ok"], json!(true));
+    assert_eq!(services["mail"]["backend"], json!("outbox"));
+    assert_eq!(r.body["ok"], json!(true));
+
+    let r = s.post("/api/aes", None, json!({"text": "round trip"})).await;
+    r.assert_ok();
+    assert_eq!(r.body["matched"], json!(true));
+    let ct = r.body["ciphertext"].as_str().unwrap();
+    assert!(hex::decode(ct).is_ok() && ct.len() == 2 * (16 + "round trip".len()));
+    // A bare POST with no body works too.
+    let r = Server::read(s.raw(Method::POST, "/api/aes").send().await.unwrap()).await;
+    r.assert_ok();
+    assert_eq!(r.body["success"], json!(true));
+}
+
+#[tokio::test]
+async fn unauthenticated_and_authenticated_usage_differ_only_by_remaining_tokens() {
+    let s = Server::start().await;
+    let r = s.get("/api/status", None).await;
+    assert!(r.body["_usage"]["tokens"].get("remaining").is_none());
+    let (key, _) = s.signup(&email("usage")).await;
+    let r = s.get("/api/status", Some(&key)).await;
+    r.assert_ok();
+    assert_eq!(r.body["_usage"]["tokens"]["remaining"], json!(0));
+    assert_eq!(r.header("x-tokens-remaining").as_deref(), Some("0"));
+}
