@@ -25,9 +25,9 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Serve the HTTP API (the default command); runs the job workers too unless --no-workers.
-    Serve(ServeOpts),
+    Serve,
     /// Run only the job workers (scale worker pools independently of the API).
-    Worker(WorkerOpts),
+    Worker,
     /// Run database migrations and exit.
     Migrate,
     /// Manage accounts from the command line.
@@ -44,35 +44,6 @@ pub enum UsersCommand {
         #[arg(long)]
         level: i64,
     },
-}
-
-#[derive(Args, Debug, Clone, Default)]
-pub struct ServeOpts {
-    /// Do not run job workers inside the server process (run `plinth worker` instead).
-    #[arg(long, env = "PLINTH_NO_WORKERS")]
-    pub no_workers: bool,
-    #[command(flatten)]
-    pub workers: WorkerOpts,
-}
-
-#[derive(Args, Debug, Clone)]
-pub struct WorkerOpts {
-    /// Concurrent email deliveries per process.
-    #[arg(long, env = "PLINTH_EMAIL_CONCURRENCY", default_value_t = 4)]
-    pub email_concurrency: usize,
-    /// Unique worker name prefix (defaults to host and process id); two processes must
-    /// not share one.
-    #[arg(long, env = "PLINTH_WORKER_NAME")]
-    pub worker_name: Option<String>,
-}
-
-impl Default for WorkerOpts {
-    fn default() -> Self {
-        Self {
-            email_concurrency: 4,
-            worker_name: None,
-        }
-    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -161,6 +132,59 @@ pub struct Opts {
     /// [default: <public-url>/api/users/subscriptions]
     #[arg(long, env = "PLINTH_PAYMENT_URL", global = true)]
     pub payment_url: Option<String>,
+    /// OAuth client ids accepted as the `aud` of Google ID tokens (comma-separated);
+    /// identity-provider sign-in answers 503 until one is set.
+    #[arg(
+        long,
+        env = "PLINTH_GOOGLE_CLIENT_IDS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub google_client_ids: Vec<String>,
+    /// JWKS with the identity provider's signing keys: an http(s) URL or a file path.
+    #[arg(
+        long,
+        env = "PLINTH_GOOGLE_JWKS",
+        default_value = "https://www.googleapis.com/oauth2/v3/certs",
+        global = true
+    )]
+    pub google_jwks: String,
+    /// Accepted `iss` values of ID tokens (comma-separated).
+    #[arg(
+        long,
+        env = "PLINTH_GOOGLE_ISSUERS",
+        value_delimiter = ',',
+        default_value = "https://accounts.google.com,accounts.google.com",
+        global = true
+    )]
+    pub google_issuers: Vec<String>,
+    /// The identity service that issues tokens for /api/users/authenticate-token.
+    #[arg(long, env = "PLINTH_AUTH_URL", global = true)]
+    pub auth_url: Option<String>,
+    /// AES-256 key (64 hex) shared with that service for token exchange [default: the
+    /// master key]
+    #[arg(
+        long,
+        env = "PLINTH_AUTH_TOKEN_KEY",
+        hide_env_values = true,
+        global = true
+    )]
+    pub auth_token_key: Option<String>,
+    /// `serve` without embedded job workers (run `plinth worker` processes instead).
+    #[arg(long, env = "PLINTH_NO_WORKERS", global = true)]
+    pub no_workers: bool,
+    /// Concurrent email deliveries per process.
+    #[arg(
+        long,
+        env = "PLINTH_EMAIL_CONCURRENCY",
+        default_value_t = 4,
+        global = true
+    )]
+    pub email_concurrency: usize,
+    /// Prefix of this process's worker names [default: host and process id]; the full
+    /// names are made unique per start, as apalis requires.
+    #[arg(long, env = "PLINTH_WORKER_NAME", global = true)]
+    pub worker_name: Option<String>,
     /// Log format: text or json (RUST_LOG filters).
     #[arg(long, env = "PLINTH_LOG_FORMAT", default_value = "text", global = true)]
     pub log_format: String,

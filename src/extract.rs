@@ -6,7 +6,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::header;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::error::ApiError;
 
@@ -16,43 +16,54 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
-            let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
-            let essence = ct.split(';').next().unwrap_or("").trim();
-            if !(essence == "application/json" || essence.ends_with("+json")) {
-                return Err(ApiError::new(
-                    axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                    format!("unsupported Content-Type `{essence}`: send application/json"),
-                ));
-            }
-        }
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
-            if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(e.status(), "request body is larger than the 1 MiB limit")
-            } else {
-                ApiError::bad_request(format!("could not read the request body: {e}"))
-            }
-        })?;
-        let value: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
-            Value::Object(Default::default())
-        } else {
-            serde_json::from_slice(&bytes)
-                .map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?
-        };
-        if !value.is_object() {
-            return Err(ApiError::bad_request(
-                "the request body must be a JSON object",
+        let object = read_object(req, state).await?;
+        Ok(JsonBody(from_object(object)?))
+    }
+}
+
+/// Reads the body as one JSON object (`{}` when empty), checking the content type.
+pub async fn read_object<S: Send + Sync>(
+    req: Request,
+    state: &S,
+) -> Result<Map<String, Value>, ApiError> {
+    if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
+        let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
+        let essence = ct.split(';').next().unwrap_or("").trim();
+        if !(essence == "application/json" || essence.ends_with("+json")) {
+            return Err(ApiError::new(
+                axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!("unsupported Content-Type `{essence}`: send application/json"),
             ));
         }
-        let parsed = serde_path_to_error::deserialize(value).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            if path == "." {
-                ApiError::bad_request(format!("invalid request body: {inner}"))
-            } else {
-                ApiError::bad_request(format!("invalid field `{path}`: {inner}"))
-            }
-        })?;
-        Ok(JsonBody(parsed))
     }
+    let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+        if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(e.status(), "request body is larger than the 1 MiB limit")
+        } else {
+            ApiError::bad_request(format!("could not read the request body: {e}"))
+        }
+    })?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice(&bytes) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        )),
+        Err(e) => Err(ApiError::bad_request(format!("malformed JSON: {e}"))),
+    }
+}
+
+/// Typed view of a body object; the error names the offending field.
+pub fn from_object<T: DeserializeOwned>(object: Map<String, Value>) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(Value::Object(object)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            ApiError::bad_request(format!("invalid request body: {inner}"))
+        } else {
+            ApiError::bad_request(format!("invalid field `{path}`: {inner}"))
+        }
+    })
 }

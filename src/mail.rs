@@ -1,22 +1,105 @@
 //! Emails the API sends. Handlers build the message and push it onto the email queue;
 //! delivery (outbox file or SMTP) happens in the workers, never inline.
+//!
+//! An organization named by `source` may carry templates in its `data` (`email`,
+//! `email_reset_password`, `email_send_password`, each `{from, subject, text}`); the link
+//! or password is appended to the template text.
 
 use plinth_workers::Email;
+use serde_json::Value;
 
 use crate::state::AppState;
 
-/// The verification email for a new account, verify-resend and expired codes.
-pub fn verification(app: &AppState, to: &str, code: &str) -> Email {
-    let link = format!("{}/verify?code={code}", app.public_url);
+/// The three kinds of account email and their organization template keys.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    /// Verification (new account, verify-resend, expired code) and one-time sign-in links.
+    Verify,
+    Reset,
+    SendPassword,
+}
+
+impl Kind {
+    fn template_key(self) -> &'static str {
+        match self {
+            Kind::Verify => "email",
+            Kind::Reset => "email_reset_password",
+            Kind::SendPassword => "email_send_password",
+        }
+    }
+}
+
+struct Template {
+    from: Option<String>,
+    subject: Option<String>,
+    text: Option<String>,
+}
+
+async fn template(app: &AppState, source: Option<&str>, kind: Kind) -> Option<Template> {
+    let source = source?;
+    let data = match crate::db::organizations::data_by_domain(&app.db, source).await {
+        Ok(d) => d?,
+        Err(e) => {
+            tracing::warn!(error = %e, "reading email templates; using the default");
+            return None;
+        }
+    };
+    let t = data.get(kind.template_key())?;
+    let field = |k: &str| {
+        t.get(k)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    Some(Template {
+        // A sender that does not parse would fail every delivery: fall back instead.
+        from: field("from").filter(|f| plinth_workers::valid_mailbox(f)),
+        subject: field("subject"),
+        text: field("text"),
+    })
+}
+
+/// Builds the email (organization template or default) for `payload`, the link or
+/// password that is appended to the text.
+pub async fn compose(
+    app: &AppState,
+    source: Option<&str>,
+    kind: Kind,
+    to: &str,
+    payload: &str,
+) -> Email {
+    let t = template(app, source, kind).await;
+    let (subject, intro) = match kind {
+        Kind::Verify => (
+            "Verify your email",
+            "Confirm your email address by opening this link (valid for 24 hours):",
+        ),
+        Kind::Reset => (
+            "Reset your password",
+            "Open this link to choose a new password (valid for 1 hour):",
+        ),
+        Kind::SendPassword => (
+            "Your password",
+            "Your account was created. Sign in with this password:",
+        ),
+    };
+    let t = t.unwrap_or(Template {
+        from: None,
+        subject: None,
+        text: None,
+    });
     Email {
         to: to.to_owned(),
-        from: app.opts.mail_from.clone(),
-        subject: "Verify your email".to_owned(),
-        text: format!(
-            "Welcome. Confirm your email address by opening this link:\n\n{link}\n\n\
-             The link is valid for 24 hours.\n"
-        ),
+        from: t.from.unwrap_or_else(|| app.opts.mail_from.clone()),
+        subject: t.subject.unwrap_or_else(|| subject.to_owned()),
+        text: format!("{}\n\n{payload}\n", t.text.as_deref().unwrap_or(intro)),
     }
+}
+
+/// Link for a one-time code: `<public url>/<page>?code=<code>`.
+pub fn code_link(app: &AppState, page: &str, code: &str) -> String {
+    format!("{}/{page}?code={code}", app.public_url)
 }
 
 /// Queues an email; `true` when it was accepted for delivery (the `emailed` field).

@@ -1,14 +1,14 @@
 use clap::Parser;
-use plinth::config::{Cli, Command, ServeOpts, UsersCommand};
+use plinth::config::{Cli, Command, UsersCommand};
 use plinth::server;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     server::init_logging(&cli.opts);
-    match cli.command.unwrap_or(Command::Serve(ServeOpts::default())) {
-        Command::Serve(s) => server::serve(cli.opts, s).await,
-        Command::Worker(w) => server::worker(cli.opts, w).await,
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => server::serve(cli.opts).await,
+        Command::Worker => server::worker(cli.opts).await,
         Command::Migrate => server::migrate(cli.opts).await,
         Command::Users(UsersCommand::SetLevel { email, level }) => {
             server::set_level(cli.opts, &email, level).await

@@ -10,7 +10,7 @@ use plinth_workers::{MailBackend, Queue, WorkerConfig};
 use tokio::sync::watch;
 
 use crate::auth::CallerCache;
-use crate::config::{Opts, ServeOpts, WorkerOpts};
+use crate::config::Opts;
 use crate::crypto::MasterKey;
 use crate::db::Db;
 use crate::state::{AppState, Inner, RouteIndex};
@@ -81,7 +81,7 @@ fn mail_backend(opts: &Opts) -> anyhow::Result<MailBackend> {
         .map_err(|e| anyhow::anyhow!("mail configuration: {e}"))
 }
 
-fn worker_config(opts: &WorkerOpts) -> WorkerConfig {
+fn worker_config(opts: &Opts) -> WorkerConfig {
     WorkerConfig {
         name_prefix: opts.worker_name.clone().unwrap_or_else(|| {
             let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "plinth".into());
@@ -106,9 +106,13 @@ async fn shutdown_signal() {
     let _ = ctrl_c.await;
 }
 
-pub async fn serve(opts: Opts, serve: ServeOpts) -> anyhow::Result<()> {
+pub async fn serve(opts: Opts) -> anyhow::Result<()> {
     let (db, queue) = open_database(&opts).await?;
     let key = master_key(&opts)?;
+    let auth_key = match &opts.auth_token_key {
+        Some(hex) => MasterKey::from_hex(hex).context("PLINTH_AUTH_TOKEN_KEY")?,
+        None => key.clone(),
+    };
     let mail = mail_backend(&opts)?;
     let routes = RouteIndex::new(&opts.token_costs()?)?;
     let rate = RateLimiter::start(opts.rate_shards)
@@ -127,10 +131,13 @@ pub async fn serve(opts: Opts, serve: ServeOpts) -> anyhow::Result<()> {
 
     let state = AppState::new(Inner {
         exempt_domains: Opts::normalized_domains(&opts.exempt_domains),
+        admin_domains: Opts::normalized_domains(&opts.admin_domains),
         public_url,
         payment_url,
         db,
         key,
+        auth_key,
+        jwks: Default::default(),
         rate: rate.clone(),
         callers: CallerCache::default(),
         queue: queue.clone(),
@@ -140,8 +147,8 @@ pub async fn serve(opts: Opts, serve: ServeOpts) -> anyhow::Result<()> {
     });
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    let workers = (!serve.no_workers).then(|| {
-        let cfg = worker_config(&serve.workers);
+    let workers = (!state.opts.no_workers).then(|| {
+        let cfg = worker_config(&state.opts);
         let queue = queue.clone();
         tokio::spawn(async move { queue.run_workers(cfg, mail, stop_rx).await })
     });
@@ -165,12 +172,12 @@ pub async fn serve(opts: Opts, serve: ServeOpts) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn worker(opts: Opts, w: WorkerOpts) -> anyhow::Result<()> {
+pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     let (_db, queue) = open_database(&opts).await?;
     let mail = mail_backend(&opts)?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let run = tokio::spawn({
-        let cfg = worker_config(&w);
+        let cfg = worker_config(&opts);
         async move { queue.run_workers(cfg, mail, stop_rx).await }
     });
     println!("plinth worker running");

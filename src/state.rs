@@ -20,9 +20,14 @@ pub struct Inner {
     pub opts: Opts,
     pub db: Db,
     pub key: MasterKey,
+    /// Key of token-exchange grants (`PLINTH_AUTH_TOKEN_KEY`, else the master key).
+    pub auth_key: MasterKey,
+    pub jwks: crate::api::identity::JwksCache,
     pub public_url: String,
     pub payment_url: String,
     pub exempt_domains: Vec<String>,
+    /// Permanent admin domains (public-access area), lower-case.
+    pub admin_domains: Vec<String>,
     pub rate: RateLimiter,
     pub callers: CallerCache,
     pub queue: Queue,

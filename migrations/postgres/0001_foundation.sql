@@ -14,7 +14,9 @@ CREATE TABLE users (
     source           TEXT,
     created_at TIMESTAMPTZ NOT NULL,
     updated_at TIMESTAMPTZ NOT NULL,
-    deleted_at TIMESTAMPTZ
+    deleted_at TIMESTAMPTZ,
+    -- Bumped on every write of `data`, for optimistic read-modify-write merges.
+    version          BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX users_source ON users (source);
 

@@ -14,7 +14,9 @@ CREATE TABLE users (
     source           TEXT,
     created_at       TEXT NOT NULL,
     updated_at       TEXT NOT NULL,
-    deleted_at       TEXT
+    deleted_at       TEXT,
+    -- Bumped on every write of `data`, for optimistic read-modify-write merges.
+    version          INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX users_source ON users (source);
 

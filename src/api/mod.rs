@@ -1,9 +1,14 @@
 //! HTTP handlers, one module per area of the spec. Routes are bound in `routes.rs`.
 
 pub mod credits;
+pub mod identity;
+pub mod office;
 pub mod openapi;
+pub mod organizations;
+pub mod public_access;
 pub mod status;
 pub mod users;
+pub mod waitlist;
 
 use axum::http::{Method, Uri};
 

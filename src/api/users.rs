@@ -1,30 +1,41 @@
-//! Users: sign-in and sign-up, verification, the viewer's profile.
+//! Users: sign-in and sign-up, one-time codes (verification, reset, sign-in links), the
+//! profile, keys, wallets, deletion, and the viewer's likes and organizations.
+//! Identity-provider sign-in and token exchange are in `identity.rs`; office applications
+//! in `office.rs`.
 
-use axum::extract::State;
-use chrono::Duration;
+use axum::extract::{Query, State};
+use chrono::{Duration, Utc};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use crate::auth::Viewer;
+use crate::auth::{Caller, Viewer};
 use crate::crypto;
 use crate::db::users::{self as store, NewUser, UserRow};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::mail;
+use crate::mail::{self, Kind};
 use crate::reply::Reply;
 use crate::state::AppState;
 
-/// How long an emailed verification code stays valid.
-pub const VERIFY_CODE_TTL_HOURS: i64 = 24;
-
 pub const EXEMPT_ALL_EMAILS: &str = "EXEMPT_ALL_EMAILS";
 
-#[derive(Deserialize)]
-pub struct AuthenticateBody {
-    email: String,
-    password: String,
-    source: Option<String>,
-}
+/// Lifetimes of emailed one-time codes, by purpose.
+pub const VERIFY_CODE_TTL: Duration = Duration::hours(24);
+pub const RESET_CODE_TTL: Duration = Duration::hours(1);
+pub const SIGNIN_CODE_TTL: Duration = Duration::minutes(15);
+
+/// Fields of the account that the server manages; `update` refuses them in `updates`.
+const SERVER_MANAGED: &[&str] = &[
+    "hash",
+    "key",
+    "wallet_signature",
+    "created_at",
+    "updated_at",
+    "deleted_at",
+    "level",
+    "email",
+    "verified",
+];
 
 /// Normalises and checks an email address (400 on anything malformed).
 pub fn parse_email(raw: &str) -> Result<String, ApiError> {
@@ -37,19 +48,201 @@ pub fn parse_email(raw: &str) -> Result<String, ApiError> {
     Ok(email)
 }
 
-fn user_key(app: &AppState, user: &UserRow) -> Result<String, ApiError> {
+fn parse_source(source: Option<String>) -> Option<String> {
+    source
+        .map(|s| s.trim().to_lowercase())
+        .filter(|s| !s.is_empty())
+}
+
+pub fn user_key(app: &AppState, user: &UserRow) -> Result<String, ApiError> {
     app.key
         .decrypt(&user.key_cipher)
         .and_then(|b| String::from_utf8(b).ok())
         .ok_or_else(|| ApiError::internal("stored API key does not decrypt with the master key"))
 }
 
-fn is_exempt(user: &UserRow) -> bool {
+pub fn is_exempt(user: &UserRow) -> bool {
     user.data
         .0
         .get("exemptions")
         .and_then(Value::as_array)
         .is_some_and(|a| a.iter().any(|t| t == EXEMPT_ALL_EMAILS))
+}
+
+/// The profile anyone may see: no email, key, level or server-managed tags.
+pub fn public_json(user: &UserRow) -> Value {
+    let mut data = user.data.0.clone();
+    if let Some(m) = data.as_object_mut() {
+        m.remove("exemptions");
+    }
+    json!({
+        "id": user.id,
+        "username": user.username,
+        "data": data,
+        "wallet_address": user.wallet_address,
+        "created_at": user.created_at,
+    })
+}
+
+/// Read-modify-write of `data` with an optimistic version check, retried on a lost race,
+/// so concurrent merges never drop each other's keys.
+pub async fn modify_data(
+    app: &AppState,
+    mut user: UserRow,
+    change: impl Fn(&mut Map<String, Value>),
+) -> ApiResult<UserRow> {
+    for _ in 0..8 {
+        let mut data = match &user.data.0 {
+            Value::Object(m) => m.clone(),
+            _ => Map::new(),
+        };
+        change(&mut data);
+        let data = Value::Object(data);
+        if data == user.data.0 {
+            return Ok(user);
+        }
+        match store::write_data(&app.db, &user.id, user.version, &data).await? {
+            Some(updated) => {
+                app.callers.invalidate_user(&updated.id);
+                return Ok(updated);
+            }
+            None => {
+                user = store::by_id(&app.db, &user.id)
+                    .await?
+                    .ok_or_else(|| ApiError::not_found("user not found"))?;
+            }
+        }
+    }
+    Err(ApiError::conflict(
+        "the account is being updated concurrently; retry",
+    ))
+}
+
+/// The exemption tag follows the most recent sign-in that names a source: an exempt
+/// domain adds it, any other domain removes it.
+pub async fn apply_exemption(
+    app: &AppState,
+    user: UserRow,
+    source: Option<&str>,
+) -> ApiResult<UserRow> {
+    let Some(source) = source else {
+        return Ok(user);
+    };
+    let exempt = app.exempt_domains.iter().any(|d| d == source);
+    modify_data(app, user, |data| {
+        let mut tags: Vec<Value> = data
+            .get("exemptions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        tags.retain(|t| t != EXEMPT_ALL_EMAILS);
+        if exempt {
+            tags.push(Value::String(EXEMPT_ALL_EMAILS.into()));
+        }
+        if tags.is_empty() {
+            data.remove("exemptions");
+        } else {
+            data.insert("exemptions".into(), Value::Array(tags));
+        }
+    })
+    .await
+}
+
+/// Creates a one-time code for `user` and emails its link; `false` (and no code) for
+/// exempt users. Returns whether an email was queued.
+pub async fn email_code(
+    app: &AppState,
+    user: &UserRow,
+    source: Option<&str>,
+    purpose: &str,
+) -> ApiResult<bool> {
+    if is_exempt(user) {
+        return Ok(false);
+    }
+    let (ttl, kind, page) = match purpose {
+        "reset" => (RESET_CODE_TTL, Kind::Reset, "reset-password"),
+        "signin" => (SIGNIN_CODE_TTL, Kind::Verify, "sign-in"),
+        _ => (VERIFY_CODE_TTL, Kind::Verify, "verify"),
+    };
+    let code = crypto::new_code();
+    store::add_code(
+        &app.db,
+        &user.id,
+        &crypto::sha256_hex(code.as_bytes()),
+        purpose,
+        Utc::now() + ttl,
+    )
+    .await?;
+    let link = mail::code_link(app, page, &code);
+    let email = mail::compose(app, source, kind, &user.email, &link).await;
+    Ok(mail::send(app, email).await)
+}
+
+/// Creates an account with a fresh API key; returns it with the key in plain text.
+pub async fn create_account(
+    app: &AppState,
+    email: &str,
+    password: Option<&str>,
+    source: Option<&str>,
+    verified: bool,
+) -> ApiResult<(UserRow, String)> {
+    let key = crypto::new_api_key();
+    let password_hash = match password {
+        Some(p) => {
+            let p = p.to_owned();
+            Some(
+                tokio::task::spawn_blocking(move || crypto::hash_password(&p))
+                    .await
+                    .map_err(ApiError::internal)?,
+            )
+        }
+        None => None,
+    };
+    let exempt = source.is_some_and(|s| app.exempt_domains.iter().any(|d| d == s));
+    let data = if exempt {
+        json!({"exemptions": [EXEMPT_ALL_EMAILS]})
+    } else {
+        json!({})
+    };
+    let user = store::create(
+        &app.db,
+        NewUser {
+            email,
+            key_hash: &crypto::sha256_hex(key.as_bytes()),
+            key_cipher: &app.key.encrypt(key.as_bytes()),
+            password_hash: password_hash.as_deref(),
+            level: if verified { 10 } else { 0 },
+            verified,
+            data,
+            source,
+        },
+        None,
+    )
+    .await?;
+    Ok((user, key))
+}
+
+async fn check_password(password: String, hash: Option<String>) -> ApiResult<bool> {
+    // Accounts made by identity-provider sign-in may have no password: check against a
+    // dummy hash anyway, so the time taken does not tell them apart.
+    static DUMMY: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| crypto::hash_password("no password set"));
+    tokio::task::spawn_blocking(move || match hash {
+        Some(h) => crypto::verify_password(&password, &h),
+        None => {
+            crypto::verify_password(&password, &DUMMY);
+            false
+        }
+    })
+    .await
+    .map_err(ApiError::internal)
+}
+
+#[derive(Deserialize)]
+pub struct AuthenticateBody {
+    email: String,
+    password: String,
+    source: Option<String>,
 }
 
 /// `POST /api/users/authenticate`: signs in, or creates the account at level 0 and emails
@@ -62,23 +255,13 @@ pub async fn authenticate(
     if body.password.is_empty() {
         return Err(ApiError::bad_request("`password` must not be empty"));
     }
-    let source = body
-        .source
-        .map(|s| s.trim().to_lowercase())
-        .filter(|s| !s.is_empty());
-    let exempt_source = source
-        .as_deref()
-        .is_some_and(|s| app.exempt_domains.iter().any(|d| d == s));
+    let source = parse_source(body.source);
 
     if let Some(user) = store::by_email(&app.db, &email).await? {
-        let hash = user.password_hash.clone().unwrap_or_default();
-        let password = body.password;
-        let ok = tokio::task::spawn_blocking(move || crypto::verify_password(&password, &hash))
-            .await
-            .map_err(ApiError::internal)?;
-        if !ok || user.deleted_at.is_some() {
+        if !check_password(body.password, user.password_hash.clone()).await? {
             return Err(ApiError::unauthorized("invalid email or password"));
         }
+        let user = apply_exemption(&app, user, source.as_deref()).await?;
         let key = user_key(&app, &user)?;
         return Ok(Reply::ok(json!({
             "user": user.to_json(Some(&key)),
@@ -87,39 +270,9 @@ pub async fn authenticate(
         })));
     }
 
-    let key = crypto::new_api_key();
-    let password = body.password;
-    let password_hash = tokio::task::spawn_blocking(move || crypto::hash_password(&password))
-        .await
-        .map_err(ApiError::internal)?;
-    let data = if exempt_source {
-        json!({"exemptions": [EXEMPT_ALL_EMAILS]})
-    } else {
-        json!({})
-    };
-    let code = (!exempt_source).then(crypto::new_code);
-    let code_hash = code.as_deref().map(|c| crypto::sha256_hex(c.as_bytes()));
-    let expires = chrono::Utc::now() + Duration::hours(VERIFY_CODE_TTL_HOURS);
-    let user = store::create(
-        &app.db,
-        NewUser {
-            email: &email,
-            key_hash: &crypto::sha256_hex(key.as_bytes()),
-            key_cipher: &app.key.encrypt(key.as_bytes()),
-            password_hash: Some(&password_hash),
-            level: 0,
-            verified: false,
-            data,
-            source: source.as_deref(),
-        },
-        code_hash.as_deref().map(|h| (h, "verify", expires)),
-    )
-    .await?;
-
-    let emailed = match &code {
-        Some(code) => mail::send(&app, mail::verification(&app, &user.email, code)).await,
-        None => false,
-    };
+    let (user, key) =
+        create_account(&app, &email, Some(&body.password), source.as_deref(), false).await?;
+    let emailed = email_code(&app, &user, source.as_deref(), "verify").await?;
     Ok(Reply::ok(json!({
         "user": user.to_json(Some(&key)),
         "existing": false,
@@ -128,12 +281,38 @@ pub async fn authenticate(
 }
 
 #[derive(Deserialize)]
-pub struct VerifyBody {
-    code: String,
+pub struct InterstitialBody {
+    email: String,
+    source: Option<String>,
 }
 
-/// `POST /api/users/verify`: a valid code raises the account to VERIFIED (level 10).
-/// An expired code emails a fresh one and answers 400 with `expired: true`.
+/// `POST /api/users/authenticate-interstitial`: passwordless sign-in. Emails an existing
+/// account a one-time link (`/sign-in?code=`, 15 minutes); `verify` with that code
+/// answers the account and its key. Creates nothing; `emailed` says whether a link went.
+pub async fn authenticate_interstitial(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<InterstitialBody>,
+) -> ApiResult {
+    let email = parse_email(&body.email)?;
+    let source = parse_source(body.source);
+    let emailed = match store::by_email(&app.db, &email).await? {
+        Some(user) => email_code(&app, &user, source.as_deref(), "signin").await?,
+        None => false,
+    };
+    Ok(Reply::ok(json!({ "emailed": emailed })))
+}
+
+#[derive(Deserialize)]
+pub struct VerifyBody {
+    code: String,
+    /// With a reset code: the new password, set in the same step.
+    password: Option<String>,
+}
+
+/// `POST /api/users/verify`: spends a one-time code. A verification code raises the
+/// account to VERIFIED (level 10); a reset or sign-in code proves the same control of the
+/// email and also answers the key (a reset code may carry the new `password`). An
+/// expired verification code emails a fresh one and answers 400 with `expired: true`.
 pub async fn verify(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<VerifyBody>,
@@ -142,31 +321,40 @@ pub async fn verify(
     if code.is_empty() {
         return Err(ApiError::bad_request("`code` must not be empty"));
     }
+    let invalid = || ApiError::bad_request("invalid or already used code");
     let hash = crypto::sha256_hex(code.as_bytes());
     let row = store::code(&app.db, &hash)
         .await?
-        .filter(|r| r.purpose == "verify" && r.used_at.is_none())
-        .ok_or_else(|| ApiError::bad_request("invalid or already used verification code"))?;
+        .filter(|r| r.used_at.is_none())
+        .ok_or_else(invalid)?;
 
-    if row.expires_at <= chrono::Utc::now() {
+    let new_password = match body.password {
+        Some(_) if row.purpose != "reset" => {
+            return Err(ApiError::bad_request(
+                "`password` can only be set with a password-reset code",
+            ))
+        }
+        Some(p) if p.is_empty() => {
+            return Err(ApiError::bad_request("`password` must not be empty"))
+        }
+        Some(p) => Some(
+            tokio::task::spawn_blocking(move || crypto::hash_password(&p))
+                .await
+                .map_err(ApiError::internal)?,
+        ),
+        None => None,
+    };
+
+    if row.expires_at <= Utc::now() {
+        if row.purpose != "verify" {
+            return Err(
+                ApiError::bad_request("code expired; ask for a new one").with("expired", true)
+            );
+        }
         let user = store::by_id(&app.db, &row.user_id)
             .await?
-            .ok_or_else(|| ApiError::bad_request("invalid or already used verification code"))?;
-        let emailed = if is_exempt(&user) {
-            false
-        } else {
-            let fresh = crypto::new_code();
-            let expires = chrono::Utc::now() + Duration::hours(VERIFY_CODE_TTL_HOURS);
-            store::add_code(
-                &app.db,
-                &user.id,
-                &crypto::sha256_hex(fresh.as_bytes()),
-                "verify",
-                expires,
-            )
-            .await?;
-            mail::send(&app, mail::verification(&app, &user.email, &fresh)).await
-        };
+            .ok_or_else(invalid)?;
+        let emailed = email_code(&app, &user, user.source.as_deref(), "verify").await?;
         return Err(ApiError::bad_request(if emailed {
             "verification code expired; a new code was emailed"
         } else {
@@ -176,14 +364,85 @@ pub async fn verify(
         .with("emailed", emailed));
     }
 
-    let user = store::verify_with_code(&app.db, &hash)
+    let user = store::verify_with_code(&app.db, &hash, new_password.as_deref())
         .await?
-        .ok_or_else(|| ApiError::bad_request("invalid or already used verification code"))?;
+        .ok_or_else(invalid)?;
     app.callers.invalidate_user(&user.id);
     let key = user_key(&app, &user)?;
     Ok(Reply::ok(json!({
         "success": true,
+        "purpose": row.purpose,
+        "password_changed": new_password.is_some(),
         "user": user.to_json(Some(&key)),
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct EmailSourceBody {
+    email: String,
+    source: Option<String>,
+}
+
+/// `POST /api/users/verify-resend`: a fresh verification email for the caller's own
+/// address (an admin may name any account). Already verified: nothing is sent.
+pub async fn verify_resend(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<EmailSourceBody>,
+) -> ApiResult {
+    let email = parse_email(&body.email)?;
+    let user = if email == caller.user.email {
+        store::by_id(&app.db, &caller.id).await?
+    } else if caller.is_admin() {
+        store::by_email(&app.db, &email).await?
+    } else {
+        return Err(ApiError::forbidden(
+            "you can only resend the verification of your own email",
+        ));
+    }
+    .ok_or_else(|| ApiError::not_found("no account with that email"))?;
+    if user.verified {
+        return Ok(Reply::ok(json!({"emailed": false, "verified": true})));
+    }
+    let source = parse_source(body.source);
+    let emailed = email_code(&app, &user, source.as_deref(), "verify").await?;
+    Ok(Reply::ok(json!({"emailed": emailed, "verified": false})))
+}
+
+/// `POST /api/users/reset-password`: emails a reset code (link ends in `?code=`). The
+/// answer is the same whether or not the email has an account.
+pub async fn reset_password(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<EmailSourceBody>,
+) -> ApiResult {
+    let email = parse_email(&body.email)?;
+    let source = parse_source(body.source);
+    if let Some(user) = store::by_email(&app.db, &email).await? {
+        email_code(&app, &user, source.as_deref(), "reset").await?;
+    }
+    Ok(Reply::ok(json!({
+        "success": true,
+        "message": "if an account exists for that email, a reset link was sent",
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct IdBody {
+    id: String,
+}
+
+/// `POST /api/users/verify-check-by-id` (admin).
+pub async fn verify_check_by_id(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult {
+    let user = store::by_id(&app.db, &body.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("user not found"))?;
+    Ok(Reply::ok(json!({
+        "id": user.id,
+        "verified": user.verified,
+        "level": user.level,
     })))
 }
 
@@ -193,4 +452,294 @@ pub async fn viewer(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiR
     Ok(Reply::ok(
         json!({ "user": caller.user.to_json(Some(&key)) }),
     ))
+}
+
+/// `POST /api/users/public/get-by-id`.
+pub async fn public_get_by_id(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult {
+    let user = store::by_id(&app.db, &body.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("user not found"))?;
+    Ok(Reply::ok(json!({ "user": public_json(&user) })))
+}
+
+#[derive(Deserialize)]
+pub struct UsernameBody {
+    username: String,
+}
+
+/// `POST /api/users/public/get-by-username`.
+pub async fn public_get_by_username(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<UsernameBody>,
+) -> ApiResult {
+    let username = body.username.trim().to_lowercase();
+    let user = store::by_username(&app.db, &username)
+        .await?
+        .ok_or_else(|| ApiError::not_found("user not found"))?;
+    Ok(Reply::ok(json!({ "user": public_json(&user) })))
+}
+
+/// `POST /api/users/get-by-id` (admin): the full profile, without the key.
+pub async fn get_by_id(State(app): State<AppState>, JsonBody(body): JsonBody<IdBody>) -> ApiResult {
+    let user = store::by_id(&app.db, &body.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("user not found"))?;
+    Ok(Reply::ok(json!({ "user": user.to_json(None) })))
+}
+
+#[derive(Deserialize)]
+pub struct Page {
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// `GET /api/users` (admin): newest first; `limit` (default 100, max 1000), `offset`.
+pub async fn list(State(app): State<AppState>, Query(page): Query<Page>) -> ApiResult {
+    let limit = page.limit.unwrap_or(100);
+    let offset = page.offset.unwrap_or(0);
+    if !(1..=1000).contains(&limit) || offset < 0 {
+        return Err(ApiError::bad_request(
+            "`limit` must be 1 to 1000 and `offset` 0 or more",
+        ));
+    }
+    let (users, total) = store::list(&app.db, limit, offset).await?;
+    let data: Vec<_> = users.iter().map(|u| u.to_json(None)).collect();
+    Ok(Reply::ok(
+        json!({"data": data, "total": total, "limit": limit, "offset": offset}),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct SourceQuery {
+    source: Option<String>,
+}
+
+/// `GET|POST /api/users/list-by-source` (admin): `source` from the query or the body.
+pub async fn list_by_source(
+    State(app): State<AppState>,
+    Query(query): Query<SourceQuery>,
+    JsonBody(body): JsonBody<SourceQuery>,
+) -> ApiResult {
+    let source = parse_source(body.source.or(query.source))
+        .ok_or_else(|| ApiError::bad_request("`source` is required"))?;
+    let users = store::list_by_source(&app.db, &source).await?;
+    let data: Vec<_> = users.iter().map(|u| u.to_json(None)).collect();
+    Ok(Reply::ok(json!({"data": data, "source": source})))
+}
+
+#[derive(Deserialize)]
+pub struct UpdateBody {
+    id: String,
+    updates: Value,
+    #[serde(rename = "forcePush", default)]
+    force_push: bool,
+}
+
+fn may_manage(caller: &Caller, id: &str) -> Result<(), ApiError> {
+    if caller.id == id || caller.is_admin() {
+        Ok(())
+    } else {
+        Err(ApiError::forbidden("you can only change your own account"))
+    }
+}
+
+/// `POST /api/users/update`: shallow-merges `updates` into `data` (`forcePush: true`
+/// replaces `data`). Server-managed fields are refused with 400; `exemptions` is ignored
+/// and always preserved.
+pub async fn update(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<UpdateBody>,
+) -> ApiResult {
+    may_manage(&caller, &body.id)?;
+    let Value::Object(updates) = body.updates else {
+        return Err(ApiError::bad_request("`updates` must be a JSON object"));
+    };
+    let refused: Vec<&str> = SERVER_MANAGED
+        .iter()
+        .copied()
+        .filter(|k| updates.contains_key(*k))
+        .collect();
+    if !refused.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "server-managed fields cannot be updated: {}",
+            refused.join(", ")
+        )));
+    }
+    let user = store::by_id(&app.db, &body.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("user not found"))?;
+    let force = body.force_push;
+    let user = modify_data(&app, user, |data| {
+        let exemptions = data.get("exemptions").cloned();
+        if force {
+            data.clear();
+        }
+        for (k, v) in &updates {
+            if k != "exemptions" {
+                data.insert(k.clone(), v.clone());
+            }
+        }
+        match &exemptions {
+            Some(e) => data.insert("exemptions".into(), e.clone()),
+            None => data.remove("exemptions"),
+        };
+    })
+    .await?;
+    let key = if user.id == caller.id {
+        Some(user_key(&app, &user)?)
+    } else {
+        None
+    };
+    Ok(Reply::ok(
+        json!({"success": true, "user": user.to_json(key.as_deref())}),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct PasswordBody {
+    password: String,
+}
+
+/// `POST /api/users/update-viewer-password`.
+pub async fn update_viewer_password(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<PasswordBody>,
+) -> ApiResult {
+    if body.password.is_empty() {
+        return Err(ApiError::bad_request("`password` must not be empty"));
+    }
+    let p = body.password;
+    let hash = tokio::task::spawn_blocking(move || crypto::hash_password(&p))
+        .await
+        .map_err(ApiError::internal)?;
+    store::set_password(&app.db, &caller.id, &hash).await?;
+    Ok(Reply::ok(json!({"success": true})))
+}
+
+/// Usernames: 3 to 32 characters of `a-z 0-9 _ . -`, stored lower-case, unique.
+fn parse_username(raw: &str) -> Result<String, ApiError> {
+    let u = raw.trim().to_lowercase();
+    let ok = (3..=32).contains(&u.len())
+        && u.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.-".contains(c));
+    if !ok {
+        return Err(ApiError::bad_request(
+            "`username` must be 3 to 32 characters of a-z, 0-9, `_`, `.` or `-`",
+        ));
+    }
+    Ok(u)
+}
+
+/// `POST /api/users/update-viewer-username`: 409 when taken.
+pub async fn update_viewer_username(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<UsernameBody>,
+) -> ApiResult {
+    let username = parse_username(&body.username)?;
+    let user = store::set_username(&app.db, &caller.id, &username).await?;
+    app.callers.invalidate_user(&user.id);
+    let key = user_key(&app, &user)?;
+    Ok(Reply::ok(
+        json!({"success": true, "user": user.to_json(Some(&key))}),
+    ))
+}
+
+/// `POST /api/users/regenerate-key`: a fresh key; the old one stops working at once.
+pub async fn regenerate_key(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+    let key = crypto::new_api_key();
+    let user = store::set_key(
+        &app.db,
+        &caller.id,
+        &crypto::sha256_hex(key.as_bytes()),
+        &app.key.encrypt(key.as_bytes()),
+    )
+    .await?;
+    app.callers.invalidate_user(&user.id);
+    Ok(Reply::ok(
+        json!({"key": key, "user": user.to_json(Some(&key))}),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct WalletBody {
+    wallet_address: String,
+    /// Kept server-side as proof of ownership; never returned.
+    wallet_signature: Option<String>,
+}
+
+/// `POST /api/users/sync-wallet`.
+pub async fn sync_wallet(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<WalletBody>,
+) -> ApiResult {
+    let address = body.wallet_address.trim();
+    if address.is_empty() || address.len() > 256 {
+        return Err(ApiError::bad_request(
+            "`wallet_address` must be 1 to 256 characters",
+        ));
+    }
+    let user = store::set_wallet(
+        &app.db,
+        &caller.id,
+        Some(address),
+        body.wallet_signature.as_deref(),
+    )
+    .await?;
+    app.callers.invalidate_user(&user.id);
+    let key = user_key(&app, &user)?;
+    Ok(Reply::ok(
+        json!({"success": true, "user": user.to_json(Some(&key))}),
+    ))
+}
+
+/// `POST /api/users/desync-wallet`.
+pub async fn desync_wallet(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+    let user = store::set_wallet(&app.db, &caller.id, None, None).await?;
+    app.callers.invalidate_user(&user.id);
+    let key = user_key(&app, &user)?;
+    Ok(Reply::ok(
+        json!({"success": true, "user": user.to_json(Some(&key))}),
+    ))
+}
+
+/// `POST /api/users/delete`: the caller's own account (or any, for an admin), with all
+/// its data.
+pub async fn delete(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult {
+    let id = body.id;
+    may_manage(&caller, &id)?;
+    if !store::delete(&app.db, &id).await? {
+        return Err(ApiError::not_found("user not found"));
+    }
+    app.callers.invalidate_user(&id);
+    Ok(Reply::ok(json!({"success": true, "id": id})))
+}
+
+/// `GET /api/users/viewer/likes`.
+pub async fn viewer_likes(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+    let likes = crate::db::likes::by_user(&app.db, &caller.id).await?;
+    Ok(Reply::ok(json!({ "data": likes })))
+}
+
+/// `GET /api/users/viewer/organizations`: organizations with the caller's role.
+pub async fn viewer_organizations(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult {
+    let orgs = crate::db::organizations::memberships(&app.db, &caller.id).await?;
+    let data: Vec<_> = orgs
+        .iter()
+        .map(crate::api::organizations::membership_json)
+        .collect();
+    Ok(Reply::ok(json!({ "data": data })))
 }

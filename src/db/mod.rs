@@ -4,7 +4,12 @@
 //! body once per backend so each gets its own row and argument types.
 
 pub mod credits;
+pub mod likes;
+pub mod office;
+pub mod organizations;
+pub mod public_access;
 pub mod users;
+pub mod waitlist;
 
 use std::str::FromStr;
 use std::time::Duration;

@@ -24,6 +24,7 @@ pub struct UserRow {
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub deleted_at: Option<DateTime<Utc>>,
+    pub version: i64,
 }
 
 /// The columns of [`UserRow`], as a literal so queries stay `&'static str` (sqlx 0.9
@@ -31,11 +32,12 @@ pub struct UserRow {
 macro_rules! user_columns {
     () => {
         "id, email, username, key_hash, key_cipher, password_hash, level, verified, data, \
-         wallet_address, source, created_at, updated_at, deleted_at"
+         wallet_address, source, created_at, updated_at, deleted_at, version"
     };
     (u) => {
         "u.id, u.email, u.username, u.key_hash, u.key_cipher, u.password_hash, u.level, \
-         u.verified, u.data, u.wallet_address, u.source, u.created_at, u.updated_at, u.deleted_at"
+         u.verified, u.data, u.wallet_address, u.source, u.created_at, u.updated_at, u.deleted_at, \
+         u.version"
     };
 }
 
@@ -187,13 +189,18 @@ pub async fn code(db: &Db, code_hash: &str) -> sqlx::Result<Option<CodeRow>> {
     with_db!(db, p => sqlx::query_as(SQL).bind(code_hash).fetch_optional(p).await)
 }
 
-/// Spends a verification code and verifies its account, atomically: a code that was
-/// spent concurrently yields `None` and changes nothing.
-pub async fn verify_with_code(db: &Db, code_hash: &str) -> sqlx::Result<Option<UserRow>> {
+/// Spends a one-time code and verifies its account (the code proves control of the
+/// email), optionally setting a new password, atomically: a code that was spent
+/// concurrently yields `None` and changes nothing.
+pub async fn verify_with_code(
+    db: &Db,
+    code_hash: &str,
+    new_password_hash: Option<&str>,
+) -> sqlx::Result<Option<UserRow>> {
     let now = now();
     const UPDATE_USER: &str = concat!(
         "UPDATE users SET verified = TRUE, level = CASE WHEN level < 10 THEN 10 ELSE level END, \
-         updated_at = $2 WHERE id = $1 RETURNING ",
+         password_hash = COALESCE($3, password_hash), updated_at = $2 WHERE id = $1 RETURNING ",
         user_columns!()
     );
     with_db!(db, p => {
@@ -211,6 +218,7 @@ pub async fn verify_with_code(db: &Db, code_hash: &str) -> sqlx::Result<Option<U
         let user: UserRow = sqlx::query_as(UPDATE_USER)
             .bind(&user_id)
             .bind(now)
+            .bind(new_password_hash)
             .fetch_one(&mut *tx)
             .await?;
         tx.commit().await?;
@@ -223,4 +231,104 @@ pub async fn set_level_by_email(db: &Db, email: &str, level: i64) -> sqlx::Resul
     let r = with_db!(db, p => sqlx::query("UPDATE users SET level = $2, updated_at = $3 WHERE email = $1")
         .bind(email).bind(level).bind(now()).execute(p).await.map(|r| r.rows_affected()))?;
     Ok(r > 0)
+}
+
+pub async fn by_username(db: &Db, username: &str) -> sqlx::Result<Option<UserRow>> {
+    const SQL: &str = concat!(
+        "SELECT ",
+        user_columns!(),
+        " FROM users WHERE username = $1"
+    );
+    with_db!(db, p => sqlx::query_as(SQL).bind(username).fetch_optional(p).await)
+}
+
+/// Newest first.
+pub async fn list(db: &Db, limit: i64, offset: i64) -> sqlx::Result<(Vec<UserRow>, i64)> {
+    const SQL: &str = concat!(
+        "SELECT ",
+        user_columns!(),
+        " FROM users ORDER BY created_at DESC, id LIMIT $1 OFFSET $2"
+    );
+    let rows = with_db!(db, p => sqlx::query_as(SQL).bind(limit).bind(offset).fetch_all(p).await)?;
+    let total: (i64,) =
+        with_db!(db, p => sqlx::query_as("SELECT COUNT(*) FROM users").fetch_one(p).await)?;
+    Ok((rows, total.0))
+}
+
+pub async fn list_by_source(db: &Db, source: &str) -> sqlx::Result<Vec<UserRow>> {
+    const SQL: &str = concat!(
+        "SELECT ",
+        user_columns!(),
+        " FROM users WHERE source = $1 ORDER BY created_at DESC, id"
+    );
+    with_db!(db, p => sqlx::query_as(SQL).bind(source).fetch_all(p).await)
+}
+
+/// Replaces `data` if nobody wrote it since `version` was read; `None` on a lost race.
+pub async fn write_data(
+    db: &Db,
+    id: &str,
+    version: i64,
+    data: &Value,
+) -> sqlx::Result<Option<UserRow>> {
+    const SQL: &str = concat!(
+        "UPDATE users SET data = $3, version = version + 1, updated_at = $4 \
+         WHERE id = $1 AND version = $2 RETURNING ",
+        user_columns!()
+    );
+    with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(version).bind(Json(data)).bind(now()).fetch_optional(p).await)
+}
+
+pub async fn set_password(db: &Db, id: &str, hash: &str) -> sqlx::Result<()> {
+    with_db!(db, p => sqlx::query("UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1")
+        .bind(id).bind(hash).bind(now()).execute(p).await.map(|_| ()))
+}
+
+/// A taken username surfaces as a unique violation (409 through `ApiError`).
+pub async fn set_username(db: &Db, id: &str, username: &str) -> sqlx::Result<UserRow> {
+    const SQL: &str = concat!(
+        "UPDATE users SET username = $2, updated_at = $3 WHERE id = $1 RETURNING ",
+        user_columns!()
+    );
+    with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(username).bind(now()).fetch_one(p).await)
+}
+
+pub async fn set_key(db: &Db, id: &str, key_hash: &str, key_cipher: &str) -> sqlx::Result<UserRow> {
+    const SQL: &str = concat!(
+        "UPDATE users SET key_hash = $2, key_cipher = $3, updated_at = $4 WHERE id = $1 RETURNING ",
+        user_columns!()
+    );
+    with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(key_hash).bind(key_cipher).bind(now()).fetch_one(p).await)
+}
+
+pub async fn set_wallet(
+    db: &Db,
+    id: &str,
+    address: Option<&str>,
+    signature: Option<&str>,
+) -> sqlx::Result<UserRow> {
+    const SQL: &str = concat!(
+        "UPDATE users SET wallet_address = $2, wallet_signature = $3, updated_at = $4 \
+         WHERE id = $1 RETURNING ",
+        user_columns!()
+    );
+    with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(address).bind(signature).bind(now()).fetch_one(p).await)
+}
+
+/// Permanently deletes the account; its codes, credits, memberships, applications and
+/// likes go with it through `ON DELETE CASCADE`.
+pub async fn delete(db: &Db, id: &str) -> sqlx::Result<bool> {
+    let n = with_db!(db, p => sqlx::query("DELETE FROM users WHERE id = $1")
+        .bind(id).execute(p).await.map(|r| r.rows_affected()))?;
+    Ok(n > 0)
+}
+
+/// Email ownership proven elsewhere (identity provider, identity service): VERIFIED.
+pub async fn mark_verified(db: &Db, id: &str) -> sqlx::Result<UserRow> {
+    const SQL: &str = concat!(
+        "UPDATE users SET verified = TRUE, level = CASE WHEN level < 10 THEN 10 ELSE level END, \
+         updated_at = $2 WHERE id = $1 RETURNING ",
+        user_columns!()
+    );
+    with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(now()).fetch_one(p).await)
 }

@@ -10,15 +10,36 @@ fn help_documents_every_option() {
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
     for needle in [
-        "serve", "worker", "migrate", "users", "--listen", "--data-dir", "--database-url",
-        "PLINTH_LISTEN", "PLINTH_DATA_DIR", "PLINTH_DATABASE_URL", "PLINTH_PUBLIC_URL",
-        "PLINTH_MASTER_KEY", "PLINTH_SMTP_URL", "PLINTH_EXEMPT_DOMAINS", "PLINTH_ADMIN_DOMAINS",
-        "PLINTH_TELEMETRY_PRODUCTS", "PLINTH_STRIPE_WEBHOOK_SECRET",
-        "PLINTH_RATE_LIMIT_MULTIPLIER", "PLINTH_TOKEN_COSTS", "PLINTH_LOG_FORMAT",
+        "serve",
+        "worker",
+        "migrate",
+        "users",
+        "--listen",
+        "--data-dir",
+        "--database-url",
+        "PLINTH_LISTEN",
+        "PLINTH_DATA_DIR",
+        "PLINTH_DATABASE_URL",
+        "PLINTH_PUBLIC_URL",
+        "PLINTH_MASTER_KEY",
+        "PLINTH_SMTP_URL",
+        "PLINTH_EXEMPT_DOMAINS",
+        "PLINTH_ADMIN_DOMAINS",
+        "PLINTH_TELEMETRY_PRODUCTS",
+        "PLINTH_STRIPE_WEBHOOK_SECRET",
+        "PLINTH_RATE_LIMIT_MULTIPLIER",
+        "PLINTH_TOKEN_COSTS",
+        "PLINTH_LOG_FORMAT",
     ] {
-        assert!(help.contains(needle), "--help does not mention {needle}:\n{help}");
+        assert!(
+            help.contains(needle),
+            "--help does not mention {needle}:\n{help}"
+        );
     }
-    let out = Command::new(BIN).args(["users", "set-level", "--help"]).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["users", "set-level", "--help"])
+        .output()
+        .unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains("--email") && help.contains("--level"));
 }
@@ -36,7 +57,11 @@ fn migrate_creates_the_database_and_is_repeatable() {
         .env_remove("PLINTH_MASTER_KEY")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(dir.path().join("plinth.db").exists());
     // Twice is fine.
     let again = Command::new(BIN)
@@ -45,7 +70,11 @@ fn migrate_creates_the_database_and_is_repeatable() {
         .env_remove("PLINTH_DATABASE_URL")
         .output()
         .unwrap();
-    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
 }
 
 #[test]

@@ -70,7 +70,12 @@ impl Resp {
         self.assert_usage();
     }
     pub fn assert_ok(&self) {
-        assert!(self.status.is_success(), "status {} body {}", self.status, self.body);
+        assert!(
+            self.status.is_success(),
+            "status {} body {}",
+            self.status,
+            self.body
+        );
         self.assert_usage();
     }
 }
@@ -98,7 +103,9 @@ impl Options {
 }
 
 pub fn pg_admin_url() -> Option<String> {
-    std::env::var("PLINTH_TEST_DATABASE_URL").ok().filter(|s| !s.is_empty())
+    std::env::var("PLINTH_TEST_DATABASE_URL")
+        .ok()
+        .filter(|s| !s.is_empty())
 }
 
 fn replace_db_name(url: &str, name: &str) -> String {
@@ -125,7 +132,9 @@ impl Server {
         let (database_url, pg_db) = match pg_admin_url() {
             Some(admin) => {
                 let name = format!("plinth_t_{}", uuid::Uuid::new_v4().simple());
-                let pool = sqlx::PgPool::connect(&admin).await.expect("PostgreSQL for tests");
+                let pool = sqlx::PgPool::connect(&admin)
+                    .await
+                    .expect("PostgreSQL for tests");
                 sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
                     .execute(&pool)
                     .await
@@ -168,7 +177,8 @@ impl Server {
             Ok(b) => b,
             Err(_) => {
                 let _ = child.kill();
-                let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+                let log =
+                    std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
                 panic!("server did not start; log:\n{log}");
             }
         };
@@ -182,6 +192,12 @@ impl Server {
         }
     }
 
+    /// Stops the server process abruptly (the data dir and database stay).
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     pub fn data_dir(&self) -> PathBuf {
         self.dir.path().to_path_buf()
     }
@@ -193,7 +209,9 @@ impl Server {
         key: Option<&str>,
         body: Option<Value>,
     ) -> Resp {
-        let mut req = self.client.request(method, format!("{}{}", self.base, path));
+        let mut req = self
+            .client
+            .request(method, format!("{}{}", self.base, path));
         if let Some(k) = key {
             req = req.header("x-api-key", k);
         }
@@ -209,12 +227,17 @@ impl Server {
         let text = res.text().await.unwrap();
         let body = serde_json::from_str(&text)
             .unwrap_or_else(|e| panic!("response is not JSON ({e}): {status} {text:?}"));
-        Resp { status, headers, body }
+        Resp {
+            status,
+            headers,
+            body,
+        }
     }
 
     /// A raw request for malformed-input tests.
     pub fn raw(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        self.client.request(method, format!("{}{}", self.base, path))
+        self.client
+            .request(method, format!("{}{}", self.base, path))
     }
 
     pub async fn get(&self, path: &str, key: Option<&str>) -> Resp {
@@ -222,7 +245,8 @@ impl Server {
     }
 
     pub async fn post(&self, path: &str, key: Option<&str>, body: Value) -> Resp {
-        self.request(reqwest::Method::POST, path, key, Some(body)).await
+        self.request(reqwest::Method::POST, path, key, Some(body))
+            .await
     }
 
     /// Signs up; returns (key, user).
@@ -255,7 +279,10 @@ impl Server {
                     }
                 }
             }
-            assert!(Instant::now() < deadline, "no email to {to} containing {needle:?}");
+            assert!(
+                Instant::now() < deadline,
+                "no email to {to} containing {needle:?}"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -282,7 +309,9 @@ impl Server {
     pub async fn verified_user(&self, email: &str) -> String {
         let (key, _) = self.signup(email).await;
         let code = self.verification_code(email).await;
-        let r = self.post("/api/users/verify", None, json!({"code": code})).await;
+        let r = self
+            .post("/api/users/verify", None, json!({"code": code}))
+            .await;
         r.assert_ok();
         key
     }
@@ -290,7 +319,14 @@ impl Server {
     /// `plinth users set-level`, as an operator would run it next to the server.
     pub fn set_level(&self, email: &str, level: i64) -> std::process::Output {
         Command::new(BIN)
-            .args(["users", "set-level", "--email", email, "--level", &level.to_string()])
+            .args([
+                "users",
+                "set-level",
+                "--email",
+                email,
+                "--level",
+                &level.to_string(),
+            ])
             .arg("--data-dir")
             .arg(self.dir.path())
             .arg("--database-url")
@@ -304,14 +340,21 @@ impl Server {
     pub async fn admin(&self, email: &str) -> String {
         let key = self.verified_user(email).await;
         let out = self.set_level(email, 100);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let deadline = Instant::now() + Duration::from_secs(12);
         loop {
             let r = self.get("/api/users/viewer", Some(&key)).await;
             if r.body["user"]["level"] == json!(100) {
                 return key;
             }
-            assert!(Instant::now() < deadline, "level change not seen within 12 s");
+            assert!(
+                Instant::now() < deadline,
+                "level change not seen within 12 s"
+            );
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
@@ -373,5 +416,8 @@ impl Drop for Server {
 
 /// A unique email for this test run.
 pub fn email(tag: &str) -> String {
-    format!("{tag}-{}@example.com", &uuid::Uuid::new_v4().simple().to_string()[..10])
+    format!(
+        "{tag}-{}@example.com",
+        &uuid::Uuid::new_v4().simple().to_string()[..10]
+    )
 }

@@ -18,7 +18,9 @@ async fn unknown_routes_wrong_methods_and_the_404_endpoint() {
     r.assert_error(405);
     assert!(r.body["message"].as_str().unwrap().contains("DELETE"));
     // A POST-only route asked with GET.
-    s.get("/api/users/authenticate", None).await.assert_error(405);
+    s.get("/api/users/authenticate", None)
+        .await
+        .assert_error(405);
 }
 
 #[tokio::test]
@@ -34,25 +36,55 @@ async fn malformed_bodies_get_a_4xx_naming_the_problem() {
 
     let r = Server::read(send("{\"email\":", "application/json").await.unwrap()).await;
     r.assert_error(400);
-    assert!(r.body["message"].as_str().unwrap().contains("malformed JSON"));
+    assert!(r.body["message"]
+        .as_str()
+        .unwrap()
+        .contains("malformed JSON"));
 
     let r = Server::read(send("[1,2]", "application/json").await.unwrap()).await;
     r.assert_error(400);
     assert!(r.body["message"].as_str().unwrap().contains("JSON object"));
 
-    let r = Server::read(send("{\"email\": 5, \"password\": \"x\"}", "application/json").await.unwrap()).await;
+    let r = Server::read(
+        send("{\"email\": 5, \"password\": \"x\"}", "application/json")
+            .await
+            .unwrap(),
+    )
+    .await;
     r.assert_error(400);
-    assert!(r.body["message"].as_str().unwrap().contains("email"), "{}", r.body);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("email"),
+        "{}",
+        r.body
+    );
 
-    let r = Server::read(send("{\"password\": \"x\"}", "application/json").await.unwrap()).await;
+    let r = Server::read(
+        send("{\"password\": \"x\"}", "application/json")
+            .await
+            .unwrap(),
+    )
+    .await;
     r.assert_error(400);
-    assert!(r.body["message"].as_str().unwrap().contains("email"), "{}", r.body);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("email"),
+        "{}",
+        r.body
+    );
 
-    let r = Server::read(send("email=a", "application/x-www-form-urlencoded").await.unwrap()).await;
+    let r = Server::read(
+        send("email=a", "application/x-www-form-urlencoded")
+            .await
+            .unwrap(),
+    )
+    .await;
     r.assert_error(415);
 
     let r = s
-        .post(path, None, json!({"email": "not-an-email", "password": "x"}))
+        .post(
+            path,
+            None,
+            json!({"email": "not-an-email", "password": "x"}),
+        )
         .await;
     r.assert_error(400);
     let r = s
@@ -94,7 +126,11 @@ async fn status_reports_every_adapter_and_aes_round_trips() {
     let r = s.get("/api/status", None).await;
     r.assert_ok();
     let services = &r.body["services"];
-    let backend = if crate::common::pg_admin_url().is_some() { "postgres" } else { "sqlite" };
+    let backend = if crate::common::pg_admin_url().is_some() {
+        "postgres"
+    } else {
+        "sqlite"
+    };
     assert_eq!(services["database"]["backend"], json!(backend));
     assert_eq!(services["database"]["ok"], json!(true));
     assert_eq!(services["queue"]["ok"], json!(true));
@@ -102,7 +138,9 @@ async fn status_reports_every_adapter_and_aes_round_trips() {
     assert_eq!(services["mail"]["backend"], json!("outbox"));
     assert_eq!(r.body["ok"], json!(true));
 
-    let r = s.post("/api/aes", None, json!({"text": "round trip"})).await;
+    let r = s
+        .post("/api/aes", None, json!({"text": "round trip"}))
+        .await;
     r.assert_ok();
     assert_eq!(r.body["matched"], json!(true));
     let ct = r.body["ciphertext"].as_str().unwrap();

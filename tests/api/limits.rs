@@ -15,18 +15,28 @@ async fn auth_category_allows_five_then_429_with_retry_after() {
     // Two different auth endpoints share one counter.
     for i in 0..5 {
         let r = if i % 2 == 0 {
-            s.post("/api/users/verify", None, json!({"code": "nope"})).await
+            s.post("/api/users/verify", None, json!({"code": "nope"}))
+                .await
         } else {
-            s.post("/api/users/authenticate", None, json!({"email": "bad", "password": "x"})).await
+            s.post(
+                "/api/users/authenticate",
+                None,
+                json!({"email": "bad", "password": "x"}),
+            )
+            .await
         };
         r.assert_error(400);
         assert_eq!(r.body["_usage"]["rate_limit"]["limit"], json!(5));
-        let rem = r.body["_usage"]["rate_limit"]["remaining"].as_u64().unwrap();
+        let rem = r.body["_usage"]["rate_limit"]["remaining"]
+            .as_u64()
+            .unwrap();
         assert_eq!(rem, 4 - i);
         last_remaining = Some(rem);
     }
     assert_eq!(last_remaining, Some(0));
-    let r = s.post("/api/users/verify", None, json!({"code": "nope"})).await;
+    let r = s
+        .post("/api/users/verify", None, json!({"code": "nope"}))
+        .await;
     r.assert_error(429);
     let retry = r.body["retry_after_ms"].as_u64().unwrap();
     assert!(retry > 0 && retry <= 60_000, "{retry}");
@@ -45,11 +55,18 @@ async fn limits_scale_with_the_tier_and_follow_the_key() {
     let r = s.get("/api/users/viewer", Some(&k0)).await;
     assert_eq!(r.body["_usage"]["rate_limit"]["limit"], json!(120));
     assert_eq!(r.body["_usage"]["rate_limit"]["interval_ms"], json!(60000));
-    let before = r.body["_usage"]["rate_limit"]["remaining"].as_u64().unwrap();
+    let before = r.body["_usage"]["rate_limit"]["remaining"]
+        .as_u64()
+        .unwrap();
     // The key has its own window, apart from anonymous requests from the same IP.
     s.get("/api/status", None).await;
     let r = s.get("/api/users/viewer", Some(&k0)).await;
-    assert_eq!(r.body["_usage"]["rate_limit"]["remaining"].as_u64().unwrap(), before - 1);
+    assert_eq!(
+        r.body["_usage"]["rate_limit"]["remaining"]
+            .as_u64()
+            .unwrap(),
+        before - 1
+    );
 }
 
 #[tokio::test]
@@ -57,14 +74,18 @@ async fn verified_accounts_get_six_times_the_base() {
     let s = Server::start().await; // multiplier 1000 for the sign-up itself
     let key = s.verified_user(&email("t10")).await;
     let r = s.get("/api/users/viewer", Some(&key)).await;
-    assert_eq!(r.body["_usage"]["rate_limit"]["limit"], json!(120 * 6 * 1000));
+    assert_eq!(
+        r.body["_usage"]["rate_limit"]["limit"],
+        json!(120 * 6 * 1000)
+    );
 }
 
 #[tokio::test]
 async fn configured_token_cost_answers_402_when_the_balance_is_short() {
-    let s = Server::start_with(
-        Options::default().env("PLINTH_TOKEN_COSTS", "GET /api/users/viewer=3,GET /api/status=1"),
-    )
+    let s = Server::start_with(Options::default().env(
+        "PLINTH_TOKEN_COSTS",
+        "GET /api/users/viewer=3,GET /api/status=1",
+    ))
     .await;
     let (key, _) = s.signup(&email("cost")).await;
     let r = s.get("/api/users/viewer", Some(&key)).await;
@@ -91,21 +112,27 @@ async fn configured_token_cost_answers_402_when_the_balance_is_short() {
 
 #[tokio::test]
 async fn token_cost_is_charged_from_the_ledger_and_refunded_on_failure() {
-    let s = Server::start_with(
-        Options::default().env("PLINTH_TOKEN_COSTS", "GET /api/users/viewer=3,POST /api/users/verify=2"),
-    )
+    let s = Server::start_with(Options::default().env(
+        "PLINTH_TOKEN_COSTS",
+        "GET /api/users/viewer=3,POST /api/users/verify=2",
+    ))
     .await;
     let addr = email("charge");
     let (key, user) = s.signup(&addr).await;
     let id = user["id"].as_str().unwrap();
-    s.sql(&format!("UPDATE credit_accounts SET balance = 10 WHERE user_id = '{id}'")).await;
+    s.sql(&format!(
+        "UPDATE credit_accounts SET balance = 10 WHERE user_id = '{id}'"
+    ))
+    .await;
     tokio::time::sleep(std::time::Duration::from_secs(6)).await; // caller cache TTL
     let r = s.get("/api/users/viewer", Some(&key)).await;
     r.assert_ok();
     assert_eq!(r.body["_usage"]["tokens"]["remaining"], json!(7));
     assert_eq!(r.header("x-tokens-remaining").as_deref(), Some("7"));
     // A failed request gives its tokens back.
-    let r = s.post("/api/users/verify", Some(&key), json!({"code": "nope"})).await;
+    let r = s
+        .post("/api/users/verify", Some(&key), json!({"code": "nope"}))
+        .await;
     r.assert_error(400);
     assert_eq!(r.body["_usage"]["tokens"]["remaining"], json!(7));
     let r = s.get("/api/users/viewer", Some(&key)).await;

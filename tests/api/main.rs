@@ -2,8 +2,12 @@
 
 mod common;
 
+mod accounts;
 mod cli;
 mod envelope;
+mod identity;
+mod jobs;
 mod limits;
+mod organizations;
 mod route_table;
 mod users;

@@ -9,7 +9,11 @@ async fn sign_up_verify_and_read_the_viewer() {
     let s = Server::start().await;
     let addr = email("flow");
     let r = s
-        .post("/api/users/authenticate", None, json!({"email": addr.to_uppercase(), "password": "pw1"}))
+        .post(
+            "/api/users/authenticate",
+            None,
+            json!({"email": addr.to_uppercase(), "password": "pw1"}),
+        )
         .await;
     r.assert_ok();
     assert_eq!(r.body["existing"], json!(false));
@@ -33,7 +37,9 @@ async fn sign_up_verify_and_read_the_viewer() {
     let mail = s.wait_for_email(&addr, "?code=").await;
     assert!(mail.contains(&format!("{}/verify?code=", s.base)), "{mail}");
     let code = code_in(&mail);
-    let r = s.post("/api/users/verify", None, json!({"code": code})).await;
+    let r = s
+        .post("/api/users/verify", None, json!({"code": code}))
+        .await;
     r.assert_ok();
     assert_eq!(r.body["user"]["level"], json!(10));
     assert_eq!(r.body["user"]["verified"], json!(true));
@@ -57,7 +63,11 @@ async fn sign_in_returns_the_same_key_and_wrong_password_is_401() {
     let addr = email("signin");
     let (key, user) = s.signup(&addr).await;
     let r = s
-        .post("/api/users/authenticate", None, json!({"email": addr, "password": "correct horse"}))
+        .post(
+            "/api/users/authenticate",
+            None,
+            json!({"email": addr, "password": "correct horse"}),
+        )
         .await;
     r.assert_ok();
     assert_eq!(r.body["existing"], json!(true));
@@ -66,7 +76,11 @@ async fn sign_in_returns_the_same_key_and_wrong_password_is_401() {
     assert_eq!(r.body["user"]["id"], user["id"]);
 
     let wrong = s
-        .post("/api/users/authenticate", None, json!({"email": addr, "password": "nope"}))
+        .post(
+            "/api/users/authenticate",
+            None,
+            json!({"email": addr, "password": "nope"}),
+        )
         .await;
     wrong.assert_error(401);
     assert!(!wrong.body["message"].as_str().unwrap().contains("exist"));
@@ -81,8 +95,11 @@ async fn expired_code_sends_a_fresh_one() {
     let addr = email("expired");
     s.signup(&addr).await;
     let old = s.verification_code(&addr).await;
-    s.sql("UPDATE user_codes SET expires_at = '2000-01-01T00:00:00Z'").await;
-    let r = s.post("/api/users/verify", None, json!({"code": old})).await;
+    s.sql("UPDATE user_codes SET expires_at = '2000-01-01T00:00:00Z'")
+        .await;
+    let r = s
+        .post("/api/users/verify", None, json!({"code": old}))
+        .await;
     r.assert_error(400);
     assert_eq!(r.body["expired"], json!(true));
     assert_eq!(r.body["emailed"], json!(true));
@@ -105,7 +122,10 @@ async fn expired_code_sends_a_fresh_one() {
 
 #[tokio::test]
 async fn exempt_domains_get_no_email() {
-    let s = Server::start_with(Options::default().env("PLINTH_EXEMPT_DOMAINS", "quiet.example,other.example")).await;
+    let s = Server::start_with(
+        Options::default().env("PLINTH_EXEMPT_DOMAINS", "quiet.example,other.example"),
+    )
+    .await;
     let addr = email("exempt");
     let r = s
         .post(
@@ -117,7 +137,10 @@ async fn exempt_domains_get_no_email() {
     r.assert_ok();
     assert_eq!(r.body["emailed"], json!(false));
     assert_eq!(r.body["user"]["verified"], json!(false));
-    assert_eq!(r.body["user"]["data"]["exemptions"], json!(["EXEMPT_ALL_EMAILS"]));
+    assert_eq!(
+        r.body["user"]["data"]["exemptions"],
+        json!(["EXEMPT_ALL_EMAILS"])
+    );
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert!(s.emails_to(&addr).is_empty());
 }
@@ -126,7 +149,9 @@ async fn exempt_domains_get_no_email() {
 async fn invalid_and_missing_keys_are_401_and_levels_are_403() {
     let s = Server::start().await;
     s.get("/api/users/viewer", None).await.assert_error(401);
-    s.get("/api/users/viewer", Some("pk_0000")).await.assert_error(401);
+    s.get("/api/users/viewer", Some("pk_0000"))
+        .await
+        .assert_error(401);
     let key = s.verified_user(&email("lvl")).await;
     s.get("/api/users", Some(&key)).await.assert_error(403);
     // A V10 route passes the access check (it is not built yet: 501, not 403).

@@ -15,7 +15,7 @@ use apalis_sqlite::SqliteStorage;
 use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 
-pub use mail::{MailBackend, MailStatus};
+pub use mail::{valid_mailbox, MailBackend, MailStatus};
 
 /// One email. `id` names the outbox file and the Message-ID, so a delivery that runs
 /// twice (retry after a crash) overwrites instead of duplicating in the outbox, and SMTP

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use apalis::prelude::BoxDynError;
-use lettre::message::header::ContentType;
+use lettre::message::header::{ContentTransferEncoding, ContentType};
+use lettre::message::Body;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde::Serialize;
 
@@ -82,7 +83,7 @@ impl MailBackend {
             .to(email.to.parse()?)
             .subject(email.subject.clone())
             .header(ContentType::TEXT_PLAIN)
-            .body(email.text.clone())?;
+            .body(body(&email.text))?;
         match self {
             MailBackend::Outbox(dir) => {
                 // Write then rename: a reader never sees half a message, and a second run
@@ -98,4 +99,21 @@ impl MailBackend {
         tracing::info!(id, to = %email.to, subject = %email.subject, "email delivered");
         Ok(())
     }
+}
+
+/// Plain ASCII with lines of at most 998 bytes (RFC 5322) goes as 7bit, so links stay
+/// intact for any reader: lettre would pick quoted-printable for lines over 76
+/// characters, turning `?code=` into `?code=3D`. Anything else is left to lettre.
+fn body(text: &str) -> Body {
+    let ascii = text.is_ascii() && !text.contains('\0');
+    if ascii && text.lines().all(|l| l.len() <= 998) {
+        let crlf = text.replace("\r\n", "\n").replace('\n', "\r\n");
+        return Body::dangerous_pre_encoded(crlf.into_bytes(), ContentTransferEncoding::SevenBit);
+    }
+    Body::new(text.to_owned())
+}
+
+/// Whether `s` parses as a sender/recipient (`Name <addr@host>` or `addr@host`).
+pub fn valid_mailbox(s: &str) -> bool {
+    s.parse::<lettre::message::Mailbox>().is_ok()
 }

@@ -1,0 +1,117 @@
+//! Office (workspace-access) applications: `/api/users/office*`.
+//! One application per account; statuses `pending` (on apply), `approved`, `rejected`.
+
+use axum::extract::State;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::Viewer;
+use crate::db::office as store;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::reply::Reply;
+use crate::state::AppState;
+
+pub const STATUSES: &[&str] = &["pending", "approved", "rejected"];
+
+#[derive(Deserialize)]
+pub struct ApplyBody {
+    /// Free-form answers of the application form.
+    data: Option<Value>,
+}
+
+/// `POST /api/users/office/apply` (V10): 409 when the caller already applied.
+pub async fn apply(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<ApplyBody>,
+) -> ApiResult {
+    let data = body.data.unwrap_or_else(|| json!({}));
+    if !data.is_object() {
+        return Err(ApiError::bad_request("`data` must be a JSON object"));
+    }
+    let application = store::create(&app.db, &caller.id, &data)
+        .await
+        .map_err(|e| match crate::db::unique_violation(&e) {
+            Some(_) => ApiError::conflict("you have already applied; see /api/users/office/status"),
+            None => e.into(),
+        })?;
+    Ok(Reply::ok(json!({"success": true, "data": application})))
+}
+
+/// `POST /api/users/office/status` (V10): the caller's application, or `data: null`.
+pub async fn status(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+    let application = store::by_user(&app.db, &caller.id).await?;
+    let status = application.as_ref().map(|a| a.status.clone());
+    Ok(Reply::ok(json!({"data": application, "status": status})))
+}
+
+/// `GET /api/users/office` (admin): every application, newest first.
+pub async fn list(State(app): State<AppState>) -> ApiResult {
+    Ok(Reply::ok(json!({"data": store::list(&app.db).await?})))
+}
+
+#[derive(Deserialize)]
+pub struct UpdateBody {
+    id: String,
+    updates: Updates,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Updates {
+    status: Option<String>,
+    /// Shallow-merged into the application's `data`.
+    data: Option<Value>,
+}
+
+/// `POST /api/users/office/update` (admin).
+pub async fn update(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<UpdateBody>,
+) -> ApiResult {
+    let current = store::by_id(&app.db, &body.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("application not found"))?;
+    let status = match body.updates.status {
+        Some(s) if STATUSES.contains(&s.as_str()) => s,
+        Some(s) => {
+            return Err(ApiError::bad_request(format!(
+                "`status` `{s}` is not one of {}",
+                STATUSES.join(", ")
+            )))
+        }
+        None => current.status.clone(),
+    };
+    let mut data = current.data.0.clone();
+    match body.updates.data {
+        Some(Value::Object(m)) => {
+            if let Some(d) = data.as_object_mut() {
+                d.extend(m);
+            }
+        }
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "`updates.data` must be a JSON object",
+            ))
+        }
+        None => {}
+    }
+    let application = store::update(&app.db, &body.id, &status, &data)
+        .await?
+        .ok_or_else(|| ApiError::not_found("application not found"))?;
+    Ok(Reply::ok(json!({"success": true, "data": application})))
+}
+
+#[derive(Deserialize)]
+pub struct IdBody {
+    id: String,
+}
+
+/// `POST /api/users/office/delete` (admin).
+pub async fn delete(State(app): State<AppState>, JsonBody(body): JsonBody<IdBody>) -> ApiResult {
+    if !store::delete(&app.db, &body.id).await? {
+        return Err(ApiError::not_found("application not found"));
+    }
+    Ok(Reply::ok(json!({"success": true, "id": body.id})))
+}

@@ -1,0 +1,359 @@
+//! Organizations: `/api/organizations*`.
+
+use axum::extract::State;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::auth::{OrgAdmin, OrgMember, Viewer};
+use crate::db::organizations::{self as store, MemberChange, Membership, OrgRow};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::reply::Reply;
+use crate::state::AppState;
+
+/// Keys of `data` whose values must be email templates (`{from, subject, text}`).
+const TEMPLATE_KEYS: [&str; 3] = ["email", "email_reset_password", "email_send_password"];
+/// Keys of `data` that must be booleans.
+const FLAG_KEYS: [&str; 3] = [
+    "waitlist_support",
+    "inventory_private",
+    "guest_checkout_enabled",
+];
+
+pub fn membership_json(m: &Membership) -> Value {
+    let mut v = m.org.to_json();
+    v["role"] = json!(m.role);
+    v
+}
+
+/// A domain as organizations and the public-access list store it: lower-case DNS labels.
+pub fn parse_domain(raw: &str) -> Result<String, ApiError> {
+    let d = raw.trim().trim_end_matches('.').to_lowercase();
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    };
+    if d.len() > 253 || !d.contains('.') || !d.split('.').all(label_ok) {
+        return Err(ApiError::bad_request(format!(
+            "`{raw}` is not a valid domain"
+        )));
+    }
+    Ok(d)
+}
+
+/// Checks the typed keys of an organization's `data`.
+fn check_data(data: &Map<String, Value>) -> Result<(), ApiError> {
+    for k in FLAG_KEYS {
+        if let Some(v) = data.get(k) {
+            if !v.is_boolean() && !v.is_null() {
+                return Err(ApiError::bad_request(format!(
+                    "`data.{k}` must be a boolean"
+                )));
+            }
+        }
+    }
+    for k in TEMPLATE_KEYS {
+        match data.get(k) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(t)) => {
+                for (field, v) in t {
+                    if !["from", "subject", "text"].contains(&field.as_str()) || !v.is_string() {
+                        return Err(ApiError::bad_request(format!(
+                            "`data.{k}` is a template: string fields `from`, `subject`, `text`"
+                        )));
+                    }
+                }
+            }
+            Some(_) => {
+                return Err(ApiError::bad_request(format!(
+                    "`data.{k}` must be an object {{from, subject, text}}"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Shallow-merges `changes` into the organization's `data` with an optimistic version
+/// check, retried on a concurrent write.
+async fn merge_data(
+    app: &AppState,
+    mut org: OrgRow,
+    name: Option<&str>,
+    change: impl Fn(&mut Map<String, Value>),
+) -> ApiResult<OrgRow> {
+    for _ in 0..8 {
+        let mut data = match &org.data.0 {
+            Value::Object(m) => m.clone(),
+            _ => Map::new(),
+        };
+        change(&mut data);
+        if let Some(o) =
+            store::write_data(&app.db, &org.id, org.version, &Value::Object(data), name).await?
+        {
+            return Ok(o);
+        }
+        org = store::by_id(&app.db, &org.id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("organization not found"))?;
+    }
+    Err(ApiError::conflict(
+        "the organization is being updated concurrently; retry",
+    ))
+}
+
+/// `GET /api/organizations` (V10): public organizations and the caller's own; platform
+/// admins see all.
+pub async fn list(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+    let orgs = store::list(&app.db, &caller.id, caller.is_admin()).await?;
+    let data: Vec<_> = orgs.iter().map(OrgRow::to_json).collect();
+    Ok(Reply::ok(json!({ "data": data })))
+}
+
+#[derive(Deserialize)]
+pub struct CreateBody {
+    domain: String,
+    name: Option<String>,
+    data: Option<Map<String, Value>>,
+}
+
+/// `POST /api/organizations/create` (V10): the caller becomes its admin; 409 when the
+/// domain is taken.
+pub async fn create(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<CreateBody>,
+) -> ApiResult {
+    let domain = parse_domain(&body.domain)?;
+    let data = body.data.unwrap_or_default();
+    check_data(&data)?;
+    let org = store::create(
+        &app.db,
+        &domain,
+        body.name
+            .as_deref()
+            .map(str::trim)
+            .filter(|n| !n.is_empty()),
+        &Value::Object(data),
+        &caller.id,
+    )
+    .await?;
+    let mut v = org.to_json();
+    v["role"] = json!("admin");
+    Ok(Reply::ok(json!({"success": true, "data": v})))
+}
+
+#[derive(Deserialize)]
+pub struct IdBody {
+    id: String,
+}
+
+/// `POST /api/organizations/get-by-id` (V10): private organizations only for members
+/// and platform admins (404 otherwise, so existence cannot be probed).
+pub async fn get_by_id(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult {
+    let not_found = || ApiError::not_found("organization not found");
+    let org = store::by_id(&app.db, &body.id)
+        .await?
+        .ok_or_else(not_found)?;
+    let role = store::role_of(&app.db, &org.id, &caller.id).await?;
+    if !org.is_public && role.is_none() && !caller.is_admin() {
+        return Err(not_found());
+    }
+    let mut v = org.to_json();
+    v["role"] = json!(role);
+    Ok(Reply::ok(json!({ "data": v })))
+}
+
+#[derive(Deserialize)]
+pub struct UpdateBody {
+    data: Option<Map<String, Value>>,
+    name: Option<String>,
+}
+
+/// `POST /api/organizations/update` (OrgAdmin): shallow-merges `data` (settings and
+/// the email templates; `null` removes a key) and sets `name`.
+pub async fn update(State(app): State<AppState>, g: OrgAdmin<UpdateBody>) -> ApiResult {
+    let changes = g.body.data.unwrap_or_default();
+    let mut merged = g.org.data.0.as_object().cloned().unwrap_or_default();
+    merged.extend(changes.clone());
+    check_data(&merged)?;
+    let name = g
+        .body
+        .name
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty());
+    let org = merge_data(&app, g.org, name, |data| {
+        for (k, v) in &changes {
+            if v.is_null() {
+                data.remove(k);
+            } else {
+                data.insert(k.clone(), v.clone());
+            }
+        }
+    })
+    .await?;
+    Ok(Reply::ok(json!({"success": true, "data": org.to_json()})))
+}
+
+/// `POST /api/organizations/delete` (OrgAdmin): the organization, its memberships and
+/// its waitlist.
+pub async fn delete(State(app): State<AppState>, g: OrgAdmin<Value>) -> ApiResult {
+    store::delete(&app.db, &g.org.id).await?;
+    Ok(Reply::ok(json!({"success": true, "id": g.org.id})))
+}
+
+/// `POST /api/organizations/toggle-public-access` (OrgAdmin).
+pub async fn toggle_public_access(State(app): State<AppState>, g: OrgAdmin<Value>) -> ApiResult {
+    let org = store::toggle_public(&app.db, &g.org.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("organization not found"))?;
+    Ok(Reply::ok(
+        json!({"success": true, "is_public": org.is_public, "data": org.to_json()}),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct WaitlistToggleBody {
+    waitlist_support: Option<bool>,
+}
+
+/// `POST /api/organizations/waitlist-toggle` (OrgAdmin): an explicit boolean sets
+/// `data.waitlist_support`, an omitted one flips it.
+pub async fn waitlist_toggle(
+    State(app): State<AppState>,
+    g: OrgAdmin<WaitlistToggleBody>,
+) -> ApiResult {
+    let explicit = g.body.waitlist_support;
+    let org = merge_data(&app, g.org, None, |data| {
+        let now = data.get("waitlist_support") == Some(&Value::Bool(true));
+        data.insert(
+            "waitlist_support".into(),
+            Value::Bool(explicit.unwrap_or(!now)),
+        );
+    })
+    .await?;
+    Ok(Reply::ok(json!({
+        "success": true,
+        "waitlist_support": org.waitlist_enabled(),
+        "data": org.to_json(),
+    })))
+}
+
+/// `POST|GET /api/organizations/membership` (V10): the caller's memberships.
+pub async fn membership(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+    let orgs = store::memberships(&app.db, &caller.id).await?;
+    let data: Vec<_> = orgs.iter().map(membership_json).collect();
+    Ok(Reply::ok(json!({ "data": data })))
+}
+
+/// `POST /api/organizations/membership/automatic` (V10): joins, as a member, the
+/// organization whose domain is the caller's (verified) email domain.
+pub async fn membership_automatic(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult {
+    if !caller.user.verified {
+        return Err(ApiError::forbidden("verify your email first"));
+    }
+    let email_domain = caller.user.email.rsplit('@').next().unwrap_or_default();
+    let org = store::by_domain(&app.db, email_domain)
+        .await?
+        .ok_or_else(|| {
+            ApiError::not_found(format!("no organization has the domain {email_domain}"))
+        })?;
+    let joined = store::add_member(&app.db, &org.id, &caller.id, "member").await?;
+    let role = store::role_of(&app.db, &org.id, &caller.id).await?;
+    let mut v = org.to_json();
+    v["role"] = json!(role);
+    Ok(Reply::ok(
+        json!({"success": true, "joined": joined, "data": v}),
+    ))
+}
+
+/// `POST /api/organizations/users` (OrgMember): the members and their roles.
+pub async fn users(State(app): State<AppState>, g: OrgMember<Value>) -> ApiResult {
+    let members = store::members(&app.db, &g.org.id).await?;
+    Ok(Reply::ok(
+        json!({"data": members, "organization": g.org.to_json()}),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct AddBody {
+    email: String,
+}
+
+/// `POST /api/organizations/users/add` (OrgAdmin): adds an existing account, by email,
+/// as a member. Adding a member again changes nothing (`already_member: true`).
+pub async fn users_add(State(app): State<AppState>, g: OrgAdmin<AddBody>) -> ApiResult {
+    let email = crate::api::users::parse_email(&g.body.email)?;
+    let user = crate::db::users::by_email(&app.db, &email)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no account with that email"))?;
+    let added = store::add_member(&app.db, &g.org.id, &user.id, "member").await?;
+    Ok(Reply::ok(json!({
+        "success": true,
+        "already_member": !added,
+        "user_id": user.id,
+        "members": store::members(&app.db, &g.org.id).await?,
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct MemberBody {
+    #[serde(rename = "userId", alias = "user_id")]
+    user_id: String,
+}
+
+fn member_change_result(change: MemberChange) -> Result<(), ApiError> {
+    match change {
+        MemberChange::Done => Ok(()),
+        MemberChange::NotMember => Err(ApiError::not_found("that user is not a member")),
+        MemberChange::LastAdmin => Err(ApiError::conflict(
+            "the organization's last admin cannot leave or be demoted: promote another member first, or delete the organization",
+        )),
+    }
+}
+
+/// `POST /api/organizations/users/remove` (OrgMember): an admin removes any member; a
+/// member may only remove themself (leave). The last admin cannot go (409).
+pub async fn users_remove(State(app): State<AppState>, g: OrgMember<MemberBody>) -> ApiResult {
+    let is_org_admin = g.role.as_deref() == Some("admin") || g.caller.is_admin();
+    if g.body.user_id != g.caller.id && !is_org_admin {
+        return Err(ApiError::forbidden(
+            "only an organization admin can remove other members",
+        ));
+    }
+    member_change_result(store::change_member(&app.db, &g.org.id, &g.body.user_id, None).await?)?;
+    Ok(Reply::ok(
+        json!({"success": true, "user_id": g.body.user_id}),
+    ))
+}
+
+/// `POST /api/organizations/users/promote` (OrgAdmin).
+pub async fn users_promote(State(app): State<AppState>, g: OrgAdmin<MemberBody>) -> ApiResult {
+    member_change_result(
+        store::change_member(&app.db, &g.org.id, &g.body.user_id, Some("admin")).await?,
+    )?;
+    Ok(Reply::ok(
+        json!({"success": true, "user_id": g.body.user_id, "role": "admin"}),
+    ))
+}
+
+/// `POST /api/organizations/users/demote` (OrgAdmin): not the last admin (409).
+pub async fn users_demote(State(app): State<AppState>, g: OrgAdmin<MemberBody>) -> ApiResult {
+    member_change_result(
+        store::change_member(&app.db, &g.org.id, &g.body.user_id, Some("member")).await?,
+    )?;
+    Ok(Reply::ok(
+        json!({"success": true, "user_id": g.body.user_id, "role": "member"}),
+    ))
+}

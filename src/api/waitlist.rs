@@ -1,0 +1,229 @@
+//! Waitlist: `/api/waitlist/*`. An organization with `data.waitlist_support: true`
+//! collects emails (`pending`); its managers accept them (creating or reusing a VERIFIED
+//! account) or revoke them back to `pending`.
+
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::api::users::{create_account, parse_email};
+use crate::auth::{Caller, OrgAdmin, Viewer};
+use crate::db::organizations::{self as orgs, OrgRow};
+use crate::db::users as users_db;
+use crate::db::waitlist::{self as store, Entry};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::reply::Reply;
+use crate::state::AppState;
+
+pub const LIST_DEFAULT: i64 = 50;
+pub const LIST_MAX: i64 = 200;
+
+async fn org_by_domain(app: &AppState, domain: &str) -> ApiResult<OrgRow> {
+    orgs::by_domain(&app.db, domain)
+        .await?
+        .ok_or_else(|| ApiError::not_found("organization not found"))
+}
+
+/// The spec's rule: a verified user whose email ends in `@<domain>`, an admin of the
+/// organization, or a platform admin.
+async fn can_manage(app: &AppState, caller: &Caller, org: &OrgRow) -> ApiResult<bool> {
+    if caller.is_admin()
+        || (caller.user.verified && caller.user.email.ends_with(&format!("@{}", org.domain)))
+    {
+        return Ok(true);
+    }
+    Ok(orgs::role_of(&app.db, &org.id, &caller.id)
+        .await?
+        .as_deref()
+        == Some("admin"))
+}
+
+async fn manager(app: &AppState, caller: &Arc<Caller>, domain: &str) -> ApiResult<OrgRow> {
+    let org = org_by_domain(app, domain).await?;
+    if !can_manage(app, caller, &org).await? {
+        return Err(ApiError::forbidden(
+            "managing this waitlist needs a verified account on the organization's email domain, an organization admin or a platform admin",
+        ));
+    }
+    Ok(org)
+}
+
+#[derive(Deserialize)]
+pub struct DomainEmail {
+    domain: String,
+    email: String,
+}
+
+/// `POST /api/waitlist/add` (Public): 400 malformed email, 404 unknown organization,
+/// 403 waitlist off; `{success: true}` for new and duplicate emails alike.
+pub async fn add(State(app): State<AppState>, JsonBody(body): JsonBody<DomainEmail>) -> ApiResult {
+    let email = parse_email(&body.email)?;
+    let org = org_by_domain(&app, &body.domain).await?;
+    if !org.waitlist_enabled() {
+        return Err(ApiError::forbidden(
+            "this organization's waitlist is not enabled",
+        ));
+    }
+    store::add(&app.db, &org.id, &email).await?;
+    Ok(Reply::ok(json!({"success": true})))
+}
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    domain: Option<String>,
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// `GET /api/waitlist/list-by-domain`: newest first; `limit` default 50, at most 200
+/// (larger values are clamped), `offset`.
+pub async fn list_by_domain(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Query(q): Query<ListQuery>,
+) -> ApiResult {
+    let domain = q
+        .domain
+        .filter(|d| !d.trim().is_empty())
+        .ok_or_else(|| ApiError::bad_request("query parameter `domain` is required"))?;
+    let limit = q.limit.unwrap_or(LIST_DEFAULT);
+    let offset = q.offset.unwrap_or(0);
+    if limit < 1 || offset < 0 {
+        return Err(ApiError::bad_request(
+            "`limit` must be positive and `offset` not negative",
+        ));
+    }
+    let limit = limit.min(LIST_MAX);
+    let org = manager(&app, &caller, &domain).await?;
+    let data = store::list(&app.db, &org.id, limit, offset).await?;
+    Ok(Reply::ok(
+        json!({"data": data, "limit": limit, "offset": offset}),
+    ))
+}
+
+/// Creates the account of an accepted email (VERIFIED, no password: the user signs in
+/// through an identity provider or resets a password), or verifies the existing one.
+/// Returns the account's exemption tags.
+async fn admit(app: &AppState, org: &OrgRow, email: &str) -> ApiResult<Value> {
+    let user = match users_db::by_email(&app.db, email).await? {
+        Some(u) if u.verified && u.level >= 10 => u,
+        Some(u) => {
+            let u = users_db::mark_verified(&app.db, &u.id).await?;
+            app.callers.invalidate_user(&u.id);
+            u
+        }
+        None => match create_account(app, email, None, Some(&org.domain), true).await {
+            Ok((u, _)) => u,
+            // Created concurrently by another accept: reuse it.
+            Err(e) if e.status == axum::http::StatusCode::CONFLICT => {
+                users_db::by_email(&app.db, email)
+                    .await?
+                    .ok_or_else(|| ApiError::internal("account vanished after a conflict"))?
+            }
+            Err(e) => return Err(e),
+        },
+    };
+    Ok(user
+        .data
+        .0
+        .get("exemptions")
+        .cloned()
+        .unwrap_or_else(|| json!([])))
+}
+
+async fn entry(app: &AppState, org: &OrgRow, email: &str) -> ApiResult<Entry> {
+    store::get(&app.db, &org.id, email)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no waitlist entry for that email"))
+}
+
+/// `POST /api/waitlist/accept-by-email`: pending → accepted, creating or reusing a
+/// VERIFIED account; `already_accepted: true` on repeat.
+pub async fn accept_by_email(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<DomainEmail>,
+) -> ApiResult {
+    let email = parse_email(&body.email)?;
+    let org = manager(&app, &caller, &body.domain).await?;
+    let current = entry(&app, &org, &email).await?;
+    let exemptions = admit(&app, &org, &email).await?;
+    match store::transition(&app.db, &org.id, &email, "pending", "accepted").await? {
+        Some(e) => Ok(Reply::ok(
+            json!({"success": true, "data": e, "exemptions": exemptions}),
+        )),
+        None => Ok(Reply::ok(json!({
+            "success": true,
+            "already_accepted": true,
+            "data": store::get(&app.db, &org.id, &email).await?.unwrap_or(current),
+            "exemptions": exemptions,
+        }))),
+    }
+}
+
+/// `POST /api/waitlist/revoke-by-email`: accepted → pending (the account is kept);
+/// `already_pending: true` on repeat.
+pub async fn revoke_by_email(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<DomainEmail>,
+) -> ApiResult {
+    let email = parse_email(&body.email)?;
+    let org = manager(&app, &caller, &body.domain).await?;
+    let current = entry(&app, &org, &email).await?;
+    match store::transition(&app.db, &org.id, &email, "accepted", "pending").await? {
+        Some(e) => Ok(Reply::ok(json!({"success": true, "data": e}))),
+        None => Ok(Reply::ok(
+            json!({"success": true, "already_pending": true, "data": current}),
+        )),
+    }
+}
+
+/// `POST /api/waitlist/accept-all` (OrgAdmin or Admin100): every pending entry.
+pub async fn accept_all(State(app): State<AppState>, g: OrgAdmin<Value>) -> ApiResult {
+    let mut accepted = 0;
+    for email in store::pending_emails(&app.db, &g.org.id).await? {
+        admit(&app, &g.org, &email).await?;
+        if store::transition(&app.db, &g.org.id, &email, "pending", "accepted")
+            .await?
+            .is_some()
+        {
+            accepted += 1;
+        }
+    }
+    let total = store::count(&app.db, &g.org.id).await?;
+    Ok(Reply::ok(
+        json!({"success": true, "accepted": accepted, "total": total}),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct StatusBody {
+    domain: String,
+    email: Option<String>,
+}
+
+/// `POST /api/waitlist/status` (Key): the caller's own entry; `email` names another
+/// entry only for those who may manage the waitlist (others always get their own).
+pub async fn status(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<StatusBody>,
+) -> ApiResult {
+    let org = org_by_domain(&app, &body.domain).await?;
+    let mut subject = caller.user.email.clone();
+    if let Some(raw) = body.email.filter(|e| !e.trim().is_empty()) {
+        let email = parse_email(&raw)?;
+        if email != subject && can_manage(&app, &caller, &org).await? {
+            subject = email;
+        }
+    }
+    let entry = store::get(&app.db, &org.id, &subject).await?;
+    let accepted = entry.as_ref().is_some_and(|e| e.status == "accepted");
+    Ok(Reply::ok(
+        json!({"success": true, "data": entry, "accepted": accepted}),
+    ))
+}

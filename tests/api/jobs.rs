@@ -1,0 +1,161 @@
+//! The email queue: embedded workers, separate `plinth worker` processes, jobs that
+//! outlive the process that queued them, and delivery over real SMTP.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::common::{email, Options, Server, BIN};
+
+/// Runs `plinth worker` against the server's data dir and database until dropped.
+struct Worker(std::process::Child);
+
+impl Worker {
+    fn start(s: &Server, extra_env: &[(&str, &str)]) -> Worker {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("worker")
+            .arg("--data-dir")
+            .arg(s.data_dir())
+            .arg("--database-url")
+            .arg(&s.database_url)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        Worker(cmd.spawn().unwrap())
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn without_embedded_workers_mail_waits_for_a_worker_process() {
+    let s = Server::start_with(Options::default().env("PLINTH_NO_WORKERS", "true")).await;
+    let addr = email("queued");
+    let r = s
+        .post(
+            "/api/users/authenticate",
+            None,
+            json!({"email": addr, "password": "pw"}),
+        )
+        .await;
+    assert_eq!(r.body["emailed"], json!(true), "queued for delivery");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        s.emails_to(&addr).is_empty(),
+        "no worker runs in this server"
+    );
+    let _w = Worker::start(&s, &[]);
+    let code = s.verification_code(&addr).await;
+    s.post("/api/users/verify", None, json!({"code": code}))
+        .await
+        .assert_ok();
+}
+
+#[tokio::test]
+async fn a_job_queued_before_a_crash_is_delivered_after_restart() {
+    let mut s = Server::start_with(Options::default().env("PLINTH_NO_WORKERS", "true")).await;
+    let addr = email("crash");
+    s.post(
+        "/api/users/authenticate",
+        None,
+        json!({"email": addr, "password": "pw"}),
+    )
+    .await
+    .assert_ok();
+    s.kill(); // the process that queued the job is gone
+    let _w = Worker::start(&s, &[]);
+    s.wait_for_email(&addr, "?code=").await;
+    // Exactly one email: the job ran once.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(s.emails_to(&addr).len(), 1);
+}
+
+fn python_has(module: &str) -> bool {
+    Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[tokio::test]
+async fn smtp_delivery_to_a_real_smtp_server() {
+    if !python_has("aiosmtpd") {
+        eprintln!("skipped: aiosmtpd is not installed (pip install aiosmtpd; .ci/run installs it)");
+        return;
+    }
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let maildir = tempfile::tempdir().unwrap();
+    for d in ["tmp", "new", "cur"] {
+        std::fs::create_dir_all(maildir.path().join(d)).unwrap();
+    }
+    let mut sink = Command::new("python3")
+        .args([
+            "-m",
+            "aiosmtpd",
+            "-n",
+            "-l",
+            &format!("127.0.0.1:{port}"),
+            "-c",
+            "aiosmtpd.handlers.Mailbox",
+        ])
+        .arg(maildir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "SMTP sink did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let s = Server::start_with(
+        Options::default().env("PLINTH_SMTP_URL", &format!("smtp://127.0.0.1:{port}")),
+    )
+    .await;
+    let status = s.get("/api/status", None).await;
+    assert_eq!(status.body["services"]["mail"]["backend"], json!("smtp"));
+    let addr = email("smtp");
+    s.post(
+        "/api/users/authenticate",
+        None,
+        json!({"email": addr, "password": "pw"}),
+    )
+    .await
+    .assert_ok();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let text = loop {
+        let found = std::fs::read_dir(maildir.path().join("new"))
+            .unwrap()
+            .flatten()
+            .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+            .find(|t| t.contains(&addr));
+        if let Some(t) = found {
+            break t;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no message reached the SMTP server"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(text.contains("?code="));
+    assert!(
+        s.emails_to(&addr).is_empty(),
+        "nothing goes to the outbox when SMTP is set"
+    );
+    let _ = sink.kill();
+    let _ = sink.wait();
+}
