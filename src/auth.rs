@@ -18,8 +18,6 @@ pub const LEVEL_ADMIN: i64 = 100;
 pub struct Caller {
     pub id: String,
     pub level: i64,
-    /// Token balance when the entry was loaded (the ledger in the database is the truth).
-    pub balance: i64,
     /// The whole account row, so the viewer's own profile needs no second query.
     pub user: crate::db::users::UserRow,
 }

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
+use plinth_actors::credits::CreditAccounts;
 use plinth_actors::rate::RateLimiter;
 use plinth_workers::{MailBackend, Queue, WorkerConfig};
 use tokio::sync::watch;
@@ -119,6 +120,13 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         .await
         .map_err(|e| anyhow::anyhow!("starting rate-limit actors: {e}"))?;
 
+    let credits = CreditAccounts::start(
+        opts.rate_shards,
+        std::sync::Arc::new(crate::db::credits::DbCredits(db.clone())),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("starting credit-account actors: {e}"))?;
+
     let listener = tokio::net::TcpListener::bind(&opts.listen)
         .await
         .with_context(|| format!("binding {}", opts.listen))?;
@@ -139,6 +147,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         auth_key,
         jwks: Default::default(),
         rate: rate.clone(),
+        credits: credits.clone(),
         callers: CallerCache::default(),
         queue: queue.clone(),
         mail: mail.clone(),
@@ -169,6 +178,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         let _ = tokio::time::timeout(Duration::from_secs(30), w).await;
     }
     rate.stop();
+    credits.stop();
     Ok(())
 }
 

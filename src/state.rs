@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use plinth_actors::credits::CreditAccounts;
 use plinth_actors::rate::RateLimiter;
 use plinth_workers::{MailBackend, Queue};
 
@@ -29,6 +30,7 @@ pub struct Inner {
     /// Permanent admin domains (public-access area), lower-case.
     pub admin_domains: Vec<String>,
     pub rate: RateLimiter,
+    pub credits: CreditAccounts,
     pub callers: CallerCache,
     pub queue: Queue,
     pub mail: MailBackend,

@@ -11,6 +11,7 @@ use axum::extract::{ConnectInfo, MatchedPath, Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use plinth_actors::credits::{Applied, Change, Entry};
 use serde_json::{json, Map, Value};
 
 use crate::auth::{self, Caller, CallerExt, LEVEL_ADMIN, LEVEL_VERIFIED};
@@ -70,16 +71,24 @@ pub async fn usage_layer(State(app): State<AppState>, mut req: Request, next: Ne
         cost: entry.map_or(0, |e| e.cost),
         ..Usage::default()
     };
-    let resp = match admit(&app, entry, key, ip, &mut usage).await {
-        Ok((caller, charged)) => {
+    let (caller, admitted) = admit(&app, entry, key, ip, &mut usage).await;
+    let resp = match admitted {
+        Ok(charged) => {
             req.extensions_mut().insert(CallerExt(caller.clone()));
             let resp = next.run(req).await;
             if charged && !resp.status().is_success() {
                 // Nothing was delivered: give the reserved tokens back.
                 if let Some(c) = &caller {
-                    match crate::db::credits::refund_usage(&app.db, &c.id, usage.cost).await {
-                        Ok(balance) => usage.tokens_remaining = Some(balance),
-                        Err(e) => tracing::error!(error = %e, "token refund failed"),
+                    let refund =
+                        usage_entry(&c.id, usage.cost as i64, "usage_refund", &method, &path);
+                    if let Err(e) = app
+                        .credits
+                        .apply(Change {
+                            entries: vec![refund],
+                        })
+                        .await
+                    {
+                        tracing::error!(error = %e, "token refund failed");
                     }
                 }
             }
@@ -87,32 +96,57 @@ pub async fn usage_layer(State(app): State<AppState>, mut req: Request, next: Ne
         }
         Err(e) => e.into_response(),
     };
+    // The balance after the request, from the credit actors' cache (no database read).
+    if let Some(c) = &caller {
+        usage.tokens_remaining = Some(app.credits.balance(&c.id).await.ok().flatten().unwrap_or(0));
+    }
     finish(resp, &usage, &method, &path).await
 }
 
-/// Everything that happens before the handler. Returns the caller and whether tokens
-/// were reserved.
+fn usage_entry(user_id: &str, delta: i64, kind: &str, method: &Method, path: &str) -> Entry {
+    Entry {
+        user_id: user_id.to_owned(),
+        delta,
+        kind: kind.to_owned(),
+        idem_key: None,
+        data: json!({"route": format!("{method} {path}")}),
+    }
+}
+
+/// Everything that happens before the handler: the caller (when the key is valid), and
+/// whether tokens were reserved or why the request is refused.
 async fn admit(
     app: &AppState,
     entry: Option<RouteEntry>,
     key: Option<String>,
     ip: Option<IpAddr>,
     usage: &mut Usage,
-) -> Result<(Option<Arc<Caller>>, bool), ApiError> {
+) -> (Option<Arc<Caller>>, Result<bool, ApiError>) {
     let caller = match key.as_deref() {
-        Some(k) if !k.is_empty() => auth::resolve(app, k).await?,
+        Some(k) if !k.is_empty() => match auth::resolve(app, k).await {
+            Ok(c) => c,
+            Err(e) => return (None, Err(e)),
+        },
         _ => None,
     };
-    if let Some(c) = &caller {
-        usage.tokens_remaining = Some(c.balance);
-    }
+    let result = check(app, entry, &caller, key.as_deref(), ip, usage).await;
+    (caller, result)
+}
 
+async fn check(
+    app: &AppState,
+    entry: Option<RouteEntry>,
+    caller: &Option<Arc<Caller>>,
+    key: Option<&str>,
+    ip: Option<IpAddr>,
+    usage: &mut Usage,
+) -> Result<bool, ApiError> {
     // Rate limit first: refused and unauthenticated requests count too, which is what
     // bounds brute force on sign-in and verification.
     let category = entry.map_or(Category::Read, |e| e.spec.category);
     let level = caller.as_ref().map_or(0, |c| c.level);
     if let Some(limit) = limit_for(category, level, app.opts.rate_limit_multiplier) {
-        let who = match (&caller, ip) {
+        let who = match (caller, ip) {
             (Some(c), _) => format!("u:{}", c.id),
             (None, Some(ip)) => format!("ip:{ip}"),
             (None, None) => "ip:unknown".to_owned(),
@@ -140,11 +174,11 @@ async fn admit(
     }
 
     let Some(entry) = entry else {
-        return Ok((caller, false)); // unknown route or method: the router answers 404/405
+        return Ok(false); // unknown route or method: the router answers 404/405
     };
 
     let need = |min_level: Option<i64>| -> Result<(), ApiError> {
-        let c = match (&caller, key.as_deref()) {
+        let c = match (caller, key) {
             (Some(c), _) => c,
             (None, Some(k)) if !k.is_empty() => {
                 return Err(ApiError::unauthorized("invalid API key"))
@@ -172,31 +206,32 @@ async fn admit(
     }
 
     if entry.cost == 0 {
-        return Ok((caller, false));
+        return Ok(false);
     }
     let cost = entry.cost as i64;
-    let payment_required = |balance: i64| {
-        ApiError::new(
-            StatusCode::PAYMENT_REQUIRED,
-            format!("this endpoint costs {cost} tokens and the balance is {balance}"),
-        )
-        .with("tokens_required", cost)
-        .with("tokens_balance", balance)
-        .with("payment_url", app.payment_url.clone())
+    let Some(c) = caller else {
+        return Err(crate::api::credits::payment_required(app, cost, 0));
     };
-    let Some(c) = &caller else {
-        return Err(payment_required(0));
-    };
-    match crate::db::credits::charge_usage(&app.db, &c.id, cost).await? {
-        Ok(balance) => {
-            app.callers.invalidate_user(&c.id);
-            usage.tokens_remaining = Some(balance);
-            Ok((caller, true))
+    let charge = usage_entry(
+        &c.id,
+        -cost,
+        "usage",
+        &Method::from_bytes(entry.spec.method.as_bytes()).unwrap_or(Method::GET),
+        entry.spec.path,
+    );
+    match app
+        .credits
+        .apply(Change {
+            entries: vec![charge],
+        })
+        .await
+    {
+        Ok(Applied::Done { .. }) => Ok(true),
+        Ok(Applied::Insufficient { balance, .. }) => {
+            Err(crate::api::credits::payment_required(app, cost, balance))
         }
-        Err(balance) => {
-            usage.tokens_remaining = Some(balance);
-            Err(payment_required(balance))
-        }
+        Ok(_) => Err(crate::api::credits::payment_required(app, cost, 0)),
+        Err(e) => Err(ApiError::internal(e)),
     }
 }
 

@@ -1,6 +1,9 @@
 //! Supervised ractor actors that own hot, per-key state.
 //!
-//! Today: the rate-limit windows ([`rate`]). Credit accounts and deck versions join here
-//! as their areas land; each depends on storage only through small traits.
+//! The rate-limit windows ([`rate`]) and credit accounts ([`credits`]), each a fixed set
+//! of shards under a restarting supervisor ([`shard`]). Deck versions join here with their
+//! area; every actor depends on storage only through small traits.
 
+pub mod credits;
 pub mod rate;
+pub mod shard;

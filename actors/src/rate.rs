@@ -5,11 +5,11 @@
 //! windows, which the design accepts; while a shard is down, checks fail open.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+
+use crate::shard::Shards;
 
 /// The outcome of one check, enough to fill `_usage.rate_limit` and a 429.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,101 +127,28 @@ impl Actor for Shard {
     }
 }
 
-type ShardTable = Arc<RwLock<Vec<ActorRef<ShardMsg>>>>;
-
-/// Owns the shards; restarts any that stops or fails, in the same slot.
-struct Supervisor;
-
-struct SupervisorState {
-    shards: ShardTable,
-}
-
-impl Actor for Supervisor {
-    type Msg = ();
-    type State = SupervisorState;
-    type Arguments = (usize, ShardTable);
-
-    async fn pre_start(
-        &self,
-        myself: ActorRef<()>,
-        (count, shards): Self::Arguments,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        let mut started = Vec::with_capacity(count);
-        for _ in 0..count {
-            let (shard, _) = Actor::spawn_linked(None, Shard, (), myself.get_cell()).await?;
-            started.push(shard);
-        }
-        *shards.write().unwrap_or_else(|e| e.into_inner()) = started;
-        Ok(SupervisorState { shards })
-    }
-
-    async fn handle_supervisor_evt(
-        &self,
-        myself: ActorRef<()>,
-        event: SupervisionEvent,
-        state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        let dead = match event {
-            SupervisionEvent::ActorTerminated(cell, _, _) => cell,
-            SupervisionEvent::ActorFailed(cell, err) => {
-                tracing::warn!(error = %err, "rate shard failed; restarting it");
-                cell
-            }
-            _ => return Ok(()),
-        };
-        let slot = {
-            let shards = state.shards.read().unwrap_or_else(|e| e.into_inner());
-            shards.iter().position(|s| s.get_id() == dead.get_id())
-        };
-        if let Some(slot) = slot {
-            let (shard, _) = Actor::spawn_linked(None, Shard, (), myself.get_cell()).await?;
-            state.shards.write().unwrap_or_else(|e| e.into_inner())[slot] = shard;
-        }
-        Ok(())
-    }
-
-    async fn handle(
-        &self,
-        _myself: ActorRef<()>,
-        _msg: (),
-        _state: &mut Self::State,
-    ) -> Result<(), ActorProcessingErr> {
-        Ok(())
-    }
-}
-
 /// Handle used by the HTTP layer. Cheap to clone.
 #[derive(Clone)]
 pub struct RateLimiter {
-    shards: ShardTable,
-    supervisor: ActorRef<()>,
+    shards: Shards<ShardMsg>,
 }
 
 impl RateLimiter {
     pub async fn start(shard_count: usize) -> Result<Self, ractor::SpawnErr> {
-        let shards: ShardTable = Arc::new(RwLock::new(Vec::new()));
-        let (supervisor, _) =
-            Actor::spawn(None, Supervisor, (shard_count.max(1), shards.clone())).await?;
-        Ok(Self { shards, supervisor })
-    }
-
-    fn shard_for(&self, key: &str) -> (usize, ActorRef<ShardMsg>) {
-        // std's SipHash with fixed keys: stable for the life of the process.
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        key.hash(&mut h);
-        let shards = self.shards.read().unwrap_or_else(|e| e.into_inner());
-        let i = (h.finish() % shards.len() as u64) as usize;
-        (i, shards[i].clone())
+        Ok(Self {
+            shards: Shards::start(shard_count, || (Shard, ())).await?,
+        })
     }
 
     /// Counts one request in `(key, category)`'s window.
     pub async fn check(&self, key: &str, category: u8, limit: u64, interval_ms: u64) -> Decision {
-        let (_, shard) = self.shard_for(key);
-        let key = key.to_owned();
-        let res = shard
+        let key_owned = key.to_owned();
+        let res = self
+            .shards
+            .of(key)
             .call(
                 |reply| ShardMsg::Check {
-                    key,
+                    key: key_owned,
                     category,
                     limit,
                     interval_ms,
@@ -245,24 +172,21 @@ impl RateLimiter {
 
     /// The actor ids of the current shards (for tests and diagnostics).
     pub fn shard_ids(&self) -> Vec<ractor::ActorId> {
-        let shards = self.shards.read().unwrap_or_else(|e| e.into_inner());
-        shards.iter().map(|s| s.get_id()).collect()
+        self.shards.ids()
     }
 
     /// Crash the shard that owns `key` (test hook for supervision).
     pub fn crash_shard_of(&self, key: &str) {
-        let (_, shard) = self.shard_for(key);
-        let _ = shard.cast(ShardMsg::Crash);
+        let _ = self.shards.of(key).cast(ShardMsg::Crash);
     }
 
     /// Kill the shard that owns `key` outright.
     pub fn kill_shard_of(&self, key: &str) {
-        let (_, shard) = self.shard_for(key);
-        shard.kill();
+        self.shards.of(key).kill();
     }
 
     pub fn stop(&self) {
-        self.supervisor.stop(None);
+        self.shards.stop();
     }
 }
 

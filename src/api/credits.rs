@@ -1,12 +1,466 @@
-//! Credits. Today: `GET /api/credits/pricing`, read straight from the route table.
+//! Credits: `/api/credits*`. Balances change only through the credit-account actors
+//! (`app.credits`), which serialize changes per account over the ledger in the database.
 
-use axum::extract::State;
-use serde_json::json;
+use std::collections::HashMap;
+use std::sync::LazyLock;
 
-use crate::error::ApiResult;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use plinth_actors::credits::{Applied, Change, Entry};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::api::users::parse_email;
+use crate::auth::{Caller, Viewer};
+use crate::db::{credits as store, users as users_db};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
 use crate::reply::Reply;
 use crate::routes::{Category, ROUTES};
 use crate::state::AppState;
+
+/// Bonuses payable by `distribute-bonus` (`fixtures/bonuses.json`), each once per account.
+static BONUSES: LazyLock<HashMap<String, i64>> = LazyLock::new(|| {
+    let all: HashMap<String, Value> =
+        serde_json::from_str(include_str!("../../fixtures/bonuses.json"))
+            .expect("valid bonuses.json");
+    all.into_iter()
+        .filter_map(|(k, v)| Some((k, v.as_i64()?)))
+        .collect()
+});
+
+/// Monthly allotment by level (the spec's tier table).
+pub fn monthly_credits(level: i64) -> i64 {
+    match level {
+        l if l >= 30 => 45_000,
+        l if l >= 20 => 1_500,
+        _ => 0,
+    }
+}
+
+/// Tokens paid per cent of a vendor distribution.
+pub const TOKENS_PER_CENT: i64 = 1;
+
+/// The 402 of the spec: the balance is short of what a call or an operation needs.
+pub fn payment_required(app: &AppState, required: i64, balance: i64) -> ApiError {
+    ApiError::new(
+        StatusCode::PAYMENT_REQUIRED,
+        format!("{required} tokens are needed and the balance is {balance}"),
+    )
+    .with("tokens_required", required)
+    .with("tokens_balance", balance)
+    .with("payment_url", app.payment_url.clone())
+}
+
+fn entry(user_id: &str, delta: i64, kind: &str, idem_key: Option<String>, data: Value) -> Entry {
+    Entry {
+        user_id: user_id.to_owned(),
+        delta,
+        kind: kind.to_owned(),
+        idem_key,
+        data,
+    }
+}
+
+/// Runs a change through the actors. `Ok(None)` when an idempotency key made it a
+/// repeat; the balances of the entries otherwise.
+async fn apply(app: &AppState, entries: Vec<Entry>) -> ApiResult<Option<Applied>> {
+    let required = entries.iter().map(|e| -e.delta).max().unwrap_or(0);
+    match app
+        .credits
+        .apply(Change { entries })
+        .await
+        .map_err(ApiError::internal)?
+    {
+        done @ Applied::Done { .. } => Ok(Some(done)),
+        Applied::Duplicate => Ok(None),
+        Applied::Insufficient { balance, .. } => Err(payment_required(app, required, balance)),
+        Applied::NoAccount { .. } => Err(ApiError::not_found(
+            "that account has no credit account (an admin can create it)",
+        )),
+    }
+}
+
+fn balance_of(applied: &Applied, user_id: &str) -> Option<i64> {
+    match applied {
+        Applied::Done { balances, .. } => balances.iter().find(|(u, _)| u == user_id).map(|b| b.1),
+        _ => None,
+    }
+}
+
+fn first_transaction(applied: &Applied) -> Option<String> {
+    match applied {
+        Applied::Done {
+            transaction_ids, ..
+        } => transaction_ids.first().cloned(),
+        _ => None,
+    }
+}
+
+async fn current_balance(app: &AppState, user_id: &str) -> ApiResult<i64> {
+    app.credits
+        .balance(user_id)
+        .await
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| ApiError::not_found("no credit account"))
+}
+
+#[derive(Deserialize)]
+pub struct Page {
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// `GET /api/credits`: the caller's ledger, newest first (`limit` default 50, max 200).
+pub async fn history(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Query(page): Query<Page>,
+) -> ApiResult {
+    let limit = page.limit.unwrap_or(50);
+    let offset = page.offset.unwrap_or(0);
+    if !(1..=200).contains(&limit) || offset < 0 {
+        return Err(ApiError::bad_request(
+            "`limit` must be 1 to 200 and `offset` 0 or more",
+        ));
+    }
+    let (rows, total) = store::history(&app.db, &caller.id, limit, offset).await?;
+    Ok(Reply::ok(
+        json!({"data": rows, "total": total, "limit": limit, "offset": offset}),
+    ))
+}
+
+/// `GET /api/credits/balance`.
+pub async fn balance(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+    let account = store::account(&app.db, &caller.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no credit account"))?;
+    let balance = current_balance(&app, &caller.id).await?;
+    Ok(Reply::ok(
+        json!({"balance": balance, "account_id": account.id}),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct IdBody {
+    id: String,
+}
+
+/// `POST /api/credits/check`: whether the credit account `id` exists and belongs to the
+/// caller (any account, for an admin).
+pub async fn check(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult {
+    let account = store::account_by_id(&app.db, &body.id).await?;
+    let valid = account
+        .as_ref()
+        .is_some_and(|a| a.user_id == caller.id || caller.is_admin());
+    Ok(Reply::ok(json!({
+        "valid": valid,
+        "account_id": body.id,
+        "user_id": account.filter(|_| valid).map(|a| a.user_id),
+    })))
+}
+
+/// `POST /api/credits/create-account-by-user-id` (admin): idempotent.
+pub async fn create_account_by_user_id(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult {
+    users_db::by_id(&app.db, &body.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("user not found"))?;
+    let created = store::ensure_account(&app.db, &body.id).await?;
+    app.credits.forget(&body.id);
+    let account = store::account(&app.db, &body.id)
+        .await?
+        .ok_or_else(|| ApiError::internal("credit account missing after creation"))?;
+    Ok(Reply::ok(json!({
+        "success": true,
+        "created": created,
+        "data": {"id": account.id, "user_id": account.user_id, "balance": account.balance, "created_at": account.created_at},
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct DeductBody {
+    credit: i64,
+}
+
+/// `POST /api/credits/deduct`: 402 when the balance is short.
+pub async fn deduct(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<DeductBody>,
+) -> ApiResult {
+    if body.credit <= 0 {
+        return Err(ApiError::bad_request("`credit` must be a positive integer"));
+    }
+    let applied = apply(
+        &app,
+        vec![entry(&caller.id, -body.credit, "deduct", None, json!({}))],
+    )
+    .await?
+    .ok_or_else(|| ApiError::internal("deduct has no idempotency key"))?;
+    Ok(Reply::ok(json!({
+        "success": true,
+        "deducted": body.credit,
+        "balance": balance_of(&applied, &caller.id),
+        "transaction_id": first_transaction(&applied),
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct BonusBody {
+    #[serde(rename = "bonusName")]
+    bonus_name: String,
+}
+
+/// `POST /api/credits/distribute-bonus`: a bonus from `fixtures/bonuses.json`, once per
+/// account (`already_distributed: true` on repeat).
+pub async fn distribute_bonus(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<BonusBody>,
+) -> ApiResult {
+    let amount = *BONUSES.get(body.bonus_name.trim()).ok_or_else(|| {
+        let mut names: Vec<_> = BONUSES.keys().cloned().collect();
+        names.sort();
+        ApiError::bad_request(format!(
+            "unknown bonus `{}`; known: {}",
+            body.bonus_name,
+            names.join(", ")
+        ))
+    })?;
+    let name = body.bonus_name.trim();
+    let applied = apply(
+        &app,
+        vec![entry(
+            &caller.id,
+            amount,
+            "bonus",
+            Some(format!("bonus:{name}")),
+            json!({"bonus": name}),
+        )],
+    )
+    .await?;
+    let balance = current_balance(&app, &caller.id).await?;
+    Ok(Reply::ok(json!({
+        "success": true,
+        "bonus": name,
+        "amount": if applied.is_some() { amount } else { 0 },
+        "already_distributed": applied.is_none(),
+        "balance": balance,
+    })))
+}
+
+/// Pays `user`'s monthly allotment for the current calendar month (UTC) once.
+pub async fn distribute_monthly(
+    app: &AppState,
+    user: &users_db::UserRow,
+) -> ApiResult<(i64, bool)> {
+    let amount = monthly_credits(user.level);
+    let month = chrono::Utc::now().format("%Y-%m").to_string();
+    if amount == 0 {
+        return Ok((0, false));
+    }
+    let applied = apply(
+        app,
+        vec![entry(
+            &user.id,
+            amount,
+            "monthly",
+            Some(format!("monthly:{month}")),
+            json!({"month": month, "level": user.level}),
+        )],
+    )
+    .await?;
+    Ok((amount, applied.is_none()))
+}
+
+/// `POST /api/credits/distribute-to-user-id` (admin): the monthly allotment by tier,
+/// once per calendar month.
+pub async fn distribute_to_user_id(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult {
+    let user = users_db::by_id(&app.db, &body.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("user not found"))?;
+    let (amount, repeat) = distribute_monthly(&app, &user).await?;
+    Ok(Reply::ok(json!({
+        "success": true,
+        "amount": if repeat { 0 } else { amount },
+        "already_distributed": repeat,
+        "month": chrono::Utc::now().format("%Y-%m").to_string(),
+        "balance": current_balance(&app, &user.id).await?,
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct EmailBody {
+    email: String,
+}
+
+/// `POST /api/credits/get-balance-by-email` (admin).
+pub async fn get_balance_by_email(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<EmailBody>,
+) -> ApiResult {
+    let email = parse_email(&body.email)?;
+    let user = users_db::by_email(&app.db, &email)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no account with that email"))?;
+    let balance = current_balance(&app, &user.id).await?;
+    Ok(Reply::ok(
+        json!({"balance": balance, "user_id": user.id, "email": email}),
+    ))
+}
+
+/// `POST /api/credits/get-balance-by-user-id` (admin).
+pub async fn get_balance_by_user_id(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult {
+    users_db::by_id(&app.db, &body.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("user not found"))?;
+    let balance = current_balance(&app, &body.id).await?;
+    Ok(Reply::ok(json!({"balance": balance, "user_id": body.id})))
+}
+
+#[derive(Deserialize)]
+pub struct SendBody {
+    amount: i64,
+    username: Option<String>,
+    email: Option<String>,
+}
+
+async fn recipient(app: &AppState, body: &SendBody) -> ApiResult<users_db::UserRow> {
+    let found = match (&body.username, &body.email) {
+        (Some(u), _) if !u.trim().is_empty() => {
+            users_db::by_username(&app.db, &u.trim().to_lowercase()).await?
+        }
+        (_, Some(e)) => users_db::by_email(&app.db, &parse_email(e)?).await?,
+        _ => {
+            return Err(ApiError::bad_request(
+                "name the recipient by `username` or `email`",
+            ))
+        }
+    };
+    found.ok_or_else(|| ApiError::not_found("recipient not found"))
+}
+
+/// `POST /api/credits/send`: moves `amount` to another account, atomically.
+pub async fn send(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<SendBody>,
+) -> ApiResult {
+    if body.amount <= 0 {
+        return Err(ApiError::bad_request("`amount` must be a positive integer"));
+    }
+    let to = recipient(&app, &body).await?;
+    if to.id == caller.id {
+        return Err(ApiError::bad_request("you cannot send tokens to yourself"));
+    }
+    let applied = transfer(&app, &caller, &to, body.amount).await?;
+    Ok(Reply::ok(json!({
+        "success": true,
+        "amount": body.amount,
+        "recipient_id": to.id,
+        "balance": balance_of(&applied, &caller.id),
+        "transaction_id": first_transaction(&applied),
+    })))
+}
+
+async fn transfer(
+    app: &AppState,
+    from: &Caller,
+    to: &users_db::UserRow,
+    amount: i64,
+) -> ApiResult<Applied> {
+    let group = uuid::Uuid::new_v4().to_string();
+    apply(
+        app,
+        vec![
+            entry(
+                &from.id,
+                -amount,
+                "transfer_out",
+                None,
+                json!({"to": to.id, "transfer": group}),
+            ),
+            entry(
+                &to.id,
+                amount,
+                "transfer_in",
+                None,
+                json!({"from": from.id, "transfer": group}),
+            ),
+        ],
+    )
+    .await?
+    .ok_or_else(|| ApiError::internal("transfer has no idempotency key"))
+}
+
+#[derive(Deserialize)]
+pub struct VendorBody {
+    email: String,
+    #[serde(rename = "vendorId")]
+    vendor_id: String,
+    amount_cents: i64,
+    /// Optional reference of the vendor's payout: the same one is paid once.
+    reference: Option<String>,
+}
+
+/// `POST /api/credits/vendor-distribution-to-email` (admin): `amount_cents` at
+/// `TOKENS_PER_CENT` tokens per cent.
+pub async fn vendor_distribution_to_email(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<VendorBody>,
+) -> ApiResult {
+    if body.amount_cents <= 0 {
+        return Err(ApiError::bad_request(
+            "`amount_cents` must be a positive integer",
+        ));
+    }
+    if body.vendor_id.trim().is_empty() {
+        return Err(ApiError::bad_request("`vendorId` must not be empty"));
+    }
+    let email = parse_email(&body.email)?;
+    let user = users_db::by_email(&app.db, &email)
+        .await?
+        .ok_or_else(|| ApiError::not_found("no account with that email"))?;
+    let tokens = body
+        .amount_cents
+        .checked_mul(TOKENS_PER_CENT)
+        .ok_or_else(|| ApiError::bad_request("`amount_cents` is too large"))?;
+    let key = body
+        .reference
+        .as_deref()
+        .map(|r| format!("vendor:{}:{}", body.vendor_id.trim(), r.trim()));
+    let applied = apply(
+        &app,
+        vec![entry(
+            &user.id,
+            tokens,
+            "vendor_distribution",
+            key,
+            json!({"vendor_id": body.vendor_id, "amount_cents": body.amount_cents, "reference": body.reference}),
+        )],
+    )
+    .await?;
+    Ok(Reply::ok(json!({
+        "success": true,
+        "tokens": if applied.is_some() { tokens } else { 0 },
+        "already_distributed": applied.is_none(),
+        "user_id": user.id,
+        "balance": current_balance(&app, &user.id).await?,
+    })))
+}
 
 /// Every endpoint with its token cost, rate category and base limit.
 pub async fn pricing(State(app): State<AppState>) -> ApiResult {

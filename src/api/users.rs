@@ -722,6 +722,7 @@ pub async fn delete(
         return Err(ApiError::not_found("user not found"));
     }
     app.callers.invalidate_user(&id);
+    app.credits.forget(&id);
     Ok(Reply::ok(json!({"success": true, "id": id})))
 }
 

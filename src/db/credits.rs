@@ -1,56 +1,137 @@
-//! Credit balances and their ledger. Every change is a committed ledger row plus a
-//! conditional balance update in one transaction.
+//! Credit accounts and their ledger. Every change is committed ledger rows plus
+//! conditional balance updates in one transaction; the credit-account actors
+//! (`plinth_actors::credits`) serialize changes per account and call this store.
+
+use chrono::{DateTime, Utc};
+use futures::future::BoxFuture;
+use plinth_actors::credits::{Applied, Change, CreditStore};
+use serde_json::Value;
+use sqlx::types::Json;
 
 use crate::db::{now, Db};
 use crate::with_db;
 
-/// Reserves `cost` tokens for a request. `Ok(Ok(new_balance))` when charged,
-/// `Ok(Err(balance))` when the balance is short (nothing written).
-pub async fn charge_usage(db: &Db, user_id: &str, cost: i64) -> sqlx::Result<Result<i64, i64>> {
-    apply(db, user_id, -cost, "usage").await
-}
+/// The database as the actors' store.
+pub struct DbCredits(pub Db);
 
-/// Gives back a reservation whose request did not succeed.
-pub async fn refund_usage(db: &Db, user_id: &str, cost: u64) -> sqlx::Result<i64> {
-    match apply(db, user_id, cost as i64, "usage_refund").await? {
-        Ok(b) | Err(b) => Ok(b),
+impl CreditStore for DbCredits {
+    fn balance<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<Option<i64>, String>> {
+        Box::pin(async move { balance(&self.0, user_id).await.map_err(|e| e.to_string()) })
+    }
+
+    fn apply<'a>(&'a self, change: &'a Change) -> BoxFuture<'a, Result<Applied, String>> {
+        Box::pin(async move { apply(&self.0, change).await.map_err(|e| e.to_string()) })
     }
 }
 
-async fn apply(db: &Db, user_id: &str, delta: i64, kind: &str) -> sqlx::Result<Result<i64, i64>> {
+pub async fn balance(db: &Db, user_id: &str) -> sqlx::Result<Option<i64>> {
+    let row: Option<(i64,)> = with_db!(db, p => sqlx::query_as(
+        "SELECT balance FROM credit_accounts WHERE user_id = $1"
+    ).bind(user_id).fetch_optional(p).await)?;
+    Ok(row.map(|r| r.0))
+}
+
+async fn apply(db: &Db, change: &Change) -> sqlx::Result<Applied> {
     let now = now();
     with_db!(db, p => {
         let mut tx = p.begin().await?;
-        let updated: Option<(String, i64)> = sqlx::query_as(
-            "UPDATE credit_accounts SET balance = balance + $1, updated_at = $3 \
-             WHERE user_id = $2 AND balance + $1 >= 0 RETURNING id, balance",
-        )
-        .bind(delta)
-        .bind(user_id)
-        .bind(now)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some((account_id, balance)) = updated else {
-            let current: Option<(i64,)> =
-                sqlx::query_as("SELECT balance FROM credit_accounts WHERE user_id = $1")
-                    .bind(user_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-            return Ok(Err(current.map_or(0, |c| c.0)));
-        };
-        sqlx::query(
-            "INSERT INTO credit_transactions (id, account_id, kind, amount, balance_after, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(uuid::Uuid::new_v4().to_string())
-        .bind(&account_id)
-        .bind(kind)
-        .bind(delta)
-        .bind(balance)
-        .bind(now)
-        .execute(&mut *tx)
-        .await?;
+        let mut balances = Vec::with_capacity(change.entries.len());
+        let mut ids = Vec::with_capacity(change.entries.len());
+        for e in &change.entries {
+            let updated: Option<(String, i64)> = sqlx::query_as(
+                "UPDATE credit_accounts SET balance = balance + $1, updated_at = $3 \
+                 WHERE user_id = $2 AND balance + $1 >= 0 RETURNING id, balance",
+            )
+            .bind(e.delta).bind(&e.user_id).bind(now)
+            .fetch_optional(&mut *tx).await?;
+            let Some((account_id, balance)) = updated else {
+                let current: Option<(i64,)> =
+                    sqlx::query_as("SELECT balance FROM credit_accounts WHERE user_id = $1")
+                        .bind(&e.user_id).fetch_optional(&mut *tx).await?;
+                // Dropping `tx` rolls back the entries already applied.
+                return Ok(match current {
+                    Some((b,)) => Applied::Insufficient { user_id: e.user_id.clone(), balance: b },
+                    None => Applied::NoAccount { user_id: e.user_id.clone() },
+                });
+            };
+            let id = uuid::Uuid::new_v4().to_string();
+            let inserted = sqlx::query(
+                "INSERT INTO credit_transactions (id, account_id, kind, amount, balance_after, data, idem_key, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(&id).bind(&account_id).bind(&e.kind).bind(e.delta).bind(balance)
+            .bind(Json(&e.data)).bind(&e.idem_key).bind(now)
+            .execute(&mut *tx).await;
+            match inserted {
+                Ok(_) => {}
+                Err(err) if crate::db::unique_violation(&err).is_some() => return Ok(Applied::Duplicate),
+                Err(err) => return Err(err),
+            }
+            balances.push((e.user_id.clone(), balance));
+            ids.push(id);
+        }
         tx.commit().await?;
-        Ok(Ok(balance))
+        Ok(Applied::Done { balances, transaction_ids: ids })
     })
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AccountRow {
+    pub id: String,
+    pub user_id: String,
+    pub balance: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+pub async fn account(db: &Db, user_id: &str) -> sqlx::Result<Option<AccountRow>> {
+    with_db!(db, p => sqlx::query_as(
+        "SELECT id, user_id, balance, created_at, updated_at FROM credit_accounts WHERE user_id = $1"
+    ).bind(user_id).fetch_optional(p).await)
+}
+
+pub async fn account_by_id(db: &Db, id: &str) -> sqlx::Result<Option<AccountRow>> {
+    with_db!(db, p => sqlx::query_as(
+        "SELECT id, user_id, balance, created_at, updated_at FROM credit_accounts WHERE id = $1"
+    ).bind(id).fetch_optional(p).await)
+}
+
+/// Creates the user's account if it has none; `true` when created.
+pub async fn ensure_account(db: &Db, user_id: &str) -> sqlx::Result<bool> {
+    let now = now();
+    let n = with_db!(db, p => sqlx::query(
+        "INSERT INTO credit_accounts (id, user_id, balance, created_at, updated_at) \
+         VALUES ($1, $2, 0, $3, $3) ON CONFLICT (user_id) DO NOTHING"
+    ).bind(uuid::Uuid::new_v4().to_string()).bind(user_id).bind(now)
+     .execute(p).await.map(|r| r.rows_affected()))?;
+    Ok(n > 0)
+}
+
+#[derive(Debug, sqlx::FromRow, serde::Serialize)]
+pub struct TransactionRow {
+    pub id: String,
+    pub account_id: String,
+    pub kind: String,
+    pub amount: i64,
+    pub balance_after: i64,
+    pub data: Json<Value>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Newest first.
+pub async fn history(
+    db: &Db,
+    user_id: &str,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<(Vec<TransactionRow>, i64)> {
+    const SQL: &str =
+        "SELECT t.id, t.account_id, t.kind, t.amount, t.balance_after, t.data, t.created_at \
+        FROM credit_transactions t JOIN credit_accounts a ON a.id = t.account_id \
+        WHERE a.user_id = $1 ORDER BY t.created_at DESC, t.id DESC LIMIT $2 OFFSET $3";
+    let rows = with_db!(db, p => sqlx::query_as(SQL).bind(user_id).bind(limit).bind(offset).fetch_all(p).await)?;
+    let (total,): (i64,) = with_db!(db, p => sqlx::query_as(
+        "SELECT COUNT(*) FROM credit_transactions t JOIN credit_accounts a ON a.id = t.account_id WHERE a.user_id = $1"
+    ).bind(user_id).fetch_one(p).await)?;
+    Ok((rows, total))
 }

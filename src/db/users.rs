@@ -34,11 +34,6 @@ macro_rules! user_columns {
         "id, email, username, key_hash, key_cipher, password_hash, level, verified, data, \
          wallet_address, source, created_at, updated_at, deleted_at, version"
     };
-    (u) => {
-        "u.id, u.email, u.username, u.key_hash, u.key_cipher, u.password_hash, u.level, \
-         u.verified, u.data, u.wallet_address, u.source, u.created_at, u.updated_at, u.deleted_at, \
-         u.version"
-    };
 }
 
 impl UserRow {
@@ -86,29 +81,19 @@ pub async fn by_id(db: &Db, id: &str) -> sqlx::Result<Option<UserRow>> {
     with_db!(db, p => sqlx::query_as(SQL).bind(id).fetch_optional(p).await)
 }
 
-#[derive(sqlx::FromRow)]
-struct CallerRow {
-    #[sqlx(flatten)]
-    user: UserRow,
-    balance: i64,
-}
-
-/// The hot-path lookup: one indexed query for the account and its balance.
+/// The hot-path lookup: one indexed query (the balance comes from the credit actors).
 pub async fn caller_by_key_hash(db: &Db, key_hash: &str) -> sqlx::Result<Option<Caller>> {
     const SQL: &str = concat!(
         "SELECT ",
-        user_columns!(u),
-        ", COALESCE(a.balance, 0) AS balance \
-         FROM users u LEFT JOIN credit_accounts a ON a.user_id = u.id \
-         WHERE u.key_hash = $1 AND u.deleted_at IS NULL"
+        user_columns!(),
+        " FROM users WHERE key_hash = $1 AND deleted_at IS NULL"
     );
-    let row: Option<CallerRow> =
+    let row: Option<UserRow> =
         with_db!(db, p => sqlx::query_as(SQL).bind(key_hash).fetch_optional(p).await)?;
-    Ok(row.map(|r| Caller {
-        id: r.user.id.clone(),
-        level: r.user.level,
-        balance: r.balance,
-        user: r.user,
+    Ok(row.map(|user| Caller {
+        id: user.id.clone(),
+        level: user.level,
+        user,
     }))
 }
 

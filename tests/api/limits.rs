@@ -114,32 +114,42 @@ async fn configured_token_cost_answers_402_when_the_balance_is_short() {
 async fn token_cost_is_charged_from_the_ledger_and_refunded_on_failure() {
     let s = Server::start_with(Options::default().env(
         "PLINTH_TOKEN_COSTS",
-        "GET /api/users/viewer=3,POST /api/users/verify=2",
+        "GET /api/users/viewer=40,POST /api/users/verify=2",
     ))
     .await;
-    let addr = email("charge");
-    let (key, user) = s.signup(&addr).await;
-    let id = user["id"].as_str().unwrap();
-    s.sql(&format!(
-        "UPDATE credit_accounts SET balance = 10 WHERE user_id = '{id}'"
-    ))
-    .await;
-    tokio::time::sleep(std::time::Duration::from_secs(6)).await; // caller cache TTL
+    let (key, _) = s.signup(&email("charge")).await;
+    let r = s
+        .post(
+            "/api/credits/distribute-bonus",
+            Some(&key),
+            json!({"bonusName": "welcome"}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["_usage"]["tokens"]["remaining"], json!(100));
     let r = s.get("/api/users/viewer", Some(&key)).await;
     r.assert_ok();
-    assert_eq!(r.body["_usage"]["tokens"]["remaining"], json!(7));
-    assert_eq!(r.header("x-tokens-remaining").as_deref(), Some("7"));
+    assert_eq!(r.body["_usage"]["tokens"]["remaining"], json!(60));
+    assert_eq!(r.header("x-tokens-remaining").as_deref(), Some("60"));
     // A failed request gives its tokens back.
     let r = s
         .post("/api/users/verify", Some(&key), json!({"code": "nope"}))
         .await;
     r.assert_error(400);
-    assert_eq!(r.body["_usage"]["tokens"]["remaining"], json!(7));
+    assert_eq!(r.body["_usage"]["tokens"]["remaining"], json!(60));
     let r = s.get("/api/users/viewer", Some(&key)).await;
-    assert_eq!(r.body["_usage"]["tokens"]["remaining"], json!(4));
-    let r = s.get("/api/users/viewer", Some(&key)).await;
-    assert_eq!(r.body["_usage"]["tokens"]["remaining"], json!(1));
+    assert_eq!(r.body["_usage"]["tokens"]["remaining"], json!(20));
     let r = s.get("/api/users/viewer", Some(&key)).await;
     r.assert_error(402);
-    assert_eq!(r.body["tokens_balance"], json!(1));
+    assert_eq!(r.body["tokens_balance"], json!(20));
+    assert_eq!(r.body["tokens_required"], json!(40));
+    // The ledger shows the charge, the reservation and its refund.
+    let h = s.get("/api/credits", Some(&key)).await;
+    let kinds: Vec<_> = h.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, ["usage", "usage_refund", "usage", "usage", "bonus"]);
 }

@@ -4,6 +4,7 @@ mod common;
 
 mod accounts;
 mod cli;
+mod credits;
 mod envelope;
 mod identity;
 mod jobs;
