@@ -8,7 +8,7 @@ DUR=${1:-10s}
 CONN=${2:-32}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
 
-cargo build --release --bin plinth --example baseline -p plinth >/dev/null 2>&1
+[ -n "${BENCH_SKIP_BUILD:-}" ] || cargo build --release --bin plinth --example baseline -p plinth >/dev/null 2>&1
 DATA=$(mktemp -d)
 cleanup() { kill "${PLINTH_PID:-}" "${BASE_PID:-}" 2>/dev/null || true; rm -rf "$DATA"; }
 trap cleanup EXIT

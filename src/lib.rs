@@ -9,6 +9,7 @@ pub mod db;
 pub mod error;
 pub mod extract;
 pub mod mail;
+pub mod payments;
 pub mod reply;
 pub mod routes;
 pub mod server;
@@ -59,7 +60,7 @@ pub fn app(state: AppState) -> Router {
         router = router.route(path, mr);
     }
     router
-        // The one route beyond the spec's list (docs/api.md).
+        // The one API route beyond the spec's list (docs/api.md).
         .route("/api/openapi.json", get(api::openapi::openapi))
         .fallback(api::fallback)
         // Layers added later wrap earlier ones: the usage layer is outermost so that even
@@ -70,5 +71,7 @@ pub fn app(state: AppState) -> Router {
             state.clone(),
             usage::usage_layer,
         ))
+        // The simulated payment provider's hosted pages: HTML, outside the JSON API.
+        .merge(api::checkout::router())
         .with_state(state)
 }

@@ -1,4 +1,9 @@
 use clap::Parser;
+
+// The request path allocates many small JSON values; glibc's allocator was a fifth of
+// the CPU under load (docs/benchmarks.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use plinth::config::{Cli, Command, UsersCommand};
 use plinth::server;
 

@@ -115,6 +115,12 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         None => key.clone(),
     };
     let mail = mail_backend(&opts)?;
+    let webhook_secret = opts.stripe_webhook_secret.clone().unwrap_or_else(|| {
+        format!(
+            "whsec_{}",
+            crate::crypto::sha256_hex(format!("webhook:{}", key.to_hex()).as_bytes())
+        )
+    });
     let routes = RouteIndex::new(&opts.token_costs()?)?;
     let rate = RateLimiter::start(opts.rate_shards)
         .await
@@ -146,6 +152,8 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         key,
         auth_key,
         jwks: Default::default(),
+        payments: std::sync::Arc::new(crate::payments::Simulated),
+        webhook_secret,
         rate: rate.clone(),
         credits: credits.clone(),
         callers: CallerCache::default(),

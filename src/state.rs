@@ -24,6 +24,10 @@ pub struct Inner {
     /// Key of token-exchange grants (`PLINTH_AUTH_TOKEN_KEY`, else the master key).
     pub auth_key: MasterKey,
     pub jwks: crate::api::identity::JwksCache,
+    pub payments: std::sync::Arc<dyn crate::payments::PaymentProvider>,
+    /// `Stripe-Signature` secret (`PLINTH_STRIPE_WEBHOOK_SECRET`, else derived from the
+    /// master key for the simulated provider).
+    pub webhook_secret: String,
     pub public_url: String,
     pub payment_url: String,
     pub exempt_domains: Vec<String>,

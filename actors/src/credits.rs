@@ -4,8 +4,9 @@
 //! source of truth: a change is answered only after it committed, and a restarted shard
 //! starts with an empty cache and reloads.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use dashmap::DashMap;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -71,15 +72,18 @@ pub enum CreditMsg {
     Crash,
 }
 
+/// Balances as the shards last saw them. Only shards write it (after the store
+/// answered, while they own the account); requests read it without a round trip.
+type Published = Arc<DashMap<String, i64>>;
+
 pub struct CreditShard {
     store: Arc<dyn CreditStore>,
+    published: Published,
 }
 
-pub struct CreditShardState {
-    balances: HashMap<String, i64>,
-}
+pub struct CreditShardState;
 
-/// Cached balances per shard before the cache is reset (bounded memory).
+/// Published balances before the map is reset (bounded memory).
 const CACHE_LIMIT: usize = 200_000;
 
 impl Actor for CreditShard {
@@ -92,29 +96,28 @@ impl Actor for CreditShard {
         _myself: ActorRef<Self::Msg>,
         _args: (),
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(CreditShardState {
-            balances: HashMap::new(),
-        })
+        Ok(CreditShardState)
     }
 
     async fn handle(
         &self,
         _myself: ActorRef<Self::Msg>,
         msg: Self::Msg,
-        state: &mut Self::State,
+        _state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
+        let balances = &self.published;
         match msg {
             CreditMsg::Balance { user_id, reply } => {
-                if let Some(b) = state.balances.get(&user_id) {
+                if let Some(b) = balances.get(&user_id) {
                     let _ = reply.send(Ok(Some(*b)));
                     return Ok(());
                 }
                 let loaded = self.store.balance(&user_id).await;
                 if let Ok(Some(b)) = loaded {
-                    if state.balances.len() >= CACHE_LIMIT {
-                        state.balances.clear();
+                    if balances.len() >= CACHE_LIMIT {
+                        balances.clear();
                     }
-                    state.balances.insert(user_id, b);
+                    balances.insert(user_id, b);
                 }
                 let _ = reply.send(loaded);
             }
@@ -125,20 +128,20 @@ impl Actor for CreditShard {
                     (Ok(Applied::Done { balances, .. }), Some(owner)) => {
                         for (user, balance) in balances {
                             if *user == owner {
-                                state.balances.insert(user.clone(), *balance);
+                                self.published.insert(user.clone(), *balance);
                             }
                         }
                     }
                     // Unknown outcome (store error): reload next time.
                     (Err(_), Some(owner)) => {
-                        state.balances.remove(&owner);
+                        self.published.remove(&owner);
                     }
                     _ => {}
                 }
                 let _ = reply.send(result);
             }
             CreditMsg::Forget { user_id } => {
-                state.balances.remove(&user_id);
+                balances.remove(&user_id);
             }
             CreditMsg::Crash => return Err("credit shard asked to crash".into()),
         }
@@ -150,6 +153,7 @@ impl Actor for CreditShard {
 #[derive(Clone)]
 pub struct CreditAccounts {
     shards: Shards<CreditMsg>,
+    published: Published,
 }
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -159,20 +163,28 @@ impl CreditAccounts {
         shard_count: usize,
         store: Arc<dyn CreditStore>,
     ) -> Result<Self, ractor::SpawnErr> {
+        let published: Published = Arc::new(DashMap::new());
+        let for_shards = published.clone();
         let shards = Shards::start(shard_count, move || {
+            // A restarted shard starts from the store again: drop what was published.
+            for_shards.clear();
             (
                 CreditShard {
                     store: store.clone(),
+                    published: for_shards.clone(),
                 },
                 (),
             )
         })
         .await?;
-        Ok(Self { shards })
+        Ok(Self { shards, published })
     }
 
-    /// The balance, from the owning shard's cache when it has it.
+    /// The balance: as published by the owning shard, or loaded through it.
     pub async fn balance(&self, user_id: &str) -> Result<Option<i64>, String> {
+        if let Some(b) = self.published.get(user_id) {
+            return Ok(Some(*b));
+        }
         let user = user_id.to_owned();
         match self
             .shards
@@ -182,7 +194,8 @@ impl CreditAccounts {
                     user_id: user,
                     reply,
                 },
-                Some(CALL_TIMEOUT),
+                // On every authenticated request: no timer (a dead shard fails at once).
+                None,
             )
             .await
         {
@@ -252,6 +265,7 @@ impl CreditAccounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
     use std::sync::Mutex;
 
     /// An in-memory store with the same rules as the database one.

@@ -154,7 +154,9 @@ impl RateLimiter {
                     interval_ms,
                     reply,
                 },
-                Some(Duration::from_secs(2)),
+                // No timeout: a timer per check costs more than the check; a dead shard
+                // fails the call at once instead.
+                None,
             )
             .await;
         match res {

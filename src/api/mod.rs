@@ -1,5 +1,7 @@
 //! HTTP handlers, one module per area of the spec. Routes are bound in `routes.rs`.
 
+pub mod billing;
+pub mod checkout;
 pub mod credits;
 pub mod identity;
 pub mod office;

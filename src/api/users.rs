@@ -622,7 +622,7 @@ pub async fn update_viewer_password(
 }
 
 /// Usernames: 3 to 32 characters of `a-z 0-9 _ . -`, stored lower-case, unique.
-fn parse_username(raw: &str) -> Result<String, ApiError> {
+pub fn parse_username(raw: &str) -> Result<String, ApiError> {
     let u = raw.trim().to_lowercase();
     let ok = (3..=32).contains(&u.len())
         && u.chars()

@@ -7,6 +7,7 @@ pub mod credits;
 pub mod likes;
 pub mod office;
 pub mod organizations;
+pub mod payments;
 pub mod public_access;
 pub mod users;
 pub mod waitlist;

@@ -317,3 +317,8 @@ pub async fn mark_verified(db: &Db, id: &str) -> sqlx::Result<UserRow> {
     );
     with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(now()).fetch_one(p).await)
 }
+
+pub async fn set_level(db: &Db, id: &str, level: i64) -> sqlx::Result<()> {
+    with_db!(db, p => sqlx::query("UPDATE users SET level = $2, updated_at = $3 WHERE id = $1")
+        .bind(id).bind(level).bind(now()).execute(p).await.map(|_| ()))
+}

@@ -3,6 +3,7 @@
 mod common;
 
 mod accounts;
+mod billing;
 mod cli;
 mod credits;
 mod envelope;

@@ -1,0 +1,458 @@
+//! Money in: subscriptions (`/api/users/subscriptions*`), the payment rows of the Users
+//! area (`/api/users/authenticate-agent`, `/api/users/viewer/generate-add-payment-method-url`,
+//! `/api/users/viewer/get-current-payment-method`,
+//! `/api/users/viewer/pay-provider-amount-cents`) and the provider's webhook
+//! (`/api/webhooks/stripe`). Tier changes and allotments happen when the provider's signed
+//! event arrives, never on the client's word.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::api::credits::distribute_monthly;
+use crate::api::users::{create_account, user_key};
+use crate::auth::Viewer;
+use crate::db::{payments as store, users as users_db};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::payments::{plan, verify_signature, PLANS};
+use crate::reply::Reply;
+use crate::state::AppState;
+
+/// `GET /api/users/subscriptions` (Public): the plans and the tiers they grant.
+pub async fn plans() -> ApiResult {
+    Ok(Reply::ok(json!({ "data": *PLANS })))
+}
+
+#[derive(Deserialize)]
+pub struct SubscribeBody {
+    #[serde(rename = "productId")]
+    product_id: String,
+    #[serde(rename = "successUrl")]
+    success_url: String,
+    #[serde(rename = "cancelUrl")]
+    cancel_url: String,
+}
+
+fn check_url(name: &str, url: &str) -> Result<(), ApiError> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "`{name}` must be an http(s) URL"
+        )))
+    }
+}
+
+/// `POST /api/users/subscriptions/subscribe`: a subscription-mode checkout session; the
+/// client sends the person to `url`.
+pub async fn subscribe(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<SubscribeBody>,
+) -> ApiResult {
+    let plan = plan(&body.product_id)
+        .ok_or_else(|| ApiError::bad_request(format!("unknown productId `{}`", body.product_id)))?;
+    check_url("successUrl", &body.success_url)?;
+    check_url("cancelUrl", &body.cancel_url)?;
+    let id = store::create_checkout(
+        &app.db,
+        &caller.id,
+        &plan.product_id,
+        "subscription",
+        &body.success_url,
+        &body.cancel_url,
+    )
+    .await?;
+    let url = format!("{}/checkout/{id}", app.public_url);
+    Ok(Reply::ok(
+        json!({"id": id, "url": url, "sessionId": id, "provider": app.payments.name()}),
+    ))
+}
+
+fn active(status: &str) -> bool {
+    matches!(status, "active" | "trialing")
+}
+
+/// `POST /api/users/subscriptions/check`.
+pub async fn check(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+    let subs = store::subscriptions(&app.db, &caller.id).await?;
+    let current = subs.into_iter().find(|s| active(&s.status));
+    Ok(Reply::ok(
+        json!({"active": current.is_some(), "data": current}),
+    ))
+}
+
+#[derive(Deserialize)]
+pub struct IdBody {
+    id: String,
+}
+
+/// `POST /api/users/subscriptions/get-by-user-id`: your own (any, for an admin).
+pub async fn get_by_user_id(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult {
+    if body.id != caller.id && !caller.is_admin() {
+        return Err(ApiError::forbidden(
+            "you can only read your own subscriptions",
+        ));
+    }
+    Ok(Reply::ok(
+        json!({"data": store::subscriptions(&app.db, &body.id).await?}),
+    ))
+}
+
+/// `POST /api/users/subscriptions/get-current-invoices`: the payments on record.
+pub async fn invoices(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+    Ok(Reply::ok(
+        json!({"data": store::payments(&app.db, &caller.id).await?}),
+    ))
+}
+
+/// The tier an account falls back to without a subscription.
+fn free_level(user: &users_db::UserRow) -> i64 {
+    if user.verified {
+        10
+    } else {
+        0
+    }
+}
+
+/// Applies the tier of the account's active subscriptions (the highest), or the free
+/// tier. Platform admins keep their level.
+async fn settle_level(app: &AppState, user_id: &str) -> ApiResult<i64> {
+    let user = users_db::by_id(&app.db, user_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("user not found"))?;
+    if user.level >= 100 {
+        return Ok(user.level);
+    }
+    let subs = store::subscriptions(&app.db, user_id).await?;
+    let level = subs
+        .iter()
+        .filter(|s| active(&s.status))
+        .map(|s| s.level)
+        .max()
+        .unwrap_or_else(|| free_level(&user));
+    if level != user.level {
+        users_db::set_level(&app.db, user_id, level).await?;
+        app.callers.invalidate_user(user_id);
+    }
+    Ok(level)
+}
+
+/// `POST /api/users/subscriptions/unsubscribe`: cancels at the provider; the webhook
+/// would say the same, but the tier drops now.
+pub async fn unsubscribe(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+    let subs = store::subscriptions(&app.db, &caller.id).await?;
+    let current: Vec<_> = subs.into_iter().filter(|s| active(&s.status)).collect();
+    if current.is_empty() {
+        return Err(ApiError::bad_request("there is no active subscription"));
+    }
+    for s in &current {
+        app.payments
+            .cancel_subscription(&s.provider_subscription_id)
+            .await?;
+        store::set_subscription_status(&app.db, &s.provider_subscription_id, "canceled").await?;
+    }
+    let level = settle_level(&app, &caller.id).await?;
+    Ok(Reply::ok(
+        json!({"success": true, "canceled": current.len(), "level": level}),
+    ))
+}
+
+/// Records an active subscription, raises the tier and pays this month's allotment.
+pub async fn activate(
+    app: &AppState,
+    user_id: &str,
+    provider_subscription_id: &str,
+    product_id: &str,
+) -> ApiResult<()> {
+    let plan = plan(product_id)
+        .ok_or_else(|| ApiError::bad_request(format!("unknown product `{product_id}`")))?;
+    store::upsert_subscription(
+        &app.db,
+        user_id,
+        app.payments.name(),
+        provider_subscription_id,
+        product_id,
+        plan.level,
+        "active",
+    )
+    .await?;
+    settle_level(app, user_id).await?;
+    if let Some(user) = users_db::by_id(&app.db, user_id).await? {
+        distribute_monthly(app, &user).await?;
+    }
+    Ok(())
+}
+
+/// `POST /api/webhooks/stripe`: the provider's signed events. Unsigned, forged or stale
+/// events are 400 and change nothing; an event id is processed once (replays are
+/// acknowledged with `duplicate: true`).
+pub async fn stripe(State(app): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult {
+    let signature = headers
+        .get("stripe-signature")
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| ApiError::bad_request("missing Stripe-Signature header"))?;
+    verify_signature(
+        &app.webhook_secret,
+        signature,
+        &body,
+        chrono::Utc::now().timestamp(),
+    )
+    .map_err(|why| ApiError::bad_request(format!("invalid signature: {why}")))?;
+    let event: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::bad_request(format!("malformed event: {e}")))?;
+    let id = event["id"]
+        .as_str()
+        .ok_or_else(|| ApiError::bad_request("event has no id"))?;
+    let kind = event["type"].as_str().unwrap_or_default();
+    if !store::record_event(&app.db, id, kind).await? {
+        return Ok(Reply::ok(json!({"received": true, "duplicate": true})));
+    }
+    let object = &event["data"]["object"];
+    let handled = match handle_event(&app, kind, object).await {
+        Ok(h) => h,
+        Err(e) => {
+            // Let the provider deliver it again.
+            store::forget_event(&app.db, id).await?;
+            return Err(e);
+        }
+    };
+    Ok(Reply::ok(
+        json!({"received": true, "handled": handled, "type": kind}),
+    ))
+}
+
+async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<bool> {
+    let s = |k: &str| object[k].as_str().map(str::to_owned);
+    match kind {
+        "checkout.session.completed" => {
+            let session = match s("id") {
+                Some(id) => store::checkout(&app.db, &id).await?,
+                None => None,
+            };
+            let user_id = session
+                .as_ref()
+                .map(|c| c.user_id.clone())
+                .or_else(|| s("client_reference_id"))
+                .ok_or_else(|| ApiError::bad_request("checkout session names no account"))?;
+            let product = session
+                .as_ref()
+                .map(|c| c.product_id.clone())
+                .or_else(|| object["metadata"]["product_id"].as_str().map(str::to_owned))
+                .ok_or_else(|| ApiError::bad_request("checkout session names no product"))?;
+            if let Some(c) = &session {
+                store::close_checkout(&app.db, &c.id, "complete").await?;
+            }
+            if let Some(customer) = s("customer") {
+                store::save_customer(
+                    &app.db,
+                    &user_id,
+                    app.payments.name(),
+                    &customer,
+                    object.get("payment_method_details"),
+                )
+                .await?;
+            }
+            let sub = s("subscription")
+                .ok_or_else(|| ApiError::bad_request("checkout session has no subscription"))?;
+            activate(app, &user_id, &sub, &product).await?;
+            if let (Some(amount), Some(payment)) =
+                (object["amount_total"].as_i64(), s("payment_intent"))
+            {
+                store::record_payment(&app.db, &user_id, &payment, amount, "succeeded").await?;
+            }
+            Ok(true)
+        }
+        "customer.subscription.updated" | "customer.subscription.deleted" => {
+            let Some(id) = s("id") else { return Ok(false) };
+            let status = if kind.ends_with("deleted") {
+                "canceled".to_owned()
+            } else {
+                s("status").unwrap_or_else(|| "active".into())
+            };
+            match store::set_subscription_status(&app.db, &id, &status).await? {
+                Some(sub) => {
+                    settle_level(app, &sub.user_id).await?;
+                    Ok(true)
+                }
+                None => Ok(false),
+            }
+        }
+        "invoice.paid" => {
+            let Some(sub) = s("subscription") else {
+                return Ok(false);
+            };
+            let Some(sub) = store::subscription_by_provider_id(&app.db, &sub).await? else {
+                return Ok(false);
+            };
+            if let (Some(id), Some(amount)) = (s("id"), object["amount_paid"].as_i64()) {
+                store::record_payment(&app.db, &sub.user_id, &id, amount, "succeeded").await?;
+            }
+            if let Some(user) = users_db::by_id(&app.db, &sub.user_id).await? {
+                distribute_monthly(app, &user).await?;
+            }
+            Ok(true)
+        }
+        "payment_intent.succeeded" => {
+            let (Some(id), Some(user)) = (s("id"), object["metadata"]["user_id"].as_str()) else {
+                return Ok(false);
+            };
+            let amount = object["amount"].as_i64().unwrap_or(0);
+            store::record_payment(&app.db, user, &id, amount, "succeeded").await?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct AgentBody {
+    username: String,
+    password: String,
+    #[serde(rename = "paymentMethodId")]
+    payment_method_id: String,
+    #[serde(rename = "productId")]
+    product_id: String,
+}
+
+/// `POST /api/users/authenticate-agent`: a paid account in one call. The card is checked
+/// and the subscription made before the account exists, so a declined card or an unknown
+/// product leaves nothing behind. The account's email is `<username>@agents.invalid`.
+pub async fn authenticate_agent(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<AgentBody>,
+) -> ApiResult {
+    let username = crate::api::users::parse_username(&body.username)?;
+    if body.password.is_empty() {
+        return Err(ApiError::bad_request("`password` must not be empty"));
+    }
+    let plan = plan(&body.product_id)
+        .ok_or_else(|| ApiError::bad_request(format!("unknown productId `{}`", body.product_id)))?;
+    if users_db::by_username(&app.db, &username).await?.is_some() {
+        return Err(ApiError::conflict("that username is already taken"));
+    }
+    let email = format!("{username}@agents.invalid");
+    let customer = app.payments.create_customer(&email).await?;
+    let card = match app
+        .payments
+        .attach_payment_method(&customer, &body.payment_method_id)
+        .await
+    {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = app.payments.delete_customer(&customer).await;
+            return Err(e.into());
+        }
+    };
+    let subscription = match app
+        .payments
+        .create_subscription(&customer, plan, &card.id)
+        .await
+    {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = app.payments.delete_customer(&customer).await;
+            return Err(e.into());
+        }
+    };
+    let created = create_account(&app, &email, Some(&body.password), None, true).await;
+    let (user, key) = match created {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = app.payments.cancel_subscription(&subscription).await;
+            let _ = app.payments.delete_customer(&customer).await;
+            return Err(e);
+        }
+    };
+    users_db::set_username(&app.db, &user.id, &username).await?;
+    store::save_customer(
+        &app.db,
+        &user.id,
+        app.payments.name(),
+        &customer,
+        Some(&json!(card)),
+    )
+    .await?;
+    activate(&app, &user.id, &subscription, &plan.product_id).await?;
+    let user = users_db::by_id(&app.db, &user.id)
+        .await?
+        .ok_or_else(|| ApiError::internal("agent account vanished"))?;
+    Ok(Reply::ok(json!({
+        "apiKey": key,
+        "user": user.to_json(Some(&user_key(&app, &user)?)),
+        "subscription": {"id": subscription, "product_id": plan.product_id, "level": plan.level},
+    })))
+}
+
+/// `POST /api/users/viewer/generate-add-payment-method-url`: where the person adds or
+/// replaces the saved card (the simulated provider's page is served by plinth).
+pub async fn generate_add_payment_method_url(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult {
+    let customer = match store::customer(&app.db, &caller.id).await? {
+        Some(c) => c.customer_id,
+        None => {
+            let id = app.payments.create_customer(&caller.user.email).await?;
+            store::save_customer(&app.db, &caller.id, app.payments.name(), &id, None).await?;
+            id
+        }
+    };
+    Ok(Reply::ok(
+        json!({"url": format!("{}/billing/{customer}", app.public_url)}),
+    ))
+}
+
+/// `GET /api/users/viewer/get-current-payment-method`: the saved card, or `data: null`.
+pub async fn get_current_payment_method(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult {
+    let card = store::customer(&app.db, &caller.id)
+        .await?
+        .and_then(|c| c.payment_method.map(|m| m.0));
+    Ok(Reply::ok(json!({ "data": card })))
+}
+
+#[derive(Deserialize)]
+pub struct AmountBody {
+    amount_cents: i64,
+}
+
+/// `POST /api/users/viewer/pay-provider-amount-cents`: a one-time charge of the saved card.
+pub async fn pay_provider_amount_cents(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<AmountBody>,
+) -> ApiResult {
+    if body.amount_cents <= 0 {
+        return Err(ApiError::bad_request(
+            "`amount_cents` must be a positive integer",
+        ));
+    }
+    let customer = store::customer(&app.db, &caller.id)
+        .await?
+        .filter(|c| c.payment_method_id.is_some())
+        .ok_or_else(|| ApiError::bad_request("no payment method on file; add one first"))?;
+    let pm = customer.payment_method_id.clone().unwrap_or_default();
+    let payment_id = app
+        .payments
+        .charge(&customer.customer_id, &pm, body.amount_cents)
+        .await?;
+    let payment = store::record_payment(
+        &app.db,
+        &caller.id,
+        &payment_id,
+        body.amount_cents,
+        "succeeded",
+    )
+    .await?;
+    Ok(Reply::ok(json!({"success": true, "data": payment})))
+}

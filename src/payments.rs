@@ -1,0 +1,270 @@
+//! The payment provider behind subscriptions, agent sign-up and one-time payments.
+//! `Simulated` is the zero set-up default: no network, deterministic, accepting Stripe's
+//! test payment-method ids (`pm_card_visa` succeeds, `pm_card_chargeDeclined` is
+//! declined). Its hosted checkout is a small page served by plinth (`/checkout/{id}`)
+//! that completes the payment and delivers a signed event to `/api/webhooks/stripe`,
+//! exactly as Stripe would.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use futures::future::BoxFuture;
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::Sha256;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    pub product_id: String,
+    pub name: String,
+    pub level: i64,
+    pub tier: String,
+    pub price_cents: i64,
+    pub currency: String,
+    pub interval: String,
+    pub monthly_credits: i64,
+}
+
+#[derive(Deserialize)]
+struct PlansFile {
+    plans: Vec<Plan>,
+}
+
+/// The plans of `fixtures/plans.json`, by product id.
+pub static PLANS: LazyLock<Vec<Plan>> = LazyLock::new(|| {
+    serde_json::from_str::<PlansFile>(include_str!("../fixtures/plans.json"))
+        .expect("valid plans.json")
+        .plans
+});
+
+pub fn plan(product_id: &str) -> Option<&'static Plan> {
+    PLANS.iter().find(|p| p.product_id == product_id)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Card {
+    pub id: String,
+    pub brand: String,
+    pub last4: String,
+    pub exp_month: u32,
+    pub exp_year: u32,
+}
+
+#[derive(Debug)]
+pub enum ProviderError {
+    /// The card was declined: 402 to the client.
+    Declined(String),
+    /// The request names something the provider does not know: 400.
+    Invalid(String),
+}
+
+impl From<ProviderError> for crate::error::ApiError {
+    fn from(e: ProviderError) -> Self {
+        match e {
+            ProviderError::Declined(m) => crate::error::ApiError::new(
+                axum::http::StatusCode::PAYMENT_REQUIRED,
+                format!("the payment was declined: {m}"),
+            ),
+            ProviderError::Invalid(m) => crate::error::ApiError::bad_request(m),
+        }
+    }
+}
+
+pub type ProviderResult<'a, T> = BoxFuture<'a, Result<T, ProviderError>>;
+
+/// What plinth needs from a payment provider.
+pub trait PaymentProvider: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn create_customer<'a>(&'a self, email: &'a str) -> ProviderResult<'a, String>;
+    /// Checks the method (declines here) and makes it the customer's default.
+    fn attach_payment_method<'a>(
+        &'a self,
+        customer: &'a str,
+        pm: &'a str,
+    ) -> ProviderResult<'a, Card>;
+    fn create_subscription<'a>(
+        &'a self,
+        customer: &'a str,
+        plan: &'a Plan,
+        pm: &'a str,
+    ) -> ProviderResult<'a, String>;
+    fn cancel_subscription<'a>(&'a self, subscription: &'a str) -> ProviderResult<'a, ()>;
+    /// A one-time charge; the payment id.
+    fn charge<'a>(
+        &'a self,
+        customer: &'a str,
+        pm: &'a str,
+        amount_cents: i64,
+    ) -> ProviderResult<'a, String>;
+    fn delete_customer<'a>(&'a self, customer: &'a str) -> ProviderResult<'a, ()>;
+}
+
+pub struct Simulated;
+
+/// Stripe's test payment methods that the simulated provider knows.
+static TEST_CARDS: LazyLock<HashMap<&'static str, (&'static str, &'static str, bool)>> =
+    LazyLock::new(|| {
+        HashMap::from([
+            ("pm_card_visa", ("visa", "4242", true)),
+            ("pm_card_mastercard", ("mastercard", "4444", true)),
+            ("pm_card_amex", ("amex", "8431", true)),
+            ("pm_card_chargeDeclined", ("visa", "0002", false)),
+            ("pm_card_visa_chargeDeclined", ("visa", "0341", false)),
+            (
+                "pm_card_chargeDeclinedInsufficientFunds",
+                ("visa", "9995", false),
+            ),
+        ])
+    });
+
+fn sim_id(prefix: &str) -> String {
+    format!("{prefix}_sim_{}", uuid::Uuid::new_v4().simple())
+}
+
+impl Simulated {
+    fn card(pm: &str) -> Result<Card, ProviderError> {
+        let (brand, last4, ok) = TEST_CARDS.get(pm).copied().ok_or_else(|| {
+            ProviderError::Invalid(format!(
+                "unknown payment method `{pm}` (the simulated provider accepts Stripe's test ids such as pm_card_visa)"
+            ))
+        })?;
+        if !ok {
+            return Err(ProviderError::Declined("your card was declined".into()));
+        }
+        Ok(Card {
+            id: pm.to_owned(),
+            brand: brand.to_owned(),
+            last4: last4.to_owned(),
+            exp_month: 12,
+            exp_year: 2034,
+        })
+    }
+}
+
+impl PaymentProvider for Simulated {
+    fn name(&self) -> &'static str {
+        "simulated"
+    }
+    fn create_customer<'a>(&'a self, _email: &'a str) -> ProviderResult<'a, String> {
+        Box::pin(async { Ok(sim_id("cus")) })
+    }
+    fn attach_payment_method<'a>(
+        &'a self,
+        _customer: &'a str,
+        pm: &'a str,
+    ) -> ProviderResult<'a, Card> {
+        Box::pin(async move { Self::card(pm) })
+    }
+    fn create_subscription<'a>(
+        &'a self,
+        _customer: &'a str,
+        _plan: &'a Plan,
+        pm: &'a str,
+    ) -> ProviderResult<'a, String> {
+        Box::pin(async move {
+            Self::card(pm)?;
+            Ok(sim_id("sub"))
+        })
+    }
+    fn cancel_subscription<'a>(&'a self, _subscription: &'a str) -> ProviderResult<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn charge<'a>(
+        &'a self,
+        _customer: &'a str,
+        pm: &'a str,
+        amount_cents: i64,
+    ) -> ProviderResult<'a, String> {
+        Box::pin(async move {
+            if amount_cents <= 0 {
+                return Err(ProviderError::Invalid("the amount must be positive".into()));
+            }
+            Self::card(pm)?;
+            Ok(sim_id("pi"))
+        })
+    }
+    fn delete_customer<'a>(&'a self, _customer: &'a str) -> ProviderResult<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// `Stripe-Signature` header value for `body` at unix time `t`.
+pub fn sign_event(secret: &str, t: i64, body: &[u8]) -> String {
+    format!("t={t},v1={}", hmac_hex(secret, t, body))
+}
+
+fn hmac_hex(secret: &str, t: i64, body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
+    mac.update(t.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body);
+    hex::encode(mac.finalize().into_bytes())
+}
+
+/// How far a signature's timestamp may be from now.
+pub const SIGNATURE_TOLERANCE_SECS: i64 = 300;
+
+/// Verifies `Stripe-Signature: t=...,v1=...[,v1=...]` over `"{t}.{body}"` with a
+/// constant-time comparison and a 5-minute tolerance.
+pub fn verify_signature(
+    secret: &str,
+    header: &str,
+    body: &[u8],
+    now: i64,
+) -> Result<(), &'static str> {
+    let mut t = None;
+    let mut candidates = Vec::new();
+    for part in header.split(',') {
+        match part.trim().split_once('=') {
+            Some(("t", v)) => t = v.parse::<i64>().ok(),
+            Some(("v1", v)) => candidates.push(v.to_owned()),
+            _ => {}
+        }
+    }
+    let t = t.ok_or("signature has no timestamp")?;
+    if (now - t).abs() > SIGNATURE_TOLERANCE_SECS {
+        return Err("signature timestamp is outside the tolerance");
+    }
+    let expected = hmac_hex(secret, t, body);
+    if candidates
+        .iter()
+        .any(|c| crate::crypto::ct_eq(c.as_bytes(), expected.as_bytes()))
+    {
+        Ok(())
+    } else {
+        Err("no valid v1 signature")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_round_trip_and_reject_forgeries() {
+        let body = br#"{"id":"evt_1"}"#;
+        let h = sign_event("whsec", 1000, body);
+        assert!(verify_signature("whsec", &h, body, 1100).is_ok());
+        assert!(verify_signature("other", &h, body, 1100).is_err());
+        assert!(verify_signature("whsec", &h, b"{}", 1100).is_err());
+        assert!(verify_signature("whsec", &h, body, 1000 + 301).is_err());
+        assert!(verify_signature("whsec", "v1=abc", body, 1000).is_err());
+        // Several v1 values: one valid is enough (secret rotation).
+        let two = format!("t=1000,v1=deadbeef,{}", &h[7..]);
+        assert!(verify_signature("whsec", &two, body, 1000).is_ok());
+    }
+
+    #[test]
+    fn simulated_cards() {
+        assert!(Simulated::card("pm_card_visa").is_ok());
+        assert!(matches!(
+            Simulated::card("pm_card_chargeDeclined"),
+            Err(ProviderError::Declined(_))
+        ));
+        assert!(matches!(
+            Simulated::card("pm_nope"),
+            Err(ProviderError::Invalid(_))
+        ));
+        assert!(plan("prod_paying_monthly").is_some_and(|p| p.level == 20));
+    }
+}
