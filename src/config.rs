@@ -185,6 +185,14 @@ pub struct Opts {
     /// names are made unique per start, as apalis requires.
     #[arg(long, env = "PLINTH_WORKER_NAME", global = true)]
     pub worker_name: Option<String>,
+    /// Seconds between runs of the monthly credit distribution (with the workers).
+    #[arg(
+        long,
+        env = "PLINTH_MONTHLY_INTERVAL_SECS",
+        default_value_t = 3600,
+        global = true
+    )]
+    pub monthly_interval_secs: u64,
     /// Log format: text or json (RUST_LOG filters).
     #[arg(long, env = "PLINTH_LOG_FORMAT", default_value = "text", global = true)]
     pub log_format: String,

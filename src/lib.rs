@@ -10,6 +10,7 @@ pub mod error;
 pub mod extract;
 pub mod mail;
 pub mod payments;
+pub mod periodic;
 pub mod reply;
 pub mod routes;
 pub mod server;

@@ -231,7 +231,7 @@ pub static ROUTES: &[RouteSpec] = &[
     route!(POST "/api/credits/get-balance-by-user-id", Admin100, Read, "Credits" => api::credits::get_balance_by_user_id),
     route!(POST "/api/credits/send", Key, Financial, "Credits" => api::credits::send),
     route!(POST "/api/credits/vendor-distribution-to-email", Admin100, Financial, "Credits" => api::credits::vendor_distribution_to_email),
-    route!(POST "/api/credits/verify-apple-transaction-distritbution", Key, Financial, "Credits"),
+    route!(POST "/api/credits/verify-apple-transaction-distritbution", Key, Financial, "Credits" => api::credits::verify_apple_transaction),
     // Telemetry
     route!(POST "/api/telemetry/events", Public, Beacon, "Telemetry"),
     route!(POST "/api/telemetry/metrics/daily", Admin100, Read, "Telemetry"),

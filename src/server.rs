@@ -167,7 +167,17 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
     let workers = (!state.opts.no_workers).then(|| {
         let cfg = worker_config(&state.opts);
         let queue = queue.clone();
-        tokio::spawn(async move { queue.run_workers(cfg, mail, stop_rx).await })
+        let every = Duration::from_secs(state.opts.monthly_interval_secs.max(1));
+        let periodic = tokio::spawn(crate::periodic::run(
+            state.db.clone(),
+            credits.clone(),
+            every,
+            stop_rx.clone(),
+        ));
+        tokio::spawn(async move {
+            queue.run_workers(cfg, mail, stop_rx).await;
+            let _ = periodic.await;
+        })
     });
 
     // Tests and scripts read this line to learn the port when listening on port 0.
@@ -191,12 +201,27 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
 }
 
 pub async fn worker(opts: Opts) -> anyhow::Result<()> {
-    let (_db, queue) = open_database(&opts).await?;
+    let (db, queue) = open_database(&opts).await?;
     let mail = mail_backend(&opts)?;
+    let credits = CreditAccounts::start(
+        opts.rate_shards,
+        std::sync::Arc::new(crate::db::credits::DbCredits(db.clone())),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("starting credit-account actors: {e}"))?;
     let (stop_tx, stop_rx) = watch::channel(false);
+    let periodic = tokio::spawn(crate::periodic::run(
+        db,
+        credits,
+        Duration::from_secs(opts.monthly_interval_secs.max(1)),
+        stop_rx.clone(),
+    ));
     let run = tokio::spawn({
         let cfg = worker_config(&opts);
-        async move { queue.run_workers(cfg, mail, stop_rx).await }
+        async move {
+            queue.run_workers(cfg, mail, stop_rx).await;
+            let _ = periodic.await;
+        }
     });
     println!("plinth worker running");
     shutdown_signal().await;

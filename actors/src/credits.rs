@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use dashmap::DashMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -72,9 +72,21 @@ pub enum CreditMsg {
     Crash,
 }
 
-/// Balances as the shards last saw them. Only shards write it (after the store
-/// answered, while they own the account); requests read it without a round trip.
-type Published = Arc<DashMap<String, i64>>;
+/// Balances as the shards last saw them, with when. Only shards write it (after the
+/// store answered, while they own the account); requests read it without a round trip.
+type Published = Arc<DashMap<String, (i64, Instant)>>;
+
+/// A published balance older than this is reloaded from the store, which bounds how
+/// long a change made by another process (a `plinth worker`, a second server) stays
+/// unseen.
+pub const PUBLISHED_TTL: Duration = Duration::from_secs(5);
+
+fn fresh(published: &Published, user_id: &str) -> Option<i64> {
+    published
+        .get(user_id)
+        .filter(|e| e.1.elapsed() < PUBLISHED_TTL)
+        .map(|e| e.0)
+}
 
 pub struct CreditShard {
     store: Arc<dyn CreditStore>,
@@ -108,8 +120,8 @@ impl Actor for CreditShard {
         let balances = &self.published;
         match msg {
             CreditMsg::Balance { user_id, reply } => {
-                if let Some(b) = balances.get(&user_id) {
-                    let _ = reply.send(Ok(Some(*b)));
+                if let Some(b) = fresh(balances, &user_id) {
+                    let _ = reply.send(Ok(Some(b)));
                     return Ok(());
                 }
                 let loaded = self.store.balance(&user_id).await;
@@ -117,7 +129,7 @@ impl Actor for CreditShard {
                     if balances.len() >= CACHE_LIMIT {
                         balances.clear();
                     }
-                    balances.insert(user_id, b);
+                    balances.insert(user_id, (b, Instant::now()));
                 }
                 let _ = reply.send(loaded);
             }
@@ -128,7 +140,8 @@ impl Actor for CreditShard {
                     (Ok(Applied::Done { balances, .. }), Some(owner)) => {
                         for (user, balance) in balances {
                             if *user == owner {
-                                self.published.insert(user.clone(), *balance);
+                                self.published
+                                    .insert(user.clone(), (*balance, Instant::now()));
                             }
                         }
                     }
@@ -182,8 +195,8 @@ impl CreditAccounts {
 
     /// The balance: as published by the owning shard, or loaded through it.
     pub async fn balance(&self, user_id: &str) -> Result<Option<i64>, String> {
-        if let Some(b) = self.published.get(user_id) {
-            return Ok(Some(*b));
+        if let Some(b) = fresh(&self.published, user_id) {
+            return Ok(Some(b));
         }
         let user = user_id.to_owned();
         match self

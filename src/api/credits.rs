@@ -502,3 +502,86 @@ pub async fn pricing(State(app): State<AppState>) -> ApiResult {
         "rate_limit_multiplier": app.opts.rate_limit_multiplier,
     })))
 }
+
+/// Token products of the platform stores (`fixtures/store_products.json`).
+static STORE_PRODUCTS: LazyLock<HashMap<String, i64>> = LazyLock::new(|| {
+    let all: HashMap<String, Value> =
+        serde_json::from_str(include_str!("../../fixtures/store_products.json"))
+            .expect("valid store_products.json");
+    all.into_iter()
+        .filter_map(|(k, v)| Some((k, v.as_i64()?)))
+        .collect()
+});
+
+/// The simulated App Store: `sim-<product id>-<suffix>` is a valid transaction of that
+/// product. (A client of the real App Store Server API is not built yet.)
+fn simulated_store_product(transaction_id: &str) -> Option<(String, i64)> {
+    let rest = transaction_id.strip_prefix("sim-")?;
+    let (product, suffix) = rest.rsplit_once('-')?;
+    if suffix.is_empty() {
+        return None;
+    }
+    STORE_PRODUCTS
+        .get(product)
+        .map(|t| (product.to_owned(), *t))
+}
+
+#[derive(Deserialize)]
+pub struct StoreBody {
+    #[serde(rename = "transactionId")]
+    transaction_id: String,
+}
+
+/// `POST /api/credits/verify-apple-transaction-distritbution`: credits a verified store
+/// purchase once, ever: a repeat by the same account says so, another account gets 409.
+pub async fn verify_apple_transaction(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<StoreBody>,
+) -> ApiResult {
+    let id = body.transaction_id.trim();
+    let (product, tokens) = simulated_store_product(id)
+        .ok_or_else(|| ApiError::bad_request("the store does not know that transaction"))?;
+    match crate::db::payments::claim_store_transaction(
+        &app.db, "apple", id, &caller.id, &product, tokens,
+    )
+    .await?
+    {
+        Ok(()) => {}
+        Err(Some(owner)) if owner == caller.id => {
+            return Ok(Reply::ok(json!({
+                "success": true,
+                "already_distributed": true,
+                "tokens": 0,
+                "balance": current_balance(&app, &caller.id).await?,
+            })))
+        }
+        Err(_) => {
+            return Err(ApiError::conflict(
+                "that transaction was already credited to another account",
+            ))
+        }
+    }
+    let credited = apply(
+        &app,
+        vec![entry(
+            &caller.id,
+            tokens,
+            "store_purchase",
+            Some(format!("store:apple:{id}")),
+            json!({"store": "apple", "transaction_id": id, "product_id": product}),
+        )],
+    )
+    .await;
+    if let Err(e) = credited {
+        crate::db::payments::release_store_transaction(&app.db, id).await?;
+        return Err(e);
+    }
+    Ok(Reply::ok(json!({
+        "success": true,
+        "already_distributed": false,
+        "product_id": product,
+        "tokens": tokens,
+        "balance": current_balance(&app, &caller.id).await?,
+    })))
+}

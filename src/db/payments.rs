@@ -196,3 +196,31 @@ pub async fn user_by_customer(db: &Db, customer_id: &str) -> sqlx::Result<Option
     ).bind(customer_id).fetch_optional(p).await)?;
     Ok(row.map(|r| r.0))
 }
+
+/// Claims a store transaction for an account; `Err(owner)` when it was claimed before.
+pub async fn claim_store_transaction(
+    db: &Db,
+    store: &str,
+    transaction_id: &str,
+    user_id: &str,
+    product_id: &str,
+    tokens: i64,
+) -> sqlx::Result<Result<(), Option<String>>> {
+    let n = with_db!(db, p => sqlx::query(
+        "INSERT INTO store_transactions (transaction_id, store, user_id, product_id, tokens, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (transaction_id) DO NOTHING"
+    ).bind(transaction_id).bind(store).bind(user_id).bind(product_id).bind(tokens).bind(now())
+     .execute(p).await.map(|r| r.rows_affected()))?;
+    if n > 0 {
+        return Ok(Ok(()));
+    }
+    let owner: Option<(Option<String>,)> = with_db!(db, p => sqlx::query_as(
+        "SELECT user_id FROM store_transactions WHERE transaction_id = $1"
+    ).bind(transaction_id).fetch_optional(p).await)?;
+    Ok(Err(owner.and_then(|o| o.0)))
+}
+
+pub async fn release_store_transaction(db: &Db, transaction_id: &str) -> sqlx::Result<()> {
+    with_db!(db, p => sqlx::query("DELETE FROM store_transactions WHERE transaction_id = $1")
+        .bind(transaction_id).execute(p).await.map(|_| ()))
+}

@@ -375,3 +375,69 @@ async fn admin_distributions_and_balances() {
         .await;
     assert_eq!(r.body["balance"], json!(1750));
 }
+
+#[tokio::test]
+async fn the_monthly_schedule_pays_paying_tiers_once() {
+    let s = Server::start_with(
+        crate::common::Options::default().env("PLINTH_MONTHLY_INTERVAL_SECS", "1"),
+    )
+    .await;
+    let addr = email("scheduled");
+    let key = s.verified_user(&addr).await;
+    assert!(s.set_level(&addr, 30).status.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while balance(&s, &key).await != 45000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no scheduled allotment"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    // Later runs in the same month add nothing.
+    tokio::time::sleep(std::time::Duration::from_millis(6500)).await;
+    assert_eq!(balance(&s, &key).await, 45000);
+    let h = s.get("/api/credits", Some(&key)).await;
+    assert_eq!(h.body["total"], json!(1));
+    assert_eq!(h.body["data"][0]["kind"], json!("monthly"));
+}
+
+#[tokio::test]
+async fn store_transactions_are_credited_once_ever() {
+    let s = Server::start().await;
+    let (key, _) = s.signup(&email("buyer")).await;
+    let (other, _) = s.signup(&email("thief")).await;
+    let path = "/api/credits/verify-apple-transaction-distritbution";
+    let r = s
+        .post(
+            path,
+            Some(&key),
+            json!({"transactionId": "sim-tokens_1000-2000000123"}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["tokens"], json!(1000));
+    assert_eq!(balance(&s, &key).await, 1000);
+    let r = s
+        .post(
+            path,
+            Some(&key),
+            json!({"transactionId": "sim-tokens_1000-2000000123"}),
+        )
+        .await;
+    assert_eq!(r.body["already_distributed"], json!(true));
+    s.post(
+        path,
+        Some(&other),
+        json!({"transactionId": "sim-tokens_1000-2000000123"}),
+    )
+    .await
+    .assert_error(409);
+    s.post(path, Some(&key), json!({"transactionId": "forged"}))
+        .await
+        .assert_error(400);
+    s.post(path, Some(&key), json!({"transactionId": "sim-tokens_9-1"}))
+        .await
+        .assert_error(400);
+    assert_eq!(balance(&s, &key).await, 1000);
+    assert_eq!(balance(&s, &other).await, 0);
+}
