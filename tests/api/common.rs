@@ -21,6 +21,7 @@ pub struct Server {
     pub database_url: String,
     child: Child,
     pg_db: Option<(String, String)>,
+    env: Vec<(String, String)>,
     client: reqwest::Client,
 }
 
@@ -147,49 +148,24 @@ impl Server {
                 None,
             ),
         };
-        let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
-        let mut cmd = Command::new(BIN);
-        cmd.arg("serve")
-            .arg("--listen")
-            .arg("127.0.0.1:0")
-            .arg("--data-dir")
-            .arg(dir.path())
-            .arg("--database-url")
-            .arg(&database_url)
-            .env_remove("PLINTH_DATABASE_URL")
-            .env("RUST_LOG", "info,sqlx=warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log));
-        for (k, v) in &opts.env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().expect("spawning plinth");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(addr) = line.strip_prefix("plinth listening on ") {
-                    let _ = tx.send(addr.to_owned());
-                }
-            }
-        });
-        let base = match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(b) => b,
-            Err(_) => {
-                let _ = child.kill();
-                let log =
-                    std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
-                panic!("server did not start; log:\n{log}");
-            }
-        };
+        let (child, base) = spawn(dir.path(), &database_url, &opts.env);
         Server {
             base,
             dir,
             database_url,
             child,
             pg_db,
+            env: opts.env,
             client: reqwest::Client::new(),
         }
+    }
+
+    /// `kill -9` and start again on the same data dir and database (a new port).
+    pub fn restart(&mut self) {
+        self.kill();
+        let (child, base) = spawn(self.dir.path(), &self.database_url, &self.env);
+        self.child = child;
+        self.base = base;
     }
 
     /// Stops the server process abruptly (the data dir and database stay).
@@ -377,6 +353,49 @@ impl Server {
             pool.close().await;
         }
     }
+}
+
+/// Starts `plinth serve` on a free port; returns the process and its base URL.
+fn spawn(dir: &std::path::Path, database_url: &str, env: &[(String, String)]) -> (Child, String) {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("server.log"))
+        .unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.arg("serve")
+        .arg("--listen")
+        .arg("127.0.0.1:0")
+        .arg("--data-dir")
+        .arg(dir)
+        .arg("--database-url")
+        .arg(database_url)
+        .env_remove("PLINTH_DATABASE_URL")
+        .env("RUST_LOG", "info,sqlx=warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(log));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawning plinth");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(addr) = line.strip_prefix("plinth listening on ") {
+                let _ = tx.send(addr.to_owned());
+            }
+        }
+    });
+    let base = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(b) => b,
+        Err(_) => {
+            let _ = child.kill();
+            let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+            panic!("server did not start; log:\n{log}");
+        }
+    };
+    (child, base)
 }
 
 pub fn code_in(email_text: &str) -> String {

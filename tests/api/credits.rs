@@ -441,3 +441,63 @@ async fn store_transactions_are_credited_once_ever() {
     assert_eq!(balance(&s, &key).await, 1000);
     assert_eq!(balance(&s, &other).await, 0);
 }
+
+#[tokio::test]
+async fn sends_answered_200_survive_a_kill_9_and_the_total_holds() {
+    let mut s = Server::start().await;
+    let mut accounts = Vec::new();
+    for i in 0..6 {
+        accounts.push(funded(&s, &format!("k{i}")).await);
+    }
+    let keys: Vec<String> = accounts.iter().map(|a| a.0.clone()).collect();
+    assert_eq!(total(&s, &keys).await, 600);
+
+    let mut tasks = Vec::new();
+    for i in 0..120usize {
+        let (from, _, _) = accounts[i % 6].clone();
+        let to = accounts[(i + 1 + i / 6) % 6].2.clone();
+        let base = s.base.clone();
+        tasks.push(tokio::spawn(async move {
+            let res = reqwest::Client::new()
+                .post(format!("{base}/api/credits/send"))
+                .header("x-api-key", &from)
+                .json(&json!({"amount": 3, "email": to}))
+                .send()
+                .await;
+            match res {
+                Ok(r) if r.status() == 200 => {
+                    let v: Value = r.json().await.unwrap_or(Value::Null);
+                    Some((from, v["transaction_id"].as_str().map(str::to_owned)))
+                }
+                _ => None,
+            }
+        }));
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+    s.restart(); // kill -9 in the middle of the burst, then start again
+    let mut answered = Vec::new();
+    for t in tasks {
+        if let Some(ok) = t.await.unwrap() {
+            answered.push(ok);
+        }
+    }
+    assert_eq!(
+        total(&s, &keys).await,
+        600,
+        "transfers never create or destroy tokens"
+    );
+    for (key, tx) in answered {
+        let tx = tx.expect("a 200 answer names its ledger row");
+        let h = s.get("/api/credits?limit=200", Some(&key)).await;
+        let ids: Vec<_> = h.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].clone())
+            .collect();
+        assert!(
+            ids.contains(&json!(tx)),
+            "answered send {tx} is missing from the ledger"
+        );
+    }
+}
