@@ -185,6 +185,39 @@ pub struct Opts {
     /// names are made unique per start, as apalis requires.
     #[arg(long, env = "PLINTH_WORKER_NAME", global = true)]
     pub worker_name: Option<String>,
+    /// S3-compatible object storage: bucket name (unset: files under <data-dir>/objects).
+    #[arg(long, env = "PLINTH_S3_BUCKET", global = true)]
+    pub s3_bucket: Option<String>,
+    /// S3 endpoint URL, e.g. http://127.0.0.1:9000.
+    #[arg(long, env = "PLINTH_S3_ENDPOINT", global = true)]
+    pub s3_endpoint: Option<String>,
+    /// S3 region.
+    #[arg(
+        long,
+        env = "PLINTH_S3_REGION",
+        default_value = "us-east-1",
+        global = true
+    )]
+    pub s3_region: String,
+    /// S3 access key id.
+    #[arg(
+        long,
+        env = "PLINTH_S3_ACCESS_KEY_ID",
+        hide_env_values = true,
+        global = true
+    )]
+    pub s3_access_key_id: Option<String>,
+    /// S3 secret access key.
+    #[arg(
+        long,
+        env = "PLINTH_S3_SECRET_ACCESS_KEY",
+        hide_env_values = true,
+        global = true
+    )]
+    pub s3_secret_access_key: Option<String>,
+    /// Path-style S3 URLs (http://endpoint/bucket/key), as most self-hosted servers need.
+    #[arg(long, env = "PLINTH_S3_PATH_STYLE", default_value_t = true, action = clap::ArgAction::Set, global = true)]
+    pub s3_path_style: bool,
     /// Seconds between runs of the monthly credit distribution (with the workers).
     #[arg(
         long,

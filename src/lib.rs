@@ -15,6 +15,7 @@ pub mod reply;
 pub mod routes;
 pub mod server;
 pub mod state;
+pub mod storage;
 pub mod usage;
 
 use std::collections::BTreeMap;
@@ -74,5 +75,7 @@ pub fn app(state: AppState) -> Router {
         ))
         // The simulated payment provider's hosted pages: HTML, outside the JSON API.
         .merge(api::checkout::router())
+        // The local object store's signed URLs (uploads up to 64 MiB).
+        .merge(storage::serve::router().layer(DefaultBodyLimit::max(64 << 20)))
         .with_state(state)
 }

@@ -274,7 +274,7 @@ pub static ROUTES: &[RouteSpec] = &[
     // Data objects and files
     route!(GET "/api/data", V10, Read, "Data objects and files"),
     route!(POST "/api/data/delete", Key, Write, "Data objects and files"),
-    route!(POST "/api/data/generate-presigned-url", OrgMember, Upload, "Data objects and files"),
+    route!(POST "/api/data/generate-presigned-url", OrgMember, Upload, "Data objects and files" => api::data::generate_presigned_url),
     route!(POST "/api/data/generate-presigned-url-gcs", OrgMember, Upload, "Data objects and files"),
     route!(POST "/api/data/admin/upload", Admin100, Upload, "Data objects and files"),
     route!(POST "/api/data/admin/delete", Admin100, Write, "Data objects and files"),

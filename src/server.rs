@@ -143,6 +143,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| format!("{public_url}/api/users/subscriptions"));
 
+    let objects = crate::storage::ObjectStore::from_config(&opts, &key, &public_url)?;
     let state = AppState::new(Inner {
         exempt_domains: Opts::normalized_domains(&opts.exempt_domains),
         admin_domains: Opts::normalized_domains(&opts.admin_domains),
@@ -159,6 +160,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         callers: CallerCache::default(),
         queue: queue.clone(),
         mail: mail.clone(),
+        objects,
         routes,
         opts,
     });

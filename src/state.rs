@@ -38,6 +38,7 @@ pub struct Inner {
     pub callers: CallerCache,
     pub queue: Queue,
     pub mail: MailBackend,
+    pub objects: crate::storage::ObjectStore,
     pub routes: RouteIndex,
 }
 

@@ -3,6 +3,7 @@
 pub mod billing;
 pub mod checkout;
 pub mod credits;
+pub mod data;
 pub mod identity;
 pub mod office;
 pub mod openapi;

@@ -12,9 +12,8 @@ use crate::state::AppState;
 /// Health of the server and each adapter. Always 200 while the server accepts requests;
 /// `ok` says whether every service answered.
 pub async fn status(State(app): State<AppState>) -> ApiResult {
-    let (db_ok, queue) = tokio::join!(app.db.ping(), app.queue.health());
-    let storage_dir = app.opts.data_dir.join("objects");
-    let storage_ok = tokio::fs::create_dir_all(&storage_dir).await.is_ok();
+    let (db_ok, queue, storage_ok) =
+        tokio::join!(app.db.ping(), app.queue.health(), app.objects.healthy());
     let mail = app.mail.describe();
     let all_ok = db_ok && queue.ok && storage_ok && mail.ok;
     Ok(Reply::ok(json!({
@@ -25,7 +24,7 @@ pub async fn status(State(app): State<AppState>) -> ApiResult {
         "services": {
             "database": {"backend": app.db.backend(), "ok": db_ok},
             "queue": queue,
-            "storage": {"backend": "local", "path": storage_dir, "ok": storage_ok},
+            "storage": {"backend": app.objects.backend(), "location": app.objects.location(), "ok": storage_ok},
             "mail": mail,
         },
     })))

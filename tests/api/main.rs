@@ -12,4 +12,5 @@ mod jobs;
 mod limits;
 mod organizations;
 mod route_table;
+mod storage;
 mod users;

@@ -1,0 +1,422 @@
+//! Object storage shared by slide assets and exports, downloads, files and analytics
+//! attachments. Two backends, chosen by configuration:
+//! - **local** (default): files under `<data-dir>/objects`, with expiring HMAC-signed
+//!   URLs for PUT and GET served by plinth itself (`/objects/{key}`), with the semantics
+//!   of presigned URLs: method, expiry, size limit and content type are all signed.
+//! - **S3-compatible** via aws-sdk-s3 (`PLINTH_S3_*`): presigned PUT and GET URLs.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use aws_sdk_s3::presigning::PresigningConfig;
+use aws_sdk_s3::primitives::ByteStream;
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+
+use crate::config::Opts;
+use crate::crypto::MasterKey;
+
+#[derive(Clone)]
+pub enum ObjectStore {
+    Local(LocalStore),
+    S3(S3Store),
+}
+
+#[derive(Clone)]
+pub struct LocalStore {
+    dir: PathBuf,
+    secret: Vec<u8>,
+    public_url: String,
+}
+
+#[derive(Clone)]
+pub struct S3Store {
+    client: aws_sdk_s3::Client,
+    bucket: String,
+    endpoint: String,
+}
+
+/// Keys are relative paths of `[A-Za-z0-9._-]` segments; nothing that could escape the
+/// objects directory or need escaping in a URL.
+pub fn valid_key(key: &str) -> bool {
+    !key.is_empty()
+        && key.len() <= 512
+        && key.split('/').all(|seg| {
+            !seg.is_empty()
+                && seg != "."
+                && seg != ".."
+                && seg
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        })
+}
+
+#[derive(Debug)]
+pub struct StorageError(pub String);
+
+impl std::fmt::Display for StorageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn err(e: impl std::fmt::Display) -> StorageError {
+    StorageError(e.to_string())
+}
+
+impl ObjectStore {
+    pub fn from_config(opts: &Opts, key: &MasterKey, public_url: &str) -> anyhow::Result<Self> {
+        if let Some(bucket) = &opts.s3_bucket {
+            let endpoint = opts
+                .s3_endpoint
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("PLINTH_S3_BUCKET needs PLINTH_S3_ENDPOINT"))?;
+            let creds = aws_sdk_s3::config::Credentials::new(
+                opts.s3_access_key_id.clone().unwrap_or_default(),
+                opts.s3_secret_access_key.clone().unwrap_or_default(),
+                None,
+                None,
+                "plinth",
+            );
+            let http = aws_smithy_http_client::Builder::new()
+                .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+                    aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+                ))
+                .build_https();
+            let config = aws_sdk_s3::config::Builder::new()
+                .behavior_version_latest()
+                .endpoint_url(endpoint.clone())
+                .region(aws_sdk_s3::config::Region::new(opts.s3_region.clone()))
+                .credentials_provider(creds)
+                .force_path_style(opts.s3_path_style)
+                .http_client(http)
+                .build();
+            return Ok(ObjectStore::S3(S3Store {
+                client: aws_sdk_s3::Client::from_conf(config),
+                bucket: bucket.clone(),
+                endpoint,
+            }));
+        }
+        let dir = opts.data_dir.join("objects");
+        std::fs::create_dir_all(&dir)?;
+        // A key of its own for URL signatures, derived from the master key.
+        let secret = crate::crypto::sha256_hex(format!("objects:{}", key.to_hex()).as_bytes());
+        Ok(ObjectStore::Local(LocalStore {
+            dir,
+            secret: secret.into_bytes(),
+            public_url: public_url.to_owned(),
+        }))
+    }
+
+    pub fn backend(&self) -> &'static str {
+        match self {
+            ObjectStore::Local(_) => "local",
+            ObjectStore::S3(_) => "s3",
+        }
+    }
+
+    /// Where the objects are (directory or endpoint and bucket), for `GET /api/status`.
+    pub fn location(&self) -> String {
+        match self {
+            ObjectStore::Local(l) => l.dir.display().to_string(),
+            ObjectStore::S3(s) => format!("{}/{}", s.endpoint, s.bucket),
+        }
+    }
+
+    pub async fn healthy(&self) -> bool {
+        match self {
+            ObjectStore::Local(l) => tokio::fs::create_dir_all(&l.dir).await.is_ok(),
+            ObjectStore::S3(s) => s
+                .client
+                .head_bucket()
+                .bucket(&s.bucket)
+                .send()
+                .await
+                .is_ok(),
+        }
+    }
+
+    pub async fn put(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        content_type: &str,
+    ) -> Result<(), StorageError> {
+        if !valid_key(key) {
+            return Err(StorageError(format!("invalid object key `{key}`")));
+        }
+        match self {
+            ObjectStore::Local(l) => l.write(key, &bytes).await,
+            ObjectStore::S3(s) => s
+                .client
+                .put_object()
+                .bucket(&s.bucket)
+                .key(key)
+                .content_type(content_type)
+                .body(ByteStream::from(bytes))
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| err(aws_sdk_s3::error::DisplayErrorContext(e))),
+        }
+    }
+
+    /// `None` when there is no such object.
+    pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        if !valid_key(key) {
+            return Ok(None);
+        }
+        match self {
+            ObjectStore::Local(l) => match tokio::fs::read(l.path(key)).await {
+                Ok(b) => Ok(Some(b)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(err(e)),
+            },
+            ObjectStore::S3(s) => {
+                match s
+                    .client
+                    .get_object()
+                    .bucket(&s.bucket)
+                    .key(key)
+                    .send()
+                    .await
+                {
+                    Ok(o) => Ok(Some(
+                        o.body.collect().await.map_err(err)?.into_bytes().to_vec(),
+                    )),
+                    Err(e) if e.as_service_error().is_some_and(|se| se.is_no_such_key()) => {
+                        Ok(None)
+                    }
+                    Err(e) => Err(err(aws_sdk_s3::error::DisplayErrorContext(e))),
+                }
+            }
+        }
+    }
+
+    pub async fn delete(&self, key: &str) -> Result<(), StorageError> {
+        if !valid_key(key) {
+            return Ok(());
+        }
+        match self {
+            ObjectStore::Local(l) => match tokio::fs::remove_file(l.path(key)).await {
+                Ok(()) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(err(e)),
+            },
+            ObjectStore::S3(s) => s
+                .client
+                .delete_object()
+                .bucket(&s.bucket)
+                .key(key)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| err(aws_sdk_s3::error::DisplayErrorContext(e))),
+        }
+    }
+
+    /// A URL that accepts a PUT with this content type until it expires. The local
+    /// backend also signs `max_bytes`; S3 presigned PUTs cannot express a maximum, so
+    /// callers check the size of what arrived before using it.
+    pub async fn presign_put(
+        &self,
+        key: &str,
+        content_type: &str,
+        max_bytes: u64,
+        ttl: Duration,
+    ) -> Result<String, StorageError> {
+        if !valid_key(key) {
+            return Err(StorageError(format!("invalid object key `{key}`")));
+        }
+        match self {
+            ObjectStore::Local(l) => Ok(l.signed_url("PUT", key, content_type, max_bytes, ttl)),
+            ObjectStore::S3(s) => {
+                let cfg = PresigningConfig::expires_in(ttl).map_err(err)?;
+                let req = s
+                    .client
+                    .put_object()
+                    .bucket(&s.bucket)
+                    .key(key)
+                    .content_type(content_type)
+                    .presigned(cfg)
+                    .await
+                    .map_err(err)?;
+                Ok(req.uri().to_owned())
+            }
+        }
+    }
+
+    /// A URL that reads the object until it expires.
+    pub async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, StorageError> {
+        if !valid_key(key) {
+            return Err(StorageError(format!("invalid object key `{key}`")));
+        }
+        match self {
+            ObjectStore::Local(l) => Ok(l.signed_url("GET", key, "", 0, ttl)),
+            ObjectStore::S3(s) => {
+                let cfg = PresigningConfig::expires_in(ttl).map_err(err)?;
+                let req = s
+                    .client
+                    .get_object()
+                    .bucket(&s.bucket)
+                    .key(key)
+                    .presigned(cfg)
+                    .await
+                    .map_err(err)?;
+                Ok(req.uri().to_owned())
+            }
+        }
+    }
+}
+
+impl LocalStore {
+    fn path(&self, key: &str) -> PathBuf {
+        self.dir.join(key)
+    }
+
+    async fn write(&self, key: &str, bytes: &[u8]) -> Result<(), StorageError> {
+        let path = self.path(key);
+        if let Some(parent) = path.parent() {
+            tokio::fs::create_dir_all(parent).await.map_err(err)?;
+        }
+        // Write then rename: readers never see half an object.
+        let tmp = tmp_path(&path);
+        tokio::fs::write(&tmp, bytes).await.map_err(err)?;
+        tokio::fs::rename(&tmp, &path).await.map_err(err)
+    }
+
+    fn signature(&self, method: &str, key: &str, expires: i64, max: u64, ct: &str) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key");
+        mac.update(format!("{method}\n{key}\n{expires}\n{max}\n{ct}").as_bytes());
+        hex::encode(mac.finalize().into_bytes())
+    }
+
+    fn signed_url(&self, method: &str, key: &str, ct: &str, max: u64, ttl: Duration) -> String {
+        let expires = chrono::Utc::now().timestamp() + ttl.as_secs() as i64;
+        let sig = self.signature(method, key, expires, max, ct);
+        let query = serde_urlencoded::to_string([
+            ("method", method.to_owned()),
+            ("expires", expires.to_string()),
+            ("max", max.to_string()),
+            ("ct", ct.to_owned()),
+            ("sig", sig),
+        ])
+        .unwrap_or_default();
+        format!("{}/objects/{key}?{query}", self.public_url)
+    }
+}
+
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(format!(".{}.tmp", uuid::Uuid::new_v4().simple()));
+    path.with_file_name(name)
+}
+
+/// The local backend's signed URLs, served by plinth (outside the JSON API).
+pub mod serve {
+    use axum::body::{Body, Bytes};
+    use axum::extract::{Path, Query, State};
+    use axum::http::{header, HeaderMap, StatusCode};
+    use axum::response::{IntoResponse, Response};
+    use axum::routing::get;
+    use axum::Router;
+    use serde::Deserialize;
+
+    use super::{valid_key, ObjectStore};
+    use crate::state::AppState;
+
+    pub fn router() -> Router<AppState> {
+        Router::new().route("/objects/{*key}", get(read).put(write))
+    }
+
+    #[derive(Deserialize)]
+    pub struct Signed {
+        method: String,
+        expires: i64,
+        max: u64,
+        #[serde(default)]
+        ct: String,
+        sig: String,
+    }
+
+    fn refuse(status: StatusCode, why: &str) -> Response {
+        (
+            status,
+            [(header::CONTENT_TYPE, "text/plain")],
+            why.to_owned(),
+        )
+            .into_response()
+    }
+
+    /// Checks method, key, expiry and signature; `Err` is the refusal to send.
+    fn check(app: &AppState, method: &str, key: &str, q: &Signed) -> Result<(), Response> {
+        let ObjectStore::Local(l) = &app.objects else {
+            return Err(refuse(StatusCode::NOT_FOUND, "not found"));
+        };
+        if !valid_key(key) || q.method != method {
+            return Err(refuse(StatusCode::FORBIDDEN, "signature does not match"));
+        }
+        let expected = l.signature(method, key, q.expires, q.max, &q.ct);
+        if !crate::crypto::ct_eq(expected.as_bytes(), q.sig.as_bytes()) {
+            return Err(refuse(StatusCode::FORBIDDEN, "signature does not match"));
+        }
+        if chrono::Utc::now().timestamp() > q.expires {
+            return Err(refuse(StatusCode::FORBIDDEN, "URL expired"));
+        }
+        Ok(())
+    }
+
+    async fn read(
+        State(app): State<AppState>,
+        Path(key): Path<String>,
+        Query(q): Query<Signed>,
+    ) -> Response {
+        if let Err(r) = check(&app, "GET", &key, &q) {
+            return r;
+        }
+        match app.objects.get(&key).await {
+            Ok(Some(bytes)) => (
+                [(header::CONTENT_TYPE, "application/octet-stream")],
+                Body::from(bytes),
+            )
+                .into_response(),
+            Ok(None) => refuse(StatusCode::NOT_FOUND, "no such object"),
+            Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, &e.0),
+        }
+    }
+
+    async fn write(
+        State(app): State<AppState>,
+        Path(key): Path<String>,
+        Query(q): Query<Signed>,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> Response {
+        if let Err(r) = check(&app, "PUT", &key, &q) {
+            return r;
+        }
+        let ct = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !q.ct.is_empty() && ct != q.ct {
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "content type does not match the signed one",
+            );
+        }
+        if body.len() as u64 > q.max {
+            return refuse(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "larger than the signed size limit",
+            );
+        }
+        match app.objects.put(&key, body.to_vec(), ct).await {
+            Ok(()) => StatusCode::OK.into_response(),
+            Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, &e.0),
+        }
+    }
+}

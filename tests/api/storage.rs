@@ -1,0 +1,278 @@
+//! Object storage through upload URLs: the local backend's signed URLs served by plinth,
+//! and the S3 backend against a real S3-compatible server that checks signatures
+//! (`s3s-fs`, when installed).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common::{email, Options, Server};
+
+async fn org_member(s: &Server) -> (String, String) {
+    let key = s.verified_user(&email("uploader")).await;
+    let d = format!(
+        "files-{}.example",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    s.post(
+        "/api/organizations/create",
+        Some(&key),
+        json!({"domain": d}),
+    )
+    .await
+    .assert_ok();
+    (key, d)
+}
+
+async fn upload_url(s: &Server, key: &str, domain: &str) -> Value {
+    let r = s
+        .post(
+            "/api/data/generate-presigned-url",
+            Some(key),
+            json!({"domain": domain, "filename": "report 2026.pdf", "contentType": "application/pdf"}),
+        )
+        .await;
+    r.assert_ok();
+    r.body
+}
+
+fn tamper(url: &str, param: &str, value: &str) -> String {
+    let (base, query) = url.split_once('?').unwrap();
+    let q: Vec<String> = query
+        .split('&')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, _)) if k == param => format!("{k}={value}"),
+            _ => kv.to_owned(),
+        })
+        .collect();
+    format!("{base}?{}", q.join("&"))
+}
+
+#[tokio::test]
+async fn local_upload_urls_are_signed_and_enforced() {
+    let s = Server::start().await;
+    let (key, domain) = org_member(&s).await;
+    let u = upload_url(&s, &key, &domain).await;
+    let url = u["url"].as_str().unwrap();
+    let get = u["download_url"].as_str().unwrap();
+    assert_eq!(u["method"], json!("PUT"));
+    assert_eq!(u["max_bytes"], json!(15 * 1024 * 1024));
+    assert!(u["key"].as_str().unwrap().ends_with("/report-2026.pdf"));
+    let http = reqwest::Client::new();
+
+    // Nothing there yet; wrong content type and forged or re-purposed URLs are refused.
+    assert_eq!(http.get(get).send().await.unwrap().status(), 404);
+    let put = |u: String, ct: &'static str, body: Vec<u8>| {
+        http.put(u).header("content-type", ct).body(body).send()
+    };
+    assert_eq!(
+        put(url.to_owned(), "text/plain", b"x".to_vec())
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+    assert_eq!(
+        put(tamper(url, "sig", "00"), "application/pdf", b"x".to_vec())
+            .await
+            .unwrap()
+            .status(),
+        403
+    );
+    assert_eq!(
+        put(
+            tamper(url, "expires", "9999999999"),
+            "application/pdf",
+            b"x".to_vec()
+        )
+        .await
+        .unwrap()
+        .status(),
+        403
+    );
+    assert_eq!(
+        put(
+            tamper(url, "max", "999999999"),
+            "application/pdf",
+            b"x".to_vec()
+        )
+        .await
+        .unwrap()
+        .status(),
+        403
+    );
+    let past = (chrono::Utc::now().timestamp() - 10).to_string();
+    assert_eq!(
+        put(
+            tamper(url, "expires", &past),
+            "application/pdf",
+            b"x".to_vec()
+        )
+        .await
+        .unwrap()
+        .status(),
+        403
+    );
+    assert_eq!(
+        http.get(url).send().await.unwrap().status(),
+        403,
+        "a PUT URL does not read"
+    );
+    let too_big = vec![0u8; 15 * 1024 * 1024 + 1];
+    assert_eq!(
+        put(url.to_owned(), "application/pdf", too_big)
+            .await
+            .unwrap()
+            .status(),
+        413
+    );
+
+    let pdf = b"%PDF-1.7 test".to_vec();
+    assert_eq!(
+        put(url.to_owned(), "application/pdf", pdf.clone())
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let back = http.get(get).send().await.unwrap();
+    assert_eq!(back.status(), 200);
+    assert_eq!(back.bytes().await.unwrap().to_vec(), pdf);
+    assert_eq!(
+        http.put(get).body("x").send().await.unwrap().status(),
+        403,
+        "a GET URL does not write"
+    );
+}
+
+#[tokio::test]
+async fn upload_urls_need_membership_and_a_content_type() {
+    let s = Server::start().await;
+    let (key, domain) = org_member(&s).await;
+    let outsider = s.verified_user(&email("outsider")).await;
+    s.post(
+        "/api/data/generate-presigned-url",
+        Some(&outsider),
+        json!({"domain": domain, "filename": "a.txt", "contentType": "text/plain"}),
+    )
+    .await
+    .assert_error(403);
+    for bad in [
+        json!({"domain": domain, "filename": "a.txt", "contentType": "nonsense"}),
+        json!({"domain": domain, "filename": "///", "contentType": "text/plain"}),
+        json!({"domain": domain, "filename": "a.txt"}),
+    ] {
+        s.post("/api/data/generate-presigned-url", Some(&key), bad)
+            .await
+            .assert_error(400);
+    }
+    let st = s.get("/api/status", None).await;
+    assert_eq!(st.body["services"]["storage"]["backend"], json!("local"));
+}
+
+/// Starts `s3s-fs` on a free port over a temp dir with one bucket.
+struct S3Peer {
+    child: std::process::Child,
+    endpoint: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for S3Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn s3_peer() -> Option<S3Peer> {
+    let found = Command::new("s3s-fs")
+        .arg("--help")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if found.is_err() {
+        eprintln!("skipped: s3s-fs is not installed (cargo install s3s-fs --version 0.14.1 --features binary --locked; .ci/run installs it)");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("plinth")).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("s3s-fs")
+        .args([
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--access-key",
+            "AKTEST",
+            "--secret-key",
+            "SKTEST",
+        ])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "s3s-fs did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Some(S3Peer {
+        child,
+        endpoint: format!("http://127.0.0.1:{port}"),
+        _dir: dir,
+    })
+}
+
+#[tokio::test]
+async fn s3_backend_presigned_urls_against_a_signature_checking_server() {
+    let Some(peer) = s3_peer() else { return };
+    let s = Server::start_with(
+        Options::default()
+            .env("PLINTH_S3_BUCKET", "plinth")
+            .env("PLINTH_S3_ENDPOINT", &peer.endpoint)
+            .env("PLINTH_S3_ACCESS_KEY_ID", "AKTEST")
+            .env("PLINTH_S3_SECRET_ACCESS_KEY", "SKTEST"),
+    )
+    .await;
+    let st = s.get("/api/status", None).await;
+    assert_eq!(st.body["services"]["storage"]["backend"], json!("s3"));
+    assert_eq!(st.body["services"]["storage"]["ok"], json!(true));
+    let (key, domain) = org_member(&s).await;
+    let u = upload_url(&s, &key, &domain).await;
+    let url = u["url"].as_str().unwrap();
+    assert!(url.starts_with(&peer.endpoint));
+    let http = reqwest::Client::new();
+    let pdf = b"%PDF-1.7 s3".to_vec();
+    // A forged signature is refused by the server.
+    let forged = tamper(url, "X-Amz-Signature", &"0".repeat(64));
+    let r = http
+        .put(forged)
+        .header("content-type", "application/pdf")
+        .body(pdf.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = http
+        .put(url)
+        .header("content-type", "application/pdf")
+        .body(pdf.clone())
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    let back = http
+        .get(u["download_url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(back.status(), 200);
+    assert_eq!(back.bytes().await.unwrap().to_vec(), pdf);
+}
