@@ -12,6 +12,12 @@ use crate::error::ApiError;
 
 pub struct JsonBody<T>(pub T);
 
+/// The body of the many endpoints that take just an `id`.
+#[derive(serde::Deserialize)]
+pub struct IdBody {
+    pub id: String,
+}
+
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 

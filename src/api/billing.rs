@@ -16,7 +16,7 @@ use crate::api::users::{create_account, user_key};
 use crate::auth::Viewer;
 use crate::db::{payments as store, users as users_db};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
+use crate::extract::{IdBody, JsonBody};
 use crate::payments::{plan, verify_signature, PLANS};
 use crate::reply::Reply;
 use crate::state::AppState;
@@ -83,11 +83,6 @@ pub async fn check(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiRe
     Ok(Reply::ok(
         json!({"active": current.is_some(), "data": current}),
     ))
-}
-
-#[derive(Deserialize)]
-pub struct IdBody {
-    id: String,
 }
 
 /// `POST /api/users/subscriptions/get-by-user-id`: your own (any, for an admin).

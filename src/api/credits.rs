@@ -14,7 +14,7 @@ use crate::api::users::parse_email;
 use crate::auth::{Caller, Viewer};
 use crate::db::{credits as store, users as users_db};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
+use crate::extract::{IdBody, JsonBody};
 use crate::reply::Reply;
 use crate::routes::{Category, ROUTES};
 use crate::state::AppState;
@@ -139,11 +139,6 @@ pub async fn balance(State(app): State<AppState>, Viewer(caller): Viewer) -> Api
     Ok(Reply::ok(
         json!({"balance": balance, "account_id": account.id}),
     ))
-}
-
-#[derive(Deserialize)]
-pub struct IdBody {
-    id: String,
 }
 
 /// `POST /api/credits/check`: whether the credit account `id` exists and belongs to the

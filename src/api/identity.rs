@@ -11,7 +11,9 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::api::users::{self, apply_exemption, create_account, parse_email, user_key};
+use crate::api::users::{
+    self, apply_exemption, create_account, parse_email, parse_source, user_key,
+};
 use crate::crypto;
 use crate::db::users as store;
 use crate::error::{ApiError, ApiResult};
@@ -164,10 +166,7 @@ pub async fn authenticate_google_client(
     }
     let email = parse_email(claims.email.as_deref().unwrap_or_default())
         .map_err(|_| ApiError::unauthorized("the ID token carries no usable email"))?;
-    let source = body
-        .source
-        .map(|s| s.trim().to_lowercase())
-        .filter(|s| !s.is_empty());
+    let source = parse_source(body.source);
 
     let (user, key, existing, emailed) = match store::by_email(&app.db, &email).await? {
         Some(user) => {
@@ -265,10 +264,7 @@ pub async fn authenticate_token(
         return Err(ApiError::unauthorized("token expired"));
     }
     let email = parse_email(&grant.email).map_err(|_| invalid())?;
-    let source = grant
-        .source
-        .map(|s| s.trim().to_lowercase())
-        .filter(|s| !s.is_empty());
+    let source = parse_source(grant.source);
     let (user, api_key, existing) = match store::by_email(&app.db, &email).await? {
         Some(user) => {
             let user = mark_verified(&app, user).await?;

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use crate::auth::Viewer;
 use crate::db::office as store;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
+use crate::extract::{IdBody, JsonBody};
 use crate::reply::Reply;
 use crate::state::AppState;
 
@@ -101,11 +101,6 @@ pub async fn update(
         .await?
         .ok_or_else(|| ApiError::not_found("application not found"))?;
     Ok(Reply::ok(json!({"success": true, "data": application})))
-}
-
-#[derive(Deserialize)]
-pub struct IdBody {
-    id: String,
 }
 
 /// `POST /api/users/office/delete` (admin).

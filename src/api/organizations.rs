@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 use crate::auth::{OrgAdmin, OrgMember, Viewer};
 use crate::db::organizations::{self as store, MemberChange, Membership, OrgRow};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
+use crate::extract::{IdBody, JsonBody};
 use crate::reply::Reply;
 use crate::state::AppState;
 
@@ -144,11 +144,6 @@ pub async fn create(
     let mut v = org.to_json();
     v["role"] = json!("admin");
     Ok(Reply::ok(json!({"success": true, "data": v})))
-}
-
-#[derive(Deserialize)]
-pub struct IdBody {
-    id: String,
 }
 
 /// `POST /api/organizations/get-by-id` (V10): private organizations only for members

@@ -12,7 +12,7 @@ use crate::auth::{Caller, Viewer};
 use crate::crypto;
 use crate::db::users::{self as store, NewUser, UserRow};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
+use crate::extract::{IdBody, JsonBody};
 use crate::mail::{self, Kind};
 use crate::reply::Reply;
 use crate::state::AppState;
@@ -48,7 +48,8 @@ pub fn parse_email(raw: &str) -> Result<String, ApiError> {
     Ok(email)
 }
 
-fn parse_source(source: Option<String>) -> Option<String> {
+/// `source` as stored and compared: trimmed, lower-case, absent when empty.
+pub fn parse_source(source: Option<String>) -> Option<String> {
     source
         .map(|s| s.trim().to_lowercase())
         .filter(|s| !s.is_empty())
@@ -424,11 +425,6 @@ pub async fn reset_password(
         "success": true,
         "message": "if an account exists for that email, a reset link was sent",
     })))
-}
-
-#[derive(Deserialize)]
-pub struct IdBody {
-    id: String,
 }
 
 /// `POST /api/users/verify-check-by-id` (admin).
