@@ -113,6 +113,18 @@ pub struct Opts {
         global = true
     )]
     pub stripe_webhook_secret: Option<String>,
+    /// Stripe API base URL; with PLINTH_STRIPE_SECRET_KEY selects the Stripe provider
+    /// [default: the simulated provider]
+    #[arg(long, env = "PLINTH_STRIPE_API_BASE", global = true)]
+    pub stripe_api_base: Option<String>,
+    /// Stripe secret key (sk_...).
+    #[arg(
+        long,
+        env = "PLINTH_STRIPE_SECRET_KEY",
+        hide_env_values = true,
+        global = true
+    )]
+    pub stripe_secret_key: Option<String>,
     /// Multiplies every base rate limit (test suites raise it).
     #[arg(
         long,

@@ -56,6 +56,8 @@ pub enum ProviderError {
     Declined(String),
     /// The request names something the provider does not know: 400.
     Invalid(String),
+    /// The provider could not be reached or failed: 503, try again.
+    Unavailable(String),
 }
 
 impl From<ProviderError> for crate::error::ApiError {
@@ -66,6 +68,13 @@ impl From<ProviderError> for crate::error::ApiError {
                 format!("the payment was declined: {m}"),
             ),
             ProviderError::Invalid(m) => crate::error::ApiError::bad_request(m),
+            ProviderError::Unavailable(m) => {
+                tracing::error!(error = %m, "payment provider unavailable");
+                crate::error::ApiError::new(
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    "the payment provider is unavailable; try again",
+                )
+            }
         }
     }
 }
@@ -75,6 +84,8 @@ pub type ProviderResult<'a, T> = BoxFuture<'a, Result<T, ProviderError>>;
 /// What plinth needs from a payment provider.
 pub trait PaymentProvider: Send + Sync {
     fn name(&self) -> &'static str;
+    /// Whether plinth serves this provider's hosted checkout and card pages itself.
+    fn hosted_by_plinth(&self) -> bool;
     fn create_customer<'a>(&'a self, email: &'a str) -> ProviderResult<'a, String>;
     /// Checks the method (declines here) and makes it the customer's default.
     fn attach_payment_method<'a>(
@@ -145,6 +156,9 @@ impl PaymentProvider for Simulated {
     fn name(&self) -> &'static str {
         "simulated"
     }
+    fn hosted_by_plinth(&self) -> bool {
+        true
+    }
     fn create_customer<'a>(&'a self, _email: &'a str) -> ProviderResult<'a, String> {
         Box::pin(async { Ok(sim_id("cus")) })
     }
@@ -185,6 +199,198 @@ impl PaymentProvider for Simulated {
     }
     fn delete_customer<'a>(&'a self, _customer: &'a str) -> ProviderResult<'a, ()> {
         Box::pin(async { Ok(()) })
+    }
+}
+
+/// Stripe over its HTTP API (`PLINTH_STRIPE_API_BASE`, `PLINTH_STRIPE_SECRET_KEY`).
+/// Plans' `product_id`s are the Stripe plan/price ids.
+pub struct Stripe {
+    base: String,
+    key: String,
+    http: reqwest::Client,
+}
+
+impl Stripe {
+    pub fn new(base: &str, key: &str) -> Self {
+        Self {
+            base: base.trim_end_matches('/').to_owned(),
+            key: key.to_owned(),
+            http: reqwest::Client::builder()
+                .timeout(std::time::Duration::from_secs(30))
+                .build()
+                .unwrap_or_default(),
+        }
+    }
+
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        form: &[(&str, &str)],
+    ) -> Result<serde_json::Value, ProviderError> {
+        let res = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .basic_auth(&self.key, Some(""))
+            .form(form)
+            .send()
+            .await
+            .map_err(|e| ProviderError::Unavailable(format!("stripe: {e}")))?;
+        let status = res.status();
+        let body: serde_json::Value = res
+            .json()
+            .await
+            .map_err(|e| ProviderError::Unavailable(format!("stripe: unreadable answer: {e}")))?;
+        if status.is_success() {
+            return Ok(body);
+        }
+        let message = body["error"]["message"]
+            .as_str()
+            .unwrap_or("request failed")
+            .to_owned();
+        let declined =
+            body["error"]["type"] == "card_error" || body["error"]["code"] == "card_declined";
+        Err(match (status.as_u16(), declined) {
+            (402, _) | (_, true) => ProviderError::Declined(message),
+            (400..=499, _) => ProviderError::Invalid(format!("stripe: {message}")),
+            _ => ProviderError::Unavailable(format!("stripe {status}: {message}")),
+        })
+    }
+
+    fn id(v: &serde_json::Value) -> Result<String, ProviderError> {
+        v["id"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| ProviderError::Unavailable("stripe: answer without id".into()))
+    }
+}
+
+impl PaymentProvider for Stripe {
+    fn name(&self) -> &'static str {
+        "stripe"
+    }
+    fn hosted_by_plinth(&self) -> bool {
+        false
+    }
+    fn create_customer<'a>(&'a self, email: &'a str) -> ProviderResult<'a, String> {
+        Box::pin(async move {
+            let v = self
+                .call(reqwest::Method::POST, "/v1/customers", &[("email", email)])
+                .await?;
+            Self::id(&v)
+        })
+    }
+    fn attach_payment_method<'a>(
+        &'a self,
+        customer: &'a str,
+        pm: &'a str,
+    ) -> ProviderResult<'a, Card> {
+        Box::pin(async move {
+            let v = self
+                .call(
+                    reqwest::Method::POST,
+                    &format!("/v1/payment_methods/{pm}/attach"),
+                    &[("customer", customer)],
+                )
+                .await?;
+            self.call(
+                reqwest::Method::POST,
+                &format!("/v1/customers/{customer}"),
+                &[("invoice_settings[default_payment_method]", &Self::id(&v)?)],
+            )
+            .await?;
+            let c = &v["card"];
+            Ok(Card {
+                id: Self::id(&v)?,
+                brand: c["brand"].as_str().unwrap_or("card").to_owned(),
+                last4: c["last4"].as_str().unwrap_or("").to_owned(),
+                exp_month: c["exp_month"].as_u64().unwrap_or(0) as u32,
+                exp_year: c["exp_year"].as_u64().unwrap_or(0) as u32,
+            })
+        })
+    }
+    fn create_subscription<'a>(
+        &'a self,
+        customer: &'a str,
+        plan: &'a Plan,
+        _pm: &'a str,
+    ) -> ProviderResult<'a, String> {
+        Box::pin(async move {
+            let v = self
+                .call(
+                    reqwest::Method::POST,
+                    "/v1/subscriptions",
+                    &[("customer", customer), ("items[0][plan]", &plan.product_id)],
+                )
+                .await?;
+            let id = Self::id(&v)?;
+            if !matches!(v["status"].as_str(), Some("active" | "trialing")) {
+                // The first payment failed: leave nothing behind.
+                let _ = self
+                    .call(
+                        reqwest::Method::DELETE,
+                        &format!("/v1/subscriptions/{id}"),
+                        &[],
+                    )
+                    .await;
+                return Err(ProviderError::Declined(
+                    "the first payment of the subscription failed".into(),
+                ));
+            }
+            Ok(id)
+        })
+    }
+    fn cancel_subscription<'a>(&'a self, subscription: &'a str) -> ProviderResult<'a, ()> {
+        Box::pin(async move {
+            self.call(
+                reqwest::Method::DELETE,
+                &format!("/v1/subscriptions/{subscription}"),
+                &[],
+            )
+            .await?;
+            Ok(())
+        })
+    }
+    fn charge<'a>(
+        &'a self,
+        customer: &'a str,
+        pm: &'a str,
+        amount_cents: i64,
+    ) -> ProviderResult<'a, String> {
+        Box::pin(async move {
+            let amount = amount_cents.to_string();
+            let v = self
+                .call(
+                    reqwest::Method::POST,
+                    "/v1/payment_intents",
+                    &[
+                        ("amount", amount.as_str()),
+                        ("currency", "usd"),
+                        ("customer", customer),
+                        ("payment_method", pm),
+                        ("confirm", "true"),
+                        ("off_session", "true"),
+                    ],
+                )
+                .await?;
+            if v["status"].as_str() != Some("succeeded") {
+                return Err(ProviderError::Declined(
+                    "the payment did not succeed".into(),
+                ));
+            }
+            Self::id(&v)
+        })
+    }
+    fn delete_customer<'a>(&'a self, customer: &'a str) -> ProviderResult<'a, ()> {
+        Box::pin(async move {
+            self.call(
+                reqwest::Method::DELETE,
+                &format!("/v1/customers/{customer}"),
+                &[],
+            )
+            .await?;
+            Ok(())
+        })
     }
 }
 

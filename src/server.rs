@@ -144,6 +144,17 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         .unwrap_or_else(|| format!("{public_url}/api/users/subscriptions"));
 
     let objects = crate::storage::ObjectStore::from_config(&opts, &key, &public_url)?;
+    let payments: std::sync::Arc<dyn crate::payments::PaymentProvider> =
+        match (&opts.stripe_api_base, &opts.stripe_secret_key) {
+            (Some(base), Some(secret)) => {
+                std::sync::Arc::new(crate::payments::Stripe::new(base, secret))
+            }
+            (None, Some(secret)) => std::sync::Arc::new(crate::payments::Stripe::new(
+                "https://api.stripe.com",
+                secret,
+            )),
+            _ => std::sync::Arc::new(crate::payments::Simulated),
+        };
     let state = AppState::new(Inner {
         exempt_domains: Opts::normalized_domains(&opts.exempt_domains),
         admin_domains: Opts::normalized_domains(&opts.admin_domains),
@@ -153,7 +164,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         key,
         auth_key,
         jwks: Default::default(),
-        payments: std::sync::Arc::new(crate::payments::Simulated),
+        payments,
         webhook_secret,
         rate: rate.clone(),
         credits: credits.clone(),

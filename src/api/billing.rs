@@ -53,6 +53,12 @@ pub async fn subscribe(
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<SubscribeBody>,
 ) -> ApiResult {
+    if !app.payments.hosted_by_plinth() {
+        return Err(ApiError::new(
+            axum::http::StatusCode::NOT_IMPLEMENTED,
+            "hosted checkout is not implemented for the Stripe provider yet",
+        ));
+    }
     let plan = plan(&body.product_id)
         .ok_or_else(|| ApiError::bad_request(format!("unknown productId `{}`", body.product_id)))?;
     check_url("successUrl", &body.success_url)?;
@@ -392,6 +398,12 @@ pub async fn generate_add_payment_method_url(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
 ) -> ApiResult {
+    if !app.payments.hosted_by_plinth() {
+        return Err(ApiError::new(
+            axum::http::StatusCode::NOT_IMPLEMENTED,
+            "the billing portal is not implemented for the Stripe provider yet",
+        ));
+    }
     let customer = match store::customer(&app.db, &caller.id).await? {
         Some(c) => c.customer_id,
         None => {

@@ -133,6 +133,7 @@ async fn complete_checkout(
     let declined = |e: crate::payments::ProviderError| match e {
         crate::payments::ProviderError::Declined(m) => (StatusCode::PAYMENT_REQUIRED, m),
         crate::payments::ProviderError::Invalid(m) => (StatusCode::BAD_REQUEST, m),
+        crate::payments::ProviderError::Unavailable(m) => (StatusCode::BAD_GATEWAY, m),
     };
     let card = app
         .payments

@@ -26,6 +26,7 @@ pub async fn status(State(app): State<AppState>) -> ApiResult {
             "queue": queue,
             "storage": {"backend": app.objects.backend(), "location": app.objects.location(), "ok": storage_ok},
             "mail": mail,
+            "payments": {"provider": app.payments.name(), "ok": true},
         },
     })))
 }

@@ -13,4 +13,5 @@ mod limits;
 mod organizations;
 mod route_table;
 mod storage;
+mod stripe;
 mod users;
