@@ -108,6 +108,27 @@ pub trait PaymentProvider: Send + Sync {
         amount_cents: i64,
     ) -> ProviderResult<'a, String>;
     fn delete_customer<'a>(&'a self, customer: &'a str) -> ProviderResult<'a, ()>;
+    /// A provider-hosted subscription checkout: `(session id, url)`. Only for providers
+    /// whose pages plinth does not serve.
+    fn checkout_session<'a>(
+        &'a self,
+        req: CheckoutRequest<'a>,
+    ) -> ProviderResult<'a, (String, String)>;
+    /// A provider-hosted page where the customer manages the card on file.
+    fn billing_portal<'a>(
+        &'a self,
+        customer: &'a str,
+        return_url: &'a str,
+    ) -> ProviderResult<'a, String>;
+}
+
+pub struct CheckoutRequest<'a> {
+    pub user_id: &'a str,
+    pub email: &'a str,
+    pub customer: Option<&'a str>,
+    pub plan: &'a Plan,
+    pub success_url: &'a str,
+    pub cancel_url: &'a str,
 }
 
 pub struct Simulated;
@@ -199,6 +220,27 @@ impl PaymentProvider for Simulated {
     }
     fn delete_customer<'a>(&'a self, _customer: &'a str) -> ProviderResult<'a, ()> {
         Box::pin(async { Ok(()) })
+    }
+    fn checkout_session<'a>(
+        &'a self,
+        _req: CheckoutRequest<'a>,
+    ) -> ProviderResult<'a, (String, String)> {
+        Box::pin(async {
+            Err(ProviderError::Invalid(
+                "the simulated provider's checkout is served by plinth".into(),
+            ))
+        })
+    }
+    fn billing_portal<'a>(
+        &'a self,
+        _customer: &'a str,
+        _return_url: &'a str,
+    ) -> ProviderResult<'a, String> {
+        Box::pin(async {
+            Err(ProviderError::Invalid(
+                "the simulated provider's card page is served by plinth".into(),
+            ))
+        })
     }
 }
 
@@ -390,6 +432,52 @@ impl PaymentProvider for Stripe {
             )
             .await?;
             Ok(())
+        })
+    }
+    fn checkout_session<'a>(
+        &'a self,
+        req: CheckoutRequest<'a>,
+    ) -> ProviderResult<'a, (String, String)> {
+        Box::pin(async move {
+            let mut form: Vec<(&str, &str)> = vec![
+                ("mode", "subscription"),
+                ("line_items[0][price]", &req.plan.product_id),
+                ("line_items[0][quantity]", "1"),
+                ("success_url", req.success_url),
+                ("cancel_url", req.cancel_url),
+                ("client_reference_id", req.user_id),
+                ("metadata[product_id]", &req.plan.product_id),
+                ("metadata[user_id]", req.user_id),
+            ];
+            match req.customer {
+                Some(c) => form.push(("customer", c)),
+                None => form.push(("customer_email", req.email)),
+            }
+            let v = self
+                .call(reqwest::Method::POST, "/v1/checkout/sessions", &form)
+                .await?;
+            let url = v["url"].as_str().ok_or_else(|| {
+                ProviderError::Unavailable("stripe: checkout session without url".into())
+            })?;
+            Ok((Self::id(&v)?, url.to_owned()))
+        })
+    }
+    fn billing_portal<'a>(
+        &'a self,
+        customer: &'a str,
+        return_url: &'a str,
+    ) -> ProviderResult<'a, String> {
+        Box::pin(async move {
+            let v = self
+                .call(
+                    reqwest::Method::POST,
+                    "/v1/billing_portal/sessions",
+                    &[("customer", customer), ("return_url", return_url)],
+                )
+                .await?;
+            v["url"].as_str().map(str::to_owned).ok_or_else(|| {
+                ProviderError::Unavailable("stripe: portal session without url".into())
+            })
         })
     }
 }

@@ -53,16 +53,30 @@ pub async fn subscribe(
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<SubscribeBody>,
 ) -> ApiResult {
-    if !app.payments.hosted_by_plinth() {
-        return Err(ApiError::new(
-            axum::http::StatusCode::NOT_IMPLEMENTED,
-            "hosted checkout is not implemented for the Stripe provider yet",
-        ));
-    }
     let plan = plan(&body.product_id)
         .ok_or_else(|| ApiError::bad_request(format!("unknown productId `{}`", body.product_id)))?;
     check_url("successUrl", &body.success_url)?;
     check_url("cancelUrl", &body.cancel_url)?;
+    if !app.payments.hosted_by_plinth() {
+        // The provider hosts the page; its signed event completes the subscription.
+        let customer = store::customer(&app.db, &caller.id)
+            .await?
+            .map(|c| c.customer_id);
+        let (id, url) = app
+            .payments
+            .checkout_session(crate::payments::CheckoutRequest {
+                user_id: &caller.id,
+                email: &caller.user.email,
+                customer: customer.as_deref(),
+                plan,
+                success_url: &body.success_url,
+                cancel_url: &body.cancel_url,
+            })
+            .await?;
+        return Ok(Reply::ok(
+            json!({"id": id, "url": url, "sessionId": id, "provider": app.payments.name()}),
+        ));
+    }
     let id = store::create_checkout(
         &app.db,
         &caller.id,
@@ -398,12 +412,6 @@ pub async fn generate_add_payment_method_url(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
 ) -> ApiResult {
-    if !app.payments.hosted_by_plinth() {
-        return Err(ApiError::new(
-            axum::http::StatusCode::NOT_IMPLEMENTED,
-            "the billing portal is not implemented for the Stripe provider yet",
-        ));
-    }
     let customer = match store::customer(&app.db, &caller.id).await? {
         Some(c) => c.customer_id,
         None => {
@@ -412,6 +420,13 @@ pub async fn generate_add_payment_method_url(
             id
         }
     };
+    if !app.payments.hosted_by_plinth() {
+        let url = app
+            .payments
+            .billing_portal(&customer, &app.public_url)
+            .await?;
+        return Ok(Reply::ok(json!({ "url": url })));
+    }
     Ok(Reply::ok(
         json!({"url": format!("{}/billing/{customer}", app.public_url)}),
     ))

@@ -147,14 +147,130 @@ async fn stripe_adapter_subscribes_charges_and_cancels() {
         .await;
     r.assert_ok();
     assert_eq!(r.body["level"], json!(10));
-    // Hosted checkout is not built for Stripe: an honest 501.
-    s.post(
-        "/api/users/subscriptions/subscribe",
-        Some(&key),
-        json!({"productId": "prod_paying_monthly", "successUrl": "https://a.example/ok", "cancelUrl": "https://a.example/no"}),
-    )
-    .await
-    .assert_error(501);
     let st = s.get("/api/status", None).await;
     assert_eq!(st.body["services"]["payments"]["provider"], json!("stripe"));
+}
+
+/// What localstripe lacks (Checkout Sessions, the Billing Portal), answered in Stripe's
+/// documented format by a stub that records what it was sent.
+async fn stripe_stub() -> (
+    String,
+    std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<(String, String)>)>>>,
+) {
+    use axum::extract::{Form, State};
+    use axum::routing::post;
+    type Seen = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<(String, String)>)>>>;
+    let seen: Seen = Default::default();
+    async fn customer(
+        State(seen): State<Seen>,
+        Form(f): Form<Vec<(String, String)>>,
+    ) -> axum::Json<serde_json::Value> {
+        seen.lock().unwrap().push(("customer".into(), f));
+        axum::Json(json!({"id": "cus_stub_1", "object": "customer"}))
+    }
+    async fn checkout(
+        State(seen): State<Seen>,
+        Form(f): Form<Vec<(String, String)>>,
+    ) -> axum::Json<serde_json::Value> {
+        seen.lock().unwrap().push(("checkout".into(), f));
+        axum::Json(
+            json!({"id": "cs_test_stub1", "object": "checkout.session", "mode": "subscription",
+                          "url": "https://checkout.stripe.test/c/pay/cs_test_stub1"}),
+        )
+    }
+    async fn portal(
+        State(seen): State<Seen>,
+        Form(f): Form<Vec<(String, String)>>,
+    ) -> axum::Json<serde_json::Value> {
+        seen.lock().unwrap().push(("portal".into(), f));
+        axum::Json(
+            json!({"id": "bps_stub1", "object": "billing_portal.session",
+                          "url": "https://billing.stripe.test/p/session/bps_stub1"}),
+        )
+    }
+    let app = axum::Router::new()
+        .route("/v1/customers", post(customer))
+        .route("/v1/checkout/sessions", post(checkout))
+        .route("/v1/billing_portal/sessions", post(portal))
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (base, seen)
+}
+
+#[tokio::test]
+async fn stripe_checkout_and_portal_sessions_then_the_signed_event() {
+    let (base, seen) = stripe_stub().await;
+    let secret = "whsec_stub";
+    let s = Server::start_with(
+        Options::default()
+            .env("PLINTH_STRIPE_API_BASE", &base)
+            .env("PLINTH_STRIPE_SECRET_KEY", KEY)
+            .env("PLINTH_STRIPE_WEBHOOK_SECRET", secret),
+    )
+    .await;
+    let key = s.verified_user(&crate::common::email("stripe-co")).await;
+    let user_id = s.get("/api/users/viewer", Some(&key)).await.body["user"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = s
+        .post(
+            "/api/users/subscriptions/subscribe",
+            Some(&key),
+            json!({"productId": "prod_paying_monthly", "successUrl": "https://a.example/ok", "cancelUrl": "https://a.example/no"}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(
+        r.body["url"],
+        json!("https://checkout.stripe.test/c/pay/cs_test_stub1")
+    );
+    {
+        let seen = seen.lock().unwrap();
+        let (_, form) = seen.iter().find(|(k, _)| k == "checkout").unwrap();
+        let get = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        assert_eq!(get("mode").as_deref(), Some("subscription"));
+        assert_eq!(
+            get("line_items[0][price]").as_deref(),
+            Some("prod_paying_monthly")
+        );
+        assert_eq!(get("client_reference_id"), Some(user_id.clone()));
+        assert_eq!(get("success_url").as_deref(), Some("https://a.example/ok"));
+    }
+    // Stripe then delivers the signed completion event.
+    let event = json!({"id": "evt_stub_co", "type": "checkout.session.completed", "data": {"object": {
+        "id": "cs_test_stub1", "object": "checkout.session", "mode": "subscription",
+        "customer": "cus_stub_1", "subscription": "sub_stub_1", "client_reference_id": user_id,
+        "metadata": {"product_id": "prod_paying_monthly"}}}});
+    let body = event.to_string();
+    let sig = plinth::payments::sign_event(secret, chrono::Utc::now().timestamp(), body.as_bytes());
+    let res = s
+        .raw(reqwest::Method::POST, "/api/webhooks/stripe")
+        .header("content-type", "application/json")
+        .header("stripe-signature", sig)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    Server::read(res).await.assert_ok();
+    let v = s.get("/api/users/viewer", Some(&key)).await;
+    assert_eq!(v.body["user"]["level"], json!(20));
+
+    let r = s
+        .post(
+            "/api/users/viewer/generate-add-payment-method-url",
+            Some(&key),
+            json!({}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(
+        r.body["url"],
+        json!("https://billing.stripe.test/p/session/bps_stub1")
+    );
+    let seen = seen.lock().unwrap();
+    let (_, form) = seen.iter().find(|(k, _)| k == "portal").unwrap();
+    assert!(form.contains(&("customer".to_owned(), "cus_stub_1".to_owned())));
 }
