@@ -53,8 +53,12 @@ pub enum Applied {
 pub trait CreditStore: Send + Sync + 'static {
     /// `None` when the user has no credit account.
     fn balance<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<Option<i64>, String>>;
-    /// Applies a change in one transaction.
-    fn apply<'a>(&'a self, change: &'a Change) -> BoxFuture<'a, Result<Applied, String>>;
+    /// Applies changes in one transaction, each all or nothing on its own; one outcome
+    /// per change, in order.
+    fn apply_batch<'a>(
+        &'a self,
+        changes: &'a [Change],
+    ) -> BoxFuture<'a, Result<Vec<Applied>, String>>;
 }
 
 pub enum CreditMsg {
@@ -68,6 +72,8 @@ pub enum CreditMsg {
     },
     /// Drop a cached balance (changed through another shard).
     Forget { user_id: String },
+    /// Commit the changes waiting in this shard (sent by the shard to itself).
+    Flush,
     /// Test hook: fail as a bug would, to exercise supervision.
     Crash,
 }
@@ -93,7 +99,14 @@ pub struct CreditShard {
     published: Published,
 }
 
-pub struct CreditShardState;
+/// Changes received and not yet committed, with the ports to answer them on.
+pub struct CreditShardState {
+    pending: Vec<(Change, RpcReplyPort<Result<Applied, String>>)>,
+    flush_scheduled: bool,
+}
+
+/// Most changes committed in one transaction.
+const BATCH_LIMIT: usize = 256;
 
 /// Published balances before the map is reset (bounded memory).
 const CACHE_LIMIT: usize = 200_000;
@@ -108,14 +121,17 @@ impl Actor for CreditShard {
         _myself: ActorRef<Self::Msg>,
         _args: (),
     ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(CreditShardState)
+        Ok(CreditShardState {
+            pending: Vec::new(),
+            flush_scheduled: false,
+        })
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         msg: Self::Msg,
-        _state: &mut Self::State,
+        state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         let balances = &self.published;
         match msg {
@@ -133,25 +149,22 @@ impl Actor for CreditShard {
                 }
                 let _ = reply.send(loaded);
             }
+            // Group commit: changes queue up while a flush is on its way; the flush
+            // commits everything that arrived before it in one transaction.
             CreditMsg::Apply { change, reply } => {
-                let owner = change.entries.first().map(|e| e.user_id.clone());
-                let result = self.store.apply(&change).await;
-                match (&result, owner) {
-                    (Ok(Applied::Done { balances, .. }), Some(owner)) => {
-                        for (user, balance) in balances {
-                            if *user == owner {
-                                self.published
-                                    .insert(user.clone(), (*balance, Instant::now()));
-                            }
-                        }
-                    }
-                    // Unknown outcome (store error): reload next time.
-                    (Err(_), Some(owner)) => {
-                        self.published.remove(&owner);
-                    }
-                    _ => {}
+                state.pending.push((change, reply));
+                if !state.flush_scheduled {
+                    state.flush_scheduled = true;
+                    myself.cast(CreditMsg::Flush)?;
                 }
-                let _ = reply.send(result);
+            }
+            CreditMsg::Flush => {
+                state.flush_scheduled = false;
+                while !state.pending.is_empty() {
+                    let take = state.pending.len().min(BATCH_LIMIT);
+                    let batch: Vec<_> = state.pending.drain(..take).collect();
+                    self.commit(batch).await;
+                }
             }
             CreditMsg::Forget { user_id } => {
                 balances.remove(&user_id);
@@ -159,6 +172,38 @@ impl Actor for CreditShard {
             CreditMsg::Crash => return Err("credit shard asked to crash".into()),
         }
         Ok(())
+    }
+}
+
+impl CreditShard {
+    /// Commits a batch and answers each change; publishes the new balance of each
+    /// change's owning account (the first entry's).
+    async fn commit(&self, batch: Vec<(Change, RpcReplyPort<Result<Applied, String>>)>) {
+        let (changes, replies): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
+        match self.store.apply_batch(&changes).await {
+            Ok(outcomes) => {
+                for ((change, reply), outcome) in changes.iter().zip(replies).zip(outcomes) {
+                    if let (Applied::Done { balances, .. }, Some(owner)) =
+                        (&outcome, change.entries.first())
+                    {
+                        if let Some((_, b)) = balances.iter().find(|(u, _)| *u == owner.user_id) {
+                            self.published
+                                .insert(owner.user_id.clone(), (*b, Instant::now()));
+                        }
+                    }
+                    let _ = reply.send(Ok(outcome));
+                }
+            }
+            Err(e) => {
+                // Nothing committed; reload these accounts next time.
+                for (change, reply) in changes.iter().zip(replies) {
+                    if let Some(owner) = change.entries.first() {
+                        self.published.remove(&owner.user_id);
+                    }
+                    let _ = reply.send(Err(e.clone()));
+                }
+            }
+        }
     }
 }
 
@@ -296,27 +341,36 @@ mod tests {
                 Ok(self.balances.lock().unwrap().get(user_id).copied())
             })
         }
-        fn apply<'a>(&'a self, change: &'a Change) -> BoxFuture<'a, Result<Applied, String>> {
-            Box::pin(async move {
+        fn apply_batch<'a>(
+            &'a self,
+            changes: &'a [Change],
+        ) -> BoxFuture<'a, Result<Vec<Applied>, String>> {
+            Box::pin(async move { Ok(changes.iter().map(|c| self.apply_one(c)).collect()) })
+        }
+    }
+
+    impl MemStore {
+        fn apply_one(&self, change: &Change) -> Applied {
+            {
                 let mut b = self.balances.lock().unwrap();
                 let mut keys = self.keys.lock().unwrap();
                 let mut next = b.clone();
                 for e in &change.entries {
                     if let Some(k) = &e.idem_key {
                         if keys.contains(&(e.user_id.clone(), k.clone())) {
-                            return Ok(Applied::Duplicate);
+                            return Applied::Duplicate;
                         }
                     }
                     let Some(cur) = next.get(&e.user_id).copied() else {
-                        return Ok(Applied::NoAccount {
+                        return Applied::NoAccount {
                             user_id: e.user_id.clone(),
-                        });
+                        };
                     };
                     if cur + e.delta < 0 {
-                        return Ok(Applied::Insufficient {
+                        return Applied::Insufficient {
                             user_id: e.user_id.clone(),
                             balance: cur,
-                        });
+                        };
                     }
                     next.insert(e.user_id.clone(), cur + e.delta);
                 }
@@ -331,11 +385,11 @@ mod tests {
                     .map(|e| (e.user_id.clone(), next[&e.user_id]))
                     .collect();
                 *b = next;
-                Ok(Applied::Done {
+                Applied::Done {
                     balances,
                     transaction_ids: vec![],
-                })
-            })
+                }
+            }
         }
     }
 

@@ -19,8 +19,15 @@ impl CreditStore for DbCredits {
         Box::pin(async move { balance(&self.0, user_id).await.map_err(|e| e.to_string()) })
     }
 
-    fn apply<'a>(&'a self, change: &'a Change) -> BoxFuture<'a, Result<Applied, String>> {
-        Box::pin(async move { apply(&self.0, change).await.map_err(|e| e.to_string()) })
+    fn apply_batch<'a>(
+        &'a self,
+        changes: &'a [Change],
+    ) -> BoxFuture<'a, Result<Vec<Applied>, String>> {
+        Box::pin(async move {
+            apply_batch(&self.0, changes)
+                .await
+                .map_err(|e| e.to_string())
+        })
     }
 }
 
@@ -31,47 +38,80 @@ pub async fn balance(db: &Db, user_id: &str) -> sqlx::Result<Option<i64>> {
     Ok(row.map(|r| r.0))
 }
 
-async fn apply(db: &Db, change: &Change) -> sqlx::Result<Applied> {
+/// Applies changes in one transaction, each inside its own savepoint: a change that
+/// cannot apply (short balance, repeat, no account) leaves nothing behind and does not
+/// affect the others, and the whole batch costs one commit.
+async fn apply_batch(db: &Db, changes: &[Change]) -> sqlx::Result<Vec<Applied>> {
     let now = now();
+    // PostgreSQL locks rows as updates reach them; batches (and transfers) touching the
+    // same accounts in different orders would deadlock. Lock every account of the batch
+    // first, in one global order. (SQLite has a single writer: nothing to order.)
+    let mut accounts: Vec<&str> = changes
+        .iter()
+        .flat_map(|c| c.entries.iter().map(|e| e.user_id.as_str()))
+        .collect();
+    accounts.sort_unstable();
+    accounts.dedup();
+    let lock_first = matches!(db, Db::Postgres(_));
     with_db!(db, p => {
         let mut tx = p.begin().await?;
-        let mut balances = Vec::with_capacity(change.entries.len());
-        let mut ids = Vec::with_capacity(change.entries.len());
-        for e in &change.entries {
-            let updated: Option<(String, i64)> = sqlx::query_as(
-                "UPDATE credit_accounts SET balance = balance + $1, updated_at = $3 \
-                 WHERE user_id = $2 AND balance + $1 >= 0 RETURNING id, balance",
-            )
-            .bind(e.delta).bind(&e.user_id).bind(now)
-            .fetch_optional(&mut *tx).await?;
-            let Some((account_id, balance)) = updated else {
-                let current: Option<(i64,)> =
-                    sqlx::query_as("SELECT balance FROM credit_accounts WHERE user_id = $1")
-                        .bind(&e.user_id).fetch_optional(&mut *tx).await?;
-                // Dropping `tx` rolls back the entries already applied.
-                return Ok(match current {
-                    Some((b,)) => Applied::Insufficient { user_id: e.user_id.clone(), balance: b },
-                    None => Applied::NoAccount { user_id: e.user_id.clone() },
-                });
-            };
-            let id = uuid::Uuid::new_v4().to_string();
-            let inserted = sqlx::query(
-                "INSERT INTO credit_transactions (id, account_id, kind, amount, balance_after, data, idem_key, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-            )
-            .bind(&id).bind(&account_id).bind(&e.kind).bind(e.delta).bind(balance)
-            .bind(Json(&e.data)).bind(&e.idem_key).bind(now)
-            .execute(&mut *tx).await;
-            match inserted {
-                Ok(_) => {}
-                Err(err) if crate::db::unique_violation(&err).is_some() => return Ok(Applied::Duplicate),
-                Err(err) => return Err(err),
+        if lock_first {
+            for user_id in &accounts {
+                sqlx::query("SELECT id FROM credit_accounts WHERE user_id = $1 FOR UPDATE")
+                    .bind(*user_id)
+                    .execute(&mut *tx)
+                    .await?;
             }
-            balances.push((e.user_id.clone(), balance));
-            ids.push(id);
+        }
+        let mut results = Vec::with_capacity(changes.len());
+        for change in changes {
+            let mut sp = sqlx::Acquire::begin(&mut tx).await?;
+            let outcome = 'change: {
+                let mut balances = Vec::with_capacity(change.entries.len());
+                let mut ids = Vec::with_capacity(change.entries.len());
+                for e in &change.entries {
+                    let updated: Option<(String, i64)> = sqlx::query_as(
+                        "UPDATE credit_accounts SET balance = balance + $1, updated_at = $3 \
+                         WHERE user_id = $2 AND balance + $1 >= 0 RETURNING id, balance",
+                    )
+                    .bind(e.delta).bind(&e.user_id).bind(now)
+                    .fetch_optional(&mut *sp).await?;
+                    let Some((account_id, balance)) = updated else {
+                        let current: Option<(i64,)> =
+                            sqlx::query_as("SELECT balance FROM credit_accounts WHERE user_id = $1")
+                                .bind(&e.user_id).fetch_optional(&mut *sp).await?;
+                        break 'change match current {
+                            Some((b,)) => Applied::Insufficient { user_id: e.user_id.clone(), balance: b },
+                            None => Applied::NoAccount { user_id: e.user_id.clone() },
+                        };
+                    };
+                    let id = uuid::Uuid::new_v4().to_string();
+                    let inserted = sqlx::query(
+                        "INSERT INTO credit_transactions (id, account_id, kind, amount, balance_after, data, idem_key, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    )
+                    .bind(&id).bind(&account_id).bind(&e.kind).bind(e.delta).bind(balance)
+                    .bind(Json(&e.data)).bind(&e.idem_key).bind(now)
+                    .execute(&mut *sp).await;
+                    match inserted {
+                        Ok(_) => {}
+                        Err(err) if crate::db::unique_violation(&err).is_some() => break 'change Applied::Duplicate,
+                        Err(err) => return Err(err),
+                    }
+                    balances.push((e.user_id.clone(), balance));
+                    ids.push(id);
+                }
+                Applied::Done { balances, transaction_ids: ids }
+            };
+            if matches!(outcome, Applied::Done { .. }) {
+                sp.commit().await?;
+            } else {
+                sp.rollback().await?;
+            }
+            results.push(outcome);
         }
         tx.commit().await?;
-        Ok(Applied::Done { balances, transaction_ids: ids })
+        Ok(results)
     })
 }
 
