@@ -25,7 +25,9 @@ seq 1 "$N" | xargs -P 4 -I{} sh -c "curl -s '$P/api/users/authenticate' -H 'cont
 for m in re.finditer(r"\"key\":\"(pk_[0-9a-f]+)\"", sys.stdin.read()): print(m.group(1))' >"$DATA/keys"
 xargs -P 4 -I{} curl -s -o /dev/null "$P/api/credits/distribute-bonus" -H 'content-type: application/json' \
   -H "x-api-key: {}" -d '{"bonusName":"welcome"}' <"$DATA/keys"
-head -1 "$DATA/keys" >"$DATA/hot"
+curl -s "$P/api/users/authenticate" -H 'content-type: application/json' \
+  -d '{"email":"acct1@bench.example","password":"pw"}' |
+  python3 -c 'import sys, json; print(json.load(sys.stdin)["user"]["key"])' >"$DATA/hot"
 # Fund the hot account through an admin's vendor distribution.
 ./target/release/plinth users set-level --email acct1@bench.example --level 100 --data-dir "$DATA" --database-url "$DB" >/dev/null
 sleep 6

@@ -77,6 +77,15 @@ pub async fn open_database(opts: &Opts) -> anyhow::Result<(Db, Queue)> {
     Ok((db, queue))
 }
 
+/// SQLite has one writer: a single credit shard group-commits every change with no lock
+/// contention. PostgreSQL commits in parallel, so changes spread over shards.
+fn credit_shards(db: &Db, opts: &Opts) -> usize {
+    match db {
+        Db::Sqlite(_) => 1,
+        Db::Postgres(_) => opts.rate_shards,
+    }
+}
+
 fn mail_backend(opts: &Opts) -> anyhow::Result<MailBackend> {
     MailBackend::new(opts.smtp_url.as_deref(), opts.data_dir.join("outbox"))
         .map_err(|e| anyhow::anyhow!("mail configuration: {e}"))
@@ -127,7 +136,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("starting rate-limit actors: {e}"))?;
 
     let credits = CreditAccounts::start(
-        opts.rate_shards,
+        credit_shards(&db, &opts),
         std::sync::Arc::new(crate::db::credits::DbCredits(db.clone())),
     )
     .await
@@ -217,7 +226,7 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     let (db, queue) = open_database(&opts).await?;
     let mail = mail_backend(&opts)?;
     let credits = CreditAccounts::start(
-        opts.rate_shards,
+        credit_shards(&db, &opts),
         std::sync::Arc::new(crate::db::credits::DbCredits(db.clone())),
     )
     .await
