@@ -85,21 +85,6 @@ impl<S: Send + Sync> FromRequestParts<S> for Viewer {
     }
 }
 
-/// The caller when a valid key was sent, for public routes that attribute optionally.
-pub struct MaybeViewer(pub Option<Arc<Caller>>);
-
-impl<S: Send + Sync> FromRequestParts<S> for MaybeViewer {
-    type Rejection = ApiError;
-    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        Ok(MaybeViewer(
-            parts
-                .extensions
-                .get::<CallerExt>()
-                .and_then(|c| c.0.clone()),
-        ))
-    }
-}
-
 /// The organization a request names and the caller's role in it. `ADMIN` requires the
 /// organization's admin role; platform administrators pass both guards. The organization
 /// is named, in this order, by `domain`, `organizationId`, `organization_id` or `id` in

@@ -11,18 +11,7 @@ fn with_secret() -> Options {
 }
 
 async fn webhook(s: &Server, event: &Value, signature: Option<String>) -> crate::common::Resp {
-    let body = event.to_string();
-    let mut req = s
-        .raw(reqwest::Method::POST, "/api/webhooks/stripe")
-        .header("content-type", "application/json")
-        .body(body.clone());
-    let sig = signature.unwrap_or_else(|| {
-        plinth::payments::sign_event(SECRET, chrono::Utc::now().timestamp(), body.as_bytes())
-    });
-    if !sig.is_empty() {
-        req = req.header("stripe-signature", sig);
-    }
-    Server::read(req.send().await.unwrap()).await
+    s.webhook(event, SECRET, signature).await
 }
 
 async fn level_and_balance(s: &Server, key: &str) -> (i64, i64) {

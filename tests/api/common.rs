@@ -216,6 +216,23 @@ impl Server {
             .request(method, format!("{}{}", self.base, path))
     }
 
+    /// Delivers a payment-provider event to `/api/webhooks/stripe`, signed with `secret`
+    /// now (or with the given `Stripe-Signature`; an empty one sends none).
+    pub async fn webhook(&self, event: &Value, secret: &str, signature: Option<String>) -> Resp {
+        let body = event.to_string();
+        let sig = signature.unwrap_or_else(|| {
+            plinth::payments::sign_event(secret, chrono::Utc::now().timestamp(), body.as_bytes())
+        });
+        let mut req = self
+            .raw(reqwest::Method::POST, "/api/webhooks/stripe")
+            .header("content-type", "application/json")
+            .body(body);
+        if !sig.is_empty() {
+            req = req.header("stripe-signature", sig);
+        }
+        Self::read(req.send().await.unwrap()).await
+    }
+
     pub async fn get(&self, path: &str, key: Option<&str>) -> Resp {
         self.request(reqwest::Method::GET, path, key, None).await
     }

@@ -244,17 +244,7 @@ async fn stripe_checkout_and_portal_sessions_then_the_signed_event() {
         "id": "cs_test_stub1", "object": "checkout.session", "mode": "subscription",
         "customer": "cus_stub_1", "subscription": "sub_stub_1", "client_reference_id": user_id,
         "metadata": {"product_id": "prod_paying_monthly"}}}});
-    let body = event.to_string();
-    let sig = plinth::payments::sign_event(secret, chrono::Utc::now().timestamp(), body.as_bytes());
-    let res = s
-        .raw(reqwest::Method::POST, "/api/webhooks/stripe")
-        .header("content-type", "application/json")
-        .header("stripe-signature", sig)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    Server::read(res).await.assert_ok();
+    s.webhook(&event, secret, None).await.assert_ok();
     let v = s.get("/api/users/viewer", Some(&key)).await;
     assert_eq!(v.body["user"]["level"], json!(20));
 
