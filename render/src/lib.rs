@@ -1,0 +1,1 @@
+//! Slide rendering: deck → SVG → PNG (resvg), PDF (printpdf), HTML.
