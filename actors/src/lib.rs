@@ -5,5 +5,6 @@
 //! area; every actor depends on storage only through small traits.
 
 pub mod credits;
+pub mod decks;
 pub mod rate;
 pub mod shard;
