@@ -1,1 +1,99 @@
 //! Slide rendering: deck → SVG → PNG (resvg), PDF (printpdf), HTML.
+//!
+//! One layout engine ([`layout`]) places every glyph run, box and image; the SVG and
+//! PDF writers only translate its display list, so both outputs look the same. Fonts
+//! are the DejaVu faces embedded in the binary ([`fonts`]); system fonts are never used.
+
+mod fonts;
+mod html;
+mod image;
+mod layout;
+mod pdf;
+mod svg;
+
+use std::collections::HashMap;
+
+use plinth_slides::{Deck, Slide};
+
+pub use crate::image::{inspect_image, ImageInfo, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE};
+
+/// An uploaded image, already validated by [`inspect_image`].
+#[derive(Debug, Clone)]
+pub struct Image {
+    pub mime: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Images by the `asset_id` of `Block::Image`.
+pub type Images = HashMap<String, Image>;
+
+/// Output size in pixels (PNG) and aspect ratio (every format).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size {
+    pub width: u32,
+    pub height: u32,
+}
+
+impl Default for Size {
+    fn default() -> Self {
+        Size {
+            width: 1920,
+            height: 1080,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("cancelled")]
+    Cancelled,
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// The slides that get exported: hidden ones never are.
+pub fn visible(deck: &Deck) -> Vec<&Slide> {
+    deck.slides.iter().filter(|s| !s.hidden).collect()
+}
+
+pub fn slide_svg(deck: &Deck, slide: &Slide, images: &Images, size: Size) -> String {
+    let size = sane(size);
+    let page = layout::page(deck, slide, &image::natural_sizes(slide, images), size);
+    svg::render(&page, images, size)
+}
+
+pub fn slide_png(
+    deck: &Deck,
+    slide: &Slide,
+    images: &Images,
+    size: Size,
+) -> Result<Vec<u8>, RenderError> {
+    let size = sane(size);
+    svg::rasterize(&slide_svg(deck, slide, images, size), size)
+}
+
+/// `progress(i)` is called before slide i (0-based, of the visible slides); returning
+/// false stops rendering with `Err(RenderError::Cancelled)`.
+pub fn deck_pdf(
+    deck: &Deck,
+    images: &Images,
+    size: Size,
+    progress: &mut dyn FnMut(usize) -> bool,
+) -> Result<Vec<u8>, RenderError> {
+    pdf::render(deck, images, sane(size), progress)
+}
+
+pub fn deck_html(deck: &Deck, images: &Images) -> String {
+    html::render(deck, images)
+}
+
+/// A zero or absurd size would make an empty pixmap or a degenerate page.
+fn sane(size: Size) -> Size {
+    Size {
+        width: size.width.clamp(16, 8192),
+        height: size.height.clamp(16, 8192),
+    }
+}
+
+#[cfg(test)]
+mod tests;

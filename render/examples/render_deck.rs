@@ -1,0 +1,75 @@
+//! Renders a markdown deck to PNGs, a PDF and an HTML file, with timings.
+//!
+//! cargo run --release -p plinth-render --example render_deck -- deck.md out/ [asset_id=path ...]
+
+use std::time::Instant;
+
+use plinth_render::{deck_html, deck_pdf, inspect_image, slide_png, visible, Image, Images, Size};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() < 2 {
+        eprintln!("usage: render_deck DECK.md OUT_DIR [asset_id=path ...]");
+        std::process::exit(2);
+    }
+    let deck = plinth_slides::parse_markdown(&std::fs::read_to_string(&args[0])?)?;
+    let out = std::path::Path::new(&args[1]);
+    std::fs::create_dir_all(out)?;
+
+    let mut images = Images::new();
+    for pair in &args[2..] {
+        let (id, path) = pair.split_once('=').ok_or("images are asset_id=path")?;
+        let bytes = std::fs::read(path)?;
+        let info = inspect_image(&bytes).map_err(|e| format!("{path}: {e}"))?;
+        images.insert(
+            id.to_owned(),
+            Image {
+                mime: info.mime.to_owned(),
+                bytes,
+            },
+        );
+    }
+
+    let size = Size::default();
+    let slides = visible(&deck);
+    let mut total_ms = 0.0;
+    for (i, slide) in slides.iter().enumerate() {
+        let t = Instant::now();
+        let png = slide_png(&deck, slide, &images, size)?;
+        let ms = t.elapsed().as_secs_f64() * 1000.0;
+        total_ms += ms;
+        std::fs::write(out.join(format!("slide-{:02}.png", i + 1)), &png)?;
+        println!(
+            "png  slide {:>2}: {ms:6.1} ms  {:>7} bytes",
+            i + 1,
+            png.len()
+        );
+    }
+    if !slides.is_empty() {
+        println!(
+            "png  {} slides: {:.1} ms per slide",
+            slides.len(),
+            total_ms / slides.len() as f64
+        );
+    }
+
+    let t = Instant::now();
+    let pdf = deck_pdf(&deck, &images, size, &mut |_| true)?;
+    println!(
+        "pdf  {} pages: {:.1} ms total, {} bytes",
+        slides.len(),
+        t.elapsed().as_secs_f64() * 1000.0,
+        pdf.len()
+    );
+    std::fs::write(out.join("deck.pdf"), &pdf)?;
+
+    let t = Instant::now();
+    let html = deck_html(&deck, &images);
+    println!(
+        "html {:.1} ms, {} bytes",
+        t.elapsed().as_secs_f64() * 1000.0,
+        html.len()
+    );
+    std::fs::write(out.join("deck.html"), html)?;
+    Ok(())
+}

@@ -1,0 +1,797 @@
+//! The layout engine shared by the SVG and PDF writers: it turns a slide into a flat
+//! display list (boxes, positioned single-style text runs, images) on a canvas 1080
+//! units tall, as wide as the output's aspect ratio makes it.
+//!
+//! Text is measured with the embedded fonts' advances (no kerning; both writers draw
+//! without kerning too), wrapped greedily at spaces, and the whole slide is shrunk step
+//! by step until it fits.
+
+use std::collections::HashMap;
+
+use plinth_slides::{spans, Block, Deck, Layout, Slide, Theme};
+
+use crate::fonts::{metrics, Face};
+use crate::Size;
+
+/// Canvas height in layout units; at 1080p a unit is a pixel.
+pub const CANVAS_HEIGHT: f32 = 1080.0;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Color(pub u8, pub u8, pub u8);
+
+impl Color {
+    pub fn hex(self) -> String {
+        format!("#{:02x}{:02x}{:02x}", self.0, self.1, self.2)
+    }
+}
+
+pub struct Palette {
+    pub background: Color,
+    pub text: Color,
+    pub title: Color,
+    pub accent: Color,
+    pub muted: Color,
+    pub code_bg: Color,
+    pub code_text: Color,
+    pub inline_code_bg: Color,
+}
+
+pub fn palette(theme: Theme) -> Palette {
+    match theme {
+        Theme::Light => Palette {
+            background: Color(0xff, 0xff, 0xff),
+            text: Color(0x1f, 0x23, 0x28),
+            title: Color(0x10, 0x2a, 0x43),
+            accent: Color(0x2f, 0x6f, 0xeb),
+            muted: Color(0x8c, 0x95, 0x9f),
+            code_bg: Color(0xf2, 0xf4, 0xf7),
+            code_text: Color(0x24, 0x29, 0x2f),
+            inline_code_bg: Color(0xe8, 0xeb, 0xef),
+        },
+        Theme::Dark => Palette {
+            background: Color(0x16, 0x1b, 0x22),
+            text: Color(0xe6, 0xed, 0xf3),
+            title: Color(0xff, 0xff, 0xff),
+            accent: Color(0x58, 0xa6, 0xff),
+            muted: Color(0x7d, 0x85, 0x90),
+            code_bg: Color(0x22, 0x29, 0x33),
+            code_text: Color(0xe6, 0xed, 0xf3),
+            inline_code_bg: Color(0x2d, 0x35, 0x40),
+        },
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// A filled box; `r` is the corner radius.
+    Rect {
+        x: f32,
+        y: f32,
+        w: f32,
+        h: f32,
+        r: f32,
+        fill: Color,
+    },
+    /// One run of text in one face; `y` is the baseline.
+    Text {
+        x: f32,
+        y: f32,
+        size: f32,
+        face: Face,
+        fill: Color,
+        text: String,
+    },
+    /// An image stretched to the box (the box already has the image's aspect ratio).
+    Image {
+        x: f32,
+        y: f32,
+        w: f32,
+        h: f32,
+        asset_id: String,
+    },
+}
+
+pub struct Page {
+    pub width: f32,
+    pub height: f32,
+    pub background: Color,
+    pub items: Vec<Item>,
+}
+
+/// An image's own size; vector images may be scaled up freely.
+#[derive(Debug, Clone, Copy)]
+pub struct Natural {
+    pub width: f32,
+    pub height: f32,
+    pub vector: bool,
+}
+
+/// Natural sizes of the images a slide uses, by asset id; a missing entry draws a
+/// placeholder.
+pub type NaturalSizes = HashMap<String, Natural>;
+
+// Sizes at full scale, in layout units.
+const MARGIN_X: f32 = 110.0;
+const MARGIN_Y: f32 = 80.0;
+const TITLE_SIZE: f32 = 60.0;
+const TITLE_SLIDE_TITLE_SIZE: f32 = 84.0;
+const HEADING_SIZE: f32 = 46.0;
+const TEXT_SIZE: f32 = 34.0;
+const CODE_SIZE: f32 = 26.0;
+const BLOCK_GAP: f32 = 30.0;
+const MIN_IMAGE_HEIGHT: f32 = 160.0;
+/// Raster images are not blown up beyond this factor of their pixel size.
+const MAX_UPSCALE: f32 = 2.0;
+/// Shrink steps tried in order; the last is the floor, where what still overflows is cut.
+const SCALES: [f32; 10] = [1.0, 0.92, 0.85, 0.78, 0.72, 0.66, 0.6, 0.55, 0.5, 0.45];
+/// Below this a code block's lines are cut with an ellipsis instead of shrinking more.
+const MIN_CODE_SIZE: f32 = 13.0;
+
+pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Page {
+    let pal = palette(deck.theme);
+    let width = CANVAS_HEIGHT * size.width as f32 / size.height as f32;
+    let height = CANVAS_HEIGHT;
+    // Narrow canvases get narrower margins so text keeps some room.
+    let margin_x = MARGIN_X.min(width * 0.06);
+    let frame = Frame {
+        left: margin_x,
+        top: MARGIN_Y,
+        width: width - 2.0 * margin_x,
+        height: height - 2.0 * MARGIN_Y,
+        centered: slide.layout == Layout::Title,
+    };
+
+    let mut items = Vec::new();
+    let mut fitted = None;
+    for scale in SCALES {
+        let stack = build(slide, &pal, sizes, &frame, scale);
+        if stack.height <= frame.height + 0.5 {
+            fitted = Some(stack);
+            break;
+        }
+    }
+    let overflowed = fitted.is_none();
+    let stack =
+        fitted.unwrap_or_else(|| build(slide, &pal, sizes, &frame, SCALES[SCALES.len() - 1]));
+    let top = if frame.centered {
+        frame.top + ((frame.height - stack.height) / 2.0).max(0.0)
+    } else {
+        frame.top
+    };
+    for item in stack.items {
+        items.push(translate(item, frame.left, top));
+    }
+    if overflowed {
+        // At the floor scale what still does not fit is cut rather than drawn off the page.
+        items.retain(|item| bottom(item) <= height);
+    }
+    Page {
+        width,
+        height,
+        background: pal.background,
+        items,
+    }
+}
+
+struct Frame {
+    left: f32,
+    top: f32,
+    width: f32,
+    height: f32,
+    centered: bool,
+}
+
+/// Items relative to the frame's top-left corner, and the height they take.
+struct Stack {
+    items: Vec<Item>,
+    height: f32,
+}
+
+enum Piece {
+    Fixed {
+        items: Vec<Item>,
+        height: f32,
+    },
+    Image {
+        asset_id: String,
+        natural: (f32, f32),
+        raster: bool,
+    },
+}
+
+fn build(slide: &Slide, pal: &Palette, sizes: &NaturalSizes, frame: &Frame, s: f32) -> Stack {
+    let cw = frame.width;
+    let centered = frame.centered;
+    let mut pieces = Vec::new();
+    let mut gaps = Vec::new();
+
+    if let Some(title) = slide.title.as_deref().filter(|t| !t.trim().is_empty()) {
+        let size = s * if centered {
+            TITLE_SLIDE_TITLE_SIZE
+        } else {
+            TITLE_SIZE
+        };
+        // The markdown front door keeps inline marks (and their escapes) in titles too.
+        let glyphs = marked_glyphs(title, Face::Bold, size);
+        let mut text = Paragraph::new(&glyphs, cw, size, 1.2, centered, pal.title, pal);
+        let rule_w = 96.0 * s;
+        let rule_x = if centered { (cw - rule_w) / 2.0 } else { 0.0 };
+        let rule_y = text.height + 16.0 * s;
+        text.items.push(Item::Rect {
+            x: rule_x,
+            y: rule_y,
+            w: rule_w,
+            h: 6.0 * s,
+            r: 3.0 * s,
+            fill: pal.accent,
+        });
+        pieces.push(Piece::Fixed {
+            items: text.items,
+            height: rule_y + 6.0 * s,
+        });
+        gaps.push(46.0 * s);
+    }
+
+    for block in &slide.blocks {
+        pieces.push(block_piece(block, pal, sizes, cw, centered, s));
+        gaps.push(BLOCK_GAP * s);
+    }
+    gaps.pop();
+
+    // Images share what the other pieces leave over.
+    let fixed: f32 = pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Fixed { height, .. } => *height,
+            Piece::Image { .. } => 0.0,
+        })
+        .sum::<f32>()
+        + gaps.iter().sum::<f32>();
+    let n_images = pieces
+        .iter()
+        .filter(|p| matches!(p, Piece::Image { .. }))
+        .count();
+    let share = if n_images > 0 {
+        ((frame.height - fixed) / n_images as f32).max(MIN_IMAGE_HEIGHT * s)
+    } else {
+        0.0
+    };
+
+    let mut items = Vec::new();
+    let mut y = 0.0;
+    for (i, piece) in pieces.into_iter().enumerate() {
+        let height = match piece {
+            Piece::Fixed {
+                items: piece_items,
+                height,
+            } => {
+                items.extend(piece_items.into_iter().map(|it| translate(it, 0.0, y)));
+                height
+            }
+            Piece::Image {
+                asset_id,
+                natural: (iw, ih),
+                raster,
+            } => {
+                let mut k = (cw / iw).min(share / ih);
+                if raster {
+                    k = k.min(MAX_UPSCALE);
+                }
+                let (w, h) = (iw * k, ih * k);
+                items.push(Item::Image {
+                    x: (cw - w) / 2.0,
+                    y,
+                    w,
+                    h,
+                    asset_id,
+                });
+                h
+            }
+        };
+        y += height + gaps.get(i).copied().unwrap_or(0.0);
+    }
+    Stack { items, height: y }
+}
+
+fn block_piece(
+    block: &Block,
+    pal: &Palette,
+    sizes: &NaturalSizes,
+    cw: f32,
+    centered: bool,
+    s: f32,
+) -> Piece {
+    match block {
+        Block::Heading { text } => {
+            let size = HEADING_SIZE * s;
+            let p = Paragraph::new(
+                &marked_glyphs(text, Face::Bold, size),
+                cw,
+                size,
+                1.2,
+                centered,
+                pal.text,
+                pal,
+            );
+            Piece::Fixed {
+                items: p.items,
+                height: p.height,
+            }
+        }
+        Block::Text { text } => {
+            let size = TEXT_SIZE * s;
+            let p = Paragraph::new(
+                &marked_glyphs(text, Face::Regular, size),
+                cw,
+                size,
+                1.35,
+                centered,
+                pal.text,
+                pal,
+            );
+            Piece::Fixed {
+                items: p.items,
+                height: p.height,
+            }
+        }
+        Block::Bullets { items, ordered } => bullets(items, *ordered, pal, cw, centered, s),
+        Block::Code { code, .. } => code_block(code, pal, cw, centered, s),
+        Block::Image { asset_id, alt } => match sizes.get(asset_id) {
+            Some(n) if n.width > 0.0 && n.height > 0.0 => Piece::Image {
+                asset_id: asset_id.clone(),
+                natural: (n.width, n.height),
+                raster: !n.vector,
+            },
+            _ => placeholder(alt.as_deref(), pal, cw, s),
+        },
+    }
+}
+
+fn bullets(
+    items: &[String],
+    ordered: bool,
+    pal: &Palette,
+    cw: f32,
+    centered: bool,
+    s: f32,
+) -> Piece {
+    let size = TEXT_SIZE * s;
+    let regular = metrics(Face::Regular);
+    let markers: Vec<String> = (1..=items.len())
+        .map(|n| {
+            if ordered {
+                format!("{n}.")
+            } else {
+                "•".to_owned()
+            }
+        })
+        .collect();
+    let marker_w = markers
+        .iter()
+        .map(|m| regular.width(m) * size)
+        .fold(0.0, f32::max);
+    let indent = marker_w + 0.55 * size;
+    let paragraphs: Vec<Paragraph> = items
+        .iter()
+        .map(|item| {
+            let glyphs = marked_glyphs(item, Face::Regular, size);
+            Paragraph::new(&glyphs, cw - indent, size, 1.35, false, pal.text, pal)
+        })
+        .collect();
+    // A centred list stays a left-aligned column, centred as a whole.
+    let offset = if centered {
+        let widest = paragraphs.iter().map(|p| p.width).fold(0.0, f32::max);
+        ((cw - indent - widest) / 2.0).max(0.0)
+    } else {
+        0.0
+    };
+    let gap = 0.35 * size;
+    let mut out = Vec::new();
+    let mut y = 0.0;
+    for (p, marker) in paragraphs.into_iter().zip(markers) {
+        let marker_x = if ordered {
+            // Numbers right-aligned so the dots line up.
+            offset + marker_w - regular.width(&marker) * size
+        } else {
+            offset
+        };
+        out.push(Item::Text {
+            x: marker_x,
+            y: y + p.first_baseline,
+            size,
+            face: Face::Regular,
+            fill: pal.accent,
+            text: marker,
+        });
+        out.extend(
+            p.items
+                .into_iter()
+                .map(|it| translate(it, offset + indent, y)),
+        );
+        y += p.height + gap;
+    }
+    Piece::Fixed {
+        items: out,
+        height: (y - gap).max(0.0),
+    }
+}
+
+fn code_block(code: &str, pal: &Palette, cw: f32, centered: bool, s: f32) -> Piece {
+    let mono = metrics(Face::Mono);
+    let lines: Vec<String> = code
+        .trim_end_matches(['\n', '\r'])
+        .split('\n')
+        .map(|l| clean(&l.replace('\t', "    ")))
+        .collect();
+    let widest = lines.iter().map(|l| mono.width(l)).fold(0.0, f32::max);
+    let pad = 26.0 * s;
+    let avail = cw - 2.0 * pad;
+    let mut size = CODE_SIZE * s;
+    if widest * size > avail {
+        size = (avail / widest).max(MIN_CODE_SIZE);
+    }
+    let line_h = 1.4 * size;
+    let box_w = if centered {
+        (widest * size + 2.0 * pad).min(cw)
+    } else {
+        cw
+    };
+    let box_x = (cw - box_w) / 2.0;
+    let height = lines.len() as f32 * line_h + 2.0 * pad;
+    let mut items = vec![Item::Rect {
+        x: box_x,
+        y: 0.0,
+        w: box_w,
+        h: height,
+        r: 12.0 * s,
+        fill: pal.code_bg,
+    }];
+    let baseline = baseline_in_line(Face::Mono, size, line_h);
+    for (i, line) in lines.iter().enumerate() {
+        let text = truncate(line, avail / size);
+        if text.trim().is_empty() {
+            continue;
+        }
+        items.push(Item::Text {
+            x: box_x + pad,
+            y: pad + i as f32 * line_h + baseline,
+            size,
+            face: Face::Mono,
+            fill: pal.code_text,
+            text,
+        });
+    }
+    Piece::Fixed { items, height }
+}
+
+/// Cuts a monospace line to `max_em` with an ellipsis.
+fn truncate(line: &str, max_em: f32) -> String {
+    let mono = metrics(Face::Mono);
+    if mono.width(line) <= max_em {
+        return line.to_owned();
+    }
+    let budget = max_em - mono.advance('…');
+    let mut out = String::new();
+    let mut w = 0.0;
+    for c in line.chars() {
+        w += mono.advance(c);
+        if w > budget {
+            break;
+        }
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+fn placeholder(alt: Option<&str>, pal: &Palette, cw: f32, s: f32) -> Piece {
+    let size = 26.0 * s;
+    let label = format!(
+        "[image: {}]",
+        alt.filter(|a| !a.trim().is_empty())
+            .unwrap_or("unavailable")
+    );
+    let glyphs = plain_glyphs(&label, Face::Italic, size);
+    let p = Paragraph::new(&glyphs, cw - 40.0 * s, size, 1.3, true, pal.muted, pal);
+    let height = (p.height + 60.0 * s).max(MIN_IMAGE_HEIGHT * s);
+    let mut items = vec![Item::Rect {
+        x: 0.0,
+        y: 0.0,
+        w: cw,
+        h: height,
+        r: 12.0 * s,
+        fill: pal.code_bg,
+    }];
+    let dy = (height - p.height) / 2.0;
+    items.extend(p.items.into_iter().map(|it| translate(it, 20.0 * s, dy)));
+    Piece::Fixed { items, height }
+}
+
+/// One character to lay out, with its face and its advance in layout units.
+#[derive(Clone, Copy)]
+struct Glyph {
+    c: char,
+    face: Face,
+    code: bool,
+    adv: f32,
+    /// Extra room before/after: the padding of an inline code background.
+    pre: f32,
+    post: f32,
+}
+
+fn plain_glyphs(text: &str, face: Face, size: f32) -> Vec<Glyph> {
+    let m = metrics(face);
+    clean(text)
+        .chars()
+        .map(|c| Glyph {
+            c,
+            face,
+            code: false,
+            adv: m.advance(c) * size,
+            pre: 0.0,
+            post: 0.0,
+        })
+        .collect()
+}
+
+/// Glyphs of a text with inline `**bold**`, `*italic*` and `` `code` `` marks.
+fn marked_glyphs(text: &str, base: Face, size: f32) -> Vec<Glyph> {
+    let mut out = Vec::new();
+    let pad = 0.22 * size;
+    for span in spans(text) {
+        let face = if span.code {
+            Face::Mono
+        } else if span.bold || base == Face::Bold {
+            Face::Bold
+        } else if span.italic {
+            Face::Italic
+        } else {
+            base
+        };
+        let m = metrics(face);
+        let text = clean(&span.text);
+        let n = text.chars().count();
+        for (i, c) in text.chars().enumerate() {
+            out.push(Glyph {
+                c,
+                face,
+                code: span.code,
+                adv: m.advance(c) * size,
+                pre: if span.code && i == 0 { pad } else { 0.0 },
+                post: if span.code && i + 1 == n { pad } else { 0.0 },
+            });
+        }
+    }
+    out
+}
+
+/// Tabs become spaces; other control characters (which XML cannot carry) are dropped.
+fn clean(text: &str) -> String {
+    text.chars()
+        .filter_map(|c| match c {
+            '\t' => Some(' '),
+            '\n' => Some('\n'),
+            c if c.is_control() => None,
+            c => Some(c),
+        })
+        .collect()
+}
+
+/// Where the baseline sits in a line box of `line_h`, with the font's ascent and
+/// descent centred in it.
+fn baseline_in_line(face: Face, size: f32, line_h: f32) -> f32 {
+    let m = metrics(face);
+    (line_h - (m.ascent + m.descent) * size) / 2.0 + m.ascent * size
+}
+
+/// A wrapped paragraph: items relative to its top-left corner.
+struct Paragraph {
+    items: Vec<Item>,
+    height: f32,
+    /// Widest line.
+    width: f32,
+    first_baseline: f32,
+}
+
+impl Paragraph {
+    fn new(
+        glyphs: &[Glyph],
+        max_w: f32,
+        size: f32,
+        leading: f32,
+        centered: bool,
+        fill: Color,
+        pal: &Palette,
+    ) -> Paragraph {
+        let lines = wrap(glyphs, max_w);
+        let line_h = leading * size;
+        // Regular and Bold share metrics closely enough; one baseline per paragraph.
+        let baseline = baseline_in_line(Face::Regular, size, line_h);
+        let mut items = Vec::new();
+        let mut width: f32 = 0.0;
+        for (i, line) in lines.iter().enumerate() {
+            let line_w = line
+                .last()
+                .map(|&(g, x)| x + glyphs[g].adv + glyphs[g].post)
+                .unwrap_or(0.0);
+            width = width.max(line_w);
+            let dx = if centered {
+                (max_w - line_w) / 2.0
+            } else {
+                0.0
+            };
+            let y = i as f32 * line_h + baseline;
+            // Consecutive glyphs in one face and style make one text run.
+            let mut start = 0;
+            while start < line.len() {
+                let (g0, x0) = line[start];
+                let key = (glyphs[g0].face, glyphs[g0].code);
+                let mut end = start + 1;
+                while end < line.len()
+                    && (glyphs[line[end].0].face, glyphs[line[end].0].code) == key
+                {
+                    end += 1;
+                }
+                let text: String = line[start..end].iter().map(|&(g, _)| glyphs[g].c).collect();
+                let (gl, xl) = line[end - 1];
+                let run_w = xl + glyphs[gl].adv - x0;
+                if key.1 {
+                    let pad = 0.22 * size;
+                    items.push(Item::Rect {
+                        x: dx + x0 - pad * 0.8,
+                        y: y - 0.86 * size,
+                        w: run_w + pad * 1.6,
+                        h: 1.12 * size,
+                        r: 0.15 * size,
+                        fill: pal.inline_code_bg,
+                    });
+                }
+                items.push(Item::Text {
+                    x: dx + x0,
+                    y,
+                    size,
+                    face: key.0,
+                    fill: if key.1 { pal.code_text } else { fill },
+                    text,
+                });
+                start = end;
+            }
+        }
+        Paragraph {
+            items,
+            height: lines.len().max(1) as f32 * line_h,
+            width,
+            first_baseline: baseline,
+        }
+    }
+}
+
+/// Greedy word wrap: each line is a list of (glyph index, x). Spaces at the start or
+/// end of a line are dropped; `\n` forces a break; a word wider than the line is broken
+/// between characters.
+fn wrap(glyphs: &[Glyph], max_w: f32) -> Vec<Vec<(usize, f32)>> {
+    let mut lines = Vec::new();
+    let mut line: Vec<(usize, f32)> = Vec::new();
+    let mut x = 0.0;
+    let mut spaces: Vec<usize> = Vec::new();
+    let mut i = 0;
+    while i < glyphs.len() {
+        match glyphs[i].c {
+            '\n' => {
+                lines.push(std::mem::take(&mut line));
+                x = 0.0;
+                spaces.clear();
+                i += 1;
+            }
+            ' ' => {
+                if !line.is_empty() {
+                    spaces.push(i);
+                }
+                i += 1;
+            }
+            _ => {
+                let end = (i..glyphs.len())
+                    .find(|&j| glyphs[j].c == ' ' || glyphs[j].c == '\n')
+                    .unwrap_or(glyphs.len());
+                let word_w: f32 = glyphs[i..end].iter().map(|g| g.pre + g.adv + g.post).sum();
+                let space_w: f32 = spaces.iter().map(|&s| glyphs[s].adv).sum();
+                if !line.is_empty() && x + space_w + word_w > max_w {
+                    lines.push(std::mem::take(&mut line));
+                    x = 0.0;
+                    spaces.clear();
+                }
+                for s in spaces.drain(..) {
+                    line.push((s, x));
+                    x += glyphs[s].adv;
+                }
+                for (j, g) in glyphs.iter().enumerate().take(end).skip(i) {
+                    if !line.is_empty() && x + g.pre + g.adv > max_w && word_w > max_w {
+                        lines.push(std::mem::take(&mut line));
+                        x = 0.0;
+                    }
+                    x += g.pre;
+                    line.push((j, x));
+                    x += g.adv + g.post;
+                }
+                i = end;
+            }
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+fn translate(item: Item, dx: f32, dy: f32) -> Item {
+    match item {
+        Item::Rect {
+            x,
+            y,
+            w,
+            h,
+            r,
+            fill,
+        } => Item::Rect {
+            x: x + dx,
+            y: y + dy,
+            w,
+            h,
+            r,
+            fill,
+        },
+        Item::Text {
+            x,
+            y,
+            size,
+            face,
+            fill,
+            text,
+        } => Item::Text {
+            x: x + dx,
+            y: y + dy,
+            size,
+            face,
+            fill,
+            text,
+        },
+        Item::Image {
+            x,
+            y,
+            w,
+            h,
+            asset_id,
+        } => Item::Image {
+            x: x + dx,
+            y: y + dy,
+            w,
+            h,
+            asset_id,
+        },
+    }
+}
+
+fn bottom(item: &Item) -> f32 {
+    match item {
+        Item::Rect { y, h, .. } | Item::Image { y, h, .. } => y + h,
+        Item::Text { y, size, face, .. } => y + metrics(*face).descent * size,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_breaks_at_spaces_and_long_words() {
+        let g = plain_glyphs("aaa bbb ccc", Face::Mono, 10.0);
+        let adv = metrics(Face::Mono).advance('a') * 10.0;
+        let lines = wrap(&g, adv * 7.5);
+        assert_eq!(lines.len(), 2);
+        let text = |l: &Vec<(usize, f32)>| l.iter().map(|&(i, _)| g[i].c).collect::<String>();
+        assert_eq!(text(&lines[0]), "aaa bbb");
+        assert_eq!(text(&lines[1]), "ccc");
+        let long = plain_glyphs("abcdefghij", Face::Mono, 10.0);
+        assert_eq!(wrap(&long, adv * 4.5).len(), 3);
+    }
+}

@@ -1,0 +1,465 @@
+use std::collections::HashSet;
+use std::io::Cursor;
+use std::process::Command;
+
+use plinth_slides::{Block, Deck, Layout, Slide, Theme};
+
+use super::*;
+
+const LOGO: &str = "6f1c2a3e-0000-4000-8000-000000000001";
+
+fn slide(title: &str, blocks: Vec<Block>) -> Slide {
+    Slide {
+        id: String::new(),
+        layout: Layout::Content,
+        title: Some(title.to_owned()),
+        blocks,
+        notes: None,
+        hidden: false,
+    }
+}
+
+/// A 64×48 gradient, so the rendered image is visibly not flat.
+fn png_bytes(w: u32, h: u32) -> Vec<u8> {
+    let img = ::image::RgbImage::from_fn(w, h, |x, y| {
+        ::image::Rgb([(x * 255 / w) as u8, (y * 255 / h) as u8, 160])
+    });
+    let mut out = Vec::new();
+    img.write_to(&mut Cursor::new(&mut out), ::image::ImageFormat::Png)
+        .unwrap();
+    out
+}
+
+fn sample() -> (Deck, Images) {
+    let mut deck = Deck {
+        title: Some("Sample <deck> & co".into()),
+        theme: Theme::Light,
+        slides: vec![
+            Slide {
+                layout: Layout::Title,
+                ..slide(
+                    "Quarterly Review",
+                    vec![Block::Text {
+                        text: "Prepared by *the platform team*".into(),
+                    }],
+                )
+            },
+            slide(
+                "Highlights",
+                vec![
+                    Block::Bullets {
+                        items: vec![
+                            "Revenue grew **forty percent** year over year".into(),
+                            "Latency is *down* across regions".into(),
+                            "Call `render_deck` to export".into(),
+                        ],
+                        ordered: false,
+                    },
+                    Block::Bullets {
+                        items: vec!["First step".into(), "Second step".into()],
+                        ordered: true,
+                    },
+                ],
+            ),
+            Slide {
+                hidden: true,
+                notes: Some("SECRETNOTE".into()),
+                ..slide(
+                    "Hidden Roadmap",
+                    vec![Block::Text {
+                        text: "internal only".into(),
+                    }],
+                )
+            },
+            Slide {
+                notes: Some("SECRETNOTE as well".into()),
+                ..slide(
+                    "Code Sample",
+                    vec![
+                        Block::Code {
+                            language: Some("rust".into()),
+                            code: "fn main() {\n    println!(\"<hello & bye>\");\n}\n".into(),
+                        },
+                        Block::Image {
+                            asset_id: LOGO.into(),
+                            alt: Some("gradient".into()),
+                        },
+                    ],
+                )
+            },
+        ],
+    };
+    deck.fill_ids();
+    deck.validate().unwrap();
+    let mut images = Images::new();
+    images.insert(
+        LOGO.into(),
+        Image {
+            mime: "image/png".into(),
+            bytes: png_bytes(64, 48),
+        },
+    );
+    (deck, images)
+}
+
+fn page_count(pdf: &[u8]) -> usize {
+    let text = String::from_utf8_lossy(pdf);
+    text.match_indices("/Type")
+        .filter(|(i, _)| {
+            let rest = text[i + 5..].trim_start();
+            rest.starts_with("/Page") && !rest.starts_with("/Pages")
+        })
+        .count()
+}
+
+#[test]
+fn sample_deck_renders_to_png_pdf_and_html() {
+    let (deck, images) = sample();
+    let shown = visible(&deck);
+    assert_eq!(shown.len(), 3);
+
+    let mut pngs = Vec::new();
+    for slide in &shown {
+        let png = slide_png(&deck, slide, &images, Size::default()).unwrap();
+        let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
+        assert_eq!((img.width(), img.height()), (1920, 1080));
+        let colours: HashSet<[u8; 3]> = img.pixels().map(|p| p.0).collect();
+        assert!(colours.len() > 20, "slide {} looks blank", slide.id);
+        pngs.push(png);
+    }
+    // The slide with the image has the gradient's colours in it.
+    let img = ::image::load_from_memory(&pngs[2]).unwrap().to_rgb8();
+    assert!(
+        img.pixels()
+            .filter(|p| p.0[2] == 160 && p.0[0] > 100)
+            .count()
+            > 1000
+    );
+
+    let svg = slide_svg(&deck, shown[2], &images, Size::default());
+    assert!(svg.contains("&lt;hello &amp; bye&gt;"));
+    assert!(!svg.contains("SECRETNOTE"));
+
+    let mut seen = Vec::new();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |i| {
+        seen.push(i);
+        true
+    })
+    .unwrap();
+    assert!(pdf.starts_with(b"%PDF"));
+    assert_eq!(seen, [0, 1, 2]);
+    assert_eq!(page_count(&pdf), 3);
+    assert!(
+        pdf.len() < 200_000,
+        "PDF is {} bytes: fonts not subset?",
+        pdf.len()
+    );
+
+    match pdftotext(&pdf) {
+        Some(text) => {
+            for needle in [
+                "Quarterly Review",
+                "Highlights",
+                "forty percent",
+                "Latency is down across regions",
+                "render_deck",
+                "Second step",
+                "Code Sample",
+                "println!",
+            ] {
+                assert!(
+                    text.contains(needle),
+                    "{needle:?} missing from PDF text:\n{text}"
+                );
+            }
+            assert!(!text.contains("SECRETNOTE"));
+            assert!(!text.contains("Hidden Roadmap"));
+            assert!(!text.contains("internal only"));
+        }
+        None => eprintln!("pdftotext not on PATH: skipping the PDF text check"),
+    }
+
+    let html = deck_html(&deck, &images);
+    assert_eq!(html.matches("<section").count(), 3);
+    assert!(html.contains("Sample &lt;deck&gt; &amp; co"));
+    assert!(html.contains("data:image/png;base64,"));
+    assert!(html.contains("<strong>forty percent</strong>"));
+    assert!(!html.contains("SECRETNOTE"));
+    assert!(!html.contains("Hidden Roadmap"));
+}
+
+fn pdftotext(pdf: &[u8]) -> Option<String> {
+    let dir = std::env::temp_dir().join(format!("plinth-render-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let path = dir.join("deck.pdf");
+    std::fs::write(&path, pdf).ok()?;
+    let out = Command::new("pdftotext")
+        .arg(&path)
+        .arg("-")
+        .output()
+        .ok()?;
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        out.status.success(),
+        "pdftotext failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn pdf_progress_can_cancel() {
+    let (deck, images) = sample();
+    let r = deck_pdf(&deck, &images, Size::default(), &mut |i| i < 1);
+    assert!(matches!(r, Err(RenderError::Cancelled)));
+}
+
+#[test]
+fn rendering_is_deterministic() {
+    let (deck, images) = sample();
+    for slide in visible(&deck) {
+        let a = slide_png(&deck, slide, &images, Size::default()).unwrap();
+        let b = slide_png(&deck, slide, &images, Size::default()).unwrap();
+        assert!(a == b, "slide {} differs between runs", slide.id);
+    }
+}
+
+#[test]
+fn dark_theme_and_other_sizes() {
+    let (mut deck, images) = sample();
+    deck.theme = Theme::Dark;
+    let size = Size {
+        width: 1024,
+        height: 768,
+    };
+    let png = slide_png(&deck, &deck.slides[1], &images, size).unwrap();
+    let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
+    assert_eq!((img.width(), img.height()), (1024, 768));
+    let corner = img.get_pixel(2, 2).0;
+    assert!(
+        corner.iter().all(|&c| c < 60),
+        "dark background expected, got {corner:?}"
+    );
+}
+
+#[test]
+fn overflowing_content_shrinks_onto_the_page() {
+    let items: Vec<String> = (1..=30)
+        .map(|i| format!("Point number {i} with **some** words to make it wrap a bit further"))
+        .collect();
+    let deck = Deck {
+        title: None,
+        theme: Theme::Light,
+        slides: vec![slide(
+            "Too much",
+            vec![Block::Bullets {
+                items,
+                ordered: true,
+            }],
+        )],
+    };
+    let page = layout::page(&deck, &deck.slides[0], &Default::default(), Size::default());
+    assert!(!page.items.is_empty());
+    for item in &page.items {
+        if let layout::Item::Text { y, size, .. } = item {
+            assert!(
+                *y <= page.height && *y - size >= 0.0,
+                "text at y={y} is off the page"
+            );
+        }
+    }
+    // Shrunk, not cut, as long as it fits at the floor scale.
+    let first = deck_sizes(&page);
+    assert!(first < 34.0, "text size {first} was not reduced");
+}
+
+fn deck_sizes(page: &layout::Page) -> f32 {
+    page.items
+        .iter()
+        .filter_map(|i| match i {
+            layout::Item::Text { size, .. } => Some(*size),
+            _ => None,
+        })
+        .fold(f32::MAX, f32::min)
+}
+
+#[test]
+fn svg_images_and_missing_images() {
+    let svg_id = "6f1c2a3e-0000-4000-8000-000000000002";
+    let missing = "6f1c2a3e-0000-4000-8000-000000000003";
+    let deck = Deck {
+        title: None,
+        theme: Theme::Light,
+        slides: vec![slide(
+            "Pictures",
+            vec![
+                Block::Image {
+                    asset_id: svg_id.into(),
+                    alt: None,
+                },
+                Block::Image {
+                    asset_id: missing.into(),
+                    alt: Some("lost one".into()),
+                },
+            ],
+        )],
+    };
+    let mut images = Images::new();
+    images.insert(
+        svg_id.into(),
+        Image {
+            mime: "image/svg+xml".into(),
+            bytes: br##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 40 20"><rect width="40" height="20" fill="#e03030"/><text x="4" y="14" font-family="sans-serif" font-size="10">Hi</text></svg>"##.to_vec(),
+        },
+    );
+    let png = slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap();
+    let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
+    assert!(img.pixels().filter(|p| p.0 == [0xe0, 0x30, 0x30]).count() > 10_000);
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    if let Some(text) = pdftotext(&pdf) {
+        assert!(text.contains("[image: lost one]"), "{text}");
+    }
+}
+
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xedb8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+fn png_with_header(w: u32, h: u32) -> Vec<u8> {
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut chunk = b"IHDR".to_vec();
+    chunk.extend(w.to_be_bytes());
+    chunk.extend(h.to_be_bytes());
+    chunk.extend([8, 6, 0, 0, 0]);
+    out.extend(13u32.to_be_bytes());
+    out.extend(&chunk);
+    out.extend(crc32(&chunk).to_be_bytes());
+    // A little (bogus) pixel data and the end: a decoder that trusted the header
+    // would try to allocate 40 GB here.
+    let idat = b"IDAT\x78\x9c\x63\x00\x00\x00\x01\x00\x01";
+    out.extend(((idat.len() - 4) as u32).to_be_bytes());
+    out.extend(idat);
+    out.extend(crc32(idat).to_be_bytes());
+    out.extend(0u32.to_be_bytes());
+    out.extend(b"IEND");
+    out.extend(crc32(b"IEND").to_be_bytes());
+    out
+}
+
+#[test]
+fn inspect_accepts_the_four_formats() {
+    let png = png_bytes(30, 20);
+    let info = inspect_image(&png).unwrap();
+    assert_eq!(
+        (info.format, info.mime, info.width, info.height),
+        ("png", "image/png", 30, 20)
+    );
+
+    let rgb =
+        ::image::RgbImage::from_fn(33, 17, |x, y| ::image::Rgb([x as u8 * 7, y as u8 * 9, 50]));
+    let mut jpeg = Vec::new();
+    rgb.write_to(&mut Cursor::new(&mut jpeg), ::image::ImageFormat::Jpeg)
+        .unwrap();
+    let info = inspect_image(&jpeg).unwrap();
+    assert_eq!((info.format, info.width, info.height), ("jpeg", 33, 17));
+
+    let mut webp = Vec::new();
+    rgb.write_to(&mut Cursor::new(&mut webp), ::image::ImageFormat::WebP)
+        .unwrap();
+    let info = inspect_image(&webp).unwrap();
+    assert_eq!(
+        (info.format, info.mime, info.width, info.height),
+        ("webp", "image/webp", 33, 17)
+    );
+
+    let svg = br#"<?xml version="1.0"?>
+<svg xmlns="http://www.w3.org/2000/svg" width="120" height="80"><circle cx="60" cy="40" r="30"/></svg>"#;
+    let info = inspect_image(svg).unwrap();
+    assert_eq!(
+        (info.format, info.mime, info.width, info.height),
+        ("svg", "image/svg+xml", 120, 80)
+    );
+    let viewbox_only = br#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 300 150"/>"#;
+    let info = inspect_image(viewbox_only).unwrap();
+    assert_eq!((info.width, info.height), (300, 150));
+
+    // Every accepted format also renders, in a slide and in the PDF.
+    for bytes in [png, jpeg, webp, svg.to_vec()] {
+        let mut images = Images::new();
+        let info = inspect_image(&bytes).unwrap();
+        images.insert(
+            LOGO.into(),
+            Image {
+                mime: info.mime.into(),
+                bytes,
+            },
+        );
+        let deck = Deck {
+            title: None,
+            theme: Theme::Light,
+            slides: vec![slide(
+                "Img",
+                vec![Block::Image {
+                    asset_id: LOGO.into(),
+                    alt: None,
+                }],
+            )],
+        };
+        slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap();
+        let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+        assert!(pdf.starts_with(b"%PDF"), "{}", info.format);
+    }
+}
+
+#[test]
+fn inspect_refuses_bombs_and_junk() {
+    let bomb = png_with_header(100_000, 100_000);
+    let e = inspect_image(&bomb).unwrap_err();
+    assert!(e.contains("100000x100000") && e.contains("40000000"), "{e}");
+    let e = inspect_image(&png_with_header(20_000, 100)).unwrap_err();
+    assert!(e.contains("16384"), "{e}");
+
+    let png = png_bytes(200, 200);
+    let e = inspect_image(&png[..png.len() / 2]).unwrap_err();
+    assert!(e.contains("truncated or corrupt"), "{e}");
+
+    let rgb =
+        ::image::RgbImage::from_fn(64, 64, |x, y| ::image::Rgb([x as u8 * 3, y as u8 * 3, 9]));
+    let mut jpeg = Vec::new();
+    rgb.write_to(&mut Cursor::new(&mut jpeg), ::image::ImageFormat::Jpeg)
+        .unwrap();
+    assert!(inspect_image(&jpeg[..jpeg.len() - 40]).is_err());
+
+    let mut seed = 0x1234_5678u32;
+    let random: Vec<u8> = (0..4096)
+        .map(|_| {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            (seed >> 16) as u8
+        })
+        .collect();
+    assert!(inspect_image(&random).is_err());
+    assert!(inspect_image(b"").is_err());
+
+    let gif = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\xff\xff\xff\x00\x00\x00!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
+    let e = inspect_image(gif).unwrap_err();
+    assert!(e.contains("GIF"), "{e}");
+
+    assert!(inspect_image(b"<html><body>hi</body></html>").is_err());
+    assert!(inspect_image(b"<svg xmlns=\"http://www.w3.org/2000/svg\"><rect").is_err());
+    let external = br#"<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="10" height="10"><image href="/etc/passwd" width="10" height="10"/></svg>"#;
+    let e = inspect_image(external).unwrap_err();
+    assert!(e.contains("external"), "{e}");
+    let huge_svg = br#"<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"/>"#;
+    assert!(inspect_image(huge_svg).is_err());
+}
