@@ -193,6 +193,22 @@ pub struct Opts {
         global = true
     )]
     pub email_concurrency: usize,
+    /// Concurrent slide exports per process (each renders on a blocking thread).
+    #[arg(
+        long,
+        env = "PLINTH_RENDER_CONCURRENCY",
+        default_value_t = 2,
+        global = true
+    )]
+    pub render_concurrency: usize,
+    /// Concurrent slide image validations per process.
+    #[arg(
+        long,
+        env = "PLINTH_IMAGE_CONCURRENCY",
+        default_value_t = 2,
+        global = true
+    )]
+    pub image_concurrency: usize,
     /// Prefix of this process's worker names [default: host and process id]; the full
     /// names are made unique per start, as apalis requires.
     #[arg(long, env = "PLINTH_WORKER_NAME", global = true)]

@@ -14,6 +14,7 @@ pub mod periodic;
 pub mod reply;
 pub mod routes;
 pub mod server;
+pub mod slide_jobs;
 pub mod state;
 pub mod storage;
 pub mod usage;

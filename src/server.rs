@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use plinth_actors::credits::CreditAccounts;
+use plinth_actors::decks::DeckActors;
 use plinth_actors::rate::RateLimiter;
 use plinth_workers::{MailBackend, Queue, WorkerConfig};
 use tokio::sync::watch;
@@ -91,6 +92,13 @@ fn mail_backend(opts: &Opts) -> anyhow::Result<MailBackend> {
         .map_err(|e| anyhow::anyhow!("mail configuration: {e}"))
 }
 
+fn slide_env(db: &Db, objects: &crate::storage::ObjectStore) -> plinth_workers::slides::Env {
+    std::sync::Arc::new(crate::slide_jobs::Env {
+        db: db.clone(),
+        objects: objects.clone(),
+    })
+}
+
 fn worker_config(opts: &Opts) -> WorkerConfig {
     WorkerConfig {
         name_prefix: opts.worker_name.clone().unwrap_or_else(|| {
@@ -98,6 +106,8 @@ fn worker_config(opts: &Opts) -> WorkerConfig {
             format!("{host}-{}", std::process::id())
         }),
         email_concurrency: opts.email_concurrency,
+        render_concurrency: opts.render_concurrency,
+        image_concurrency: opts.image_concurrency,
     }
 }
 
@@ -153,6 +163,12 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         .unwrap_or_else(|| format!("{public_url}/api/users/subscriptions"));
 
     let objects = crate::storage::ObjectStore::from_config(&opts, &key, &public_url)?;
+    let decks = DeckActors::start(
+        opts.rate_shards,
+        std::sync::Arc::new(crate::slide_jobs::Idempotency(db.clone())),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("starting deck actors: {e}"))?;
     let payments: std::sync::Arc<dyn crate::payments::PaymentProvider> =
         match (&opts.stripe_api_base, &opts.stripe_secret_key) {
             (Some(base), Some(secret)) => {
@@ -177,6 +193,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         webhook_secret,
         rate: rate.clone(),
         credits: credits.clone(),
+        decks: decks.clone(),
         callers: CallerCache::default(),
         queue: queue.clone(),
         mail: mail.clone(),
@@ -189,6 +206,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
     let workers = (!state.opts.no_workers).then(|| {
         let cfg = worker_config(&state.opts);
         let queue = queue.clone();
+        let env = slide_env(&state.db, &state.objects);
         let every = Duration::from_secs(state.opts.monthly_interval_secs.max(1));
         let periodic = tokio::spawn(crate::periodic::run(
             state.db.clone(),
@@ -197,7 +215,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
             stop_rx.clone(),
         ));
         tokio::spawn(async move {
-            queue.run_workers(cfg, mail, stop_rx).await;
+            queue.run_workers(cfg, mail, env, stop_rx).await;
             let _ = periodic.await;
         })
     });
@@ -219,12 +237,18 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
     }
     rate.stop();
     credits.stop();
+    decks.stop();
     Ok(())
 }
 
 pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     let (db, queue) = open_database(&opts).await?;
     let mail = mail_backend(&opts)?;
+    let key = master_key(&opts)?;
+    // Workers only read and write objects; links are made by the API processes.
+    let objects =
+        crate::storage::ObjectStore::from_config(&opts, &key, &opts.public_url(&opts.listen))?;
+    let env = slide_env(&db, &objects);
     let credits = CreditAccounts::start(
         credit_shards(&db, &opts),
         std::sync::Arc::new(crate::db::credits::DbCredits(db.clone())),
@@ -241,7 +265,7 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     let run = tokio::spawn({
         let cfg = worker_config(&opts);
         async move {
-            queue.run_workers(cfg, mail, stop_rx).await;
+            queue.run_workers(cfg, mail, env, stop_rx).await;
             let _ = periodic.await;
         }
     });

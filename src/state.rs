@@ -35,6 +35,7 @@ pub struct Inner {
     pub admin_domains: Vec<String>,
     pub rate: RateLimiter,
     pub credits: CreditAccounts,
+    pub decks: plinth_actors::decks::DeckActors,
     pub callers: CallerCache,
     pub queue: Queue,
     pub mail: MailBackend,

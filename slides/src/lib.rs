@@ -140,7 +140,10 @@ impl Deck {
             let at = format!("slide {} ({})", i + 1, slide.id);
             if slide.id.is_empty()
                 || slide.id.chars().count() > MAX_ID_CHARS
-                || !slide.id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                || !slide
+                    .id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
             {
                 return invalid(format!(
                     "{at}: slide ids are 1 to {MAX_ID_CHARS} letters, digits, '-' or '_'"
@@ -156,9 +159,7 @@ impl Deck {
             check_text(&format!("{at} notes"), slide.notes.as_deref())?;
             for block in &slide.blocks {
                 match block {
-                    Block::Heading { text } | Block::Text { text } => {
-                        check_text(&at, Some(text))?
-                    }
+                    Block::Heading { text } | Block::Text { text } => check_text(&at, Some(text))?,
                     Block::Bullets { items, .. } => {
                         if items.is_empty() {
                             return invalid(format!("{at}: a list needs at least one item"));
@@ -302,9 +303,9 @@ impl Deck {
 
 fn check_text(at: &str, text: Option<&str>) -> Result<(), Invalid> {
     match text {
-        Some(t) if t.chars().count() > MAX_TEXT_CHARS => {
-            invalid(format!("{at}: text longer than {MAX_TEXT_CHARS} characters"))
-        }
+        Some(t) if t.chars().count() > MAX_TEXT_CHARS => invalid(format!(
+            "{at}: text longer than {MAX_TEXT_CHARS} characters"
+        )),
         _ => Ok(()),
     }
 }
@@ -430,7 +431,10 @@ mod tests {
     #[test]
     fn spans_split_marks() {
         let s = spans("a **b** *c* `d*e` \\*f");
-        let texts: Vec<_> = s.iter().map(|s| (s.text.as_str(), s.bold, s.italic, s.code)).collect();
+        let texts: Vec<_> = s
+            .iter()
+            .map(|s| (s.text.as_str(), s.bold, s.italic, s.code))
+            .collect();
         assert_eq!(
             texts,
             vec![
@@ -448,7 +452,8 @@ mod tests {
 
     #[test]
     fn documents_get_ids_and_are_checked() {
-        let deck = Deck::from_json(json!({"slides":[{"title":"A"},{"id":"s1","title":"B"}]})).unwrap();
+        let deck =
+            Deck::from_json(json!({"slides":[{"title":"A"},{"id":"s1","title":"B"}]})).unwrap();
         assert_eq!(deck.slides[0].id, "s2");
         assert!(Deck::from_json(json!({"slides":[]})).is_err());
         let e = Deck::from_json(json!({"slides":[{"blocks":[{"type":"video"}]}]})).unwrap_err();
@@ -469,14 +474,22 @@ mod tests {
         ]))
         .unwrap();
         let next = deck.apply(&ops).unwrap();
-        let titles: Vec<_> = next.slides.iter().map(|s| s.title.clone().unwrap()).collect();
+        let titles: Vec<_> = next
+            .slides
+            .iter()
+            .map(|s| s.title.clone().unwrap())
+            .collect();
         assert_eq!(titles, ["Z", "B", "A"]);
         assert!(next.slides[1].hidden);
         assert_eq!(next.audience().slides.len(), 2);
         assert!(next.audience().slides.iter().all(|s| s.notes.is_none()));
-        let bad: Vec<Operation> =
-            serde_json::from_value(json!([{"op":"delete","slide_id":"s1"},{"op":"delete","slide_id":"s2"}]))
-                .unwrap();
-        assert!(deck.apply(&bad).is_err(), "a deck may not lose its last slide");
+        let bad: Vec<Operation> = serde_json::from_value(
+            json!([{"op":"delete","slide_id":"s1"},{"op":"delete","slide_id":"s2"}]),
+        )
+        .unwrap();
+        assert!(
+            deck.apply(&bad).is_err(),
+            "a deck may not lose its last slide"
+        );
     }
 }

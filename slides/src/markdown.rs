@@ -52,7 +52,12 @@ pub fn parse_markdown(source: &str) -> Result<Deck, Invalid> {
         let trimmed = line.trim_start();
         match &fence {
             Some((marker, _)) => {
-                if trimmed.starts_with(marker.as_str()) && trimmed.trim_end().chars().all(|c| c == marker.chars().next().unwrap()) {
+                if trimmed.starts_with(marker.as_str())
+                    && trimmed
+                        .trim_end()
+                        .chars()
+                        .all(|c| c == marker.chars().next().unwrap())
+                {
                     fence = None;
                 }
             }
@@ -81,7 +86,11 @@ pub fn parse_markdown(source: &str) -> Result<Deck, Invalid> {
         let text = chunk.join("\n");
         deck.slides.push(parse_slide(&text, first_line)?);
     }
-    if deck.slides.iter().all(|s| s.title.is_none() && s.blocks.is_empty()) {
+    if deck
+        .slides
+        .iter()
+        .all(|s| s.title.is_none() && s.blocks.is_empty())
+    {
         return Err(Invalid("invalid markdown: no slide has any content".into()));
     }
     deck.fill_ids();
@@ -98,8 +107,11 @@ fn front_matter_end(lines: &[&str]) -> Option<usize> {
     let end = lines.iter().skip(1).position(|l| l.trim_end() == "---")? + 1;
     let all_pairs = lines[1..end].iter().all(|l| {
         l.trim().is_empty()
-            || l.split_once(':')
-                .is_some_and(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+            || l.split_once(':').is_some_and(|(k, _)| {
+                !k.is_empty()
+                    && k.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            })
     });
     (all_pairs && end > 1).then_some(end)
 }
@@ -167,7 +179,10 @@ fn parse_slide(text: &str, first_line: usize) -> Result<Slide, Invalid> {
                     if body.ends_with('\n') {
                         body.pop();
                     }
-                    slide.blocks.push(Block::Code { language, code: body });
+                    slide.blocks.push(Block::Code {
+                        language,
+                        code: body,
+                    });
                 }
             }
             Event::Text(t) if code.is_some() => code.as_mut().expect("in code").1.push_str(&t),
@@ -318,11 +333,19 @@ mod tests {
         assert_eq!(s.layout, Layout::Title);
         assert_eq!(s.title.as_deref(), Some("Hello"));
         assert_eq!(s.notes.as_deref(), Some("say hi"));
-        assert_eq!(s.blocks, vec![Block::Text { text: "A *small* **deck**".into() }]);
+        assert_eq!(
+            s.blocks,
+            vec![Block::Text {
+                text: "A *small* **deck**".into()
+            }]
+        );
         let s = &deck.slides[1];
         assert_eq!(
             s.blocks[0],
-            Block::Bullets { items: vec!["one".into(), "two".into(), "nested".into()], ordered: false }
+            Block::Bullets {
+                items: vec!["one".into(), "two".into(), "nested".into()],
+                ordered: false
+            }
         );
         assert!(matches!(&s.blocks[2], Block::Code { code, .. } if code == "let x = 1;\n---"));
         let s = &deck.slides[2];
@@ -333,9 +356,18 @@ mod tests {
 
     #[test]
     fn rejects_what_it_cannot_show() {
-        assert!(parse_markdown("# a\n```\nopen").unwrap_err().0.contains("never closed"));
-        assert!(parse_markdown("![x](https://example.com/a.png)").unwrap_err().0.contains("asset:"));
-        assert!(parse_markdown("<div>x</div>").unwrap_err().0.contains("HTML"));
+        assert!(parse_markdown("# a\n```\nopen")
+            .unwrap_err()
+            .0
+            .contains("never closed"));
+        assert!(parse_markdown("![x](https://example.com/a.png)")
+            .unwrap_err()
+            .0
+            .contains("asset:"));
+        assert!(parse_markdown("<div>x</div>")
+            .unwrap_err()
+            .0
+            .contains("HTML"));
         assert!(parse_markdown("   \n---\n").is_err());
         assert!(parse_markdown("<!-- layout: wide -->\n# x").is_err());
     }

@@ -9,6 +9,7 @@ pub mod office;
 pub mod openapi;
 pub mod organizations;
 pub mod public_access;
+pub mod slides;
 pub mod status;
 pub mod users;
 pub mod waitlist;

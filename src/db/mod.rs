@@ -9,6 +9,7 @@ pub mod office;
 pub mod organizations;
 pub mod payments;
 pub mod public_access;
+pub mod slides;
 pub mod users;
 pub mod waitlist;
 

@@ -168,6 +168,12 @@ impl Server {
         self.base = base;
     }
 
+    /// Changes an environment variable for the next `restart`.
+    pub fn set_env(&mut self, k: &str, v: &str) {
+        self.env.retain(|(key, _)| key != k);
+        self.env.push((k.into(), v.into()));
+    }
+
     /// Stops the server process abruptly (the data dir and database stay).
     pub fn kill(&mut self) {
         let _ = self.child.kill();

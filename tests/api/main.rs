@@ -12,6 +12,7 @@ mod jobs;
 mod limits;
 mod organizations;
 mod route_table;
+mod slides;
 mod storage;
 mod stripe;
 mod users;

@@ -172,9 +172,9 @@ async fn upload_urls_need_membership_and_a_content_type() {
 }
 
 /// Starts `s3s-fs` on a free port over a temp dir with one bucket.
-struct S3Peer {
+pub(crate) struct S3Peer {
     child: std::process::Child,
-    endpoint: String,
+    pub endpoint: String,
     _dir: tempfile::TempDir,
 }
 
@@ -185,7 +185,7 @@ impl Drop for S3Peer {
     }
 }
 
-fn s3_peer() -> Option<S3Peer> {
+pub(crate) fn s3_peer() -> Option<S3Peer> {
     let found = Command::new("s3s-fs")
         .arg("--help")
         .stdout(Stdio::null())

@@ -1,9 +1,11 @@
 //! Background jobs: apalis queues in the API's own database, and the work they do.
 //!
-//! Today: email delivery (outbox files by default, SMTP by configuration). Slide export,
-//! image validation and the periodic clean-ups join here as their areas land.
+//! Queues: email delivery (outbox files by default, SMTP by configuration), slide export
+//! (PDF, PNG, HTML) and slide image validation. Each has its own worker pool and
+//! concurrency, so `plinth worker` processes can be scaled per queue.
 
 mod mail;
+pub mod slides;
 
 use std::time::Duration;
 
@@ -12,10 +14,13 @@ use apalis::layers::retry::{HasherRng, RetryPolicy};
 use apalis::prelude::*;
 use apalis_postgres::PostgresStorage;
 use apalis_sqlite::SqliteStorage;
+use futures::future::BoxFuture;
 use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 
+pub use apalis::prelude::BoxDynError;
 pub use mail::{valid_mailbox, MailBackend, MailStatus};
+pub use slides::{ExportTask, ImageTask, SlideEnv};
 
 /// One email. `id` names the outbox file and the Message-ID, so a delivery that runs
 /// twice (retry after a crash) overwrites instead of duplicating in the outbox, and SMTP
@@ -35,13 +40,26 @@ pub struct EmailJob {
 }
 
 const EMAIL_QUEUE: &str = "email";
+const EXPORT_QUEUE: &str = "slide-export";
+const IMAGE_QUEUE: &str = "slide-images";
 /// A job is tried at most this many times in all (in-process retries included).
 const EMAIL_MAX_ATTEMPTS: usize = 5;
+/// Slide jobs count their own attempts (see `slides::MAX_ATTEMPTS`); the queue's limit
+/// is a backstop one above it so that the last run can record the failure.
+const SLIDE_MAX_ATTEMPTS: usize = slides::MAX_ATTEMPTS as usize + 1;
 
 #[derive(Clone)]
 pub enum Queue {
-    Sqlite(SqliteStorage<EmailJob>),
-    Postgres(PostgresStorage<EmailJob>),
+    Sqlite {
+        email: SqliteStorage<EmailJob>,
+        export: SqliteStorage<ExportTask>,
+        images: SqliteStorage<ImageTask>,
+    },
+    Postgres {
+        email: PostgresStorage<EmailJob>,
+        export: PostgresStorage<ExportTask>,
+        images: PostgresStorage<ImageTask>,
+    },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -55,6 +73,8 @@ pub struct WorkerConfig {
     /// Unique per process; see `worker_name`.
     pub name_prefix: String,
     pub email_concurrency: usize,
+    pub render_concurrency: usize,
+    pub image_concurrency: usize,
 }
 
 /// A worker name no other process uses: apalis breaks orphan recovery when two live
@@ -64,16 +84,19 @@ pub fn worker_name(prefix: &str, queue: &str) -> String {
     format!("{prefix}-{queue}-{}", &id[..12])
 }
 
-fn sqlite_config() -> apalis_sqlite::Config {
+// A worker heartbeats every 5 s and is presumed dead after 3 missed beats; its running
+// jobs are then handed to a live worker. Long exports are safe: the heartbeat is the
+// worker's, not the job's, so a live worker never loses a long job.
+fn sqlite_config(queue: &str) -> apalis_sqlite::Config {
     apalis_sqlite::Config::default()
-        .queue(EMAIL_QUEUE)
+        .queue(queue)
         .heartbeat_interval(Duration::from_secs(5))
         .missed_heartbeats(3)
 }
 
-fn postgres_config() -> apalis_postgres::Config {
+fn postgres_config(queue: &str) -> apalis_postgres::Config {
     apalis_postgres::Config::default()
-        .queue(EMAIL_QUEUE)
+        .queue(queue)
         .heartbeat_interval(Duration::from_secs(5))
         .missed_heartbeats(3)
 }
@@ -82,8 +105,8 @@ async fn deliver(job: EmailJob, mail: Data<MailBackend>) -> Result<(), BoxDynErr
     mail.deliver(&job.id, &job.email).await
 }
 
-macro_rules! email_worker {
-    ($name:expr, $backend:expr, $mail:expr, $concurrency:expr) => {{
+macro_rules! worker {
+    ($name:expr, $backend:expr, $data:expr, $concurrency:expr, $timeout:expr, $handler:expr) => {{
         let backoff = ExponentialBackoffMaker::new(
             Duration::from_millis(200),
             Duration::from_secs(10),
@@ -94,13 +117,45 @@ macro_rules! email_worker {
         .make_backoff();
         WorkerBuilder::new($name)
             .backend($backend)
-            .data($mail)
+            .data($data)
             .catch_panic()
             .concurrency($concurrency)
             .retry(RetryPolicy::retries(2).with_backoff(backoff))
-            .timeout(Duration::from_secs(60))
-            .build(deliver)
+            .timeout($timeout)
+            .build($handler)
     }};
+}
+
+/// Runs one worker pool: its worker until `shutdown`, restarted under a fresh name when it
+/// stops on its own (apalis ends a worker on any backend error, a busy database say).
+async fn keep_running<F>(
+    queue: &'static str,
+    prefix: String,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+    mut run: F,
+) where
+    F: FnMut(
+        String,
+        BoxFuture<'static, Result<(), std::io::Error>>,
+    ) -> BoxFuture<'static, Result<(), apalis::prelude::WorkerError>>,
+{
+    while !*shutdown.borrow() {
+        let name = worker_name(&prefix, queue);
+        tracing::info!(worker = %name, queue, "worker starting");
+        let mut rx = shutdown.clone();
+        let signal = async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+            Ok::<(), std::io::Error>(())
+        }
+        .boxed();
+        if let Err(e) = run(name, signal).await {
+            tracing::warn!(error = %e, queue, "worker stopped; restarting");
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = shutdown.wait_for(|stop| *stop) => {}
+            }
+        }
+    }
 }
 
 impl Queue {
@@ -111,23 +166,27 @@ impl Queue {
         let mut m = SqliteStorage::migrations();
         m.set_ignore_missing(true);
         m.run(pool).await?;
-        Ok(Queue::Sqlite(
-            SqliteStorage::new(pool).with_config(sqlite_config()),
-        ))
+        Ok(Queue::Sqlite {
+            email: SqliteStorage::new(pool).with_config(sqlite_config(EMAIL_QUEUE)),
+            export: SqliteStorage::new(pool).with_config(sqlite_config(EXPORT_QUEUE)),
+            images: SqliteStorage::new(pool).with_config(sqlite_config(IMAGE_QUEUE)),
+        })
     }
 
     /// PostgreSQL: apalis keeps its tables and migration history in schema `apalis`.
     pub async fn postgres(pool: &sqlx::PgPool) -> Result<Self, BoxDynError> {
         PostgresStorage::setup(pool).await?;
-        Ok(Queue::Postgres(
-            PostgresStorage::new(pool).with_config(postgres_config()),
-        ))
+        Ok(Queue::Postgres {
+            email: PostgresStorage::new(pool).with_config(postgres_config(EMAIL_QUEUE)),
+            export: PostgresStorage::new(pool).with_config(postgres_config(EXPORT_QUEUE)),
+            images: PostgresStorage::new(pool).with_config(postgres_config(IMAGE_QUEUE)),
+        })
     }
 
     pub fn backend(&self) -> &'static str {
         match self {
-            Queue::Sqlite(_) => "apalis-sqlite",
-            Queue::Postgres(_) => "apalis-postgres",
+            Queue::Sqlite { .. } => "apalis-sqlite",
+            Queue::Postgres { .. } => "apalis-postgres",
         }
     }
 
@@ -140,16 +199,48 @@ impl Queue {
             .max_attempts(EMAIL_MAX_ATTEMPTS)
             .build();
         match self {
-            Queue::Sqlite(s) => s.clone().push_task(task).await?,
-            Queue::Postgres(s) => s.clone().push_task(task).await?,
+            Queue::Sqlite { email, .. } => email.clone().push_task(task).await?,
+            Queue::Postgres { email, .. } => email.clone().push_task(task).await?,
+        }
+        Ok(())
+    }
+
+    /// Queues the export whose row (status `pending`) the API has written.
+    pub async fn push_export(&self, job_id: &str) -> Result<(), BoxDynError> {
+        let task = TaskBuilder::new(ExportTask {
+            job_id: job_id.to_owned(),
+        })
+        .max_attempts(SLIDE_MAX_ATTEMPTS)
+        .build();
+        match self {
+            Queue::Sqlite { export, .. } => export.clone().push_task(task).await?,
+            Queue::Postgres { export, .. } => export.clone().push_task(task).await?,
+        }
+        Ok(())
+    }
+
+    /// Queues validation of an uploaded slide image.
+    pub async fn push_image_check(&self, asset_id: &str) -> Result<(), BoxDynError> {
+        let task = TaskBuilder::new(ImageTask {
+            asset_id: asset_id.to_owned(),
+        })
+        .max_attempts(SLIDE_MAX_ATTEMPTS)
+        .build();
+        match self {
+            Queue::Sqlite { images, .. } => images.clone().push_task(task).await?,
+            Queue::Postgres { images, .. } => images.clone().push_task(task).await?,
         }
         Ok(())
     }
 
     pub async fn health(&self) -> QueueStatus {
         let ok = match self {
-            Queue::Sqlite(s) => sqlx::query("SELECT 1").execute(s.pool()).await.is_ok(),
-            Queue::Postgres(s) => sqlx::query("SELECT 1").execute(s.pool()).await.is_ok(),
+            Queue::Sqlite { email, .. } => {
+                sqlx::query("SELECT 1").execute(email.pool()).await.is_ok()
+            }
+            Queue::Postgres { email, .. } => {
+                sqlx::query("SELECT 1").execute(email.pool()).await.is_ok()
+            }
         };
         QueueStatus {
             backend: self.backend(),
@@ -157,49 +248,146 @@ impl Queue {
         }
     }
 
-    /// Runs this process's workers until `shutdown` turns true; in-flight jobs finish
-    /// first. apalis ends a worker on any backend error (a busy database, say), so a
-    /// worker that stops on its own is started again, under a fresh name.
+    /// Runs this process's worker pools (email, slide export, slide images) until
+    /// `shutdown` turns true; in-flight jobs finish first.
     pub async fn run_workers(
         &self,
         cfg: WorkerConfig,
         mail: MailBackend,
-        mut shutdown: tokio::sync::watch::Receiver<bool>,
+        env: slides::Env,
+        shutdown: tokio::sync::watch::Receiver<bool>,
     ) {
-        let concurrency = cfg.email_concurrency.max(1);
-        while !*shutdown.borrow() {
-            let name = worker_name(&cfg.name_prefix, EMAIL_QUEUE);
-            tracing::info!(worker = %name, concurrency, backend = self.backend(), "email worker starting");
-            let mut rx = shutdown.clone();
-            let signal = async move {
-                let _ = rx.wait_for(|stop| *stop).await;
-                Ok::<(), std::io::Error>(())
-            };
-            let run = match self.clone() {
-                Queue::Sqlite(s) => email_worker!(
-                    name,
-                    s.poll_with_interval(Duration::from_millis(100)),
-                    mail.clone(),
-                    concurrency
-                )
-                .run_until(signal)
-                .boxed(),
-                // LISTEN/NOTIFY for new jobs, plus an interval for retries and delayed jobs.
-                Queue::Postgres(s) => email_worker!(
-                    name,
-                    s.with_pubsub().poll_with_interval(Duration::from_secs(1)),
-                    mail.clone(),
-                    concurrency
-                )
-                .run_until(signal)
-                .boxed(),
-            };
-            if let Err(e) = run.await {
-                tracing::warn!(error = %e, "email worker stopped; restarting");
-                tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                    _ = shutdown.wait_for(|stop| *stop) => {}
-                }
+        // SQLite is polled (100 ms); PostgreSQL hears new jobs by LISTEN/NOTIFY, with a
+        // slower poll for retries and delayed jobs.
+        let fast = Duration::from_millis(100);
+        let slow = Duration::from_secs(1);
+        let (ec, rc, ic) = (
+            cfg.email_concurrency.max(1),
+            cfg.render_concurrency.max(1),
+            cfg.image_concurrency.max(1),
+        );
+        let mail_timeout = Duration::from_secs(60);
+        // Exports of large decks take a while; the timeout only stops runaway jobs.
+        let slide_timeout = Duration::from_secs(600);
+        let prefix = cfg.name_prefix.clone();
+        match self.clone() {
+            Queue::Sqlite {
+                email,
+                export,
+                images,
+            } => {
+                tokio::join!(
+                    keep_running(
+                        EMAIL_QUEUE,
+                        prefix.clone(),
+                        shutdown.clone(),
+                        |name, signal| {
+                            worker!(
+                                name,
+                                email.clone().poll_with_interval(fast),
+                                mail.clone(),
+                                ec,
+                                mail_timeout,
+                                deliver
+                            )
+                            .run_until(signal)
+                            .boxed()
+                        }
+                    ),
+                    keep_running(
+                        EXPORT_QUEUE,
+                        prefix.clone(),
+                        shutdown.clone(),
+                        |name, signal| {
+                            worker!(
+                                name,
+                                export.clone().poll_with_interval(fast),
+                                env.clone(),
+                                rc,
+                                slide_timeout,
+                                slides::run_export
+                            )
+                            .run_until(signal)
+                            .boxed()
+                        }
+                    ),
+                    keep_running(
+                        IMAGE_QUEUE,
+                        prefix.clone(),
+                        shutdown.clone(),
+                        |name, signal| {
+                            worker!(
+                                name,
+                                images.clone().poll_with_interval(fast),
+                                env.clone(),
+                                ic,
+                                slide_timeout,
+                                slides::run_image_check
+                            )
+                            .run_until(signal)
+                            .boxed()
+                        }
+                    ),
+                );
+            }
+            Queue::Postgres {
+                email,
+                export,
+                images,
+            } => {
+                tokio::join!(
+                    keep_running(
+                        EMAIL_QUEUE,
+                        prefix.clone(),
+                        shutdown.clone(),
+                        |name, signal| {
+                            worker!(
+                                name,
+                                email.clone().with_pubsub().poll_with_interval(slow),
+                                mail.clone(),
+                                ec,
+                                mail_timeout,
+                                deliver
+                            )
+                            .run_until(signal)
+                            .boxed()
+                        }
+                    ),
+                    keep_running(
+                        EXPORT_QUEUE,
+                        prefix.clone(),
+                        shutdown.clone(),
+                        |name, signal| {
+                            worker!(
+                                name,
+                                export.clone().with_pubsub().poll_with_interval(slow),
+                                env.clone(),
+                                rc,
+                                slide_timeout,
+                                slides::run_export
+                            )
+                            .run_until(signal)
+                            .boxed()
+                        }
+                    ),
+                    keep_running(
+                        IMAGE_QUEUE,
+                        prefix.clone(),
+                        shutdown.clone(),
+                        |name, signal| {
+                            worker!(
+                                name,
+                                images.clone().with_pubsub().poll_with_interval(slow),
+                                env.clone(),
+                                ic,
+                                slide_timeout,
+                                slides::run_image_check
+                            )
+                            .run_until(signal)
+                            .boxed()
+                        }
+                    ),
+                );
             }
         }
     }

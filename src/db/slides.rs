@@ -1,0 +1,576 @@
+//! Slide decks, revisions, assets, jobs, publications and idempotency records.
+//!
+//! Version-checked changes are conditional updates (`WHERE version = $expected`) inside
+//! one transaction with the rows they add, so a stale version changes nothing.
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use sqlx::types::Json;
+// Statements are assembled from the column-list constants below only, never from input.
+use sqlx::AssertSqlSafe;
+
+use crate::db::{now, Db};
+use crate::with_db;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DeckRow {
+    pub id: String,
+    pub owner_id: String,
+    pub organization_id: Option<String>,
+    pub domain: Option<String>,
+    pub title: Option<String>,
+    pub version: i64,
+    pub current_revision_id: String,
+    pub data: Json<Value>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+const DECK_COLUMNS: &str = "d.id, d.owner_id, d.organization_id, o.domain, d.title, d.version, \
+     d.current_revision_id, d.data, d.created_at, d.updated_at";
+const DECK_FROM: &str = " FROM slide_decks d LEFT JOIN organizations o ON o.id = d.organization_id";
+
+impl DeckRow {
+    pub fn presentation_key(&self) -> &str {
+        self.data.0["presentation_key"].as_str().unwrap_or("")
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "version": self.version,
+            "title": self.title,
+            "scope": if self.organization_id.is_some() { "organization" } else { "personal" },
+            "domain": self.domain,
+            "organization_id": self.organization_id,
+            "owner_id": self.owner_id,
+            "data": self.data.0,
+            "revision_id": self.current_revision_id,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        })
+    }
+}
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RevisionRow {
+    pub id: String,
+    pub deck_id: String,
+    pub version: i64,
+    pub content: Json<Value>,
+    pub source: String,
+    pub restored_from: Option<String>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+}
+
+const REVISION_COLUMNS: &str =
+    "id, deck_id, version, content, source, restored_from, created_by, created_at";
+
+impl RevisionRow {
+    pub fn summary(&self) -> Value {
+        let slides = self.content.0["slides"].as_array().map_or(0, Vec::len);
+        json!({
+            "id": self.id,
+            "deck_id": self.deck_id,
+            "version": self.version,
+            "source": self.source,
+            "restored_from": self.restored_from,
+            "created_by": self.created_by,
+            "created_at": self.created_at,
+            "slide_count": slides,
+        })
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut v = self.summary();
+        v["content"] = self.content.0.clone();
+        v
+    }
+}
+
+/// A new revision: the content as saved and how it was written.
+pub struct NewRevision<'a> {
+    pub content: &'a Value,
+    pub title: Option<&'a str>,
+    pub source: &'a str,
+    pub restored_from: Option<&'a str>,
+    pub created_by: &'a str,
+}
+
+pub async fn create_deck(
+    db: &Db,
+    owner_id: &str,
+    organization_id: Option<&str>,
+    presentation_key: &str,
+    rev: NewRevision<'_>,
+) -> sqlx::Result<(DeckRow, RevisionRow)> {
+    let deck_id = uuid::Uuid::new_v4().to_string();
+    let rev_id = uuid::Uuid::new_v4().to_string();
+    let now = now();
+    let data = json!({ "presentation_key": presentation_key });
+    with_db!(db, p => {
+        let mut tx = p.begin().await?;
+        sqlx::query("INSERT INTO slide_decks (id, owner_id, organization_id, title, version, \
+            current_revision_id, data, created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $6, $7, $7)")
+            .bind(&deck_id).bind(owner_id).bind(organization_id).bind(rev.title).bind(&rev_id)
+            .bind(Json(&data)).bind(now)
+            .execute(&mut *tx).await?;
+        sqlx::query("INSERT INTO slide_revisions (id, deck_id, version, content, source, restored_from, \
+            created_by, created_at) VALUES ($1, $2, 1, $3, $4, $5, $6, $7)")
+            .bind(&rev_id).bind(&deck_id).bind(Json(rev.content)).bind(rev.source)
+            .bind(rev.restored_from).bind(rev.created_by).bind(now)
+            .execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok::<(), sqlx::Error>(())
+    })?;
+    let deck = deck(db, &deck_id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    let revision = revision(db, &deck_id, &rev_id)
+        .await?
+        .ok_or(sqlx::Error::RowNotFound)?;
+    Ok((deck, revision))
+}
+
+/// A deck that is not deleted.
+pub async fn deck(db: &Db, id: &str) -> sqlx::Result<Option<DeckRow>> {
+    let sql = format!("SELECT {DECK_COLUMNS}{DECK_FROM} WHERE d.id = $1 AND d.deleted_at IS NULL");
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(id).fetch_optional(p).await)
+}
+
+/// The caller's personal decks and the decks of organizations they belong to.
+pub async fn list(db: &Db, user_id: &str) -> sqlx::Result<Vec<DeckRow>> {
+    let sql = format!(
+        "SELECT {DECK_COLUMNS}{DECK_FROM} WHERE d.deleted_at IS NULL AND \
+         ((d.organization_id IS NULL AND d.owner_id = $1) OR d.organization_id IN \
+          (SELECT organization_id FROM organization_members WHERE user_id = $1)) \
+         ORDER BY d.updated_at DESC, d.id"
+    );
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(user_id).fetch_all(p).await)
+}
+
+/// Saves a new revision if the deck is at `expected` (its version then advances);
+/// `None` when it is not (or is gone).
+pub async fn save_revision(
+    db: &Db,
+    deck_id: &str,
+    expected: i64,
+    rev: NewRevision<'_>,
+) -> sqlx::Result<Option<(DeckRow, RevisionRow)>> {
+    let rev_id = uuid::Uuid::new_v4().to_string();
+    let now = now();
+    let saved = with_db!(db, p => {
+        let mut tx = p.begin().await?;
+        let bumped = sqlx::query("UPDATE slide_decks SET version = version + 1, current_revision_id = $3, \
+            title = $4, updated_at = $5 WHERE id = $1 AND version = $2 AND deleted_at IS NULL")
+            .bind(deck_id).bind(expected).bind(&rev_id).bind(rev.title).bind(now)
+            .execute(&mut *tx).await?.rows_affected();
+        if bumped == 0 {
+            return Ok(None);
+        }
+        sqlx::query("INSERT INTO slide_revisions (id, deck_id, version, content, source, restored_from, \
+            created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
+            .bind(&rev_id).bind(deck_id).bind(expected + 1).bind(Json(rev.content)).bind(rev.source)
+            .bind(rev.restored_from).bind(rev.created_by).bind(now)
+            .execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok::<bool, sqlx::Error>(true)
+    })?;
+    if !saved {
+        return Ok(None);
+    }
+    let deck = deck(db, deck_id).await?.ok_or(sqlx::Error::RowNotFound)?;
+    let revision = revision(db, deck_id, &rev_id)
+        .await?
+        .ok_or(sqlx::Error::RowNotFound)?;
+    Ok(Some((deck, revision)))
+}
+
+/// Deletes the deck (kept as a tombstone) and revokes its publications, if it is at
+/// `expected`; false otherwise.
+pub async fn delete_deck(db: &Db, deck_id: &str, expected: i64) -> sqlx::Result<bool> {
+    let now = now();
+    with_db!(db, p => {
+        let mut tx = p.begin().await?;
+        let n = sqlx::query("UPDATE slide_decks SET deleted_at = $3, updated_at = $3 \
+            WHERE id = $1 AND version = $2 AND deleted_at IS NULL")
+            .bind(deck_id).bind(expected).bind(now)
+            .execute(&mut *tx).await?.rows_affected();
+        if n == 0 {
+            return Ok(false);
+        }
+        sqlx::query("UPDATE slide_publications SET status = 'revoked', revoked_at = $2 \
+            WHERE deck_id = $1 AND status = 'active'")
+            .bind(deck_id).bind(now).execute(&mut *tx).await?;
+        sqlx::query("UPDATE slide_jobs SET status = 'cancelled', updated_at = $2, finished_at = $2 \
+            WHERE deck_id = $1 AND status IN ('pending', 'running')")
+            .bind(deck_id).bind(now).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(true)
+    })
+}
+
+pub async fn revisions(db: &Db, deck_id: &str) -> sqlx::Result<Vec<RevisionRow>> {
+    let sql = format!(
+        "SELECT {REVISION_COLUMNS} FROM slide_revisions WHERE deck_id = $1 ORDER BY version DESC"
+    );
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(deck_id).fetch_all(p).await)
+}
+
+pub async fn revision(db: &Db, deck_id: &str, id: &str) -> sqlx::Result<Option<RevisionRow>> {
+    let sql =
+        format!("SELECT {REVISION_COLUMNS} FROM slide_revisions WHERE deck_id = $1 AND id = $2");
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(deck_id).bind(id).fetch_optional(p).await)
+}
+
+/// Content of every retained revision of a deck (for asset-reference checks).
+pub async fn all_contents(db: &Db, deck_id: &str) -> sqlx::Result<Vec<Value>> {
+    let rows: Vec<(Json<Value>,)> = with_db!(db, p => sqlx::query_as(
+        "SELECT content FROM slide_revisions WHERE deck_id = $1"
+    ).bind(deck_id).fetch_all(p).await)?;
+    Ok(rows.into_iter().map(|r| r.0 .0).collect())
+}
+
+// ---- assets ----
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AssetRow {
+    pub id: String,
+    pub deck_id: String,
+    pub created_by: String,
+    pub file: String,
+    #[sqlx(rename = "type")]
+    pub mime: String,
+    pub size: i64,
+    pub sha256: String,
+    pub object_key: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub format: Option<String>,
+    pub width: Option<i64>,
+    pub height: Option<i64>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+const ASSET_COLUMNS: &str = "id, deck_id, created_by, file, type, size, sha256, object_key, \
+     status, reason, format, width, height, created_at, updated_at";
+
+impl AssetRow {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "deck_id": self.deck_id,
+            "file": self.file,
+            "type": self.mime,
+            "size": self.size,
+            "sha256": self.sha256,
+            "status": self.status,
+            "reason": self.reason,
+            "format": self.format,
+            "width": self.width,
+            "height": self.height,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        })
+    }
+}
+
+pub struct NewAsset<'a> {
+    pub id: &'a str,
+    pub deck_id: &'a str,
+    pub created_by: &'a str,
+    pub file: &'a str,
+    pub mime: &'a str,
+    pub size: i64,
+    pub sha256: &'a str,
+    pub object_key: &'a str,
+}
+
+pub async fn create_asset(db: &Db, a: NewAsset<'_>) -> sqlx::Result<AssetRow> {
+    let sql = format!(
+        "INSERT INTO slide_assets (id, deck_id, created_by, file, type, size, sha256, object_key, \
+         status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending_upload', $9, $9) \
+         RETURNING {ASSET_COLUMNS}"
+    );
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str()))
+        .bind(a.id).bind(a.deck_id).bind(a.created_by).bind(a.file).bind(a.mime).bind(a.size)
+        .bind(a.sha256).bind(a.object_key).bind(now())
+        .fetch_one(p).await)
+}
+
+pub async fn asset(db: &Db, id: &str) -> sqlx::Result<Option<AssetRow>> {
+    let sql = format!("SELECT {ASSET_COLUMNS} FROM slide_assets WHERE id = $1");
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(id).fetch_optional(p).await)
+}
+
+/// Assets of a deck, by id (those the content references).
+pub async fn deck_assets(db: &Db, deck_id: &str) -> sqlx::Result<Vec<AssetRow>> {
+    let sql = format!("SELECT {ASSET_COLUMNS} FROM slide_assets WHERE deck_id = $1");
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(deck_id).fetch_all(p).await)
+}
+
+/// Moves an uploaded (or rejected) asset to `validating`; the row either way.
+pub async fn start_validation(db: &Db, id: &str) -> sqlx::Result<Option<AssetRow>> {
+    with_db!(db, p => sqlx::query("UPDATE slide_assets SET status = 'validating', reason = NULL, updated_at = $2 \
+        WHERE id = $1 AND status IN ('pending_upload', 'rejected')")
+        .bind(id).bind(now()).execute(p).await.map(|_| ()))?;
+    asset(db, id).await
+}
+
+/// Records the validation verdict, if the asset is still being validated.
+pub async fn judge_asset(
+    db: &Db,
+    id: &str,
+    ready: Option<(&str, i64, i64)>,
+    reason: Option<&str>,
+) -> sqlx::Result<()> {
+    let (status, format, w, h) = match ready {
+        Some((f, w, h)) => ("ready", Some(f), Some(w), Some(h)),
+        None => ("rejected", None, None, None),
+    };
+    with_db!(db, p => sqlx::query("UPDATE slide_assets SET status = $2, reason = $3, format = $4, width = $5, \
+        height = $6, updated_at = $7 WHERE id = $1 AND status = 'validating'")
+        .bind(id).bind(status).bind(reason).bind(format).bind(w).bind(h).bind(now())
+        .execute(p).await.map(|_| ()))?;
+    Ok(())
+}
+
+pub async fn delete_asset(db: &Db, id: &str) -> sqlx::Result<bool> {
+    let n = with_db!(db, p => sqlx::query("DELETE FROM slide_assets WHERE id = $1")
+        .bind(id).execute(p).await.map(|r| r.rows_affected()))?;
+    Ok(n > 0)
+}
+
+// ---- jobs ----
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct JobRow {
+    pub id: String,
+    pub deck_id: String,
+    pub revision_id: String,
+    pub format: String,
+    pub status: String,
+    pub done: i64,
+    pub total: i64,
+    pub attempts: i64,
+    pub error: Option<String>,
+    pub artifacts: Json<Value>,
+    pub requested_by: String,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub updated_at: DateTime<Utc>,
+}
+
+const JOB_COLUMNS: &str =
+    "id, deck_id, revision_id, format, status, done, total, attempts, error, \
+     artifacts, requested_by, created_at, started_at, finished_at, updated_at";
+
+pub async fn create_job(
+    db: &Db,
+    deck_id: &str,
+    revision_id: &str,
+    format: &str,
+    requested_by: &str,
+) -> sqlx::Result<JobRow> {
+    let sql = format!(
+        "INSERT INTO slide_jobs (id, deck_id, revision_id, format, status, artifacts, requested_by, \
+         created_at, updated_at) VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $7) RETURNING {JOB_COLUMNS}"
+    );
+    let id = uuid::Uuid::new_v4().to_string();
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str()))
+        .bind(&id).bind(deck_id).bind(revision_id).bind(format).bind(Json(json!([])))
+        .bind(requested_by).bind(now())
+        .fetch_one(p).await)
+}
+
+pub async fn job(db: &Db, id: &str) -> sqlx::Result<Option<JobRow>> {
+    let sql = format!("SELECT {JOB_COLUMNS} FROM slide_jobs WHERE id = $1");
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(id).fetch_optional(p).await)
+}
+
+/// Cancels a job that has not ended: whether it did, and the row after.
+pub async fn cancel_job(db: &Db, id: &str) -> sqlx::Result<Option<(bool, JobRow)>> {
+    let now = now();
+    let n = with_db!(db, p => sqlx::query("UPDATE slide_jobs SET status = 'cancelled', finished_at = $2, updated_at = $2 \
+        WHERE id = $1 AND status IN ('pending', 'running')")
+        .bind(id).bind(now).execute(p).await.map(|r| r.rows_affected()))?;
+    Ok(job(db, id).await?.map(|j| (n > 0, j)))
+}
+
+/// A job the worker may run: marks it running and counts the attempt.
+pub async fn start_job(db: &Db, id: &str) -> sqlx::Result<Option<JobRow>> {
+    let sql = format!(
+        "UPDATE slide_jobs SET status = 'running', attempts = attempts + 1, \
+         started_at = COALESCE(started_at, $2), updated_at = $2 \
+         WHERE id = $1 AND status IN ('pending', 'running') RETURNING {JOB_COLUMNS}"
+    );
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(id).bind(now()).fetch_optional(p).await)
+}
+
+/// Progress of a running job; false when it is no longer running (cancelled).
+pub async fn job_progress(db: &Db, id: &str, done: i64, total: i64) -> sqlx::Result<bool> {
+    let n = with_db!(db, p => sqlx::query("UPDATE slide_jobs SET done = $2, total = $3, updated_at = $4 \
+        WHERE id = $1 AND status = 'running'")
+        .bind(id).bind(done).bind(total).bind(now()).execute(p).await.map(|r| r.rows_affected()))?;
+    Ok(n > 0)
+}
+
+/// Ends a running job; false when it was no longer running.
+pub async fn finish_job(
+    db: &Db,
+    id: &str,
+    status: &str,
+    artifacts: &Value,
+    error: Option<&str>,
+) -> sqlx::Result<bool> {
+    let now = now();
+    let n = with_db!(db, p => sqlx::query("UPDATE slide_jobs SET status = $2, artifacts = $3, error = $4, \
+        done = CASE WHEN $2 = 'succeeded' THEN total ELSE done END, finished_at = $5, updated_at = $5 \
+        WHERE id = $1 AND status = 'running'")
+        .bind(id).bind(status).bind(Json(artifacts)).bind(error).bind(now)
+        .execute(p).await.map(|r| r.rows_affected()))?;
+    Ok(n > 0)
+}
+
+/// Whether some export of this revision succeeded (publishing requires one).
+pub async fn revision_rendered(db: &Db, revision_id: &str) -> sqlx::Result<bool> {
+    let row: Option<(String,)> = with_db!(db, p => sqlx::query_as(
+        "SELECT id FROM slide_jobs WHERE revision_id = $1 AND status = 'succeeded' LIMIT 1"
+    ).bind(revision_id).fetch_optional(p).await)?;
+    Ok(row.is_some())
+}
+
+// ---- publications ----
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PublicationRow {
+    pub id: String,
+    pub deck_id: String,
+    pub revision_id: String,
+    pub status: String,
+    pub content: Json<Value>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+const PUBLICATION_COLUMNS: &str =
+    "id, deck_id, revision_id, status, content, created_by, created_at, revoked_at";
+
+impl PublicationRow {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "id": self.id,
+            "deck_id": self.deck_id,
+            "revision_id": self.revision_id,
+            "status": self.status,
+            "created_at": self.created_at,
+            "revoked_at": self.revoked_at,
+        })
+    }
+}
+
+pub enum Published {
+    Done(PublicationRow),
+    StaleVersion,
+}
+
+/// Makes `revision_id` the deck's active publication (revoking the previous one), if the
+/// deck is at `expected`.
+pub async fn publish(
+    db: &Db,
+    deck_id: &str,
+    expected: i64,
+    revision_id: &str,
+    content: &Value,
+    created_by: &str,
+) -> sqlx::Result<Published> {
+    let id = uuid::Uuid::new_v4().to_string();
+    let now = now();
+    let sql = format!(
+        "INSERT INTO slide_publications (id, deck_id, revision_id, status, content, created_by, created_at) \
+         VALUES ($1, $2, $3, 'active', $4, $5, $6) RETURNING {PUBLICATION_COLUMNS}"
+    );
+    with_db!(db, p => {
+        let mut tx = p.begin().await?;
+        // Touching the deck row locks it (PostgreSQL) and checks the version.
+        let n = sqlx::query("UPDATE slide_decks SET updated_at = updated_at WHERE id = $1 AND version = $2 \
+            AND deleted_at IS NULL")
+            .bind(deck_id).bind(expected).execute(&mut *tx).await?.rows_affected();
+        if n == 0 {
+            return Ok(Published::StaleVersion);
+        }
+        sqlx::query("UPDATE slide_publications SET status = 'revoked', revoked_at = $2 \
+            WHERE deck_id = $1 AND status = 'active'")
+            .bind(deck_id).bind(now).execute(&mut *tx).await?;
+        let row: PublicationRow = sqlx::query_as(AssertSqlSafe(sql.as_str()))
+            .bind(&id).bind(deck_id).bind(revision_id).bind(Json(content)).bind(created_by).bind(now)
+            .fetch_one(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(Published::Done(row))
+    })
+}
+
+pub enum Unpublished {
+    Revoked(Vec<String>),
+    StaleVersion,
+}
+
+pub async fn unpublish(db: &Db, deck_id: &str, expected: i64) -> sqlx::Result<Unpublished> {
+    let now = now();
+    with_db!(db, p => {
+        let mut tx = p.begin().await?;
+        let n = sqlx::query("UPDATE slide_decks SET updated_at = updated_at WHERE id = $1 AND version = $2 \
+            AND deleted_at IS NULL")
+            .bind(deck_id).bind(expected).execute(&mut *tx).await?.rows_affected();
+        if n == 0 {
+            return Ok(Unpublished::StaleVersion);
+        }
+        let ids: Vec<(String,)> = sqlx::query_as("UPDATE slide_publications SET status = 'revoked', revoked_at = $2 \
+            WHERE deck_id = $1 AND status = 'active' RETURNING id")
+            .bind(deck_id).bind(now).fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(Unpublished::Revoked(ids.into_iter().map(|r| r.0).collect()))
+    })
+}
+
+pub async fn active_publication_of(db: &Db, deck_id: &str) -> sqlx::Result<Option<PublicationRow>> {
+    let sql = format!(
+        "SELECT {PUBLICATION_COLUMNS} FROM slide_publications WHERE deck_id = $1 AND status = 'active'"
+    );
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(deck_id).fetch_optional(p).await)
+}
+
+pub async fn publication(db: &Db, id: &str) -> sqlx::Result<Option<PublicationRow>> {
+    let sql = format!("SELECT {PUBLICATION_COLUMNS} FROM slide_publications WHERE id = $1");
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(id).fetch_optional(p).await)
+}
+
+// ---- idempotency ----
+
+pub async fn load_idempotency(
+    db: &Db,
+    scope: &str,
+    key: &str,
+) -> sqlx::Result<Option<(String, i64, Value)>> {
+    let row: Option<(String, i64, Json<Value>)> = with_db!(db, p => sqlx::query_as(
+        "SELECT request_hash, status, response FROM slide_idempotency WHERE scope = $1 AND key = $2"
+    ).bind(scope).bind(key).fetch_optional(p).await)?;
+    Ok(row.map(|(h, s, r)| (h, s, r.0)))
+}
+
+pub async fn save_idempotency(
+    db: &Db,
+    scope: &str,
+    key: &str,
+    hash: &str,
+    status: i64,
+    response: &Value,
+) -> sqlx::Result<()> {
+    with_db!(db, p => sqlx::query("INSERT INTO slide_idempotency (scope, key, request_hash, status, response, created_at) \
+        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, key) DO NOTHING")
+        .bind(scope).bind(key).bind(hash).bind(status).bind(Json(response)).bind(now())
+        .execute(p).await.map(|_| ()))?;
+    Ok(())
+}

@@ -1,0 +1,178 @@
+//! The server's side of slide jobs and deck actors: [`SlideEnv`] over our tables and
+//! object storage for the workers, and the idempotency store of the deck actors.
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use plinth_actors::decks::{IdempotencyStore, Recorded};
+use plinth_workers::slides::{Artifact, AssetCheck, ExportWork, SlideEnv, Verdict};
+use serde_json::json;
+
+use crate::api::slides::MAX_ASSET_BYTES;
+use crate::db::slides as store;
+use crate::db::Db;
+use crate::storage::ObjectStore;
+
+type Fut<'a, T> = BoxFuture<'a, Result<T, plinth_workers::BoxDynError>>;
+
+pub struct Env {
+    pub db: Db,
+    pub objects: ObjectStore,
+}
+
+fn boxed(e: impl std::fmt::Display) -> plinth_workers::BoxDynError {
+    e.to_string().into()
+}
+
+impl SlideEnv for Env {
+    fn start_export<'a>(&'a self, job_id: &'a str) -> Fut<'a, Option<ExportWork>> {
+        async move {
+            let Some(job) = store::start_job(&self.db, job_id).await? else {
+                return Ok(None);
+            };
+            let Some(rev) = store::revision(&self.db, &job.deck_id, &job.revision_id).await? else {
+                return Ok(None);
+            };
+            let content = plinth_slides::Deck::from_json(rev.content.0).map_err(boxed)?;
+            let images = store::deck_assets(&self.db, &job.deck_id)
+                .await?
+                .into_iter()
+                .map(|a| (a.id, (a.object_key, a.status)))
+                .collect();
+            Ok(Some(ExportWork {
+                deck_id: job.deck_id,
+                format: job.format,
+                content,
+                images,
+                attempt: job.attempts,
+            }))
+        }
+        .boxed()
+    }
+
+    fn progress<'a>(&'a self, job_id: &'a str, done: usize, total: usize) -> Fut<'a, bool> {
+        async move { Ok(store::job_progress(&self.db, job_id, done as i64, total as i64).await?) }
+            .boxed()
+    }
+
+    fn succeed<'a>(&'a self, job_id: &'a str, artifacts: &'a [Artifact]) -> Fut<'a, bool> {
+        async move {
+            let list = serde_json::to_value(artifacts)?;
+            Ok(store::finish_job(&self.db, job_id, "succeeded", &list, None).await?)
+        }
+        .boxed()
+    }
+
+    fn fail<'a>(&'a self, job_id: &'a str, reason: &'a str) -> Fut<'a, ()> {
+        async move {
+            store::finish_job(&self.db, job_id, "failed", &json!([]), Some(reason)).await?;
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn load_asset<'a>(&'a self, asset_id: &'a str) -> Fut<'a, Option<AssetCheck>> {
+        async move {
+            Ok(store::asset(&self.db, asset_id).await?.map(|a| AssetCheck {
+                pending: a.status == "validating",
+                object_key: a.object_key,
+                declared_type: a.mime,
+                size: a.size as u64,
+                sha256: a.sha256,
+                max_size: MAX_ASSET_BYTES,
+            }))
+        }
+        .boxed()
+    }
+
+    fn judge_asset<'a>(&'a self, asset_id: &'a str, verdict: &'a Verdict) -> Fut<'a, ()> {
+        async move {
+            match verdict {
+                Verdict::Ready {
+                    format,
+                    width,
+                    height,
+                } => {
+                    store::judge_asset(
+                        &self.db,
+                        asset_id,
+                        Some((format, *width as i64, *height as i64)),
+                        None,
+                    )
+                    .await?
+                }
+                Verdict::Rejected(reason) => {
+                    store::judge_asset(&self.db, asset_id, None, Some(reason)).await?
+                }
+            }
+            Ok(())
+        }
+        .boxed()
+    }
+
+    fn get_object<'a>(&'a self, key: &'a str) -> Fut<'a, Option<Vec<u8>>> {
+        async move { self.objects.get(key).await.map_err(boxed) }.boxed()
+    }
+
+    fn put_object<'a>(
+        &'a self,
+        key: &'a str,
+        bytes: Vec<u8>,
+        content_type: &'a str,
+    ) -> Fut<'a, ()> {
+        async move {
+            self.objects
+                .put(key, bytes, content_type)
+                .await
+                .map_err(boxed)
+        }
+        .boxed()
+    }
+
+    fn delete_object<'a>(&'a self, key: &'a str) -> Fut<'a, ()> {
+        async move { self.objects.delete(key).await.map_err(boxed) }.boxed()
+    }
+}
+
+/// Idempotency records of deck changes, in `slide_idempotency`.
+pub struct Idempotency(pub Db);
+
+impl IdempotencyStore for Idempotency {
+    fn load<'a>(
+        &'a self,
+        scope: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Recorded>, String>> {
+        async move {
+            let row = store::load_idempotency(&self.0, scope, key)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(row.map(|(request_hash, status, body)| Recorded {
+                request_hash,
+                status: status as u16,
+                body,
+            }))
+        }
+        .boxed()
+    }
+
+    fn save<'a>(
+        &'a self,
+        scope: &'a str,
+        key: &'a str,
+        r: &'a Recorded,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        async move {
+            store::save_idempotency(
+                &self.0,
+                scope,
+                key,
+                &r.request_hash,
+                r.status as i64,
+                &r.body,
+            )
+            .await
+            .map_err(|e| e.to_string())
+        }
+        .boxed()
+    }
+}
