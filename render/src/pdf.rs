@@ -195,7 +195,42 @@ pub fn render(
         }),
     };
     let mut warnings = Vec::new();
-    Ok(doc.with_pages(pages).save(&opts, &mut warnings))
+    let mut pdf = doc.with_pages(pages).save(&opts, &mut warnings);
+    stable_file_id(&mut pdf);
+    Ok(pdf)
+}
+
+/// printpdf draws the trailer's file identifiers from a process-wide counter, so the
+/// same deck came out different on every call. Both are 32 letters; replacing them
+/// with letters from a hash of the document keeps every byte offset valid.
+fn stable_file_id(pdf: &mut [u8]) {
+    const MARK: &[u8] = b"/ID[(";
+    let Some(at) = pdf.windows(MARK.len()).rposition(|w| w == MARK) else {
+        return;
+    };
+    let start = at + MARK.len();
+    let fits = pdf.len() > start + 66
+        && pdf[start + 32] == b')'
+        && pdf[start + 33] == b'('
+        && pdf[start + 66] == b')';
+    if !fits {
+        return;
+    }
+    // FNV-1a with two seeds: 128 bits, one letter per 4 bits.
+    let fnv = |seed: u64| {
+        pdf[..at]
+            .iter()
+            .fold(seed, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+    };
+    let (a, b) = (fnv(0xcbf2_9ce4_8422_2325), fnv(0x8422_2325_cbf2_9ce4));
+    let letters: Vec<u8> = (0..32)
+        .map(|i| {
+            let h = if i < 16 { a } else { b };
+            b'A' + ((h >> ((i % 16) * 4)) & 0xf) as u8
+        })
+        .collect();
+    pdf[start..start + 32].copy_from_slice(&letters);
+    pdf[start + 34..start + 66].copy_from_slice(&letters);
 }
 
 fn fill(c: layout::Color) -> Op {

@@ -222,6 +222,10 @@ fn rendering_is_deterministic() {
         let b = slide_png(&deck, slide, &images, Size::default()).unwrap();
         assert!(a == b, "slide {} differs between runs", slide.id);
     }
+    // The PDF too: fixed resource names, no timestamps.
+    let a = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    let b = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    assert!(a == b, "PDF differs between runs");
 }
 
 #[test]
