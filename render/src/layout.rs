@@ -162,8 +162,29 @@ pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Pag
         items.push(translate(item, frame.left, top));
     }
     if overflowed {
-        // At the floor scale what still does not fit is cut rather than drawn off the page.
-        items.retain(|item| bottom(item) <= height);
+        // At the floor scale what still does not fit is cut rather than drawn off the
+        // page: boxes are clipped to the page, text lines and images below it dropped.
+        items = items
+            .into_iter()
+            .filter_map(|item| match item {
+                Item::Rect {
+                    x,
+                    y,
+                    w,
+                    h,
+                    r,
+                    fill,
+                } if y < height => Some(Item::Rect {
+                    x,
+                    y,
+                    w,
+                    h: h.min(height - y),
+                    r,
+                    fill,
+                }),
+                item => (bottom(&item) <= height).then_some(item),
+            })
+            .collect();
     }
     Page {
         width,
