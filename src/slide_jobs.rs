@@ -4,7 +4,7 @@
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use plinth_actors::decks::{IdempotencyStore, Recorded};
-use plinth_workers::slides::{Artifact, AssetCheck, ExportWork, SlideEnv, Verdict};
+use plinth_workers::slides::{Artifact, AssetCheck, ExportWork, ImageRef, SlideEnv, Verdict};
 use serde_json::json;
 
 use crate::api::slides::MAX_ASSET_BYTES;
@@ -36,7 +36,14 @@ impl SlideEnv for Env {
             let images = store::deck_assets(&self.db, &job.deck_id)
                 .await?
                 .into_iter()
-                .map(|a| (a.id, (a.object_key, a.status)))
+                .map(|a| {
+                    let image = ImageRef {
+                        object_key: a.object_key,
+                        status: a.status,
+                        mime: a.mime,
+                    };
+                    (a.id, image)
+                })
                 .collect();
             Ok(Some(ExportWork {
                 deck_id: job.deck_id,

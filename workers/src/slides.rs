@@ -35,8 +35,8 @@ pub struct ExportWork {
     pub deck_id: String,
     pub format: String,
     pub content: Deck,
-    /// Images the content references: asset id → (object key, status).
-    pub images: HashMap<String, (String, String)>,
+    /// The deck's image assets by id.
+    pub images: HashMap<String, ImageRef>,
     /// Runs of this job so far, this one included.
     pub attempt: i64,
 }
@@ -49,6 +49,14 @@ pub struct Artifact {
     pub size: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slide: Option<usize>,
+}
+
+/// An image asset as an export sees it.
+pub struct ImageRef {
+    pub object_key: String,
+    pub status: String,
+    /// The validated type (the upload was checked against it).
+    pub mime: String,
 }
 
 /// An uploaded asset awaiting validation.
@@ -146,27 +154,25 @@ async fn remove(env: &Env, artifacts: &[Artifact]) {
 async fn export(env: &Env, job_id: &str, work: &ExportWork) -> Result<Outcome, BoxDynError> {
     let mut images: Images = HashMap::new();
     for id in work.content.asset_ids() {
-        let Some((key, status)) = work.images.get(&id) else {
+        let Some(img) = work.images.get(&id) else {
             return Ok(Outcome::Failed(format!("image asset {id} does not exist")));
         };
-        if status != "ready" {
+        if img.status != "ready" {
             return Ok(Outcome::Failed(format!(
-                "image asset {id} is not ready (status {status})"
+                "image asset {id} is not ready (status {})",
+                img.status
             )));
         }
-        let Some(bytes) = env.get_object(key).await? else {
+        let Some(bytes) = env.get_object(&img.object_key).await? else {
             return Ok(Outcome::Failed(format!(
                 "image asset {id} has no stored file"
             )));
         };
-        let info = match plinth_render::inspect_image(&bytes) {
-            Ok(info) => info,
-            Err(reason) => return Ok(Outcome::Failed(format!("image asset {id}: {reason}"))),
-        };
         images.insert(
             id,
+            // Validated when it was uploaded; not decoded twice.
             Image {
-                mime: info.mime.to_owned(),
+                mime: img.mime.clone(),
                 bytes,
             },
         );

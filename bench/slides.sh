@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Slide export benchmark (issue 6): a 20-slide markdown deck (text, lists, code, two
+# images) exported to PDF and to PNG through plinth's API and workers, then the same
+# content with Marp CLI driving Chromium (bench/marp.sh), in the same run.
+# SQLite by default; set DATABASE_URL=postgres://... for PostgreSQL.
+# Usage: bench/slides.sh [RUNS, default 5]   (SKIP_MARP=1 skips the comparison)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${1:-5}
+DECK=fixtures/decks/bench20.md
+[ -n "${BENCH_SKIP_BUILD:-}" ] || cargo build --release --bin plinth -p plinth >/dev/null 2>&1
+DATA=$(mktemp -d)
+DB=${DATABASE_URL:-sqlite://$DATA/plinth.db}
+cleanup() { kill "${PLINTH_PID:-}" 2>/dev/null || true; rm -rf "$DATA"; }
+trap cleanup EXIT
+PLINTH_RATE_LIMIT_MULTIPLIER=100000 RUST_LOG=warn \
+  ./target/release/plinth serve --listen 127.0.0.1:0 --data-dir "$DATA" --database-url "$DB" >"$DATA/out" 2>"$DATA/err" &
+PLINTH_PID=$!
+for _ in $(seq 1 100); do grep -q listening "$DATA/out" 2>/dev/null && break; sleep 0.1; done
+P=$(sed -n 's/.*listening on //p' "$DATA/out")
+KEY=$(curl -s "$P/api/users/authenticate" -H 'content-type: application/json' \
+  -d '{"email":"author@bench.example","password":"pw"}' |
+  python3 -c 'import sys, json; print(json.load(sys.stdin)["user"]["key"])')
+./target/release/plinth users set-level --email author@bench.example --level 10 \
+  --data-dir "$DATA" --database-url "$DB" >/dev/null
+sleep 6 # the account cache expires after 5 s
+
+echo "machine: $(nproc) cores, $(uname -m), $(date -u +%F); database: ${DB%%:*}; deck: $DECK"
+echo "command: bench/slides.sh $RUNS"
+mkdir -p bench/out
+python3 bench/slides.py "$P" "$KEY" "$DECK" "$RUNS" bench/out/plinth.pdf | tee "$DATA/plinth.txt"
+[ -n "${SKIP_MARP:-}" ] && exit 0
+bench/marp.sh "$DECK" "$RUNS" | tee "$DATA/marp.txt"
+python3 - "$DATA/plinth.txt" "$DATA/marp.txt" <<'PY'
+import sys
+v = {}
+for f in sys.argv[1:]:
+    for line in open(f):
+        k, _, rest = line.partition(" ")
+        v[k] = rest.strip()
+f = lambda k: float(v[k])
+print(f"ratio_pdf_marp_over_plinth_wall {f('marp_pdf_ms_median') / f('plinth_pdf_wall_ms_median'):.1f}")
+print(f"ratio_png_marp_over_plinth_wall {f('marp_png_ms_median') / f('plinth_png_wall_ms_median'):.1f}")
+PY
