@@ -125,6 +125,33 @@ pub struct Opts {
         global = true
     )]
     pub stripe_secret_key: Option<String>,
+    /// App Store Server API base URL (the sandbox is
+    /// https://api.storekit-sandbox.itunes.apple.com).
+    #[arg(
+        long,
+        env = "PLINTH_APPLE_API_BASE",
+        default_value = "https://api.storekit.itunes.apple.com",
+        global = true
+    )]
+    pub apple_api_base: String,
+    /// App Store Connect API issuer id; with the key id, private key, bundle id and root
+    /// certificate selects the real App Store [default: the simulated store]
+    #[arg(long, env = "PLINTH_APPLE_ISSUER_ID", global = true)]
+    pub apple_issuer_id: Option<String>,
+    /// App Store Connect API key id (the `kid` of the request tokens).
+    #[arg(long, env = "PLINTH_APPLE_KEY_ID", global = true)]
+    pub apple_key_id: Option<String>,
+    /// Path of the App Store Connect API private key (.p8: PKCS#8 PEM, P-256).
+    #[arg(long, env = "PLINTH_APPLE_PRIVATE_KEY", global = true)]
+    pub apple_private_key: Option<PathBuf>,
+    /// The app's bundle id: `bid` of the request tokens and the `bundleId` that signed
+    /// transactions must name.
+    #[arg(long, env = "PLINTH_APPLE_BUNDLE_ID", global = true)]
+    pub apple_bundle_id: Option<String>,
+    /// Path of the root certificate(s), PEM or DER, trusted for signed transactions
+    /// (Apple Root CA - G3).
+    #[arg(long, env = "PLINTH_APPLE_ROOT_CERT", global = true)]
+    pub apple_root_cert: Option<PathBuf>,
     /// Multiplies every base rate limit (test suites raise it).
     #[arg(
         long,

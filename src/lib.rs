@@ -17,6 +17,7 @@ pub mod server;
 pub mod slide_jobs;
 pub mod state;
 pub mod storage;
+pub mod store;
 pub mod usage;
 
 use std::collections::BTreeMap;

@@ -127,6 +127,7 @@ async fn shutdown_signal() {
 }
 
 pub async fn serve(opts: Opts) -> anyhow::Result<()> {
+    let store_verifier = crate::store::from_opts(&opts)?;
     let (db, queue) = open_database(&opts).await?;
     let key = master_key(&opts)?;
     let auth_key = match &opts.auth_token_key {
@@ -190,6 +191,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         auth_key,
         jwks: Default::default(),
         payments,
+        store_verifier,
         webhook_secret,
         rate: rate.clone(),
         credits: credits.clone(),

@@ -25,6 +25,8 @@ pub struct Inner {
     pub auth_key: MasterKey,
     pub jwks: crate::api::identity::JwksCache,
     pub payments: std::sync::Arc<dyn crate::payments::PaymentProvider>,
+    /// The app store vouching for in-app purchases (`PLINTH_APPLE_*`, else simulated).
+    pub store_verifier: std::sync::Arc<dyn crate::store::StoreVerifier>,
     /// `Stripe-Signature` secret (`PLINTH_STRIPE_WEBHOOK_SECRET`, else derived from the
     /// master key for the simulated provider).
     pub webhook_secret: String,

@@ -498,45 +498,34 @@ pub async fn pricing(State(app): State<AppState>) -> ApiResult {
     })))
 }
 
-/// Token products of the platform stores (`fixtures/store_products.json`).
-static STORE_PRODUCTS: LazyLock<HashMap<String, i64>> = LazyLock::new(|| {
-    let all: HashMap<String, Value> =
-        serde_json::from_str(include_str!("../../fixtures/store_products.json"))
-            .expect("valid store_products.json");
-    all.into_iter()
-        .filter_map(|(k, v)| Some((k, v.as_i64()?)))
-        .collect()
-});
-
-/// The simulated App Store: `sim-<product id>-<suffix>` is a valid transaction of that
-/// product. (A client of the real App Store Server API is not built yet.)
-fn simulated_store_product(transaction_id: &str) -> Option<(String, i64)> {
-    let rest = transaction_id.strip_prefix("sim-")?;
-    let (product, suffix) = rest.rsplit_once('-')?;
-    if suffix.is_empty() {
-        return None;
-    }
-    STORE_PRODUCTS
-        .get(product)
-        .map(|t| (product.to_owned(), *t))
-}
-
 #[derive(Deserialize)]
 pub struct StoreBody {
     #[serde(rename = "transactionId")]
     transaction_id: String,
 }
 
-/// `POST /api/credits/verify-apple-transaction-distritbution`: credits a verified store
-/// purchase once, ever: a repeat by the same account says so, another account gets 409.
+/// `POST /api/credits/verify-apple-transaction-distritbution`: credits a purchase that the
+/// configured store (`app.store_verifier`: simulated, or Apple's App Store Server API)
+/// vouches for, once, ever: a repeat by the same account says so, another account gets 409.
 pub async fn verify_apple_transaction(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<StoreBody>,
 ) -> ApiResult {
     let id = body.transaction_id.trim();
-    let (product, tokens) = simulated_store_product(id)
-        .ok_or_else(|| ApiError::bad_request("the store does not know that transaction"))?;
+    if id.is_empty() {
+        return Err(ApiError::bad_request("`transactionId` must not be empty"));
+    }
+    let verified = app.store_verifier.verify(id).await?;
+    let id = verified.transaction_id.as_str();
+    let product = verified.product_id;
+    let tokens = crate::store::product_tokens(&product)
+        .and_then(|t| t.checked_mul(verified.quantity))
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "the product `{product}` of that transaction is not sold for tokens here"
+            ))
+        })?;
     match crate::db::payments::claim_store_transaction(
         &app.db, "apple", id, &caller.id, &product, tokens,
     )
@@ -564,7 +553,7 @@ pub async fn verify_apple_transaction(
             tokens,
             "store_purchase",
             Some(format!("store:apple:{id}")),
-            json!({"store": "apple", "transaction_id": id, "product_id": product}),
+            json!({"store": "apple", "transaction_id": id, "product_id": product, "quantity": verified.quantity}),
         )],
     )
     .await;
