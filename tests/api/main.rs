@@ -3,6 +3,7 @@
 mod common;
 
 mod accounts;
+mod appstore;
 mod billing;
 mod cli;
 mod credits;
