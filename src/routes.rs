@@ -25,8 +25,9 @@ pub enum Access {
     OrgMember,
     /// As `OrgMember`, for organization admins (`OrgAdmin` extractor).
     OrgAdmin,
-    /// A rule that depends on the request (guest sessions, owners, site roles, deck
-    /// roles...): the handler checks it.
+    /// A rule that depends on the request (guest sessions, owners, site roles...): the
+    /// handler checks it. (Deck roles are `Key` routes: a key is always needed, and the
+    /// slide handlers check the role on the deck.)
     Custom,
 }
 
@@ -371,20 +372,20 @@ pub static ROUTES: &[RouteSpec] = &[
     route!(POST "/api/slides/create", V10, Write, "Slide decks" => api::slides::create),
     route!(GET "/api/slides", V10, Read, "Slide decks" => api::slides::list),
     route!(GET "/api/slides/{id}", V10, Read, "Slide decks" => api::slides::get),
-    route!(POST "/api/slides/update", Custom, Write, "Slide decks" => api::slides::update),
-    route!(POST "/api/slides/delete", Custom, Write, "Slide decks" => api::slides::delete),
-    route!(GET "/api/slides/revisions", Custom, Read, "Slide decks" => api::slides::revisions),
-    route!(GET "/api/slides/revisions/{id}", Custom, Read, "Slide decks" => api::slides::revision),
-    route!(POST "/api/slides/revisions/restore", Custom, Write, "Slide decks" => api::slides::restore),
-    route!(POST "/api/slides/assets/create", Custom, Upload, "Slide decks" => api::slides::asset_create),
-    route!(POST "/api/slides/assets/complete", Custom, Upload, "Slide decks" => api::slides::asset_complete),
-    route!(GET "/api/slides/assets/{id}", Custom, Read, "Slide decks" => api::slides::asset_get),
-    route!(POST "/api/slides/assets/delete", Custom, Upload, "Slide decks" => api::slides::asset_delete),
-    route!(POST "/api/slides/exports/create", Custom, Render, "Slide decks" => api::slides::export_create),
-    route!(GET "/api/slides/jobs/{id}", Custom, Read, "Slide decks" => api::slides::job),
-    route!(POST "/api/slides/jobs/cancel", Custom, Write, "Slide decks" => api::slides::job_cancel),
-    route!(POST "/api/slides/publish", Custom, Write, "Slide decks" => api::slides::publish),
-    route!(POST "/api/slides/unpublish", Custom, Write, "Slide decks" => api::slides::unpublish),
+    route!(POST "/api/slides/update", Key, Write, "Slide decks" => api::slides::update),
+    route!(POST "/api/slides/delete", Key, Write, "Slide decks" => api::slides::delete),
+    route!(GET "/api/slides/revisions", Key, Read, "Slide decks" => api::slides::revisions),
+    route!(GET "/api/slides/revisions/{id}", Key, Read, "Slide decks" => api::slides::revision),
+    route!(POST "/api/slides/revisions/restore", Key, Write, "Slide decks" => api::slides::restore),
+    route!(POST "/api/slides/assets/create", Key, Upload, "Slide decks" => api::slides::asset_create),
+    route!(POST "/api/slides/assets/complete", Key, Upload, "Slide decks" => api::slides::asset_complete),
+    route!(GET "/api/slides/assets/{id}", Key, Read, "Slide decks" => api::slides::asset_get),
+    route!(POST "/api/slides/assets/delete", Key, Upload, "Slide decks" => api::slides::asset_delete),
+    route!(POST "/api/slides/exports/create", Key, Render, "Slide decks" => api::slides::export_create),
+    route!(GET "/api/slides/jobs/{id}", Key, Read, "Slide decks" => api::slides::job),
+    route!(POST "/api/slides/jobs/cancel", Key, Write, "Slide decks" => api::slides::job_cancel),
+    route!(POST "/api/slides/publish", Key, Write, "Slide decks" => api::slides::publish),
+    route!(POST "/api/slides/unpublish", Key, Write, "Slide decks" => api::slides::unpublish),
     route!(GET "/api/slides/public/{id}", Public, Read, "Slide decks" => api::slides::public),
     route!(POST "/api/slides/present", Public, Read, "Slide decks" => api::slides::present),
 ];
