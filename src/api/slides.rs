@@ -718,7 +718,14 @@ pub async fn asset_create(
     let deck_id = string_field(&body, "deck_id")?;
     let req: AssetCreate = from_object(body.clone())?;
     let file = clean_file(&req.file)?;
-    let mime = req.mime.trim().to_ascii_lowercase();
+    // Short names (`png`, `jpg`, `svg`) are accepted for the MIME type they stand for.
+    let mime = match req.mime.trim().to_ascii_lowercase().as_str() {
+        "png" => "image/png".to_owned(),
+        "jpg" | "jpeg" | "image/jpg" => "image/jpeg".to_owned(),
+        "webp" => "image/webp".to_owned(),
+        "svg" | "image/svg" => "image/svg+xml".to_owned(),
+        other => other.to_owned(),
+    };
     if !IMAGE_TYPES.contains(&mime.as_str()) {
         return Err(ApiError::bad_request(format!(
             "`type` must be one of {}",

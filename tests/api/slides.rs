@@ -842,3 +842,56 @@ async fn s3_backend_assets_and_exports() {
     assert!(url.starts_with(&peer.endpoint));
     assert!(download(url).await.starts_with(b"%PDF"));
 }
+
+#[tokio::test]
+async fn a_running_export_stops_when_cancelled_and_leaves_no_artifacts() {
+    let s = Server::start().await;
+    let key = s.verified_user(&email("stopper")).await;
+    let md: Vec<String> = (1..=80)
+        .map(|i| format!("## Slide {i}\n\n- first point\n- second point\n"))
+        .collect();
+    let d = id(&create_md(&s, &key, &md.join("\n---\n\n")).await);
+    let r = s
+        .post(
+            "/api/slides/exports/create",
+            Some(&key),
+            json!({"deck_id": d, "format": "png"}),
+        )
+        .await;
+    r.assert_ok();
+    let job = id(&r.body);
+    let path = format!("/api/slides/jobs/{job}?deck_id={d}");
+    poll(&s, &path, &key, |v| {
+        v["slides_done"].as_i64().unwrap_or(0) >= 2
+    })
+    .await;
+    let c = s
+        .post(
+            "/api/slides/jobs/cancel",
+            Some(&key),
+            json!({"deck_id": d, "job_id": job}),
+        )
+        .await;
+    c.assert_ok();
+    assert_eq!(c.body["status"], json!("cancelled"));
+    // The worker notices at its next slide and removes what it wrote.
+    let dir = s
+        .data_dir()
+        .join("objects/slides")
+        .join(&d)
+        .join("jobs")
+        .join(&job);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+        if left == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{left} artifacts left behind");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let j = s.get(&path, Some(&key)).await;
+    assert_eq!(j.body["status"], json!("cancelled"));
+    assert_eq!(j.body["artifacts"], json!([]));
+    assert!(j.body["slides_done"].as_i64().unwrap() < 80);
+}
