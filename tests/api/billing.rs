@@ -355,3 +355,290 @@ async fn agent_sign_up_declines_leave_nothing_and_one_time_payments() {
     .await
     .assert_ok();
 }
+
+/// A program on `PATH`.
+fn on_path(name: &str) -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+/// Headless Chromium driven through ChromeDriver's W3C WebDriver API (JSON over HTTP).
+/// Dropping it ends chromedriver and the browser it started, also when a test panics.
+struct Browser {
+    driver: std::process::Child,
+    http: reqwest::Client,
+    /// `http://127.0.0.1:{port}/session/{id}`
+    session: String,
+    /// The browser profile (removed after the browser is gone).
+    profile: tempfile::TempDir,
+}
+
+/// The W3C web element identifier.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+impl Browser {
+    /// `None` (after a `skipped:` line) when chromedriver or chromium is not installed.
+    async fn start() -> Option<Browser> {
+        use std::os::unix::process::CommandExt;
+        use std::time::{Duration, Instant};
+        let (Some(driver), Some(chromium)) = (on_path("chromedriver"), on_path("chromium")) else {
+            eprintln!("skipped: chromedriver or chromium is not installed (apt-get install -y chromium chromium-driver; .ci/run installs them)");
+            return None;
+        };
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new(driver)
+            .arg(format!("--port={port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            // Its own process group, so that Drop ends the browser with it.
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let profile = tempfile::tempdir().unwrap();
+        let mut browser = Browser {
+            driver: child,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(20))
+                .build()
+                .unwrap(),
+            session: String::new(),
+            profile,
+        };
+        let base = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            let ready = match browser.http.get(format!("{base}/status")).send().await {
+                Ok(r) => r
+                    .json::<Value>()
+                    .await
+                    .ok()
+                    .map(|v| v["value"]["ready"] == json!(true)),
+                Err(_) => None,
+            };
+            if ready == Some(true) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "chromedriver did not become ready"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let args = [
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .chain([format!(
+            "--user-data-dir={}",
+            browser.profile.path().display()
+        )])
+        .collect::<Vec<_>>();
+        let caps = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "timeouts": {"pageLoad": 15000, "script": 5000, "implicit": 0},
+            "goog:chromeOptions": {"binary": chromium, "args": args},
+        }}});
+        let r = browser
+            .call(
+                reqwest::Method::POST,
+                &format!("{base}/session"),
+                Some(caps),
+            )
+            .await;
+        let id = r["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {r}"));
+        browser.session = format!("{base}/session/{id}");
+        Some(browser)
+    }
+
+    /// One WebDriver command; its `value` (panics on a WebDriver error).
+    async fn call(&self, method: reqwest::Method, url: &str, body: Option<Value>) -> Value {
+        let mut req = self.http.request(method.clone(), url);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let res = req
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+        let status = res.status();
+        let v: Value = res.json().await.unwrap();
+        assert!(status.is_success(), "{method} {url}: {status} {v}");
+        v["value"].clone()
+    }
+
+    async fn cmd(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        self.call(method, &format!("{}{path}", self.session), body)
+            .await
+    }
+
+    async fn goto(&self, url: &str) {
+        self.cmd(reqwest::Method::POST, "/url", Some(json!({ "url": url })))
+            .await;
+    }
+
+    async fn url(&self) -> String {
+        let v = self.cmd(reqwest::Method::GET, "/url", None).await;
+        v.as_str().unwrap().to_owned()
+    }
+
+    async fn source(&self) -> String {
+        let v = self.cmd(reqwest::Method::GET, "/source", None).await;
+        v.as_str().unwrap().to_owned()
+    }
+
+    /// The element matching a CSS selector (its WebDriver id).
+    async fn find(&self, css: &str) -> String {
+        let v = self
+            .cmd(
+                reqwest::Method::POST,
+                "/element",
+                Some(json!({"using": "css selector", "value": css})),
+            )
+            .await;
+        v[ELEMENT]
+            .as_str()
+            .unwrap_or_else(|| panic!("no element for {css}: {v}"))
+            .to_owned()
+    }
+
+    async fn click(&self, css: &str) {
+        let id = self.find(css).await;
+        self.cmd(
+            reqwest::Method::POST,
+            &format!("/element/{id}/click"),
+            Some(json!({})),
+        )
+        .await;
+    }
+
+    async fn selected(&self, css: &str) -> bool {
+        let id = self.find(css).await;
+        self.cmd(
+            reqwest::Method::GET,
+            &format!("/element/{id}/selected"),
+            None,
+        )
+        .await
+        .as_bool()
+        .unwrap()
+    }
+
+    /// Waits (a navigation may still be under way) until the page satisfies `test`.
+    async fn wait_for(&self, what: &str, test: impl Fn(&str, &str) -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let (url, source) = (self.url().await, self.source().await);
+            if test(&url, &source) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "browser never showed {what}; at {url}:\n{source}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Ends the session (the browser quits).
+    async fn quit(mut self) {
+        let session = std::mem::take(&mut self.session);
+        let _ = self.http.delete(session).send().await;
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        // The whole process group: chromedriver and the browser it started.
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.driver.id())])
+            .stderr(std::process::Stdio::null())
+            .status();
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_person_completes_the_simulated_checkout_in_headless_chromium() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let s = Server::start_with(with_secret()).await;
+    let key = s.verified_user(&email("chromium")).await;
+    // Both pages are plinth's own: nothing else resolves here.
+    let success = format!("{}/api/status?paid=1", s.base);
+    let cancel = format!("{}/api/status?paid=0", s.base);
+    let r = s
+        .post(
+            "/api/users/subscriptions/subscribe",
+            Some(&key),
+            json!({"productId": "prod_paying_monthly", "successUrl": success, "cancelUrl": cancel}),
+        )
+        .await;
+    r.assert_ok();
+    let checkout = r.body["url"].as_str().unwrap().to_owned();
+
+    // The page shows the plan and a Pay button.
+    browser.goto(&checkout).await;
+    let page = browser.source().await;
+    let plan = plinth::payments::plan("prod_paying_monthly").unwrap();
+    assert!(
+        page.contains(&format!("<h1>Subscribe to {}</h1>", plan.name)),
+        "{page}"
+    );
+    assert!(page.contains("USD 10.00 per month"), "{page}");
+    browser.find("form button[type=submit]").await;
+    assert!(page.contains(">Pay</button>"), "{page}");
+
+    // A declined card: the page says so and nothing changes.
+    let declined = "select[name=payment_method] option[value=pm_card_chargeDeclined]";
+    browser.click(declined).await;
+    assert!(browser.selected(declined).await);
+    browser.click("form button[type=submit]").await;
+    browser
+        .wait_for("the decline", |_, src| {
+            src.contains("Payment not completed")
+        })
+        .await;
+    assert!(browser.source().await.contains("your card was declined"));
+    assert_eq!(level_and_balance(&s, &key).await, (10, 0));
+    let r = s
+        .post("/api/users/subscriptions/check", Some(&key), json!({}))
+        .await;
+    assert_eq!(r.body["active"], json!(false));
+
+    // Back to the checkout with a good card: the browser lands on the success URL.
+    browser.goto(&checkout).await;
+    let visa = "select[name=payment_method] option[value=pm_card_visa]";
+    browser.click(declined).await;
+    browser.click(visa).await;
+    assert!(browser.selected(visa).await);
+    browser.click("form button[type=submit]").await;
+    browser
+        .wait_for("the success URL", |url, _| url == success)
+        .await;
+    assert_eq!(browser.url().await, success);
+
+    assert_eq!(level_and_balance(&s, &key).await, (20, 1500));
+    let r = s
+        .post("/api/users/subscriptions/check", Some(&key), json!({}))
+        .await;
+    assert_eq!(r.body["active"], json!(true));
+    assert_eq!(r.body["data"]["product_id"], json!("prod_paying_monthly"));
+    browser.quit().await;
+}
