@@ -23,8 +23,9 @@ pub struct PresignBody {
     content_type: String,
 }
 
-/// A file name kept to `[A-Za-z0-9._-]`, at most 128 characters.
-fn clean_filename(raw: &str) -> Result<String, ApiError> {
+/// A file name kept to `[A-Za-z0-9._-]`, at most 128 characters; `field` names the
+/// request field in the error.
+pub fn clean_filename(raw: &str, field: &str) -> Result<String, ApiError> {
     let name: String = raw
         .trim()
         .chars()
@@ -38,9 +39,9 @@ fn clean_filename(raw: &str) -> Result<String, ApiError> {
         .collect();
     let name = name.trim_matches(|c| c == '.' || c == '-').to_owned();
     if name.is_empty() || name.len() > 128 {
-        return Err(ApiError::bad_request(
-            "`filename` must have 1 to 128 usable characters",
-        ));
+        return Err(ApiError::bad_request(format!(
+            "`{field}` must have 1 to 128 usable characters"
+        )));
     }
     Ok(name)
 }
@@ -52,7 +53,7 @@ pub async fn generate_presigned_url(
     State(app): State<AppState>,
     g: OrgMember<PresignBody>,
 ) -> ApiResult {
-    let filename = clean_filename(&g.body.filename)?;
+    let filename = clean_filename(&g.body.filename, "filename")?;
     let ct = g.body.content_type.trim();
     if ct.is_empty() || !ct.contains('/') || ct.len() > 128 || ct.chars().any(|c| c.is_control()) {
         return Err(ApiError::bad_request(

@@ -678,28 +678,6 @@ pub async fn restore(
     .await
 }
 
-/// A file name kept to `[A-Za-z0-9._-]`, at most 128 characters.
-fn clean_file(raw: &str) -> ApiResult<String> {
-    let name: String = raw
-        .trim()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let name = name.trim_matches(|c| c == '.' || c == '-').to_owned();
-    if name.is_empty() || name.len() > 128 {
-        return Err(ApiError::bad_request(
-            "`file` must be a file name of 1 to 128 usable characters",
-        ));
-    }
-    Ok(name)
-}
-
 #[derive(Deserialize)]
 struct AssetCreate {
     file: String,
@@ -717,7 +695,7 @@ pub async fn asset_create(
 ) -> ApiResult {
     let deck_id = string_field(&body, "deck_id")?;
     let req: AssetCreate = from_object(body.clone())?;
-    let file = clean_file(&req.file)?;
+    let file = crate::api::data::clean_filename(&req.file, "file")?;
     // Short names (`png`, `jpg`, `svg`) are accepted for the MIME type they stand for.
     let mime = match req.mime.trim().to_ascii_lowercase().as_str() {
         "png" => "image/png".to_owned(),

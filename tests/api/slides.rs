@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::{email, Options, Server};
+use crate::common::{email, Server};
 
 const MD: &str = "---\ntitle: Quarterly review\n---\n\n<!-- layout: title -->\n# Quarterly review\n\nNumbers and **plans**\n\n<!-- notes: SECRETNOTE greet everyone -->\n\n---\n\n## Highlights\n\n- Revenue up *12%*\n- Two new `regions`\n\n---\n\n<!-- hidden -->\n## HIDDENSLIDE backup\n\nOnly if asked\n\n---\n\n## Code\n\n```rust\nfn main() {}\n```\n";
 
@@ -44,7 +44,8 @@ fn ended(v: &Value) -> bool {
     ["succeeded", "failed", "cancelled"].contains(&v["status"].as_str().unwrap_or(""))
 }
 
-async fn export(s: &Server, key: &str, deck: &str, format: &str) -> Value {
+/// Queues an export; returns the job id.
+async fn start_export(s: &Server, key: &str, deck: &str, format: &str) -> String {
     let r = s
         .post(
             "/api/slides/exports/create",
@@ -54,7 +55,12 @@ async fn export(s: &Server, key: &str, deck: &str, format: &str) -> Value {
         .await;
     r.assert_ok();
     assert_eq!(r.body["status"], json!("pending"));
-    let job = id(&r.body);
+    id(&r.body)
+}
+
+/// Exports and waits for the job to end.
+async fn export(s: &Server, key: &str, deck: &str, format: &str) -> Value {
+    let job = start_export(s, key, deck, format).await;
     poll(
         s,
         &format!("/api/slides/jobs/{job}?deck_id={deck}"),
@@ -62,6 +68,16 @@ async fn export(s: &Server, key: &str, deck: &str, format: &str) -> Value {
         ended,
     )
     .await
+}
+
+/// A deck of `n` plain slides, slow enough to export that a test can act meanwhile.
+async fn long_deck(s: &Server, key: &str, n: usize) -> String {
+    let md: Vec<String> = (1..=n)
+        .map(|i| {
+            format!("## Slide {i}\n\n- point one of slide {i}\n- point two\n\n```\ncode {i}\n```\n")
+        })
+        .collect();
+    id(&create_md(s, key, &md.join("\n---\n\n")).await)
 }
 
 async fn download(url: &str) -> Vec<u8> {
@@ -729,15 +745,7 @@ async fn a_pending_job_can_be_cancelled_and_never_runs() {
     // No workers: the job stays pending until cancelled.
     s.set_env("PLINTH_NO_WORKERS", "true");
     s.restart();
-    let r = s
-        .post(
-            "/api/slides/exports/create",
-            Some(&key),
-            json!({"deck_id": d, "format": "png"}),
-        )
-        .await;
-    r.assert_ok();
-    let job = id(&r.body);
+    let job = start_export(&s, &key, &d, "png").await;
     let cancel = json!({"deck_id": d, "job_id": job});
     let c = s
         .post("/api/slides/jobs/cancel", Some(&key), cancel.clone())
@@ -771,21 +779,8 @@ async fn an_export_interrupted_by_a_crash_completes_after_restart() {
     let mut s = Server::start().await;
     let key = s.verified_user(&email("crasher")).await;
     // Enough slides that the export is still running when the server dies.
-    let md: Vec<String> = (1..=120)
-        .map(|i| {
-            format!("## Slide {i}\n\n- point one of slide {i}\n- point two\n\n```\ncode {i}\n```\n")
-        })
-        .collect();
-    let d = id(&create_md(&s, &key, &md.join("\n---\n\n")).await);
-    let r = s
-        .post(
-            "/api/slides/exports/create",
-            Some(&key),
-            json!({"deck_id": d, "format": "png"}),
-        )
-        .await;
-    r.assert_ok();
-    let job = id(&r.body);
+    let d = long_deck(&s, &key, 120).await;
+    let job = start_export(&s, &key, &d, "png").await;
     let path = format!("/api/slides/jobs/{job}?deck_id={d}");
     poll(&s, &path, &key, |v| {
         v["slides_done"].as_i64().unwrap_or(0) >= 2
@@ -815,14 +810,7 @@ async fn s3_backend_assets_and_exports() {
     let Some(peer) = crate::storage::s3_peer() else {
         return;
     };
-    let s = Server::start_with(
-        Options::default()
-            .env("PLINTH_S3_BUCKET", "plinth")
-            .env("PLINTH_S3_ENDPOINT", &peer.endpoint)
-            .env("PLINTH_S3_ACCESS_KEY_ID", "AKTEST")
-            .env("PLINTH_S3_SECRET_ACCESS_KEY", "SKTEST"),
-    )
-    .await;
+    let s = Server::start_with(peer.options()).await;
     let key = s.verified_user(&email("s3author")).await;
     let d = id(&create_md(&s, &key, "# On S3").await);
     let asset = upload_asset(&s, &key, &d, &png(40, 30), "image/png", None).await;
@@ -847,19 +835,8 @@ async fn s3_backend_assets_and_exports() {
 async fn a_running_export_stops_when_cancelled_and_leaves_no_artifacts() {
     let s = Server::start().await;
     let key = s.verified_user(&email("stopper")).await;
-    let md: Vec<String> = (1..=80)
-        .map(|i| format!("## Slide {i}\n\n- first point\n- second point\n"))
-        .collect();
-    let d = id(&create_md(&s, &key, &md.join("\n---\n\n")).await);
-    let r = s
-        .post(
-            "/api/slides/exports/create",
-            Some(&key),
-            json!({"deck_id": d, "format": "png"}),
-        )
-        .await;
-    r.assert_ok();
-    let job = id(&r.body);
+    let d = long_deck(&s, &key, 80).await;
+    let job = start_export(&s, &key, &d, "png").await;
     let path = format!("/api/slides/jobs/{job}?deck_id={d}");
     poll(&s, &path, &key, |v| {
         v["slides_done"].as_i64().unwrap_or(0) >= 2

@@ -178,6 +178,17 @@ pub(crate) struct S3Peer {
     _dir: tempfile::TempDir,
 }
 
+impl S3Peer {
+    /// Server options that select this S3 backend.
+    pub fn options(&self) -> Options {
+        Options::default()
+            .env("PLINTH_S3_BUCKET", "plinth")
+            .env("PLINTH_S3_ENDPOINT", &self.endpoint)
+            .env("PLINTH_S3_ACCESS_KEY_ID", "AKTEST")
+            .env("PLINTH_S3_SECRET_ACCESS_KEY", "SKTEST")
+    }
+}
+
 impl Drop for S3Peer {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -233,14 +244,7 @@ pub(crate) fn s3_peer() -> Option<S3Peer> {
 #[tokio::test]
 async fn s3_backend_presigned_urls_against_a_signature_checking_server() {
     let Some(peer) = s3_peer() else { return };
-    let s = Server::start_with(
-        Options::default()
-            .env("PLINTH_S3_BUCKET", "plinth")
-            .env("PLINTH_S3_ENDPOINT", &peer.endpoint)
-            .env("PLINTH_S3_ACCESS_KEY_ID", "AKTEST")
-            .env("PLINTH_S3_SECRET_ACCESS_KEY", "SKTEST"),
-    )
-    .await;
+    let s = Server::start_with(peer.options()).await;
     let st = s.get("/api/status", None).await;
     assert_eq!(st.body["services"]["storage"]["backend"], json!("s3"));
     assert_eq!(st.body["services"]["storage"]["ok"], json!(true));

@@ -158,6 +158,48 @@ async fn keep_running<F>(
     }
 }
 
+/// Pushes `task` onto one queue of whichever backend is in use.
+macro_rules! push {
+    ($queue:expr, $field:ident, $task:expr) => {
+        match $queue {
+            Queue::Sqlite { $field, .. } => $field.clone().push_task($task).await?,
+            Queue::Postgres { $field, .. } => $field.clone().push_task($task).await?,
+        }
+    };
+}
+
+/// Runs the three worker pools over the storages of one backend; `$poll` is how that
+/// backend learns of new jobs.
+macro_rules! pools {
+    ($email:ident, $export:ident, $images:ident, $cfg:expr, $mail:expr, $env:expr, $shutdown:expr, $($poll:tt)*) => {{
+        let (prefix, mail, env, shutdown) = ($cfg.name_prefix.clone(), $mail, $env, $shutdown);
+        // Exports of large decks take a while; the timeout only stops runaway jobs.
+        let (mail_timeout, slide_timeout) = (Duration::from_secs(60), Duration::from_secs(600));
+        let (ec, rc, ic) = (
+            $cfg.email_concurrency.max(1),
+            $cfg.render_concurrency.max(1),
+            $cfg.image_concurrency.max(1),
+        );
+        tokio::join!(
+            keep_running(EMAIL_QUEUE, prefix.clone(), shutdown.clone(), |name, signal| {
+                worker!(name, $email.clone() $($poll)*, mail.clone(), ec, mail_timeout, deliver)
+                    .run_until(signal)
+                    .boxed()
+            }),
+            keep_running(EXPORT_QUEUE, prefix.clone(), shutdown.clone(), |name, signal| {
+                worker!(name, $export.clone() $($poll)*, env.clone(), rc, slide_timeout, slides::run_export)
+                    .run_until(signal)
+                    .boxed()
+            }),
+            keep_running(IMAGE_QUEUE, prefix.clone(), shutdown.clone(), |name, signal| {
+                worker!(name, $images.clone() $($poll)*, env.clone(), ic, slide_timeout, slides::run_image_check)
+                    .run_until(signal)
+                    .boxed()
+            }),
+        );
+    }};
+}
+
 impl Queue {
     /// Prepares the queue tables in the SQLite database the API uses. Runs apalis's own
     /// migrations (tolerating ours in the shared history table) without its pragmas: our
@@ -198,10 +240,7 @@ impl Queue {
         let task = TaskBuilder::new(job)
             .max_attempts(EMAIL_MAX_ATTEMPTS)
             .build();
-        match self {
-            Queue::Sqlite { email, .. } => email.clone().push_task(task).await?,
-            Queue::Postgres { email, .. } => email.clone().push_task(task).await?,
-        }
+        push!(self, email, task);
         Ok(())
     }
 
@@ -212,10 +251,7 @@ impl Queue {
         })
         .max_attempts(SLIDE_MAX_ATTEMPTS)
         .build();
-        match self {
-            Queue::Sqlite { export, .. } => export.clone().push_task(task).await?,
-            Queue::Postgres { export, .. } => export.clone().push_task(task).await?,
-        }
+        push!(self, export, task);
         Ok(())
     }
 
@@ -226,10 +262,7 @@ impl Queue {
         })
         .max_attempts(SLIDE_MAX_ATTEMPTS)
         .build();
-        match self {
-            Queue::Sqlite { images, .. } => images.clone().push_task(task).await?,
-            Queue::Postgres { images, .. } => images.clone().push_task(task).await?,
-        }
+        push!(self, images, task);
         Ok(())
     }
 
@@ -261,134 +294,23 @@ impl Queue {
         // slower poll for retries and delayed jobs.
         let fast = Duration::from_millis(100);
         let slow = Duration::from_secs(1);
-        let (ec, rc, ic) = (
-            cfg.email_concurrency.max(1),
-            cfg.render_concurrency.max(1),
-            cfg.image_concurrency.max(1),
-        );
-        let mail_timeout = Duration::from_secs(60);
-        // Exports of large decks take a while; the timeout only stops runaway jobs.
-        let slide_timeout = Duration::from_secs(600);
-        let prefix = cfg.name_prefix.clone();
         match self.clone() {
             Queue::Sqlite {
                 email,
                 export,
                 images,
-            } => {
-                tokio::join!(
-                    keep_running(
-                        EMAIL_QUEUE,
-                        prefix.clone(),
-                        shutdown.clone(),
-                        |name, signal| {
-                            worker!(
-                                name,
-                                email.clone().poll_with_interval(fast),
-                                mail.clone(),
-                                ec,
-                                mail_timeout,
-                                deliver
-                            )
-                            .run_until(signal)
-                            .boxed()
-                        }
-                    ),
-                    keep_running(
-                        EXPORT_QUEUE,
-                        prefix.clone(),
-                        shutdown.clone(),
-                        |name, signal| {
-                            worker!(
-                                name,
-                                export.clone().poll_with_interval(fast),
-                                env.clone(),
-                                rc,
-                                slide_timeout,
-                                slides::run_export
-                            )
-                            .run_until(signal)
-                            .boxed()
-                        }
-                    ),
-                    keep_running(
-                        IMAGE_QUEUE,
-                        prefix.clone(),
-                        shutdown.clone(),
-                        |name, signal| {
-                            worker!(
-                                name,
-                                images.clone().poll_with_interval(fast),
-                                env.clone(),
-                                ic,
-                                slide_timeout,
-                                slides::run_image_check
-                            )
-                            .run_until(signal)
-                            .boxed()
-                        }
-                    ),
-                );
-            }
+            } => pools!(
+                email, export, images, cfg, mail, env, shutdown,
+                .poll_with_interval(fast)
+            ),
             Queue::Postgres {
                 email,
                 export,
                 images,
-            } => {
-                tokio::join!(
-                    keep_running(
-                        EMAIL_QUEUE,
-                        prefix.clone(),
-                        shutdown.clone(),
-                        |name, signal| {
-                            worker!(
-                                name,
-                                email.clone().with_pubsub().poll_with_interval(slow),
-                                mail.clone(),
-                                ec,
-                                mail_timeout,
-                                deliver
-                            )
-                            .run_until(signal)
-                            .boxed()
-                        }
-                    ),
-                    keep_running(
-                        EXPORT_QUEUE,
-                        prefix.clone(),
-                        shutdown.clone(),
-                        |name, signal| {
-                            worker!(
-                                name,
-                                export.clone().with_pubsub().poll_with_interval(slow),
-                                env.clone(),
-                                rc,
-                                slide_timeout,
-                                slides::run_export
-                            )
-                            .run_until(signal)
-                            .boxed()
-                        }
-                    ),
-                    keep_running(
-                        IMAGE_QUEUE,
-                        prefix.clone(),
-                        shutdown.clone(),
-                        |name, signal| {
-                            worker!(
-                                name,
-                                images.clone().with_pubsub().poll_with_interval(slow),
-                                env.clone(),
-                                ic,
-                                slide_timeout,
-                                slides::run_image_check
-                            )
-                            .run_until(signal)
-                            .boxed()
-                        }
-                    ),
-                );
-            }
+            } => pools!(
+                email, export, images, cfg, mail, env, shutdown,
+                .with_pubsub().poll_with_interval(slow)
+            ),
         }
     }
 }
