@@ -7,6 +7,8 @@ use futures::future::BoxFuture;
 use plinth_actors::credits::{Applied, Change, CreditStore};
 use serde_json::Value;
 use sqlx::types::Json;
+// Set-based statements are assembled from placeholders only, never from input.
+use sqlx::AssertSqlSafe;
 
 use crate::db::{now, Db};
 use crate::with_db;
@@ -39,17 +41,143 @@ pub async fn balance(db: &Db, user_id: &str) -> sqlx::Result<Option<i64>> {
 }
 
 /// Applies changes in one transaction: the whole batch costs one commit. Most batches
-/// apply in full, so they are first tried without savepoints (half the statements); if
-/// any change cannot apply (short balance, repeat, no account), that attempt is rolled
-/// back and the batch runs again with each change in its own savepoint, so a failed
-/// change leaves nothing behind and does not affect the others.
+/// apply in full, so they are first tried set-based (one UPDATE for every account and
+/// one INSERT for every ledger row, whatever the batch size); if any change cannot
+/// apply (short balance, repeat, no account), that attempt is rolled back and the batch
+/// runs again with each change in its own savepoint, so a failed change leaves nothing
+/// behind and does not affect the others.
 async fn apply_batch(db: &Db, changes: &[Change]) -> sqlx::Result<Vec<Applied>> {
-    if let Some(done) = try_batch(db, changes, false).await? {
+    if let Some(done) = try_set_based(db, changes).await? {
         return Ok(done);
     }
     Ok(try_batch(db, changes, true)
         .await?
         .expect("with savepoints every change has an outcome"))
+}
+
+/// The common case in a fixed number of statements: every account's summed delta in one
+/// conditional UPDATE, every ledger row in one INSERT. `None` (nothing committed) when
+/// any account is missing or would go below zero at any point of the batch, or an
+/// entry repeats an `idem_key`: the careful path then sorts out which change failed.
+async fn try_set_based(db: &Db, changes: &[Change]) -> sqlx::Result<Option<Vec<Applied>>> {
+    if changes.iter().all(|c| c.entries.is_empty()) {
+        return Ok(None);
+    }
+    let now = now();
+    // Summed delta per account, in one global order (PostgreSQL locks rows in it).
+    let mut sums: std::collections::BTreeMap<&str, i64> = std::collections::BTreeMap::new();
+    for e in changes.iter().flat_map(|c| &c.entries) {
+        *sums.entry(e.user_id.as_str()).or_default() += e.delta;
+    }
+    let values: Vec<String> = (0..sums.len())
+        .map(|i| {
+            format!(
+                "SELECT CAST(${} AS TEXT) AS user_id, CAST(${} AS BIGINT) AS delta",
+                2 * i + 2,
+                2 * i + 3
+            )
+        })
+        .collect();
+    let update = format!(
+        "UPDATE credit_accounts SET balance = credit_accounts.balance + v.delta, updated_at = $1 \
+         FROM ({}) AS v WHERE credit_accounts.user_id = v.user_id \
+         AND credit_accounts.balance + v.delta >= 0 \
+         RETURNING credit_accounts.user_id, credit_accounts.id, credit_accounts.balance",
+        values.join(" UNION ALL ")
+    );
+    let entries: Vec<&plinth_actors::credits::Entry> =
+        changes.iter().flat_map(|c| &c.entries).collect();
+    let rows: Vec<String> = (0..entries.len())
+        .map(|i| {
+            let b = 8 * i;
+            format!(
+                "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                b + 1,
+                b + 2,
+                b + 3,
+                b + 4,
+                b + 5,
+                b + 6,
+                b + 7,
+                b + 8
+            )
+        })
+        .collect();
+    let insert = format!(
+        "INSERT INTO credit_transactions (id, account_id, kind, amount, balance_after, data, idem_key, created_at) VALUES {}",
+        rows.join(", ")
+    );
+    let lock = format!(
+        "SELECT id FROM credit_accounts WHERE user_id IN ({}) ORDER BY user_id FOR UPDATE",
+        (1..=sums.len())
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let lock_first = matches!(db, Db::Postgres(_));
+    with_db!(db, p => {
+        let mut tx = p.begin().await?;
+        if lock_first {
+            let mut q = sqlx::query(AssertSqlSafe(lock.as_str()));
+            for user_id in sums.keys() {
+                q = q.bind(*user_id);
+            }
+            q.execute(&mut *tx).await?;
+        }
+        let mut q = sqlx::query_as::<_, (String, String, i64)>(AssertSqlSafe(update.as_str())).bind(now);
+        for (user_id, delta) in &sums {
+            q = q.bind(*user_id).bind(*delta);
+        }
+        let updated = q.fetch_all(&mut *tx).await?;
+        if updated.len() != sums.len() {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        // Replay the batch in order from each account's starting balance: every
+        // intermediate balance must stay at or above zero, as if applied one by one.
+        let mut running: std::collections::HashMap<&str, (String, i64)> = updated
+            .iter()
+            .map(|(user_id, account_id, end)| (user_id.as_str(), (account_id.clone(), end - sums[user_id.as_str()])))
+            .collect();
+        let mut after = Vec::with_capacity(entries.len());
+        for e in &entries {
+            let slot = running.get_mut(e.user_id.as_str()).expect("every account was updated");
+            slot.1 += e.delta;
+            if slot.1 < 0 {
+                tx.rollback().await?;
+                return Ok(None);
+            }
+            after.push((slot.0.clone(), slot.1, uuid::Uuid::new_v4().to_string()));
+        }
+        let mut q = sqlx::query(AssertSqlSafe(insert.as_str()));
+        for (e, (account_id, balance, id)) in entries.iter().zip(&after) {
+            q = q.bind(id).bind(account_id).bind(&e.kind).bind(e.delta).bind(*balance)
+                .bind(Json(&e.data)).bind(&e.idem_key).bind(now);
+        }
+        match q.execute(&mut *tx).await {
+            Ok(_) => {}
+            Err(err) if crate::db::unique_violation(&err).is_some() => {
+                tx.rollback().await?;
+                return Ok(None);
+            }
+            Err(err) => return Err(err),
+        }
+        tx.commit().await?;
+        let mut rest = entries.iter().zip(after);
+        let results = changes
+            .iter()
+            .map(|c| {
+                let mut balances = Vec::with_capacity(c.entries.len());
+                let mut transaction_ids = Vec::with_capacity(c.entries.len());
+                for (e, (_, balance, id)) in rest.by_ref().take(c.entries.len()) {
+                    balances.push((e.user_id.clone(), balance));
+                    transaction_ids.push(id);
+                }
+                Applied::Done { balances, transaction_ids }
+            })
+            .collect();
+        Ok(Some(results))
+    })
 }
 
 /// The statements of one change on `$conn` (a transaction or a savepoint).
