@@ -50,9 +50,7 @@ async fn apply_batch(db: &Db, changes: &[Change]) -> sqlx::Result<Vec<Applied>> 
     if let Some(done) = try_set_based(db, changes).await? {
         return Ok(done);
     }
-    Ok(try_batch(db, changes, true)
-        .await?
-        .expect("with savepoints every change has an outcome"))
+    apply_each(db, changes).await
 }
 
 /// The common case in a fixed number of statements: every account's summed delta in one
@@ -180,56 +178,9 @@ async fn try_set_based(db: &Db, changes: &[Change]) -> sqlx::Result<Option<Vec<A
     })
 }
 
-/// The statements of one change on `$conn` (a transaction or a savepoint).
-macro_rules! apply_change {
-    ($conn:expr, $change:expr, $now:expr) => {
-        'change: {
-            let mut balances = Vec::with_capacity($change.entries.len());
-            let mut ids = Vec::with_capacity($change.entries.len());
-            for e in &$change.entries {
-                let updated: Option<(String, i64)> = sqlx::query_as(
-                    "UPDATE credit_accounts SET balance = balance + $1, updated_at = $3 \
-                     WHERE user_id = $2 AND balance + $1 >= 0 RETURNING id, balance",
-                )
-                .bind(e.delta).bind(&e.user_id).bind($now)
-                .fetch_optional(&mut *$conn).await?;
-                let Some((account_id, balance)) = updated else {
-                    let current: Option<(i64,)> =
-                        sqlx::query_as("SELECT balance FROM credit_accounts WHERE user_id = $1")
-                            .bind(&e.user_id).fetch_optional(&mut *$conn).await?;
-                    break 'change match current {
-                        Some((b,)) => Applied::Insufficient { user_id: e.user_id.clone(), balance: b },
-                        None => Applied::NoAccount { user_id: e.user_id.clone() },
-                    };
-                };
-                let id = uuid::Uuid::new_v4().to_string();
-                let inserted = sqlx::query(
-                    "INSERT INTO credit_transactions (id, account_id, kind, amount, balance_after, data, idem_key, created_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                )
-                .bind(&id).bind(&account_id).bind(&e.kind).bind(e.delta).bind(balance)
-                .bind(Json(&e.data)).bind(&e.idem_key).bind($now)
-                .execute(&mut *$conn).await;
-                match inserted {
-                    Ok(_) => {}
-                    Err(err) if crate::db::unique_violation(&err).is_some() => break 'change Applied::Duplicate,
-                    Err(err) => return Err(err),
-                }
-                balances.push((e.user_id.clone(), balance));
-                ids.push(id);
-            }
-            Applied::Done { balances, transaction_ids: ids }
-        }
-    };
-}
-
-/// One attempt; `None` when `careful` is off and some change did not apply (nothing is
-/// then committed).
-async fn try_batch(
-    db: &Db,
-    changes: &[Change],
-    careful: bool,
-) -> sqlx::Result<Option<Vec<Applied>>> {
+/// The careful path: each change in its own savepoint, so a change that cannot apply
+/// leaves nothing behind and does not affect the others; still one commit.
+async fn apply_each(db: &Db, changes: &[Change]) -> sqlx::Result<Vec<Applied>> {
     let now = now();
     // PostgreSQL locks rows as updates reach them; batches (and transfers) touching the
     // same accounts in different orders would deadlock. Lock every account of the batch
@@ -253,27 +204,53 @@ async fn try_batch(
         }
         let mut results = Vec::with_capacity(changes.len());
         for change in changes {
-            let outcome = if careful {
-                let mut sp = sqlx::Acquire::begin(&mut tx).await?;
-                let outcome = apply_change!(sp, change, now);
-                if matches!(outcome, Applied::Done { .. }) {
-                    sp.commit().await?;
-                } else {
-                    sp.rollback().await?;
+            let mut sp = sqlx::Acquire::begin(&mut tx).await?;
+            let outcome = 'change: {
+                let mut balances = Vec::with_capacity(change.entries.len());
+                let mut ids = Vec::with_capacity(change.entries.len());
+                for e in &change.entries {
+                    let updated: Option<(String, i64)> = sqlx::query_as(
+                        "UPDATE credit_accounts SET balance = balance + $1, updated_at = $3 \
+                         WHERE user_id = $2 AND balance + $1 >= 0 RETURNING id, balance",
+                    )
+                    .bind(e.delta).bind(&e.user_id).bind(now)
+                    .fetch_optional(&mut *sp).await?;
+                    let Some((account_id, balance)) = updated else {
+                        let current: Option<(i64,)> =
+                            sqlx::query_as("SELECT balance FROM credit_accounts WHERE user_id = $1")
+                                .bind(&e.user_id).fetch_optional(&mut *sp).await?;
+                        break 'change match current {
+                            Some((b,)) => Applied::Insufficient { user_id: e.user_id.clone(), balance: b },
+                            None => Applied::NoAccount { user_id: e.user_id.clone() },
+                        };
+                    };
+                    let id = uuid::Uuid::new_v4().to_string();
+                    let inserted = sqlx::query(
+                        "INSERT INTO credit_transactions (id, account_id, kind, amount, balance_after, data, idem_key, created_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                    )
+                    .bind(&id).bind(&account_id).bind(&e.kind).bind(e.delta).bind(balance)
+                    .bind(Json(&e.data)).bind(&e.idem_key).bind(now)
+                    .execute(&mut *sp).await;
+                    match inserted {
+                        Ok(_) => {}
+                        Err(err) if crate::db::unique_violation(&err).is_some() => break 'change Applied::Duplicate,
+                        Err(err) => return Err(err),
+                    }
+                    balances.push((e.user_id.clone(), balance));
+                    ids.push(id);
                 }
-                outcome
-            } else {
-                let outcome = apply_change!(tx, change, now);
-                if !matches!(outcome, Applied::Done { .. }) {
-                    tx.rollback().await?;
-                    return Ok(None);
-                }
-                outcome
+                Applied::Done { balances, transaction_ids: ids }
             };
+            if matches!(outcome, Applied::Done { .. }) {
+                sp.commit().await?;
+            } else {
+                sp.rollback().await?;
+            }
             results.push(outcome);
         }
         tx.commit().await?;
-        Ok(Some(results))
+        Ok(results)
     })
 }
 
