@@ -1024,15 +1024,19 @@ pub async fn job_cancel(
 }
 
 /// Audience content plus short-lived URLs of its images.
-async fn audience_json(app: &AppState, content: &Value) -> ApiResult<Value> {
+async fn audience_json(app: &AppState, deck_id: &str, content: &Value) -> ApiResult<Value> {
     let deck = Deck::from_json(content.clone()).map_err(ApiError::internal)?;
     let audience = deck.audience();
     let mut images = Map::new();
-    for id in audience.asset_ids() {
-        if let Some(a) = store::asset(&app.db, &id)
-            .await?
-            .filter(|a| a.status == "ready")
-        {
+    let ids = audience.asset_ids();
+    // One query for the deck's assets, not one per image.
+    let assets = if ids.is_empty() {
+        Vec::new()
+    } else {
+        store::deck_assets(&app.db, deck_id).await?
+    };
+    for id in ids {
+        if let Some(a) = assets.iter().find(|a| a.id == id && a.status == "ready") {
             let url = app
                 .objects
                 .presign_get(&a.object_key, DOWNLOAD_TTL)
@@ -1136,7 +1140,7 @@ pub async fn public(State(app): State<AppState>, Path(id): Path<String>) -> ApiR
         .filter(|p| p.status == "active")
         .ok_or_else(|| ApiError::not_found("publication not found"))?;
     let mut v = p.to_json();
-    v["content"] = audience_json(&app, &p.content.0).await?;
+    v["content"] = audience_json(&app, &p.deck_id, &p.content.0).await?;
     Ok(Reply::ok(v))
 }
 
@@ -1167,6 +1171,6 @@ pub async fn present(
         "deck_id": deck.id,
         "version": deck.version,
         "revision_id": rev.id,
-        "content": audience_json(&app, &rev.content.0).await?,
+        "content": audience_json(&app, &deck.id, &rev.content.0).await?,
     })))
 }

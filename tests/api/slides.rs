@@ -554,6 +554,25 @@ async fn exports_render_pdf_png_and_html_without_hidden_slides_or_notes() {
         String::from_utf8(download(job["artifacts"][0]["url"].as_str().unwrap()).await).unwrap();
     assert!(html.contains("Highlights") && html.contains("data:image/png;base64,"));
     assert!(!html.contains("SECRETNOTE") && !html.contains("HIDDENSLIDE"));
+
+    // The audience view carries a working URL for the image.
+    let deck = s.get(&format!("/api/slides/{d}"), Some(&key)).await.body;
+    let p = s
+        .post(
+            "/api/slides/publish",
+            Some(&key),
+            json!({"deck_id": d, "revision_id": deck["revision_id"], "expected_version": 2}),
+        )
+        .await;
+    p.assert_ok();
+    let public = s
+        .get(&format!("/api/slides/public/{}", id(&p.body)), None)
+        .await;
+    let url = public.body["content"]["images"][id(&asset)]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(png_size(&download(&url).await), (320, 200));
 }
 
 #[tokio::test]
