@@ -8,6 +8,7 @@
 //! per deck, behind the idempotency check of its `idempotency_key`. Exports and image
 //! validation are queued; clients poll `jobs/{id}` and `assets/{id}`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{Path, Query, State};
@@ -220,6 +221,37 @@ where
         _ => Map::new(),
     };
     Ok(Reply::with_status(status, body))
+}
+
+/// Who may make a change to a deck.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Need {
+    Editor,
+    Manager,
+}
+
+/// The prelude every deck mutation shares: open the deck named in the request, check
+/// the role, then run `work` as a change of that deck.
+async fn on_deck<F, Fut>(
+    app: &AppState,
+    caller: &Arc<Caller>,
+    body: &Map<String, Value>,
+    deck_id: &str,
+    need: Need,
+    route: &str,
+    work: F,
+) -> ApiResult
+where
+    F: FnOnce(AppState, Arc<Caller>, DeckRow) -> Fut,
+    Fut: std::future::Future<Output = ApiResult> + Send + 'static,
+{
+    let (deck, role) = open(app, caller, deck_id).await?;
+    if need == Need::Manager {
+        require_manager(role)?;
+    }
+    let scope = format!("deck:{}", deck.id);
+    let work = work(app.clone(), caller.clone(), deck);
+    change(app, scope, route, caller, body, work).await
 }
 
 fn expected_version(body: &Map<String, Value>) -> ApiResult<i64> {
@@ -504,15 +536,15 @@ pub async fn update(
             "send either a replacement (`markdown` or `document`) or `operations`",
         ));
     }
-    let (deck, _role) = open(&app, &caller, &id).await?;
-    let (a, c, b) = (app.clone(), caller.clone(), body.clone());
-    change(
+    let b = body.clone();
+    on_deck(
         &app,
-        format!("deck:{}", deck.id),
-        "update",
         &caller,
         &body,
-        async move {
+        &id,
+        Need::Editor,
+        "update",
+        move |a, c, deck| async move {
             let current = store::deck(&a.db, &deck.id)
                 .await?
                 .ok_or_else(deck_not_found)?;
@@ -568,16 +600,14 @@ pub async fn delete(
 ) -> ApiResult {
     let id = string_field(&body, "id")?;
     let expected = expected_version(&body)?;
-    let (deck, role) = open(&app, &caller, &id).await?;
-    require_manager(role)?;
-    let a = app.clone();
-    change(
+    on_deck(
         &app,
-        format!("deck:{}", deck.id),
-        "delete",
         &caller,
         &body,
-        async move {
+        &id,
+        Need::Manager,
+        "delete",
+        move |a, _, deck| async move {
             let revoked = store::active_publication_of(&a.db, &deck.id).await?;
             if store::delete_deck(&a.db, &deck.id, expected).await? {
                 Ok(Reply::ok(json!({
@@ -643,15 +673,14 @@ pub async fn restore(
     let deck_id = string_field(&body, "deck_id")?;
     let revision_id = string_field(&body, "revision_id")?;
     let expected = expected_version(&body)?;
-    let (deck, _) = open(&app, &caller, &deck_id).await?;
-    let (a, c) = (app.clone(), caller.clone());
-    change(
+    on_deck(
         &app,
-        format!("deck:{}", deck.id),
-        "restore",
         &caller,
         &body,
-        async move {
+        &deck_id,
+        Need::Editor,
+        "restore",
+        move |a, c, deck| async move {
             let old = store::revision(&a.db, &deck.id, &revision_id)
                 .await?
                 .ok_or_else(|| ApiError::not_found("revision not found"))?;
@@ -720,15 +749,14 @@ pub async fn asset_create(
     if sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()) {
         return Err(ApiError::bad_request("`sha256` must be 64 hex characters"));
     }
-    let (deck, _) = open(&app, &caller, &deck_id).await?;
-    let (a, c) = (app.clone(), caller.clone());
-    change(
+    on_deck(
         &app,
-        format!("deck:{}", deck.id),
-        "assets/create",
         &caller,
         &body,
-        async move {
+        &deck_id,
+        Need::Editor,
+        "assets/create",
+        move |a, c, deck| async move {
             let id = uuid::Uuid::new_v4().to_string();
             let key = format!("slides/{}/assets/{id}/{file}", deck.id);
             let url = a
@@ -777,15 +805,14 @@ pub async fn asset_complete(
 ) -> ApiResult {
     let deck_id = string_field(&body, "deck_id")?;
     let asset_id = string_field(&body, "asset_id")?;
-    let (deck, _) = open(&app, &caller, &deck_id).await?;
-    let a = app.clone();
-    change(
+    on_deck(
         &app,
-        format!("deck:{}", deck.id),
-        "assets/complete",
         &caller,
         &body,
-        async move {
+        &deck_id,
+        Need::Editor,
+        "assets/complete",
+        move |a, _, deck| async move {
             let asset = deck_asset(&a, &deck, &asset_id).await?;
             let asset = if matches!(asset.status.as_str(), "pending_upload" | "rejected") {
                 let row = store::start_validation(&a.db, &asset.id)
@@ -836,15 +863,14 @@ pub async fn asset_delete(
 ) -> ApiResult {
     let deck_id = string_field(&body, "deck_id")?;
     let asset_id = string_field(&body, "asset_id")?;
-    let (deck, _) = open(&app, &caller, &deck_id).await?;
-    let a = app.clone();
-    change(
+    on_deck(
         &app,
-        format!("deck:{}", deck.id),
-        "assets/delete",
         &caller,
         &body,
-        async move {
+        &deck_id,
+        Need::Editor,
+        "assets/delete",
+        move |a, _, deck| async move {
             let asset = deck_asset(&a, &deck, &asset_id).await?;
             for content in store::all_contents(&a.db, &deck.id).await? {
                 let refs = Deck::from_json(content)
@@ -933,15 +959,14 @@ pub async fn export_create(
         None | Some(Value::Null) => None,
         Some(_) => Some(string_field(&body, "revision_id")?),
     };
-    let (deck, _) = open(&app, &caller, &deck_id).await?;
-    let (a, c) = (app.clone(), caller.clone());
-    change(
+    on_deck(
         &app,
-        format!("deck:{}", deck.id),
-        "exports/create",
         &caller,
         &body,
-        async move {
+        &deck_id,
+        Need::Editor,
+        "exports/create",
+        move |a, c, deck| async move {
             let revision_id = revision_id.unwrap_or_else(|| deck.current_revision_id.clone());
             let rev = store::revision(&a.db, &deck.id, &revision_id)
                 .await?
@@ -1063,16 +1088,14 @@ pub async fn publish(
     let deck_id = string_field(&body, "deck_id")?;
     let revision_id = string_field(&body, "revision_id")?;
     let expected = expected_version(&body)?;
-    let (deck, role) = open(&app, &caller, &deck_id).await?;
-    require_manager(role)?;
-    let (a, c) = (app.clone(), caller.clone());
-    change(
+    on_deck(
         &app,
-        format!("deck:{}", deck.id),
-        "publish",
         &caller,
         &body,
-        async move {
+        &deck_id,
+        Need::Manager,
+        "publish",
+        move |a, c, deck| async move {
             let rev = store::revision(&a.db, &deck.id, &revision_id)
                 .await?
                 .ok_or_else(|| ApiError::not_found("revision not found"))?;
@@ -1106,16 +1129,14 @@ pub async fn unpublish(
 ) -> ApiResult {
     let deck_id = string_field(&body, "deck_id")?;
     let expected = expected_version(&body)?;
-    let (deck, role) = open(&app, &caller, &deck_id).await?;
-    require_manager(role)?;
-    let a = app.clone();
-    change(
+    on_deck(
         &app,
-        format!("deck:{}", deck.id),
-        "unpublish",
         &caller,
         &body,
-        async move {
+        &deck_id,
+        Need::Manager,
+        "unpublish",
+        move |a, _, deck| async move {
             match store::unpublish(&a.db, &deck.id, expected).await? {
                 Unpublished::Revoked(ids) if ids.is_empty() => {
                     Err(ApiError::not_found("the deck has no active publication"))
