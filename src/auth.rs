@@ -85,6 +85,21 @@ impl<S: Send + Sync> FromRequestParts<S> for Viewer {
     }
 }
 
+/// The caller when a valid key was sent, on public routes that show more to some callers.
+pub struct MaybeCaller(pub Option<Arc<Caller>>);
+
+impl<S: Send + Sync> FromRequestParts<S> for MaybeCaller {
+    type Rejection = std::convert::Infallible;
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(MaybeCaller(
+            parts
+                .extensions
+                .get::<CallerExt>()
+                .and_then(|c| c.0.clone()),
+        ))
+    }
+}
+
 /// The organization a request names and the caller's role in it. `ADMIN` requires the
 /// organization's admin role; platform administrators pass both guards. The organization
 /// is named, in this order, by `domain`, `organizationId`, `organization_id` or `id` in

@@ -33,6 +33,25 @@ pub enum Command {
     /// Manage accounts from the command line.
     #[command(subcommand)]
     Users(UsersCommand),
+    /// Token-exchange grants (needs PLINTH_AUTH_TOKEN_KEY).
+    #[command(subcommand)]
+    Grants(GrantsCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum GrantsCommand {
+    /// Print a grant for `POST /api/users/authenticate-token` (what an identity service
+    /// mints; for operators and tests).
+    Mint {
+        #[arg(long)]
+        email: String,
+        /// Seconds the grant stays valid (at most 600).
+        #[arg(long, default_value_t = 300)]
+        ttl: i64,
+        /// Optional application domain, as `source` on sign-in.
+        #[arg(long)]
+        source: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -200,8 +219,8 @@ pub struct Opts {
     /// The identity service that issues tokens for /api/users/authenticate-token.
     #[arg(long, env = "PLINTH_AUTH_URL", global = true)]
     pub auth_url: Option<String>,
-    /// AES-256 key (64 hex) shared with that service for token exchange [default: the
-    /// master key]
+    /// Secret (64 hex) shared with that service for token-exchange grants; unset, token
+    /// exchange answers 503. Must differ from the master key.
     #[arg(
         long,
         env = "PLINTH_AUTH_TOKEN_KEY",
@@ -209,6 +228,10 @@ pub struct Opts {
         global = true
     )]
     pub auth_token_key: Option<String>,
+    /// Production mode: refuse to start with a simulated payment provider or App Store, a
+    /// generated master key file, or local object storage on PostgreSQL.
+    #[arg(long, env = "PLINTH_PRODUCTION", global = true)]
+    pub production: bool,
     /// `serve` without embedded job workers (run `plinth worker` processes instead).
     #[arg(long, env = "PLINTH_NO_WORKERS", global = true)]
     pub no_workers: bool,
@@ -286,6 +309,9 @@ pub struct Opts {
     pub log_format: String,
 }
 
+/// Largest accepted token cost of one call.
+pub const MAX_TOKEN_COST: u64 = 1_000_000_000;
+
 impl Opts {
     pub fn database_url(&self) -> String {
         self.database_url
@@ -316,6 +342,11 @@ impl Opts {
                 .split_once(' ')
                 .ok_or_else(|| anyhow::anyhow!("token cost `{item}`: expected METHOD /path=N"))?;
             let cost: u64 = cost.trim().parse()?;
+            // Costs are charged as signed ledger deltas: a cost past i64 would wrap into a
+            // credit (finding L9). No real price comes near this bound.
+            if cost > MAX_TOKEN_COST {
+                anyhow::bail!("token cost `{item}`: at most {MAX_TOKEN_COST}");
+            }
             out.insert((method.trim().to_uppercase(), path.trim().to_owned()), cost);
         }
         Ok(out)

@@ -1,10 +1,13 @@
 //! Secrets at rest: sha256 for lookup, AES-256-CTR where the plaintext must be shown
 //! again, argon2 for passwords, constant-time comparison everywhere a secret is compared.
+//! Token-exchange grants (`GrantKey`) are encrypt-then-MAC: AES-256-CTR plus
+//! HMAC-SHA256, under keys derived from `PLINTH_AUTH_TOKEN_KEY` (never the master key).
 
 use aes::Aes256;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
 use ctr::cipher::{KeyIvInit, StreamCipher};
+use hmac::{Hmac, KeyInit, Mac};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -32,6 +35,17 @@ impl MasterKey {
         hex::encode(self.0)
     }
 
+    /// Constant-time equality of two keys (the token-exchange key must differ from the
+    /// master key).
+    pub fn same_as(&self, other: &MasterKey) -> bool {
+        ct_eq(&self.0, &other.0)
+    }
+
+    /// A short public fingerprint (sha256 of a derived value, never of the key itself).
+    pub fn fingerprint(&self) -> String {
+        sha256_hex(&hmac_sha256(&self.0, b"plinth key fingerprint v1"))[..16].to_owned()
+    }
+
     /// hex(iv || ciphertext), with a fresh random IV per message.
     pub fn encrypt(&self, plaintext: &[u8]) -> String {
         let iv: [u8; 16] = random_bytes();
@@ -53,6 +67,64 @@ impl MasterKey {
         let iv: [u8; 16] = iv.try_into().ok()?;
         let mut buf = body.to_vec();
         Aes256Ctr::new(&self.0.into(), &iv.into()).apply_keystream(&mut buf);
+        Some(buf)
+    }
+}
+
+fn hmac_sha256(key: &[u8], data: &[u8]) -> [u8; 32] {
+    let mut mac = Hmac::<Sha256>::new_from_slice(key).expect("HMAC takes any key");
+    mac.update(data);
+    mac.finalize().into_bytes().into()
+}
+
+/// Length of a grant's authentication tag (HMAC-SHA256).
+pub const GRANT_TAG_LEN: usize = 32;
+
+/// Key of token-exchange grants. Two keys are derived from the configured secret with
+/// HMAC-SHA256 (labels `plinth grant enc v1` and `plinth grant mac v1`), so the cipher
+/// key is never used as a MAC key. A sealed grant is `hex(iv || ct || tag)` with a
+/// random 16-byte IV, AES-256-CTR, and `tag = HMAC-SHA256(mac_key, iv || ct)`: any
+/// changed byte fails the tag check before anything is decrypted (docs/api.md).
+#[derive(Clone)]
+pub struct GrantKey {
+    enc: [u8; 32],
+    mac: [u8; 32],
+}
+
+impl GrantKey {
+    pub fn new(secret: &MasterKey) -> Self {
+        Self {
+            enc: hmac_sha256(&secret.0, b"plinth grant enc v1"),
+            mac: hmac_sha256(&secret.0, b"plinth grant mac v1"),
+        }
+    }
+
+    pub fn seal(&self, plaintext: &[u8]) -> String {
+        let iv: [u8; 16] = random_bytes();
+        let mut out = iv.to_vec();
+        let mut body = plaintext.to_vec();
+        Aes256Ctr::new(&self.enc.into(), &iv.into()).apply_keystream(&mut body);
+        out.extend_from_slice(&body);
+        let tag = hmac_sha256(&self.mac, &out);
+        out.extend_from_slice(&tag);
+        hex::encode(out)
+    }
+
+    /// The plaintext of a grant whose tag verifies; `None` for anything else.
+    pub fn open(&self, hex_text: &str) -> Option<Vec<u8>> {
+        let raw = hex::decode(hex_text.trim()).ok()?;
+        if raw.len() < 16 + GRANT_TAG_LEN {
+            return None;
+        }
+        let (signed, tag) = raw.split_at(raw.len() - GRANT_TAG_LEN);
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.mac).expect("HMAC takes any key");
+        mac.update(signed);
+        // `verify_slice` compares in constant time.
+        mac.verify_slice(tag).ok()?;
+        let (iv, body) = signed.split_at(16);
+        let iv: [u8; 16] = iv.try_into().ok()?;
+        let mut buf = body.to_vec();
+        Aes256Ctr::new(&self.enc.into(), &iv.into()).apply_keystream(&mut buf);
         Some(buf)
     }
 }
@@ -113,6 +185,29 @@ mod tests {
         assert_eq!(k.decrypt(&a).unwrap(), b"hello");
         assert!(k.decrypt("zz").is_none());
         assert!(k.decrypt("00").is_none());
+    }
+
+    #[test]
+    fn grants_are_authenticated() {
+        let k = GrantKey::new(&MasterKey::generate());
+        let sealed = k.seal(br#"{"email":"a@b.example","exp":1}"#);
+        assert_eq!(
+            k.open(&sealed).unwrap(),
+            br#"{"email":"a@b.example","exp":1}"#
+        );
+        // Every single flipped bit anywhere (IV, body, tag) is refused.
+        let raw = hex::decode(&sealed).unwrap();
+        for i in 0..raw.len() {
+            let mut bad = raw.clone();
+            bad[i] ^= 1;
+            assert!(k.open(&hex::encode(bad)).is_none(), "byte {i}");
+        }
+        assert!(k.open(&sealed[..sealed.len() - 2]).is_none());
+        // Another key refuses it; the derived keys differ from each other.
+        assert!(GrantKey::new(&MasterKey::generate())
+            .open(&sealed)
+            .is_none());
+        assert_ne!(k.enc, k.mac);
     }
 
     #[test]

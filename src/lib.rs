@@ -6,6 +6,7 @@ pub mod auth;
 pub mod config;
 pub mod crypto;
 pub mod db;
+pub mod domain;
 pub mod error;
 pub mod extract;
 pub mod mail;
@@ -63,6 +64,13 @@ pub fn app(state: AppState) -> Router {
     for (path, mr) in by_path {
         router = router.route(path, mr);
     }
+    // The simulated provider's hosted pages exist only while payments are simulated
+    // (finding M8: with Stripe they would be an unauthenticated way to attach cards).
+    let hosted_pages = if state.payments.hosted_by_plinth() {
+        api::checkout::router()
+    } else {
+        Router::new()
+    };
     router
         // The one API route beyond the spec's list (docs/api.md).
         .route("/api/openapi.json", get(api::openapi::openapi))
@@ -76,7 +84,7 @@ pub fn app(state: AppState) -> Router {
             usage::usage_layer,
         ))
         // The simulated payment provider's hosted pages: HTML, outside the JSON API.
-        .merge(api::checkout::router())
+        .merge(hosted_pages)
         // The local object store's signed URLs (uploads up to 64 MiB).
         .merge(storage::serve::router().layer(DefaultBodyLimit::max(64 << 20)))
         .with_state(state)

@@ -8,6 +8,7 @@
 use plinth_workers::Email;
 use serde_json::Value;
 
+use crate::db::users::UserRow;
 use crate::state::AppState;
 
 /// The three kinds of account email and their organization template keys.
@@ -35,16 +36,35 @@ struct Template {
     text: Option<String>,
 }
 
-async fn template(app: &AppState, source: Option<&str>, kind: Kind) -> Option<Template> {
+/// The organization template for `user`, if `source` names an organization the user
+/// belongs to or signed up through (finding M4: otherwise anyone could dress the
+/// platform's genuine codes in their own words by naming their organization).
+async fn template(
+    app: &AppState,
+    source: Option<&str>,
+    kind: Kind,
+    user: &UserRow,
+) -> Option<Template> {
     let source = source?;
-    let data = match crate::db::organizations::data_by_domain(&app.db, source).await {
-        Ok(d) => d?,
+    let org = match crate::db::organizations::by_domain(&app.db, source).await {
+        Ok(o) => o?,
         Err(e) => {
             tracing::warn!(error = %e, "reading email templates; using the default");
             return None;
         }
     };
-    let t = data.get(kind.template_key())?;
+    let signed_up_here = user.source.as_deref() == Some(org.domain.as_str());
+    if !signed_up_here {
+        match crate::db::organizations::role_of(&app.db, &org.id, &user.id).await {
+            Ok(Some(_)) => {}
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading membership; using the default template");
+                return None;
+            }
+        }
+    }
+    let t = org.data.0.get(kind.template_key())?;
     let field = |k: &str| {
         t.get(k)
             .and_then(Value::as_str)
@@ -53,11 +73,19 @@ async fn template(app: &AppState, source: Option<&str>, kind: Kind) -> Option<Te
             .map(str::to_owned)
     };
     Some(Template {
-        // A sender that does not parse would fail every delivery: fall back instead.
-        from: field("from").filter(|f| plinth_workers::valid_mailbox(f)),
+        from: field("from").filter(|f| sender_allowed(f, &org.domain)),
         subject: field("subject"),
         text: field("text"),
     })
+}
+
+/// A template's sender must parse (else every delivery fails) and be an address of the
+/// organization's own domain or a subdomain: never the platform's or a third party's.
+fn sender_allowed(from: &str, org_domain: &str) -> bool {
+    let Some(domain) = plinth_workers::mailbox_domain(from) else {
+        return false;
+    };
+    domain == org_domain || domain.ends_with(&format!(".{org_domain}"))
 }
 
 /// Builds the email (organization template or default) for `payload`, the link or
@@ -66,10 +94,11 @@ pub async fn compose(
     app: &AppState,
     source: Option<&str>,
     kind: Kind,
-    to: &str,
+    user: &UserRow,
     payload: &str,
 ) -> Email {
-    let t = template(app, source, kind).await;
+    let t = template(app, source, kind, user).await;
+    let to = user.email.as_str();
     let (subject, intro) = match kind {
         Kind::Verify => (
             "Verify your email",

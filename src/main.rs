@@ -4,7 +4,7 @@ use clap::Parser;
 // the CPU under load (docs/benchmarks.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use plinth::config::{Cli, Command, UsersCommand};
+use plinth::config::{Cli, Command, GrantsCommand, UsersCommand};
 use plinth::server;
 
 #[tokio::main]
@@ -17,6 +17,9 @@ async fn main() -> anyhow::Result<()> {
         Command::Migrate => server::migrate(cli.opts).await,
         Command::Users(UsersCommand::SetLevel { email, level }) => {
             server::set_level(cli.opts, &email, level).await
+        }
+        Command::Grants(GrantsCommand::Mint { email, ttl, source }) => {
+            server::mint_grant(&cli.opts, &email, ttl, source)
         }
     }
 }

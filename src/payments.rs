@@ -58,6 +58,25 @@ pub enum ProviderError {
     Invalid(String),
     /// The provider could not be reached or failed: 503, try again.
     Unavailable(String),
+    /// No payment provider is configured in this deployment: 503, an operator must act.
+    NotConfigured,
+}
+
+/// Stripe's object ids are a short prefix, `_` and `[A-Za-z0-9_]`; anything else never
+/// reaches a provider URL (finding M8: `../` or `?` in a payment-method id would pick
+/// another Stripe endpoint, signed with the platform's secret key).
+pub fn valid_payment_method_id(pm: &str) -> Result<(), ProviderError> {
+    let ok = pm.len() <= 255
+        && pm.strip_prefix("pm_").is_some_and(|rest| {
+            !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(ProviderError::Invalid(
+            "`paymentMethodId` must be a payment-method id such as pm_card_visa".into(),
+        ))
+    }
 }
 
 impl From<ProviderError> for crate::error::ApiError {
@@ -68,6 +87,11 @@ impl From<ProviderError> for crate::error::ApiError {
                 format!("the payment was declined: {m}"),
             ),
             ProviderError::Invalid(m) => crate::error::ApiError::bad_request(m),
+            ProviderError::NotConfigured => crate::error::ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "payments are not configured on this server (PLINTH_STRIPE_SECRET_KEY); \
+                 simulated payments run only when no real provider is configured",
+            ),
             ProviderError::Unavailable(m) => {
                 tracing::error!(error = %m, "payment provider unavailable");
                 crate::error::ApiError::new(
@@ -148,6 +172,51 @@ static TEST_CARDS: LazyLock<HashMap<&'static str, (&'static str, &'static str, b
             ),
         ])
     });
+
+/// The provider of a deployment that configured a real store but no payment provider:
+/// every call answers 503 (finding H2: simulated payments never run next to a real one).
+pub struct Unconfigured;
+
+impl PaymentProvider for Unconfigured {
+    fn name(&self) -> &'static str {
+        "unconfigured"
+    }
+    fn hosted_by_plinth(&self) -> bool {
+        false
+    }
+    fn create_customer<'a>(&'a self, _: &'a str) -> ProviderResult<'a, String> {
+        Box::pin(async { Err(ProviderError::NotConfigured) })
+    }
+    fn attach_payment_method<'a>(&'a self, _: &'a str, _: &'a str) -> ProviderResult<'a, Card> {
+        Box::pin(async { Err(ProviderError::NotConfigured) })
+    }
+    fn create_subscription<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a Plan,
+        _: &'a str,
+    ) -> ProviderResult<'a, String> {
+        Box::pin(async { Err(ProviderError::NotConfigured) })
+    }
+    fn cancel_subscription<'a>(&'a self, _: &'a str) -> ProviderResult<'a, ()> {
+        Box::pin(async { Err(ProviderError::NotConfigured) })
+    }
+    fn charge<'a>(&'a self, _: &'a str, _: &'a str, _: i64) -> ProviderResult<'a, String> {
+        Box::pin(async { Err(ProviderError::NotConfigured) })
+    }
+    fn delete_customer<'a>(&'a self, _: &'a str) -> ProviderResult<'a, ()> {
+        Box::pin(async { Err(ProviderError::NotConfigured) })
+    }
+    fn checkout_session<'a>(
+        &'a self,
+        _: CheckoutRequest<'a>,
+    ) -> ProviderResult<'a, (String, String)> {
+        Box::pin(async { Err(ProviderError::NotConfigured) })
+    }
+    fn billing_portal<'a>(&'a self, _: &'a str, _: &'a str) -> ProviderResult<'a, String> {
+        Box::pin(async { Err(ProviderError::NotConfigured) })
+    }
+}
 
 fn sim_id(prefix: &str) -> String {
     format!("{prefix}_sim_{}", uuid::Uuid::new_v4().simple())
@@ -328,6 +397,7 @@ impl PaymentProvider for Stripe {
         pm: &'a str,
     ) -> ProviderResult<'a, Card> {
         Box::pin(async move {
+            valid_payment_method_id(pm)?;
             let v = self
                 .call(
                     reqwest::Method::POST,

@@ -13,7 +13,7 @@ use tokio::sync::watch;
 
 use crate::auth::CallerCache;
 use crate::config::Opts;
-use crate::crypto::MasterKey;
+use crate::crypto::{GrantKey, MasterKey};
 use crate::db::Db;
 use crate::state::{AppState, Inner, RouteIndex};
 
@@ -31,7 +31,15 @@ pub fn init_logging(opts: &Opts) {
 }
 
 /// `PLINTH_MASTER_KEY`, or `<data-dir>/master.key`, generated once with mode 0600.
+/// Under `--production` a key file is refused: a key that lives only next to the data
+/// is lost with the disk and differs on every host.
 pub fn master_key(opts: &Opts) -> anyhow::Result<MasterKey> {
+    if opts.production && opts.master_key.is_none() {
+        anyhow::bail!(
+            "--production needs PLINTH_MASTER_KEY (64 hex characters, kept outside the data \
+             directory); a generated master key file is refused"
+        );
+    }
     if let Some(hex) = &opts.master_key {
         return MasterKey::from_hex(hex).context("PLINTH_MASTER_KEY");
     }
@@ -126,14 +134,81 @@ async fn shutdown_signal() {
     let _ = ctrl_c.await;
 }
 
-pub async fn serve(opts: Opts) -> anyhow::Result<()> {
-    let store_verifier = crate::store::from_opts(&opts)?;
-    let (db, queue) = open_database(&opts).await?;
-    let key = master_key(&opts)?;
-    let auth_key = match &opts.auth_token_key {
-        Some(hex) => MasterKey::from_hex(hex).context("PLINTH_AUTH_TOKEN_KEY")?,
-        None => key.clone(),
+/// The token-exchange key: unset disables the exchange; equal to the master key is
+/// refused (finding C1: the master key also encrypts what `/api/aes` and stored secrets
+/// touch, so it must never sign in anyone).
+fn grant_key(opts: &Opts, master: &MasterKey) -> anyhow::Result<Option<GrantKey>> {
+    let Some(hex) = opts
+        .auth_token_key
+        .as_deref()
+        .filter(|h| !h.trim().is_empty())
+    else {
+        return Ok(None);
     };
+    let secret = MasterKey::from_hex(hex).context("PLINTH_AUTH_TOKEN_KEY")?;
+    if secret.same_as(master) {
+        anyhow::bail!(
+            "PLINTH_AUTH_TOKEN_KEY equals the master key; give token exchange its own key"
+        );
+    }
+    Ok(Some(GrantKey::new(&secret)))
+}
+
+/// The payment provider and the App Store of the configuration. The simulated ones run
+/// only when no real provider at all is configured (finding H2); next to a real one the
+/// missing one answers 503. `--production` refuses any simulated provider.
+fn providers(
+    opts: &Opts,
+) -> anyhow::Result<(
+    std::sync::Arc<dyn crate::payments::PaymentProvider>,
+    std::sync::Arc<dyn crate::store::StoreVerifier>,
+)> {
+    let stripe = opts
+        .stripe_secret_key
+        .as_deref()
+        .filter(|k| !k.trim().is_empty());
+    let simulated_ok = stripe.is_none() && !crate::store::configured(opts);
+    if opts.production && simulated_ok {
+        anyhow::bail!(
+            "--production refuses simulated payments and a simulated App Store: configure \
+             PLINTH_STRIPE_SECRET_KEY and/or PLINTH_APPLE_*"
+        );
+    }
+    let payments: std::sync::Arc<dyn crate::payments::PaymentProvider> = match stripe {
+        Some(secret) => std::sync::Arc::new(crate::payments::Stripe::new(
+            opts.stripe_api_base
+                .as_deref()
+                .unwrap_or("https://api.stripe.com"),
+            secret,
+        )),
+        None if simulated_ok => std::sync::Arc::new(crate::payments::Simulated),
+        None => std::sync::Arc::new(crate::payments::Unconfigured),
+    };
+    let store = crate::store::from_opts(opts, simulated_ok)?;
+    for (what, name) in [("payments", payments.name()), ("App Store", store.name())] {
+        match name {
+            "simulated" => tracing::warn!(
+                "{what}: SIMULATED (no real provider configured; anyone can pay with test \
+                 cards and test transactions; never expose this to real users)"
+            ),
+            "unconfigured" => tracing::warn!("{what}: not configured (its endpoints answer 503)"),
+            real => tracing::info!("{what}: {real}"),
+        }
+    }
+    Ok((payments, store))
+}
+
+pub async fn serve(opts: Opts) -> anyhow::Result<()> {
+    let (payments, store_verifier) = providers(&opts)?;
+    let key = master_key(&opts)?;
+    let auth_key = grant_key(&opts, &key)?;
+    let (db, queue) = open_database(&opts).await?;
+    if opts.production && opts.s3_bucket.is_none() && matches!(db, Db::Postgres(_)) {
+        anyhow::bail!(
+            "--production refuses local object storage with PostgreSQL: objects would live on \
+             one host only; configure PLINTH_S3_*"
+        );
+    }
     let mail = mail_backend(&opts)?;
     let webhook_secret = opts.stripe_webhook_secret.clone().unwrap_or_else(|| {
         format!(
@@ -170,17 +245,6 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
     )
     .await
     .map_err(|e| anyhow::anyhow!("starting deck actors: {e}"))?;
-    let payments: std::sync::Arc<dyn crate::payments::PaymentProvider> =
-        match (&opts.stripe_api_base, &opts.stripe_secret_key) {
-            (Some(base), Some(secret)) => {
-                std::sync::Arc::new(crate::payments::Stripe::new(base, secret))
-            }
-            (None, Some(secret)) => std::sync::Arc::new(crate::payments::Stripe::new(
-                "https://api.stripe.com",
-                secret,
-            )),
-            _ => std::sync::Arc::new(crate::payments::Simulated),
-        };
     let state = AppState::new(Inner {
         exempt_domains: Opts::normalized_domains(&opts.exempt_domains),
         admin_domains: Opts::normalized_domains(&opts.admin_domains),
@@ -275,6 +339,30 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     shutdown_signal().await;
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(30), run).await;
+    Ok(())
+}
+
+/// `plinth grants mint`: prints a grant sealed with PLINTH_AUTH_TOKEN_KEY.
+pub fn mint_grant(
+    opts: &Opts,
+    email: &str,
+    ttl: i64,
+    source: Option<String>,
+) -> anyhow::Result<()> {
+    let hex = opts
+        .auth_token_key
+        .as_deref()
+        .filter(|h| !h.trim().is_empty())
+        .context("PLINTH_AUTH_TOKEN_KEY is not set")?;
+    let key = GrantKey::new(&MasterKey::from_hex(hex).context("PLINTH_AUTH_TOKEN_KEY")?);
+    if !(1..=crate::domain::grants::MAX_TTL_SECS).contains(&ttl) {
+        anyhow::bail!(
+            "--ttl must be 1 to {} seconds",
+            crate::domain::grants::MAX_TTL_SECS
+        );
+    }
+    let email = email.trim().to_lowercase();
+    println!("{}", crate::domain::grants::mint(&key, &email, ttl, source));
     Ok(())
 }
 

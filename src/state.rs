@@ -21,8 +21,9 @@ pub struct Inner {
     pub opts: Opts,
     pub db: Db,
     pub key: MasterKey,
-    /// Key of token-exchange grants (`PLINTH_AUTH_TOKEN_KEY`, else the master key).
-    pub auth_key: MasterKey,
+    /// Key of token-exchange grants (`PLINTH_AUTH_TOKEN_KEY`); `None` disables the
+    /// exchange (503). Never the master key.
+    pub auth_key: Option<crate::crypto::GrantKey>,
     pub jwks: crate::api::identity::JwksCache,
     pub payments: std::sync::Arc<dyn crate::payments::PaymentProvider>,
     /// The app store vouching for in-app purchases (`PLINTH_APPLE_*`, else simulated).

@@ -62,6 +62,8 @@ pub enum StoreError {
     Credentials(String),
     /// The store could not be reached or failed: 503, try again.
     Unavailable(String),
+    /// No App Store is configured in this deployment: 503, an operator must act.
+    NotConfigured,
 }
 
 impl From<StoreError> for ApiError {
@@ -80,6 +82,11 @@ impl From<StoreError> for ApiError {
                      an operator must check the PLINTH_APPLE_* settings",
                 )
             }
+            StoreError::NotConfigured => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the App Store is not configured on this server (PLINTH_APPLE_*); the simulated \
+                 store runs only when no real provider is configured",
+            ),
             StoreError::Unavailable(m) => {
                 tracing::error!(error = %m, "store unavailable");
                 ApiError::new(
@@ -125,9 +132,32 @@ impl StoreVerifier for Simulated {
     }
 }
 
-/// The store of the configuration: the App Store when `PLINTH_APPLE_*` are set, else the
-/// simulated one. A partial set is an error naming what is missing.
-pub fn from_opts(opts: &Opts) -> anyhow::Result<Arc<dyn StoreVerifier>> {
+/// The store of a deployment that configured a real payment provider but no App Store:
+/// every transaction answers 503 (finding H2).
+pub struct Unconfigured;
+
+impl StoreVerifier for Unconfigured {
+    fn name(&self) -> &'static str {
+        "unconfigured"
+    }
+    fn verify<'a>(&'a self, _: &'a str) -> StoreResult<'a> {
+        Box::pin(async { Err(StoreError::NotConfigured) })
+    }
+}
+
+/// Whether any `PLINTH_APPLE_*` variable is set (a partial set is refused by `from_opts`).
+pub fn configured(opts: &Opts) -> bool {
+    opts.apple_issuer_id.is_some()
+        || opts.apple_key_id.is_some()
+        || opts.apple_private_key.is_some()
+        || opts.apple_bundle_id.is_some()
+        || opts.apple_root_cert.is_some()
+}
+
+/// The store of the configuration: the App Store when `PLINTH_APPLE_*` are set; the
+/// simulated one only when no real provider at all is configured (`simulated_ok`), else
+/// an unconfigured store. A partial set is an error naming what is missing.
+pub fn from_opts(opts: &Opts, simulated_ok: bool) -> anyhow::Result<Arc<dyn StoreVerifier>> {
     fn set(v: &Option<String>) -> Option<&str> {
         v.as_deref().map(str::trim).filter(|s| !s.is_empty())
     }
@@ -147,7 +177,11 @@ pub fn from_opts(opts: &Opts) -> anyhow::Result<Arc<dyn StoreVerifier>> {
         ("PLINTH_APPLE_ROOT_CERT", root.is_some()),
     ];
     if named.iter().all(|(_, present)| !present) {
-        return Ok(Arc::new(Simulated));
+        return Ok(if simulated_ok {
+            Arc::new(Simulated)
+        } else {
+            Arc::new(Unconfigured)
+        });
     }
     let missing: Vec<&str> = named
         .iter()

@@ -145,31 +145,30 @@ async fn check(
     // bounds brute force on sign-in and verification.
     let category = entry.map_or(Category::Read, |e| e.spec.category);
     let level = caller.as_ref().map_or(0, |c| c.level);
+    let ip_key = || match ip {
+        Some(ip) => format!("ip:{ip}"),
+        None => "ip:unknown".to_owned(),
+    };
+    // Public sign-in, reset and verification routes are counted by client address
+    // always, at the anonymous limit, and by account too when a key is sent: a key (and
+    // accounts are free) must never buy a fresh window for guessing passwords or sending
+    // email (finding H3). Auth routes that need a key are bounded by the account's own
+    // window. Administrators stay unlimited.
+    let open_door = entry.is_some_and(|e| matches!(e.spec.access, Access::Public | Access::Custom));
+    let by_address = category == Category::Auth && open_door;
+    if by_address && tier_multiplier(level).is_some() {
+        if let Some(limit) = limit_for(category, 0, app.opts.rate_limit_multiplier) {
+            rate_check(app, &ip_key(), category, limit, usage).await?;
+        }
+    }
     if let Some(limit) = limit_for(category, level, app.opts.rate_limit_multiplier) {
-        let who = match (caller, ip) {
-            (Some(c), _) => format!("u:{}", c.id),
-            (None, Some(ip)) => format!("ip:{ip}"),
-            (None, None) => "ip:unknown".to_owned(),
+        let who = match caller {
+            Some(c) => format!("u:{}", c.id),
+            None if by_address => String::new(), // counted above
+            None => ip_key(),
         };
-        let d = app
-            .rate
-            .check(&who, category as u8, limit, category.interval_ms())
-            .await;
-        usage.limit = d.limit;
-        usage.remaining = d.remaining;
-        usage.interval_ms = d.interval_ms;
-        usage.retry_after_ms = d.retry_after_ms;
-        if !d.allowed {
-            return Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                format!(
-                    "rate limit exceeded for category {}: {} requests per {} ms",
-                    category.name(),
-                    d.limit,
-                    d.interval_ms
-                ),
-            )
-            .with("retry_after_ms", d.retry_after_ms));
+        if !who.is_empty() {
+            rate_check(app, &who, category, limit, usage).await?;
         }
     }
 
@@ -231,8 +230,42 @@ async fn check(
             Err(crate::api::credits::payment_required(app, cost, balance))
         }
         Ok(_) => Err(crate::api::credits::payment_required(app, cost, 0)),
-        Err(e) => Err(ApiError::internal(e)),
+        Err(e) => Err(crate::api::credits::credit_error(e)),
     }
+}
+
+/// Counts the request in `who`'s window of `category`; 429 when it is full. With two
+/// windows (auth), `_usage` reports the one with fewer requests left.
+async fn rate_check(
+    app: &AppState,
+    who: &str,
+    category: Category,
+    limit: u64,
+    usage: &mut Usage,
+) -> Result<(), ApiError> {
+    let d = app
+        .rate
+        .check(who, category as u8, limit, category.interval_ms())
+        .await;
+    if usage.interval_ms == 0 || d.remaining < usage.remaining || !d.allowed {
+        usage.limit = d.limit;
+        usage.remaining = d.remaining;
+        usage.interval_ms = d.interval_ms;
+        usage.retry_after_ms = d.retry_after_ms;
+    }
+    if !d.allowed {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!(
+                "rate limit exceeded for category {}: {} requests per {} ms",
+                category.name(),
+                d.limit,
+                d.interval_ms
+            ),
+        )
+        .with("retry_after_ms", d.retry_after_ms));
+    }
+    Ok(())
 }
 
 fn usage_json(u: &Usage) -> Value {

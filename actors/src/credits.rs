@@ -61,6 +61,25 @@ pub trait CreditStore: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<Vec<Applied>, String>>;
 }
 
+/// Why a change got no outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CreditError {
+    /// Certainly not applied (refused before its batch started, or the batch failed).
+    NotApplied(String),
+    /// The answer did not arrive in time: the change may still commit. Callers must not
+    /// compensate as if it failed (no refund, no claim released) — finding M9.
+    Unknown(String),
+}
+
+impl std::fmt::Display for CreditError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CreditError::NotApplied(m) => write!(f, "credit change not applied: {m}"),
+            CreditError::Unknown(m) => write!(f, "credit change outcome unknown: {m}"),
+        }
+    }
+}
+
 pub enum CreditMsg {
     Balance {
         user_id: String,
@@ -68,6 +87,9 @@ pub enum CreditMsg {
     },
     Apply {
         change: Change,
+        /// A change still waiting when this passes is dropped unapplied: its caller has
+        /// given up (or is about to), and must be able to trust that nothing happened.
+        start_by: Instant,
         reply: RpcReplyPort<Result<Applied, String>>,
     },
     /// Drop a cached balance (changed through another shard).
@@ -101,7 +123,7 @@ pub struct CreditShard {
 
 /// Changes received and not yet committed, with the ports to answer them on.
 pub struct CreditShardState {
-    pending: Vec<(Change, RpcReplyPort<Result<Applied, String>>)>,
+    pending: Vec<(Change, Instant, RpcReplyPort<Result<Applied, String>>)>,
     flush_scheduled: bool,
 }
 
@@ -151,8 +173,12 @@ impl Actor for CreditShard {
             }
             // Group commit: changes queue up while a flush is on its way; the flush
             // commits everything that arrived before it in one transaction.
-            CreditMsg::Apply { change, reply } => {
-                state.pending.push((change, reply));
+            CreditMsg::Apply {
+                change,
+                start_by,
+                reply,
+            } => {
+                state.pending.push((change, start_by, reply));
                 if !state.flush_scheduled {
                     state.flush_scheduled = true;
                     myself.cast(CreditMsg::Flush)?;
@@ -162,8 +188,22 @@ impl Actor for CreditShard {
                 state.flush_scheduled = false;
                 while !state.pending.is_empty() {
                     let take = state.pending.len().min(BATCH_LIMIT);
-                    let batch: Vec<_> = state.pending.drain(..take).collect();
-                    self.commit(batch).await;
+                    let now = Instant::now();
+                    let batch: Vec<_> = state
+                        .pending
+                        .drain(..take)
+                        .filter_map(|(change, start_by, reply)| {
+                            if now > start_by {
+                                let _ = reply.send(Err(EXPIRED.into()));
+                                None
+                            } else {
+                                Some((change, reply))
+                            }
+                        })
+                        .collect();
+                    if !batch.is_empty() {
+                        self.commit(batch).await;
+                    }
                 }
             }
             CreditMsg::Forget { user_id } => {
@@ -214,7 +254,14 @@ pub struct CreditAccounts {
     published: Published,
 }
 
-const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// A change that has not started committing this long after it was sent is dropped.
+const START_WITHIN: Duration = Duration::from_secs(20);
+/// The caller waits longer than that, so it hears "dropped" rather than timing out
+/// while its change is still queued; past this, the outcome is unknown.
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// Balance reads (after every authenticated request) never wait long for a busy shard.
+const BALANCE_TIMEOUT: Duration = Duration::from_secs(2);
+const EXPIRED: &str = "not started within 20 s; nothing was applied";
 
 impl CreditAccounts {
     pub async fn start(
@@ -252,8 +299,8 @@ impl CreditAccounts {
                     user_id: user,
                     reply,
                 },
-                // On every authenticated request: no timer (a dead shard fails at once).
-                None,
+                // On every authenticated request: a stuck shard must not hang them all.
+                Some(BALANCE_TIMEOUT),
             )
             .await
         {
@@ -264,7 +311,7 @@ impl CreditAccounts {
 
     /// Applies a change through the shard of its first entry's account. Other accounts
     /// it touches drop their cached balance.
-    pub async fn apply(&self, change: Change) -> Result<Applied, String> {
+    pub async fn apply(&self, change: Change) -> Result<Applied, CreditError> {
         let Some(owner) = change.entries.first().map(|e| e.user_id.clone()) else {
             return Ok(Applied::Done {
                 balances: vec![],
@@ -281,16 +328,26 @@ impl CreditAccounts {
             .shards
             .of(&owner)
             .call(
-                |reply| CreditMsg::Apply { change, reply },
+                |reply| CreditMsg::Apply {
+                    change,
+                    start_by: Instant::now() + START_WITHIN,
+                    reply,
+                },
                 Some(CALL_TIMEOUT),
             )
             .await
         {
-            Ok(ractor::rpc::CallResult::Success(r)) => r,
-            // The change may or may not have committed: every cache reloads.
-            _ => {
+            Ok(ractor::rpc::CallResult::Success(r)) => r.map_err(CreditError::NotApplied),
+            // Never delivered: the shard is gone, nothing was applied.
+            Err(e) => Err(CreditError::NotApplied(format!(
+                "credit shard unavailable: {e}"
+            ))),
+            // The shard died while holding it, or the answer is late: it may have committed.
+            Ok(_) => {
                 self.forget(&owner);
-                Err("credit account actor unavailable".into())
+                Err(CreditError::Unknown(
+                    "credit shard did not answer in time".into(),
+                ))
             }
         };
         for user in others {

@@ -134,6 +134,10 @@ async fn complete_checkout(
         crate::payments::ProviderError::Declined(m) => (StatusCode::PAYMENT_REQUIRED, m),
         crate::payments::ProviderError::Invalid(m) => (StatusCode::BAD_REQUEST, m),
         crate::payments::ProviderError::Unavailable(m) => (StatusCode::BAD_GATEWAY, m),
+        crate::payments::ProviderError::NotConfigured => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "payments are not configured".to_owned(),
+        ),
     };
     let card = app
         .payments

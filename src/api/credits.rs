@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use plinth_actors::credits::{Applied, Change, Entry};
+use plinth_actors::credits::{Applied, Change, CreditError, Entry};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -41,6 +41,24 @@ pub fn monthly_credits(level: i64) -> i64 {
 /// Tokens paid per cent of a vendor distribution.
 pub const TOKENS_PER_CENT: i64 = 1;
 
+/// The largest amount one call may move (10^15 tokens). Far above any real balance, and
+/// small enough that no batch of changes can overflow a 64-bit sum (finding M2).
+pub const MAX_AMOUNT: i64 = 1_000_000_000_000_000;
+
+fn check_amount(field: &str, amount: i64) -> ApiResult<i64> {
+    if amount <= 0 {
+        return Err(ApiError::bad_request(format!(
+            "`{field}` must be a positive integer"
+        )));
+    }
+    if amount > MAX_AMOUNT {
+        return Err(ApiError::bad_request(format!(
+            "`{field}` must be at most {MAX_AMOUNT}"
+        )));
+    }
+    Ok(amount)
+}
+
 /// The 402 of the spec: the balance is short of what a call or an operation needs.
 pub fn payment_required(app: &AppState, required: i64, balance: i64) -> ApiError {
     ApiError::new(
@@ -62,6 +80,24 @@ fn entry(user_id: &str, delta: i64, kind: &str, idem_key: Option<String>, data: 
     }
 }
 
+/// A change without an outcome: 503 either way; when the outcome is unknown the client
+/// is told so, to check the balance before retrying (a blind retry could apply twice).
+pub fn credit_error(e: CreditError) -> ApiError {
+    tracing::error!(error = %e, "credit change failed");
+    match e {
+        CreditError::NotApplied(_) => ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "the credit ledger is busy; nothing was applied, try again",
+        ),
+        CreditError::Unknown(_) => ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "the credit ledger did not answer in time; the change may still apply: check the \
+             balance or history before retrying",
+        )
+        .with("outcome_unknown", true),
+    }
+}
+
 /// Runs a change through the actors. `Ok(None)` when an idempotency key made it a
 /// repeat; the balances of the entries otherwise.
 async fn apply(app: &AppState, entries: Vec<Entry>) -> ApiResult<Option<Applied>> {
@@ -70,7 +106,7 @@ async fn apply(app: &AppState, entries: Vec<Entry>) -> ApiResult<Option<Applied>
         .credits
         .apply(Change { entries })
         .await
-        .map_err(ApiError::internal)?
+        .map_err(credit_error)?
     {
         done @ Applied::Done { .. } => Ok(Some(done)),
         Applied::Duplicate => Ok(None),
@@ -190,9 +226,7 @@ pub async fn deduct(
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<DeductBody>,
 ) -> ApiResult {
-    if body.credit <= 0 {
-        return Err(ApiError::bad_request("`credit` must be a positive integer"));
-    }
+    check_amount("credit", body.credit)?;
     let applied = apply(
         &app,
         vec![entry(&caller.id, -body.credit, "deduct", None, json!({}))],
@@ -354,9 +388,7 @@ pub async fn send(
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<SendBody>,
 ) -> ApiResult {
-    if body.amount <= 0 {
-        return Err(ApiError::bad_request("`amount` must be a positive integer"));
-    }
+    check_amount("amount", body.amount)?;
     let to = recipient(&app, &body).await?;
     if to.id == caller.id {
         return Err(ApiError::bad_request("you cannot send tokens to yourself"));
@@ -417,11 +449,7 @@ pub async fn vendor_distribution_to_email(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<VendorBody>,
 ) -> ApiResult {
-    if body.amount_cents <= 0 {
-        return Err(ApiError::bad_request(
-            "`amount_cents` must be a positive integer",
-        ));
-    }
+    check_amount("amount_cents", body.amount_cents)?;
     if body.vendor_id.trim().is_empty() {
         return Err(ApiError::bad_request("`vendorId` must not be empty"));
     }
@@ -546,20 +574,30 @@ pub async fn verify_apple_transaction(
             ))
         }
     }
-    let credited = apply(
-        &app,
-        vec![entry(
-            &caller.id,
-            tokens,
-            "store_purchase",
-            Some(format!("store:apple:{id}")),
-            json!({"store": "apple", "transaction_id": id, "product_id": product, "quantity": verified.quantity}),
-        )],
-    )
-    .await;
-    if let Err(e) = credited {
-        crate::db::payments::release_store_transaction(&app.db, id).await?;
-        return Err(e);
+    let credited = app
+        .credits
+        .apply(Change {
+            entries: vec![entry(
+                &caller.id,
+                tokens,
+                "store_purchase",
+                Some(format!("store:apple:{id}")),
+                json!({"store": "apple", "transaction_id": id, "product_id": product, "quantity": verified.quantity}),
+            )],
+        })
+        .await;
+    match credited {
+        Ok(Applied::Done { .. } | Applied::Duplicate) => {}
+        Ok(_) | Err(CreditError::NotApplied(_)) => {
+            // Certainly not credited: the transaction may be claimed again.
+            crate::db::payments::release_store_transaction(&app.db, id).await?;
+            return Err(ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "the credit could not be applied; try again",
+            ));
+        }
+        // It may still land: keep the claim, so no other account can take it (M9).
+        Err(e @ CreditError::Unknown(_)) => return Err(credit_error(e)),
     }
     Ok(Reply::ok(json!({
         "success": true,

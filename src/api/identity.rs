@@ -11,11 +11,11 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::api::users::{
-    self, apply_exemption, create_account, parse_email, parse_source, user_key,
-};
+use crate::api::users::{self, apply_exemption, create_account, parse_email, parse_source};
 use crate::crypto;
 use crate::db::users as store;
+use crate::domain::accounts::{self, Proof};
+use crate::domain::grants;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::mail::{self, Kind};
@@ -159,7 +159,9 @@ pub async fn authenticate_google_client(
         ));
     }
     let claims = verify_id_token(&app, body.token.trim()).await?;
-    if claims.email_verified == Some(false) {
+    // Only an email the provider vouches for proves the mailbox (finding L7): a missing
+    // claim is refused like `false`.
+    if claims.email_verified != Some(true) {
         return Err(ApiError::unauthorized(
             "the identity provider has not verified this email",
         ));
@@ -170,9 +172,8 @@ pub async fn authenticate_google_client(
 
     let (user, key, existing, emailed) = match store::by_email(&app.db, &email).await? {
         Some(user) => {
-            let user = mark_verified(&app, user).await?;
+            let (user, key) = accounts::verify(&app, &user.id, Proof::Elsewhere).await?;
             let user = apply_exemption(&app, user, source.as_deref()).await?;
-            let key = user_key(&app, &user)?;
             (user, key, true, false)
         }
         None => {
@@ -187,7 +188,7 @@ pub async fn authenticate_google_client(
                     &app,
                     source.as_deref(),
                     Kind::SendPassword,
-                    &email,
+                    &user,
                     &password,
                 )
                 .await;
@@ -201,15 +202,6 @@ pub async fn authenticate_google_client(
         "existing": existing,
         "emailed": emailed,
     })))
-}
-
-async fn mark_verified(app: &AppState, user: store::UserRow) -> ApiResult<store::UserRow> {
-    if user.verified && user.level >= 10 {
-        return Ok(user);
-    }
-    let user = store::mark_verified(&app.db, &user.id).await?;
-    app.callers.invalidate_user(&user.id);
-    Ok(user)
 }
 
 /// Seeds `data.name` and `data.avatar_url` of a new account from the provider's claims.
@@ -238,17 +230,10 @@ pub struct TokenBody {
     token: String,
 }
 
-/// The grant inside an exchange token (JSON, AES-256-CTR encrypted, hex `iv || ct`).
-#[derive(Deserialize)]
-struct Grant {
-    email: String,
-    /// Expiry, Unix seconds.
-    exp: i64,
-    source: Option<String>,
-}
-
 /// `POST /api/users/authenticate-token`: exchanges a grant from the identity service for
-/// the account's API key (creating the account, VERIFIED, on first use).
+/// the account's API key (creating the account, VERIFIED, on first use). Grants are
+/// authenticated, single-use and short-lived (`domain::grants`); without
+/// `PLINTH_AUTH_TOKEN_KEY` this answers 503.
 pub async fn authenticate_token(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<TokenBody>,
@@ -257,19 +242,13 @@ pub async fn authenticate_token(
     if token.is_empty() || hex::decode(token).is_err() {
         return Err(ApiError::bad_request("`token` must be a hex string"));
     }
-    let invalid = || ApiError::unauthorized("invalid token");
-    let plain = app.auth_key.decrypt(token).ok_or_else(invalid)?;
-    let grant: Grant = serde_json::from_slice(&plain).map_err(|_| invalid())?;
-    if grant.exp <= chrono::Utc::now().timestamp() {
-        return Err(ApiError::unauthorized("token expired"));
-    }
-    let email = parse_email(&grant.email).map_err(|_| invalid())?;
+    let grant = grants::redeem(&app, token).await?;
+    let email = parse_email(&grant.email).map_err(|_| ApiError::unauthorized("invalid token"))?;
     let source = parse_source(grant.source);
     let (user, api_key, existing) = match store::by_email(&app.db, &email).await? {
         Some(user) => {
-            let user = mark_verified(&app, user).await?;
+            let (user, k) = accounts::verify(&app, &user.id, Proof::Elsewhere).await?;
             let user = apply_exemption(&app, user, source.as_deref()).await?;
-            let k = user_key(&app, &user)?;
             (user, k, true)
         }
         None => {

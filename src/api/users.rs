@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 use crate::auth::{Caller, Viewer};
 use crate::crypto;
 use crate::db::users::{self as store, NewUser, UserRow};
+use crate::domain::accounts::{self, Proof};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
 use crate::mail::{self, Kind};
@@ -55,12 +56,7 @@ pub fn parse_source(source: Option<String>) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-pub fn user_key(app: &AppState, user: &UserRow) -> Result<String, ApiError> {
-    app.key
-        .decrypt(&user.key_cipher)
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| ApiError::internal("stored API key does not decrypt with the master key"))
-}
+pub use crate::domain::accounts::user_key;
 
 pub fn is_exempt(user: &UserRow) -> bool {
     user.data
@@ -175,7 +171,7 @@ pub async fn email_code(
     )
     .await?;
     let link = mail::code_link(app, page, &code);
-    let email = mail::compose(app, source, kind, &user.email, &link).await;
+    let email = mail::compose(app, source, kind, user, &link).await;
     Ok(mail::send(app, email).await)
 }
 
@@ -347,6 +343,10 @@ pub async fn verify(
     };
 
     if row.expires_at <= Utc::now() {
+        // An expired code is spent here, so it sends at most one fresh email (L6).
+        if !store::spend_code(&app.db, &hash).await? {
+            return Err(invalid());
+        }
         if row.purpose != "verify" {
             return Err(
                 ApiError::bad_request("code expired; ask for a new one").with("expired", true)
@@ -365,11 +365,14 @@ pub async fn verify(
         .with("emailed", emailed));
     }
 
-    let user = store::verify_with_code(&app.db, &hash, new_password.as_deref())
+    let proof = match row.purpose.as_str() {
+        "reset" => Proof::Reset,
+        "signin" => Proof::Elsewhere,
+        _ => Proof::SignupCode,
+    };
+    let (user, key) = accounts::verify_with_code(&app, &hash, proof, new_password.as_deref())
         .await?
         .ok_or_else(invalid)?;
-    app.callers.invalidate_user(&user.id);
-    let key = user_key(&app, &user)?;
     Ok(Reply::ok(json!({
         "success": true,
         "purpose": row.purpose,
@@ -648,14 +651,8 @@ pub async fn update_viewer_username(
 
 /// `POST /api/users/regenerate-key`: a fresh key; the old one stops working at once.
 pub async fn regenerate_key(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
-    let key = crypto::new_api_key();
-    let user = store::set_key(
-        &app.db,
-        &caller.id,
-        &crypto::sha256_hex(key.as_bytes()),
-        &app.key.encrypt(key.as_bytes()),
-    )
-    .await?;
+    let (key, hash, cipher) = accounts::new_key(&app);
+    let user = store::set_key(&app.db, &caller.id, &hash, &cipher).await?;
     app.callers.invalidate_user(&user.id);
     Ok(Reply::ok(
         json!({"key": key, "user": user.to_json(Some(&key))}),
@@ -714,8 +711,17 @@ pub async fn delete(
 ) -> ApiResult {
     let id = body.id;
     may_manage(&caller, &id)?;
-    if !store::delete(&app.db, &id).await? {
-        return Err(ApiError::not_found("user not found"));
+    match store::delete(&app.db, &id).await? {
+        store::Deletion::Deleted => {}
+        store::Deletion::NotFound => return Err(ApiError::not_found("user not found")),
+        store::Deletion::LastAdmin(domains) => {
+            return Err(ApiError::conflict(format!(
+                "the account is the last admin of {}: make another member admin (or delete \
+                 the organization) first",
+                domains.join(", ")
+            ))
+            .with("organizations", domains))
+        }
     }
     app.callers.invalidate_user(&id);
     app.credits.forget(&id);

@@ -104,17 +104,14 @@ pub async fn list_by_domain(
     ))
 }
 
-/// Creates the account of an accepted email (VERIFIED, no password: the user signs in
-/// through an identity provider or resets a password), or verifies the existing one.
+/// Creates the account of an accepted email (VERIFIED, with no password and a key no
+/// one is shown: its owner gets in only by proving the mailbox, through a reset link or
+/// an identity provider), or reuses the existing one AS IT IS. A manager's word never
+/// verifies an existing account (finding C2): only its mailbox owner can.
 /// Returns the account's exemption tags.
 async fn admit(app: &AppState, org: &OrgRow, email: &str) -> ApiResult<Value> {
     let user = match users_db::by_email(&app.db, email).await? {
-        Some(u) if u.verified && u.level >= 10 => u,
-        Some(u) => {
-            let u = users_db::mark_verified(&app.db, &u.id).await?;
-            app.callers.invalidate_user(&u.id);
-            u
-        }
+        Some(u) => u,
         None => match create_account(app, email, None, Some(&org.domain), true).await {
             Ok((u, _)) => u,
             // Created concurrently by another accept: reuse it.

@@ -63,23 +63,31 @@ async fn try_set_based(db: &Db, changes: &[Change]) -> sqlx::Result<Option<Vec<A
     }
     let now = now();
     // Summed delta per account, in one global order (PostgreSQL locks rows in it).
+    // Checked: a sum that does not fit 64 bits goes to the careful path, where each
+    // change fails or succeeds alone (finding M2).
     let mut sums: std::collections::BTreeMap<&str, i64> = std::collections::BTreeMap::new();
     for e in changes.iter().flat_map(|c| &c.entries) {
-        *sums.entry(e.user_id.as_str()).or_default() += e.delta;
+        let sum = sums.entry(e.user_id.as_str()).or_default();
+        let Some(next) = sum.checked_add(e.delta) else {
+            return Ok(None);
+        };
+        *sum = next;
     }
     let values: Vec<String> = (0..sums.len())
         .map(|i| {
             format!(
-                "SELECT CAST(${} AS TEXT) AS user_id, CAST(${} AS BIGINT) AS delta",
-                2 * i + 2,
-                2 * i + 3
+                "SELECT CAST(${} AS TEXT) AS user_id, CAST(${} AS BIGINT) AS delta, \
+                 CAST(${} AS BIGINT) AS cap",
+                3 * i + 2,
+                3 * i + 3,
+                3 * i + 4
             )
         })
         .collect();
     let update = format!(
         "UPDATE credit_accounts SET balance = credit_accounts.balance + v.delta, updated_at = $1 \
          FROM ({}) AS v WHERE credit_accounts.user_id = v.user_id \
-         AND credit_accounts.balance + v.delta >= 0 \
+         AND credit_accounts.balance <= v.cap AND credit_accounts.balance + v.delta >= 0 \
          RETURNING credit_accounts.user_id, credit_accounts.id, credit_accounts.balance",
         values.join(" UNION ALL ")
     );
@@ -124,9 +132,16 @@ async fn try_set_based(db: &Db, changes: &[Change]) -> sqlx::Result<Option<Vec<A
         }
         let mut q = sqlx::query_as::<_, (String, String, i64)>(AssertSqlSafe(update.as_str())).bind(now);
         for (user_id, delta) in &sums {
-            q = q.bind(*user_id).bind(*delta);
+            q = q.bind(*user_id).bind(*delta).bind(balance_cap(*delta));
         }
-        let updated = q.fetch_all(&mut *tx).await?;
+        let updated = match q.fetch_all(&mut *tx).await {
+            Ok(rows) => rows,
+            // Whatever went wrong, the careful path decides change by change.
+            Err(err) => {
+                tracing::warn!(error = %err, "set-based credit batch failed; applying one by one");
+                return Ok(None);
+            }
+        };
         if updated.len() != sums.len() {
             tx.rollback().await?;
             return Ok(None);
@@ -140,7 +155,7 @@ async fn try_set_based(db: &Db, changes: &[Change]) -> sqlx::Result<Option<Vec<A
         let mut after = Vec::with_capacity(entries.len());
         for e in &entries {
             let slot = running.get_mut(e.user_id.as_str()).expect("every account was updated");
-            slot.1 += e.delta;
+            slot.1 = slot.1.saturating_add(e.delta);
             if slot.1 < 0 {
                 tx.rollback().await?;
                 return Ok(None);
@@ -178,6 +193,17 @@ async fn try_set_based(db: &Db, changes: &[Change]) -> sqlx::Result<Option<Vec<A
     })
 }
 
+/// The largest balance that `delta` can be added to without leaving 64 bits: the SQL
+/// checks it before adding, so an absurd credit fails alone instead of failing the
+/// statement (and with it every change of the batch).
+fn balance_cap(delta: i64) -> i64 {
+    if delta > 0 {
+        i64::MAX - delta
+    } else {
+        i64::MAX
+    }
+}
+
 /// The careful path: each change in its own savepoint, so a change that cannot apply
 /// leaves nothing behind and does not affect the others; still one commit.
 async fn apply_each(db: &Db, changes: &[Change]) -> sqlx::Result<Vec<Applied>> {
@@ -211,9 +237,10 @@ async fn apply_each(db: &Db, changes: &[Change]) -> sqlx::Result<Vec<Applied>> {
                 for e in &change.entries {
                     let updated: Option<(String, i64)> = sqlx::query_as(
                         "UPDATE credit_accounts SET balance = balance + $1, updated_at = $3 \
-                         WHERE user_id = $2 AND balance + $1 >= 0 RETURNING id, balance",
+                         WHERE user_id = $2 AND balance <= $4 AND balance + $1 >= 0 \
+                         RETURNING id, balance",
                     )
-                    .bind(e.delta).bind(&e.user_id).bind(now)
+                    .bind(e.delta).bind(&e.user_id).bind(now).bind(balance_cap(e.delta))
                     .fetch_optional(&mut *sp).await?;
                     let Some((account_id, balance)) = updated else {
                         let current: Option<(i64,)> =

@@ -4,6 +4,7 @@
 //! body once per backend so each gets its own row and argument types.
 
 pub mod credits;
+pub mod grants;
 pub mod likes;
 pub mod office;
 pub mod organizations;
@@ -41,10 +42,14 @@ macro_rules! with_db {
 impl Db {
     pub async fn connect(url: &str) -> anyhow::Result<Db> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            // A hung statement must not hold a credit shard (and the requests behind it)
+            // indefinitely: 30 s is far above any query plinth makes (finding M9).
+            let opts = sqlx::postgres::PgConnectOptions::from_str(url)?
+                .options([("statement_timeout", "30s")]);
             let pool = PgPoolOptions::new()
                 .max_connections(16)
                 .acquire_timeout(Duration::from_secs(10))
-                .connect(url)
+                .connect_with(opts)
                 .await?;
             Ok(Db::Postgres(pool))
         } else if url.starts_with("sqlite:") {

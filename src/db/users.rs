@@ -174,24 +174,77 @@ pub async fn code(db: &Db, code_hash: &str) -> sqlx::Result<Option<CodeRow>> {
     with_db!(db, p => sqlx::query_as(SQL).bind(code_hash).fetch_optional(p).await)
 }
 
+/// Marks a code used (an expired code is spent when it is answered); `false` when it
+/// was spent already.
+pub async fn spend_code(db: &Db, code_hash: &str) -> sqlx::Result<bool> {
+    let n = with_db!(db, p => sqlx::query("UPDATE user_codes SET used_at = $2 WHERE code_hash = $1 AND used_at IS NULL")
+        .bind(code_hash).bind(now()).execute(p).await.map(|r| r.rows_affected()))?;
+    Ok(n == 1)
+}
+
+/// How an account is being verified (review finding H1: a key or password set before the
+/// mailbox was proven must not survive into the verified account).
+pub struct Verification<'a> {
+    /// `(key_hash, key_cipher)` of a fresh API key, installed when this is the account's
+    /// first verification (or always, with `always_rotate`).
+    pub new_key: (&'a str, &'a str),
+    /// Rotate the key even on a verified account (a completed password reset).
+    pub always_rotate: bool,
+    /// Clear a password set before the first verification: the proof came from someone
+    /// who did not necessarily choose it (identity provider, grant, reset or sign-in link).
+    pub clear_unverified_password: bool,
+    /// A new password (a completed reset), set in the same statement.
+    pub new_password_hash: Option<&'a str>,
+}
+
+/// VERIFIED (level at least 10), atomically rotating the key and clearing or replacing
+/// the password as `how` says. Every column reads the row as it was before the update,
+/// so "first verification" is decided by the database, not by a racy read before.
+const VERIFY_USER: &str = concat!(
+    "UPDATE users SET \
+       key_hash = CASE WHEN verified AND NOT $4 THEN key_hash ELSE $2 END, \
+       key_cipher = CASE WHEN verified AND NOT $4 THEN key_cipher ELSE $3 END, \
+       password_hash = COALESCE(CAST($6 AS TEXT), \
+         CASE WHEN NOT verified AND $5 THEN NULL ELSE password_hash END), \
+       verified = TRUE, level = CASE WHEN level < 10 THEN 10 ELSE level END, \
+       updated_at = $7 \
+     WHERE id = $1 AND deleted_at IS NULL RETURNING ",
+    user_columns!()
+);
+
+macro_rules! bind_verification {
+    ($q:expr, $id:expr, $how:expr, $now:expr) => {
+        $q.bind($id)
+            .bind($how.new_key.0)
+            .bind($how.new_key.1)
+            .bind($how.always_rotate)
+            .bind($how.clear_unverified_password)
+            .bind($how.new_password_hash)
+            .bind($now)
+    };
+}
+
+/// Email ownership proven (identity provider, identity service grant): see
+/// [`Verification`]. `None` when the account no longer exists.
+pub async fn verify(db: &Db, id: &str, how: &Verification<'_>) -> sqlx::Result<Option<UserRow>> {
+    let now = now();
+    with_db!(db, p => bind_verification!(sqlx::query_as(VERIFY_USER), id, how, now).fetch_optional(p).await)
+}
+
 /// Spends a one-time code and verifies its account (the code proves control of the
-/// email), optionally setting a new password, atomically: a code that was spent
-/// concurrently yields `None` and changes nothing.
+/// email) as `how` says, atomically: a code that was spent concurrently yields `None`
+/// and changes nothing.
 pub async fn verify_with_code(
     db: &Db,
     code_hash: &str,
-    new_password_hash: Option<&str>,
+    how: &Verification<'_>,
 ) -> sqlx::Result<Option<UserRow>> {
     let now = now();
-    const UPDATE_USER: &str = concat!(
-        "UPDATE users SET verified = TRUE, level = CASE WHEN level < 10 THEN 10 ELSE level END, \
-         password_hash = COALESCE($3, password_hash), updated_at = $2 WHERE id = $1 RETURNING ",
-        user_columns!()
-    );
     with_db!(db, p => {
         let mut tx = p.begin().await?;
         let spent: Option<(String,)> = sqlx::query_as(
-            "UPDATE user_codes SET used_at = $2 WHERE code_hash = $1 AND used_at IS NULL RETURNING user_id",
+            "UPDATE user_codes SET used_at = $2 WHERE code_hash = $1 AND used_at IS NULL \
+             AND expires_at > $2 RETURNING user_id",
         )
         .bind(code_hash)
         .bind(now)
@@ -200,14 +253,19 @@ pub async fn verify_with_code(
         let Some((user_id,)) = spent else {
             return Ok(None);
         };
-        let user: UserRow = sqlx::query_as(UPDATE_USER)
-            .bind(&user_id)
-            .bind(now)
-            .bind(new_password_hash)
-            .fetch_one(&mut *tx)
+        let user: Option<UserRow> = bind_verification!(sqlx::query_as(VERIFY_USER), &user_id, how, now)
+            .fetch_optional(&mut *tx)
             .await?;
+        if user.is_some() {
+            // Older codes of the same purpose die with this one (finding L6).
+            sqlx::query("UPDATE user_codes SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL")
+                .bind(&user_id)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
-        Ok(Some(user))
+        Ok(user)
     })
 }
 
@@ -300,22 +358,61 @@ pub async fn set_wallet(
     with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(address).bind(signature).bind(now()).fetch_one(p).await)
 }
 
-/// Permanently deletes the account; its codes, credits, memberships, applications and
-/// likes go with it through `ON DELETE CASCADE`.
-pub async fn delete(db: &Db, id: &str) -> sqlx::Result<bool> {
-    let n = with_db!(db, p => sqlx::query("DELETE FROM users WHERE id = $1")
-        .bind(id).execute(p).await.map(|r| r.rows_affected()))?;
-    Ok(n > 0)
+/// What deleting an account did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Deletion {
+    Deleted,
+    NotFound,
+    /// The account is the last admin of these organizations (domains): nothing deleted.
+    LastAdmin(Vec<String>),
 }
 
-/// Email ownership proven elsewhere (identity provider, identity service): VERIFIED.
-pub async fn mark_verified(db: &Db, id: &str) -> sqlx::Result<UserRow> {
-    const SQL: &str = concat!(
-        "UPDATE users SET verified = TRUE, level = CASE WHEN level < 10 THEN 10 ELSE level END, \
-         updated_at = $2 WHERE id = $1 RETURNING ",
-        user_columns!()
-    );
-    with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(now()).fetch_one(p).await)
+/// Permanently deletes the account; its codes, credits, memberships, applications,
+/// likes and personal decks go with it through `ON DELETE CASCADE`. Organization decks
+/// it created are handed to another admin of their organization first, and the last
+/// admin of an organization cannot be deleted (finding M5: either would let a member
+/// destroy what belongs to the organization). The memberships are locked (PostgreSQL)
+/// or the database is (SQLite), so no concurrent step-down slips between check and delete.
+pub async fn delete(db: &Db, id: &str) -> sqlx::Result<Deletion> {
+    let is_pg = matches!(db, Db::Postgres(_));
+    with_db!(db, p => {
+        let mut tx = p.begin().await?;
+        if is_pg {
+            sqlx::query(
+                "SELECT o.id FROM organizations o JOIN organization_members m \
+                 ON m.organization_id = o.id WHERE m.user_id = $1 ORDER BY o.id FOR UPDATE OF o",
+            )
+            .bind(id).execute(&mut *tx).await?;
+        } else {
+            // Take SQLite's write lock before reading.
+            sqlx::query("UPDATE users SET updated_at = updated_at WHERE id = $1")
+                .bind(id).execute(&mut *tx).await?;
+        }
+        let last_admin: Vec<(String,)> = sqlx::query_as(
+            "SELECT o.domain FROM organizations o JOIN organization_members m \
+             ON m.organization_id = o.id AND m.user_id = $1 AND m.role = 'admin' \
+             WHERE NOT EXISTS (SELECT 1 FROM organization_members a WHERE a.organization_id = o.id \
+               AND a.role = 'admin' AND a.user_id <> $1) ORDER BY o.domain",
+        )
+        .bind(id).fetch_all(&mut *tx).await?;
+        if !last_admin.is_empty() {
+            return Ok(Deletion::LastAdmin(last_admin.into_iter().map(|r| r.0).collect()));
+        }
+        // Organization decks go to the organization's longest-standing other admin.
+        sqlx::query(
+            "UPDATE slide_decks SET owner_id = (SELECT a.user_id FROM organization_members a \
+               WHERE a.organization_id = slide_decks.organization_id AND a.role = 'admin' \
+               AND a.user_id <> $1 ORDER BY a.created_at, a.user_id LIMIT 1) \
+             WHERE owner_id = $1 AND organization_id IS NOT NULL AND EXISTS \
+               (SELECT 1 FROM organization_members a WHERE a.organization_id = slide_decks.organization_id \
+                AND a.role = 'admin' AND a.user_id <> $1)",
+        )
+        .bind(id).execute(&mut *tx).await?;
+        let n = sqlx::query("DELETE FROM users WHERE id = $1")
+            .bind(id).execute(&mut *tx).await?.rows_affected();
+        tx.commit().await?;
+        Ok(if n > 0 { Deletion::Deleted } else { Deletion::NotFound })
+    })
 }
 
 pub async fn set_level(db: &Db, id: &str, level: i64) -> sqlx::Result<()> {

@@ -65,7 +65,11 @@ async fn password_reset_with_the_emailed_code() {
     r.assert_ok();
     assert_eq!(r.body["purpose"], json!("reset"));
     assert_eq!(r.body["password_changed"], json!(true));
-    assert_eq!(r.body["user"]["key"], json!(key));
+    // A completed reset rotates the key: a leaked key dies with it.
+    assert_ne!(r.body["user"]["key"], json!(key));
+    s.get("/api/users/viewer", Some(&key))
+        .await
+        .assert_error(401);
     s.post(
         "/api/users/authenticate",
         None,
@@ -620,7 +624,19 @@ async fn interstitial_sends_a_one_time_sign_in_link() {
         .await;
     r.assert_ok();
     assert_eq!(r.body["purpose"], json!("signin"));
-    assert_eq!(r.body["user"]["key"], json!(key));
+    // A sign-in link is the first proof of the mailbox: the key rotates and the password
+    // set before the proof is cleared (finding H1).
+    assert_ne!(r.body["user"]["key"], json!(key));
+    s.get("/api/users/viewer", Some(&key))
+        .await
+        .assert_error(401);
+    s.post(
+        "/api/users/authenticate",
+        None,
+        json!({"email": addr, "password": "correct horse"}),
+    )
+    .await
+    .assert_error(401);
 
     let ghost = email("ghost");
     let r = s

@@ -304,14 +304,17 @@ impl Server {
         code_in(&text)
     }
 
-    /// Signs up and verifies; returns the key of a level-10 account.
+    /// Signs up and verifies; returns the key of a level-10 account (the first
+    /// verification rotates the key: the sign-up key stops working).
     pub async fn verified_user(&self, email: &str) -> String {
-        let (key, _) = self.signup(email).await;
+        let (signup_key, _) = self.signup(email).await;
         let code = self.verification_code(email).await;
         let r = self
             .post("/api/users/verify", None, json!({"code": code}))
             .await;
         r.assert_ok();
+        let key = r.body["user"]["key"].as_str().unwrap().to_owned();
+        assert_ne!(key, signup_key, "verification must rotate the key");
         key
     }
 

@@ -146,8 +146,9 @@ async fn status_reports_every_adapter_and_aes_round_trips() {
         .await;
     r.assert_ok();
     assert_eq!(r.body["matched"], json!(true));
-    let ct = r.body["ciphertext"].as_str().unwrap();
-    assert!(hex::decode(ct).is_ok() && ct.len() == 2 * (16 + "round trip".len()));
+    assert_eq!(r.body["keys"]["master"]["ok"], json!(true));
+    // A self-test, never an encryption service (finding C1).
+    assert!(r.body.get("ciphertext").is_none(), "{}", r.body);
     // A bare POST with no body works too.
     let r = Server::read(s.raw(Method::POST, "/api/aes").send().await.unwrap()).await;
     r.assert_ok();

@@ -198,10 +198,13 @@ async fn unconfigured_identity_provider_is_503() {
 
 const TOKEN_KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
+/// A grant as the identity service seals it (docs/api.md, "Token exchange").
 fn grant(g: Value) -> String {
-    plinth::crypto::MasterKey::from_hex(TOKEN_KEY)
-        .unwrap()
-        .encrypt(g.to_string().as_bytes())
+    token_key().seal(g.to_string().as_bytes())
+}
+
+fn token_key() -> plinth::crypto::GrantKey {
+    plinth::crypto::GrantKey::new(&plinth::crypto::MasterKey::from_hex(TOKEN_KEY).unwrap())
 }
 
 #[tokio::test]
@@ -257,9 +260,9 @@ async fn token_exchange_returns_the_api_key() {
     )
     .await
     .assert_error(401);
-    // Encrypted with another key: decrypts to noise.
-    let foreign = plinth::crypto::MasterKey::generate()
-        .encrypt(json!({"email": addr, "exp": exp}).to_string().as_bytes());
+    // Sealed with another key: the tag does not verify.
+    let foreign = plinth::crypto::GrantKey::new(&plinth::crypto::MasterKey::generate())
+        .seal(json!({"email": addr, "exp": exp}).to_string().as_bytes());
     s.post(
         "/api/users/authenticate-token",
         None,
@@ -267,9 +270,7 @@ async fn token_exchange_returns_the_api_key() {
     )
     .await
     .assert_error(401);
-    let not_json = plinth::crypto::MasterKey::from_hex(TOKEN_KEY)
-        .unwrap()
-        .encrypt(b"hello");
+    let not_json = token_key().seal(b"hello");
     s.post(
         "/api/users/authenticate-token",
         None,

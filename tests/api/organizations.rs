@@ -261,8 +261,9 @@ async fn settings_visibility_templates_and_deletion() {
         .any(|o| o["id"] == json!(id)));
 
     // Update merges data; typed keys are checked.
+    // A template's sender must be an address of the organization's own domain.
     let tpl =
-        json!({"from": "Vis <hi@vis.example>", "subject": "Join Vis", "text": "Welcome aboard:"});
+        json!({"from": format!("Vis <hi@{d}>"), "subject": "Join Vis", "text": "Welcome aboard:"});
     let r = s
         .post(
             "/api/organizations/update",
@@ -306,7 +307,7 @@ async fn settings_visibility_templates_and_deletion() {
     .await
     .assert_ok();
     let mail = s.wait_for_email(&addr, "Join Vis").await;
-    assert!(mail.contains("From: Vis <hi@vis.example>") && mail.contains("Welcome aboard:"));
+    assert!(mail.contains(&format!("From: Vis <hi@{d}>")) && mail.contains("Welcome aboard:"));
     assert!(mail.contains("/verify?code="));
 
     // Waitlist toggle: explicit sets, omitted flips.
@@ -572,9 +573,10 @@ async fn waitlist_follows_the_spec_table() {
         )
         .await;
     assert_eq!(r.body["already_accepted"], json!(true));
+    // A manager's accept never verifies an existing account (finding C2).
     let v = s.get("/api/users/viewer", Some(&a_key)).await;
-    assert_eq!(v.body["user"]["verified"], json!(true));
-    assert_eq!(v.body["user"]["level"], json!(10));
+    assert_eq!(v.body["user"]["verified"], json!(false));
+    assert_eq!(v.body["user"]["level"], json!(0));
     let r = s
         .post("/api/waitlist/status", Some(&a_key), json!({"domain": d}))
         .await;

@@ -44,9 +44,15 @@ async fn sign_up_verify_and_read_the_viewer() {
     assert_eq!(r.body["user"]["level"], json!(10));
     assert_eq!(r.body["user"]["verified"], json!(true));
 
-    let v = s.get("/api/users/viewer", Some(&key)).await;
+    // The first verification rotates the key (finding H1): the sign-up key is dead.
+    let new_key = r.body["user"]["key"].as_str().unwrap().to_owned();
+    assert_ne!(new_key, key);
+    s.get("/api/users/viewer", Some(&key))
+        .await
+        .assert_error(401);
+    let v = s.get("/api/users/viewer", Some(&new_key)).await;
     assert_eq!(v.body["user"]["level"], json!(10));
-    assert_eq!(v.body["user"]["key"], json!(key));
+    assert_eq!(v.body["user"]["key"], json!(new_key));
 
     // Codes are single-use.
     s.post("/api/users/verify", None, json!({"code": code}))

@@ -19,7 +19,7 @@ use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 
 pub use apalis::prelude::BoxDynError;
-pub use mail::{valid_mailbox, MailBackend, MailStatus};
+pub use mail::{mailbox_domain, valid_mailbox, MailBackend, MailStatus};
 pub use slides::{ExportTask, ImageTask, SlideEnv};
 
 /// One email. `id` names the outbox file and the Message-ID, so a delivery that runs

@@ -117,3 +117,9 @@ fn body(text: &str) -> Body {
 pub fn valid_mailbox(s: &str) -> bool {
     s.parse::<lettre::message::Mailbox>().is_ok()
 }
+
+/// The lower-case domain of a mailbox (`Name <user@domain>`), if it parses.
+pub fn mailbox_domain(s: &str) -> Option<String> {
+    let mailbox = s.parse::<lettre::message::Mailbox>().ok()?;
+    Some(mailbox.email.domain().to_ascii_lowercase())
+}

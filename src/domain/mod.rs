@@ -1,0 +1,5 @@
+//! Domain rules shared by handlers, the usage layer, periodic work and job adapters.
+//! Nothing here knows about HTTP requests; handlers translate to and from the wire.
+
+pub mod accounts;
+pub mod grants;
