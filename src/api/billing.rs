@@ -350,6 +350,7 @@ pub async fn authenticate_agent(
     }
     let plan = plan(&body.product_id)
         .ok_or_else(|| ApiError::bad_request(format!("unknown productId `{}`", body.product_id)))?;
+    crate::payments::valid_payment_method_id(&body.payment_method_id)?;
     if users_db::by_username(&app.db, &username).await?.is_some() {
         return Err(ApiError::conflict("that username is already taken"));
     }

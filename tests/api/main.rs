@@ -13,6 +13,7 @@ mod jobs;
 mod limits;
 mod organizations;
 mod route_table;
+mod security;
 mod slides;
 mod storage;
 mod stripe;
