@@ -252,6 +252,7 @@ impl CreditShard {
 pub struct CreditAccounts {
     shards: Shards<CreditMsg>,
     published: Published,
+    start_within: Duration,
 }
 
 /// A change that has not started committing this long after it was sent is dropped.
@@ -282,7 +283,11 @@ impl CreditAccounts {
             )
         })
         .await?;
-        Ok(Self { shards, published })
+        Ok(Self {
+            shards,
+            published,
+            start_within: START_WITHIN,
+        })
     }
 
     /// The balance: as published by the owning shard, or loaded through it.
@@ -330,7 +335,7 @@ impl CreditAccounts {
             .call(
                 |reply| CreditMsg::Apply {
                     change,
-                    start_by: Instant::now() + START_WITHIN,
+                    start_by: Instant::now() + self.start_within,
                     reply,
                 },
                 Some(CALL_TIMEOUT),
@@ -354,6 +359,12 @@ impl CreditAccounts {
             self.forget(&user);
         }
         result
+    }
+
+    /// Test hook: how long a change may wait for its batch before it is dropped.
+    pub fn with_start_within(mut self, d: Duration) -> Self {
+        self.start_within = d;
+        self
     }
 
     /// Drops a cached balance (after a change made outside the actors, e.g. deletion).
@@ -389,6 +400,8 @@ mod tests {
         balances: Mutex<HashMap<String, i64>>,
         keys: Mutex<std::collections::HashSet<(String, String)>>,
         loads: Mutex<usize>,
+        /// Each batch takes this long (a slow or stuck database).
+        delay: Mutex<Duration>,
     }
 
     impl CreditStore for MemStore {
@@ -402,7 +415,11 @@ mod tests {
             &'a self,
             changes: &'a [Change],
         ) -> BoxFuture<'a, Result<Vec<Applied>, String>> {
-            Box::pin(async move { Ok(changes.iter().map(|c| self.apply_one(c)).collect()) })
+            Box::pin(async move {
+                let delay = *self.delay.lock().unwrap();
+                tokio::time::sleep(delay).await;
+                Ok(changes.iter().map(|c| self.apply_one(c)).collect())
+            })
         }
     }
 
@@ -512,6 +529,47 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert_eq!(accounts.balance("a").await.unwrap(), Some(2));
         assert_eq!(accounts.balance("b").await.unwrap(), Some(3));
+    }
+
+    /// Finding M9: a change that cannot start before its caller gives up is dropped
+    /// unapplied and answered so, never committed behind the caller's back.
+    #[tokio::test]
+    async fn m9_changes_that_cannot_start_in_time_are_never_applied() {
+        let store = Arc::new(MemStore::default());
+        store.balances.lock().unwrap().insert("a".into(), 100);
+        *store.delay.lock().unwrap() = Duration::from_millis(300);
+        let accounts = CreditAccounts::start(1, store.clone())
+            .await
+            .unwrap()
+            .with_start_within(Duration::from_millis(100));
+        let first = {
+            let a = accounts.clone();
+            tokio::spawn(async move {
+                a.apply(Change {
+                    entries: vec![entry("a", -1, None)],
+                })
+                .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // Queued behind the slow batch for longer than they may wait.
+        let mut late = Vec::new();
+        for _ in 0..5 {
+            let a = accounts.clone();
+            late.push(tokio::spawn(async move {
+                a.apply(Change {
+                    entries: vec![entry("a", -1, None)],
+                })
+                .await
+            }));
+        }
+        assert!(matches!(first.await.unwrap(), Ok(Applied::Done { .. })));
+        for t in late {
+            assert!(matches!(t.await.unwrap(), Err(CreditError::NotApplied(_))));
+        }
+        *store.delay.lock().unwrap() = Duration::ZERO;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(store.balances.lock().unwrap()["a"], 99);
     }
 
     #[tokio::test]
