@@ -1,5 +1,7 @@
 //! The one error type of the API. Renders `{error: true, message, ...extra}` with the
-//! right status; the usage layer adds `_usage` like on every other response.
+//! right status; the usage layer adds `_usage` like on every other response, and logs a
+//! 5xx once, with the request id, method, route and caller (the cause travels with the
+//! response, never in its body).
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -12,7 +14,13 @@ pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
     pub extra: Map<String, Value>,
+    /// What went wrong on our side (logged by the usage layer, never sent).
+    pub cause: Option<String>,
 }
+
+/// The cause of a 5xx, carried in the response extensions to the usage layer.
+#[derive(Clone, Debug)]
+pub struct ErrorCause(pub String);
 
 pub type ApiResult<T = Reply> = Result<T, ApiError>;
 
@@ -22,6 +30,7 @@ impl ApiError {
             status,
             message: message.into(),
             extra: Map::new(),
+            cause: None,
         }
     }
     pub fn bad_request(m: impl Into<String>) -> Self {
@@ -39,10 +48,21 @@ impl ApiError {
     pub fn conflict(m: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, m)
     }
-    /// A failure that is ours, not the client's: logged in full, reported vaguely.
+    /// A failure that is ours, not the client's: reported vaguely, logged in full once
+    /// by the usage layer with the request's context.
     pub fn internal(err: impl std::fmt::Display) -> Self {
-        tracing::error!(error = %err, "internal error");
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+        let mut e = Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
+        e.cause = Some(err.to_string());
+        e
+    }
+
+    /// The `{error: true, message, ...extra}` body: the one place it is built.
+    pub fn body(&self) -> Map<String, Value> {
+        let mut body = Map::new();
+        body.insert("error".into(), Value::Bool(true));
+        body.insert("message".into(), Value::String(self.message.clone()));
+        body.extend(self.extra.clone());
+        body
     }
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
         self.extra.insert(key.to_owned(), value.into());
@@ -75,10 +95,6 @@ fn conflict_message(what: &str) -> String {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut body = Map::new();
-        body.insert("error".into(), Value::Bool(true));
-        body.insert("message".into(), Value::String(self.message));
-        body.extend(self.extra);
-        Reply::with_status(self.status, body).into_response()
+        Reply::from(self).into_response()
     }
 }

@@ -26,7 +26,10 @@ use std::collections::BTreeMap;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, MethodFilter, MethodRouter};
 use axum::Router;
+use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::{DefaultMakeSpan, TraceLayer};
 
 use crate::routes::ROUTES;
 use crate::state::AppState;
@@ -79,13 +82,51 @@ pub fn app(state: AppState) -> Router {
         // a 413 from the body limit gets the envelope.
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        // A panic in a handler becomes a 500 that the usage layer wraps and logs, never a
+        // dropped connection.
+        .layer(CatchPanicLayer::custom(panic_response))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             usage::usage_layer,
         ))
         // The simulated payment provider's hosted pages: HTML, outside the JSON API.
         .merge(hosted_pages)
-        // The local object store's signed URLs (uploads up to 64 MiB).
-        .merge(storage::serve::router().layer(DefaultBodyLimit::max(64 << 20)))
+        // The local object store's signed URLs: an upload is bounded by its signed size,
+        // checked while it streams to disk (storage::serve).
+        .merge(storage::serve::router())
         .with_state(state)
+        // Per-request spans at DEBUG (`RUST_LOG=tower_http=debug`): free when off.
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(DefaultMakeSpan::new().level(tracing::Level::DEBUG)),
+        )
+        // Every request and response carries `x-request-id` (the client's, or a new one).
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+}
+
+/// The 500 of a caught panic; the panic message is logged (once, by the usage layer),
+/// never sent.
+fn panic_response(err: Box<dyn std::any::Any + Send + 'static>) -> axum::response::Response {
+    let what = err
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| err.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic without a message");
+    axum::response::IntoResponse::into_response(error::ApiError::internal(format!(
+        "handler panicked: {what}"
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_caught_panic_is_a_500_envelope_with_its_cause_kept_for_the_log() {
+        let resp = super::panic_response(Box::new("index out of bounds".to_owned()));
+        assert_eq!(resp.status(), axum::http::StatusCode::INTERNAL_SERVER_ERROR);
+        let envelope = resp.extensions().get::<crate::reply::Envelope>().unwrap();
+        assert_eq!(envelope.0["message"], "internal error");
+        let cause = resp.extensions().get::<crate::error::ErrorCause>().unwrap();
+        assert!(cause.0.contains("index out of bounds"), "{}", cause.0);
+    }
 }

@@ -9,6 +9,8 @@ use serde_json::{Map, Value};
 pub struct Reply {
     pub status: StatusCode,
     pub body: Map<String, Value>,
+    /// The cause of a 5xx, for the usage layer's log line.
+    cause: Option<String>,
 }
 
 /// Carried in the response extensions from the handler to the usage layer.
@@ -17,7 +19,11 @@ pub struct Envelope(pub Map<String, Value>);
 
 impl Reply {
     pub fn with_status(status: StatusCode, body: Map<String, Value>) -> Self {
-        Self { status, body }
+        Self {
+            status,
+            body,
+            cause: None,
+        }
     }
 
     /// `value` must serialise to a JSON object (the spec's one-object rule).
@@ -35,17 +41,17 @@ impl Reply {
             }
             Err(e) => return crate::error::ApiError::internal(e).into(),
         };
-        Self { status, body }
+        Self::with_status(status, body)
     }
 }
 
 impl From<crate::error::ApiError> for Reply {
     fn from(e: crate::error::ApiError) -> Self {
-        let mut body = Map::new();
-        body.insert("error".into(), Value::Bool(true));
-        body.insert("message".into(), Value::String(e.message));
-        body.extend(e.extra);
-        Reply::with_status(e.status, body)
+        Reply {
+            status: e.status,
+            body: e.body(),
+            cause: e.cause,
+        }
     }
 }
 
@@ -53,6 +59,9 @@ impl IntoResponse for Reply {
     fn into_response(self) -> Response {
         let mut res = self.status.into_response();
         res.extensions_mut().insert(Envelope(self.body));
+        if let Some(cause) = self.cause {
+            res.extensions_mut().insert(crate::error::ErrorCause(cause));
+        }
         res
     }
 }

@@ -20,6 +20,9 @@ use crate::reply::Envelope;
 use crate::routes::{Access, Category};
 use crate::state::{AppState, RouteEntry};
 
+/// Set on every request (echoed when the client sent one) and every response.
+pub const REQUEST_ID: &str = "x-request-id";
+
 /// What `_usage` reports for one request.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Usage {
@@ -51,9 +54,20 @@ pub fn limit_for(category: Category, level: i64, multiplier: f64) -> Option<u64>
     Some(((base * tier) as f64 * multiplier).ceil().max(1.0) as u64)
 }
 
-pub async fn usage_layer(State(app): State<AppState>, mut req: Request, next: Next) -> Response {
+pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
+    let (parts, body) = req.into_parts();
+    let mut req = match read_body(&parts.headers, body).await {
+        Ok(bytes) => Request::from_parts(parts, Body::from(bytes)),
+        Err(e) => {
+            let mut resp = finish(e.into_response(), &Usage::default(), &method, &path).await;
+            // The rest of the body stays unread: the connection cannot be reused.
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return resp;
+        }
+    };
     let entry = req
         .extensions()
         .get::<MatchedPath>()
@@ -66,6 +80,11 @@ pub async fn usage_layer(State(app): State<AppState>, mut req: Request, next: Ne
         .headers()
         .get("x-api-key")
         .map(|v| v.to_str().unwrap_or("").trim().to_owned());
+    let request_id = req
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
 
     let mut usage = Usage {
         cost: entry.map_or(0, |e| e.cost),
@@ -100,7 +119,87 @@ pub async fn usage_layer(State(app): State<AppState>, mut req: Request, next: Ne
     if let Some(c) = &caller {
         usage.tokens_remaining = Some(app.credits.balance(&c.id).await.ok().flatten().unwrap_or(0));
     }
+    if resp.status().is_server_error() {
+        log_failure(
+            &resp,
+            &method,
+            entry,
+            &path,
+            caller.as_deref(),
+            request_id.as_deref(),
+        );
+    }
     finish(resp, &usage, &method, &path).await
+}
+
+/// A chunked body over the limit is still read (and dropped) up to this size, so that
+/// the client, which is usually still sending, gets to read our 413.
+const DRAIN_LIMIT: u64 = 8 << 20;
+
+/// Reads the whole request body before anything looks at the request, up to
+/// [`crate::BODY_LIMIT`]. A refusal (bad key, rate limit, a path a handler rejects) then
+/// never leaves a body unread: hyper would close the connection while the client is
+/// still writing, and the client would see a broken pipe instead of our answer. A
+/// declared length over the limit is refused at once (`Connection: close`).
+async fn read_body(headers: &axum::http::HeaderMap, body: Body) -> Result<bytes::Bytes, ApiError> {
+    use futures::StreamExt;
+    let limit = crate::BODY_LIMIT as u64;
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request body is larger than the 1 MiB limit",
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    let mut stream = body.into_data_stream();
+    let mut buf = bytes::BytesMut::new();
+    let mut total = 0u64;
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|_| ApiError::bad_request("the request body could not be read"))?;
+        total += chunk.len() as u64;
+        if total > DRAIN_LIMIT {
+            return Err(too_large());
+        }
+        if total <= limit {
+            buf.extend_from_slice(&chunk);
+        }
+    }
+    if total > limit {
+        return Err(too_large());
+    }
+    Ok(buf.freeze())
+}
+
+/// The one log line of a 5xx: what failed (the cause the handler attached) with the
+/// request's context, so an operator can find the request from a client's report.
+fn log_failure(
+    resp: &Response,
+    method: &Method,
+    entry: Option<RouteEntry>,
+    path: &str,
+    caller: Option<&Caller>,
+    request_id: Option<&str>,
+) {
+    let cause = resp
+        .extensions()
+        .get::<crate::error::ErrorCause>()
+        .map_or("(no cause recorded)", |c| c.0.as_str());
+    tracing::error!(
+        status = resp.status().as_u16(),
+        request_id = request_id.unwrap_or("-"),
+        method = %method,
+        route = entry.map_or(path, |e| e.spec.path),
+        caller = caller.map_or("-", |c| c.id.as_str()),
+        cause,
+        "request failed"
+    );
 }
 
 fn usage_entry(user_id: &str, delta: i64, kind: &str, method: &Method, path: &str) -> Entry {
@@ -336,16 +435,14 @@ fn error_object(
     let message = match status {
         StatusCode::METHOD_NOT_ALLOWED => format!("method {method} is not allowed on {path}"),
         StatusCode::PAYLOAD_TOO_LARGE => "request body is larger than the 1 MiB limit".to_owned(),
+        _ if status.is_server_error() => "internal error".to_owned(),
         _ if !text.is_empty() => text,
         _ => status
             .canonical_reason()
             .unwrap_or("request failed")
             .to_owned(),
     };
-    let mut m = Map::new();
-    m.insert("error".into(), Value::Bool(true));
-    m.insert("message".into(), Value::String(message));
-    m
+    ApiError::new(status, message).body()
 }
 
 fn with_headers(mut resp: Response, u: &Usage) -> Response {

@@ -166,3 +166,66 @@ async fn unauthenticated_and_authenticated_usage_differ_only_by_remaining_tokens
     assert_eq!(r.body["_usage"]["tokens"]["remaining"], json!(0));
     assert_eq!(r.header("x-tokens-remaining").as_deref(), Some("0"));
 }
+
+#[tokio::test]
+async fn request_ids_are_echoed_and_a_5xx_is_logged_once_with_its_id() {
+    let s = Server::start_with(crate::common::Options::default().env("PLINTH_LOG_FORMAT", "json"))
+        .await;
+    let r = s.get("/api/status", None).await;
+    let generated = r.header("x-request-id").expect("a generated request id");
+    assert!(uuid::Uuid::parse_str(&generated).is_ok(), "{generated}");
+    let r = s
+        .raw(Method::GET, "/api/status")
+        .header("x-request-id", "client-chosen-42")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["x-request-id"], "client-chosen-42");
+
+    // Break a table a route reads: the client gets the envelope and a vague message;
+    // the log gets one line with the request id, the route and the cause.
+    let key = s.verified_user(&email("five-hundred")).await;
+    let deck = s
+        .post("/api/slides/create", Some(&key), json!({"markdown": "# x"}))
+        .await;
+    deck.assert_ok();
+    s.sql("DROP TABLE slide_publications").await;
+    let r = s
+        .raw(
+            Method::GET,
+            &format!("/api/slides/{}", deck.body["id"].as_str().unwrap()),
+        )
+        .header("x-api-key", &key)
+        .header("x-request-id", "req-500-check")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 500);
+    assert_eq!(r.headers()["x-request-id"], "req-500-check");
+    let body: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(body["error"], json!(true));
+    assert_eq!(body["message"], json!("internal error"));
+    assert!(!body.to_string().contains("slide_publications"), "{body}");
+    assert!(body["_usage"].is_object());
+    let log = std::fs::read_to_string(s.data_dir().join("server.log")).unwrap();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("req-500-check"))
+        .collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "one log line per failure:\n{}",
+        lines.join("\n")
+    );
+    let line: serde_json::Value = serde_json::from_str(lines[0]).expect("a JSON log line");
+    let text = line.to_string();
+    assert!(
+        text.contains("request failed") && text.contains("slide_publications"),
+        "{text}"
+    );
+    assert!(
+        text.contains("/api/slides/{id}"),
+        "the route, not the raw path: {text}"
+    );
+}
