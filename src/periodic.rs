@@ -1,7 +1,8 @@
 //! Periodic work that runs with the job workers (embedded in `serve`, or `plinth worker`):
-//! the monthly credit distribution. Every run pays each paying-tier account the
-//! allotment of the current calendar month once; the ledger's unique
-//! `monthly:<YYYY-MM>` key makes runs idempotent and safe on several workers at once.
+//! the monthly credit distribution and the slide upkeep sweep. Every run pays each
+//! paying-tier account the allotment of the current calendar month once; the ledger's
+//! unique `monthly:<YYYY-MM>` key makes runs idempotent and safe on several workers at
+//! once. The sweep ends jobs no worker will finish and prunes idempotency records.
 
 use std::time::Duration;
 
@@ -42,7 +43,27 @@ pub async fn distribute_monthly_all(db: &Db, credits: &CreditAccounts) -> anyhow
     Ok(paid)
 }
 
-/// Runs the distribution now and then every `every` until `stop` turns true.
+/// A `running` export with no progress (or a `validating` image) for this long is
+/// stuck: three attempts of the 10-minute job timeout plus backoff fit well inside it.
+pub const STUCK_AFTER: chrono::TimeDelta = chrono::TimeDelta::minutes(45);
+/// A `pending` export no worker has started for this long fails.
+pub const PENDING_AFTER: chrono::TimeDelta = chrono::TimeDelta::hours(6);
+/// How long a deck change's idempotency record answers a retry.
+pub const IDEMPOTENCY_KEPT: chrono::TimeDelta = chrono::TimeDelta::hours(24);
+
+/// Fails stuck slide work and prunes old idempotency records (findings M11, L5).
+pub async fn sweep_slides(db: &Db) -> anyhow::Result<crate::db::slides::Swept> {
+    let now = chrono::Utc::now();
+    Ok(crate::db::slides::sweep(
+        db,
+        now - STUCK_AFTER,
+        now - PENDING_AFTER,
+        now - IDEMPOTENCY_KEPT,
+    )
+    .await?)
+}
+
+/// Runs the distribution and the sweep now and then every `every` until `stop` turns true.
 pub async fn run(
     db: Db,
     credits: CreditAccounts,
@@ -56,6 +77,16 @@ pub async fn run(
             Err(e) => {
                 tracing::warn!(error = %e, "monthly distribution failed; retrying next round")
             }
+        }
+        match sweep_slides(&db).await {
+            Ok(s) if s == Default::default() => {}
+            Ok(s) => tracing::warn!(
+                stuck_assets = s.assets,
+                stuck_jobs = s.jobs,
+                idempotency_records = s.idempotency,
+                "slide upkeep: stuck work failed, old records pruned"
+            ),
+            Err(e) => tracing::warn!(error = %e, "slide upkeep failed; retrying next round"),
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}

@@ -74,6 +74,9 @@ pub enum DeckMsg {
 
 /// Records kept in memory per shard; older ones are read back from the store.
 const CACHE_PER_SHARD: usize = 4096;
+/// How long a record answers a retry: the store keeps (and the server's sweep prunes)
+/// records for the same day.
+pub const RECORD_TTL: Duration = Duration::from_secs(24 * 3600);
 /// The longest a change may take (a transaction on a busy database).
 const CHANGE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -83,13 +86,22 @@ struct DeckShard {
 
 #[derive(Default)]
 struct Cache {
-    map: HashMap<(String, String), Recorded>,
+    map: HashMap<(String, String), (Recorded, std::time::Instant)>,
     order: VecDeque<(String, String)>,
 }
 
 impl Cache {
+    /// A record cached less than [`RECORD_TTL`] ago.
+    fn get(&self, k: &(String, String)) -> Option<Recorded> {
+        self.map
+            .get(k)
+            .filter(|(_, at)| at.elapsed() < RECORD_TTL)
+            .map(|(r, _)| r.clone())
+    }
+
     fn insert(&mut self, k: (String, String), v: Recorded) {
-        if self.map.insert(k.clone(), v).is_none() {
+        let entry = (v, std::time::Instant::now());
+        if self.map.insert(k.clone(), entry).is_none() {
             self.order.push_back(k);
             while self.order.len() > CACHE_PER_SHARD {
                 if let Some(old) = self.order.pop_front() {
@@ -141,8 +153,8 @@ impl DeckShard {
     ) -> Result<Answer, ChangeError> {
         if let Some(key) = &key {
             let slot = (scope.clone(), key.clone());
-            let known = match cache.map.get(&slot) {
-                Some(r) => Some(r.clone()),
+            let known = match cache.get(&slot) {
+                Some(r) => Some(r),
                 None => self
                     .store
                     .load(&scope, key)
@@ -153,7 +165,6 @@ impl DeckShard {
                 if r.request_hash != request_hash {
                     return Err(ChangeError::KeyReused);
                 }
-                cache.insert(slot, r.clone());
                 return Ok(Answer {
                     status: r.status,
                     body: r.body,

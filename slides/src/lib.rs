@@ -19,6 +19,9 @@ pub const MAX_BLOCKS_PER_SLIDE: usize = 40;
 pub const MAX_TEXT_CHARS: usize = 10_000;
 pub const MAX_MARKDOWN_BYTES: usize = 512 * 1024;
 pub const MAX_ID_CHARS: usize = 64;
+/// Operations in one `slides/update` batch. With [`MAX_SLIDES`] checked after every
+/// insert, a batch costs at most `MAX_OPERATIONS × MAX_SLIDES` steps (H4).
+pub const MAX_OPERATIONS: usize = 500;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -219,11 +222,21 @@ impl Deck {
         }
     }
 
-    /// Applies a batch of operations; all or nothing.
+    /// Applies a batch of operations; all or nothing. Bounded before any work: at most
+    /// [`MAX_OPERATIONS`] operations, and the slide cap holds after every insert, so a
+    /// hostile batch fails fast instead of growing the deck first (H4).
     pub fn apply(&self, ops: &[Operation]) -> Result<Deck, Invalid> {
+        if ops.len() > MAX_OPERATIONS {
+            return invalid(format!(
+                "at most {MAX_OPERATIONS} operations per update ({} sent)",
+                ops.len()
+            ));
+        }
         let mut deck = self.clone();
+        let mut ids: HashSet<String> = deck.slides.iter().map(|s| s.id.clone()).collect();
+        let mut next_id = deck.slides.len() + 1;
         for (n, op) in ops.iter().enumerate() {
-            deck.apply_one(op)
+            deck.apply_one(op, &mut ids, &mut next_id)
                 .map_err(|e| Invalid(format!("operation {}: {}", n + 1, e.0)))?;
         }
         deck.fill_ids();
@@ -238,9 +251,19 @@ impl Deck {
             .ok_or_else(|| Invalid(format!("no slide with id `{id}`")))
     }
 
-    fn apply_one(&mut self, op: &Operation) -> Result<(), Invalid> {
+    /// One operation. `ids` mirrors the deck's slide ids; `next_id` is where the search
+    /// for a free `s<n>` resumes, so filling ids stays linear over a batch.
+    fn apply_one(
+        &mut self,
+        op: &Operation,
+        ids: &mut HashSet<String>,
+        next_id: &mut usize,
+    ) -> Result<(), Invalid> {
         match op {
             Operation::Insert { index, slide } => {
+                if self.slides.len() >= MAX_SLIDES {
+                    return invalid(format!("a deck has at most {MAX_SLIDES} slides"));
+                }
                 let at = index.unwrap_or(self.slides.len());
                 if at > self.slides.len() {
                     return invalid(format!(
@@ -248,24 +271,25 @@ impl Deck {
                         self.slides.len()
                     ));
                 }
-                if !slide.id.is_empty() && self.slides.iter().any(|s| s.id == slide.id) {
+                if !slide.id.is_empty() && ids.contains(&slide.id) {
                     return invalid(format!("slide id `{}` is already used", slide.id));
                 }
                 let mut slide = slide.clone();
                 if slide.id.is_empty() {
                     // fill_ids runs after the batch; give it a unique id now so later
                     // operations in the same batch cannot collide with it.
-                    let mut n = self.slides.len() + 1;
-                    while self.slides.iter().any(|s| s.id == format!("s{n}")) {
-                        n += 1;
+                    while ids.contains(&format!("s{next_id}")) {
+                        *next_id += 1;
                     }
-                    slide.id = format!("s{n}");
+                    slide.id = format!("s{next_id}");
                 }
+                ids.insert(slide.id.clone());
                 self.slides.insert(at, slide);
             }
             Operation::Delete { slide_id } => {
                 let at = self.position(slide_id)?;
                 self.slides.remove(at);
+                ids.remove(slide_id);
             }
             Operation::Move { slide_id, index } => {
                 let from = self.position(slide_id)?;

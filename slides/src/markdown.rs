@@ -82,6 +82,13 @@ pub fn parse_markdown(source: &str) -> Result<Deck, Invalid> {
     if chunks.len() > 1 && chunks[0].1.iter().all(|l| l.trim().is_empty()) {
         chunks.remove(0);
     }
+    if chunks.len() > crate::MAX_SLIDES {
+        return Err(Invalid(format!(
+            "a deck has at most {} slides ({} in the markdown)",
+            crate::MAX_SLIDES,
+            chunks.len()
+        )));
+    }
     for (first_line, chunk) in chunks {
         let text = chunk.join("\n");
         deck.slides.push(parse_slide(&text, first_line)?);
@@ -161,9 +168,14 @@ fn parse_slide(text: &str, first_line: usize) -> Result<Slide, Invalid> {
     let mut code: Option<(Option<String>, String)> = None;
     let mut image: Option<(String, String)> = None; // (asset id, alt being collected)
     let mut html = String::new();
+    // Byte offset of each line start, so an event's line number is a binary search
+    // rather than a rescan of the text before it.
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
 
     for (event, range) in Parser::new(text).into_offset_iter() {
-        let line = first_line + text[..range.start].matches('\n').count();
+        let line = first_line + line_starts.partition_point(|&s| s <= range.start) - 1;
         match event {
             Event::Start(Tag::CodeBlock(kind)) => {
                 let lang = match kind {
@@ -276,8 +288,8 @@ fn parse_slide(text: &str, first_line: usize) -> Result<Slide, Invalid> {
                         "invalid markdown on line {line}: raw HTML is not supported (only `<!-- … -->` comments)"
                     )));
                 }
-                if t.ends_with("-->") {
-                    let body = t["<!--".len()..t.len() - "-->".len()].trim().to_owned();
+                if let Some(body) = comment_body(t) {
+                    let body = body.trim().to_owned();
                     html.clear();
                     directive(&mut slide, &body, line)?;
                 }
@@ -286,6 +298,16 @@ fn parse_slide(text: &str, first_line: usize) -> Result<Slide, Invalid> {
         }
     }
     Ok(slide)
+}
+
+/// The text of a complete `<!-- … -->` comment, or `None` while it is still open.
+/// `<!-->` and `<!--->` are empty comments (as in HTML); the markers never overlap.
+fn comment_body(t: &str) -> Option<&str> {
+    let rest = t.strip_prefix("<!--")?;
+    if rest == ">" || rest == "->" {
+        return Some("");
+    }
+    rest.strip_suffix("-->")
 }
 
 /// `hidden`, `layout: title|content`, `notes: …`; any other comment is speaker notes.
@@ -370,5 +392,21 @@ mod tests {
             .contains("HTML"));
         assert!(parse_markdown("   \n---\n").is_err());
         assert!(parse_markdown("<!-- layout: wide -->\n# x").is_err());
+    }
+
+    #[test]
+    fn m6_comment_markers_never_overlap() {
+        for src in [
+            "# t\n\n<!-->",
+            "# t\n\nsome <!--> x",
+            "# t\n<!--->",
+            "# t\n<!--",
+        ] {
+            let _ = parse_markdown(src);
+        }
+        let deck = parse_markdown("# t\n\n<!-->\n\n<!-- notes: n -->").unwrap();
+        assert_eq!(deck.slides[0].notes.as_deref(), Some("n"));
+        assert_eq!(comment_body("<!---->"), Some(""));
+        assert_eq!(comment_body("<!-- a"), None);
     }
 }

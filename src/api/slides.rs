@@ -279,8 +279,9 @@ fn string_field(body: &Map<String, Value>, name: &str) -> ApiResult<String> {
 // ---- content ----
 
 /// The deck content of a create or update body: exactly one of `document`, `markdown`
-/// or (create only) `template`. Returns the deck and its source kind.
-fn content_of(
+/// or (create only) `template`. Returns the deck and its source kind. Parsing runs on
+/// the blocking pool: half a megabyte of markdown is milliseconds of CPU (H4).
+async fn content_of(
     body: &Map<String, Value>,
     allow_template: bool,
 ) -> ApiResult<Option<(Deck, &'static str)>> {
@@ -310,14 +311,23 @@ fn content_of(
                     "`document` must be a JSON deck document (see docs/slides.md)",
                 ));
             }
-            (Deck::from_json(value.clone()).map_err(invalid)?, "document")
+            let value = value.clone();
+            (
+                off_runtime(move || Deck::from_json(value))
+                    .await?
+                    .map_err(invalid)?,
+                "document",
+            )
         }
         "markdown" => {
             let text = value
                 .as_str()
-                .ok_or_else(|| ApiError::bad_request("`markdown` must be a string"))?;
+                .ok_or_else(|| ApiError::bad_request("`markdown` must be a string"))?
+                .to_owned();
             (
-                plinth_slides::parse_markdown(text).map_err(invalid)?,
+                off_runtime(move || plinth_slides::parse_markdown(&text))
+                    .await?
+                    .map_err(invalid)?,
                 "markdown",
             )
         }
@@ -337,6 +347,14 @@ fn content_of(
         }
     };
     Ok(Some(deck))
+}
+
+/// Runs CPU-bound deck work on the blocking pool so it never stalls the runtime threads
+/// that serve every other request.
+async fn off_runtime<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> ApiResult<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(ApiError::internal)
 }
 
 /// The deck title: `title` in the body, else the document's, else the first slide's.
@@ -399,7 +417,7 @@ async fn check_assets(app: &AppState, deck_id: Option<&str>, deck: &Deck) -> Api
 fn deck_reply(deck: &DeckRow, revision: &store::RevisionRow) -> Reply {
     let mut v = deck.to_json();
     v["content"] = revision.content.0.clone();
-    v["revision"] = revision.summary();
+    v["revision"] = revision.summary.to_json();
     Reply::ok(v)
 }
 
@@ -441,7 +459,8 @@ pub async fn create(
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<Map<String, Value>>,
 ) -> ApiResult {
-    let (mut deck, source) = content_of(&body, true)?
+    let (mut deck, source) = content_of(&body, true)
+        .await?
         .ok_or_else(|| ApiError::bad_request("send one of `document`, `markdown` or `template`"))?;
     title_of(&body, &mut deck)?;
     let org_id = match body.get("domain") {
@@ -473,8 +492,8 @@ pub async fn create(
             org_id.as_deref(),
             &key,
             NewRevision {
+                deck: &deck,
                 content: &content,
-                title: deck.title.as_deref(),
                 source,
                 restored_from: None,
                 created_by: &c.id,
@@ -520,9 +539,20 @@ pub async fn update(
 ) -> ApiResult {
     let id = string_field(&body, "id")?;
     let expected = expected_version(&body)?;
-    let replacement = content_of(&body, false)?;
+    let replacement = content_of(&body, false).await?;
     let ops: Option<Vec<Operation>> = match body.get("operations") {
         None | Some(Value::Null) => None,
+        // Refused by count before a single operation is parsed (H4).
+        Some(Value::Array(a)) if a.len() > plinth_slides::MAX_OPERATIONS => {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "at most {} operations per update ({} sent)",
+                    plinth_slides::MAX_OPERATIONS,
+                    a.len()
+                ),
+            ))
+        }
         Some(v) => Some(serde_path_to_error::deserialize(v.clone()).map_err(|e| {
             ApiError::bad_request(format!(
                 "invalid `operations` at `{}`: {}",
@@ -557,11 +587,14 @@ pub async fn update(
                     let rev = store::revision(&a.db, &current.id, &current.current_revision_id)
                         .await?
                         .ok_or_else(deck_not_found)?;
-                    let now = Deck::from_json(rev.content.0).map_err(ApiError::internal)?;
-                    (
-                        now.apply(&ops).map_err(|e| ApiError::bad_request(e.0))?,
-                        "operations",
-                    )
+                    let next = off_runtime(move || {
+                        Deck::from_json(rev.content.0)
+                            .map_err(ApiError::internal)?
+                            .apply(&ops)
+                            .map_err(|e| ApiError::bad_request(e.0))
+                    })
+                    .await??;
+                    (next, "operations")
                 }
                 (None, None) => unreachable!("checked above"),
             };
@@ -575,8 +608,8 @@ pub async fn update(
                 &current.id,
                 expected,
                 NewRevision {
+                    deck: &next,
                     content: &content,
-                    title: next.title.as_deref(),
                     source,
                     restored_from: None,
                     created_by: &c.id,
@@ -629,25 +662,46 @@ pub struct DeckQuery {
     deck_id: Option<String>,
 }
 
-fn deck_id_of(q: &DeckQuery) -> ApiResult<&str> {
-    q.deck_id
+#[derive(Deserialize)]
+pub struct RevisionsQuery {
+    deck_id: Option<String>,
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+fn deck_id_of(deck_id: &Option<String>) -> ApiResult<&str> {
+    deck_id
         .as_deref()
         .filter(|d| !d.is_empty())
         .ok_or_else(|| ApiError::bad_request("query parameter `deck_id` is required"))
 }
 
-/// `GET /api/slides/revisions?deck_id=` (Editor): newest first, without content.
+/// `GET /api/slides/revisions?deck_id=` (Editor): newest first, without content, one
+/// page at a time: `limit` (default 50, max 200), `offset`.
 pub async fn revisions(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    Query(q): Query<DeckQuery>,
+    Query(q): Query<RevisionsQuery>,
 ) -> ApiResult {
-    let (deck, _) = open(&app, &caller, deck_id_of(&q)?).await?;
-    let revs = store::revisions(&app.db, &deck.id).await?;
-    let data: Vec<Value> = revs.iter().map(store::RevisionRow::summary).collect();
-    Ok(Reply::ok(
-        json!({ "data": data, "count": data.len(), "version": deck.version }),
-    ))
+    let deck_id = deck_id_of(&q.deck_id)?;
+    let limit = q.limit.unwrap_or(50);
+    let offset = q.offset.unwrap_or(0);
+    if !(1..=200).contains(&limit) || offset < 0 {
+        return Err(ApiError::bad_request(
+            "`limit` must be 1 to 200 and `offset` 0 or more",
+        ));
+    }
+    let (deck, _) = open(&app, &caller, deck_id).await?;
+    let (revs, total) = store::revisions(&app.db, &deck.id, limit, offset).await?;
+    let data: Vec<Value> = revs.iter().map(store::RevisionSummary::to_json).collect();
+    Ok(Reply::ok(json!({
+        "data": data,
+        "count": data.len(),
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+        "version": deck.version,
+    })))
 }
 
 /// `GET /api/slides/revisions/{id}?deck_id=` (Editor): one revision with its content.
@@ -657,7 +711,7 @@ pub async fn revision(
     Path(id): Path<String>,
     Query(q): Query<DeckQuery>,
 ) -> ApiResult {
-    let (deck, _) = open(&app, &caller, deck_id_of(&q)?).await?;
+    let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
     let rev = store::revision(&app.db, &deck.id, &id)
         .await?
         .ok_or_else(|| ApiError::not_found("revision not found"))?;
@@ -690,10 +744,10 @@ pub async fn restore(
                 &deck.id,
                 expected,
                 NewRevision {
+                    deck: &content,
                     content: &old.content.0,
-                    title: content.title.as_deref(),
                     source: "restore",
-                    restored_from: Some(&old.id),
+                    restored_from: Some(&old.summary.id),
                     created_by: &c.id,
                 },
             )
@@ -840,7 +894,7 @@ pub async fn asset_get(
     Path(id): Path<String>,
     Query(q): Query<DeckQuery>,
 ) -> ApiResult {
-    let (deck, _) = open(&app, &caller, deck_id_of(&q)?).await?;
+    let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
     let asset = deck_asset(&app, &deck, &id).await?;
     let mut v = asset.to_json();
     if asset.status == "ready" {
@@ -872,15 +926,10 @@ pub async fn asset_delete(
         "assets/delete",
         move |a, _, deck| async move {
             let asset = deck_asset(&a, &deck, &asset_id).await?;
-            for content in store::all_contents(&a.db, &deck.id).await? {
-                let refs = Deck::from_json(content)
-                    .map(|d| d.asset_ids())
-                    .unwrap_or_default();
-                if refs.contains(&asset.id) {
-                    return Err(ApiError::conflict(
-                        "a retained revision of the deck uses this image; it cannot be deleted",
-                    ));
-                }
+            if store::asset_in_use(&a.db, &deck.id, &asset.id).await? {
+                return Err(ApiError::conflict(
+                    "a retained revision of the deck uses this image; it cannot be deleted",
+                ));
             }
             store::delete_asset(&a.db, &asset.id).await?;
             if let Err(e) = a.objects.delete(&asset.object_key).await {
@@ -971,7 +1020,7 @@ pub async fn export_create(
             let rev = store::revision(&a.db, &deck.id, &revision_id)
                 .await?
                 .ok_or_else(|| ApiError::not_found("revision not found"))?;
-            let job = store::create_job(&a.db, &deck.id, &rev.id, &format, &c.id).await?;
+            let job = store::create_job(&a.db, &deck.id, &rev.summary.id, &format, &c.id).await?;
             if let Err(e) = a.queue.push_export(&job.id).await {
                 // Nothing left pending that no worker will ever run.
                 store::start_job(&a.db, &job.id).await?;
@@ -1005,7 +1054,7 @@ pub async fn job(
     Path(id): Path<String>,
     Query(q): Query<DeckQuery>,
 ) -> ApiResult {
-    let (deck, _) = open(&app, &caller, deck_id_of(&q)?).await?;
+    let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
     let job = deck_job(&app, &deck, &id).await?;
     Ok(Reply::ok(job_json(&app, &job).await?))
 }
@@ -1099,7 +1148,7 @@ pub async fn publish(
             let rev = store::revision(&a.db, &deck.id, &revision_id)
                 .await?
                 .ok_or_else(|| ApiError::not_found("revision not found"))?;
-            if !store::revision_rendered(&a.db, &rev.id).await? {
+            if !store::revision_rendered(&a.db, &rev.summary.id).await? {
                 return Err(ApiError::conflict(
                     "this revision has not rendered successfully; export it first (exports/create)",
                 ));
@@ -1108,7 +1157,9 @@ pub async fn publish(
                 .map_err(ApiError::internal)?
                 .audience();
             let content = serde_json::to_value(&audience).map_err(ApiError::internal)?;
-            match store::publish(&a.db, &deck.id, expected, &rev.id, &content, &c.id).await? {
+            match store::publish(&a.db, &deck.id, expected, &rev.summary.id, &content, &c.id)
+                .await?
+            {
                 Published::Done(p) => {
                     let mut v = p.to_json();
                     v["url"] = json!(format!("{}/api/slides/public/{}", a.public_url, p.id));
@@ -1191,7 +1242,7 @@ pub async fn present(
     Ok(Reply::ok(json!({
         "deck_id": deck.id,
         "version": deck.version,
-        "revision_id": rev.id,
+        "revision_id": rev.summary.id,
         "content": audience_json(&app, &deck.id, &rev.content.0).await?,
     })))
 }

@@ -58,18 +58,31 @@ pub struct RevisionRow {
     pub deck_id: String,
     pub version: i64,
     pub content: Json<Value>,
+    #[sqlx(flatten)]
+    pub summary: RevisionSummary,
+}
+
+/// A revision without its content: what lists show (finding M1: a list never reads
+/// contents, which may be a megabyte each).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RevisionSummary {
+    pub id: String,
+    pub deck_id: String,
+    pub version: i64,
     pub source: String,
     pub restored_from: Option<String>,
     pub created_by: String,
     pub created_at: DateTime<Utc>,
+    pub slide_count: i64,
 }
 
+const SUMMARY_COLUMNS: &str =
+    "id, deck_id, version, source, restored_from, created_by, created_at, slide_count";
 const REVISION_COLUMNS: &str =
-    "id, deck_id, version, content, source, restored_from, created_by, created_at";
+    "id, deck_id, version, source, restored_from, created_by, created_at, slide_count, content";
 
-impl RevisionRow {
-    pub fn summary(&self) -> Value {
-        let slides = self.content.0["slides"].as_array().map_or(0, Vec::len);
+impl RevisionSummary {
+    pub fn to_json(&self) -> Value {
         json!({
             "id": self.id,
             "deck_id": self.deck_id,
@@ -78,25 +91,38 @@ impl RevisionRow {
             "restored_from": self.restored_from,
             "created_by": self.created_by,
             "created_at": self.created_at,
-            "slide_count": slides,
+            "slide_count": self.slide_count,
         })
+    }
+}
+
+impl RevisionRow {
+    pub fn id(&self) -> &str {
+        &self.summary.id
     }
 
     pub fn to_json(&self) -> Value {
-        let mut v = self.summary();
+        let mut v = self.summary.to_json();
         v["content"] = self.content.0.clone();
         v
     }
 }
 
-/// A new revision: the content as saved and how it was written.
+/// A new revision: the deck as saved (its JSON in `content`) and how it was written.
 pub struct NewRevision<'a> {
+    pub deck: &'a plinth_slides::Deck,
     pub content: &'a Value,
-    pub title: Option<&'a str>,
     pub source: &'a str,
     pub restored_from: Option<&'a str>,
     pub created_by: &'a str,
 }
+
+/// Adds a revision row and its image references; `$3` is its version.
+const INSERT_REVISION: &str = "INSERT INTO slide_revisions (id, deck_id, version, content, source, \
+    restored_from, created_by, created_at, slide_count) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+const INSERT_REVISION_ASSET: &str =
+    "INSERT INTO slide_revision_assets (revision_id, deck_id, asset_id) \
+    VALUES ($1, $2, $3) ON CONFLICT DO NOTHING";
 
 pub async fn create_deck(
     db: &Db,
@@ -113,14 +139,17 @@ pub async fn create_deck(
         let mut tx = p.begin().await?;
         sqlx::query("INSERT INTO slide_decks (id, owner_id, organization_id, title, version, \
             current_revision_id, data, created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $6, $7, $7)")
-            .bind(&deck_id).bind(owner_id).bind(organization_id).bind(rev.title).bind(&rev_id)
-            .bind(Json(&data)).bind(now)
+            .bind(&deck_id).bind(owner_id).bind(organization_id).bind(rev.deck.title.as_deref())
+            .bind(&rev_id).bind(Json(&data)).bind(now)
             .execute(&mut *tx).await?;
-        sqlx::query("INSERT INTO slide_revisions (id, deck_id, version, content, source, restored_from, \
-            created_by, created_at) VALUES ($1, $2, 1, $3, $4, $5, $6, $7)")
-            .bind(&rev_id).bind(&deck_id).bind(Json(rev.content)).bind(rev.source)
-            .bind(rev.restored_from).bind(rev.created_by).bind(now)
+        sqlx::query(INSERT_REVISION)
+            .bind(&rev_id).bind(&deck_id).bind(1i64).bind(Json(rev.content)).bind(rev.source)
+            .bind(rev.restored_from).bind(rev.created_by).bind(now).bind(rev.deck.slides.len() as i64)
             .execute(&mut *tx).await?;
+        for asset in rev.deck.asset_ids() {
+            sqlx::query(INSERT_REVISION_ASSET).bind(&rev_id).bind(&deck_id).bind(asset)
+                .execute(&mut *tx).await?;
+        }
         tx.commit().await?;
         Ok::<(), sqlx::Error>(())
     })?;
@@ -162,16 +191,19 @@ pub async fn save_revision(
         let mut tx = p.begin().await?;
         let bumped = sqlx::query("UPDATE slide_decks SET version = version + 1, current_revision_id = $3, \
             title = $4, updated_at = $5 WHERE id = $1 AND version = $2 AND deleted_at IS NULL")
-            .bind(deck_id).bind(expected).bind(&rev_id).bind(rev.title).bind(now)
+            .bind(deck_id).bind(expected).bind(&rev_id).bind(rev.deck.title.as_deref()).bind(now)
             .execute(&mut *tx).await?.rows_affected();
         if bumped == 0 {
             return Ok(None);
         }
-        sqlx::query("INSERT INTO slide_revisions (id, deck_id, version, content, source, restored_from, \
-            created_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)")
+        sqlx::query(INSERT_REVISION)
             .bind(&rev_id).bind(deck_id).bind(expected + 1).bind(Json(rev.content)).bind(rev.source)
-            .bind(rev.restored_from).bind(rev.created_by).bind(now)
+            .bind(rev.restored_from).bind(rev.created_by).bind(now).bind(rev.deck.slides.len() as i64)
             .execute(&mut *tx).await?;
+        for asset in rev.deck.asset_ids() {
+            sqlx::query(INSERT_REVISION_ASSET).bind(&rev_id).bind(deck_id).bind(asset)
+                .execute(&mut *tx).await?;
+        }
         tx.commit().await?;
         Ok::<bool, sqlx::Error>(true)
     })?;
@@ -209,11 +241,24 @@ pub async fn delete_deck(db: &Db, deck_id: &str, expected: i64) -> sqlx::Result<
     })
 }
 
-pub async fn revisions(db: &Db, deck_id: &str) -> sqlx::Result<Vec<RevisionRow>> {
+/// One page of a deck's revisions, newest first, without contents; and how many there are.
+pub async fn revisions(
+    db: &Db,
+    deck_id: &str,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<(Vec<RevisionSummary>, i64)> {
     let sql = format!(
-        "SELECT {REVISION_COLUMNS} FROM slide_revisions WHERE deck_id = $1 ORDER BY version DESC"
+        "SELECT {SUMMARY_COLUMNS} FROM slide_revisions WHERE deck_id = $1 \
+         ORDER BY version DESC LIMIT $2 OFFSET $3"
     );
-    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(deck_id).fetch_all(p).await)
+    with_db!(db, p => {
+        let rows = sqlx::query_as(AssertSqlSafe(sql.as_str()))
+            .bind(deck_id).bind(limit).bind(offset).fetch_all(p).await?;
+        let (total,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM slide_revisions WHERE deck_id = $1")
+            .bind(deck_id).fetch_one(p).await?;
+        Ok((rows, total))
+    })
 }
 
 pub async fn revision(db: &Db, deck_id: &str, id: &str) -> sqlx::Result<Option<RevisionRow>> {
@@ -222,12 +267,12 @@ pub async fn revision(db: &Db, deck_id: &str, id: &str) -> sqlx::Result<Option<R
     with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(deck_id).bind(id).fetch_optional(p).await)
 }
 
-/// Content of every retained revision of a deck (for asset-reference checks).
-pub async fn all_contents(db: &Db, deck_id: &str) -> sqlx::Result<Vec<Value>> {
-    let rows: Vec<(Json<Value>,)> = with_db!(db, p => sqlx::query_as(
-        "SELECT content FROM slide_revisions WHERE deck_id = $1"
-    ).bind(deck_id).fetch_all(p).await)?;
-    Ok(rows.into_iter().map(|r| r.0 .0).collect())
+/// Whether any retained revision of the deck shows the image (an index lookup, M1).
+pub async fn asset_in_use(db: &Db, deck_id: &str, asset_id: &str) -> sqlx::Result<bool> {
+    let row: Option<(i64,)> = with_db!(db, p => sqlx::query_as(
+        "SELECT 1 FROM slide_revision_assets WHERE deck_id = $1 AND asset_id = $2 LIMIT 1"
+    ).bind(deck_id).bind(asset_id).fetch_optional(p).await)?;
+    Ok(row.is_some())
 }
 
 // ---- assets ----
@@ -549,14 +594,18 @@ pub async fn publication(db: &Db, id: &str) -> sqlx::Result<Option<PublicationRo
 
 // ---- idempotency ----
 
+/// The record of a key if it was saved after `since` (older ones are expired even
+/// before the sweep deletes them).
 pub async fn load_idempotency(
     db: &Db,
     scope: &str,
     key: &str,
+    since: DateTime<Utc>,
 ) -> sqlx::Result<Option<(String, i64, Value)>> {
     let row: Option<(String, i64, Json<Value>)> = with_db!(db, p => sqlx::query_as(
-        "SELECT request_hash, status, response FROM slide_idempotency WHERE scope = $1 AND key = $2"
-    ).bind(scope).bind(key).fetch_optional(p).await)?;
+        "SELECT request_hash, status, response FROM slide_idempotency \
+         WHERE scope = $1 AND key = $2 AND created_at >= $3"
+    ).bind(scope).bind(key).bind(since).fetch_optional(p).await)?;
     Ok(row.map(|(h, s, r)| (h, s, r.0)))
 }
 
@@ -569,8 +618,49 @@ pub async fn save_idempotency(
     response: &Value,
 ) -> sqlx::Result<()> {
     with_db!(db, p => sqlx::query("INSERT INTO slide_idempotency (scope, key, request_hash, status, response, created_at) \
-        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, key) DO NOTHING")
+        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, key) DO UPDATE SET \
+        request_hash = excluded.request_hash, status = excluded.status, \
+        response = excluded.response, created_at = excluded.created_at \
+        WHERE slide_idempotency.created_at < $7")
         .bind(scope).bind(key).bind(hash).bind(status).bind(Json(response)).bind(now())
+        .bind(now() - crate::periodic::IDEMPOTENCY_KEPT)
         .execute(p).await.map(|_| ()))?;
     Ok(())
+}
+
+// ---- upkeep ----
+
+/// What one [`sweep`] changed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Swept {
+    pub assets: u64,
+    pub jobs: u64,
+    pub idempotency: u64,
+}
+
+/// Ends work no worker will finish (finding M11) and forgets old idempotency records
+/// (L5). An asset `validating` since before `stuck_before` is rejected (the client may
+/// call `assets/complete` again); a job `running` without progress since `stuck_before`,
+/// or `pending` since `pending_before`, fails; records older than `records_before` go.
+/// Every change is conditional on the state it ends, so concurrent sweeps are harmless.
+pub async fn sweep(
+    db: &Db,
+    stuck_before: DateTime<Utc>,
+    pending_before: DateTime<Utc>,
+    records_before: DateTime<Utc>,
+) -> sqlx::Result<Swept> {
+    let now = now();
+    with_db!(db, p => {
+        let assets = sqlx::query("UPDATE slide_assets SET status = 'rejected', \
+            reason = 'validation did not finish; call assets/complete to try again', updated_at = $2 \
+            WHERE status = 'validating' AND updated_at < $1")
+            .bind(stuck_before).bind(now).execute(p).await?.rows_affected();
+        let jobs = sqlx::query("UPDATE slide_jobs SET status = 'failed', \
+            error = 'the export did not finish in time', finished_at = $3, updated_at = $3 \
+            WHERE (status = 'running' AND updated_at < $1) OR (status = 'pending' AND created_at < $2)")
+            .bind(stuck_before).bind(pending_before).bind(now).execute(p).await?.rows_affected();
+        let idempotency = sqlx::query("DELETE FROM slide_idempotency WHERE created_at < $1")
+            .bind(records_before).execute(p).await?.rows_affected();
+        Ok(Swept { assets, jobs, idempotency })
+    })
 }
