@@ -4,7 +4,9 @@
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use plinth_actors::decks::{IdempotencyStore, Recorded};
-use plinth_workers::slides::{Artifact, AssetCheck, ExportWork, ImageRef, SlideEnv, Verdict};
+use plinth_workers::slides::{
+    Artifact, AssetCheck, ExportWork, Fetched, ImageRef, SlideEnv, Verdict,
+};
 use serde_json::json;
 
 use crate::api::slides::MAX_ASSET_BYTES;
@@ -41,6 +43,8 @@ impl SlideEnv for Env {
                         object_key: a.object_key,
                         status: a.status,
                         mime: a.mime,
+                        size: a.size.max(0) as u64,
+                        sha256: a.sha256,
                     };
                     (a.id, image)
                 })
@@ -116,8 +120,8 @@ impl SlideEnv for Env {
         .boxed()
     }
 
-    fn get_object<'a>(&'a self, key: &'a str) -> Fut<'a, Option<Vec<u8>>> {
-        async move { self.objects.get(key).await.map_err(boxed) }.boxed()
+    fn get_object<'a>(&'a self, key: &'a str, max: u64) -> Fut<'a, Fetched> {
+        async move { self.objects.get_limited(key, max).await.map_err(boxed) }.boxed()
     }
 
     fn put_object<'a>(
@@ -150,7 +154,8 @@ impl IdempotencyStore for Idempotency {
         key: &'a str,
     ) -> BoxFuture<'a, Result<Option<Recorded>, String>> {
         async move {
-            let row = store::load_idempotency(&self.0, scope, key)
+            let since = chrono::Utc::now() - crate::periodic::IDEMPOTENCY_KEPT;
+            let row = store::load_idempotency(&self.0, scope, key, since)
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(row.map(|(request_hash, status, body)| Recorded {

@@ -163,15 +163,41 @@ impl ObjectStore {
 
     /// `None` when there is no such object.
     pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
+        match self.get_limited(key, u64::MAX).await? {
+            Fetched::Missing => Ok(None),
+            Fetched::Bytes(b) => Ok(Some(b)),
+            Fetched::TooLarge { size } => Err(StorageError(format!("object of {size} bytes"))),
+        }
+    }
+
+    /// The object if it is at most `max` bytes. The size is known before the body is
+    /// read (file metadata; S3's Content-Length) and the read stops at `max` whatever
+    /// the header said, so an oversized upload never lands in memory (M7).
+    pub async fn get_limited(&self, key: &str, max: u64) -> Result<Fetched, StorageError> {
         if !valid_key(key) {
-            return Ok(None);
+            return Ok(Fetched::Missing);
         }
         match self {
-            ObjectStore::Local(l) => match tokio::fs::read(l.path(key)).await {
-                Ok(b) => Ok(Some(b)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                Err(e) => Err(err(e)),
-            },
+            ObjectStore::Local(l) => {
+                let file = match tokio::fs::File::open(l.path(key)).await {
+                    Ok(f) => f,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                        return Ok(Fetched::Missing)
+                    }
+                    Err(e) => return Err(err(e)),
+                };
+                use tokio::io::AsyncReadExt;
+                let size = file.metadata().await.map_err(err)?.len();
+                if size > max {
+                    return Ok(Fetched::TooLarge { size });
+                }
+                let mut out = Vec::with_capacity(size as usize);
+                file.take(max.saturating_add(1))
+                    .read_to_end(&mut out)
+                    .await
+                    .map_err(err)?;
+                Ok(bounded(out, max))
+            }
             ObjectStore::S3(s) => {
                 match s
                     .client
@@ -181,11 +207,25 @@ impl ObjectStore {
                     .send()
                     .await
                 {
-                    Ok(o) => Ok(Some(
-                        o.body.collect().await.map_err(err)?.into_bytes().to_vec(),
-                    )),
+                    Ok(o) => {
+                        let size = o.content_length().unwrap_or(0).max(0) as u64;
+                        if size > max {
+                            return Ok(Fetched::TooLarge { size });
+                        }
+                        let mut body = o.body;
+                        let mut out = Vec::new();
+                        while let Some(chunk) = body.try_next().await.map_err(err)? {
+                            if out.len() as u64 + chunk.len() as u64 > max {
+                                return Ok(Fetched::TooLarge {
+                                    size: out.len() as u64 + chunk.len() as u64,
+                                });
+                            }
+                            out.extend_from_slice(&chunk);
+                        }
+                        Ok(Fetched::Bytes(out))
+                    }
                     Err(e) if e.as_service_error().is_some_and(|se| se.is_no_such_key()) => {
-                        Ok(None)
+                        Ok(Fetched::Missing)
                     }
                     Err(e) => Err(err(aws_sdk_s3::error::DisplayErrorContext(e))),
                 }
@@ -260,6 +300,9 @@ impl ObjectStore {
                     .get_object()
                     .bucket(&s.bucket)
                     .key(key)
+                    // Never rendered as a page on the bucket's origin (finding L4); an
+                    // <img> still shows it.
+                    .response_content_disposition("attachment")
                     .presigned(cfg)
                     .await
                     .map_err(err)?;
@@ -285,6 +328,51 @@ impl LocalStore {
         tokio::fs::rename(&tmp, &path).await.map_err(err)
     }
 
+    /// Streams a body into the object, refusing it as soon as it passes `max` bytes; the
+    /// object appears (by rename) only when the whole body arrived.
+    async fn write_stream<S, E>(&self, key: &str, mut body: S, max: u64) -> Result<(), WriteError>
+    where
+        S: futures::Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+        E: std::fmt::Display,
+    {
+        use futures::StreamExt;
+        use tokio::io::AsyncWriteExt;
+
+        let path = self.path(key);
+        if let Some(parent) = path.parent() {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| WriteError::Store(err(e)))?;
+        }
+        let tmp = tmp_path(&path);
+        let result = async {
+            let mut file = tokio::fs::File::create(&tmp)
+                .await
+                .map_err(|e| WriteError::Store(err(e)))?;
+            let mut written = 0u64;
+            while let Some(chunk) = body.next().await {
+                let chunk =
+                    chunk.map_err(|e| WriteError::Body(format!("upload interrupted: {e}")))?;
+                written += chunk.len() as u64;
+                if written > max {
+                    return Err(WriteError::TooLarge);
+                }
+                file.write_all(&chunk)
+                    .await
+                    .map_err(|e| WriteError::Store(err(e)))?;
+            }
+            file.flush().await.map_err(|e| WriteError::Store(err(e)))?;
+            tokio::fs::rename(&tmp, &path)
+                .await
+                .map_err(|e| WriteError::Store(err(e)))
+        }
+        .await;
+        if result.is_err() {
+            let _ = tokio::fs::remove_file(&tmp).await;
+        }
+        result
+    }
+
     fn signature(&self, method: &str, key: &str, expires: i64, max: u64, ct: &str) -> String {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key");
         mac.update(format!("{method}\n{key}\n{expires}\n{max}\n{ct}").as_bytes());
@@ -306,6 +394,27 @@ impl LocalStore {
     }
 }
 
+/// What [`ObjectStore::get_limited`] found (the workers' type: they are its readers).
+pub use plinth_workers::slides::Fetched;
+
+/// A read that stopped after `max + 1` bytes: too large if it got that far.
+fn bounded(bytes: Vec<u8>, max: u64) -> Fetched {
+    if bytes.len() as u64 > max {
+        Fetched::TooLarge {
+            size: bytes.len() as u64,
+        }
+    } else {
+        Fetched::Bytes(bytes)
+    }
+}
+
+/// Why a streamed upload was not stored.
+enum WriteError {
+    TooLarge,
+    Body(String),
+    Store(StorageError),
+}
+
 fn tmp_path(path: &Path) -> PathBuf {
     let mut name = path
         .file_name()
@@ -317,16 +426,22 @@ fn tmp_path(path: &Path) -> PathBuf {
 
 /// The local backend's signed URLs, served by plinth (outside the JSON API).
 pub mod serve {
-    use axum::body::{Body, Bytes};
-    use axum::extract::{Path, Query, State};
+    use std::net::SocketAddr;
+
+    use axum::body::Body;
+    use axum::extract::{ConnectInfo, Path, Query, State};
     use axum::http::{header, HeaderMap, StatusCode};
     use axum::response::{IntoResponse, Response};
     use axum::routing::get;
     use axum::Router;
     use serde::Deserialize;
 
-    use super::{valid_key, ObjectStore};
+    use super::{valid_key, ObjectStore, WriteError};
+    use crate::routes::Category;
     use crate::state::AppState;
+
+    /// Uploads one client address may make per minute through signed URLs.
+    const OBJECT_PUTS_PER_MINUTE: u64 = 60;
 
     pub fn router() -> Router<AppState> {
         Router::new().route("/objects/{*key}", get(read).put(write))
@@ -388,12 +503,16 @@ pub mod serve {
         }
     }
 
+    /// A signed upload. Everything that can refuse it (signature, expiry, content type,
+    /// declared length, the address's upload window) is checked before one body byte is
+    /// read, and the body is streamed to disk and cut off at the signed size (M3).
     async fn write(
         State(app): State<AppState>,
         Path(key): Path<String>,
         Query(q): Query<Signed>,
+        ConnectInfo(peer): ConnectInfo<SocketAddr>,
         headers: HeaderMap,
-        body: Bytes,
+        body: Body,
     ) -> Response {
         if let Err(r) = check(&app, "PUT", &key, &q) {
             return r;
@@ -408,15 +527,52 @@ pub mod serve {
                 "content type does not match the signed one",
             );
         }
-        if body.len() as u64 > q.max {
-            return refuse(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "larger than the signed size limit",
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > q.max) {
+            return too_large();
+        }
+        // Each URL came from a rate-limited API call, but one URL may be replayed for
+        // its whole lifetime: the client's address gets a window of its own.
+        let limit = (OBJECT_PUTS_PER_MINUTE as f64 * app.opts.rate_limit_multiplier)
+            .ceil()
+            .max(1.0) as u64;
+        let category = Category::Upload;
+        let d = app
+            .rate
+            .check(
+                &format!("objects:ip:{}", peer.ip()),
+                category as u8,
+                limit,
+                category.interval_ms(),
+            )
+            .await;
+        if !d.allowed {
+            let mut r = refuse(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too many uploads; retry later",
             );
+            let secs = d.retry_after_ms.div_ceil(1000).max(1);
+            r.headers_mut().insert(header::RETRY_AFTER, secs.into());
+            return r;
         }
-        match app.objects.put(&key, body.to_vec(), ct).await {
+        let ObjectStore::Local(l) = &app.objects else {
+            return refuse(StatusCode::NOT_FOUND, "not found");
+        };
+        match l.write_stream(&key, body.into_data_stream(), q.max).await {
             Ok(()) => StatusCode::OK.into_response(),
-            Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, &e.0),
+            Err(WriteError::TooLarge) => too_large(),
+            Err(WriteError::Body(e)) => refuse(StatusCode::BAD_REQUEST, &e),
+            Err(WriteError::Store(e)) => refuse(StatusCode::SERVICE_UNAVAILABLE, &e.0),
         }
+    }
+
+    fn too_large() -> Response {
+        refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "larger than the signed size limit",
+        )
     }
 }

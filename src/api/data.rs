@@ -46,6 +46,55 @@ pub fn clean_filename(raw: &str, field: &str) -> Result<String, ApiError> {
     Ok(name)
 }
 
+/// Content types an organization may upload (finding L4). Objects are served from the
+/// bucket's origin with the type they were uploaded with, so anything a browser would
+/// execute there (HTML, SVG, XML, scripts) is refused; parameters such as `charset`
+/// are allowed.
+pub fn upload_type_allowed(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    let Some((top, sub)) = essence.split_once('/') else {
+        return false;
+    };
+    let token = |t: &str| {
+        !t.is_empty()
+            && t.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "!#$&^_.+-".contains(c))
+    };
+    if !token(top) || !token(sub) {
+        return false;
+    }
+    match top {
+        "audio" | "video" | "font" => true,
+        "image" => matches!(
+            sub,
+            "png" | "jpeg" | "gif" | "webp" | "avif" | "bmp" | "tiff" | "heic" | "heif" | "x-icon"
+        ),
+        "text" => matches!(sub, "plain" | "csv" | "markdown" | "tab-separated-values"),
+        "application" => {
+            matches!(
+                sub,
+                "pdf"
+                    | "json"
+                    | "zip"
+                    | "gzip"
+                    | "x-tar"
+                    | "x-7z-compressed"
+                    | "octet-stream"
+                    | "msword"
+                    | "rtf"
+                    | "epub+zip"
+                    | "x-ndjson"
+            ) || (sub.starts_with("vnd.") && !sub.ends_with("+xml") && !sub.contains("html"))
+        }
+        _ => false,
+    }
+}
+
 /// `POST /api/data/generate-presigned-url` (OrgMember): a URL that accepts one `PUT` of
 /// the file (at most 15 MB, with the given `Content-Type`) for 15 minutes, and a URL
 /// that reads it back for as long.
@@ -59,6 +108,12 @@ pub async fn generate_presigned_url(
         return Err(ApiError::bad_request(
             "`contentType` must be a MIME type such as image/png",
         ));
+    }
+    if !upload_type_allowed(ct) {
+        return Err(ApiError::bad_request(format!(
+            "`contentType` {ct} is not accepted: uploads are served from the storage origin, \
+             so types a browser runs (HTML, SVG, XML, scripts) are refused (docs/api.md)"
+        )));
     }
     let key = format!(
         "orgs/{}/uploads/{}/{filename}",

@@ -57,6 +57,20 @@ pub struct ImageRef {
     pub status: String,
     /// The validated type (the upload was checked against it).
     pub mime: String,
+    /// The validated file's size and hex sha256: an export uses the stored object only
+    /// if it is still that file (an upload URL stays usable for its whole lifetime).
+    pub size: u64,
+    pub sha256: String,
+}
+
+/// An object read with a size limit.
+pub enum Fetched {
+    Missing,
+    /// Larger than the limit; the body was not read.
+    TooLarge {
+        size: u64,
+    },
+    Bytes(Vec<u8>),
 }
 
 /// An uploaded asset awaiting validation.
@@ -93,7 +107,8 @@ pub trait SlideEnv: Send + Sync + 'static {
     fn fail<'a>(&'a self, job_id: &'a str, reason: &'a str) -> Fut<'a, ()>;
     fn load_asset<'a>(&'a self, asset_id: &'a str) -> Fut<'a, Option<AssetCheck>>;
     fn judge_asset<'a>(&'a self, asset_id: &'a str, verdict: &'a Verdict) -> Fut<'a, ()>;
-    fn get_object<'a>(&'a self, key: &'a str) -> Fut<'a, Option<Vec<u8>>>;
+    /// The object if it is at most `max` bytes; a larger one is never read (M7).
+    fn get_object<'a>(&'a self, key: &'a str, max: u64) -> Fut<'a, Fetched>;
     fn put_object<'a>(&'a self, key: &'a str, bytes: Vec<u8>, content_type: &'a str)
         -> Fut<'a, ()>;
     fn delete_object<'a>(&'a self, key: &'a str) -> Fut<'a, ()>;
@@ -163,10 +178,23 @@ async fn export(env: &Env, job_id: &str, work: &ExportWork) -> Result<Outcome, B
                 img.status
             )));
         }
-        let Some(bytes) = env.get_object(&img.object_key).await? else {
-            return Ok(Outcome::Failed(format!(
-                "image asset {id} has no stored file"
-            )));
+        let bytes = match env.get_object(&img.object_key, img.size).await? {
+            Fetched::Bytes(b)
+                if hex::encode(Sha256::digest(&b)).eq_ignore_ascii_case(&img.sha256) =>
+            {
+                b
+            }
+            Fetched::Missing => {
+                return Ok(Outcome::Failed(format!(
+                    "image asset {id} has no stored file"
+                )))
+            }
+            // Replaced through its upload URL after validation (L4).
+            _ => {
+                return Ok(Outcome::Failed(format!(
+                    "image asset {id} changed after it was validated; upload it again"
+                )))
+            }
         };
         images.insert(
             id,
@@ -300,10 +328,17 @@ pub async fn run_image_check(task: ImageTask, env: Data<Env>) -> Result<(), BoxD
     if !asset.pending {
         return Ok(());
     }
-    let verdict = match env.get_object(&asset.object_key).await? {
-        None => Verdict::Rejected("no file was uploaded to the upload URL".into()),
+    // Read at most the declared size (itself within the limit): anything larger is
+    // refused on its size alone, before a byte of it is read (M7).
+    let bound = asset.size.min(asset.max_size);
+    let verdict = match env.get_object(&asset.object_key, bound).await? {
+        Fetched::Missing => Verdict::Rejected("no file was uploaded to the upload URL".into()),
+        Fetched::TooLarge { size } => Verdict::Rejected(format!(
+            "the file is {size} bytes but {} were declared",
+            asset.size
+        )),
         // Decoding is CPU work: off the async threads.
-        Some(bytes) => tokio::task::spawn_blocking(move || judge(&asset, &bytes)).await?,
+        Fetched::Bytes(bytes) => tokio::task::spawn_blocking(move || judge(&asset, &bytes)).await?,
     };
     env.judge_asset(&task.asset_id, &verdict).await?;
     Ok(())
