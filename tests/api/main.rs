@@ -4,10 +4,12 @@ mod common;
 
 mod accounts;
 mod appstore;
+mod authz;
 mod billing;
 mod cli;
 mod credits;
 mod envelope;
+mod fuzz;
 mod identity;
 mod jobs;
 mod limits;

@@ -119,13 +119,11 @@ async fn local_upload_urls_are_signed_and_enforced() {
         403,
         "a PUT URL does not read"
     );
-    let too_big = vec![0u8; 15 * 1024 * 1024 + 1];
-    assert_eq!(
-        put(url.to_owned(), "application/pdf", too_big)
-            .await
-            .unwrap()
-            .status(),
-        413
+    // Refused on its declared length, before the body is read (M3).
+    let line = answer_before_body(url, "application/pdf", 15 * 1024 * 1024 + 1).await;
+    assert!(
+        line.as_deref().is_some_and(|l| l.contains(" 413")),
+        "{line:?}"
     );
 
     let pdf = b"%PDF-1.7 test".to_vec();
@@ -279,4 +277,143 @@ async fn s3_backend_presigned_urls_against_a_signature_checking_server() {
         .unwrap();
     assert_eq!(back.status(), 200);
     assert_eq!(back.bytes().await.unwrap().to_vec(), pdf);
+}
+
+/// Sends a PUT whose headers promise `declared` bytes but only writes a few, and returns
+/// the status line the server answers with while the body is still incomplete (`None`
+/// if it waits for the body: it would then have read it before checking).
+async fn answer_before_body(url: &str, content_type: &str, declared: u64) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut sock = tokio::net::TcpStream::connect(host).await.unwrap();
+    let head = format!(
+        "PUT {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: {content_type}\r\nContent-Length: {declared}\r\n\r\n0123456789"
+    );
+    sock.write_all(head.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 512];
+    match tokio::time::timeout(Duration::from_secs(5), sock.read(&mut buf)).await {
+        Ok(Ok(n)) if n > 0 => Some(
+            String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        ),
+        _ => None,
+    }
+}
+
+/// PUTs `total` bytes with chunked encoding; the status line of the answer.
+async fn chunked_put(url: &str, total: usize) -> Option<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_at(rest.find('/').unwrap());
+    let mut sock = tokio::net::TcpStream::connect(host).await.unwrap();
+    let head = format!(
+        "PUT {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/pdf\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
+    sock.write_all(head.as_bytes()).await.unwrap();
+    let chunk = vec![b'x'; 1 << 20];
+    let mut sent = 0;
+    while sent < total {
+        let frame = [format!("{:x}\r\n", chunk.len()).as_bytes(), &chunk, b"\r\n"].concat();
+        if sock.write_all(&frame).await.is_err() {
+            break; // the server answered and closed
+        }
+        sent += chunk.len();
+    }
+    let _ = sock.write_all(b"0\r\n\r\n").await;
+    let mut buf = vec![0u8; 512];
+    match tokio::time::timeout(Duration::from_secs(10), sock.read(&mut buf)).await {
+        Ok(Ok(n)) if n > 0 => String::from_utf8_lossy(&buf[..n])
+            .lines()
+            .next()
+            .map(str::to_owned),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn m3_object_uploads_are_checked_before_the_body_and_rate_limited() {
+    let s = Server::start_with(Options::default().env("PLINTH_RATE_LIMIT_MULTIPLIER", "1")).await;
+    let (key, domain) = org_member(&s).await;
+    let u = upload_url(&s, &key, &domain).await;
+    let url = u["url"].as_str().unwrap();
+
+    // A forged signature is refused with 60 MB still to come; so is a declared size
+    // over the signed limit on a genuine URL.
+    let forged = tamper(url, "sig", &"0".repeat(64));
+    let line = answer_before_body(&forged, "application/pdf", 60_000_000).await;
+    assert!(
+        line.as_deref().is_some_and(|l| l.contains(" 403")),
+        "{line:?}"
+    );
+    let line = answer_before_body(url, "application/pdf", 60_000_000).await;
+    assert!(
+        line.as_deref().is_some_and(|l| l.contains(" 413")),
+        "{line:?}"
+    );
+
+    // A chunked body (no length declared) is cut off once it passes the signed limit,
+    // and nothing is stored.
+    assert_eq!(
+        chunked_put(url, 16 << 20).await.as_deref(),
+        Some("HTTP/1.1 413 Payload Too Large")
+    );
+    let http = reqwest::Client::new();
+    let get = u["download_url"].as_str().unwrap();
+    assert_eq!(http.get(get).send().await.unwrap().status(), 404);
+
+    // One address may replay a URL only so often (60 a minute at multiplier 1).
+    let mut statuses = Vec::new();
+    for _ in 0..64 {
+        let r = http
+            .put(url)
+            .header("content-type", "application/pdf")
+            .body(b"%PDF-1.7".to_vec())
+            .send()
+            .await
+            .unwrap();
+        statuses.push(r.status().as_u16());
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+    assert!(statuses.contains(&200), "{statuses:?}");
+}
+
+#[tokio::test]
+async fn l4_uploads_of_types_a_browser_would_run_are_refused() {
+    let s = Server::start().await;
+    let (key, domain) = org_member(&s).await;
+    for ct in [
+        "text/html",
+        "image/svg+xml",
+        "application/xhtml+xml",
+        "text/javascript",
+        "application/xml",
+        "TEXT/HTML; charset=utf-8",
+    ] {
+        let r = s
+            .post(
+                "/api/data/generate-presigned-url",
+                Some(&key),
+                json!({"domain": domain, "filename": "x", "contentType": ct}),
+            )
+            .await;
+        r.assert_error(400);
+    }
+    for ct in [
+        "image/png",
+        "application/pdf",
+        "text/csv; charset=utf-8",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ] {
+        s.post(
+            "/api/data/generate-presigned-url",
+            Some(&key),
+            json!({"domain": domain, "filename": "x", "contentType": ct}),
+        )
+        .await
+        .assert_ok();
+    }
 }
