@@ -72,6 +72,9 @@ impl ApiError {
 
 impl From<sqlx::Error> for ApiError {
     fn from(err: sqlx::Error) -> Self {
+        if crate::db::unstorable_text(&err) {
+            return ApiError::bad_request("text may not contain NUL characters (\\u0000)");
+        }
         match crate::db::unique_violation(&err) {
             Some(what) => ApiError::conflict(conflict_message(&what)),
             None => ApiError::internal(err),

@@ -29,7 +29,7 @@ use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::{DefaultMakeSpan, TraceLayer};
+use tower_http::trace::{DefaultMakeSpan, DefaultOnFailure, TraceLayer};
 
 use crate::routes::ROUTES;
 use crate::state::AppState;
@@ -98,7 +98,9 @@ pub fn app(state: AppState) -> Router {
         // Per-request spans at DEBUG (`RUST_LOG=tower_http=debug`): free when off.
         .layer(
             TraceLayer::new_for_http()
-                .make_span_with(DefaultMakeSpan::new().level(tracing::Level::DEBUG)),
+                .make_span_with(DefaultMakeSpan::new().level(tracing::Level::DEBUG))
+                // The usage layer logs each failure once, with its cause.
+                .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
         )
         // Every request and response carries `x-request-id` (the client's, or a new one).
         .layer(PropagateRequestIdLayer::x_request_id())

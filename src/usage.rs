@@ -68,6 +68,13 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
             return resp;
         }
     };
+    // A NUL in a path segment or query is never valid input, and PostgreSQL cannot store
+    // it: refused the same way on both databases (after the body is read, like every
+    // refusal).
+    if req.uri().to_string().contains("%00") {
+        let e = ApiError::bad_request("the URL may not contain NUL characters (%00)");
+        return finish(e.into_response(), &Usage::default(), &method, &path).await;
+    }
     let entry = req
         .extensions()
         .get::<MatchedPath>()
@@ -119,7 +126,8 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
     if let Some(c) = &caller {
         usage.tokens_remaining = Some(app.credits.balance(&c.id).await.ok().flatten().unwrap_or(0));
     }
-    if resp.status().is_server_error() {
+    // 501 is a documented answer (an endpoint not built yet), not a failure.
+    if resp.status().is_server_error() && resp.status() != StatusCode::NOT_IMPLEMENTED {
         log_failure(
             &resp,
             &method,
@@ -191,15 +199,16 @@ fn log_failure(
         .extensions()
         .get::<crate::error::ErrorCause>()
         .map_or("(no cause recorded)", |c| c.0.as_str());
-    tracing::error!(
-        status = resp.status().as_u16(),
-        request_id = request_id.unwrap_or("-"),
-        method = %method,
-        route = entry.map_or(path, |e| e.spec.path),
-        caller = caller.map_or("-", |c| c.id.as_str()),
-        cause,
-        "request failed"
-    );
+    let route = entry.map_or(path, |e| e.spec.path);
+    let caller = caller.map_or("-", |c| c.id.as_str());
+    let (status, request_id) = (resp.status().as_u16(), request_id.unwrap_or("-"));
+    // 503 is a dependency or a provider that is down or not configured: worth a look,
+    // not a bug of ours.
+    if resp.status() == StatusCode::SERVICE_UNAVAILABLE {
+        tracing::warn!(status, request_id, method = %method, route, caller, cause, "request failed");
+    } else {
+        tracing::error!(status, request_id, method = %method, route, caller, cause, "request failed");
+    }
 }
 
 fn usage_entry(user_id: &str, delta: i64, kind: &str, method: &Method, path: &str) -> Entry {

@@ -116,6 +116,14 @@ pub fn unique_violation(err: &sqlx::Error) -> Option<String> {
     )
 }
 
+/// Whether the database refused text it cannot store: PostgreSQL takes no NUL character
+/// in `TEXT` (22021) or `\u0000` in `JSONB` (22P05). The client sent it: a 400, not ours.
+pub fn unstorable_text(err: &sqlx::Error) -> bool {
+    err.as_database_error()
+        .and_then(|db| db.code())
+        .is_some_and(|code| code == "22021" || code == "22P05")
+}
+
 pub fn now() -> chrono::DateTime<chrono::Utc> {
     chrono::Utc::now()
 }

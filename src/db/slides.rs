@@ -269,8 +269,8 @@ pub async fn revision(db: &Db, deck_id: &str, id: &str) -> sqlx::Result<Option<R
 
 /// Whether any retained revision of the deck shows the image (an index lookup, M1).
 pub async fn asset_in_use(db: &Db, deck_id: &str, asset_id: &str) -> sqlx::Result<bool> {
-    let row: Option<(i64,)> = with_db!(db, p => sqlx::query_as(
-        "SELECT 1 FROM slide_revision_assets WHERE deck_id = $1 AND asset_id = $2 LIMIT 1"
+    let row: Option<(String,)> = with_db!(db, p => sqlx::query_as(
+        "SELECT asset_id FROM slide_revision_assets WHERE deck_id = $1 AND asset_id = $2 LIMIT 1"
     ).bind(deck_id).bind(asset_id).fetch_optional(p).await)?;
     Ok(row.is_some())
 }

@@ -298,6 +298,16 @@ async fn no_input_gets_a_5xx_or_drops_the_connection() {
         ROUTES.iter().filter(|r| r.implemented()).count(),
         started.elapsed().as_secs_f64()
     );
+    if !failures.is_empty() {
+        // What the server said about it: panics and 5xx causes.
+        let log = std::fs::read_to_string(s.data_dir().join("server.log")).unwrap_or_default();
+        for line in log
+            .lines()
+            .filter(|l| l.contains("panicked") || l.contains("ERROR"))
+        {
+            eprintln!("server: {line}");
+        }
+    }
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",
