@@ -1,0 +1,185 @@
+//! Image assets: reserve an upload, complete it (queues validation), read, delete.
+
+use super::*;
+
+#[derive(Deserialize)]
+struct AssetCreate {
+    file: String,
+    #[serde(rename = "type")]
+    mime: String,
+    size: i64,
+    sha256: String,
+}
+
+/// `POST /api/slides/assets/create` (Editor): reserves a private image upload.
+pub async fn asset_create(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<Map<String, Value>>,
+) -> ApiResult {
+    let deck_id = string_field(&body, "deck_id")?;
+    let req: AssetCreate = from_object(body.clone())?;
+    let file = crate::domain::validate::clean_filename(&req.file, "file")?;
+    // Short names (`png`, `jpg`, `svg`) are accepted for the MIME type they stand for.
+    let mime = match req.mime.trim().to_ascii_lowercase().as_str() {
+        "png" => "image/png".to_owned(),
+        "jpg" | "jpeg" | "image/jpg" => "image/jpeg".to_owned(),
+        "webp" => "image/webp".to_owned(),
+        "svg" | "image/svg" => "image/svg+xml".to_owned(),
+        other => other.to_owned(),
+    };
+    if !IMAGE_TYPES.contains(&mime.as_str()) {
+        return Err(ApiError::bad_request(format!(
+            "`type` must be one of {}",
+            IMAGE_TYPES.join(", ")
+        )));
+    }
+    if req.size < 1 || req.size as u64 > MAX_ASSET_BYTES {
+        return Err(ApiError::bad_request(format!(
+            "`size` must be between 1 and {MAX_ASSET_BYTES} bytes"
+        ))
+        .with("max_size", MAX_ASSET_BYTES));
+    }
+    let sha = req.sha256.trim().to_ascii_lowercase();
+    if sha.len() != 64 || !sha.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(ApiError::bad_request("`sha256` must be 64 hex characters"));
+    }
+    on_deck(
+        &app,
+        &caller,
+        &body,
+        &deck_id,
+        Need::Editor,
+        "assets/create",
+        move |a, c, deck| async move {
+            let id = uuid::Uuid::new_v4().to_string();
+            let key = format!("slides/{}/assets/{id}/{file}", deck.id);
+            let url = a
+                .objects
+                .presign_put(&key, &mime, req.size as u64, UPLOAD_TTL)
+                .await
+                .map_err(unavailable("object storage"))?;
+            let row = store::create_asset(
+                &a.db,
+                NewAsset {
+                    id: &id,
+                    deck_id: &deck.id,
+                    created_by: &c.id,
+                    file: &file,
+                    mime: &mime,
+                    size: req.size,
+                    sha256: &sha,
+                    object_key: &key,
+                },
+            )
+            .await?;
+            let mut v = row.to_json();
+            v["upload_url"] = json!(url);
+            v["upload_method"] = json!("PUT");
+            v["upload_headers"] = json!({ "Content-Type": mime });
+            v["upload_expires_at"] = json!(chrono::Utc::now() + UPLOAD_TTL);
+            Ok(Reply::ok(v))
+        },
+    )
+    .await
+}
+
+/// The asset, if it belongs to the deck.
+async fn deck_asset(app: &AppState, deck: &DeckRow, asset_id: &str) -> ApiResult<store::AssetRow> {
+    store::asset(&app.db, asset_id)
+        .await?
+        .filter(|a| a.deck_id == deck.id)
+        .ok_or_else(|| ApiError::not_found("asset not found"))
+}
+
+/// `POST /api/slides/assets/complete` (Editor): queues validation of the upload.
+pub async fn asset_complete(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<Map<String, Value>>,
+) -> ApiResult {
+    let deck_id = string_field(&body, "deck_id")?;
+    let asset_id = string_field(&body, "asset_id")?;
+    on_deck(
+        &app,
+        &caller,
+        &body,
+        &deck_id,
+        Need::Editor,
+        "assets/complete",
+        move |a, _, deck| async move {
+            let asset = deck_asset(&a, &deck, &asset_id).await?;
+            let asset = if matches!(asset.status.as_str(), "pending_upload" | "rejected") {
+                let row = store::start_validation(&a.db, &asset.id)
+                    .await?
+                    .ok_or_else(|| ApiError::not_found("asset not found"))?;
+                a.queue
+                    .push_image_check(&row.id)
+                    .await
+                    .map_err(|e| ApiError::internal(format!("queueing image validation: {e}")))?;
+                row
+            } else {
+                asset
+            };
+            Ok(Reply::ok(asset.to_json()))
+        },
+    )
+    .await
+}
+
+/// `GET /api/slides/assets/{id}?deck_id=` (Editor): status and, when ready, a URL valid
+/// five minutes.
+pub async fn asset_get(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+    Query(q): Query<DeckQuery>,
+) -> ApiResult {
+    let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
+    let asset = deck_asset(&app, &deck, &id).await?;
+    let mut v = asset.to_json();
+    if asset.status == "ready" {
+        let url = app
+            .objects
+            .presign_get(&asset.object_key, DOWNLOAD_TTL)
+            .await
+            .map_err(unavailable("object storage"))?;
+        v["url"] = json!(url);
+        v["url_expires_at"] = json!(chrono::Utc::now() + DOWNLOAD_TTL);
+    }
+    Ok(Reply::ok(v))
+}
+
+/// `POST /api/slides/assets/delete` (Editor): only an image no retained revision uses.
+pub async fn asset_delete(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<Map<String, Value>>,
+) -> ApiResult {
+    let deck_id = string_field(&body, "deck_id")?;
+    let asset_id = string_field(&body, "asset_id")?;
+    on_deck(
+        &app,
+        &caller,
+        &body,
+        &deck_id,
+        Need::Editor,
+        "assets/delete",
+        move |a, _, deck| async move {
+            let asset = deck_asset(&a, &deck, &asset_id).await?;
+            if store::asset_in_use(&a.db, &deck.id, &asset.id).await? {
+                return Err(ApiError::conflict(
+                    "a retained revision of the deck uses this image; it cannot be deleted",
+                ));
+            }
+            store::delete_asset(&a.db, &asset.id).await?;
+            if let Err(e) = a.objects.delete(&asset.object_key).await {
+                tracing::warn!(error = %e, key = asset.object_key, "asset object not deleted");
+            }
+            Ok(Reply::ok(
+                json!({ "success": true, "id": asset.id, "deleted": true }),
+            ))
+        },
+    )
+    .await
+}

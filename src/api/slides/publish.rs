@@ -1,0 +1,153 @@
+//! Publication and audience content: publish, unpublish, public, present.
+
+use super::*;
+
+/// Audience content plus short-lived URLs of its images.
+async fn audience_json(app: &AppState, deck_id: &str, content: &Value) -> ApiResult<Value> {
+    let deck = Deck::from_json(content.clone()).map_err(ApiError::internal)?;
+    let audience = deck.audience();
+    let mut images = Map::new();
+    let ids = audience.asset_ids();
+    // One query for the deck's assets, not one per image.
+    let assets = if ids.is_empty() {
+        Vec::new()
+    } else {
+        store::deck_assets(&app.db, deck_id).await?
+    };
+    for id in ids {
+        if let Some(a) = assets.iter().find(|a| a.id == id && a.status == "ready") {
+            let url = app
+                .objects
+                .presign_get(&a.object_key, DOWNLOAD_TTL)
+                .await
+                .map_err(unavailable("object storage"))?;
+            images.insert(
+                id,
+                json!({ "url": url, "width": a.width, "height": a.height }),
+            );
+        }
+    }
+    let mut v = serde_json::to_value(&audience).map_err(ApiError::internal)?;
+    v["images"] = Value::Object(images);
+    Ok(v)
+}
+
+/// `POST /api/slides/publish` (manager): a revision that rendered successfully becomes
+/// the deck's active publication (replacing any previous one).
+pub async fn publish(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<Map<String, Value>>,
+) -> ApiResult {
+    let deck_id = string_field(&body, "deck_id")?;
+    let revision_id = string_field(&body, "revision_id")?;
+    let expected = expected_version(&body)?;
+    on_deck(
+        &app,
+        &caller,
+        &body,
+        &deck_id,
+        Need::Manager,
+        "publish",
+        move |a, c, deck| async move {
+            let rev = store::revision(&a.db, &deck.id, &revision_id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("revision not found"))?;
+            if !store::revision_rendered(&a.db, &rev.summary.id).await? {
+                return Err(ApiError::conflict(
+                    "this revision has not rendered successfully; export it first (exports/create)",
+                ));
+            }
+            let audience = Deck::from_json(rev.content.0.clone())
+                .map_err(ApiError::internal)?
+                .audience();
+            let content = serde_json::to_value(&audience).map_err(ApiError::internal)?;
+            match store::publish(&a.db, &deck.id, expected, &rev.summary.id, &content, &c.id)
+                .await?
+            {
+                Published::Done(p) => {
+                    let mut v = p.to_json();
+                    v["url"] = json!(format!("{}/api/slides/public/{}", a.public_url, p.id));
+                    Ok(Reply::ok(v))
+                }
+                Published::StaleVersion => Err(stale_or_gone(&a, &deck.id).await),
+            }
+        },
+    )
+    .await
+}
+
+/// `POST /api/slides/unpublish` (manager): revokes the active publication.
+pub async fn unpublish(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<Map<String, Value>>,
+) -> ApiResult {
+    let deck_id = string_field(&body, "deck_id")?;
+    let expected = expected_version(&body)?;
+    on_deck(
+        &app,
+        &caller,
+        &body,
+        &deck_id,
+        Need::Manager,
+        "unpublish",
+        move |a, _, deck| async move {
+            match store::unpublish(&a.db, &deck.id, expected).await? {
+                Unpublished::Revoked(ids) if ids.is_empty() => {
+                    Err(ApiError::not_found("the deck has no active publication"))
+                }
+                Unpublished::Revoked(ids) => Ok(Reply::ok(json!({
+                    "success": true,
+                    "deck_id": deck.id,
+                    "status": "revoked",
+                    "revoked_publications": ids,
+                }))),
+                Unpublished::StaleVersion => Err(stale_or_gone(&a, &deck.id).await),
+            }
+        },
+    )
+    .await
+}
+
+/// `GET /api/slides/public/{id}` (Public): an active publication's audience content.
+pub async fn public(State(app): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let p = store::publication(&app.db, &id)
+        .await?
+        .filter(|p| p.status == "active")
+        .ok_or_else(|| ApiError::not_found("publication not found"))?;
+    let mut v = p.to_json();
+    v["content"] = audience_json(&app, &p.deck_id, &p.content.0).await?;
+    Ok(Reply::ok(v))
+}
+
+#[derive(Deserialize)]
+pub struct PresentBody {
+    id: String,
+    key: String,
+}
+
+/// `POST /api/slides/present` (Public): the current revision as audience content, for
+/// whoever holds the deck's presentation key.
+pub async fn present(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<PresentBody>,
+) -> ApiResult {
+    let deck = match uuid::Uuid::parse_str(&body.id) {
+        Ok(_) => store::deck(&app.db, &body.id).await?,
+        Err(_) => None,
+    }
+    .ok_or_else(deck_not_found)?;
+    if !crate::crypto::ct_eq(deck.presentation_key().as_bytes(), body.key.as_bytes()) {
+        return Err(ApiError::forbidden("the presentation key does not match"));
+    }
+    let rev = store::revision(&app.db, &deck.id, &deck.current_revision_id)
+        .await?
+        .ok_or_else(deck_not_found)?;
+    Ok(Reply::ok(json!({
+        "deck_id": deck.id,
+        "version": deck.version,
+        "revision_id": rev.summary.id,
+        "content": audience_json(&app, &deck.id, &rev.content.0).await?,
+    })))
+}

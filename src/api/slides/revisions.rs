@@ -1,0 +1,95 @@
+//! Revisions: the paged list, one revision, restore.
+
+use super::*;
+
+#[derive(Deserialize)]
+pub struct RevisionsQuery {
+    deck_id: Option<String>,
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// `GET /api/slides/revisions?deck_id=` (Editor): newest first, without content, one
+/// page at a time: `limit` (default 50, max 200), `offset`.
+pub async fn revisions(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Query(q): Query<RevisionsQuery>,
+) -> ApiResult {
+    let deck_id = deck_id_of(&q.deck_id)?;
+    let limit = q.limit.unwrap_or(50);
+    let offset = q.offset.unwrap_or(0);
+    if !(1..=200).contains(&limit) || offset < 0 {
+        return Err(ApiError::bad_request(
+            "`limit` must be 1 to 200 and `offset` 0 or more",
+        ));
+    }
+    let (deck, _) = open(&app, &caller, deck_id).await?;
+    let (revs, total) = store::revisions(&app.db, &deck.id, limit, offset).await?;
+    let data: Vec<Value> = revs.iter().map(store::RevisionSummary::to_json).collect();
+    Ok(Reply::ok(json!({
+        "data": data,
+        "count": data.len(),
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+        "version": deck.version,
+    })))
+}
+
+/// `GET /api/slides/revisions/{id}?deck_id=` (Editor): one revision with its content.
+pub async fn revision(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+    Query(q): Query<DeckQuery>,
+) -> ApiResult {
+    let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
+    let rev = store::revision(&app.db, &deck.id, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("revision not found"))?;
+    Ok(Reply::ok(rev.to_json()))
+}
+
+/// `POST /api/slides/revisions/restore` (Editor): a new revision with an old one's content.
+pub async fn restore(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<Map<String, Value>>,
+) -> ApiResult {
+    let deck_id = string_field(&body, "deck_id")?;
+    let revision_id = string_field(&body, "revision_id")?;
+    let expected = expected_version(&body)?;
+    on_deck(
+        &app,
+        &caller,
+        &body,
+        &deck_id,
+        Need::Editor,
+        "restore",
+        move |a, c, deck| async move {
+            let old = store::revision(&a.db, &deck.id, &revision_id)
+                .await?
+                .ok_or_else(|| ApiError::not_found("revision not found"))?;
+            let content = Deck::from_json(old.content.0.clone()).map_err(ApiError::internal)?;
+            match store::save_revision(
+                &a.db,
+                &deck.id,
+                expected,
+                NewRevision {
+                    deck: &content,
+                    content: &old.content.0,
+                    source: "restore",
+                    restored_from: Some(&old.summary.id),
+                    created_by: &c.id,
+                },
+            )
+            .await?
+            {
+                Some((deck, rev)) => Ok(deck_reply(&deck, &rev)),
+                None => Err(stale_or_gone(&a, &deck.id).await),
+            }
+        },
+    )
+    .await
+}
