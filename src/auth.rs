@@ -58,7 +58,14 @@ pub async fn resolve(state: &AppState, key: &str) -> Result<Option<Arc<Caller>>,
     if let Some(c) = state.callers.0.get(&hash) {
         return Ok(Some(c));
     }
-    let Some(caller) = crate::db::users::caller_by_key_hash(&state.db, &hash).await? else {
+    let Some(caller) = crate::db::users::by_key_hash(&state.db, &hash)
+        .await?
+        .map(|user| Caller {
+            id: user.id.clone(),
+            level: user.level,
+            user,
+        })
+    else {
         return Ok(None);
     };
     let caller = Arc::new(caller);

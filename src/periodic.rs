@@ -10,8 +10,8 @@ use plinth_actors::credits::{Applied, Change, CreditAccounts, Entry};
 use serde_json::json;
 use tokio::sync::watch;
 
-use crate::api::credits::monthly_credits;
 use crate::db::Db;
+use crate::domain::ledger::monthly_credits;
 use crate::with_db;
 
 /// Pays this month's allotment to every account that has not had it; returns how many
@@ -48,8 +48,6 @@ pub async fn distribute_monthly_all(db: &Db, credits: &CreditAccounts) -> anyhow
 pub const STUCK_AFTER: chrono::TimeDelta = chrono::TimeDelta::minutes(45);
 /// A `pending` export no worker has started for this long fails.
 pub const PENDING_AFTER: chrono::TimeDelta = chrono::TimeDelta::hours(6);
-/// How long a deck change's idempotency record answers a retry.
-pub const IDEMPOTENCY_KEPT: chrono::TimeDelta = chrono::TimeDelta::hours(24);
 
 /// Fails stuck slide work and prunes old idempotency records (findings M11, L5).
 pub async fn sweep_slides(db: &Db) -> anyhow::Result<crate::db::slides::Swept> {
@@ -58,7 +56,7 @@ pub async fn sweep_slides(db: &Db) -> anyhow::Result<crate::db::slides::Swept> {
         db,
         now - STUCK_AFTER,
         now - PENDING_AFTER,
-        now - IDEMPOTENCY_KEPT,
+        now - crate::domain::idempotency::KEPT,
     )
     .await?)
 }

@@ -4,7 +4,10 @@
 //! compares this table with `fixtures/endpoints.tsv` all read it. A row without a handler
 //! answers 501 until its area is built (see docs/status.md).
 
-use axum::routing::{MethodFilter, MethodRouter};
+use std::collections::BTreeMap;
+
+use axum::routing::{get, MethodFilter, MethodRouter};
+use axum::Router;
 
 use crate::api;
 use crate::state::AppState;
@@ -389,3 +392,50 @@ pub static ROUTES: &[RouteSpec] = &[
     route!(GET "/api/slides/public/{id}", Public, Read, "Slide decks" => api::slides::public),
     route!(POST "/api/slides/present", Public, Read, "Slide decks" => api::slides::present),
 ];
+
+fn method_filter(m: &str) -> MethodFilter {
+    match m {
+        "GET" => MethodFilter::GET,
+        "POST" => MethodFilter::POST,
+        "PUT" => MethodFilter::PUT,
+        "PATCH" => MethodFilter::PATCH,
+        "DELETE" => MethodFilter::DELETE,
+        other => panic!("route table uses unsupported method {other}"),
+    }
+}
+
+/// Every row of the table (a row without a handler answers 501), the OpenAPI document
+/// and the JSON 404 fallback; `crate::app` adds the layers.
+pub fn router() -> Router<AppState> {
+    let mut by_path: BTreeMap<&str, MethodRouter<AppState>> = BTreeMap::new();
+    for spec in ROUTES {
+        let handler = spec
+            .handler
+            .unwrap_or(|f| axum::routing::on(f, api::not_implemented));
+        let mut mr = handler(method_filter(spec.method));
+        if let Some(also) = spec.also {
+            mr = mr.merge(handler(method_filter(also)));
+        }
+        let entry = by_path.remove(spec.path).unwrap_or_default();
+        by_path.insert(spec.path, entry.merge(mr));
+    }
+    let mut router = Router::new();
+    for (path, mr) in by_path {
+        router = router.route(path, mr);
+    }
+    router
+        // The one API route beyond the spec's list (docs/api.md).
+        .route("/api/openapi.json", get(api::openapi::openapi))
+        .fallback(api::fallback)
+}
+
+/// The simulated payment provider's hosted pages (HTML, outside the JSON API). They
+/// exist only while payments are simulated (finding M8: with Stripe they would be an
+/// unauthenticated way to attach cards).
+pub fn hosted_pages(state: &AppState) -> Router<AppState> {
+    if state.payments.hosted_by_plinth() {
+        api::checkout::router()
+    } else {
+        Router::new()
+    }
+}

@@ -9,9 +9,9 @@ use plinth_workers::slides::{
 };
 use serde_json::json;
 
-use crate::api::slides::MAX_ASSET_BYTES;
 use crate::db::slides as store;
 use crate::db::Db;
+use crate::domain::decks::MAX_ASSET_BYTES;
 use crate::storage::ObjectStore;
 
 type Fut<'a, T> = BoxFuture<'a, Result<T, plinth_workers::BoxDynError>>;
@@ -154,7 +154,7 @@ impl IdempotencyStore for Idempotency {
         key: &'a str,
     ) -> BoxFuture<'a, Result<Option<Recorded>, String>> {
         async move {
-            let since = chrono::Utc::now() - crate::periodic::IDEMPOTENCY_KEPT;
+            let since = chrono::Utc::now() - crate::domain::idempotency::KEPT;
             let row = store::load_idempotency(&self.0, scope, key, since)
                 .await
                 .map_err(|e| e.to_string())?;
@@ -181,6 +181,7 @@ impl IdempotencyStore for Idempotency {
                 &r.request_hash,
                 r.status as i64,
                 &r.body,
+                chrono::Utc::now() - crate::domain::idempotency::KEPT,
             )
             .await
             .map_err(|e| e.to_string())

@@ -24,7 +24,7 @@ pub struct Inner {
     /// Key of token-exchange grants (`PLINTH_AUTH_TOKEN_KEY`); `None` disables the
     /// exchange (503). Never the master key.
     pub auth_key: Option<crate::crypto::GrantKey>,
-    pub jwks: crate::api::identity::JwksCache,
+    pub jwks: crate::domain::idp::JwksCache,
     pub payments: std::sync::Arc<dyn crate::payments::PaymentProvider>,
     /// The app store vouching for in-app purchases (`PLINTH_APPLE_*`, else simulated).
     pub store_verifier: std::sync::Arc<dyn crate::store::StoreVerifier>,

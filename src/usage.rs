@@ -317,7 +317,7 @@ async fn check(
     }
     let cost = entry.cost as i64;
     let Some(c) = caller else {
-        return Err(crate::api::credits::payment_required(app, cost, 0));
+        return Err(crate::domain::ledger::payment_required(app, cost, 0));
     };
     let charge = usage_entry(
         &c.id,
@@ -335,10 +335,10 @@ async fn check(
     {
         Ok(Applied::Done { .. }) => Ok(true),
         Ok(Applied::Insufficient { balance, .. }) => {
-            Err(crate::api::credits::payment_required(app, cost, balance))
+            Err(crate::domain::ledger::payment_required(app, cost, balance))
         }
-        Ok(_) => Err(crate::api::credits::payment_required(app, cost, 0)),
-        Err(e) => Err(crate::api::credits::credit_error(e)),
+        Ok(_) => Err(crate::domain::ledger::payment_required(app, cost, 0)),
+        Err(e) => Err(crate::domain::ledger::credit_error(e)),
     }
 }
 

@@ -11,10 +11,10 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::api::credits::distribute_monthly;
-use crate::api::users::{create_account, user_key};
 use crate::auth::Viewer;
 use crate::db::{payments as store, users as users_db};
+use crate::domain::accounts::{create_account, user_key};
+use crate::domain::ledger::distribute_monthly;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
 use crate::payments::{plan, verify_signature, PLANS};
@@ -344,7 +344,7 @@ pub async fn authenticate_agent(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<AgentBody>,
 ) -> ApiResult {
-    let username = crate::api::users::parse_username(&body.username)?;
+    let username = crate::domain::accounts::parse_username(&body.username)?;
     if body.password.is_empty() {
         return Err(ApiError::bad_request("`password` must not be empty"));
     }

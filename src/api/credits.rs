@@ -5,14 +5,14 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use axum::extract::{Query, State};
-use axum::http::StatusCode;
-use plinth_actors::credits::{Applied, Change, CreditError, Entry};
+use plinth_actors::credits::{Applied, Change, CreditError};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::api::users::parse_email;
 use crate::auth::{Caller, Viewer};
 use crate::db::{credits as store, users as users_db};
+use crate::domain::accounts::parse_email;
+use crate::domain::ledger::{apply, credit_error, distribute_monthly, entry, MAX_AMOUNT};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
 use crate::reply::Reply;
@@ -29,21 +29,8 @@ static BONUSES: LazyLock<HashMap<String, i64>> = LazyLock::new(|| {
         .collect()
 });
 
-/// Monthly allotment by level (the spec's tier table).
-pub fn monthly_credits(level: i64) -> i64 {
-    match level {
-        l if l >= 30 => 45_000,
-        l if l >= 20 => 1_500,
-        _ => 0,
-    }
-}
-
 /// Tokens paid per cent of a vendor distribution.
 pub const TOKENS_PER_CENT: i64 = 1;
-
-/// The largest amount one call may move (10^15 tokens). Far above any real balance, and
-/// small enough that no batch of changes can overflow a 64-bit sum (finding M2).
-pub const MAX_AMOUNT: i64 = 1_000_000_000_000_000;
 
 fn check_amount(field: &str, amount: i64) -> ApiResult<i64> {
     if amount <= 0 {
@@ -57,64 +44,6 @@ fn check_amount(field: &str, amount: i64) -> ApiResult<i64> {
         )));
     }
     Ok(amount)
-}
-
-/// The 402 of the spec: the balance is short of what a call or an operation needs.
-pub fn payment_required(app: &AppState, required: i64, balance: i64) -> ApiError {
-    ApiError::new(
-        StatusCode::PAYMENT_REQUIRED,
-        format!("{required} tokens are needed and the balance is {balance}"),
-    )
-    .with("tokens_required", required)
-    .with("tokens_balance", balance)
-    .with("payment_url", app.payment_url.clone())
-}
-
-fn entry(user_id: &str, delta: i64, kind: &str, idem_key: Option<String>, data: Value) -> Entry {
-    Entry {
-        user_id: user_id.to_owned(),
-        delta,
-        kind: kind.to_owned(),
-        idem_key,
-        data,
-    }
-}
-
-/// A change without an outcome: 503 either way; when the outcome is unknown the client
-/// is told so, to check the balance before retrying (a blind retry could apply twice).
-pub fn credit_error(e: CreditError) -> ApiError {
-    tracing::error!(error = %e, "credit change failed");
-    match e {
-        CreditError::NotApplied(_) => ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "the credit ledger is busy; nothing was applied, try again",
-        ),
-        CreditError::Unknown(_) => ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "the credit ledger did not answer in time; the change may still apply: check the \
-             balance or history before retrying",
-        )
-        .with("outcome_unknown", true),
-    }
-}
-
-/// Runs a change through the actors. `Ok(None)` when an idempotency key made it a
-/// repeat; the balances of the entries otherwise.
-async fn apply(app: &AppState, entries: Vec<Entry>) -> ApiResult<Option<Applied>> {
-    let required = entries.iter().map(|e| -e.delta).max().unwrap_or(0);
-    match app
-        .credits
-        .apply(Change { entries })
-        .await
-        .map_err(credit_error)?
-    {
-        done @ Applied::Done { .. } => Ok(Some(done)),
-        Applied::Duplicate => Ok(None),
-        Applied::Insufficient { balance, .. } => Err(payment_required(app, required, balance)),
-        Applied::NoAccount { .. } => Err(ApiError::not_found(
-            "that account has no credit account (an admin can create it)",
-        )),
-    }
 }
 
 fn balance_of(applied: &Applied, user_id: &str) -> Option<i64> {
@@ -283,30 +212,6 @@ pub async fn distribute_bonus(
         "already_distributed": applied.is_none(),
         "balance": balance,
     })))
-}
-
-/// Pays `user`'s monthly allotment for the current calendar month (UTC) once.
-pub async fn distribute_monthly(
-    app: &AppState,
-    user: &users_db::UserRow,
-) -> ApiResult<(i64, bool)> {
-    let amount = monthly_credits(user.level);
-    let month = chrono::Utc::now().format("%Y-%m").to_string();
-    if amount == 0 {
-        return Ok((0, false));
-    }
-    let applied = apply(
-        app,
-        vec![entry(
-            &user.id,
-            amount,
-            "monthly",
-            Some(format!("monthly:{month}")),
-            json!({"month": month, "level": user.level}),
-        )],
-    )
-    .await?;
-    Ok((amount, applied.is_none()))
 }
 
 /// `POST /api/credits/distribute-to-user-id` (admin): the monthly allotment by tier,

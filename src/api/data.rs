@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::OrgMember;
+use crate::domain::validate::{clean_filename, upload_type_allowed};
 use crate::error::{ApiError, ApiResult};
 use crate::reply::Reply;
 use crate::state::AppState;
@@ -21,78 +22,6 @@ pub struct PresignBody {
     filename: String,
     #[serde(rename = "contentType")]
     content_type: String,
-}
-
-/// A file name kept to `[A-Za-z0-9._-]`, at most 128 characters; `field` names the
-/// request field in the error.
-pub fn clean_filename(raw: &str, field: &str) -> Result<String, ApiError> {
-    let name: String = raw
-        .trim()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let name = name.trim_matches(|c| c == '.' || c == '-').to_owned();
-    if name.is_empty() || name.len() > 128 {
-        return Err(ApiError::bad_request(format!(
-            "`{field}` must have 1 to 128 usable characters"
-        )));
-    }
-    Ok(name)
-}
-
-/// Content types an organization may upload (finding L4). Objects are served from the
-/// bucket's origin with the type they were uploaded with, so anything a browser would
-/// execute there (HTML, SVG, XML, scripts) is refused; parameters such as `charset`
-/// are allowed.
-pub fn upload_type_allowed(content_type: &str) -> bool {
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    let Some((top, sub)) = essence.split_once('/') else {
-        return false;
-    };
-    let token = |t: &str| {
-        !t.is_empty()
-            && t.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "!#$&^_.+-".contains(c))
-    };
-    if !token(top) || !token(sub) {
-        return false;
-    }
-    match top {
-        "audio" | "video" | "font" => true,
-        "image" => matches!(
-            sub,
-            "png" | "jpeg" | "gif" | "webp" | "avif" | "bmp" | "tiff" | "heic" | "heif" | "x-icon"
-        ),
-        "text" => matches!(sub, "plain" | "csv" | "markdown" | "tab-separated-values"),
-        "application" => {
-            matches!(
-                sub,
-                "pdf"
-                    | "json"
-                    | "zip"
-                    | "gzip"
-                    | "x-tar"
-                    | "x-7z-compressed"
-                    | "octet-stream"
-                    | "msword"
-                    | "rtf"
-                    | "epub+zip"
-                    | "x-ndjson"
-            ) || (sub.starts_with("vnd.") && !sub.ends_with("+xml") && !sub.contains("html"))
-        }
-        _ => false,
-    }
 }
 
 /// `POST /api/data/generate-presigned-url` (OrgMember): a URL that accepts one `PUT` of

@@ -6,6 +6,7 @@ use serde_json::{json, Map, Value};
 
 use crate::auth::{OrgAdmin, OrgMember, Viewer};
 use crate::db::organizations::{self as store, MemberChange, Membership, OrgRow};
+use crate::domain::validate::parse_domain;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
 use crate::reply::Reply;
@@ -19,30 +20,6 @@ const FLAG_KEYS: [&str; 3] = [
     "inventory_private",
     "guest_checkout_enabled",
 ];
-
-pub fn membership_json(m: &Membership) -> Value {
-    let mut v = m.org.to_json();
-    v["role"] = json!(m.role);
-    v
-}
-
-/// A domain as organizations and the public-access list store it: lower-case DNS labels.
-pub fn parse_domain(raw: &str) -> Result<String, ApiError> {
-    let d = raw.trim().trim_end_matches('.').to_lowercase();
-    let label_ok = |l: &str| {
-        !l.is_empty()
-            && l.len() <= 63
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-    };
-    if d.len() > 253 || !d.contains('.') || !d.split('.').all(label_ok) {
-        return Err(ApiError::bad_request(format!(
-            "`{raw}` is not a valid domain"
-        )));
-    }
-    Ok(d)
-}
 
 /// Checks the typed keys of an organization's `data`.
 fn check_data(data: &Map<String, Value>) -> Result<(), ApiError> {
@@ -245,7 +222,7 @@ pub async fn waitlist_toggle(
 /// `POST|GET /api/organizations/membership` (V10): the caller's memberships.
 pub async fn membership(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
     let orgs = store::memberships(&app.db, &caller.id).await?;
-    let data: Vec<_> = orgs.iter().map(membership_json).collect();
+    let data: Vec<_> = orgs.iter().map(Membership::to_json).collect();
     Ok(Reply::ok(json!({ "data": data })))
 }
 
@@ -289,7 +266,7 @@ pub struct AddBody {
 /// `POST /api/organizations/users/add` (OrgAdmin): adds an existing account, by email,
 /// as a member. Adding a member again changes nothing (`already_member: true`).
 pub async fn users_add(State(app): State<AppState>, g: OrgAdmin<AddBody>) -> ApiResult {
-    let email = crate::api::users::parse_email(&g.body.email)?;
+    let email = crate::domain::accounts::parse_email(&g.body.email)?;
     let user = crate::db::users::by_email(&app.db, &email)
         .await?
         .ok_or_else(|| ApiError::not_found("no account with that email"))?;

@@ -7,9 +7,9 @@ use axum::extract::State;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::api::organizations::parse_domain;
 use crate::auth::{Caller, Viewer};
 use crate::db::public_access as store;
+use crate::domain::validate::parse_domain;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::reply::Reply;

@@ -8,11 +8,11 @@ use axum::extract::{Query, State};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::api::users::{create_account, parse_email};
 use crate::auth::{Caller, OrgAdmin, Viewer};
 use crate::db::organizations::{self as orgs, OrgRow};
 use crate::db::users as users_db;
 use crate::db::waitlist::{self as store, Entry};
+use crate::domain::accounts::{create_account, parse_email};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::reply::Reply;

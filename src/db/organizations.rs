@@ -157,6 +157,15 @@ pub struct Membership {
     pub role: String,
 }
 
+impl Membership {
+    /// The organization as lists show it, with the member's `role`.
+    pub fn to_json(&self) -> Value {
+        let mut v = self.org.to_json();
+        v["role"] = json!(self.role);
+        v
+    }
+}
+
 /// The organizations a user belongs to, with the user's role in each.
 pub async fn memberships(db: &Db, user_id: &str) -> sqlx::Result<Vec<Membership>> {
     const SQL: &str = concat!(

@@ -609,6 +609,8 @@ pub async fn load_idempotency(
     Ok(row.map(|(h, s, r)| (h, s, r.0)))
 }
 
+/// Records an answer; replaces an expired record of the same key (saved before
+/// `expired_before`), never a live one.
 pub async fn save_idempotency(
     db: &Db,
     scope: &str,
@@ -616,6 +618,7 @@ pub async fn save_idempotency(
     hash: &str,
     status: i64,
     response: &Value,
+    expired_before: DateTime<Utc>,
 ) -> sqlx::Result<()> {
     with_db!(db, p => sqlx::query("INSERT INTO slide_idempotency (scope, key, request_hash, status, response, created_at) \
         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, key) DO UPDATE SET \
@@ -623,7 +626,7 @@ pub async fn save_idempotency(
         response = excluded.response, created_at = excluded.created_at \
         WHERE slide_idempotency.created_at < $7")
         .bind(scope).bind(key).bind(hash).bind(status).bind(Json(response)).bind(now())
-        .bind(now() - crate::periodic::IDEMPOTENCY_KEPT)
+        .bind(expired_before)
         .execute(p).await.map(|_| ()))?;
     Ok(())
 }

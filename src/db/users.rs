@@ -4,7 +4,6 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use sqlx::types::Json;
 
-use crate::auth::Caller;
 use crate::db::{now, Db};
 use crate::with_db;
 
@@ -82,19 +81,13 @@ pub async fn by_id(db: &Db, id: &str) -> sqlx::Result<Option<UserRow>> {
 }
 
 /// The hot-path lookup: one indexed query (the balance comes from the credit actors).
-pub async fn caller_by_key_hash(db: &Db, key_hash: &str) -> sqlx::Result<Option<Caller>> {
+pub async fn by_key_hash(db: &Db, key_hash: &str) -> sqlx::Result<Option<UserRow>> {
     const SQL: &str = concat!(
         "SELECT ",
         user_columns!(),
         " FROM users WHERE key_hash = $1 AND deleted_at IS NULL"
     );
-    let row: Option<UserRow> =
-        with_db!(db, p => sqlx::query_as(SQL).bind(key_hash).fetch_optional(p).await)?;
-    Ok(row.map(|user| Caller {
-        id: user.id.clone(),
-        level: user.level,
-        user,
-    }))
+    with_db!(db, p => sqlx::query_as(SQL).bind(key_hash).fetch_optional(p).await)
 }
 
 /// Creates the account, its credit account and (optionally) a first one-time code in one

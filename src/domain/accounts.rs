@@ -1,10 +1,201 @@
-//! Account rules that more than one front door needs: reading an account's API key and
-//! verifying an account once its owner proved control of the mailbox.
+//! Account rules that more than one front door needs: parsing emails and sources,
+//! creating accounts, the exemption tag, emailed one-time codes, reading an account's
+//! API key, and verifying an account once its owner proved control of the mailbox.
+
+use chrono::{Duration, Utc};
+use serde_json::{json, Map, Value};
 
 use crate::crypto;
-use crate::db::users::{self as store, UserRow, Verification};
+use crate::db::users::{self as store, NewUser, UserRow, Verification};
 use crate::error::{ApiError, ApiResult};
+use crate::mail::{self, Kind};
 use crate::state::AppState;
+
+pub const EXEMPT_ALL_EMAILS: &str = "EXEMPT_ALL_EMAILS";
+
+/// Lifetimes of emailed one-time codes, by purpose.
+pub const VERIFY_CODE_TTL: Duration = Duration::hours(24);
+pub const RESET_CODE_TTL: Duration = Duration::hours(1);
+pub const SIGNIN_CODE_TTL: Duration = Duration::minutes(15);
+
+/// Normalises and checks an email address (400 on anything malformed).
+pub fn parse_email(raw: &str) -> Result<String, ApiError> {
+    let email = raw.trim().to_lowercase();
+    if !email_address::EmailAddress::is_valid(&email) || !email.contains('.') {
+        return Err(ApiError::bad_request(format!(
+            "`{raw}` is not a valid email address"
+        )));
+    }
+    Ok(email)
+}
+
+/// `source` as stored and compared: trimmed, lower-case, absent when empty.
+pub fn parse_source(source: Option<String>) -> Option<String> {
+    source
+        .map(|s| s.trim().to_lowercase())
+        .filter(|s| !s.is_empty())
+}
+
+pub fn is_exempt(user: &UserRow) -> bool {
+    user.data
+        .0
+        .get("exemptions")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|t| t == EXEMPT_ALL_EMAILS))
+}
+
+/// The profile anyone may see: no email, key, level or server-managed tags.
+pub fn public_json(user: &UserRow) -> Value {
+    let mut data = user.data.0.clone();
+    if let Some(m) = data.as_object_mut() {
+        m.remove("exemptions");
+    }
+    json!({
+        "id": user.id,
+        "username": user.username,
+        "data": data,
+        "wallet_address": user.wallet_address,
+        "created_at": user.created_at,
+    })
+}
+
+/// Read-modify-write of `data` with an optimistic version check, retried on a lost race,
+/// so concurrent merges never drop each other's keys.
+pub async fn modify_data(
+    app: &AppState,
+    mut user: UserRow,
+    change: impl Fn(&mut Map<String, Value>),
+) -> ApiResult<UserRow> {
+    for _ in 0..8 {
+        let mut data = match &user.data.0 {
+            Value::Object(m) => m.clone(),
+            _ => Map::new(),
+        };
+        change(&mut data);
+        let data = Value::Object(data);
+        if data == user.data.0 {
+            return Ok(user);
+        }
+        match store::write_data(&app.db, &user.id, user.version, &data).await? {
+            Some(updated) => {
+                app.callers.invalidate_user(&updated.id);
+                return Ok(updated);
+            }
+            None => {
+                user = store::by_id(&app.db, &user.id)
+                    .await?
+                    .ok_or_else(|| ApiError::not_found("user not found"))?;
+            }
+        }
+    }
+    Err(ApiError::conflict(
+        "the account is being updated concurrently; retry",
+    ))
+}
+
+/// The exemption tag follows the most recent sign-in that names a source: an exempt
+/// domain adds it, any other domain removes it.
+pub async fn apply_exemption(
+    app: &AppState,
+    user: UserRow,
+    source: Option<&str>,
+) -> ApiResult<UserRow> {
+    let Some(source) = source else {
+        return Ok(user);
+    };
+    let exempt = app.exempt_domains.iter().any(|d| d == source);
+    modify_data(app, user, |data| {
+        let mut tags: Vec<Value> = data
+            .get("exemptions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        tags.retain(|t| t != EXEMPT_ALL_EMAILS);
+        if exempt {
+            tags.push(Value::String(EXEMPT_ALL_EMAILS.into()));
+        }
+        if tags.is_empty() {
+            data.remove("exemptions");
+        } else {
+            data.insert("exemptions".into(), Value::Array(tags));
+        }
+    })
+    .await
+}
+
+/// Creates a one-time code for `user` and emails its link; `false` (and no code) for
+/// exempt users. Returns whether an email was queued.
+pub async fn email_code(
+    app: &AppState,
+    user: &UserRow,
+    source: Option<&str>,
+    purpose: &str,
+) -> ApiResult<bool> {
+    if is_exempt(user) {
+        return Ok(false);
+    }
+    let (ttl, kind, page) = match purpose {
+        "reset" => (RESET_CODE_TTL, Kind::Reset, "reset-password"),
+        "signin" => (SIGNIN_CODE_TTL, Kind::Verify, "sign-in"),
+        _ => (VERIFY_CODE_TTL, Kind::Verify, "verify"),
+    };
+    let code = crypto::new_code();
+    store::add_code(
+        &app.db,
+        &user.id,
+        &crypto::sha256_hex(code.as_bytes()),
+        purpose,
+        Utc::now() + ttl,
+    )
+    .await?;
+    let link = mail::code_link(app, page, &code);
+    let email = mail::compose(app, source, kind, user, &link).await;
+    Ok(mail::send(app, email).await)
+}
+
+/// Creates an account with a fresh API key; returns it with the key in plain text.
+pub async fn create_account(
+    app: &AppState,
+    email: &str,
+    password: Option<&str>,
+    source: Option<&str>,
+    verified: bool,
+) -> ApiResult<(UserRow, String)> {
+    let key = crypto::new_api_key();
+    let password_hash = match password {
+        Some(p) => {
+            let p = p.to_owned();
+            Some(
+                tokio::task::spawn_blocking(move || crypto::hash_password(&p))
+                    .await
+                    .map_err(ApiError::internal)?,
+            )
+        }
+        None => None,
+    };
+    let exempt = source.is_some_and(|s| app.exempt_domains.iter().any(|d| d == s));
+    let data = if exempt {
+        json!({"exemptions": [EXEMPT_ALL_EMAILS]})
+    } else {
+        json!({})
+    };
+    let user = store::create(
+        &app.db,
+        NewUser {
+            email,
+            key_hash: &crypto::sha256_hex(key.as_bytes()),
+            key_cipher: &app.key.encrypt(key.as_bytes()),
+            password_hash: password_hash.as_deref(),
+            level: if verified { 10 } else { 0 },
+            verified,
+            data,
+            source,
+        },
+        None,
+    )
+    .await?;
+    Ok((user, key))
+}
 
 /// The account's API key in plain text (stored encrypted under the master key).
 pub fn user_key(app: &AppState, user: &UserRow) -> Result<String, ApiError> {
@@ -91,4 +282,18 @@ pub async fn verify_with_code(
         Some(user) => Ok(Some(after(app, user, (key, hash))?)),
         None => Ok(None),
     }
+}
+
+/// Usernames: 3 to 32 characters of `a-z 0-9 _ . -`, stored lower-case, unique.
+pub fn parse_username(raw: &str) -> Result<String, ApiError> {
+    let u = raw.trim().to_lowercase();
+    let ok = (3..=32).contains(&u.len())
+        && u.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.-".contains(c));
+    if !ok {
+        return Err(ApiError::bad_request(
+            "`username` must be 3 to 32 characters of a-z, 0-9, `_`, `.` or `-`",
+        ));
+    }
+    Ok(u)
 }

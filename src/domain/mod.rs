@@ -2,4 +2,9 @@
 //! Nothing here knows about HTTP requests; handlers translate to and from the wire.
 
 pub mod accounts;
+pub mod decks;
 pub mod grants;
+pub mod idempotency;
+pub mod idp;
+pub mod ledger;
+pub mod validate;

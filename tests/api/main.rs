@@ -4,6 +4,7 @@ mod common;
 
 mod accounts;
 mod appstore;
+mod architecture;
 mod authz;
 mod billing;
 mod cli;

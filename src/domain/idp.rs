@@ -1,0 +1,125 @@
+//! The identity provider's side of sign-in: its signing keys (fetched, cached, refetched
+//! when a key id is unknown) and ID-token verification.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use serde::Deserialize;
+
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// Signature algorithms accepted for ID tokens (never `none` or a shared secret).
+const ALGORITHMS: &[Algorithm] = &[
+    Algorithm::RS256,
+    Algorithm::RS384,
+    Algorithm::RS512,
+    Algorithm::ES256,
+    Algorithm::ES384,
+];
+
+/// How long fetched signing keys are trusted before they are fetched again; an unknown
+/// `kid` refetches sooner, at most once a minute.
+const JWKS_TTL: Duration = Duration::from_secs(3600);
+const JWKS_MIN_REFRESH: Duration = Duration::from_secs(60);
+
+#[derive(Default)]
+pub struct JwksCache(Mutex<Option<(Instant, JwkSet)>>);
+
+impl JwksCache {
+    fn cached(&self, max_age: Duration) -> Option<JwkSet> {
+        let guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        guard
+            .as_ref()
+            .filter(|(at, _)| at.elapsed() < max_age)
+            .map(|(_, set)| set.clone())
+    }
+
+    fn store(&self, set: JwkSet) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), set));
+    }
+}
+
+async fn load_jwks(source: &str) -> Result<JwkSet, String> {
+    let text = if source.starts_with("http://") || source.starts_with("https://") {
+        let res = reqwest::Client::new()
+            .get(source)
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .map_err(|e| format!("fetching JWKS: {e}"))?;
+        if !res.status().is_success() {
+            return Err(format!("fetching JWKS: HTTP {}", res.status()));
+        }
+        res.text().await.map_err(|e| format!("reading JWKS: {e}"))?
+    } else {
+        tokio::fs::read_to_string(source)
+            .await
+            .map_err(|e| format!("reading JWKS file {source}: {e}"))?
+    };
+    serde_json::from_str(&text).map_err(|e| format!("parsing JWKS: {e}"))
+}
+
+async fn signing_keys(app: &AppState, kid: Option<&str>) -> Result<JwkSet, ApiError> {
+    let known = |set: &JwkSet| kid.is_none_or(|k| set.find(k).is_some());
+    if let Some(set) = app.jwks.cached(JWKS_TTL).filter(known) {
+        return Ok(set);
+    }
+    // Unknown kid (keys rotate) or stale: refetch, but not more than once a minute.
+    if let Some(set) = app.jwks.cached(JWKS_MIN_REFRESH) {
+        return Ok(set);
+    }
+    let set = load_jwks(&app.opts.google_jwks).await.map_err(|e| {
+        let mut err = ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "identity-provider keys are unavailable; try again later",
+        );
+        err.cause = Some(format!("identity-provider keys: {e}"));
+        err
+    })?;
+    app.jwks.store(set.clone());
+    Ok(set)
+}
+
+#[derive(Debug, Deserialize)]
+pub struct IdClaims {
+    pub email: Option<String>,
+    pub email_verified: Option<bool>,
+    pub name: Option<String>,
+    pub picture: Option<String>,
+}
+
+/// Verifies an ID token: signature against the configured JWKS, `iss`, `aud`, `exp`.
+pub async fn verify_id_token(app: &AppState, token: &str) -> Result<IdClaims, ApiError> {
+    let invalid = |why: &str| ApiError::unauthorized(format!("invalid ID token: {why}"));
+    let header = jsonwebtoken::decode_header(token).map_err(|_| invalid("malformed"))?;
+    if !ALGORITHMS.contains(&header.alg) {
+        return Err(invalid("unsupported signature algorithm"));
+    }
+    let keys = signing_keys(app, header.kid.as_deref()).await?;
+    let jwk = match &header.kid {
+        Some(kid) => keys.find(kid),
+        None if keys.keys.len() == 1 => keys.keys.first(),
+        None => None,
+    }
+    .ok_or_else(|| invalid("unknown signing key"))?;
+    let key = DecodingKey::from_jwk(jwk).map_err(|_| invalid("unusable signing key"))?;
+    let mut validation = Validation::new(header.alg);
+    validation.set_audience(&app.opts.google_client_ids);
+    validation.set_issuer(&app.opts.google_issuers);
+    validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+    validation.leeway = 30;
+    let data = jsonwebtoken::decode::<IdClaims>(token, &key, &validation).map_err(|e| {
+        use jsonwebtoken::errors::ErrorKind as K;
+        invalid(match e.kind() {
+            K::ExpiredSignature => "expired",
+            K::InvalidAudience => "wrong audience",
+            K::InvalidIssuer => "wrong issuer",
+            K::InvalidSignature => "bad signature",
+            _ => "rejected",
+        })
+    })?;
+    Ok(data.claims)
+}
