@@ -466,7 +466,9 @@ pub mod serve {
             .into_response()
     }
 
-    /// Checks method, key, expiry and signature; `Err` is the refusal to send.
+    /// Checks method, key, expiry and signature; `Err` is the refusal to send (built
+    /// once per refused request, so its size does not matter).
+    #[allow(clippy::result_large_err)]
     fn check(app: &AppState, method: &str, key: &str, q: &Signed) -> Result<(), Response> {
         let ObjectStore::Local(l) = &app.objects else {
             return Err(refuse(StatusCode::NOT_FOUND, "not found"));

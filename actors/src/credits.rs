@@ -121,9 +121,12 @@ pub struct CreditShard {
     published: Published,
 }
 
+/// A change waiting for its batch: when it arrived, and the port to answer it on.
+type Pending = (Change, Instant, RpcReplyPort<Result<Applied, String>>);
+
 /// Changes received and not yet committed, with the ports to answer them on.
 pub struct CreditShardState {
-    pending: Vec<(Change, Instant, RpcReplyPort<Result<Applied, String>>)>,
+    pending: Vec<Pending>,
     flush_scheduled: bool,
 }
 

@@ -229,13 +229,14 @@ fn parse_slide(text: &str, first_line: usize) -> Result<Slide, Invalid> {
             }
             Event::Start(Tag::List(first)) => {
                 depth += 1;
-                if list.is_none() {
-                    list = Some((first.is_some(), Vec::new()));
-                } else {
-                    // Nested list: close the parent item's text first.
-                    let t = inline.take();
-                    if !t.is_empty() {
-                        list.as_mut().expect("in list").1.push(t);
+                match &mut list {
+                    None => list = Some((first.is_some(), Vec::new())),
+                    Some((_, items)) => {
+                        // Nested list: close the parent item's text first.
+                        let t = inline.take();
+                        if !t.is_empty() {
+                            items.push(t);
+                        }
                     }
                 }
             }
