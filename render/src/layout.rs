@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use plinth_slides::{spans, Block, Deck, Layout, Slide, Theme};
+use plinth_slides::{spans, Block, Deck, Layout, Slide};
 
 use crate::fonts::{metrics, Face};
 use crate::Size;
@@ -16,50 +16,7 @@ use crate::Size;
 /// Canvas height in layout units; at 1080p a unit is a pixel.
 pub const CANVAS_HEIGHT: f32 = 1080.0;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Color(pub u8, pub u8, pub u8);
-
-impl Color {
-    pub fn hex(self) -> String {
-        format!("#{:02x}{:02x}{:02x}", self.0, self.1, self.2)
-    }
-}
-
-pub struct Palette {
-    pub background: Color,
-    pub text: Color,
-    pub title: Color,
-    pub accent: Color,
-    pub muted: Color,
-    pub code_bg: Color,
-    pub code_text: Color,
-    pub inline_code_bg: Color,
-}
-
-pub fn palette(theme: Theme) -> Palette {
-    match theme {
-        Theme::Light => Palette {
-            background: Color(0xff, 0xff, 0xff),
-            text: Color(0x1f, 0x23, 0x28),
-            title: Color(0x10, 0x2a, 0x43),
-            accent: Color(0x2f, 0x6f, 0xeb),
-            muted: Color(0x8c, 0x95, 0x9f),
-            code_bg: Color(0xf2, 0xf4, 0xf7),
-            code_text: Color(0x24, 0x29, 0x2f),
-            inline_code_bg: Color(0xe8, 0xeb, 0xef),
-        },
-        Theme::Dark => Palette {
-            background: Color(0x16, 0x1b, 0x22),
-            text: Color(0xe6, 0xed, 0xf3),
-            title: Color(0xff, 0xff, 0xff),
-            accent: Color(0x58, 0xa6, 0xff),
-            muted: Color(0x7d, 0x85, 0x90),
-            code_bg: Color(0x22, 0x29, 0x33),
-            code_text: Color(0xe6, 0xed, 0xf3),
-            inline_code_bg: Color(0x2d, 0x35, 0x40),
-        },
-    }
-}
+pub use crate::palette::{palette, Color, Palette};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {

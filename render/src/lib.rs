@@ -8,6 +8,7 @@ mod fonts;
 mod html;
 mod image;
 mod layout;
+mod palette;
 mod pdf;
 mod svg;
 
