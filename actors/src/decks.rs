@@ -1,6 +1,8 @@
-//! Deck versions: every change to a deck (and every deck creation by a user) runs inside
-//! the shard that owns its scope, one at a time, so `expected_version` checks never race
-//! in this process; the database's conditional update settles races between processes.
+//! Deck versions: changes to one deck (and deck creations by one user) run one at a time,
+//! in arrival order, so `expected_version` checks never race in this process; the
+//! database's conditional update settles races between processes. The shard that owns a
+//! scope only keeps the order: each change runs in a task of its own, so a slow change
+//! (or slow storage) holds up its own deck, never the other decks of the shard.
 //!
 //! The shard also keeps the idempotency cache. A change that carries an idempotency key
 //! is recorded (request hash and answer) after it succeeds; the same key with the same
@@ -66,10 +68,18 @@ pub struct Change {
     /// The change itself: checks `expected_version` and writes, in one transaction.
     pub work: BoxFuture<'static, (u16, Value)>,
     pub reply: RpcReplyPort<Result<Answer, ChangeError>>,
+    /// A change still waiting at this instant is dropped unrun: its caller has stopped
+    /// waiting (it times out after [`CHANGE_TIMEOUT`]) and must not see it apply later.
+    pub start_by: std::time::Instant,
 }
 
 pub enum DeckMsg {
     Run(Change),
+    /// A change of `scope` ended; `record` is its answer to cache under its key.
+    Done {
+        scope: String,
+        record: Option<(String, Recorded)>,
+    },
 }
 
 /// Records kept in memory per shard; older ones are read back from the store.
@@ -77,8 +87,10 @@ const CACHE_PER_SHARD: usize = 4096;
 /// How long a record answers a retry: the store keeps (and the server's sweep prunes)
 /// records for the same day.
 pub const RECORD_TTL: Duration = Duration::from_secs(24 * 3600);
-/// The longest a change may take (a transaction on a busy database).
+/// The longest a caller waits for a change (queue and transaction on a busy database).
 const CHANGE_TIMEOUT: Duration = Duration::from_secs(30);
+/// A change that has not started this long after it was sent is dropped unrun.
+const START_WITHIN: Duration = Duration::from_secs(20);
 
 struct DeckShard {
     store: Arc<dyn IdempotencyStore>,
@@ -88,6 +100,14 @@ struct DeckShard {
 struct Cache {
     map: HashMap<(String, String), (Recorded, std::time::Instant)>,
     order: VecDeque<(String, String)>,
+}
+
+/// A shard's state: the idempotency cache, and for every scope with a change running,
+/// the changes waiting behind it.
+#[derive(Default)]
+pub struct ShardState {
+    cache: Cache,
+    busy: HashMap<String, VecDeque<Change>>,
 }
 
 impl Cache {
@@ -114,84 +134,143 @@ impl Cache {
 
 impl Actor for DeckShard {
     type Msg = DeckMsg;
-    type State = Cache;
+    type State = ShardState;
     type Arguments = ();
 
-    async fn pre_start(&self, _: ActorRef<DeckMsg>, _: ()) -> Result<Cache, ActorProcessingErr> {
-        Ok(Cache::default())
+    async fn pre_start(
+        &self,
+        _: ActorRef<DeckMsg>,
+        _: (),
+    ) -> Result<ShardState, ActorProcessingErr> {
+        Ok(ShardState::default())
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<DeckMsg>,
+        myself: ActorRef<DeckMsg>,
         msg: DeckMsg,
-        cache: &mut Cache,
+        state: &mut ShardState,
     ) -> Result<(), ActorProcessingErr> {
-        let DeckMsg::Run(change) = msg;
-        let answer = self
-            .run(
-                change.scope,
-                change.key,
-                change.request_hash,
-                change.work,
-                cache,
-            )
-            .await;
-        let _ = change.reply.send(answer);
+        match msg {
+            DeckMsg::Run(change) => match state.busy.get_mut(&change.scope) {
+                Some(queue) => queue.push_back(change),
+                None => {
+                    state.busy.insert(change.scope.clone(), VecDeque::new());
+                    self.start(myself, change, &state.cache);
+                }
+            },
+            DeckMsg::Done { scope, record } => {
+                if let Some((key, record)) = record {
+                    state.cache.insert((scope.clone(), key), record);
+                }
+                let next = state.busy.get_mut(&scope).and_then(VecDeque::pop_front);
+                match next {
+                    Some(change) => self.start(myself, change, &state.cache),
+                    None => {
+                        state.busy.remove(&scope);
+                    }
+                }
+            }
+        }
         Ok(())
     }
 }
 
 impl DeckShard {
-    async fn run(
-        &self,
-        scope: String,
-        key: Option<String>,
-        request_hash: String,
-        work: BoxFuture<'static, (u16, Value)>,
-        cache: &mut Cache,
-    ) -> Result<Answer, ChangeError> {
-        if let Some(key) = &key {
-            let slot = (scope.clone(), key.clone());
-            let known = match cache.get(&slot) {
-                Some(r) => Some(r),
-                None => self
-                    .store
-                    .load(&scope, key)
-                    .await
-                    .map_err(ChangeError::Store)?,
-            };
-            if let Some(r) = known {
-                if r.request_hash != request_hash {
-                    return Err(ChangeError::KeyReused);
-                }
-                return Ok(Answer {
-                    status: r.status,
-                    body: r.body,
-                    replayed: true,
+    /// Runs one change in a task of its own and reports `Done` to the shard whatever
+    /// happens to it (a panicking change answers nobody, but frees its scope).
+    fn start(&self, myself: ActorRef<DeckMsg>, change: Change, cache: &Cache) {
+        if std::time::Instant::now() > change.start_by {
+            let _ = change.reply.send(Err(ChangeError::Unavailable(
+                "the deck was busy for too long; nothing was applied".into(),
+            )));
+            let _ = myself.cast(DeckMsg::Done {
+                scope: change.scope,
+                record: None,
+            });
+            return;
+        }
+        let cached = change
+            .key
+            .as_ref()
+            .and_then(|k| cache.get(&(change.scope.clone(), k.clone())));
+        let store = self.store.clone();
+        let scope = change.scope.clone();
+        tokio::spawn(async move {
+            let record = tokio::spawn(run(store, change, cached))
+                .await
+                .unwrap_or_else(|e| {
+                    tracing::error!(error = %e, scope, "deck change panicked");
+                    None
                 });
-            }
-        }
-        let (status, body) = work.await;
-        // Only successes are recorded: a refused request (a stale version, bad input)
-        // may be corrected and sent again under the same key.
-        if let Some(key) = key.filter(|_| (200..300).contains(&status)) {
-            let record = Recorded {
-                request_hash,
-                status,
-                body: body.clone(),
-            };
-            if let Err(e) = self.store.save(&scope, &key, &record).await {
-                tracing::error!(error = %e, scope, "idempotency record not saved");
-            }
-            cache.insert((scope, key), record);
-        }
-        Ok(Answer {
-            status,
-            body,
-            replayed: false,
-        })
+            let _ = myself.cast(DeckMsg::Done { scope, record });
+        });
     }
+}
+
+/// The idempotency check, the work, and the record of its answer; returns the record to
+/// cache.
+async fn run(
+    store: Arc<dyn IdempotencyStore>,
+    change: Change,
+    cached: Option<Recorded>,
+) -> Option<(String, Recorded)> {
+    let Change {
+        scope,
+        key,
+        request_hash,
+        work,
+        reply,
+        ..
+    } = change;
+    if let Some(key) = &key {
+        let known = match cached {
+            Some(r) => Ok(Some(r)),
+            None => store.load(&scope, key).await.map_err(ChangeError::Store),
+        };
+        match known {
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return None;
+            }
+            Ok(Some(r)) => {
+                let answer = if r.request_hash != request_hash {
+                    Err(ChangeError::KeyReused)
+                } else {
+                    Ok(Answer {
+                        status: r.status,
+                        body: r.body,
+                        replayed: true,
+                    })
+                };
+                let _ = reply.send(answer);
+                return None;
+            }
+            Ok(None) => {}
+        }
+    }
+    let (status, body) = work.await;
+    // Only successes are recorded: a refused request (a stale version, bad input) may be
+    // corrected and sent again under the same key.
+    let record = key.filter(|_| (200..300).contains(&status)).map(|key| {
+        let record = Recorded {
+            request_hash,
+            status,
+            body: body.clone(),
+        };
+        (key, record)
+    });
+    if let Some((key, r)) = &record {
+        if let Err(e) = store.save(&scope, key, r).await {
+            tracing::error!(error = %e, scope, "idempotency record not saved");
+        }
+    }
+    let _ = reply.send(Ok(Answer {
+        status,
+        body,
+        replayed: false,
+    }));
+    record
 }
 
 /// Handle to the deck shards. Cheap to clone.
@@ -235,6 +314,7 @@ impl DeckActors {
                         request_hash,
                         work,
                         reply,
+                        start_by: std::time::Instant::now() + START_WITHIN,
                     })
                 },
                 Some(CHANGE_TIMEOUT),
@@ -345,5 +425,56 @@ mod tests {
             .unwrap();
         assert!(c.replayed);
         assert_eq!(runs.load(Ordering::SeqCst), 1);
+    }
+
+    /// One shard, two decks: a change of deck A that cannot finish until deck B's change
+    /// has does not hold B up (serialization is per deck, not per shard), and two changes
+    /// of one deck still run one after the other, in order.
+    #[tokio::test]
+    async fn decks_of_one_shard_do_not_wait_for_each_other() {
+        let actors = DeckActors::start(1, Arc::new(MemStore::default()))
+            .await
+            .unwrap();
+        let (release_a, gate) = tokio::sync::oneshot::channel::<()>();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let o = order.clone();
+        let slow_a: BoxFuture<'static, (u16, Value)> = Box::pin(async move {
+            let _ = gate.await;
+            o.lock().unwrap().push("a1");
+            (200, serde_json::json!({}))
+        });
+        let a1 = tokio::spawn({
+            let actors = actors.clone();
+            async move { actors.run("deck:a".into(), None, "h".into(), slow_a).await }
+        });
+        let o = order.clone();
+        let a2 = tokio::spawn({
+            let actors = actors.clone();
+            async move {
+                // Sent after a1: it must wait for it.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                let work: BoxFuture<'static, (u16, Value)> = Box::pin(async move {
+                    o.lock().unwrap().push("a2");
+                    (200, serde_json::json!({}))
+                });
+                actors.run("deck:a".into(), None, "h".into(), work).await
+            }
+        });
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let o = order.clone();
+        let b: BoxFuture<'static, (u16, Value)> = Box::pin(async move {
+            o.lock().unwrap().push("b");
+            (200, serde_json::json!({}))
+        });
+        let answered = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            actors.run("deck:b".into(), None, "h".into(), b),
+        )
+        .await;
+        assert!(answered.is_ok(), "deck b waited for deck a");
+        release_a.send(()).unwrap();
+        a1.await.unwrap().unwrap();
+        a2.await.unwrap().unwrap();
+        assert_eq!(*order.lock().unwrap(), ["b", "a1", "a2"]);
     }
 }

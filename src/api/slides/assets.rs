@@ -173,9 +173,14 @@ pub async fn asset_delete(
                 ));
             }
             store::delete_asset(&a.db, &asset.id).await?;
-            if let Err(e) = a.objects.delete(&asset.object_key).await {
-                tracing::warn!(error = %e, key = asset.object_key, "asset object not deleted");
-            }
+            // The row is gone; removing the object is best effort and happens outside
+            // the deck's serialized section, so slow storage never holds the deck.
+            let (objects, key) = (a.objects.clone(), asset.object_key.clone());
+            tokio::spawn(async move {
+                if let Err(e) = objects.delete(&key).await {
+                    tracing::warn!(error = %e, key, "asset object not deleted");
+                }
+            });
             Ok(Reply::ok(
                 json!({ "success": true, "id": asset.id, "deleted": true }),
             ))
