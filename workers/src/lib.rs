@@ -118,9 +118,11 @@ macro_rules! worker {
         WorkerBuilder::new($name)
             .backend($backend)
             .data($data)
-            .catch_panic()
             .concurrency($concurrency)
+            // Retry outside catch_panic, so a panicking job is retried like a failing
+            // one (apalis warns about the other order; review finding M11).
             .retry(RetryPolicy::retries(2).with_backoff(backoff))
+            .catch_panic()
             .timeout($timeout)
             .build($handler)
     }};
