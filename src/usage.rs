@@ -71,7 +71,8 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
     // A NUL in a path segment or query is never valid input, and PostgreSQL cannot store
     // it: refused the same way on both databases (after the body is read, like every
     // refusal).
-    if req.uri().to_string().contains("%00") {
+    let uri = req.uri();
+    if uri.path().contains("%00") || uri.query().is_some_and(|q| q.contains("%00")) {
         let e = ApiError::bad_request("the URL may not contain NUL characters (%00)");
         return finish(e.into_response(), &Usage::default(), &method, &path).await;
     }
