@@ -32,6 +32,11 @@ pub async fn read_object<S: Send + Sync>(
     req: Request,
     state: &S,
 ) -> Result<Map<String, Value>, ApiError> {
+    parse_object(&read_json_bytes(req, state).await?)
+}
+
+/// The raw body of a JSON request, after the content-type check.
+pub async fn read_json_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
     if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
         let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
         let essence = ct.split(';').next().unwrap_or("").trim();
@@ -42,17 +47,21 @@ pub async fn read_object<S: Send + Sync>(
             ));
         }
     }
-    let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+    Bytes::from_request(req, state).await.map_err(|e| {
         if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(e.status(), "request body is larger than the 1 MiB limit")
         } else {
             ApiError::bad_request(format!("could not read the request body: {e}"))
         }
-    })?;
+    })
+}
+
+/// One JSON object (`{}` for an empty body).
+pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(Map::new());
     }
-    match serde_json::from_slice(&bytes) {
+    match serde_json::from_slice(bytes) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(ApiError::bad_request(
             "the request body must be a JSON object",

@@ -109,29 +109,79 @@ pub async fn get(
     Ok(reply)
 }
 
+/// The body of `update`, refused by its operation count before it becomes a map: a
+/// megabyte of operations costs a scan of the first 501, not a parse of them all (H4).
+pub struct UpdateBody(Map<String, Value>);
+
+impl<S: Send + Sync> axum::extract::FromRequest<S> for UpdateBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = crate::extract::read_json_bytes(req, state).await?;
+        if too_many_operations(&bytes) {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "at most {} operations per update",
+                    plinth_slides::MAX_OPERATIONS
+                ),
+            ));
+        }
+        Ok(UpdateBody(crate::extract::parse_object(&bytes)?))
+    }
+}
+
+/// Whether the body's `operations` array has more than the allowed number of elements,
+/// found by skimming (nothing is built, and the scan stops at the first one too many).
+/// Anything malformed is left for the real parse to report.
+fn too_many_operations(bytes: &[u8]) -> bool {
+    use serde::de::{Error, IgnoredAny, SeqAccess, Visitor};
+    const TOO_MANY: &str = "too many operations";
+
+    struct Count;
+    impl<'de> Deserialize<'de> for Count {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Counter;
+            impl<'de> Visitor<'de> for Counter {
+                type Value = Count;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an array")
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+                    let mut n = 0;
+                    while seq.next_element::<IgnoredAny>()?.is_some() {
+                        n += 1;
+                        if n > plinth_slides::MAX_OPERATIONS {
+                            return Err(A::Error::custom(TOO_MANY));
+                        }
+                    }
+                    Ok(Count)
+                }
+            }
+            d.deserialize_seq(Counter)
+        }
+    }
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        #[allow(dead_code)] // read only for its count
+        operations: Option<Count>,
+    }
+    matches!(serde_json::from_slice::<Probe>(bytes), Err(e) if e.to_string().starts_with(TOO_MANY))
+}
+
 /// `POST /api/slides/update` (Editor): a replacement (`markdown` or `document`) or a
 /// batch of slide `operations`, at `expected_version`.
 pub async fn update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    JsonBody(body): JsonBody<Map<String, Value>>,
+    UpdateBody(body): UpdateBody,
 ) -> ApiResult {
     let id = string_field(&body, "id")?;
     let expected = expected_version(&body)?;
     let replacement = content_of(&body, false).await?;
     let ops: Option<Vec<Operation>> = match body.get("operations") {
         None | Some(Value::Null) => None,
-        // Refused by count before a single operation is parsed (H4).
-        Some(Value::Array(a)) if a.len() > plinth_slides::MAX_OPERATIONS => {
-            return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "at most {} operations per update ({} sent)",
-                    plinth_slides::MAX_OPERATIONS,
-                    a.len()
-                ),
-            ))
-        }
         Some(v) => Some(serde_path_to_error::deserialize(v.clone()).map_err(|e| {
             ApiError::bad_request(format!(
                 "invalid `operations` at `{}`: {}",
