@@ -82,13 +82,7 @@ pub async fn history(
     Viewer(caller): Viewer,
     Query(page): Query<Page>,
 ) -> ApiResult {
-    let limit = page.limit.unwrap_or(50);
-    let offset = page.offset.unwrap_or(0);
-    if !(1..=200).contains(&limit) || offset < 0 {
-        return Err(ApiError::bad_request(
-            "`limit` must be 1 to 200 and `offset` 0 or more",
-        ));
-    }
+    let (limit, offset) = crate::domain::validate::page(page.limit, page.offset, 50, 200)?;
     let (rows, total) = store::history(&app.db, &caller.id, limit, offset).await?;
     Ok(Reply::ok(
         json!({"data": rows, "total": total, "limit": limit, "offset": offset}),

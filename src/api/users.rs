@@ -311,13 +311,7 @@ pub struct Page {
 
 /// `GET /api/users` (admin): newest first; `limit` (default 100, max 1000), `offset`.
 pub async fn list(State(app): State<AppState>, Query(page): Query<Page>) -> ApiResult {
-    let limit = page.limit.unwrap_or(100);
-    let offset = page.offset.unwrap_or(0);
-    if !(1..=1000).contains(&limit) || offset < 0 {
-        return Err(ApiError::bad_request(
-            "`limit` must be 1 to 1000 and `offset` 0 or more",
-        ));
-    }
+    let (limit, offset) = crate::domain::validate::page(page.limit, page.offset, 100, 1000)?;
     let (users, total) = store::list(&app.db, limit, offset).await?;
     let data: Vec<_> = users.iter().map(|u| u.to_json(None)).collect();
     Ok(Reply::ok(

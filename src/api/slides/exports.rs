@@ -76,9 +76,7 @@ pub async fn export_create(
         "exports/create",
         move |a, c, deck| async move {
             let revision_id = revision_id.unwrap_or_else(|| deck.current_revision_id.clone());
-            let rev = store::revision(&a.db, &deck.id, &revision_id)
-                .await?
-                .ok_or_else(|| ApiError::not_found("revision not found"))?;
+            let rev = deck_revision(&a, &deck, &revision_id).await?;
             let job = store::create_job(&a.db, &deck.id, &rev.summary.id, &format, &c.id).await?;
             if let Err(e) = a.queue.push_export(&job.id).await {
                 // Nothing left pending that no worker will ever run.

@@ -401,3 +401,14 @@ fn deck_id_of(deck_id: &Option<String>) -> ApiResult<&str> {
         .filter(|d| !d.is_empty())
         .ok_or_else(|| ApiError::bad_request("query parameter `deck_id` is required"))
 }
+
+/// A revision of this deck; 404 otherwise.
+async fn deck_revision(
+    app: &AppState,
+    deck: &DeckRow,
+    revision_id: &str,
+) -> ApiResult<store::RevisionRow> {
+    store::revision(&app.db, &deck.id, revision_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("revision not found"))
+}

@@ -50,9 +50,7 @@ pub async fn publish(
         Need::Manager,
         "publish",
         move |a, c, deck| async move {
-            let rev = store::revision(&a.db, &deck.id, &revision_id)
-                .await?
-                .ok_or_else(|| ApiError::not_found("revision not found"))?;
+            let rev = deck_revision(&a, &deck, &revision_id).await?;
             if !store::revision_rendered(&a.db, &rev.summary.id).await? {
                 return Err(ApiError::conflict(
                     "this revision has not rendered successfully; export it first (exports/create)",

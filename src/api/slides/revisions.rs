@@ -17,13 +17,7 @@ pub async fn revisions(
     Query(q): Query<RevisionsQuery>,
 ) -> ApiResult {
     let deck_id = deck_id_of(&q.deck_id)?;
-    let limit = q.limit.unwrap_or(50);
-    let offset = q.offset.unwrap_or(0);
-    if !(1..=200).contains(&limit) || offset < 0 {
-        return Err(ApiError::bad_request(
-            "`limit` must be 1 to 200 and `offset` 0 or more",
-        ));
-    }
+    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 200)?;
     let (deck, _) = open(&app, &caller, deck_id).await?;
     let (revs, total) = store::revisions(&app.db, &deck.id, limit, offset).await?;
     let data: Vec<Value> = revs.iter().map(store::RevisionSummary::to_json).collect();
@@ -45,9 +39,7 @@ pub async fn revision(
     Query(q): Query<DeckQuery>,
 ) -> ApiResult {
     let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
-    let rev = store::revision(&app.db, &deck.id, &id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("revision not found"))?;
+    let rev = deck_revision(&app, &deck, &id).await?;
     Ok(Reply::ok(rev.to_json()))
 }
 
@@ -68,9 +60,7 @@ pub async fn restore(
         Need::Editor,
         "restore",
         move |a, c, deck| async move {
-            let old = store::revision(&a.db, &deck.id, &revision_id)
-                .await?
-                .ok_or_else(|| ApiError::not_found("revision not found"))?;
+            let old = deck_revision(&a, &deck, &revision_id).await?;
             let content = Deck::from_json(old.content.0.clone()).map_err(ApiError::internal)?;
             match store::save_revision(
                 &a.db,
