@@ -13,10 +13,14 @@ use crate::error::ApiError;
 pub struct JsonBody<T>(pub T);
 
 /// The body of the many endpoints that take just an `id`.
-#[derive(serde::Deserialize)]
+#[derive(serde::Deserialize, schemars::JsonSchema)]
 pub struct IdBody {
     pub id: String,
 }
+
+/// A body with no fields of its own (the organization guards still read theirs).
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+pub struct NoFields {}
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;

@@ -14,6 +14,7 @@ pub mod payments;
 pub mod periodic;
 pub mod reply;
 pub mod routes;
+pub mod schema;
 pub mod server;
 pub mod slide_jobs;
 pub mod state;

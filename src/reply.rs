@@ -13,6 +13,16 @@ pub struct Reply {
     cause: Option<String>,
 }
 
+/// A success body of a known shape: the handler's return type names it, so the OpenAPI
+/// document lists its schema (`crate::schema`).
+pub struct Answer<T>(pub T);
+
+impl<T: Serialize> IntoResponse for Answer<T> {
+    fn into_response(self) -> Response {
+        Reply::ok(self.0).into_response()
+    }
+}
+
 /// Carried in the response extensions from the handler to the usage layer.
 #[derive(Clone)]
 pub struct Envelope(pub Map<String, Value>);

@@ -122,7 +122,12 @@ pub struct RouteSpec {
     /// a JSON body with POST accepts both").
     pub also: Option<&'static str>,
     pub handler: Option<Handler>,
+    /// The request side of the OpenAPI operation, read off the handler's argument types
+    /// (`crate::schema`).
+    pub doc: Option<DocFn>,
 }
+
+pub type DocFn = fn(&mut schemars::SchemaGenerator) -> crate::schema::Operation;
 
 impl RouteSpec {
     pub fn implemented(&self) -> bool {
@@ -141,12 +146,15 @@ macro_rules! route {
             area: $area,
             also: route!(@also $($also)?),
             handler: route!(@handler $($h)?),
+            doc: route!(@doc $($h)?),
         }
     };
     (@also) => { None };
     (@also $also:ident) => { Some(stringify!($also)) };
     (@handler) => { None };
     (@handler $h:path) => { Some(|f: MethodFilter| axum::routing::on(f, $h)) };
+    (@doc) => { None };
+    (@doc $h:path) => { Some(|g: &mut schemars::SchemaGenerator| crate::schema::document($h, g)) };
 }
 
 /// Every endpoint of `spec/endpoints.tsv`, in its order. Categories follow the spec's

@@ -198,7 +198,30 @@ fn providers(
     Ok((payments, store))
 }
 
-pub async fn serve(opts: Opts) -> anyhow::Result<()> {
+/// How long in-flight jobs may run on after a shutdown signal before the workers stop.
+const WORKER_GRACE: Duration = Duration::from_secs(25);
+
+/// Everything a running API holds: the state its handlers see and the actors to stop
+/// at the end. `serve` puts it behind a listener; in-process tests call
+/// `crate::app(built.state.clone())` and send requests with tower's `oneshot`.
+pub struct Built {
+    pub state: AppState,
+    rate: RateLimiter,
+    credits: CreditAccounts,
+    decks: DeckActors,
+}
+
+impl Built {
+    pub fn stop(&self) {
+        self.rate.stop();
+        self.credits.stop();
+        self.decks.stop();
+    }
+}
+
+/// Opens the database and queue, starts the actors and builds the state of an API
+/// reachable at `bound` (the listening address, for the default public URL).
+pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     let (payments, store_verifier) = providers(&opts)?;
     let key = master_key(&opts)?;
     let auth_key = grant_key(&opts, &key)?;
@@ -228,11 +251,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
     .await
     .map_err(|e| anyhow::anyhow!("starting credit-account actors: {e}"))?;
 
-    let listener = tokio::net::TcpListener::bind(&opts.listen)
-        .await
-        .with_context(|| format!("binding {}", opts.listen))?;
-    let bound = listener.local_addr()?;
-    let public_url = opts.public_url(&bound.to_string());
+    let public_url = opts.public_url(bound);
     let payment_url = opts
         .payment_url
         .clone()
@@ -261,27 +280,45 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         credits: credits.clone(),
         decks: decks.clone(),
         callers: CallerCache::default(),
-        queue: queue.clone(),
-        mail: mail.clone(),
+        queue,
+        mail,
         objects,
         routes,
         opts,
     });
+    Ok(Built {
+        state,
+        rate,
+        credits,
+        decks,
+    })
+}
+
+pub async fn serve(opts: Opts) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(&opts.listen)
+        .await
+        .with_context(|| format!("binding {}", opts.listen))?;
+    let bound = listener.local_addr()?;
+    let built = build(opts, &bound.to_string()).await?;
+    let state = built.state.clone();
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let workers = (!state.opts.no_workers).then(|| {
         let cfg = worker_config(&state.opts);
-        let queue = queue.clone();
+        let queue = state.queue.clone();
+        let mail = state.mail.clone();
         let env = slide_env(&state.db, &state.objects);
         let every = Duration::from_secs(state.opts.monthly_interval_secs.max(1));
         let periodic = tokio::spawn(crate::periodic::run(
             state.db.clone(),
-            credits.clone(),
+            state.credits.clone(),
             every,
             stop_rx.clone(),
         ));
         tokio::spawn(async move {
-            queue.run_workers(cfg, mail, env, stop_rx).await;
+            queue
+                .run_workers(cfg, mail, env, stop_rx, WORKER_GRACE)
+                .await;
             let _ = periodic.await;
         })
     });
@@ -299,11 +336,9 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
 
     let _ = stop_tx.send(true);
     if let Some(w) = workers {
-        let _ = tokio::time::timeout(Duration::from_secs(30), w).await;
+        let _ = tokio::time::timeout(WORKER_GRACE + Duration::from_secs(5), w).await;
     }
-    rate.stop();
-    credits.stop();
-    decks.stop();
+    built.stop();
     Ok(())
 }
 
@@ -331,14 +366,16 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     let run = tokio::spawn({
         let cfg = worker_config(&opts);
         async move {
-            queue.run_workers(cfg, mail, env, stop_rx).await;
+            queue
+                .run_workers(cfg, mail, env, stop_rx, WORKER_GRACE)
+                .await;
             let _ = periodic.await;
         }
     });
     println!("plinth worker running");
     shutdown_signal().await;
     let _ = stop_tx.send(true);
-    let _ = tokio::time::timeout(Duration::from_secs(30), run).await;
+    let _ = tokio::time::timeout(WORKER_GRACE + Duration::from_secs(5), run).await;
     Ok(())
 }
 

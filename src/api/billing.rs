@@ -26,7 +26,7 @@ pub async fn plans() -> ApiResult {
     Ok(Reply::ok(json!({ "data": *PLANS })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct SubscribeBody {
     #[serde(rename = "productId")]
     product_id: String,
@@ -327,7 +327,7 @@ async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<b
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct AgentBody {
     username: String,
     password: String,
@@ -444,7 +444,7 @@ pub async fn get_current_payment_method(
     Ok(Reply::ok(json!({ "data": card })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct AmountBody {
     amount_cents: i64,
 }

@@ -15,7 +15,7 @@ use crate::domain::accounts::parse_email;
 use crate::domain::ledger::{apply, credit_error, distribute_monthly, entry, MAX_AMOUNT};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
-use crate::reply::Reply;
+use crate::reply::{Answer, Reply};
 use crate::routes::{Category, ROUTES};
 use crate::state::AppState;
 
@@ -70,7 +70,7 @@ async fn current_balance(app: &AppState, user_id: &str) -> ApiResult<i64> {
         .ok_or_else(|| ApiError::not_found("no credit account"))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct Page {
     limit: Option<i64>,
     offset: Option<i64>,
@@ -90,14 +90,25 @@ pub async fn history(
 }
 
 /// `GET /api/credits/balance`.
-pub async fn balance(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct BalanceAnswer {
+    /// Tokens, never negative.
+    balance: i64,
+    account_id: String,
+}
+
+pub async fn balance(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<BalanceAnswer>> {
     let account = store::account(&app.db, &caller.id)
         .await?
         .ok_or_else(|| ApiError::not_found("no credit account"))?;
     let balance = current_balance(&app, &caller.id).await?;
-    Ok(Reply::ok(
-        json!({"balance": balance, "account_id": account.id}),
-    ))
+    Ok(Answer(BalanceAnswer {
+        balance,
+        account_id: account.id,
+    }))
 }
 
 /// `POST /api/credits/check`: whether the credit account `id` exists and belongs to the
@@ -138,7 +149,7 @@ pub async fn create_account_by_user_id(
     })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct DeductBody {
     credit: i64,
 }
@@ -164,7 +175,7 @@ pub async fn deduct(
     })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct BonusBody {
     #[serde(rename = "bonusName")]
     bonus_name: String,
@@ -227,7 +238,7 @@ pub async fn distribute_to_user_id(
     })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct EmailBody {
     email: String,
 }
@@ -259,7 +270,7 @@ pub async fn get_balance_by_user_id(
     Ok(Reply::ok(json!({"balance": balance, "user_id": body.id})))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct SendBody {
     amount: i64,
     username: Option<String>,
@@ -332,7 +343,7 @@ async fn transfer(
     .ok_or_else(|| ApiError::internal("transfer has no idempotency key"))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct VendorBody {
     email: String,
     #[serde(rename = "vendorId")]
@@ -425,7 +436,7 @@ pub async fn pricing(State(app): State<AppState>) -> ApiResult {
     })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct StoreBody {
     #[serde(rename = "transactionId")]
     transaction_id: String,

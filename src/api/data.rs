@@ -17,7 +17,7 @@ pub const UPLOAD_LIMIT: u64 = 15 * 1024 * 1024;
 /// How long upload and download URLs stay valid.
 pub const URL_TTL: Duration = Duration::from_secs(15 * 60);
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct PresignBody {
     filename: String,
     #[serde(rename = "contentType")]

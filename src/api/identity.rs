@@ -19,7 +19,7 @@ use crate::mail::{self, Kind};
 use crate::reply::Reply;
 use crate::state::AppState;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct IdTokenBody {
     /// The ID token; `id_token`, `idToken` and `credential` are accepted as aliases.
     #[serde(alias = "id_token", alias = "idToken", alias = "credential")]
@@ -110,7 +110,7 @@ async fn with_profile(
     .await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct TokenBody {
     token: String,
 }

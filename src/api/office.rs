@@ -14,7 +14,7 @@ use crate::state::AppState;
 
 pub const STATUSES: &[&str] = &["pending", "approved", "rejected"];
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct ApplyBody {
     /// Free-form answers of the application form.
     data: Option<Value>,
@@ -51,13 +51,13 @@ pub async fn list(State(app): State<AppState>) -> ApiResult {
     Ok(Reply::ok(json!({"data": store::list(&app.db).await?})))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct UpdateBody {
     id: String,
     updates: Updates,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Updates {
     status: Option<String>,

@@ -8,7 +8,7 @@ use crate::auth::{OrgAdmin, OrgMember, Viewer};
 use crate::db::organizations::{self as store, MemberChange, Membership, OrgRow};
 use crate::domain::validate::parse_domain;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, JsonBody};
+use crate::extract::{IdBody, JsonBody, NoFields};
 use crate::reply::Reply;
 use crate::state::AppState;
 
@@ -90,7 +90,7 @@ pub async fn list(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiRes
     Ok(Reply::ok(json!({ "data": data })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct CreateBody {
     domain: String,
     name: Option<String>,
@@ -143,7 +143,7 @@ pub async fn get_by_id(
     Ok(Reply::ok(json!({ "data": v })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct UpdateBody {
     data: Option<Map<String, Value>>,
     name: Option<String>,
@@ -177,13 +177,13 @@ pub async fn update(State(app): State<AppState>, g: OrgAdmin<UpdateBody>) -> Api
 
 /// `POST /api/organizations/delete` (OrgAdmin): the organization, its memberships and
 /// its waitlist.
-pub async fn delete(State(app): State<AppState>, g: OrgAdmin<Value>) -> ApiResult {
+pub async fn delete(State(app): State<AppState>, g: OrgAdmin<NoFields>) -> ApiResult {
     store::delete(&app.db, &g.org.id).await?;
     Ok(Reply::ok(json!({"success": true, "id": g.org.id})))
 }
 
 /// `POST /api/organizations/toggle-public-access` (OrgAdmin).
-pub async fn toggle_public_access(State(app): State<AppState>, g: OrgAdmin<Value>) -> ApiResult {
+pub async fn toggle_public_access(State(app): State<AppState>, g: OrgAdmin<NoFields>) -> ApiResult {
     let org = store::toggle_public(&app.db, &g.org.id)
         .await?
         .ok_or_else(|| ApiError::not_found("organization not found"))?;
@@ -192,7 +192,7 @@ pub async fn toggle_public_access(State(app): State<AppState>, g: OrgAdmin<Value
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct WaitlistToggleBody {
     waitlist_support: Option<bool>,
 }
@@ -251,14 +251,14 @@ pub async fn membership_automatic(
 }
 
 /// `POST /api/organizations/users` (OrgMember): the members and their roles.
-pub async fn users(State(app): State<AppState>, g: OrgMember<Value>) -> ApiResult {
+pub async fn users(State(app): State<AppState>, g: OrgMember<NoFields>) -> ApiResult {
     let members = store::members(&app.db, &g.org.id).await?;
     Ok(Reply::ok(
         json!({"data": members, "organization": g.org.to_json()}),
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct AddBody {
     email: String,
 }
@@ -279,7 +279,7 @@ pub async fn users_add(State(app): State<AppState>, g: OrgAdmin<AddBody>) -> Api
     })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct MemberBody {
     #[serde(rename = "userId", alias = "user_id")]
     user_id: String,

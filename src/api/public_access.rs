@@ -53,7 +53,7 @@ pub async fn list(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiRes
     Ok(Reply::ok(json!({ "data": data })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct DomainBody {
     domain: String,
     source: String,

@@ -7,14 +7,34 @@ use serde_json::json;
 use crate::auth::MaybeCaller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::Reply;
+use crate::reply::{Answer, Reply};
 use crate::state::AppState;
 
 /// Health of the server and each adapter. Always 200 while the server accepts requests;
 /// `ok` says whether every service answered. Simulated providers are named plainly
 /// (`simulated`). Where things live (paths, hosts, buckets) is shown to administrators
 /// only (finding L3).
-pub async fn status(State(app): State<AppState>, caller: MaybeCaller) -> ApiResult {
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct StatusAnswer {
+    /// Every service answered.
+    ok: bool,
+    /// `ok` or `degraded`.
+    status: &'static str,
+    /// The server's version.
+    version: &'static str,
+    /// The spec version it serves.
+    api_version: &'static str,
+    /// Which providers are stand-ins (`payments`, `app_store`).
+    simulated: Vec<&'static str>,
+    /// One entry per adapter: `database`, `queue`, `storage`, `mail`, `payments`,
+    /// `app_store`, `token_exchange`, each with its backend or provider and `ok`.
+    services: serde_json::Value,
+}
+
+pub async fn status(
+    State(app): State<AppState>,
+    caller: MaybeCaller,
+) -> ApiResult<Answer<StatusAnswer>> {
     let (db_ok, queue, storage_ok) =
         tokio::join!(app.db.ping(), app.queue.health(), app.objects.healthy());
     let mut mail = serde_json::to_value(app.mail.describe()).unwrap_or_default();
@@ -35,13 +55,13 @@ pub async fn status(State(app): State<AppState>, caller: MaybeCaller) -> ApiResu
         .filter(|(_, name)| *name == "simulated")
         .map(|(what, _)| what)
         .collect();
-    Ok(Reply::ok(json!({
-        "ok": all_ok,
-        "status": if all_ok { "ok" } else { "degraded" },
-        "version": env!("CARGO_PKG_VERSION"),
-        "api_version": "2.0.4",
-        "simulated": simulated,
-        "services": {
+    Ok(Answer(StatusAnswer {
+        ok: all_ok,
+        status: if all_ok { "ok" } else { "degraded" },
+        version: env!("CARGO_PKG_VERSION"),
+        api_version: "2.0.4",
+        simulated,
+        services: json!({
             "database": {"backend": app.db.backend(), "ok": db_ok},
             "queue": queue,
             "storage": storage,
@@ -49,11 +69,11 @@ pub async fn status(State(app): State<AppState>, caller: MaybeCaller) -> ApiResu
             "payments": {"provider": payments, "simulated": payments == "simulated", "ok": true},
             "app_store": {"provider": store, "simulated": store == "simulated", "ok": true},
             "token_exchange": {"configured": app.auth_key.is_some()},
-        },
-    })))
+        }),
+    }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct AesBody {
     /// Optional text to round-trip; a random probe otherwise. Never echoed encrypted.
     text: Option<String>,

@@ -17,7 +17,7 @@ use crate::domain::accounts::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
-use crate::reply::Reply;
+use crate::reply::{Answer, Reply};
 use crate::state::AppState;
 
 /// Fields of the account that the server manages; `update` refuses them in `updates`.
@@ -49,7 +49,7 @@ async fn check_password(password: String, hash: Option<String>) -> ApiResult<boo
     .map_err(ApiError::internal)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct AuthenticateBody {
     email: String,
     password: String,
@@ -91,7 +91,7 @@ pub async fn authenticate(
     })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct InterstitialBody {
     email: String,
     source: Option<String>,
@@ -113,7 +113,7 @@ pub async fn authenticate_interstitial(
     Ok(Reply::ok(json!({ "emailed": emailed })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct VerifyBody {
     code: String,
     /// With a reset code: the new password, set in the same step.
@@ -195,7 +195,7 @@ pub async fn verify(
     })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct EmailSourceBody {
     email: String,
     source: Option<String>,
@@ -260,11 +260,19 @@ pub async fn verify_check_by_id(
 }
 
 /// `GET /api/users/viewer`: the caller's own profile, key included.
-pub async fn viewer(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct ViewerAnswer {
+    user: crate::db::users::UserView,
+}
+
+pub async fn viewer(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<ViewerAnswer>> {
     let key = user_key(&app, &caller.user)?;
-    Ok(Reply::ok(
-        json!({ "user": caller.user.to_json(Some(&key)) }),
-    ))
+    Ok(Answer(ViewerAnswer {
+        user: caller.user.view(Some(&key)),
+    }))
 }
 
 /// `POST /api/users/public/get-by-id`.
@@ -278,7 +286,7 @@ pub async fn public_get_by_id(
     Ok(Reply::ok(json!({ "user": public_json(&user) })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct UsernameBody {
     username: String,
 }
@@ -303,7 +311,7 @@ pub async fn get_by_id(State(app): State<AppState>, JsonBody(body): JsonBody<IdB
     Ok(Reply::ok(json!({ "user": user.to_json(None) })))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct Page {
     limit: Option<i64>,
     offset: Option<i64>,
@@ -319,7 +327,7 @@ pub async fn list(State(app): State<AppState>, Query(page): Query<Page>) -> ApiR
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct SourceQuery {
     source: Option<String>,
 }
@@ -337,7 +345,7 @@ pub async fn list_by_source(
     Ok(Reply::ok(json!({"data": data, "source": source})))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct UpdateBody {
     id: String,
     updates: Value,
@@ -406,7 +414,7 @@ pub async fn update(
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct PasswordBody {
     password: String,
 }
@@ -453,7 +461,7 @@ pub async fn regenerate_key(State(app): State<AppState>, Viewer(caller): Viewer)
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct WalletBody {
     wallet_address: String,
     /// Kept server-side as proof of ownership; never returned.

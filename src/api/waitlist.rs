@@ -14,7 +14,7 @@ use crate::db::users as users_db;
 use crate::db::waitlist::{self as store, Entry};
 use crate::domain::accounts::{create_account, parse_email};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
+use crate::extract::{JsonBody, NoFields};
 use crate::reply::Reply;
 use crate::state::AppState;
 
@@ -51,7 +51,7 @@ async fn manager(app: &AppState, caller: &Arc<Caller>, domain: &str) -> ApiResul
     Ok(org)
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct DomainEmail {
     domain: String,
     email: String,
@@ -71,7 +71,7 @@ pub async fn add(State(app): State<AppState>, JsonBody(body): JsonBody<DomainEma
     Ok(Reply::ok(json!({"success": true})))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListQuery {
     domain: Option<String>,
     limit: Option<i64>,
@@ -180,7 +180,7 @@ pub async fn revoke_by_email(
 }
 
 /// `POST /api/waitlist/accept-all` (OrgAdmin or Admin100): every pending entry.
-pub async fn accept_all(State(app): State<AppState>, g: OrgAdmin<Value>) -> ApiResult {
+pub async fn accept_all(State(app): State<AppState>, g: OrgAdmin<NoFields>) -> ApiResult {
     let mut accepted = 0;
     for email in store::pending_emails(&app.db, &g.org.id).await? {
         admit(&app, &g.org, &email).await?;
@@ -197,7 +197,7 @@ pub async fn accept_all(State(app): State<AppState>, g: OrgAdmin<Value>) -> ApiR
     ))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct StatusBody {
     domain: String,
     email: Option<String>,

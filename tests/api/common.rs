@@ -174,6 +174,19 @@ impl Server {
         self.env.push((k.into(), v.into()));
     }
 
+    /// Asks the server to stop (SIGTERM) and waits for it: how long it took and whether
+    /// it exited cleanly.
+    pub fn terminate(&mut self) -> (Duration, bool) {
+        let started = Instant::now();
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = self.child.wait().unwrap();
+        (started.elapsed(), status.success())
+    }
+
     /// Stops the server process abruptly (the data dir and database stay).
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -159,3 +159,22 @@ async fn smtp_delivery_to_a_real_smtp_server() {
     let _ = sink.kill();
     let _ = sink.wait();
 }
+
+/// The workers run under apalis's monitor: on SIGTERM every pool stops (in-flight jobs
+/// get a grace period) and the process exits cleanly.
+#[tokio::test]
+async fn sigterm_stops_every_worker_pool_through_the_monitor() {
+    let mut s = Server::start().await;
+    s.get("/api/status", None).await.assert_ok();
+    let (took, clean) = s.terminate();
+    assert!(clean, "the server did not exit cleanly");
+    assert!(took < Duration::from_secs(20), "shutdown took {took:?}");
+    let log = std::fs::read_to_string(s.data_dir().join("server.log")).unwrap();
+    for queue in ["email", "slide-export", "slide-images"] {
+        assert!(
+            log.lines()
+                .any(|l| l.contains("stopped") && l.contains(&format!("-{queue}-"))),
+            "no stop logged for the {queue} pool:\n{log}"
+        );
+    }
+}

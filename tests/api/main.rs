@@ -12,6 +12,7 @@ mod credits;
 mod envelope;
 mod fuzz;
 mod identity;
+mod inproc;
 mod jobs;
 mod limits;
 mod organizations;

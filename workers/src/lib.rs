@@ -14,8 +14,6 @@ use apalis::layers::retry::{HasherRng, RetryPolicy};
 use apalis::prelude::*;
 use apalis_postgres::PostgresStorage;
 use apalis_sqlite::SqliteStorage;
-use futures::future::BoxFuture;
-use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 
 pub use apalis::prelude::BoxDynError;
@@ -128,36 +126,20 @@ macro_rules! worker {
     }};
 }
 
-/// Runs one worker pool: its worker until `shutdown`, restarted under a fresh name when it
-/// stops on its own (apalis ends a worker on any backend error, a busy database say).
-async fn keep_running<F>(
-    queue: &'static str,
-    prefix: String,
-    mut shutdown: tokio::sync::watch::Receiver<bool>,
-    mut run: F,
-) where
-    F: FnMut(
-        String,
-        BoxFuture<'static, Result<(), std::io::Error>>,
-    ) -> BoxFuture<'static, Result<(), apalis::prelude::WorkerError>>,
-{
-    while !*shutdown.borrow() {
-        let name = worker_name(&prefix, queue);
-        tracing::info!(worker = %name, queue, "worker starting");
-        let mut rx = shutdown.clone();
-        let signal = async move {
-            let _ = rx.wait_for(|stop| *stop).await;
-            Ok::<(), std::io::Error>(())
-        }
-        .boxed();
-        if let Err(e) = run(name, signal).await {
-            tracing::warn!(error = %e, queue, "worker stopped; restarting");
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
-                _ = shutdown.wait_for(|stop| *stop) => {}
-            }
-        }
+/// Whether the monitor should start a worker again after it stopped with `error` (apalis
+/// ends a worker on any backend error, a busy database say): always, unless the process
+/// is shutting down. apalis restarts at once and the callback is synchronous, so the
+/// back-off (1 s doubling to 30 s with the worker's restart count) blocks this thread,
+/// after `block_in_place` has handed its other tasks to another one.
+fn restart_after(ctx: &WorkerContext, error: &WorkerError) -> bool {
+    if ctx.is_shutting_down() {
+        return false;
     }
+    let restarts = ctx.restarts();
+    let pause = Duration::from_secs(1 << restarts.min(5)).min(Duration::from_secs(30));
+    tracing::warn!(worker = ctx.name(), restarts, ?pause, error = %error, "worker stopped; restarting");
+    tokio::task::block_in_place(|| std::thread::sleep(pause));
+    true
 }
 
 /// Pushes `task` onto one queue of whichever backend is in use.
@@ -170,11 +152,12 @@ macro_rules! push {
     };
 }
 
-/// Runs the three worker pools over the storages of one backend; `$poll` is how that
-/// backend learns of new jobs.
-macro_rules! pools {
-    ($email:ident, $export:ident, $images:ident, $cfg:expr, $mail:expr, $env:expr, $shutdown:expr, $($poll:tt)*) => {{
-        let (prefix, mail, env, shutdown) = ($cfg.name_prefix.clone(), $mail, $env, $shutdown);
+/// The three worker pools over the storages of one backend, under one apalis
+/// [`Monitor`]; `$poll` is how that backend learns of new jobs. Every (re)start takes a
+/// fresh worker name (see `worker_name`).
+macro_rules! monitor {
+    ($email:ident, $export:ident, $images:ident, $cfg:expr, $mail:expr, $env:expr, $($poll:tt)*) => {{
+        let (prefix, mail, env) = ($cfg.name_prefix.clone(), $mail, $env);
         // Exports of large decks take a while; the timeout only stops runaway jobs.
         let (mail_timeout, slide_timeout) = (Duration::from_secs(60), Duration::from_secs(600));
         let (ec, rc, ic) = (
@@ -182,23 +165,18 @@ macro_rules! pools {
             $cfg.render_concurrency.max(1),
             $cfg.image_concurrency.max(1),
         );
-        tokio::join!(
-            keep_running(EMAIL_QUEUE, prefix.clone(), shutdown.clone(), |name, signal| {
-                worker!(name, $email.clone() $($poll)*, mail.clone(), ec, mail_timeout, deliver)
-                    .run_until(signal)
-                    .boxed()
-            }),
-            keep_running(EXPORT_QUEUE, prefix.clone(), shutdown.clone(), |name, signal| {
-                worker!(name, $export.clone() $($poll)*, env.clone(), rc, slide_timeout, slides::run_export)
-                    .run_until(signal)
-                    .boxed()
-            }),
-            keep_running(IMAGE_QUEUE, prefix.clone(), shutdown.clone(), |name, signal| {
-                worker!(name, $images.clone() $($poll)*, env.clone(), ic, slide_timeout, slides::run_image_check)
-                    .run_until(signal)
-                    .boxed()
-            }),
-        );
+        let p = prefix.clone();
+        let monitor = Monitor::new().register(move |_| {
+            worker!(worker_name(&p, EMAIL_QUEUE), $email.clone() $($poll)*, mail.clone(), ec, mail_timeout, deliver)
+        });
+        let (p, e) = (prefix.clone(), env.clone());
+        let monitor = monitor.register(move |_| {
+            worker!(worker_name(&p, EXPORT_QUEUE), $export.clone() $($poll)*, e.clone(), rc, slide_timeout, slides::run_export)
+        });
+        let p = prefix;
+        monitor.register(move |_| {
+            worker!(worker_name(&p, IMAGE_QUEUE), $images.clone() $($poll)*, env.clone(), ic, slide_timeout, slides::run_image_check)
+        })
     }};
 }
 
@@ -283,36 +261,47 @@ impl Queue {
         }
     }
 
-    /// Runs this process's worker pools (email, slide export, slide images) until
-    /// `shutdown` turns true; in-flight jobs finish first.
+    /// Runs this process's worker pools (email, slide export, slide images) under an
+    /// apalis monitor until `shutdown` turns true; in-flight jobs get `grace` to finish.
     pub async fn run_workers(
         &self,
         cfg: WorkerConfig,
         mail: MailBackend,
         env: slides::Env,
-        shutdown: tokio::sync::watch::Receiver<bool>,
+        mut shutdown: tokio::sync::watch::Receiver<bool>,
+        grace: Duration,
     ) {
         // SQLite is polled (100 ms); PostgreSQL hears new jobs by LISTEN/NOTIFY, with a
         // slower poll for retries and delayed jobs.
         let fast = Duration::from_millis(100);
         let slow = Duration::from_secs(1);
-        match self.clone() {
+        let monitor = match self.clone() {
             Queue::Sqlite {
                 email,
                 export,
                 images,
-            } => pools!(
-                email, export, images, cfg, mail, env, shutdown,
-                .poll_with_interval(fast)
-            ),
+            } => monitor!(email, export, images, cfg, mail, env, .poll_with_interval(fast)),
             Queue::Postgres {
                 email,
                 export,
                 images,
-            } => pools!(
-                email, export, images, cfg, mail, env, shutdown,
+            } => monitor!(
+                email, export, images, cfg, mail, env,
                 .with_pubsub().poll_with_interval(slow)
             ),
+        };
+        let signal = async move {
+            let _ = shutdown.wait_for(|stop| *stop).await;
+            Ok(())
+        };
+        tracing::info!(queues = ?[EMAIL_QUEUE, EXPORT_QUEUE, IMAGE_QUEUE], "workers starting");
+        if let Err(e) = monitor
+            .should_restart(restart_after)
+            .with_terminator(async move { tokio::time::sleep(grace).await })
+            .run_with_signal(signal)
+            .await
+        {
+            tracing::error!(error = %e, "workers stopped");
         }
     }
 }

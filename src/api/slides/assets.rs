@@ -2,23 +2,34 @@
 
 use super::*;
 
-#[derive(Deserialize)]
-struct AssetCreate {
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct AssetCreate {
+    /// The deck the image belongs to.
+    deck_id: String,
+    /// The file name (kept in the object key).
     file: String,
+    /// `image/png`, `image/jpeg`, `image/webp` or `image/svg+xml` (or `png`, `jpg`, `webp`, `svg`).
     #[serde(rename = "type")]
     mime: String,
+    /// Bytes, at most 10 MiB.
     size: i64,
+    /// Hex SHA-256 of the file, checked when it is validated.
     sha256: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct AssetRef {
+    deck_id: String,
+    asset_id: String,
 }
 
 /// `POST /api/slides/assets/create` (Editor): reserves a private image upload.
 pub async fn asset_create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    JsonBody(body): JsonBody<Map<String, Value>>,
+    DeckChange(req, sent): DeckChange<AssetCreate>,
 ) -> ApiResult {
-    let deck_id = string_field(&body, "deck_id")?;
-    let req: AssetCreate = from_object(body.clone())?;
+    let deck_id = required("deck_id", &req.deck_id)?;
     let file = crate::domain::validate::clean_filename(&req.file, "file")?;
     // Short names (`png`, `jpg`, `svg`) are accepted for the MIME type they stand for.
     let mime = match req.mime.trim().to_ascii_lowercase().as_str() {
@@ -47,7 +58,7 @@ pub async fn asset_create(
     on_deck(
         &app,
         &caller,
-        &body,
+        &sent,
         &deck_id,
         Need::Editor,
         "assets/create",
@@ -96,14 +107,14 @@ async fn deck_asset(app: &AppState, deck: &DeckRow, asset_id: &str) -> ApiResult
 pub async fn asset_complete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    JsonBody(body): JsonBody<Map<String, Value>>,
+    DeckChange(body, sent): DeckChange<AssetRef>,
 ) -> ApiResult {
-    let deck_id = string_field(&body, "deck_id")?;
-    let asset_id = string_field(&body, "asset_id")?;
+    let deck_id = required("deck_id", &body.deck_id)?;
+    let asset_id = required("asset_id", &body.asset_id)?;
     on_deck(
         &app,
         &caller,
-        &body,
+        &sent,
         &deck_id,
         Need::Editor,
         "assets/complete",
@@ -154,14 +165,14 @@ pub async fn asset_get(
 pub async fn asset_delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    JsonBody(body): JsonBody<Map<String, Value>>,
+    DeckChange(body, sent): DeckChange<AssetRef>,
 ) -> ApiResult {
-    let deck_id = string_field(&body, "deck_id")?;
-    let asset_id = string_field(&body, "asset_id")?;
+    let deck_id = required("deck_id", &body.deck_id)?;
+    let asset_id = required("asset_id", &body.asset_id)?;
     on_deck(
         &app,
         &caller,
-        &body,
+        &sent,
         &deck_id,
         Need::Editor,
         "assets/delete",

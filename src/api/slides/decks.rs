@@ -32,20 +32,30 @@ pub async fn capabilities() -> ApiResult {
     })))
 }
 
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct CreateBody {
+    #[serde(flatten)]
+    content: Content,
+    /// At most 200 characters; default: the document's title, else the first slide's.
+    title: Option<String>,
+    /// An organization the caller belongs to; without it the deck is personal.
+    domain: Option<String>,
+}
+
 /// `POST /api/slides/create` (V10; OrgMember when `domain` is given).
 pub async fn create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    JsonBody(body): JsonBody<Map<String, Value>>,
+    DeckChange(body, sent): DeckChange<CreateBody>,
 ) -> ApiResult {
-    let (mut deck, source) = content_of(&body, true)
+    let (mut deck, source) = content_of(body.content, true)
         .await?
         .ok_or_else(|| ApiError::bad_request("send one of `document`, `markdown` or `template`"))?;
-    title_of(&body, &mut deck)?;
-    let org_id = match body.get("domain") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(d)) => {
-            let org = crate::db::organizations::by_domain(&app.db, d)
+    title_of(body.title.as_deref(), &mut deck)?;
+    let org_id = match body.domain {
+        None => None,
+        Some(d) => {
+            let org = crate::db::organizations::by_domain(&app.db, &d)
                 .await?
                 .ok_or_else(|| ApiError::not_found("organization not found"))?;
             let role = crate::db::organizations::role_of(&app.db, &org.id, &caller.id).await?;
@@ -56,13 +66,12 @@ pub async fn create(
             }
             Some(org.id)
         }
-        Some(_) => return Err(ApiError::bad_request("`domain` must be a string")),
     };
     // A new deck has no assets yet, so any image reference is unknown.
     check_assets(&app, None, &deck).await?;
     let scope = format!("user:{}", caller.id);
     let (a, c) = (app.clone(), caller.clone());
-    change(&app, scope, "create", &caller, &body, async move {
+    change(&app, scope, "create", &caller, &sent, async move {
         let content = serde_json::to_value(&deck).map_err(ApiError::internal)?;
         let key = hex::encode(crate::crypto::random_bytes::<16>());
         let (deck_row, rev) = store::create_deck(
@@ -109,65 +118,21 @@ pub async fn get(
     Ok(reply)
 }
 
-/// The body of `update`, refused by its operation count before it becomes a map: a
-/// megabyte of operations costs a scan of the first 501, not a parse of them all (H4).
-pub struct UpdateBody(Map<String, Value>);
-
-impl<S: Send + Sync> axum::extract::FromRequest<S> for UpdateBody {
-    type Rejection = ApiError;
-
-    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
-        let bytes = crate::extract::read_json_bytes(req, state).await?;
-        if too_many_operations(&bytes) {
-            return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "at most {} operations per update",
-                    plinth_slides::MAX_OPERATIONS
-                ),
-            ));
-        }
-        Ok(UpdateBody(crate::extract::parse_object(&bytes)?))
-    }
-}
-
-/// Whether the body's `operations` array has more than the allowed number of elements,
-/// found by skimming (nothing is built, and the scan stops at the first one too many).
-/// Anything malformed is left for the real parse to report.
-fn too_many_operations(bytes: &[u8]) -> bool {
-    use serde::de::{Error, IgnoredAny, SeqAccess, Visitor};
-    const TOO_MANY: &str = "too many operations";
-
-    struct Count;
-    impl<'de> Deserialize<'de> for Count {
-        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct Counter;
-            impl<'de> Visitor<'de> for Counter {
-                type Value = Count;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("an array")
-                }
-                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
-                    let mut n = 0;
-                    while seq.next_element::<IgnoredAny>()?.is_some() {
-                        n += 1;
-                        if n > plinth_slides::MAX_OPERATIONS {
-                            return Err(A::Error::custom(TOO_MANY));
-                        }
-                    }
-                    Ok(Count)
-                }
-            }
-            d.deserialize_seq(Counter)
-        }
-    }
-    #[derive(Deserialize)]
-    struct Probe {
-        #[serde(default)]
-        #[allow(dead_code)] // read only for its count
-        operations: Option<Count>,
-    }
-    matches!(serde_json::from_slice::<Probe>(bytes), Err(e) if e.to_string().starts_with(TOO_MANY))
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct UpdateBody {
+    /// The deck.
+    id: String,
+    /// The deck's current `version`; a stale one is a 409 with `current_version`.
+    expected_version: i64,
+    /// A replacement of the whole deck (`document` or `markdown`)...
+    #[serde(flatten)]
+    content: Content,
+    /// ...or a batch of at most 500 slide operations (docs/slides.md), applied in order,
+    /// all or nothing.
+    #[schemars(with = "Option<Vec<Map<String, Value>>>")]
+    operations: Option<Vec<Operation>>,
+    /// At most 200 characters.
+    title: Option<String>,
 }
 
 /// `POST /api/slides/update` (Editor): a replacement (`markdown` or `document`) or a
@@ -175,31 +140,22 @@ fn too_many_operations(bytes: &[u8]) -> bool {
 pub async fn update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    UpdateBody(body): UpdateBody,
+    DeckChange(body, sent): DeckChange<UpdateBody>,
 ) -> ApiResult {
-    let id = string_field(&body, "id")?;
-    let expected = expected_version(&body)?;
-    let replacement = content_of(&body, false).await?;
-    let ops: Option<Vec<Operation>> = match body.get("operations") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(serde_path_to_error::deserialize(v.clone()).map_err(|e| {
-            ApiError::bad_request(format!(
-                "invalid `operations` at `{}`: {}",
-                e.path(),
-                e.inner()
-            ))
-        })?),
-    };
+    let id = required("id", &body.id)?;
+    let expected = version(body.expected_version)?;
+    let replacement = content_of(body.content, false).await?;
+    let ops = body.operations;
     if replacement.is_some() == ops.is_some() {
         return Err(ApiError::bad_request(
             "send either a replacement (`markdown` or `document`) or `operations`",
         ));
     }
-    let b = body.clone();
+    let title = body.title;
     on_deck(
         &app,
         &caller,
-        &body,
+        &sent,
         &id,
         Need::Editor,
         "update",
@@ -227,8 +183,8 @@ pub async fn update(
                 }
                 (None, None) => unreachable!("checked above"),
             };
-            if b.contains_key("title") || source != "operations" {
-                title_of(&b, &mut next)?;
+            if title.is_some() || source != "operations" {
+                title_of(title.as_deref(), &mut next)?;
             }
             check_assets(&a, Some(&current.id), &next).await?;
             let content = serde_json::to_value(&next).map_err(ApiError::internal)?;
@@ -254,18 +210,26 @@ pub async fn update(
     .await
 }
 
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct DeleteBody {
+    /// The deck.
+    id: String,
+    /// The deck's current `version`.
+    expected_version: i64,
+}
+
 /// `POST /api/slides/delete` (manager).
 pub async fn delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    JsonBody(body): JsonBody<Map<String, Value>>,
+    DeckChange(body, sent): DeckChange<DeleteBody>,
 ) -> ApiResult {
-    let id = string_field(&body, "id")?;
-    let expected = expected_version(&body)?;
+    let id = required("id", &body.id)?;
+    let expected = version(body.expected_version)?;
     on_deck(
         &app,
         &caller,
-        &body,
+        &sent,
         &id,
         Need::Manager,
         "delete",

@@ -50,27 +50,36 @@ async fn job_json(app: &AppState, job: &JobRow) -> ApiResult<Value> {
     }))
 }
 
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ExportCreate {
+    deck_id: String,
+    /// `html`, `pdf` or `png`.
+    format: String,
+    /// Default: the deck's current revision.
+    revision_id: Option<String>,
+}
+
 /// `POST /api/slides/exports/create` (Editor): queues rendering of a revision.
 pub async fn export_create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    JsonBody(body): JsonBody<Map<String, Value>>,
+    DeckChange(body, sent): DeckChange<ExportCreate>,
 ) -> ApiResult {
-    let deck_id = string_field(&body, "deck_id")?;
-    let format = string_field(&body, "format")?.to_ascii_lowercase();
+    let deck_id = required("deck_id", &body.deck_id)?;
+    let format = required("format", &body.format)?.to_ascii_lowercase();
     if !FORMATS.contains(&format.as_str()) {
         return Err(ApiError::bad_request(
             "`format` must be one of html, pdf, png",
         ));
     }
-    let revision_id = match body.get("revision_id") {
-        None | Some(Value::Null) => None,
-        Some(_) => Some(string_field(&body, "revision_id")?),
+    let revision_id = match &body.revision_id {
+        None => None,
+        Some(r) => Some(required("revision_id", r)?),
     };
     on_deck(
         &app,
         &caller,
-        &body,
+        &sent,
         &deck_id,
         Need::Editor,
         "exports/create",
@@ -116,15 +125,21 @@ pub async fn job(
     Ok(Reply::ok(job_json(&app, &job).await?))
 }
 
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct JobRef {
+    deck_id: String,
+    job_id: String,
+}
+
 /// `POST /api/slides/jobs/cancel` (job requester or manager): a pending job never runs;
 /// a running one stops at its next slide and leaves no artifacts.
 pub async fn job_cancel(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    JsonBody(body): JsonBody<Map<String, Value>>,
+    DeckChange(body, sent): DeckChange<JobRef>,
 ) -> ApiResult {
-    let deck_id = string_field(&body, "deck_id")?;
-    let job_id = string_field(&body, "job_id")?;
+    let deck_id = required("deck_id", &body.deck_id)?;
+    let job_id = required("job_id", &body.job_id)?;
     let (deck, role) = open(&app, &caller, &deck_id).await?;
     let job = deck_job(&app, &deck, &job_id).await?;
     if job.requested_by != caller.id {
@@ -136,7 +151,7 @@ pub async fn job_cancel(
         format!("deck:{}", deck.id),
         "jobs/cancel",
         &caller,
-        &body,
+        &sent,
         async move {
             let (cancelled, job) = store::cancel_job(&a.db, &job.id)
                 .await?

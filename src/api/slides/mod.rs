@@ -40,6 +40,7 @@ use crate::db::slides::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{from_object, JsonBody};
+
 use crate::reply::Reply;
 use crate::state::AppState;
 
@@ -149,20 +150,107 @@ fn unavailable(what: &str) -> impl Fn(crate::storage::StorageError) -> ApiError 
 
 use crate::domain::idempotency::{idempotency_key, request_hash};
 
+/// The body of a deck mutation: typed, plus the JSON as sent and its `idempotency_key`
+/// (a repeat is told from a different request by a hash of what was sent). An
+/// `operations` array past the limit is refused by a skim of the raw bytes before
+/// anything is parsed (H4).
+pub struct DeckChange<T>(T, Sent);
+
+/// What the idempotency check of a change needs.
+pub struct Sent {
+    key: Option<String>,
+    json: Map<String, Value>,
+}
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<S>
+    for DeckChange<T>
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = crate::extract::read_json_bytes(req, state).await?;
+        if too_many_operations(&bytes) {
+            return Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "at most {} operations per update",
+                    plinth_slides::MAX_OPERATIONS
+                ),
+            ));
+        }
+        let json = crate::extract::parse_object(&bytes)?;
+        let key = idempotency_key(&json)?;
+        Ok(DeckChange(from_object(json.clone())?, Sent { key, json }))
+    }
+}
+
+impl<T: schemars::JsonSchema> crate::schema::DocArg for DeckChange<T> {
+    fn document(op: &mut crate::schema::Operation, gen: &mut schemars::SchemaGenerator) {
+        let body = gen.subschema_for::<T>();
+        op.body = Some(schemars::json_schema!({
+            "allOf": [body, {
+                "type": "object",
+                "properties": {"idempotency_key": {
+                    "type": "string", "minLength": 1, "maxLength": 255,
+                    "description": "a repeat with the same key and body replays the first answer for 24 hours; the same key with another body is a 422"
+                }}
+            }]
+        }));
+    }
+}
+
+/// Whether the body's `operations` array has more than the allowed number of elements,
+/// found by skimming (nothing is built, and the scan stops at the first one too many).
+/// Anything malformed is left for the real parse to report.
+fn too_many_operations(bytes: &[u8]) -> bool {
+    use serde::de::{Error, IgnoredAny, SeqAccess, Visitor};
+    const TOO_MANY: &str = "too many operations";
+
+    struct Count;
+    impl<'de> Deserialize<'de> for Count {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Counter;
+            impl<'de> Visitor<'de> for Counter {
+                type Value = Count;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an array")
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Count, A::Error> {
+                    let mut n = 0;
+                    while seq.next_element::<IgnoredAny>()?.is_some() {
+                        n += 1;
+                        if n > plinth_slides::MAX_OPERATIONS {
+                            return Err(A::Error::custom(TOO_MANY));
+                        }
+                    }
+                    Ok(Count)
+                }
+            }
+            d.deserialize_seq(Counter)
+        }
+    }
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default)]
+        #[allow(dead_code)] // read only for its count
+        operations: Option<Count>,
+    }
+    matches!(serde_json::from_slice::<Probe>(bytes), Err(e) if e.to_string().starts_with(TOO_MANY))
+}
+
 /// Runs a mutation in the deck actor of `scope` behind its idempotency key.
 async fn change<F>(
     app: &AppState,
     scope: String,
     route: &str,
     caller: &Caller,
-    body: &Map<String, Value>,
+    sent: &Sent,
     work: F,
 ) -> ApiResult
 where
     F: std::future::Future<Output = ApiResult> + Send + 'static,
 {
-    let key = idempotency_key(body)?;
-    let hash = request_hash(route, &caller.id, body);
+    let hash = request_hash(route, &caller.id, &sent.json);
     let work = async move {
         let reply = match work.await {
             Ok(r) => r,
@@ -174,7 +262,7 @@ where
     use plinth_actors::decks::ChangeError;
     let answer = app
         .decks
-        .run(scope, key, hash, work)
+        .run(scope, sent.key.clone(), hash, work)
         .await
         .map_err(|e| match e {
             ChangeError::KeyReused => {
@@ -202,7 +290,7 @@ enum Need {
 async fn on_deck<F, Fut>(
     app: &AppState,
     caller: &Arc<Caller>,
-    body: &Map<String, Value>,
+    sent: &Sent,
     deck_id: &str,
     need: Need,
     route: &str,
@@ -218,44 +306,59 @@ where
     }
     let scope = format!("deck:{}", deck.id);
     let work = work(app.clone(), caller.clone(), deck);
-    change(app, scope, route, caller, body, work).await
+    change(app, scope, route, caller, sent, work).await
 }
 
-fn expected_version(body: &Map<String, Value>) -> ApiResult<i64> {
-    match body.get("expected_version") {
-        Some(v) => v
-            .as_i64()
-            .filter(|v| *v >= 1)
-            .ok_or_else(|| ApiError::bad_request("`expected_version` must be a positive integer")),
-        None => Err(ApiError::bad_request(
-            "`expected_version` is required (the deck's current `version`)",
-        )),
+/// `expected_version`: the deck's current `version`, at least 1.
+fn version(v: i64) -> ApiResult<i64> {
+    if v >= 1 {
+        Ok(v)
+    } else {
+        Err(ApiError::bad_request(
+            "`expected_version` must be a positive integer",
+        ))
     }
 }
 
-fn string_field(body: &Map<String, Value>, name: &str) -> ApiResult<String> {
-    match body.get(name) {
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_owned()),
-        Some(_) => Err(ApiError::bad_request(format!(
+/// A required id or name, trimmed and not empty.
+fn required(name: &str, value: &str) -> ApiResult<String> {
+    let v = value.trim();
+    if v.is_empty() {
+        return Err(ApiError::bad_request(format!(
             "`{name}` must be a non-empty string"
-        ))),
-        None => Err(ApiError::bad_request(format!("`{name}` is required"))),
+        )));
     }
+    Ok(v.to_owned())
 }
 
 // ---- content ----
 
-/// The deck content of a create or update body: exactly one of `document`, `markdown`
-/// or (create only) `template`. Returns the deck and its source kind. Parsing runs on
-/// the blocking pool: half a megabyte of markdown is milliseconds of CPU (H4).
+/// Deck content in a create or update body: exactly one of the three.
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct Content {
+    /// A JSON deck document (docs/slides.md).
+    document: Option<Map<String, Value>>,
+    /// A markdown deck (docs/slides.md).
+    markdown: Option<String>,
+    /// A template name from `capabilities` (create only).
+    template: Option<String>,
+}
+
+/// The deck of a create or update body and its source kind, or `None` when the body
+/// has no content. Parsing runs on the blocking pool: half a megabyte of markdown is
+/// milliseconds of CPU (H4).
 async fn content_of(
-    body: &Map<String, Value>,
+    content: Content,
     allow_template: bool,
 ) -> ApiResult<Option<(Deck, &'static str)>> {
-    let given: Vec<&str> = ["document", "markdown", "template"]
-        .into_iter()
-        .filter(|k| body.get(*k).is_some_and(|v| !v.is_null()))
-        .collect();
+    let given: Vec<&str> = [
+        ("document", content.document.is_some()),
+        ("markdown", content.markdown.is_some()),
+        ("template", content.template.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(k, set)| set.then_some(k))
+    .collect();
     if given.len() > 1 {
         return Err(ApiError::bad_request(format!(
             "send only one of {}",
@@ -267,51 +370,42 @@ async fn content_of(
         )));
     }
     let invalid = |e: plinth_slides::Invalid| ApiError::bad_request(e.0);
-    let Some(kind) = given.first() else {
-        return Ok(None);
-    };
-    let value = &body[*kind];
-    let deck = match *kind {
-        "document" => {
-            if !value.is_object() {
-                return Err(ApiError::bad_request(
-                    "`document` must be a JSON deck document (see docs/slides.md)",
-                ));
-            }
-            let value = value.clone();
-            (
-                off_runtime(move || Deck::from_json(value))
-                    .await?
-                    .map_err(invalid)?,
-                "document",
-            )
-        }
-        "markdown" => {
-            let text = value
-                .as_str()
-                .ok_or_else(|| ApiError::bad_request("`markdown` must be a string"))?
-                .to_owned();
-            (
-                off_runtime(move || plinth_slides::parse_markdown(&text))
-                    .await?
-                    .map_err(invalid)?,
-                "markdown",
-            )
-        }
-        _ if !allow_template => {
+    let deck = match content {
+        Content {
+            document: Some(doc),
+            ..
+        } => (
+            off_runtime(move || Deck::from_json(Value::Object(doc)))
+                .await?
+                .map_err(invalid)?,
+            "document",
+        ),
+        Content {
+            markdown: Some(text),
+            ..
+        } => (
+            off_runtime(move || plinth_slides::parse_markdown(&text))
+                .await?
+                .map_err(invalid)?,
+            "markdown",
+        ),
+        Content {
+            template: Some(_), ..
+        } if !allow_template => {
             return Err(ApiError::bad_request("`template` is only for create"));
         }
-        _ => {
-            let name = value.as_str().ok_or_else(|| {
-                ApiError::bad_request("`template` must be a template name (see capabilities)")
-            })?;
-            let deck = plinth_slides::template(name).ok_or_else(|| {
+        Content {
+            template: Some(name),
+            ..
+        } => {
+            let deck = plinth_slides::template(&name).ok_or_else(|| {
                 ApiError::bad_request(format!(
                     "unknown template `{name}`; GET /api/slides/capabilities lists them"
                 ))
             })?;
             (deck, "template")
         }
+        _ => return Ok(None),
     };
     Ok(Some(deck))
 }
@@ -325,10 +419,10 @@ async fn off_runtime<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) 
 }
 
 /// The deck title: `title` in the body, else the document's, else the first slide's.
-fn title_of(body: &Map<String, Value>, deck: &mut Deck) -> ApiResult<()> {
-    match body.get("title") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(t)) if t.chars().count() <= 200 => {
+fn title_of(title: Option<&str>, deck: &mut Deck) -> ApiResult<()> {
+    match title {
+        None => {}
+        Some(t) if t.chars().count() <= 200 => {
             deck.title = Some(t.trim().to_owned()).filter(|t| !t.is_empty())
         }
         Some(_) => {
@@ -390,7 +484,7 @@ fn deck_reply(deck: &DeckRow, revision: &store::RevisionRow) -> Reply {
 
 // ---- queries ----
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct DeckQuery {
     deck_id: Option<String>,
 }

@@ -32,20 +32,36 @@ async fn audience_json(app: &AppState, deck_id: &str, content: &Value) -> ApiRes
     Ok(v)
 }
 
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct PublishBody {
+    deck_id: String,
+    /// A revision with a successful export.
+    revision_id: String,
+    /// The deck's current `version`.
+    expected_version: i64,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct UnpublishBody {
+    deck_id: String,
+    /// The deck's current `version`.
+    expected_version: i64,
+}
+
 /// `POST /api/slides/publish` (manager): a revision that rendered successfully becomes
 /// the deck's active publication (replacing any previous one).
 pub async fn publish(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    JsonBody(body): JsonBody<Map<String, Value>>,
+    DeckChange(body, sent): DeckChange<PublishBody>,
 ) -> ApiResult {
-    let deck_id = string_field(&body, "deck_id")?;
-    let revision_id = string_field(&body, "revision_id")?;
-    let expected = expected_version(&body)?;
+    let deck_id = required("deck_id", &body.deck_id)?;
+    let revision_id = required("revision_id", &body.revision_id)?;
+    let expected = version(body.expected_version)?;
     on_deck(
         &app,
         &caller,
-        &body,
+        &sent,
         &deck_id,
         Need::Manager,
         "publish",
@@ -79,14 +95,14 @@ pub async fn publish(
 pub async fn unpublish(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    JsonBody(body): JsonBody<Map<String, Value>>,
+    DeckChange(body, sent): DeckChange<UnpublishBody>,
 ) -> ApiResult {
-    let deck_id = string_field(&body, "deck_id")?;
-    let expected = expected_version(&body)?;
+    let deck_id = required("deck_id", &body.deck_id)?;
+    let expected = version(body.expected_version)?;
     on_deck(
         &app,
         &caller,
-        &body,
+        &sent,
         &deck_id,
         Need::Manager,
         "unpublish",
@@ -119,7 +135,7 @@ pub async fn public(State(app): State<AppState>, Path(id): Path<String>) -> ApiR
     Ok(Reply::ok(v))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct PresentBody {
     id: String,
     key: String,

@@ -2,7 +2,7 @@
 
 use super::*;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 pub struct RevisionsQuery {
     deck_id: Option<String>,
     limit: Option<i64>,
@@ -43,19 +43,27 @@ pub async fn revision(
     Ok(Reply::ok(rev.to_json()))
 }
 
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct RevisionChange {
+    deck_id: String,
+    revision_id: String,
+    /// The deck's current `version`.
+    expected_version: i64,
+}
+
 /// `POST /api/slides/revisions/restore` (Editor): a new revision with an old one's content.
 pub async fn restore(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    JsonBody(body): JsonBody<Map<String, Value>>,
+    DeckChange(body, sent): DeckChange<RevisionChange>,
 ) -> ApiResult {
-    let deck_id = string_field(&body, "deck_id")?;
-    let revision_id = string_field(&body, "revision_id")?;
-    let expected = expected_version(&body)?;
+    let deck_id = required("deck_id", &body.deck_id)?;
+    let revision_id = required("revision_id", &body.revision_id)?;
+    let expected = version(body.expected_version)?;
     on_deck(
         &app,
         &caller,
-        &body,
+        &sent,
         &deck_id,
         Need::Editor,
         "restore",

@@ -1,0 +1,123 @@
+//! Request schemas for the OpenAPI document, read off the handlers' own argument types
+//! (as aide and utoipa-axum do): every extractor says what it adds to an operation — a
+//! `JsonBody<T>` its body schema, a `Query<T>` its parameters, `State` or `Viewer`
+//! nothing. The route table asks [`document`] for each handler, so the document cannot
+//! drift from the types the handlers really parse, and a handler with an extractor that
+//! does not say what it takes does not compile.
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Method, Uri};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+
+use crate::auth::{InOrg, MaybeCaller, Viewer};
+use crate::error::ApiError;
+use crate::extract::JsonBody;
+use crate::reply::{Answer, Reply};
+
+/// What the route table knows about a handler's request.
+#[derive(Default)]
+pub struct Operation {
+    /// The JSON object the body must be.
+    pub body: Option<Schema>,
+    /// The query string's parameters, as one object schema.
+    pub query: Option<Schema>,
+    /// The body names an organization (`domain`, `organizationId`, `organization_id` or
+    /// `id`): the OrgMember and OrgAdmin guards.
+    pub names_org: bool,
+    /// The body is not JSON (the payment webhook's signed bytes).
+    pub raw_body: bool,
+    /// The success body, for handlers that return an [`Answer`].
+    pub response: Option<Schema>,
+}
+
+/// One handler argument's part of the operation.
+pub trait DocArg {
+    fn document(_op: &mut Operation, _gen: &mut SchemaGenerator) {}
+}
+
+impl<S> DocArg for State<S> {}
+impl DocArg for Viewer {}
+impl DocArg for MaybeCaller {}
+impl<T> DocArg for Path<T> {}
+impl DocArg for HeaderMap {}
+impl DocArg for Method {}
+impl DocArg for Uri {}
+
+impl DocArg for Bytes {
+    fn document(op: &mut Operation, _: &mut SchemaGenerator) {
+        op.raw_body = true;
+    }
+}
+
+impl<T: JsonSchema> DocArg for JsonBody<T> {
+    fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
+        op.body = Some(gen.subschema_for::<T>());
+    }
+}
+
+impl<T: JsonSchema> DocArg for Query<T> {
+    fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
+        // Inline, so the parameters can be listed one by one.
+        op.query = Some(T::json_schema(gen));
+    }
+}
+
+impl<T: JsonSchema, const ADMIN: bool> DocArg for InOrg<T, ADMIN> {
+    fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
+        op.body = Some(gen.subschema_for::<T>());
+        op.names_org = true;
+    }
+}
+
+/// What a handler's return type says about its success body.
+pub trait DocReturn {
+    fn document(_op: &mut Operation, _gen: &mut SchemaGenerator) {}
+}
+
+impl DocReturn for Reply {}
+impl DocReturn for ApiError {}
+impl DocReturn for Result<Reply, ApiError> {}
+
+impl<T: JsonSchema> DocReturn for Result<Answer<T>, ApiError> {
+    fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
+        op.response = Some(gen.subschema_for::<T>());
+    }
+}
+
+/// Implemented for every handler whose arguments all implement [`DocArg`] and whose
+/// result implements [`DocReturn`].
+pub trait DocHandler<Args> {
+    fn operation(gen: &mut SchemaGenerator) -> Operation;
+}
+
+macro_rules! doc_handler {
+    ($($arg:ident),*) => {
+        impl<F, Fut, $($arg: DocArg),*> DocHandler<($($arg,)*)> for F
+        where
+            F: Fn($($arg),*) -> Fut,
+            Fut: std::future::Future,
+            Fut::Output: DocReturn,
+        {
+            #[allow(unused_variables, unused_mut)]
+            fn operation(gen: &mut SchemaGenerator) -> Operation {
+                let mut op = Operation::default();
+                $($arg::document(&mut op, gen);)*
+                <Fut::Output as DocReturn>::document(&mut op, gen);
+                op
+            }
+        }
+    };
+}
+
+doc_handler!();
+doc_handler!(A);
+doc_handler!(A, B);
+doc_handler!(A, B, C);
+doc_handler!(A, B, C, D);
+doc_handler!(A, B, C, D, E);
+
+/// The request side of `handler`'s operation.
+pub fn document<H: DocHandler<Args>, Args>(_handler: H, gen: &mut SchemaGenerator) -> Operation {
+    H::operation(gen)
+}
