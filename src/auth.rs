@@ -199,3 +199,12 @@ where
         })
     }
 }
+
+/// Whether the caller belongs to the organization (platform admins do): the OrgMember
+/// rule for routes whose body names a record rather than its organization.
+pub async fn in_org(app: &AppState, caller: &Caller, org_id: &str) -> Result<bool, ApiError> {
+    Ok(caller.is_admin()
+        || crate::db::organizations::role_of(&app.db, org_id, &caller.id)
+            .await?
+            .is_some())
+}

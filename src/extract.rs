@@ -6,6 +6,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::header;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
@@ -85,4 +86,23 @@ pub fn from_object<T: DeserializeOwned>(object: Map<String, Value>) -> Result<T,
             ApiError::bad_request(format!("invalid field `{path}`: {inner}"))
         }
     })
+}
+
+/// An integer sent as a JSON number or, in a query string read into a body (the GET
+/// form of the organization routes), as a numeral.
+pub fn lenient_i64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+    use serde::de::Error;
+    match Option::<Value>::deserialize(d)? {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| D::Error::custom("expected an integer")),
+        Some(Value::String(s)) => s
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| D::Error::custom("expected an integer")),
+        Some(_) => Err(D::Error::custom("expected an integer")),
+    }
 }

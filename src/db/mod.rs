@@ -4,6 +4,8 @@
 //! body once per backend so each gets its own row and argument types.
 
 pub mod credits;
+pub mod documents;
+pub mod events;
 pub mod grants;
 pub mod likes;
 pub mod office;

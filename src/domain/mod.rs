@@ -7,4 +7,5 @@ pub mod grants;
 pub mod idempotency;
 pub mod idp;
 pub mod ledger;
+pub mod records;
 pub mod validate;

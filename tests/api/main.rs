@@ -16,6 +16,7 @@ mod inproc;
 mod jobs;
 mod limits;
 mod organizations;
+mod records;
 mod route_table;
 mod security;
 mod slide_helpers;

@@ -1,0 +1,148 @@
+//! Documents: `/api/documents*`. Organization-scoped records of a `type` with a JSON
+//! `data` object. Members of the organization list, create, update and delete them;
+//! `GET /api/documents/{id}` is public, as the spec's access column says: whoever holds
+//! a document's id (a random UUID) can read it (docs/api.md).
+
+use axum::extract::{Path, State};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::auth::{OrgMember, Viewer};
+use crate::db::documents::{self as store, DocumentRow, DocumentView};
+use crate::domain::records;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{IdBody, JsonBody};
+use crate::reply::{Answer, Reply};
+use crate::state::AppState;
+
+fn not_found() -> ApiError {
+    ApiError::not_found("document not found")
+}
+
+/// A document `type`: 1 to 100 characters.
+fn doc_type(raw: &str) -> ApiResult<String> {
+    let t = raw.trim();
+    if t.is_empty() || t.chars().count() > 100 {
+        return Err(ApiError::bad_request(
+            "`type` must be a string of 1 to 100 characters",
+        ));
+    }
+    Ok(t.to_owned())
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ListBody {
+    /// Only documents of this type.
+    r#type: Option<String>,
+    /// 1 to 200, default 50.
+    #[serde(default, deserialize_with = "crate::extract::lenient_i64")]
+    #[schemars(with = "Option<i64>")]
+    limit: Option<i64>,
+    #[serde(default, deserialize_with = "crate::extract::lenient_i64")]
+    #[schemars(with = "Option<i64>")]
+    offset: Option<i64>,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct DocumentList {
+    data: Vec<DocumentView>,
+    count: usize,
+    total: i64,
+    limit: i64,
+    offset: i64,
+}
+
+/// `POST /api/documents` (OrgMember; GET with a query string too): the organization's
+/// documents, newest first, paged.
+pub async fn list(
+    State(app): State<AppState>,
+    g: OrgMember<ListBody>,
+) -> ApiResult<Answer<DocumentList>> {
+    let (limit, offset) = crate::domain::validate::page(g.body.limit, g.body.offset, 50, 200)?;
+    let doc_type = g.body.r#type.as_deref().map(doc_type).transpose()?;
+    let (rows, total) = store::list(&app.db, &g.org.id, doc_type.as_deref(), limit, offset).await?;
+    let data: Vec<DocumentView> = rows.iter().map(DocumentRow::view).collect();
+    Ok(Answer(DocumentList {
+        count: data.len(),
+        data,
+        total,
+        limit,
+        offset,
+    }))
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct DocumentAnswer {
+    data: DocumentView,
+}
+
+/// `GET /api/documents/{id}` (Public).
+pub async fn get(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Answer<DocumentAnswer>> {
+    let doc = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
+    Ok(Answer(DocumentAnswer { data: doc.view() }))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct CreateBody {
+    /// 1 to 100 characters.
+    r#type: String,
+    /// The document's content; at most 256 KiB of JSON.
+    data: Option<Map<String, Value>>,
+}
+
+/// `POST /api/documents/create` (OrgMember).
+pub async fn create(State(app): State<AppState>, g: OrgMember<CreateBody>) -> ApiResult {
+    let doc_type = doc_type(&g.body.r#type)?;
+    let data = Value::Object(g.body.data.unwrap_or_default());
+    records::check_size(&data)?;
+    let id = store::create(&app.db, &g.org.id, &doc_type, &data, &g.caller.id).await?;
+    let doc = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
+    Ok(Reply::ok(json!({"success": true, "data": doc.view()})))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct UpdateBody {
+    id: String,
+    /// Merged into the stored `data`: top-level keys replace, `null` removes.
+    data: Map<String, Value>,
+}
+
+/// `POST /api/documents/update` (OrgMember): merges `data`; a document of another
+/// organization is a 404.
+pub async fn update(State(app): State<AppState>, g: OrgMember<UpdateBody>) -> ApiResult {
+    let doc = store::get(&app.db, &g.body.id)
+        .await?
+        .filter(|d| d.organization_id == g.org.id)
+        .ok_or_else(not_found)?;
+    let changes = g.body.data;
+    let mut doc = doc;
+    for _ in 0..records::WRITE_TRIES {
+        let data = records::merge(&doc.data.0, &changes)?;
+        let written = store::write_data(&app.db, &doc.id, doc.version, &data).await?;
+        doc = store::get(&app.db, &doc.id).await?.ok_or_else(not_found)?;
+        if written {
+            return Ok(Reply::ok(json!({"success": true, "data": doc.view()})));
+        }
+    }
+    Err(records::busy())
+}
+
+/// `POST /api/documents/delete` (OrgMember of the document's organization; the body
+/// names only the document).
+pub async fn delete(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult {
+    let doc = store::get(&app.db, &body.id).await?.ok_or_else(not_found)?;
+    if !crate::auth::in_org(&app, &caller, &doc.organization_id).await? {
+        return Err(not_found());
+    }
+    store::delete(&app.db, &doc.id).await?;
+    Ok(Reply::ok(
+        json!({"success": true, "id": doc.id, "deleted": true}),
+    ))
+}

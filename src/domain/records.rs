@@ -1,0 +1,112 @@
+//! Rules of the organization-scoped records (documents, calendar events, and the areas
+//! that follow): how `data` merges on update, how big it may grow, how a concurrent
+//! writer is retried, and how timestamps are read.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+
+use crate::error::{ApiError, ApiResult};
+
+/// Largest `data` object a record keeps, serialized.
+pub const MAX_DATA_BYTES: usize = 256 * 1024;
+
+/// `data` after an update: the top-level keys of `changes` replace the stored ones and a
+/// `null` removes its key (the merge of `users/update` and `organizations/update`).
+pub fn merge(stored: &Value, changes: &Map<String, Value>) -> ApiResult<Value> {
+    let mut data = stored.as_object().cloned().unwrap_or_default();
+    for (k, v) in changes {
+        if v.is_null() {
+            data.remove(k);
+        } else {
+            data.insert(k.clone(), v.clone());
+        }
+    }
+    let data = Value::Object(data);
+    check_size(&data)?;
+    Ok(data)
+}
+
+/// 413 when `data` is larger than [`MAX_DATA_BYTES`].
+pub fn check_size(data: &Value) -> ApiResult<()> {
+    let size = serde_json::to_vec(data).map(|v| v.len()).unwrap_or(0);
+    if size > MAX_DATA_BYTES {
+        return Err(ApiError::new(
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            format!("`data` may hold at most {MAX_DATA_BYTES} bytes of JSON"),
+        ));
+    }
+    Ok(())
+}
+
+/// How many times an optimistic read-modify-write re-reads a record that somebody else
+/// wrote in between before giving up with [`busy`].
+pub const WRITE_TRIES: usize = 8;
+
+/// The 409 of a record that stayed too busy to update.
+pub fn busy() -> ApiError {
+    ApiError::conflict("the record is being updated concurrently; retry")
+}
+
+/// An RFC 3339 timestamp (`2026-05-01T09:00:00Z`, any offset), as UTC.
+pub fn timestamp(field: &str, raw: &str) -> ApiResult<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(raw.trim())
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| {
+            ApiError::bad_request(format!(
+                "`{field}` must be an RFC 3339 timestamp such as 2026-05-01T09:00:00Z"
+            ))
+        })
+}
+
+/// A time range that starts before it ends.
+pub fn range(begins_at: &str, ends_at: &str) -> ApiResult<(DateTime<Utc>, DateTime<Utc>)> {
+    let (b, e) = (
+        timestamp("begins_at", begins_at)?,
+        timestamp("ends_at", ends_at)?,
+    );
+    check_range(b, e)?;
+    Ok((b, e))
+}
+
+pub fn check_range(begins_at: DateTime<Utc>, ends_at: DateTime<Utc>) -> ApiResult<()> {
+    if begins_at >= ends_at {
+        return Err(ApiError::bad_request(
+            "`begins_at` must be before `ends_at`",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn merge_replaces_top_level_keys_and_null_removes() {
+        let stored = json!({"a": 1, "b": {"x": 1}, "c": 3});
+        let changes = json!({"b": {"y": 2}, "c": null, "d": 4});
+        let merged = merge(&stored, changes.as_object().unwrap()).unwrap();
+        assert_eq!(merged, json!({"a": 1, "b": {"y": 2}, "d": 4}));
+    }
+
+    #[test]
+    fn oversized_data_is_refused() {
+        let big = json!({"k": "x".repeat(MAX_DATA_BYTES)});
+        assert_eq!(
+            merge(&json!({}), big.as_object().unwrap())
+                .unwrap_err()
+                .status,
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE
+        );
+    }
+
+    #[test]
+    fn ranges_must_start_before_they_end_and_offsets_are_normalized() {
+        let (b, e) = range("2026-05-01T11:00:00+02:00", "2026-05-01T10:00:00Z").unwrap();
+        assert_eq!(b.to_rfc3339(), "2026-05-01T09:00:00+00:00");
+        assert!(b < e);
+        assert!(range("2026-05-01T10:00:00Z", "2026-05-01T10:00:00Z").is_err());
+        assert!(range("tomorrow", "2026-05-01T10:00:00Z").is_err());
+    }
+}
