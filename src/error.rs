@@ -88,6 +88,8 @@ fn conflict_message(what: &str) -> String {
         ("username", "that username is already taken"),
         ("email", "an account with that email already exists"),
         ("domain", "that domain is already registered"),
+        ("slug", "that slug is already taken"),
+        ("src", "a post with that src already exists"),
     ] {
         if what.contains(needle) {
             return msg.to_owned();

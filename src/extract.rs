@@ -106,3 +106,14 @@ pub fn lenient_i64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>
         Some(_) => Err(D::Error::custom("expected an integer")),
     }
 }
+
+/// A field where `null` means something (clear it) and absence means "no change": with
+/// `#[serde(default, deserialize_with = "crate::extract::present")]`, absent is `None`,
+/// `null` is `Some(None)`.
+pub fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}

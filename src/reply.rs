@@ -11,6 +11,8 @@ pub struct Reply {
     pub body: Map<String, Value>,
     /// The cause of a 5xx, for the usage layer's log line.
     cause: Option<String>,
+    /// Headers of the answer (the usage layer keeps them).
+    headers: axum::http::HeaderMap,
 }
 
 /// A success body of a known shape: the handler's return type names it, so the OpenAPI
@@ -33,6 +35,7 @@ impl Reply {
             status,
             body,
             cause: None,
+            headers: Default::default(),
         }
     }
 
@@ -55,19 +58,31 @@ impl Reply {
     }
 }
 
+impl Reply {
+    /// `Cache-Control: private, no-store`: the answer holds what only this caller may see.
+    pub fn private(mut self) -> Self {
+        self.headers.insert(
+            axum::http::header::CACHE_CONTROL,
+            axum::http::HeaderValue::from_static("private, no-store"),
+        );
+        self
+    }
+}
+
 impl From<crate::error::ApiError> for Reply {
     fn from(e: crate::error::ApiError) -> Self {
         Reply {
             status: e.status,
             body: e.body(),
             cause: e.cause,
+            headers: Default::default(),
         }
     }
 }
 
 impl IntoResponse for Reply {
     fn into_response(self) -> Response {
-        let mut res = self.status.into_response();
+        let mut res = (self.status, self.headers).into_response();
         res.extensions_mut().insert(Envelope(self.body));
         if let Some(cause) = self.cause {
             res.extensions_mut().insert(crate::error::ErrorCause(cause));

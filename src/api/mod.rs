@@ -11,6 +11,7 @@ pub mod likes;
 pub mod office;
 pub mod openapi;
 pub mod organizations;
+pub mod posts;
 pub mod public_access;
 pub mod slides;
 pub mod status;

@@ -9,21 +9,12 @@ use serde_json::json;
 
 use crate::auth::{Caller, Viewer};
 use crate::db::public_access as store;
+use crate::domain::posts::email_domain;
 use crate::domain::validate::parse_domain;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::reply::Reply;
 use crate::state::AppState;
-
-fn email_domain(caller: &Caller) -> String {
-    caller
-        .user
-        .email
-        .rsplit('@')
-        .next()
-        .unwrap_or_default()
-        .to_lowercase()
-}
 
 /// The caller's permanent admin domain, or 403.
 fn admin_domain(app: &AppState, caller: &Caller) -> Result<String, ApiError> {

@@ -7,5 +7,7 @@ pub mod grants;
 pub mod idempotency;
 pub mod idp;
 pub mod ledger;
+pub mod posts;
 pub mod records;
+pub mod richtext;
 pub mod validate;

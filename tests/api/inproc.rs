@@ -99,13 +99,18 @@ async fn unknown_routes_wrong_methods_and_the_404_endpoint() {
     app.call(Method::GET, "/api/users/authenticate", None)
         .await
         .assert_error(405);
-    // A route whose area is not built yet.
-    let r = app.post("/api/posts", json!({})).await;
-    r.assert_error(501);
-    assert!(r.body["message"]
-        .as_str()
-        .unwrap()
-        .contains("not implemented"));
+    // A public route whose area is not built yet (while one is left).
+    let unbuilt = plinth::routes::ROUTES.iter().find(|r| {
+        !r.implemented() && r.method == "POST" && r.access == plinth::routes::Access::Public
+    });
+    if let Some(route) = unbuilt {
+        let r = app.post(route.path, json!({})).await;
+        r.assert_error(501);
+        assert!(r.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("not implemented"));
+    }
 }
 
 #[tokio::test]

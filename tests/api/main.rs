@@ -16,6 +16,7 @@ mod inproc;
 mod jobs;
 mod limits;
 mod organizations;
+mod posts;
 mod records;
 mod route_table;
 mod security;

@@ -1,0 +1,512 @@
+//! Posts: `/api/posts*` (part 2, "Posts" and "Post rules"). A post starts private and is
+//! published by `data.public: true` (and not `data.private: true`); who reads an
+//! unpublished one is `domain::posts::may_read`. `markdown` becomes TipTap/ProseMirror
+//! nodes in `data.editorContent` and its text `data.body`. Threads are posts of type
+//! `THREAD`; a reply is a post created with the `thread_id` of one (docs/api.md).
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::auth::{Caller, MaybeCaller, Viewer};
+use crate::db::posts::{self as store, Filter, NewPost, PostFields, PostRow, PostView};
+use crate::domain::posts::{self as rules, Readable};
+use crate::domain::{records, richtext};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{IdBody, JsonBody};
+use crate::reply::{Answer, Reply};
+use crate::state::AppState;
+
+/// The type of a thread's opening post.
+const THREAD: &str = "THREAD";
+
+fn not_found() -> ApiError {
+    ApiError::not_found("post not found")
+}
+
+fn readable(p: &PostRow) -> Readable<'_> {
+    Readable {
+        owner_id: &p.user_id,
+        organization_id: p.organization_id.as_deref(),
+        data: &p.data.0,
+    }
+}
+
+/// The row's flag columns from its `data`.
+fn fields<'a>(slug: Option<&'a str>, src: Option<&'a str>, data: &'a Value) -> PostFields<'a> {
+    PostFields {
+        slug,
+        src,
+        data,
+        published: rules::published(data),
+        private: rules::flag(data, "private"),
+        team_post: rules::flag(data, "teamPost"),
+    }
+}
+
+fn post_type(raw: &str) -> ApiResult<String> {
+    let t = raw.trim();
+    if t.is_empty() || t.chars().count() > 100 {
+        return Err(ApiError::bad_request(
+            "`type` must be a string of 1 to 100 characters",
+        ));
+    }
+    Ok(t.to_owned())
+}
+
+/// Sets `body` and `editorContent` from markdown (rule 1).
+fn apply_markdown(data: &mut Map<String, Value>, markdown: &str) {
+    data.insert("body".into(), json!(markdown));
+    data.insert("editorContent".into(), richtext::markdown_to_doc(markdown));
+}
+
+fn page(limit: Option<i64>, offset: Option<i64>) -> ApiResult<(i64, i64)> {
+    crate::domain::validate::page(limit, offset, 50, 200)
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct PostList {
+    data: Vec<PostView>,
+    count: usize,
+    total: i64,
+    limit: i64,
+    offset: i64,
+}
+
+fn post_list(rows: Vec<PostRow>, total: i64, limit: i64, offset: i64) -> Answer<PostList> {
+    let data: Vec<PostView> = rows.iter().map(PostRow::view).collect();
+    Answer(PostList {
+        count: data.len(),
+        data,
+        total,
+        limit,
+        offset,
+    })
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ListBody {
+    /// The post type to list.
+    r#type: String,
+    organization_id: Option<String>,
+    /// The author, by id, username or email.
+    user_id: Option<String>,
+    username: Option<String>,
+    email: Option<String>,
+    /// 1 to 200, default 50.
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// `POST /api/posts` (Public): posts of a type, newest first. For `NOTE`, `DIAGRAM_PAGE`
+/// and `TEAM_POST` only published posts are listed; other types list every post that is
+/// not `data.private: true`.
+pub async fn list(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<ListBody>,
+) -> ApiResult<Answer<PostList>> {
+    let (limit, offset) = page(body.limit, body.offset)?;
+    let post_type = post_type(&body.r#type)?;
+    let author = match (&body.user_id, &body.username, &body.email) {
+        (Some(id), _, _) => Some(id.clone()),
+        (None, Some(name), _) => crate::db::users::by_username(&app.db, name)
+            .await?
+            .map(|u| u.id)
+            .or_else(|| Some(String::new())),
+        (None, None, Some(email)) => crate::db::users::by_email(&app.db, email)
+            .await?
+            .map(|u| u.id)
+            .or_else(|| Some(String::new())),
+        _ => None,
+    };
+    let published_only = rules::PUBLISHED_ONLY_TYPES.contains(&post_type.as_str());
+    let filter = Filter {
+        r#type: Some(&post_type),
+        organization_id: body.organization_id.as_deref(),
+        user_id: author.as_deref(),
+        published_only,
+        no_private: true,
+        ..Filter::default()
+    };
+    let (rows, total) = store::list(&app.db, &filter, limit, offset).await?;
+    Ok(post_list(rows, total, limit, offset))
+}
+
+/// A single-post read: the privacy rule (consulting the public-access table each time),
+/// reception tracking, and `Cache-Control: private, no-store` on what is not published.
+async fn read(
+    app: &AppState,
+    caller: Option<&Caller>,
+    headers: &HeaderMap,
+    post: Option<PostRow>,
+) -> ApiResult {
+    let post = post.ok_or_else(not_found)?;
+    if !rules::may_read(app, caller, &readable(&post)).await? {
+        return Err(not_found());
+    }
+    if rules::flag(&post.data.0, "reception_tracking") {
+        let referrer = headers
+            .get("x-referrer")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|url| {
+                Some((
+                    rules::url_domain(url)?,
+                    url.chars().take(2000).collect::<String>(),
+                ))
+            });
+        let (db, id) = (app.db.clone(), post.id.clone());
+        let day = chrono::Utc::now().format("%Y-%m-%d").to_string();
+        // The read does not wait for its own count.
+        tokio::spawn(async move {
+            let r = referrer.as_ref().map(|(d, u)| (d.as_str(), u.as_str()));
+            if let Err(e) = store::record_visit(&db, &id, &day, r).await {
+                tracing::warn!(error = %e, post = id, "post visit not recorded");
+            }
+        });
+    }
+    let reply = Reply::ok(json!({ "data": post.view() }));
+    Ok(if post.published {
+        reply
+    } else {
+        reply.private()
+    })
+}
+
+/// `GET /api/posts/{id}` (Public or an authorized reader).
+pub async fn get(
+    State(app): State<AppState>,
+    caller: MaybeCaller,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let post = store::get(&app.db, &id).await?;
+    read(&app, caller.0.as_deref(), &headers, post).await
+}
+
+/// `GET /api/posts/public/{slug}`: as by id.
+pub async fn by_slug(
+    State(app): State<AppState>,
+    caller: MaybeCaller,
+    headers: HeaderMap,
+    Path(slug): Path<String>,
+) -> ApiResult {
+    let post = store::by_slug(&app.db, &slug.to_lowercase()).await?;
+    read(&app, caller.0.as_deref(), &headers, post).await
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct CreateBody {
+    /// `GENERAL`, `DIAGRAM_PAGE`, `NOTE`, `TEAM_POST`, `THREAD` or any other string.
+    r#type: String,
+    /// Becomes `data`.
+    fields: Option<Map<String, Value>>,
+    /// Publishes under this organization (the caller must be a member).
+    domain: Option<String>,
+    /// A unique source identifier.
+    src: Option<String>,
+    /// A unique slug (`/api/posts/public/{slug}`).
+    slug: Option<String>,
+    /// Parsed into `data.editorContent` and kept as `data.body` (wins over `fields.body`).
+    markdown: Option<String>,
+    /// Makes this post a reply to that thread.
+    thread_id: Option<String>,
+}
+
+/// `POST /api/posts/create` (V10): a private post; 409 when `slug` or `src` is taken.
+pub async fn create(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<CreateBody>,
+) -> ApiResult {
+    let post_type = post_type(&body.r#type)?;
+    let org_id = match &body.domain {
+        None => None,
+        Some(d) => {
+            let org = crate::db::organizations::by_domain(&app.db, d)
+                .await?
+                .ok_or_else(|| ApiError::not_found("organization not found"))?;
+            if !crate::auth::in_org(&app, &caller, &org.id).await? {
+                return Err(ApiError::forbidden(
+                    "you are not a member of this organization",
+                ));
+            }
+            Some(org.id)
+        }
+    };
+    if let Some(thread) = &body.thread_id {
+        let t = store::get(&app.db, thread).await?.ok_or_else(not_found)?;
+        if !rules::may_read(&app, Some(&caller), &readable(&t)).await? {
+            return Err(not_found());
+        }
+        if t.r#type != THREAD || t.thread_id.is_some() {
+            return Err(ApiError::bad_request(
+                "`thread_id` must name a post of type THREAD",
+            ));
+        }
+    }
+    let mut data = body.fields.unwrap_or_default();
+    match &body.markdown {
+        Some(md) => apply_markdown(&mut data, md),
+        None => {
+            if !data.get("editorContent").is_some_and(Value::is_object) {
+                data.insert("editorContent".into(), richtext::empty_doc());
+            }
+        }
+    }
+    let data = Value::Object(data);
+    records::check_size(&data)?;
+    let slug = body.slug.as_deref().map(rules::slug).transpose()?;
+    let src = body.src.as_deref().map(rules::src).transpose()?;
+    let post = store::create(
+        &app.db,
+        &NewPost {
+            r#type: &post_type,
+            user_id: &caller.id,
+            organization_id: org_id.as_deref(),
+            thread_id: body.thread_id.as_deref(),
+            fields: fields(slug.as_deref(), src.as_deref(), &data),
+        },
+    )
+    .await?;
+    Ok(Reply::ok(json!({"success": true, "data": post.view()})))
+}
+
+/// The post if the caller may change it: its owner or a platform administrator. A post
+/// the caller cannot even read is a 404; one they read but do not own, a 403.
+async fn owned(app: &AppState, caller: &Arc<Caller>, id: &str) -> ApiResult<PostRow> {
+    let post = store::get(&app.db, id).await?.ok_or_else(not_found)?;
+    if post.user_id == caller.id || caller.is_admin() {
+        return Ok(post);
+    }
+    if rules::may_read(app, Some(caller), &readable(&post)).await? {
+        Err(ApiError::forbidden(
+            "only the post's author or an administrator may change it",
+        ))
+    } else {
+        Err(not_found())
+    }
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct Updates {
+    /// Deep-merged into `data` (objects merge at every depth, `null` removes a key).
+    data: Option<Map<String, Value>>,
+    /// A new slug, or `null` to clear it.
+    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[schemars(with = "Option<String>")]
+    slug: Option<Option<String>>,
+    /// A new src, or `null` to clear it.
+    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[schemars(with = "Option<String>")]
+    src: Option<Option<String>>,
+    /// Replaces `data.editorContent` and `data.body`.
+    markdown: Option<String>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct UpdateBody {
+    id: String,
+    updates: Updates,
+}
+
+/// `POST /api/posts/update` (V10, the author or an administrator).
+pub async fn update(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<UpdateBody>,
+) -> ApiResult {
+    let mut post = owned(&app, &caller, &body.id).await?;
+    let u = &body.updates;
+    let slug = match &u.slug {
+        Some(Some(s)) => Some(Some(rules::slug(s)?)),
+        Some(None) => Some(None),
+        None => None,
+    };
+    let src = match &u.src {
+        Some(Some(s)) => Some(Some(rules::src(s)?)),
+        Some(None) => Some(None),
+        None => None,
+    };
+    for _ in 0..records::WRITE_TRIES {
+        let mut data = post.data.0.as_object().cloned().unwrap_or_default();
+        if let Some(changes) = &u.data {
+            rules::deep_merge(&mut data, changes);
+        }
+        if let Some(md) = &u.markdown {
+            apply_markdown(&mut data, md);
+        }
+        let data = Value::Object(data);
+        records::check_size(&data)?;
+        let slug = slug.clone().unwrap_or_else(|| post.slug.clone());
+        let src = src.clone().unwrap_or_else(|| post.src.clone());
+        let next = fields(slug.as_deref(), src.as_deref(), &data);
+        if let Some(done) = store::write(&app.db, &post.id, post.version, &next).await? {
+            return Ok(Reply::ok(json!({"success": true, "data": done.view()})));
+        }
+        post = store::get(&app.db, &post.id).await?.ok_or_else(not_found)?;
+    }
+    Err(records::busy())
+}
+
+/// `POST /api/posts/delete` (the author or an administrator): the post, its replies and
+/// its reception.
+pub async fn delete(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult {
+    let post = owned(&app, &caller, &body.id).await?;
+    store::delete(&app.db, &post.id).await?;
+    Ok(Reply::ok(
+        json!({"success": true, "id": post.id, "deleted": true}),
+    ))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct StatsBody {
+    /// One type; all types (with a count per type) when omitted.
+    r#type: Option<String>,
+}
+
+/// `POST /api/posts/admin-stats` (Admin100): platform-wide counts.
+pub async fn admin_stats(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<StatsBody>,
+) -> ApiResult {
+    let post_type = body.r#type.as_deref().map(post_type).transpose()?;
+    let stats = store::stats(&app.db, post_type.as_deref()).await?;
+    let mut v = json!({ "type": post_type, "data": stats });
+    if post_type.is_none() {
+        let by_type: Map<String, Value> = store::counts_by_type(&app.db)
+            .await?
+            .into_iter()
+            .map(|(t, n)| (t, json!(n)))
+            .collect();
+        v["by_type"] = Value::Object(by_type);
+    }
+    Ok(Reply::ok(v))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct PageBody {
+    /// 1 to 200, default 50.
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// `POST /api/posts/all-threads` (Public): published threads (and the caller's own),
+/// newest first, each with `reply_count` (its published replies).
+pub async fn all_threads(
+    State(app): State<AppState>,
+    caller: MaybeCaller,
+    JsonBody(body): JsonBody<PageBody>,
+) -> ApiResult {
+    let (limit, offset) = page(body.limit, body.offset)?;
+    let filter = Filter {
+        r#type: Some(THREAD),
+        top_level: true,
+        published_only: true,
+        or_owner: caller.0.as_ref().map(|c| c.id.as_str()),
+        ..Filter::default()
+    };
+    let (rows, total) = store::list(&app.db, &filter, limit, offset).await?;
+    let mut data = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let mut v = serde_json::to_value(r.view()).map_err(ApiError::internal)?;
+        v["reply_count"] = json!(store::reply_count(&app.db, &r.id).await?);
+        data.push(v);
+    }
+    Ok(Reply::ok(json!({
+        "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
+    })))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct RepliesBody {
+    /// The thread.
+    id: String,
+    /// 1 to 200, default 50.
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// `POST /api/posts/all-thread-replies` (Public): a thread's published replies (and the
+/// caller's own), newest first; 404 when the caller cannot read the thread.
+pub async fn all_thread_replies(
+    State(app): State<AppState>,
+    caller: MaybeCaller,
+    JsonBody(body): JsonBody<RepliesBody>,
+) -> ApiResult<Answer<PostList>> {
+    let (limit, offset) = page(body.limit, body.offset)?;
+    let thread = store::get(&app.db, &body.id).await?.ok_or_else(not_found)?;
+    if !rules::may_read(&app, caller.0.as_deref(), &readable(&thread)).await? {
+        return Err(not_found());
+    }
+    let filter = Filter {
+        thread_id: Some(&thread.id),
+        published_only: true,
+        or_owner: caller.0.as_ref().map(|c| c.id.as_str()),
+        ..Filter::default()
+    };
+    let (rows, total) = store::list(&app.db, &filter, limit, offset).await?;
+    Ok(post_list(rows, total, limit, offset))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct OrgPostsBody {
+    /// 1 to 200, default 50.
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// `POST /api/posts/public/organizations/{id}` (Public): the organization's published
+/// posts, newest first.
+pub async fn organization_posts(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<OrgPostsBody>,
+) -> ApiResult<Answer<PostList>> {
+    let (limit, offset) = page(body.limit, body.offset)?;
+    let org = crate::db::organizations::by_id(&app.db, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("organization not found"))?;
+    let filter = Filter {
+        organization_id: Some(&org.id),
+        published_only: true,
+        ..Filter::default()
+    };
+    let (rows, total) = store::list(&app.db, &filter, limit, offset).await?;
+    Ok(post_list(rows, total, limit, offset))
+}
+
+/// `GET /api/posts/reception/{id}` (V10, the author or an administrator):
+/// `{success, data: {post_id, visits, referrers, backlinks}}`; `visits` maps the day
+/// (its UTC midnight, RFC 3339) to a count.
+pub async fn reception(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let post = owned(&app, &caller, &id).await?;
+    let (visits, referrers, backlinks) = store::reception(&app.db, &post.id).await?;
+    let visits: Map<String, Value> = visits
+        .into_iter()
+        .map(|(day, n)| (format!("{day}T00:00:00Z"), json!(n)))
+        .collect();
+    let referrers: Map<String, Value> = referrers
+        .into_iter()
+        .map(|(domain, n, seen)| (domain, json!({"visits": n, "seen_at": seen})))
+        .collect();
+    let backlinks: Map<String, Value> = backlinks
+        .into_iter()
+        .map(|(url, domain, seen)| (url, json!({"domain": domain, "seen_at": seen})))
+        .collect();
+    Ok(Reply::ok(json!({
+        "success": true,
+        "data": {"post_id": post.id, "visits": visits, "referrers": referrers, "backlinks": backlinks},
+    }))
+    .private())
+}

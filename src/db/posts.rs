@@ -1,0 +1,284 @@
+//! Posts, their threads and replies, and their reception (visits, referrers, backlinks).
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::types::Json;
+
+use crate::db::{now, Db};
+use crate::with_db;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PostRow {
+    pub id: String,
+    pub r#type: String,
+    pub user_id: String,
+    pub organization_id: Option<String>,
+    pub thread_id: Option<String>,
+    pub slug: Option<String>,
+    pub src: Option<String>,
+    pub data: Json<Value>,
+    pub published: bool,
+    pub version: i64,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A post on the wire.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct PostView {
+    pub id: String,
+    pub r#type: String,
+    /// The author.
+    pub user_id: String,
+    pub organization_id: Option<String>,
+    /// The thread this post replies to.
+    pub thread_id: Option<String>,
+    pub slug: Option<String>,
+    pub src: Option<String>,
+    /// `title`, `body` (markdown), `description`, `public`, `private`, `teamPost`,
+    /// `reception_tracking`, `editorContent` (TipTap/ProseMirror JSON) and any other keys.
+    pub data: Value,
+    /// Readable by anybody (`data.public` true and `data.private` not).
+    pub published: bool,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl PostRow {
+    pub fn view(&self) -> PostView {
+        PostView {
+            id: self.id.clone(),
+            r#type: self.r#type.clone(),
+            user_id: self.user_id.clone(),
+            organization_id: self.organization_id.clone(),
+            thread_id: self.thread_id.clone(),
+            slug: self.slug.clone(),
+            src: self.src.clone(),
+            data: self.data.0.clone(),
+            published: self.published,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// The columns a write sets; `published`, `private` and `team_post` are copies of flags
+/// in `data`, kept so both databases filter on plain columns.
+pub struct PostFields<'a> {
+    pub slug: Option<&'a str>,
+    pub src: Option<&'a str>,
+    pub data: &'a Value,
+    pub published: bool,
+    pub private: bool,
+    pub team_post: bool,
+}
+
+macro_rules! columns {
+    () => {
+        "id, type, user_id, organization_id, thread_id, slug, src, data, published, version, \
+         created_at, updated_at"
+    };
+}
+
+pub async fn get(db: &Db, id: &str) -> sqlx::Result<Option<PostRow>> {
+    const SQL: &str = concat!("SELECT ", columns!(), " FROM posts WHERE id = $1");
+    with_db!(db, p => sqlx::query_as(SQL).bind(id).fetch_optional(p).await)
+}
+
+pub async fn by_slug(db: &Db, slug: &str) -> sqlx::Result<Option<PostRow>> {
+    const SQL: &str = concat!("SELECT ", columns!(), " FROM posts WHERE slug = $1");
+    with_db!(db, p => sqlx::query_as(SQL).bind(slug).fetch_optional(p).await)
+}
+
+/// Filters of the post lists.
+#[derive(Default)]
+pub struct Filter<'a> {
+    pub r#type: Option<&'a str>,
+    pub organization_id: Option<&'a str>,
+    pub user_id: Option<&'a str>,
+    /// The replies of this thread.
+    pub thread_id: Option<&'a str>,
+    /// Top-level posts only.
+    pub top_level: bool,
+    /// Published posts only...
+    pub published_only: bool,
+    /// ...and, when set, also this user's own.
+    pub or_owner: Option<&'a str>,
+    /// Leave out posts with `data.private: true`.
+    pub no_private: bool,
+}
+
+/// Posts matching `f`, newest first, and how many match in all.
+pub async fn list(
+    db: &Db,
+    f: &Filter<'_>,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<(Vec<PostRow>, i64)> {
+    macro_rules! filter {
+        () => {
+            " WHERE ($1 IS NULL OR type = $1) AND ($2 IS NULL OR organization_id = $2) \
+             AND ($3 IS NULL OR user_id = $3) AND ($4 IS NULL OR thread_id = $4) \
+             AND (NOT $5 OR thread_id IS NULL) \
+             AND (NOT $6 OR published OR ($7 IS NOT NULL AND user_id = $7)) \
+             AND (NOT $8 OR NOT private)"
+        };
+    }
+    const SQL: &str = concat!(
+        "SELECT ",
+        columns!(),
+        " FROM posts",
+        filter!(),
+        " ORDER BY created_at DESC, id LIMIT $9 OFFSET $10"
+    );
+    const COUNT: &str = concat!("SELECT COUNT(*) FROM posts", filter!());
+    with_db!(db, p => {
+        let rows = sqlx::query_as(SQL)
+            .bind(f.r#type).bind(f.organization_id).bind(f.user_id).bind(f.thread_id)
+            .bind(f.top_level).bind(f.published_only).bind(f.or_owner).bind(f.no_private)
+            .bind(limit).bind(offset)
+            .fetch_all(p).await?;
+        let total: i64 = sqlx::query_scalar(COUNT)
+            .bind(f.r#type).bind(f.organization_id).bind(f.user_id).bind(f.thread_id)
+            .bind(f.top_level).bind(f.published_only).bind(f.or_owner).bind(f.no_private)
+            .fetch_one(p).await?;
+        Ok((rows, total))
+    })
+}
+
+/// How many published replies the thread has.
+pub async fn reply_count(db: &Db, thread_id: &str) -> sqlx::Result<i64> {
+    const SQL: &str = "SELECT COUNT(*) FROM posts WHERE thread_id = $1 AND published";
+    with_db!(db, p => sqlx::query_scalar(SQL).bind(thread_id).fetch_one(p).await)
+}
+
+pub struct NewPost<'a> {
+    pub r#type: &'a str,
+    pub user_id: &'a str,
+    pub organization_id: Option<&'a str>,
+    pub thread_id: Option<&'a str>,
+    pub fields: PostFields<'a>,
+}
+
+/// Inserts a post; a taken `slug` or `src` is a unique violation (409).
+pub async fn create(db: &Db, n: &NewPost<'_>) -> sqlx::Result<PostRow> {
+    const SQL: &str = concat!(
+        "INSERT INTO posts (id, type, user_id, organization_id, thread_id, slug, src, data, \
+         published, private, team_post, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING ",
+        columns!()
+    );
+    let id = uuid::Uuid::new_v4().to_string();
+    let f = &n.fields;
+    with_db!(db, p => sqlx::query_as(SQL).bind(&id).bind(n.r#type).bind(n.user_id)
+        .bind(n.organization_id).bind(n.thread_id).bind(f.slug).bind(f.src).bind(Json(f.data))
+        .bind(f.published).bind(f.private).bind(f.team_post).bind(now()).fetch_one(p).await)
+}
+
+/// Writes the post's next state if nobody wrote since `version`; `None` when somebody
+/// did. A taken `slug` or `src` is a unique violation (409).
+pub async fn write(
+    db: &Db,
+    id: &str,
+    version: i64,
+    f: &PostFields<'_>,
+) -> sqlx::Result<Option<PostRow>> {
+    const SQL: &str = concat!(
+        "UPDATE posts SET slug = $3, src = $4, data = $5, published = $6, private = $7, \
+         team_post = $8, version = version + 1, updated_at = $9 WHERE id = $1 AND version = $2 \
+         RETURNING ",
+        columns!()
+    );
+    with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(version).bind(f.slug).bind(f.src)
+        .bind(Json(f.data)).bind(f.published).bind(f.private).bind(f.team_post).bind(now())
+        .fetch_optional(p).await)
+}
+
+/// Deletes the post (its replies and reception go with it).
+pub async fn delete(db: &Db, id: &str) -> sqlx::Result<bool> {
+    const SQL: &str = "DELETE FROM posts WHERE id = $1";
+    let n =
+        with_db!(db, p => sqlx::query(SQL).bind(id).execute(p).await.map(|r| r.rows_affected()))?;
+    Ok(n == 1)
+}
+
+/// Platform-wide counts, of one type or of all.
+#[derive(Debug, sqlx::FromRow, serde::Serialize, schemars::JsonSchema)]
+pub struct Stats {
+    pub total: i64,
+    pub published: i64,
+    pub private: i64,
+    pub team_posts: i64,
+    pub replies: i64,
+    pub authors: i64,
+    pub organizations: i64,
+}
+
+pub async fn stats(db: &Db, post_type: Option<&str>) -> sqlx::Result<Stats> {
+    const SQL: &str = "SELECT COUNT(*) AS total, \
+        COALESCE(SUM(CASE WHEN published THEN 1 ELSE 0 END), 0) AS published, \
+        COALESCE(SUM(CASE WHEN private THEN 1 ELSE 0 END), 0) AS private, \
+        COALESCE(SUM(CASE WHEN team_post THEN 1 ELSE 0 END), 0) AS team_posts, \
+        COALESCE(SUM(CASE WHEN thread_id IS NOT NULL THEN 1 ELSE 0 END), 0) AS replies, \
+        COUNT(DISTINCT user_id) AS authors, COUNT(DISTINCT organization_id) AS organizations \
+        FROM posts WHERE ($1 IS NULL OR type = $1)";
+    with_db!(db, p => sqlx::query_as(SQL).bind(post_type).fetch_one(p).await)
+}
+
+/// Posts per type, for `admin-stats` without a type.
+pub async fn counts_by_type(db: &Db) -> sqlx::Result<Vec<(String, i64)>> {
+    const SQL: &str = "SELECT type, COUNT(*) FROM posts GROUP BY type ORDER BY type";
+    with_db!(db, p => sqlx::query_as(SQL).fetch_all(p).await)
+}
+
+/// One read of a post that tracks its reception: a visit on `day` (`YYYY-MM-DD`, UTC),
+/// and the referrer's domain and URL when the rendering server forwarded one.
+pub async fn record_visit(
+    db: &Db,
+    post_id: &str,
+    day: &str,
+    referrer: Option<(&str, &str)>,
+) -> sqlx::Result<()> {
+    const VISIT: &str = "INSERT INTO post_visits (post_id, day, visits) VALUES ($1, $2, 1) \
+        ON CONFLICT (post_id, day) DO UPDATE SET visits = post_visits.visits + 1";
+    const REFERRER: &str = "INSERT INTO post_referrers (post_id, domain, visits, seen_at) \
+        VALUES ($1, $2, 1, $3) ON CONFLICT (post_id, domain) \
+        DO UPDATE SET visits = post_referrers.visits + 1, seen_at = $3";
+    const BACKLINK: &str = "INSERT INTO post_backlinks (post_id, url, domain, seen_at) \
+        VALUES ($1, $2, $3, $4) ON CONFLICT (post_id, url) DO UPDATE SET seen_at = $4";
+    let at = now();
+    with_db!(db, p => {
+        let mut tx = p.begin().await?;
+        sqlx::query(VISIT).bind(post_id).bind(day).execute(&mut *tx).await?;
+        if let Some((domain, url)) = referrer {
+            sqlx::query(REFERRER).bind(post_id).bind(domain).bind(at).execute(&mut *tx).await?;
+            sqlx::query(BACKLINK).bind(post_id).bind(url).bind(domain).bind(at).execute(&mut *tx).await?;
+        }
+        tx.commit().await
+    })
+}
+
+/// A post's reception: visits per day, referrers, backlinks (newest 1,000 of each).
+#[allow(clippy::type_complexity)]
+pub async fn reception(
+    db: &Db,
+    post_id: &str,
+) -> sqlx::Result<(
+    Vec<(String, i64)>,
+    Vec<(String, i64, DateTime<Utc>)>,
+    Vec<(String, String, DateTime<Utc>)>,
+)> {
+    const VISITS: &str =
+        "SELECT day, visits FROM post_visits WHERE post_id = $1 ORDER BY day DESC LIMIT 1000";
+    const REFERRERS: &str =
+        "SELECT domain, visits, seen_at FROM post_referrers WHERE post_id = $1 \
+        ORDER BY seen_at DESC LIMIT 1000";
+    const BACKLINKS: &str = "SELECT url, domain, seen_at FROM post_backlinks WHERE post_id = $1 \
+        ORDER BY seen_at DESC LIMIT 1000";
+    with_db!(db, p => {
+        let visits = sqlx::query_as(VISITS).bind(post_id).fetch_all(p).await?;
+        let referrers = sqlx::query_as(REFERRERS).bind(post_id).fetch_all(p).await?;
+        let backlinks = sqlx::query_as(BACKLINKS).bind(post_id).fetch_all(p).await?;
+        Ok((visits, referrers, backlinks))
+    })
+}
