@@ -186,6 +186,10 @@ pub struct Opts {
     /// "GET /api/users/viewer=2,POST /api/aes=1" (every cost is 0 otherwise).
     #[arg(long, env = "PLINTH_TOKEN_COSTS", global = true)]
     pub token_costs: Option<String>,
+    /// Labelled prices for `POST /api/data/prices/by-label`: a JSON file shaped like
+    /// `fixtures/prices.json` (which is used when unset).
+    #[arg(long, env = "PLINTH_PRICES_FILE", global = true)]
+    pub prices_file: Option<PathBuf>,
     /// Where clients buy tokens; returned as `payment_url` with 402 answers
     /// [default: <public-url>/api/users/subscriptions]
     #[arg(long, env = "PLINTH_PAYMENT_URL", global = true)]

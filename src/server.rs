@@ -240,6 +240,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         )
     });
     let routes = RouteIndex::new(&opts.token_costs()?)?;
+    let prices = crate::domain::prices::PriceList::load(opts.prices_file.as_deref())?;
     let rate = RateLimiter::start(opts.rate_shards)
         .await
         .map_err(|e| anyhow::anyhow!("starting rate-limit actors: {e}"))?;
@@ -284,6 +285,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         mail,
         objects,
         routes,
+        prices,
         opts,
     });
     Ok(Built {

@@ -44,6 +44,8 @@ pub struct Inner {
     pub mail: MailBackend,
     pub objects: crate::storage::ObjectStore,
     pub routes: RouteIndex,
+    /// Labelled prices (`PLINTH_PRICES_FILE`, else `fixtures/prices.json`).
+    pub prices: crate::domain::prices::PriceList,
 }
 
 impl Deref for AppState {

@@ -256,13 +256,15 @@ impl ObjectStore {
     }
 
     /// A URL that accepts a PUT with this content type until it expires. The local
-    /// backend also signs `max_bytes`; S3 presigned PUTs cannot express a maximum, so
-    /// callers check the size of what arrived before using it.
+    /// backend signs `max_bytes` and refuses anything larger. S3 presigned PUTs cannot
+    /// express a maximum: with `exact` the S3 URL signs `Content-Length: max_bytes`, so S3
+    /// refuses any other size; without it callers check what arrived before using it.
     pub async fn presign_put(
         &self,
         key: &str,
         content_type: &str,
         max_bytes: u64,
+        exact: bool,
         ttl: Duration,
     ) -> Result<String, StorageError> {
         if !valid_key(key) {
@@ -272,16 +274,29 @@ impl ObjectStore {
             ObjectStore::Local(l) => Ok(l.signed_url("PUT", key, content_type, max_bytes, ttl)),
             ObjectStore::S3(s) => {
                 let cfg = PresigningConfig::expires_in(ttl).map_err(err)?;
-                let req = s
+                let mut put = s
                     .client
                     .put_object()
                     .bucket(&s.bucket)
                     .key(key)
-                    .content_type(content_type)
-                    .presigned(cfg)
-                    .await
-                    .map_err(err)?;
+                    .content_type(content_type);
+                if exact {
+                    put = put.content_length(max_bytes as i64);
+                }
+                let req = put.presigned(cfg).await.map_err(err)?;
                 Ok(req.uri().to_owned())
+            }
+        }
+    }
+
+    /// Where an object under `public/` is read without a signature: the local object
+    /// route `/public/...`, or the bucket's path-style URL (the bucket, or its `public/`
+    /// prefix, must allow anonymous reads; docs/operations.md).
+    pub fn public_url(&self, key: &str) -> String {
+        match self {
+            ObjectStore::Local(l) => format!("{}/{key}", l.public_url),
+            ObjectStore::S3(s) => {
+                format!("{}/{}/{key}", s.endpoint.trim_end_matches('/'), s.bucket)
             }
         }
     }
@@ -444,7 +459,9 @@ pub mod serve {
     const OBJECT_PUTS_PER_MINUTE: u64 = 60;
 
     pub fn router() -> Router<AppState> {
-        Router::new().route("/objects/{*key}", get(read).put(write))
+        Router::new()
+            .route("/objects/{*key}", get(read).put(write))
+            .route("/public/{*key}", get(read_public))
     }
 
     #[derive(Deserialize)]
@@ -497,6 +514,28 @@ pub mod serve {
         match app.objects.get(&key).await {
             Ok(Some(bytes)) => (
                 [(header::CONTENT_TYPE, "application/octet-stream")],
+                Body::from(bytes),
+            )
+                .into_response(),
+            Ok(None) => refuse(StatusCode::NOT_FOUND, "no such object"),
+            Err(e) => refuse(StatusCode::SERVICE_UNAVAILABLE, &e.0),
+        }
+    }
+
+    /// An object under `public/` (distribution files from `/api/data/admin/upload`): no
+    /// signature, served as a download so nothing renders on this origin.
+    async fn read_public(State(app): State<AppState>, Path(key): Path<String>) -> Response {
+        let key = format!("public/{key}");
+        if !valid_key(&key) || !matches!(app.objects, ObjectStore::Local(_)) {
+            return refuse(StatusCode::NOT_FOUND, "no such object");
+        }
+        match app.objects.get(&key).await {
+            Ok(Some(bytes)) => (
+                [
+                    (header::CONTENT_TYPE, "application/octet-stream"),
+                    (header::CONTENT_DISPOSITION, "attachment"),
+                    (header::CACHE_CONTROL, "public, max-age=60"),
+                ],
                 Body::from(bytes),
             )
                 .into_response(),

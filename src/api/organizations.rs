@@ -82,11 +82,31 @@ async fn merge_data(
     ))
 }
 
-/// `GET /api/organizations` (V10): public organizations and the caller's own; platform
-/// admins see all.
+/// `GET /api/organizations` (V10): every organization (the spec: "lists all
+/// organizations") with its id, domain, name and public flag; `data` and the caller's
+/// `role` only for the caller's own organizations (all, for platform admins).
 pub async fn list(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
-    let orgs = store::list(&app.db, &caller.id, caller.is_admin()).await?;
-    let data: Vec<_> = orgs.iter().map(OrgRow::to_json).collect();
+    let orgs = store::list(&app.db, &caller.id, true).await?;
+    let roles: std::collections::HashMap<String, String> = store::memberships(&app.db, &caller.id)
+        .await?
+        .into_iter()
+        .map(|m| (m.org.id, m.role))
+        .collect();
+    let data: Vec<_> = orgs
+        .iter()
+        .map(|o| match roles.get(&o.id) {
+            Some(role) => {
+                let mut v = o.to_json();
+                v["role"] = json!(role);
+                v
+            }
+            None if caller.is_admin() => o.to_json(),
+            None => json!({
+                "id": o.id, "domain": o.domain, "name": o.name,
+                "is_public": o.is_public, "created_at": o.created_at,
+            }),
+        })
+        .collect();
     Ok(Reply::ok(json!({ "data": data })))
 }
 

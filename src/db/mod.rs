@@ -6,14 +6,17 @@
 pub mod credits;
 pub mod documents;
 pub mod events;
+pub mod files;
 pub mod grants;
 pub mod likes;
+pub mod localizations;
 pub mod office;
 pub mod organizations;
 pub mod payments;
 pub mod posts;
 pub mod public_access;
 pub mod slides;
+pub mod things;
 pub mod users;
 pub mod waitlist;
 

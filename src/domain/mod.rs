@@ -8,6 +8,7 @@ pub mod idempotency;
 pub mod idp;
 pub mod ledger;
 pub mod posts;
+pub mod prices;
 pub mod records;
 pub mod richtext;
 pub mod validate;

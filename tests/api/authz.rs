@@ -210,13 +210,22 @@ async fn no_caller_below_a_routes_access_gets_2xx_or_another_tenants_data() {
     // The victim tenant.
     let victim_admin_email = email(&marker);
     let victim_admin = s.verified_user(&victim_admin_email).await;
-    // The domain and ids are sent in requests (and may be echoed); only the names the
-    // victim chose carry the marker.
+    // The domain and ids are sent in requests (and may be echoed), and organization
+    // names and domains are listed to everybody (`GET /api/organizations`, the spec);
+    // the marker is in what the victim keeps private: the organization's `data`, the
+    // admin's email and the deck.
     let victim_domain = format!(
         "v{}.example",
         &uuid::Uuid::new_v4().simple().to_string()[..12]
     );
-    organization(&s, &victim_admin, &victim_domain, &format!("Org {marker}")).await;
+    organization(&s, &victim_admin, &victim_domain, "Org victim").await;
+    s.post(
+        "/api/organizations/update",
+        Some(&victim_admin),
+        json!({"domain": victim_domain, "data": {"secret": marker}}),
+    )
+    .await
+    .assert_ok();
     let victim_member_email = email("vmember");
     let victim_member = s.verified_user(&victim_member_email).await;
     add_member(&s, &victim_admin, &victim_domain, &victim_member_email).await;

@@ -9,6 +9,7 @@ mod authz;
 mod billing;
 mod cli;
 mod credits;
+mod data;
 mod envelope;
 mod fuzz;
 mod identity;

@@ -229,12 +229,28 @@ async fn settings_visibility_templates_and_deletion() {
     )
     .await
     .assert_error(404);
+    // Listed (the spec: "lists all organizations"), but its data stays with members.
     let r = s.get("/api/organizations", Some(&other)).await;
-    assert!(!r.body["data"]
+    let listed = r.body["data"]
         .as_array()
         .unwrap()
         .iter()
-        .any(|o| o["id"] == json!(id)));
+        .find(|o| o["id"] == json!(id))
+        .unwrap()
+        .clone();
+    assert_eq!(listed["domain"], json!(d));
+    assert_eq!(listed["is_public"], json!(false));
+    assert!(listed.get("data").is_none() && listed.get("role").is_none());
+    let r = s.get("/api/organizations", Some(&owner)).await;
+    let own = r.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == json!(id))
+        .unwrap()
+        .clone();
+    assert!(own["data"].is_object());
+    assert_eq!(own["role"], json!("admin"));
     let r = s
         .post(
             "/api/organizations/toggle-public-access",

@@ -277,6 +277,35 @@ async fn s3_backend_presigned_urls_against_a_signature_checking_server() {
         .unwrap();
     assert_eq!(back.status(), 200);
     assert_eq!(back.bytes().await.unwrap().to_vec(), pdf);
+
+    // With an exact `size` the URL signs Content-Length: S3 refuses any other size.
+    let r = s
+        .post(
+            "/api/data/generate-presigned-url",
+            Some(&key),
+            json!({"domain": domain, "filename": "exact.pdf", "contentType": "application/pdf", "size": pdf.len()}),
+        )
+        .await;
+    r.assert_ok();
+    let exact = r.body["url"].as_str().unwrap();
+    let mut longer = pdf.clone();
+    longer.extend_from_slice(b" and more");
+    let refused = http
+        .put(exact)
+        .header("content-type", "application/pdf")
+        .body(longer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 403, "{}", refused.text().await.unwrap());
+    let ok = http
+        .put(exact)
+        .header("content-type", "application/pdf")
+        .body(pdf.clone())
+        .send()
+        .await
+        .unwrap();
+    assert!(ok.status().is_success());
 }
 
 /// Sends a PUT whose headers promise `declared` bytes but only writes a few, and returns

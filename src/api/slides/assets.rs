@@ -67,7 +67,7 @@ pub async fn asset_create(
             let key = format!("slides/{}/assets/{id}/{file}", deck.id);
             let url = a
                 .objects
-                .presign_put(&key, &mime, req.size as u64, UPLOAD_TTL)
+                .presign_put(&key, &mime, req.size as u64, true, UPLOAD_TTL)
                 .await
                 .map_err(unavailable("object storage"))?;
             let row = store::create_asset(

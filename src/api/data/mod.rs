@@ -1,0 +1,259 @@
+//! Data objects and files: `/api/data*`. This file: uploaded files (a record per
+//! presigned upload, listed and deleted by its uploader) and the administrators'
+//! public distribution objects; localizations, prices and things have their own files.
+
+mod localizations;
+mod prices;
+mod things;
+
+pub use localizations::*;
+pub use prices::*;
+pub use things::*;
+
+use std::time::Duration;
+
+use axum::extract::{Query, State};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::{OrgMember, Viewer};
+use crate::db::files::{self as store, FileRow, NewFile};
+use crate::domain::validate::{clean_filename, upload_type_allowed};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{IdBody, JsonBody};
+use crate::reply::Reply;
+use crate::state::AppState;
+
+/// Largest upload through `generate-presigned-url` (the spec's 15 MB).
+pub const UPLOAD_LIMIT: u64 = 15 * 1024 * 1024;
+/// How long upload and download URLs stay valid.
+pub const URL_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// Largest public distribution object (`admin/upload`).
+pub const PUBLIC_LIMIT: u64 = 1 << 30;
+
+fn unavailable(e: crate::storage::StorageError) -> ApiError {
+    tracing::error!(error = %e, "object storage");
+    ApiError::new(
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        "object storage is unavailable",
+    )
+}
+
+/// A MIME type a client may upload (types a browser would run are refused: L4).
+fn content_type(raw: &str, field: &str) -> ApiResult<String> {
+    let ct = raw.trim();
+    if ct.is_empty() || !ct.contains('/') || ct.len() > 128 || ct.chars().any(|c| c.is_control()) {
+        return Err(ApiError::bad_request(format!(
+            "`{field}` must be a MIME type such as image/png"
+        )));
+    }
+    if !upload_type_allowed(ct) {
+        return Err(ApiError::bad_request(format!(
+            "`{field}` {ct} is not accepted: uploads are served from the storage origin, \
+             so types a browser runs (HTML, SVG, XML, scripts) are refused (docs/api.md)"
+        )));
+    }
+    Ok(ct.to_owned())
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct PresignBody {
+    filename: String,
+    #[serde(rename = "contentType")]
+    content_type: String,
+    /// The file's exact size in bytes (at most 15 MB). With it the URL accepts only that
+    /// many bytes on every storage backend (S3 signs `Content-Length`); without it the
+    /// local backend still refuses more than 15 MB.
+    size: Option<u64>,
+}
+
+/// `POST /api/data/generate-presigned-url` (OrgMember): a URL that accepts one `PUT` of
+/// the file (at most 15 MB, with the given `Content-Type`) for 15 minutes, and a URL
+/// that reads it back for as long.
+pub async fn generate_presigned_url(
+    State(app): State<AppState>,
+    g: OrgMember<PresignBody>,
+) -> ApiResult {
+    let filename = clean_filename(&g.body.filename, "filename")?;
+    let ct = content_type(&g.body.content_type, "contentType")?;
+    let (max, exact) = match g.body.size {
+        None => (UPLOAD_LIMIT, false),
+        Some(n) if (1..=UPLOAD_LIMIT).contains(&n) => (n, true),
+        Some(_) => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                format!("`size` must be 1 to {UPLOAD_LIMIT} bytes (15 MB)"),
+            )
+            .with("max_bytes", UPLOAD_LIMIT))
+        }
+    };
+    let key = format!(
+        "orgs/{}/uploads/{}/{filename}",
+        g.org.id,
+        uuid::Uuid::new_v4().simple()
+    );
+    let url = app
+        .objects
+        .presign_put(&key, &ct, max, exact, URL_TTL)
+        .await
+        .map_err(unavailable)?;
+    let download_url = app
+        .objects
+        .presign_get(&key, URL_TTL)
+        .await
+        .map_err(unavailable)?;
+    let id = store::create(
+        &app.db,
+        &NewFile {
+            user_id: &g.caller.id,
+            organization_id: &g.org.id,
+            object_key: &key,
+            filename: &filename,
+            content_type: &ct,
+            max_bytes: max as i64,
+            provider: app.objects.backend(),
+        },
+    )
+    .await?;
+    Ok(Reply::ok(json!({
+        "id": id,
+        "url": url,
+        "method": "PUT",
+        "headers": {"Content-Type": ct},
+        "key": key,
+        "max_bytes": max,
+        "expires_in": URL_TTL.as_secs(),
+        "download_url": download_url,
+    })))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct FilesQuery {
+    /// 1 to 200, default 50.
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+async fn file_json(app: &AppState, f: &FileRow) -> ApiResult<serde_json::Value> {
+    let url = app
+        .objects
+        .presign_get(&f.object_key, URL_TTL)
+        .await
+        .map_err(unavailable)?;
+    Ok(json!({
+        "id": f.id,
+        "filename": f.filename,
+        "content_type": f.content_type,
+        "key": f.object_key,
+        "max_bytes": f.max_bytes,
+        "domain": f.domain,
+        "organization_id": f.organization_id,
+        "provider": f.provider,
+        "created_at": f.created_at,
+        "url": url,
+        "url_expires_in": URL_TTL.as_secs(),
+    }))
+}
+
+/// `GET /api/data` (V10): the caller's uploaded files, newest first, each with a read URL
+/// valid 15 minutes (an upload that never happened answers that URL with 404).
+pub async fn list(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Query(q): Query<FilesQuery>,
+) -> ApiResult {
+    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 200)?;
+    let (rows, total) = store::of_user(&app.db, &caller.id, limit, offset).await?;
+    let mut data = Vec::with_capacity(rows.len());
+    for f in &rows {
+        data.push(file_json(&app, f).await?);
+    }
+    Ok(Reply::ok(json!({
+        "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
+    })))
+}
+
+/// `POST /api/data/delete` (Key; the uploader or a platform admin, 404 for anyone
+/// else): the object, then its record. If storage fails, the record stays (503) so the
+/// delete can be retried.
+pub async fn delete(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult {
+    let f = store::get(&app.db, &body.id)
+        .await?
+        .filter(|f| f.user_id == caller.id || caller.is_admin())
+        .ok_or_else(|| ApiError::not_found("file not found"))?;
+    app.objects
+        .delete(&f.object_key)
+        .await
+        .map_err(unavailable)?;
+    store::delete(&app.db, &f.id).await?;
+    Ok(Reply::ok(
+        json!({"success": true, "id": f.id, "deleted": true}),
+    ))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct PublicObject {
+    /// One or more path segments (`releases/v2`) of letters, digits, `.`, `_`, `-`.
+    folder: String,
+    /// The file name.
+    file: String,
+    /// Default `application/octet-stream`.
+    #[serde(rename = "contentType")]
+    content_type: Option<String>,
+}
+
+/// `public/<folder>/<file>`, checked.
+fn public_key(o: &PublicObject) -> ApiResult<String> {
+    let folder = o.folder.trim().trim_matches('/');
+    let key = format!("public/{folder}/{}", clean_filename(&o.file, "file")?);
+    if folder.is_empty() || !crate::storage::valid_key(&key) {
+        return Err(ApiError::bad_request(
+            "`folder` must be path segments of letters, digits, `.`, `_` and `-`",
+        ));
+    }
+    Ok(key)
+}
+
+/// `POST /api/data/admin/upload` (Admin100): a PUT URL for a public distribution object
+/// at `public/<folder>/<file>` (the same folder and file overwrite); no file record.
+pub async fn admin_upload(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<PublicObject>,
+) -> ApiResult {
+    let key = public_key(&body)?;
+    let ct = match &body.content_type {
+        Some(ct) => content_type(ct, "contentType")?,
+        None => "application/octet-stream".to_owned(),
+    };
+    let url = app
+        .objects
+        .presign_put(&key, &ct, PUBLIC_LIMIT, false, URL_TTL)
+        .await
+        .map_err(unavailable)?;
+    Ok(Reply::ok(json!({
+        "url": url,
+        "method": "PUT",
+        "headers": {"Content-Type": ct},
+        "key": key,
+        "max_bytes": PUBLIC_LIMIT,
+        "expires_in": URL_TTL.as_secs(),
+        "public_url": app.objects.public_url(&key),
+    })))
+}
+
+/// `POST /api/data/admin/delete` (Admin100): deletes `public/<folder>/<file>`.
+pub async fn admin_delete(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<PublicObject>,
+) -> ApiResult {
+    let key = public_key(&body)?;
+    app.objects.delete(&key).await.map_err(unavailable)?;
+    Ok(Reply::ok(
+        json!({"success": true, "key": key, "deleted": true}),
+    ))
+}

@@ -1,0 +1,312 @@
+//! Things: `/api/data/things*`. Titled, categorized records with a unique slug, public
+//! to read, listed newest first (by offset or cursor) and searched by keyword through the
+//! database's full-text index. Changed by their creator, a platform admin, or a member
+//! of the organization the thing was created under (naming it as `domain`); anyone else
+//! gets a 404.
+
+use axum::extract::{Query, State};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::auth::{Caller, Viewer};
+use crate::db::things::{self as store, ThingFields, ThingRow, ThingView};
+use crate::domain::records;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::reply::{Answer, Reply};
+use crate::state::AppState;
+
+/// Keywords a search uses at most.
+const MAX_WORDS: usize = 10;
+
+fn not_found() -> ApiError {
+    ApiError::not_found("thing not found")
+}
+
+fn text(field: &str, raw: &str, max: usize) -> ApiResult<String> {
+    let v = raw.trim();
+    if v.is_empty() || v.chars().count() > max {
+        return Err(ApiError::bad_request(format!(
+            "`{field}` must be a string of 1 to {max} characters"
+        )));
+    }
+    Ok(v.to_owned())
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ThingQuery {
+    id: String,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct ThingAnswer {
+    data: ThingView,
+}
+
+/// `GET /api/data/things?id=` (Public).
+pub async fn thing_get(
+    State(app): State<AppState>,
+    Query(q): Query<ThingQuery>,
+) -> ApiResult<Answer<ThingAnswer>> {
+    let t = store::get(&app.db, &q.id).await?.ok_or_else(not_found)?;
+    Ok(Answer(ThingAnswer { data: t.view() }))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ThingCreate {
+    /// 1 to 300 characters; searchable.
+    title: String,
+    /// 1 to 100 characters; searchable.
+    category: String,
+    /// Unique: lower-cased, 1 to 200 of a-z, 0-9, `-`, `_`, `.`.
+    slug: String,
+    /// An organization the caller belongs to; its members may then change the thing.
+    domain: Option<String>,
+    data: Option<Map<String, Value>>,
+}
+
+/// `POST /api/data/things/create` (V10): 409 when the slug is taken.
+pub async fn thing_create(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<ThingCreate>,
+) -> ApiResult {
+    let title = text("title", &body.title, 300)?;
+    let category = text("category", &body.category, 100)?;
+    let slug = crate::domain::posts::slug(&body.slug)?;
+    let data = Value::Object(body.data.unwrap_or_default());
+    records::check_size(&data)?;
+    let org_id = match &body.domain {
+        None => None,
+        Some(d) => {
+            let org = crate::db::organizations::by_domain(&app.db, d)
+                .await?
+                .ok_or_else(|| ApiError::not_found("organization not found"))?;
+            if !crate::auth::in_org(&app, &caller, &org.id).await? {
+                return Err(ApiError::forbidden(
+                    "you are not a member of this organization",
+                ));
+            }
+            Some(org.id)
+        }
+    };
+    let fields = ThingFields {
+        title: &title,
+        category: &category,
+        slug: &slug,
+        data: &data,
+    };
+    let id = store::create(&app.db, &fields, org_id.as_deref(), &caller.id).await?;
+    let t = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
+    Ok(Reply::ok(json!({"success": true, "data": t.view()})))
+}
+
+/// The thing if the caller may change it: its creator, a platform admin, or a member of
+/// its organization when `domain` names that organization.
+async fn changeable(
+    app: &AppState,
+    caller: &Caller,
+    id: &str,
+    domain: Option<&str>,
+) -> ApiResult<ThingRow> {
+    let t = store::get(&app.db, id).await?.ok_or_else(not_found)?;
+    if t.user_id.as_deref() == Some(caller.id.as_str()) || caller.is_admin() {
+        return Ok(t);
+    }
+    let names_its_org = match (domain, &t.domain) {
+        (Some(d), Some(own)) => d.trim().eq_ignore_ascii_case(own),
+        _ => false,
+    };
+    match &t.organization_id {
+        Some(org) if names_its_org && crate::auth::in_org(app, caller, org).await? => Ok(t),
+        _ => Err(not_found()),
+    }
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ThingUpdate {
+    id: String,
+    /// The thing's organization, for its members.
+    domain: Option<String>,
+    /// `title`, `category`, `slug` and `data` (merged: top-level keys replace, `null`
+    /// removes); other keys are dropped.
+    updates: Map<String, Value>,
+}
+
+/// `POST /api/data/things/update` (Key; see `changeable`).
+pub async fn thing_update(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<ThingUpdate>,
+) -> ApiResult {
+    let mut t = changeable(&app, &caller, &body.id, body.domain.as_deref()).await?;
+    let u = &body.updates;
+    let string = |k: &str| -> ApiResult<Option<&str>> {
+        match u.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(_) => Err(ApiError::bad_request(format!(
+                "`updates.{k}` must be a string"
+            ))),
+        }
+    };
+    let title = string("title")?
+        .map(|v| text("title", v, 300))
+        .transpose()?;
+    let category = string("category")?
+        .map(|v| text("category", v, 100))
+        .transpose()?;
+    let slug = string("slug")?
+        .map(crate::domain::posts::slug)
+        .transpose()?;
+    let changes = match u.get("data") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => return Err(ApiError::bad_request("`updates.data` must be an object")),
+    };
+    for _ in 0..records::WRITE_TRIES {
+        let data = match changes {
+            Some(c) => records::merge(&t.data.0, c)?,
+            None => t.data.0.clone(),
+        };
+        let fields = ThingFields {
+            title: title.as_deref().unwrap_or(&t.title),
+            category: category.as_deref().unwrap_or(&t.category),
+            slug: slug.as_deref().unwrap_or(&t.slug),
+            data: &data,
+        };
+        let written = store::write(&app.db, &t.id, t.updated_at, &fields).await?;
+        t = store::get(&app.db, &t.id).await?.ok_or_else(not_found)?;
+        if written {
+            return Ok(Reply::ok(json!({"success": true, "data": t.view()})));
+        }
+    }
+    Err(records::busy())
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ThingDelete {
+    id: String,
+    /// The thing's organization, for its members.
+    domain: Option<String>,
+}
+
+/// `POST /api/data/things/delete` (Key; see `changeable`).
+pub async fn thing_delete(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<ThingDelete>,
+) -> ApiResult {
+    let t = changeable(&app, &caller, &body.id, body.domain.as_deref()).await?;
+    store::delete(&app.db, &t.id).await?;
+    Ok(Reply::ok(
+        json!({"success": true, "id": t.id, "deleted": true}),
+    ))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ListQuery {
+    /// 1 to 200, default 50.
+    limit: Option<i64>,
+    /// Skip this many (ignored with `cursor`).
+    offset: Option<i64>,
+    /// `next_cursor` of the previous page: the page after it (stable while things are added).
+    cursor: Option<String>,
+}
+
+fn cursor_of(t: &ThingRow) -> String {
+    format!(
+        "{}.{}",
+        t.created_at.timestamp_nanos_opt().unwrap_or_default(),
+        t.id
+    )
+}
+
+fn parse_cursor(raw: &str) -> ApiResult<(DateTime<Utc>, String)> {
+    let bad = || ApiError::bad_request("`cursor` is not one this server gave out");
+    let (nanos, id) = raw.split_once('.').ok_or_else(bad)?;
+    let nanos: i64 = nanos.parse().map_err(|_| bad())?;
+    Ok((DateTime::from_timestamp_nanos(nanos), id.to_owned()))
+}
+
+/// `GET /api/data/things/list` (Public): newest first, by `offset` or `cursor`.
+pub async fn things_list(State(app): State<AppState>, Query(q): Query<ListQuery>) -> ApiResult {
+    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 200)?;
+    let after = q.cursor.as_deref().map(parse_cursor).transpose()?;
+    let offset = if after.is_some() { 0 } else { offset };
+    let rows = store::list(
+        &app.db,
+        limit,
+        offset,
+        after.as_ref().map(|(at, id)| (*at, id.as_str())),
+    )
+    .await?;
+    let total = store::count(&app.db).await?;
+    let next = (rows.len() as i64 == limit)
+        .then(|| rows.last().map(cursor_of))
+        .flatten();
+    let data: Vec<ThingView> = rows.iter().map(ThingRow::view).collect();
+    Ok(Reply::ok(json!({
+        "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
+        "next_cursor": next,
+    })))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct SearchQuery {
+    /// Keywords: things whose title or category has every word (also as a prefix).
+    search: String,
+    /// 1 to 100, default 20.
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// Plain keywords: letters and digits only (so neither index's query syntax applies),
+/// lower-cased, at most ten of at most 64 characters.
+fn keywords(raw: &str) -> Vec<String> {
+    raw.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase().chars().take(64).collect())
+        .take(MAX_WORDS)
+        .collect()
+}
+
+/// `GET /api/data/things/list/search?search=` (Public): best match first.
+pub async fn things_search(State(app): State<AppState>, Query(q): Query<SearchQuery>) -> ApiResult {
+    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 20, 100)?;
+    let words = keywords(&q.search);
+    if words.is_empty() {
+        return Err(ApiError::bad_request(
+            "`search` must contain at least one word",
+        ));
+    }
+    let rows = store::search(&app.db, &words, limit, offset).await?;
+    let data: Vec<ThingView> = rows.iter().map(ThingRow::view).collect();
+    Ok(Reply::ok(json!({
+        "data": data, "count": data.len(), "limit": limit, "offset": offset, "search": words.join(" "),
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keywords_drop_query_syntax() {
+        assert_eq!(
+            keywords("Red* \"chair\" OR-NEAR(x)"),
+            ["red", "chair", "or", "near", "x"]
+        );
+        assert!(keywords("*** ---").is_empty());
+        assert_eq!(keywords("Größe café").len(), 2);
+    }
+
+    #[test]
+    fn cursors_round_trip() {
+        let (at, id) = parse_cursor("1777593600123456789.abc").unwrap();
+        assert_eq!(at.timestamp_nanos_opt().unwrap(), 1777593600123456789);
+        assert_eq!(id, "abc");
+        assert!(parse_cursor("nope").is_err());
+    }
+}
