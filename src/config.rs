@@ -190,6 +190,17 @@ pub struct Opts {
     /// `fixtures/prices.json` (which is used when unset).
     #[arg(long, env = "PLINTH_PRICES_FILE", global = true)]
     pub prices_file: Option<PathBuf>,
+    /// Google Cloud Storage bucket for `generate-presigned-url-gcs` (with
+    /// PLINTH_GCS_CREDENTIALS; unset, that endpoint answers 503).
+    #[arg(long, env = "PLINTH_GCS_BUCKET", global = true)]
+    pub gcs_bucket: Option<String>,
+    /// The service-account key JSON file Google issues (its `client_email` and
+    /// `private_key` sign the URLs).
+    #[arg(long, env = "PLINTH_GCS_CREDENTIALS", global = true)]
+    pub gcs_credentials: Option<PathBuf>,
+    /// Another GCS endpoint, e.g. an emulator [default: https://storage.googleapis.com]
+    #[arg(long, env = "PLINTH_GCS_ENDPOINT", global = true)]
+    pub gcs_endpoint: Option<String>,
     /// Where clients buy tokens; returned as `payment_url` with 402 answers
     /// [default: <public-url>/api/users/subscriptions]
     #[arg(long, env = "PLINTH_PAYMENT_URL", global = true)]

@@ -9,6 +9,7 @@ pub mod db;
 pub mod domain;
 pub mod error;
 pub mod extract;
+pub mod gcs;
 pub mod mail;
 pub mod payments;
 pub mod periodic;

@@ -287,7 +287,7 @@ pub static ROUTES: &[RouteSpec] = &[
     route!(GET "/api/data", V10, Read, "Data objects and files" => api::data::list),
     route!(POST "/api/data/delete", Key, Write, "Data objects and files" => api::data::delete),
     route!(POST "/api/data/generate-presigned-url", OrgMember, Upload, "Data objects and files" => api::data::generate_presigned_url),
-    route!(POST "/api/data/generate-presigned-url-gcs", OrgMember, Upload, "Data objects and files"),
+    route!(POST "/api/data/generate-presigned-url-gcs", OrgMember, Upload, "Data objects and files" => api::data::generate_presigned_url_gcs),
     route!(POST "/api/data/admin/upload", Admin100, Upload, "Data objects and files" => api::data::admin_upload),
     route!(POST "/api/data/admin/delete", Admin100, Write, "Data objects and files" => api::data::admin_delete),
     route!(GET "/api/data/localizations/{id}", Public, Read, "Data objects and files" => api::data::localization_get),

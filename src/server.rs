@@ -241,6 +241,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     });
     let routes = RouteIndex::new(&opts.token_costs()?)?;
     let prices = crate::domain::prices::PriceList::load(opts.prices_file.as_deref())?;
+    let gcs = crate::gcs::Gcs::from_config(&opts)?;
     let rate = RateLimiter::start(opts.rate_shards)
         .await
         .map_err(|e| anyhow::anyhow!("starting rate-limit actors: {e}"))?;
@@ -286,6 +287,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         objects,
         routes,
         prices,
+        gcs,
         opts,
     });
     Ok(Built {

@@ -46,6 +46,8 @@ pub struct Inner {
     pub routes: RouteIndex,
     /// Labelled prices (`PLINTH_PRICES_FILE`, else `fixtures/prices.json`).
     pub prices: crate::domain::prices::PriceList,
+    /// Google Cloud Storage signed URLs, when configured (`PLINTH_GCS_*`).
+    pub gcs: Option<crate::gcs::Gcs>,
 }
 
 impl Deref for AppState {

@@ -373,3 +373,72 @@ async fn things_page_by_offset_or_cursor_and_search_the_full_text_index() {
         .await
         .assert_error(404);
 }
+
+#[tokio::test]
+async fn gcs_upload_urls_sign_the_size_range_and_need_configuration() {
+    let s = Server::start().await;
+    let (key, domain) = member_of_new_org(&s).await;
+    let body = json!({"domain": domain, "filename": "a.txt", "contentType": "text/plain"});
+    let r = s
+        .post(
+            "/api/data/generate-presigned-url-gcs",
+            Some(&key),
+            body.clone(),
+        )
+        .await;
+    r.assert_error(503);
+    assert!(r.body["message"]
+        .as_str()
+        .unwrap()
+        .contains("PLINTH_GCS_BUCKET"));
+
+    // Configured with Google's published test key and an endpoint nothing answers on.
+    let creds = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/gcs/test_service_account.not-a-test.json"
+    );
+    let s = Server::start_with(
+        Options::default()
+            .env("PLINTH_GCS_BUCKET", "plinth-test")
+            .env("PLINTH_GCS_CREDENTIALS", creds)
+            .env("PLINTH_GCS_ENDPOINT", "http://127.0.0.1:9"),
+    )
+    .await;
+    let (key, domain) = member_of_new_org(&s).await;
+    let body = json!({"domain": domain, "filename": "a.txt", "contentType": "text/plain"});
+    let r = s
+        .post(
+            "/api/data/generate-presigned-url-gcs",
+            Some(&key),
+            body.clone(),
+        )
+        .await;
+    r.assert_ok();
+    let url = r.body["url"].as_str().unwrap();
+    assert!(
+        url.starts_with("http://127.0.0.1:9/plinth-test/orgs/"),
+        "{url}"
+    );
+    assert!(url.contains("X-Goog-Algorithm=GOOG4-RSA-SHA256"));
+    assert!(url.contains("test-iam-credentials%40dummy-project-id.iam.gserviceaccount.com"));
+    assert!(
+        url.contains("X-Goog-SignedHeaders=content-type%3Bhost%3Bx-goog-content-length-range"),
+        "{url}"
+    );
+    assert_eq!(
+        r.body["headers"]["x-goog-content-length-range"],
+        "0,15728640"
+    );
+    let id = r.body["id"].as_str().unwrap().to_owned();
+    let r = s.get("/api/data", Some(&key)).await;
+    assert_eq!(r.body["data"][0]["provider"], "gcs");
+    assert!(r.body["data"][0]["url"]
+        .as_str()
+        .unwrap()
+        .contains("X-Goog-Signature="));
+    // The delete cannot reach storage: 503, and the record stays for a retry.
+    s.post("/api/data/delete", Some(&key), json!({"id": id}))
+        .await
+        .assert_error(503);
+    assert_eq!(s.get("/api/data", Some(&key)).await.body["total"], 1);
+}

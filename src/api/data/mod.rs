@@ -128,6 +128,75 @@ pub async fn generate_presigned_url(
     })))
 }
 
+/// `POST /api/data/generate-presigned-url-gcs` (OrgMember): as `generate-presigned-url`,
+/// on Google Cloud Storage (V4 signed URLs). The PUT URL signs
+/// `x-goog-content-length-range: 0,<max>`, so GCS itself refuses a larger body; the
+/// client sends the returned `headers` as they are. 503 when `PLINTH_GCS_*` is unset.
+pub async fn generate_presigned_url_gcs(
+    State(app): State<AppState>,
+    g: OrgMember<PresignBody>,
+) -> ApiResult {
+    let gcs = app.gcs.as_ref().ok_or_else(|| {
+        ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "Google Cloud Storage is not configured: set {}",
+                crate::gcs::VARIABLES
+            ),
+        )
+    })?;
+    let filename = clean_filename(&g.body.filename, "filename")?;
+    let ct = content_type(&g.body.content_type, "contentType")?;
+    let (min, max) = match g.body.size {
+        None => (0, UPLOAD_LIMIT),
+        Some(n) if (1..=UPLOAD_LIMIT).contains(&n) => (n, n),
+        Some(_) => {
+            return Err(ApiError::new(
+                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                format!("`size` must be 1 to {UPLOAD_LIMIT} bytes (15 MB)"),
+            )
+            .with("max_bytes", UPLOAD_LIMIT))
+        }
+    };
+    let key = format!(
+        "orgs/{}/uploads/{}/{filename}",
+        g.org.id,
+        uuid::Uuid::new_v4().simple()
+    );
+    let mut headers = std::collections::BTreeMap::new();
+    headers.insert("content-type".to_owned(), ct.clone());
+    headers.insert(
+        "x-goog-content-length-range".to_owned(),
+        format!("{min},{max}"),
+    );
+    let url = gcs.url("PUT", &key, &headers, URL_TTL);
+    let download_url = gcs.url("GET", &key, &Default::default(), URL_TTL);
+    let id = store::create(
+        &app.db,
+        &NewFile {
+            user_id: &g.caller.id,
+            organization_id: &g.org.id,
+            object_key: &key,
+            filename: &filename,
+            content_type: &ct,
+            max_bytes: max as i64,
+            provider: "gcs",
+        },
+    )
+    .await?;
+    Ok(Reply::ok(json!({
+        "id": id,
+        "url": url,
+        "method": "PUT",
+        "headers": {"Content-Type": ct, "x-goog-content-length-range": format!("{min},{max}")},
+        "key": key,
+        "bucket": gcs.bucket,
+        "max_bytes": max,
+        "expires_in": URL_TTL.as_secs(),
+        "download_url": download_url,
+    })))
+}
+
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct FilesQuery {
     /// 1 to 200, default 50.
@@ -136,11 +205,16 @@ pub struct FilesQuery {
 }
 
 async fn file_json(app: &AppState, f: &FileRow) -> ApiResult<serde_json::Value> {
-    let url = app
-        .objects
-        .presign_get(&f.object_key, URL_TTL)
-        .await
-        .map_err(unavailable)?;
+    let url = match (&app.gcs, f.provider.as_str()) {
+        (Some(gcs), "gcs") => Some(gcs.url("GET", &f.object_key, &Default::default(), URL_TTL)),
+        (None, "gcs") => None,
+        _ => Some(
+            app.objects
+                .presign_get(&f.object_key, URL_TTL)
+                .await
+                .map_err(unavailable)?,
+        ),
+    };
     Ok(json!({
         "id": f.id,
         "filename": f.filename,
@@ -186,14 +260,52 @@ pub async fn delete(
         .await?
         .filter(|f| f.user_id == caller.id || caller.is_admin())
         .ok_or_else(|| ApiError::not_found("file not found"))?;
-    app.objects
-        .delete(&f.object_key)
-        .await
-        .map_err(unavailable)?;
+    if f.provider == "gcs" {
+        delete_from_gcs(&app, &f).await?;
+    } else {
+        app.objects
+            .delete(&f.object_key)
+            .await
+            .map_err(unavailable)?;
+    }
     store::delete(&app.db, &f.id).await?;
     Ok(Reply::ok(
         json!({"success": true, "id": f.id, "deleted": true}),
     ))
+}
+
+/// Deletes a GCS upload through a signed DELETE URL (no OAuth token needed); a missing
+/// object counts as deleted.
+async fn delete_from_gcs(app: &AppState, f: &FileRow) -> ApiResult<()> {
+    let gcs = app.gcs.as_ref().ok_or_else(|| {
+        ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "Google Cloud Storage is not configured: set {}",
+                crate::gcs::VARIABLES
+            ),
+        )
+    })?;
+    let url = gcs.url(
+        "DELETE",
+        &f.object_key,
+        &Default::default(),
+        Duration::from_secs(60),
+    );
+    let res = reqwest::Client::new()
+        .delete(url)
+        .timeout(Duration::from_secs(20))
+        .send()
+        .await
+        .map_err(|e| unavailable(crate::storage::StorageError(e.to_string())))?;
+    if res.status().is_success() || res.status() == reqwest::StatusCode::NOT_FOUND {
+        Ok(())
+    } else {
+        Err(unavailable(crate::storage::StorageError(format!(
+            "GCS answered {} to a delete",
+            res.status()
+        ))))
+    }
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
