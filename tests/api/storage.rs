@@ -247,11 +247,27 @@ async fn s3_backend_presigned_urls_against_a_signature_checking_server() {
     assert_eq!(st.body["services"]["storage"]["backend"], json!("s3"));
     assert_eq!(st.body["services"]["storage"]["ok"], json!(true));
     let (key, domain) = org_member(&s).await;
-    let u = upload_url(&s, &key, &domain).await;
+    let pdf = b"%PDF-1.7 s3".to_vec();
+    // S3 bounds a presigned PUT only by an exact signed length: `size` is required.
+    s.post(
+        "/api/data/generate-presigned-url",
+        Some(&key),
+        json!({"domain": domain, "filename": "report.pdf", "contentType": "application/pdf"}),
+    )
+    .await
+    .assert_error(400);
+    let r = s
+        .post(
+            "/api/data/generate-presigned-url",
+            Some(&key),
+            json!({"domain": domain, "filename": "report 2026.pdf", "contentType": "application/pdf", "size": pdf.len()}),
+        )
+        .await;
+    r.assert_ok();
+    let u = r.body;
     let url = u["url"].as_str().unwrap();
     assert!(url.starts_with(&peer.endpoint));
     let http = reqwest::Client::new();
-    let pdf = b"%PDF-1.7 s3".to_vec();
     // A forged signature is refused by the server.
     let forged = tamper(url, "X-Amz-Signature", &"0".repeat(64));
     let r = http

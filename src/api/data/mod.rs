@@ -78,6 +78,13 @@ pub async fn generate_presigned_url(
     let filename = clean_filename(&g.body.filename, "filename")?;
     let ct = content_type(&g.body.content_type, "contentType")?;
     let (max, exact) = match g.body.size {
+        // A presigned S3 PUT can only bound the size by signing it exactly.
+        None if app.objects.backend() == "s3" => {
+            return Err(ApiError::bad_request(
+                "send `size` (the file's bytes, at most 15 MB): this server's S3 storage \
+                 enforces the limit through a signed Content-Length",
+            ))
+        }
         None => (UPLOAD_LIMIT, false),
         Some(n) if (1..=UPLOAD_LIMIT).contains(&n) => (n, true),
         Some(_) => {
