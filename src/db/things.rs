@@ -147,9 +147,11 @@ pub async fn search(
 ) -> sqlx::Result<Vec<ThingRow>> {
     match db {
         Db::Sqlite(p) => {
-            const SQL: &str = select!(
-                "JOIN things_fts f ON f.rowid = t.rowid WHERE things_fts MATCH $1 \
-                 ORDER BY bm25(things_fts, 10.0, 3.0), t.created_at DESC LIMIT $2 OFFSET $3"
+            // The page of matches first (FTS5 ranks them by itself), then their rows.
+            const SQL: &str = concat!(
+                "WITH hits AS (SELECT rowid, bm25(things_fts, 10.0, 3.0) AS score FROM things_fts \
+                 WHERE things_fts MATCH $1 ORDER BY score LIMIT $2 OFFSET $3) ",
+                select!("JOIN hits h ON h.rowid = t.rowid ORDER BY h.score, t.created_at DESC")
             );
             let query = words
                 .iter()
