@@ -242,6 +242,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     let routes = RouteIndex::new(&opts.token_costs()?)?;
     let prices = crate::domain::prices::PriceList::load(opts.prices_file.as_deref())?;
     let gcs = crate::gcs::Gcs::from_config(&opts)?;
+    let posts = crate::db::posts::Writer::start(&db);
     let rate = RateLimiter::start(opts.rate_shards)
         .await
         .map_err(|e| anyhow::anyhow!("starting rate-limit actors: {e}"))?;
@@ -288,6 +289,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         routes,
         prices,
         gcs,
+        posts,
         opts,
     });
     Ok(Built {

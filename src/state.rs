@@ -48,6 +48,8 @@ pub struct Inner {
     pub prices: crate::domain::prices::PriceList,
     /// Google Cloud Storage signed URLs, when configured (`PLINTH_GCS_*`).
     pub gcs: Option<crate::gcs::Gcs>,
+    /// Post inserts (group commit on SQLite).
+    pub posts: crate::db::posts::Writer,
 }
 
 impl Deref for AppState {

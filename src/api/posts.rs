@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::auth::{Caller, MaybeCaller, Viewer};
-use crate::db::posts::{self as store, Filter, NewPost, PostFields, PostRow, PostView};
+use crate::db::posts::{self as store, Filter, OwnedPost, PostFields, PostRow, PostView};
 use crate::domain::posts::{self as rules, Readable};
 use crate::domain::{records, richtext};
 use crate::error::{ApiError, ApiResult};
@@ -260,17 +260,23 @@ pub async fn create(
     records::check_size(&data)?;
     let slug = body.slug.as_deref().map(rules::slug).transpose()?;
     let src = body.src.as_deref().map(rules::src).transpose()?;
-    let post = store::create(
-        &app.db,
-        &NewPost {
-            r#type: &post_type,
-            user_id: &caller.id,
-            organization_id: org_id.as_deref(),
-            thread_id: body.thread_id.as_deref(),
-            fields: fields(slug.as_deref(), src.as_deref(), &data),
-        },
-    )
-    .await?;
+    let f = fields(slug.as_deref(), src.as_deref(), &data);
+    let (published, private, team_post) = (f.published, f.private, f.team_post);
+    let post = app
+        .posts
+        .create(OwnedPost {
+            r#type: post_type,
+            user_id: caller.id.clone(),
+            organization_id: org_id,
+            thread_id: body.thread_id,
+            slug,
+            src,
+            data,
+            published,
+            private,
+            team_post,
+        })
+        .await?;
     Ok(Reply::ok(json!({"success": true, "data": post.view()})))
 }
 

@@ -160,19 +160,165 @@ pub struct NewPost<'a> {
     pub fields: PostFields<'a>,
 }
 
+const INSERT: &str = concat!(
+    "INSERT INTO posts (id, type, user_id, organization_id, thread_id, slug, src, data, \
+     published, private, team_post, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING ",
+    columns!()
+);
+
 /// Inserts a post; a taken `slug` or `src` is a unique violation (409).
 pub async fn create(db: &Db, n: &NewPost<'_>) -> sqlx::Result<PostRow> {
-    const SQL: &str = concat!(
-        "INSERT INTO posts (id, type, user_id, organization_id, thread_id, slug, src, data, \
-         published, private, team_post, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12) RETURNING ",
-        columns!()
-    );
     let id = uuid::Uuid::new_v4().to_string();
     let f = &n.fields;
-    with_db!(db, p => sqlx::query_as(SQL).bind(&id).bind(n.r#type).bind(n.user_id)
+    with_db!(db, p => sqlx::query_as(INSERT).bind(&id).bind(n.r#type).bind(n.user_id)
         .bind(n.organization_id).bind(n.thread_id).bind(f.slug).bind(f.src).bind(Json(f.data))
         .bind(f.published).bind(f.private).bind(f.team_post).bind(now()).fetch_one(p).await)
+}
+
+/// A post to insert, owned: it may cross to the writer task.
+pub struct OwnedPost {
+    pub r#type: String,
+    pub user_id: String,
+    pub organization_id: Option<String>,
+    pub thread_id: Option<String>,
+    pub slug: Option<String>,
+    pub src: Option<String>,
+    pub data: Value,
+    /// The flag columns (see [`PostFields`]).
+    pub published: bool,
+    pub private: bool,
+    pub team_post: bool,
+}
+
+impl OwnedPost {
+    fn fields(&self) -> PostFields<'_> {
+        PostFields {
+            slug: self.slug.as_deref(),
+            src: self.src.as_deref(),
+            data: &self.data,
+            published: self.published,
+            private: self.private,
+            team_post: self.team_post,
+        }
+    }
+
+    fn new_post(&self) -> NewPost<'_> {
+        NewPost {
+            r#type: &self.r#type,
+            user_id: &self.user_id,
+            organization_id: self.organization_id.as_deref(),
+            thread_id: self.thread_id.as_deref(),
+            fields: self.fields(),
+        }
+    }
+}
+
+type Job = (
+    OwnedPost,
+    tokio::sync::oneshot::Sender<sqlx::Result<PostRow>>,
+);
+
+/// Inserts posts. On SQLite, creates that arrive together are written by one task in one
+/// transaction (group commit, as the credit ledger does): a commit is the expensive part
+/// of an insert there, and one writer never sleeps in SQLite's busy handler. A failed
+/// insert (a taken slug) fails alone: SQLite rolls back the statement, not the
+/// transaction. PostgreSQL inserts directly.
+#[derive(Clone)]
+pub struct Writer {
+    db: Db,
+    batches: Option<tokio::sync::mpsc::Sender<Job>>,
+}
+
+/// Posts one transaction takes at most.
+const BATCH: usize = 64;
+
+impl Writer {
+    pub fn start(db: &Db) -> Writer {
+        let batches = match db {
+            Db::Sqlite(pool) => {
+                let (tx, rx) = tokio::sync::mpsc::channel(1024);
+                tokio::spawn(write_batches(pool.clone(), rx));
+                Some(tx)
+            }
+            Db::Postgres(_) => None,
+        };
+        Writer {
+            db: db.clone(),
+            batches,
+        }
+    }
+
+    pub async fn create(&self, post: OwnedPost) -> sqlx::Result<PostRow> {
+        let Some(batches) = &self.batches else {
+            return create(&self.db, &post.new_post()).await;
+        };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        batches
+            .send((post, reply))
+            .await
+            .map_err(|_| sqlx::Error::PoolClosed)?;
+        answer.await.map_err(|_| sqlx::Error::PoolClosed)?
+    }
+}
+
+async fn write_batches(pool: sqlx::SqlitePool, mut jobs: tokio::sync::mpsc::Receiver<Job>) {
+    while let Some(first) = jobs.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        match insert_batch(&pool, &batch).await {
+            Ok(results) => {
+                for ((_, reply), result) in batch.into_iter().zip(results) {
+                    let _ = reply.send(result);
+                }
+            }
+            // Nothing of the batch was kept: every create fails.
+            Err(e) => {
+                let why = e.to_string();
+                for (_, reply) in batch {
+                    let _ = reply.send(Err(sqlx::Error::Protocol(format!(
+                        "post batch not committed: {why}"
+                    ))));
+                }
+            }
+        }
+    }
+}
+
+async fn insert_batch(
+    pool: &sqlx::SqlitePool,
+    batch: &[Job],
+) -> sqlx::Result<Vec<sqlx::Result<PostRow>>> {
+    let mut tx = pool.begin().await?;
+    let mut results = Vec::with_capacity(batch.len());
+    for (post, _) in batch {
+        let n = post.new_post();
+        let f = &n.fields;
+        results.push(
+            sqlx::query_as(INSERT)
+                .bind(uuid::Uuid::new_v4().to_string())
+                .bind(n.r#type)
+                .bind(n.user_id)
+                .bind(n.organization_id)
+                .bind(n.thread_id)
+                .bind(f.slug)
+                .bind(f.src)
+                .bind(Json(f.data))
+                .bind(f.published)
+                .bind(f.private)
+                .bind(f.team_post)
+                .bind(now())
+                .fetch_one(&mut *tx)
+                .await,
+        );
+    }
+    tx.commit().await?;
+    Ok(results)
 }
 
 /// Writes the post's next state if nobody wrote since `version`; `None` when somebody

@@ -427,3 +427,32 @@ async fn threads_replies_organization_posts_reception_and_stats() {
         .await;
     assert!(r.body["by_type"]["REPLY"].as_i64().unwrap() >= 2);
 }
+
+/// Creates arriving together are written in one transaction on SQLite (group commit):
+/// a taken slug fails alone, and every other create of the batch is kept.
+#[tokio::test]
+async fn concurrent_creates_keep_slugs_unique_and_lose_nothing() {
+    let s = Server::start().await;
+    let author = s.verified_user(&email("burst")).await;
+    let slug = unique("same");
+    let results = futures::future::join_all((0..24).map(|i| {
+        let body = if i % 2 == 0 {
+            json!({"type": "GENERAL", "slug": slug, "fields": {"n": i}})
+        } else {
+            json!({"type": "BURST", "fields": {"n": i}})
+        };
+        s.post("/api/posts/create", Some(&author), body)
+    }))
+    .await;
+    let ok = results.iter().filter(|r| r.status.is_success()).count();
+    let conflicts = results.iter().filter(|r| r.status.as_u16() == 409).count();
+    assert_eq!(
+        (ok, conflicts),
+        (13, 11),
+        "one slug winner and every plain post"
+    );
+    let r = s
+        .post("/api/posts", None, json!({"type": "BURST", "user_id": results.iter().find(|r| r.status.is_success()).unwrap().body["data"]["user_id"]}))
+        .await;
+    assert_eq!(r.body["total"], 12);
+}

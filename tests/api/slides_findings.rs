@@ -327,15 +327,30 @@ async fn m7_s3_objects_larger_than_declared_are_refused_unread() {
         .await;
     r.assert_ok();
     let asset = id(&r.body);
-    // S3 presigned PUTs carry no size limit: 3 MB arrive for a declared 10 bytes.
+    // The upload URL signs Content-Length: S3 itself refuses 3 MB for a declared 10 bytes.
+    let url = r.body["upload_url"].as_str().unwrap();
     let put = reqwest::Client::new()
-        .put(r.body["upload_url"].as_str().unwrap())
+        .put(url)
         .header("content-type", "image/png")
         .body(vec![7u8; 3 << 20])
         .send()
-        .await
+        .await;
+    assert!(
+        put.as_ref().map_or(true, |r| !r.status().is_success()),
+        "S3 accepted an upload larger than the signed size"
+    );
+    // An object replaced behind S3's back (written into the peer's directory) is still
+    // refused by the image job, which reads at most the declared size.
+    let object = url
+        .split_once("/plinth/")
+        .unwrap()
+        .1
+        .split('?')
+        .next()
         .unwrap();
-    assert!(put.status().is_success(), "{}", put.status());
+    let path = peer.root().join("plinth").join(object);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, vec![7u8; 3 << 20]).unwrap();
     s.post(
         "/api/slides/assets/complete",
         Some(&key),

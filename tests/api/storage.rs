@@ -177,6 +177,11 @@ pub(crate) struct S3Peer {
 }
 
 impl S3Peer {
+    /// The directory s3s-fs keeps the bucket in (`<root>/plinth/<key>`).
+    pub fn root(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
     /// Server options that select this S3 backend.
     pub fn options(&self) -> Options {
         Options::default()
