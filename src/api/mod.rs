@@ -7,6 +7,7 @@ pub mod data;
 pub mod documents;
 pub mod events;
 pub mod identity;
+pub mod inventory;
 pub mod likes;
 pub mod office;
 pub mod openapi;

@@ -8,6 +8,7 @@ pub mod documents;
 pub mod events;
 pub mod files;
 pub mod grants;
+pub mod inventory;
 pub mod likes;
 pub mod localizations;
 pub mod office;

@@ -392,6 +392,28 @@ impl Server {
             pool.close().await;
         }
     }
+
+    /// The single integer a query returns (`SELECT COUNT(*) ...`), read straight from the
+    /// server's database.
+    pub async fn sql_count(&self, query: &str) -> i64 {
+        if self.database_url.starts_with("postgres") {
+            let pool = sqlx::PgPool::connect(&self.database_url).await.unwrap();
+            let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(query.to_owned()))
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            pool.close().await;
+            n
+        } else {
+            let pool = sqlx::SqlitePool::connect(&self.database_url).await.unwrap();
+            let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(query.to_owned()))
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+            pool.close().await;
+            n
+        }
+    }
 }
 
 /// Starts `plinth serve` on a free port; returns the process and its base URL.

@@ -14,6 +14,7 @@ mod envelope;
 mod fuzz;
 mod identity;
 mod inproc;
+mod inventory;
 mod jobs;
 mod limits;
 mod organizations;
