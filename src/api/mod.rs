@@ -9,6 +9,7 @@ pub mod events;
 pub mod identity;
 pub mod inventory;
 pub mod likes;
+pub mod marketplace;
 pub mod office;
 pub mod openapi;
 pub mod organizations;

@@ -11,6 +11,7 @@ pub mod grants;
 pub mod inventory;
 pub mod likes;
 pub mod localizations;
+pub mod marketplace;
 pub mod office;
 pub mod organizations;
 pub mod payments;

@@ -17,6 +17,7 @@ mod inproc;
 mod inventory;
 mod jobs;
 mod limits;
+mod marketplace;
 mod organizations;
 mod posts;
 mod records;
