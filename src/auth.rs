@@ -208,3 +208,25 @@ pub async fn in_org(app: &AppState, caller: &Caller, org_id: &str) -> Result<boo
             .await?
             .is_some())
 }
+
+/// The organization an optional `domain` names, for records created under one: 404 when
+/// there is none, 403 when the caller is not a member (platform admins are); `None`
+/// without a domain.
+pub async fn member_org(
+    app: &AppState,
+    caller: &Caller,
+    domain: Option<&str>,
+) -> Result<Option<String>, ApiError> {
+    let Some(d) = domain else {
+        return Ok(None);
+    };
+    let org = crate::db::organizations::by_domain(&app.db, d)
+        .await?
+        .ok_or_else(|| ApiError::not_found("organization not found"))?;
+    if !in_org(app, caller, &org.id).await? {
+        return Err(ApiError::forbidden(
+            "you are not a member of this organization",
+        ));
+    }
+    Ok(Some(org.id))
+}

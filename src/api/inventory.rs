@@ -153,15 +153,6 @@ pub struct SearchBody {
     offset: Option<i64>,
 }
 
-/// Plain keywords: letters and digits only, lower-cased, at most ten.
-fn keywords(raw: &str) -> Vec<String> {
-    raw.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase().chars().take(64).collect())
-        .take(10)
-        .collect()
-}
-
 /// `POST /api/inventory/search` (Public; private items for members): keywords through
 /// the full-text index, a price range, and `data` field filters; best match first (newest
 /// first without keywords).
@@ -177,7 +168,7 @@ pub async fn search(
         .search
         .keywords
         .as_deref()
-        .map(keywords)
+        .map(crate::domain::validate::keywords)
         .unwrap_or_default();
     let (min, max) = (body.price_range.min, body.price_range.max);
     if min.is_some_and(|m| m < 0) || matches!((min, max), (Some(a), Some(b)) if a > b) {
@@ -547,15 +538,4 @@ pub async fn units_remove(State(app): State<AppState>, g: OrgAdmin<UnitRemove>) 
     Ok(Reply::ok(
         json!({"success": true, "id": unit.id, "deleted": true}),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn keywords_are_plain_words() {
-        assert_eq!(
-            super::keywords("Red* chair OR NEAR("),
-            ["red", "chair", "or", "near"]
-        );
-    }
 }

@@ -222,20 +222,7 @@ pub async fn create(
     JsonBody(body): JsonBody<CreateBody>,
 ) -> ApiResult {
     let post_type = post_type(&body.r#type)?;
-    let org_id = match &body.domain {
-        None => None,
-        Some(d) => {
-            let org = crate::db::organizations::by_domain(&app.db, d)
-                .await?
-                .ok_or_else(|| ApiError::not_found("organization not found"))?;
-            if !crate::auth::in_org(&app, &caller, &org.id).await? {
-                return Err(ApiError::forbidden(
-                    "you are not a member of this organization",
-                ));
-            }
-            Some(org.id)
-        }
-    };
+    let org_id = crate::auth::member_org(&app, &caller, body.domain.as_deref()).await?;
     if let Some(thread) = &body.thread_id {
         let t = store::get(&app.db, thread).await?.ok_or_else(not_found)?;
         if !rules::may_read(&app, Some(&caller), &readable(&t)).await? {

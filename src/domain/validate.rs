@@ -108,3 +108,26 @@ pub fn page(
     }
     Ok((limit, offset))
 }
+
+/// Keywords of a full-text search: letters and digits only (so no index's query syntax
+/// applies), lower-cased, at most ten words of at most 64 characters.
+pub fn keywords(raw: &str) -> Vec<String> {
+    raw.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase().chars().take(64).collect())
+        .take(10)
+        .collect()
+}
+
+#[cfg(test)]
+mod keyword_tests {
+    #[test]
+    fn keywords_drop_query_syntax() {
+        assert_eq!(
+            super::keywords("Red* \"chair\" OR-NEAR(x)"),
+            ["red", "chair", "or", "near", "x"]
+        );
+        assert!(super::keywords("*** ---").is_empty());
+        assert_eq!(super::keywords("Größe café").len(), 2);
+    }
+}

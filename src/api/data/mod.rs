@@ -57,6 +57,26 @@ fn content_type(raw: &str, field: &str) -> ApiResult<String> {
     Ok(ct.to_owned())
 }
 
+/// A declared upload size: 1 to 15 MB (413 beyond).
+fn declared_size(size: Option<u64>) -> ApiResult<Option<u64>> {
+    match size {
+        Some(n) if !(1..=UPLOAD_LIMIT).contains(&n) => Err(ApiError::new(
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            format!("`size` must be 1 to {UPLOAD_LIMIT} bytes (15 MB)"),
+        )
+        .with("max_bytes", UPLOAD_LIMIT)),
+        other => Ok(other),
+    }
+}
+
+/// Where an organization's upload goes: a fresh folder per upload, so names never clash.
+fn upload_key(org_id: &str, filename: &str) -> String {
+    format!(
+        "orgs/{org_id}/uploads/{}/{filename}",
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct PresignBody {
     filename: String,
@@ -77,29 +97,16 @@ pub async fn generate_presigned_url(
 ) -> ApiResult {
     let filename = clean_filename(&g.body.filename, "filename")?;
     let ct = content_type(&g.body.content_type, "contentType")?;
-    let (max, exact) = match g.body.size {
-        // A presigned S3 PUT can only bound the size by signing it exactly.
-        None if app.objects.backend() == "s3" => {
-            return Err(ApiError::bad_request(
-                "send `size` (the file's bytes, at most 15 MB): this server's S3 storage \
-                 enforces the limit through a signed Content-Length",
-            ))
-        }
-        None => (UPLOAD_LIMIT, false),
-        Some(n) if (1..=UPLOAD_LIMIT).contains(&n) => (n, true),
-        Some(_) => {
-            return Err(ApiError::new(
-                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-                format!("`size` must be 1 to {UPLOAD_LIMIT} bytes (15 MB)"),
-            )
-            .with("max_bytes", UPLOAD_LIMIT))
-        }
-    };
-    let key = format!(
-        "orgs/{}/uploads/{}/{filename}",
-        g.org.id,
-        uuid::Uuid::new_v4().simple()
-    );
+    let size = declared_size(g.body.size)?;
+    // A presigned S3 PUT can only bound the size by signing it exactly.
+    if size.is_none() && app.objects.backend() == "s3" {
+        return Err(ApiError::bad_request(
+            "send `size` (the file's bytes, at most 15 MB): this server's S3 storage \
+             enforces the limit through a signed Content-Length",
+        ));
+    }
+    let (max, exact) = size.map_or((UPLOAD_LIMIT, false), |n| (n, true));
+    let key = upload_key(&g.org.id, &filename);
     let url = app
         .objects
         .presign_put(&key, &ct, max, exact, URL_TTL)
@@ -154,22 +161,8 @@ pub async fn generate_presigned_url_gcs(
     })?;
     let filename = clean_filename(&g.body.filename, "filename")?;
     let ct = content_type(&g.body.content_type, "contentType")?;
-    let (min, max) = match g.body.size {
-        None => (0, UPLOAD_LIMIT),
-        Some(n) if (1..=UPLOAD_LIMIT).contains(&n) => (n, n),
-        Some(_) => {
-            return Err(ApiError::new(
-                axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-                format!("`size` must be 1 to {UPLOAD_LIMIT} bytes (15 MB)"),
-            )
-            .with("max_bytes", UPLOAD_LIMIT))
-        }
-    };
-    let key = format!(
-        "orgs/{}/uploads/{}/{filename}",
-        g.org.id,
-        uuid::Uuid::new_v4().simple()
-    );
+    let (min, max) = declared_size(g.body.size)?.map_or((0, UPLOAD_LIMIT), |n| (n, n));
+    let key = upload_key(&g.org.id, &filename);
     let mut headers = std::collections::BTreeMap::new();
     headers.insert("content-type".to_owned(), ct.clone());
     headers.insert(

@@ -17,9 +17,6 @@ use crate::extract::JsonBody;
 use crate::reply::{Answer, Reply};
 use crate::state::AppState;
 
-/// Keywords a search uses at most.
-const MAX_WORDS: usize = 10;
-
 fn not_found() -> ApiError {
     ApiError::not_found("thing not found")
 }
@@ -77,20 +74,7 @@ pub async fn thing_create(
     let slug = crate::domain::posts::slug(&body.slug)?;
     let data = Value::Object(body.data.unwrap_or_default());
     records::check_size(&data)?;
-    let org_id = match &body.domain {
-        None => None,
-        Some(d) => {
-            let org = crate::db::organizations::by_domain(&app.db, d)
-                .await?
-                .ok_or_else(|| ApiError::not_found("organization not found"))?;
-            if !crate::auth::in_org(&app, &caller, &org.id).await? {
-                return Err(ApiError::forbidden(
-                    "you are not a member of this organization",
-                ));
-            }
-            Some(org.id)
-        }
-    };
+    let org_id = crate::auth::member_org(&app, &caller, body.domain.as_deref()).await?;
     let fields = ThingFields {
         title: &title,
         category: &category,
@@ -262,20 +246,10 @@ pub struct SearchQuery {
     offset: Option<i64>,
 }
 
-/// Plain keywords: letters and digits only (so neither index's query syntax applies),
-/// lower-cased, at most ten of at most 64 characters.
-fn keywords(raw: &str) -> Vec<String> {
-    raw.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_lowercase().chars().take(64).collect())
-        .take(MAX_WORDS)
-        .collect()
-}
-
 /// `GET /api/data/things/list/search?search=` (Public): best match first.
 pub async fn things_search(State(app): State<AppState>, Query(q): Query<SearchQuery>) -> ApiResult {
     let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 20, 100)?;
-    let words = keywords(&q.search);
+    let words = crate::domain::validate::keywords(&q.search);
     if words.is_empty() {
         return Err(ApiError::bad_request(
             "`search` must contain at least one word",
@@ -291,16 +265,6 @@ pub async fn things_search(State(app): State<AppState>, Query(q): Query<SearchQu
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keywords_drop_query_syntax() {
-        assert_eq!(
-            keywords("Red* \"chair\" OR-NEAR(x)"),
-            ["red", "chair", "or", "near", "x"]
-        );
-        assert!(keywords("*** ---").is_empty());
-        assert_eq!(keywords("Größe café").len(), 2);
-    }
 
     #[test]
     fn cursors_round_trip() {

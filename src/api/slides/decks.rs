@@ -52,21 +52,7 @@ pub async fn create(
         .await?
         .ok_or_else(|| ApiError::bad_request("send one of `document`, `markdown` or `template`"))?;
     title_of(body.title.as_deref(), &mut deck)?;
-    let org_id = match body.domain {
-        None => None,
-        Some(d) => {
-            let org = crate::db::organizations::by_domain(&app.db, &d)
-                .await?
-                .ok_or_else(|| ApiError::not_found("organization not found"))?;
-            let role = crate::db::organizations::role_of(&app.db, &org.id, &caller.id).await?;
-            if role.is_none() && !caller.is_admin() {
-                return Err(ApiError::forbidden(
-                    "you are not a member of this organization",
-                ));
-            }
-            Some(org.id)
-        }
-    };
+    let org_id = crate::auth::member_org(&app, &caller, body.domain.as_deref()).await?;
     // A new deck has no assets yet, so any image reference is unknown.
     check_assets(&app, None, &deck).await?;
     let scope = format!("user:{}", caller.id);
