@@ -1,6 +1,6 @@
-//! Marketplace: `/api/marketplace/*`. This file: the cart of each verified user and the
-//! discount codes of an organization (docs/api.md). Checkout, orders and receipts are
-//! not built yet (501, docs/status.md).
+//! Marketplace: `/api/marketplace/*`. This file: the cart of each verified user, guest
+//! sessions and their carts, and the discount codes of an organization (docs/api.md).
+//! Checkout, orders and receipts are not built yet (501, docs/status.md).
 
 use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::auth::{Caller, OrgAdmin, Viewer};
-use crate::db::marketplace::{self as store, CartLine, Discount, DiscountFields};
+use crate::db::marketplace::{self as store, CartLine, Discount, DiscountFields, Owner};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, NoFields};
 use crate::reply::Reply;
@@ -34,7 +34,12 @@ fn line_json(l: &CartLine) -> Value {
 /// `GET /api/marketplace/cart` (V10): the lines with today's prices and availability;
 /// `subtotal_tokens` is null when a line has no token price.
 pub async fn cart(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
-    let lines = store::cart(&app.db, &caller.id).await?;
+    cart_of(&app, Owner::User(&caller.id)).await
+}
+
+/// A cart as every cart endpoint answers it.
+async fn cart_of(app: &AppState, owner: Owner<'_>) -> ApiResult {
+    let lines = store::cart(&app.db, owner).await?;
     let subtotal_cents: i64 = lines.iter().map(|l| l.price_cents * l.quantity).sum();
     let subtotal_tokens: Option<i64> = lines
         .iter()
@@ -62,15 +67,19 @@ fn quantity(q: i64) -> ApiResult<i64> {
 /// several organizations use needs `domain`.
 async fn item_for(
     app: &AppState,
-    caller: &Caller,
+    caller: Option<&Caller>,
     sku: &str,
     domain: Option<&str>,
 ) -> ApiResult<String> {
     let mut found = Vec::new();
-    for (id, private, org_id) in
-        store::items_by_sku(&app.db, sku.trim(), domain.map(str::trim)).await?
+    let domain = domain.map(|d| d.trim().to_lowercase());
+    for (id, private, org_id) in store::items_by_sku(&app.db, sku.trim(), domain.as_deref()).await?
     {
-        if !private || crate::auth::in_org(app, caller, &org_id).await? {
+        let member = match caller {
+            Some(c) => crate::auth::in_org(app, c, &org_id).await?,
+            None => false,
+        };
+        if !private || member {
             found.push(id);
         }
     }
@@ -86,11 +95,11 @@ async fn item_for(
 /// The caller's cart line for a sku (and domain).
 async fn line_for(
     app: &AppState,
-    caller: &Caller,
+    owner: Owner<'_>,
     sku: &str,
     domain: Option<&str>,
 ) -> ApiResult<CartLine> {
-    let mut lines: Vec<CartLine> = store::cart(&app.db, &caller.id)
+    let mut lines: Vec<CartLine> = store::cart(&app.db, owner)
         .await?
         .into_iter()
         .filter(|l| {
@@ -115,6 +124,43 @@ pub struct LineBody {
     domain: Option<String>,
 }
 
+/// Adds to a line (checked: 1 to 1,000 per request and per line).
+async fn add_line(app: &AppState, owner: Owner<'_>, item: &str, q: i64) -> ApiResult<()> {
+    let q = quantity(q)?;
+    let total = store::add(&app.db, owner, item, q).await?;
+    if total > MAX_QUANTITY {
+        store::set(&app.db, owner, item, total - q).await?;
+        return Err(ApiError::bad_request(format!(
+            "a line holds at most {MAX_QUANTITY}"
+        )));
+    }
+    Ok(())
+}
+
+/// Sets a line's quantity (0 removes it).
+async fn set_line(app: &AppState, owner: Owner<'_>, body: &LineBody) -> ApiResult<()> {
+    let line = line_for(app, owner, &body.sku, body.domain.as_deref()).await?;
+    if body.quantity == 0 {
+        store::remove(&app.db, owner, &line.item_id).await?;
+    } else {
+        store::set(&app.db, owner, &line.item_id, quantity(body.quantity)?).await?;
+    }
+    Ok(())
+}
+
+async fn remove_line(app: &AppState, owner: Owner<'_>, body: &SkuBody) -> ApiResult<()> {
+    let line = line_for(app, owner, &body.sku, body.domain.as_deref()).await?;
+    store::remove(&app.db, owner, &line.item_id).await?;
+    Ok(())
+}
+
+async fn clear_cart(app: &AppState, owner: Owner<'_>) -> ApiResult {
+    let removed = store::clear(&app.db, owner).await?;
+    Ok(Reply::ok(
+        json!({"success": true, "removed": removed, "data": [], "count": 0}),
+    ))
+}
+
 /// `POST /api/marketplace/cart/add` (V10): adds to the line's quantity. Availability is
 /// checked at checkout, not here.
 pub async fn cart_add(
@@ -122,16 +168,10 @@ pub async fn cart_add(
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<LineBody>,
 ) -> ApiResult {
-    let q = quantity(body.quantity)?;
-    let item = item_for(&app, &caller, &body.sku, body.domain.as_deref()).await?;
-    let total = store::add(&app.db, &caller.id, &item, q).await?;
-    if total > MAX_QUANTITY {
-        store::set(&app.db, &caller.id, &item, total - q).await?;
-        return Err(ApiError::bad_request(format!(
-            "a line holds at most {MAX_QUANTITY}"
-        )));
-    }
-    cart(State(app), Viewer(caller)).await
+    let item = item_for(&app, Some(&caller), &body.sku, body.domain.as_deref()).await?;
+    let owner = Owner::User(&caller.id);
+    add_line(&app, owner, &item, body.quantity).await?;
+    cart_of(&app, owner).await
 }
 
 /// `POST /api/marketplace/cart/update` (V10): sets the line's quantity (0 removes it).
@@ -140,13 +180,9 @@ pub async fn cart_update(
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<LineBody>,
 ) -> ApiResult {
-    let line = line_for(&app, &caller, &body.sku, body.domain.as_deref()).await?;
-    if body.quantity == 0 {
-        store::remove(&app.db, &caller.id, &line.item_id).await?;
-    } else {
-        store::set(&app.db, &caller.id, &line.item_id, quantity(body.quantity)?).await?;
-    }
-    cart(State(app), Viewer(caller)).await
+    let owner = Owner::User(&caller.id);
+    set_line(&app, owner, &body).await?;
+    cart_of(&app, owner).await
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -161,17 +197,140 @@ pub async fn cart_remove(
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<SkuBody>,
 ) -> ApiResult {
-    let line = line_for(&app, &caller, &body.sku, body.domain.as_deref()).await?;
-    store::remove(&app.db, &caller.id, &line.item_id).await?;
-    cart(State(app), Viewer(caller)).await
+    let owner = Owner::User(&caller.id);
+    remove_line(&app, owner, &body).await?;
+    cart_of(&app, owner).await
 }
 
 /// `POST /api/marketplace/cart/clear` (V10).
 pub async fn cart_clear(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
-    let removed = store::clear(&app.db, &caller.id).await?;
-    Ok(Reply::ok(
-        json!({"success": true, "removed": removed, "data": [], "count": 0}),
-    ))
+    clear_cart(&app, Owner::User(&caller.id)).await
+}
+
+// ---- guest sessions and carts ----
+
+/// How long a guest session lasts (spec: 24 hours).
+const GUEST_TTL: chrono::TimeDelta = chrono::TimeDelta::hours(24);
+
+/// A live guest session, from `Authorization: Bearer <token>`: its id and its
+/// organization's id and domain. 401 when the token is missing, unknown or expired.
+pub struct Guest {
+    id: String,
+    domain: String,
+}
+
+impl axum::extract::FromRequestParts<AppState> for Guest {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        app: &AppState,
+    ) -> Result<Self, ApiError> {
+        let token = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                ApiError::unauthorized(
+                    "send the guest session token as `Authorization: Bearer <token>`",
+                )
+            })?;
+        let hash = crate::crypto::sha256_hex(token.as_bytes());
+        let (id, org_id) = store::guest_session(&app.db, &hash)
+            .await?
+            .ok_or_else(|| ApiError::unauthorized("the guest session is unknown or expired"))?;
+        let org = crate::db::organizations::by_id(&app.db, &org_id)
+            .await?
+            .ok_or_else(|| ApiError::unauthorized("the guest session is unknown or expired"))?;
+        Ok(Guest {
+            id,
+            domain: org.domain,
+        })
+    }
+}
+
+impl crate::schema::DocArg for Guest {}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct SessionBody {
+    /// The organization (its `data.guest_checkout_enabled` must be true).
+    domain: String,
+}
+
+/// `POST /api/marketplace/guest/session` (Public): a token valid 24 hours, bound to the
+/// organization; 403 when the organization does not take guest checkouts.
+pub async fn guest_session(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<SessionBody>,
+) -> ApiResult {
+    let org = crate::db::organizations::by_domain(&app.db, &body.domain)
+        .await?
+        .ok_or_else(|| ApiError::not_found("organization not found"))?;
+    if org.data.0.get("guest_checkout_enabled") != Some(&Value::Bool(true)) {
+        return Err(ApiError::forbidden(
+            "this organization does not take guest checkouts",
+        ));
+    }
+    let token = format!("gs_{}", hex::encode(crate::crypto::random_bytes::<32>()));
+    let expires_at = Utc::now() + GUEST_TTL;
+    store::create_guest_session(
+        &app.db,
+        &crate::crypto::sha256_hex(token.as_bytes()),
+        &org.id,
+        expires_at,
+    )
+    .await?;
+    Ok(Reply::ok(json!({
+        "token": token, "expires_at": expires_at, "domain": org.domain,
+    })))
+}
+
+/// `GET /api/marketplace/guest/cart` (guest session).
+pub async fn guest_cart(State(app): State<AppState>, guest: Guest) -> ApiResult {
+    cart_of(&app, Owner::Guest(&guest.id)).await
+}
+
+/// `POST /api/marketplace/guest/cart/add` (guest session): items of the session's
+/// organization only (public ones).
+pub async fn guest_cart_add(
+    State(app): State<AppState>,
+    guest: Guest,
+    JsonBody(body): JsonBody<LineBody>,
+) -> ApiResult {
+    let item = item_for(&app, None, &body.sku, Some(&guest.domain)).await?;
+    let owner = Owner::Guest(&guest.id);
+    add_line(&app, owner, &item, body.quantity).await?;
+    cart_of(&app, owner).await
+}
+
+/// `POST /api/marketplace/guest/cart/update` (guest session; 0 removes the line).
+pub async fn guest_cart_update(
+    State(app): State<AppState>,
+    guest: Guest,
+    JsonBody(body): JsonBody<LineBody>,
+) -> ApiResult {
+    let owner = Owner::Guest(&guest.id);
+    set_line(&app, owner, &body).await?;
+    cart_of(&app, owner).await
+}
+
+/// `POST /api/marketplace/guest/cart/remove` (guest session).
+pub async fn guest_cart_remove(
+    State(app): State<AppState>,
+    guest: Guest,
+    JsonBody(body): JsonBody<SkuBody>,
+) -> ApiResult {
+    let owner = Owner::Guest(&guest.id);
+    remove_line(&app, owner, &body).await?;
+    cart_of(&app, owner).await
+}
+
+/// `POST /api/marketplace/guest/cart/clear` (guest session).
+pub async fn guest_cart_clear(State(app): State<AppState>, guest: Guest) -> ApiResult {
+    clear_cart(&app, Owner::Guest(&guest.id)).await
 }
 
 // ---- discounts ----

@@ -18,44 +18,120 @@ pub struct CartLine {
     pub added_at: DateTime<Utc>,
 }
 
-pub async fn cart(db: &Db, user_id: &str) -> sqlx::Result<Vec<CartLine>> {
-    const SQL: &str =
+/// Whose cart: a user's, or a guest session's (a table each; the SQL is the same).
+#[derive(Clone, Copy)]
+pub enum Owner<'a> {
+    User(&'a str),
+    Guest(&'a str),
+}
+
+impl Owner<'_> {
+    fn id(&self) -> &str {
+        match self {
+            Owner::User(id) | Owner::Guest(id) => id,
+        }
+    }
+}
+
+pub async fn cart(db: &Db, owner: Owner<'_>) -> sqlx::Result<Vec<CartLine>> {
+    const USER: &str =
         "SELECT c.item_id, i.sku, o.domain, c.quantity, i.price_cents, i.price_tokens, \
         (SELECT COUNT(*) FROM inventory_units u WHERE u.item_id = i.id AND u.status = 'available' \
          AND u.deleted_at IS NULL) AS available_count, c.created_at AS added_at \
         FROM cart_lines c JOIN inventory_items i ON i.id = c.item_id \
         JOIN organizations o ON o.id = i.organization_id \
         WHERE c.user_id = $1 AND i.deleted_at IS NULL ORDER BY c.created_at, c.item_id";
-    with_db!(db, p => sqlx::query_as(SQL).bind(user_id).fetch_all(p).await)
+    const GUEST: &str =
+        "SELECT c.item_id, i.sku, o.domain, c.quantity, i.price_cents, i.price_tokens, \
+        (SELECT COUNT(*) FROM inventory_units u WHERE u.item_id = i.id AND u.status = 'available' \
+         AND u.deleted_at IS NULL) AS available_count, c.created_at AS added_at \
+        FROM guest_cart_lines c JOIN inventory_items i ON i.id = c.item_id \
+        JOIN organizations o ON o.id = i.organization_id \
+        WHERE c.session_id = $1 AND i.deleted_at IS NULL ORDER BY c.created_at, c.item_id";
+    let sql = match owner {
+        Owner::User(_) => USER,
+        Owner::Guest(_) => GUEST,
+    };
+    with_db!(db, p => sqlx::query_as(sql).bind(owner.id()).fetch_all(p).await)
 }
 
 /// Adds `quantity` to the line (a new line when there is none); the new quantity.
-pub async fn add(db: &Db, user_id: &str, item_id: &str, quantity: i64) -> sqlx::Result<i64> {
-    const SQL: &str =
+pub async fn add(db: &Db, owner: Owner<'_>, item_id: &str, quantity: i64) -> sqlx::Result<i64> {
+    const USER: &str =
         "INSERT INTO cart_lines (user_id, item_id, quantity, created_at, updated_at) \
         VALUES ($1, $2, $3, $4, $4) ON CONFLICT (user_id, item_id) \
         DO UPDATE SET quantity = cart_lines.quantity + $3, updated_at = $4 RETURNING quantity";
-    with_db!(db, p => sqlx::query_scalar(SQL).bind(user_id).bind(item_id).bind(quantity).bind(now()).fetch_one(p).await)
+    const GUEST: &str = "INSERT INTO guest_cart_lines (session_id, item_id, quantity, created_at, updated_at) \
+        VALUES ($1, $2, $3, $4, $4) ON CONFLICT (session_id, item_id) \
+        DO UPDATE SET quantity = guest_cart_lines.quantity + $3, updated_at = $4 RETURNING quantity";
+    let sql = match owner {
+        Owner::User(_) => USER,
+        Owner::Guest(_) => GUEST,
+    };
+    with_db!(db, p => sqlx::query_scalar(sql).bind(owner.id()).bind(item_id).bind(quantity).bind(now()).fetch_one(p).await)
 }
 
 /// Sets the line's quantity; `false` when the item is not in the cart.
-pub async fn set(db: &Db, user_id: &str, item_id: &str, quantity: i64) -> sqlx::Result<bool> {
-    const SQL: &str =
+pub async fn set(db: &Db, owner: Owner<'_>, item_id: &str, quantity: i64) -> sqlx::Result<bool> {
+    const USER: &str =
         "UPDATE cart_lines SET quantity = $3, updated_at = $4 WHERE user_id = $1 AND item_id = $2";
-    let n = with_db!(db, p => sqlx::query(SQL).bind(user_id).bind(item_id).bind(quantity).bind(now())
+    const GUEST: &str = "UPDATE guest_cart_lines SET quantity = $3, updated_at = $4 WHERE session_id = $1 AND item_id = $2";
+    let sql = match owner {
+        Owner::User(_) => USER,
+        Owner::Guest(_) => GUEST,
+    };
+    let n = with_db!(db, p => sqlx::query(sql).bind(owner.id()).bind(item_id).bind(quantity).bind(now())
         .execute(p).await.map(|r| r.rows_affected()))?;
     Ok(n == 1)
 }
 
-pub async fn remove(db: &Db, user_id: &str, item_id: &str) -> sqlx::Result<bool> {
-    const SQL: &str = "DELETE FROM cart_lines WHERE user_id = $1 AND item_id = $2";
-    let n = with_db!(db, p => sqlx::query(SQL).bind(user_id).bind(item_id).execute(p).await.map(|r| r.rows_affected()))?;
+pub async fn remove(db: &Db, owner: Owner<'_>, item_id: &str) -> sqlx::Result<bool> {
+    const USER: &str = "DELETE FROM cart_lines WHERE user_id = $1 AND item_id = $2";
+    const GUEST: &str = "DELETE FROM guest_cart_lines WHERE session_id = $1 AND item_id = $2";
+    let sql = match owner {
+        Owner::User(_) => USER,
+        Owner::Guest(_) => GUEST,
+    };
+    let n = with_db!(db, p => sqlx::query(sql).bind(owner.id()).bind(item_id).execute(p).await.map(|r| r.rows_affected()))?;
     Ok(n == 1)
 }
 
-pub async fn clear(db: &Db, user_id: &str) -> sqlx::Result<u64> {
-    const SQL: &str = "DELETE FROM cart_lines WHERE user_id = $1";
-    with_db!(db, p => sqlx::query(SQL).bind(user_id).execute(p).await.map(|r| r.rows_affected()))
+pub async fn clear(db: &Db, owner: Owner<'_>) -> sqlx::Result<u64> {
+    const USER: &str = "DELETE FROM cart_lines WHERE user_id = $1";
+    const GUEST: &str = "DELETE FROM guest_cart_lines WHERE session_id = $1";
+    let sql = match owner {
+        Owner::User(_) => USER,
+        Owner::Guest(_) => GUEST,
+    };
+    with_db!(db, p => sqlx::query(sql).bind(owner.id()).execute(p).await.map(|r| r.rows_affected()))
+}
+
+/// A guest session: its id and organization, while it lasts.
+pub async fn guest_session(db: &Db, token_hash: &str) -> sqlx::Result<Option<(String, String)>> {
+    const SQL: &str = "SELECT id, organization_id FROM guest_sessions \
+        WHERE token_hash = $1 AND expires_at > $2";
+    with_db!(db, p => sqlx::query_as(SQL).bind(token_hash).bind(now()).fetch_optional(p).await)
+}
+
+/// A new guest session of the organization, valid until `expires_at`; removes sessions
+/// that ended (their carts go with them).
+pub async fn create_guest_session(
+    db: &Db,
+    token_hash: &str,
+    org_id: &str,
+    expires_at: DateTime<Utc>,
+) -> sqlx::Result<String> {
+    const SQL: &str =
+        "INSERT INTO guest_sessions (id, token_hash, organization_id, expires_at, created_at) \
+        VALUES ($1, $2, $3, $4, $5)";
+    const PRUNE: &str = "DELETE FROM guest_sessions WHERE expires_at <= $1";
+    let id = uuid::Uuid::new_v4().to_string();
+    let at = now();
+    with_db!(db, p => {
+        sqlx::query(PRUNE).bind(at).execute(p).await?;
+        sqlx::query(SQL).bind(&id).bind(token_hash).bind(org_id).bind(expires_at).bind(at).execute(p).await?;
+        Ok(id)
+    })
 }
 
 /// Live items with this sku (of every organization, or of one).

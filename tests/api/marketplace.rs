@@ -238,3 +238,154 @@ async fn discount_codes_are_per_organization_and_checked() {
     .await
     .assert_error(404);
 }
+
+#[tokio::test]
+async fn guest_sessions_need_the_organizations_consent_and_keep_their_own_cart() {
+    let s = Server::start().await;
+    let admin = s.verified_user(&email("guestshop")).await;
+    let domain = shop_with_items(&s, &admin).await;
+    let other_admin = s.verified_user(&email("elsewhere")).await;
+    let other = shop_with_items(&s, &other_admin).await;
+    s.post(
+        "/api/inventory/create",
+        Some(&admin),
+        json!({"domain": domain, "sku": "HIDDEN", "slug": "hidden", "price_cents": 1, "private": true, "unit_count": 1}),
+    )
+    .await
+    .assert_ok();
+
+    // Not enabled: no session.
+    s.post(
+        "/api/marketplace/guest/session",
+        None,
+        json!({"domain": domain}),
+    )
+    .await
+    .assert_error(403);
+    s.post(
+        "/api/organizations/update",
+        Some(&admin),
+        json!({"domain": domain, "data": {"guest_checkout_enabled": true}}),
+    )
+    .await
+    .assert_ok();
+    let r = s
+        .post(
+            "/api/marketplace/guest/session",
+            None,
+            json!({"domain": domain}),
+        )
+        .await;
+    r.assert_ok();
+    let token = r.body["token"].as_str().unwrap().to_owned();
+    assert!(r.body["expires_at"].is_string());
+
+    let guest =
+        |method: reqwest::Method, path: &str, token: Option<&str>, body: serde_json::Value| {
+            let mut req = s.raw(method, path).json(&body);
+            if let Some(t) = token {
+                req = req.header("authorization", format!("Bearer {t}"));
+            }
+            async move { Server::read(req.send().await.unwrap()).await }
+        };
+    use reqwest::Method;
+    guest(Method::GET, "/api/marketplace/guest/cart", None, json!({}))
+        .await
+        .assert_error(401);
+    guest(
+        Method::GET,
+        "/api/marketplace/guest/cart",
+        Some("gs_forged"),
+        json!({}),
+    )
+    .await
+    .assert_error(401);
+    let r = guest(
+        Method::POST,
+        "/api/marketplace/guest/cart/add",
+        Some(&token),
+        json!({"sku": "MUG", "quantity": 2}),
+    )
+    .await;
+    r.assert_ok();
+    assert_eq!(r.body["data"][0]["domain"], json!(domain));
+    assert_eq!(r.body["subtotal_cents"], 2400);
+    // Only the session's organization, and only public items.
+    guest(
+        Method::POST,
+        "/api/marketplace/guest/cart/add",
+        Some(&token),
+        json!({"sku": "HIDDEN", "quantity": 1}),
+    )
+    .await
+    .assert_error(404);
+    let r = guest(
+        Method::POST,
+        "/api/marketplace/guest/cart/add",
+        Some(&token),
+        json!({"sku": "TEE", "quantity": 1, "domain": other}),
+    )
+    .await;
+    assert_eq!(
+        r.body["count"], 2,
+        "the domain is the session's, not the body's: {}",
+        r.body
+    );
+    let r = guest(
+        Method::POST,
+        "/api/marketplace/guest/cart/update",
+        Some(&token),
+        json!({"sku": "MUG", "quantity": 0}),
+    )
+    .await;
+    assert_eq!(r.body["count"], 1);
+    let r = guest(
+        Method::POST,
+        "/api/marketplace/guest/cart/remove",
+        Some(&token),
+        json!({"sku": "TEE"}),
+    )
+    .await;
+    assert_eq!(r.body["count"], 0);
+    guest(
+        Method::POST,
+        "/api/marketplace/guest/cart/add",
+        Some(&token),
+        json!({"sku": "MUG", "quantity": 1}),
+    )
+    .await
+    .assert_ok();
+    let r = guest(
+        Method::POST,
+        "/api/marketplace/guest/cart/clear",
+        Some(&token),
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.body["removed"], 1);
+    // A second session has its own cart.
+    let r = s
+        .post(
+            "/api/marketplace/guest/session",
+            None,
+            json!({"domain": domain}),
+        )
+        .await;
+    let second = r.body["token"].as_str().unwrap().to_owned();
+    guest(
+        Method::POST,
+        "/api/marketplace/guest/cart/add",
+        Some(&token),
+        json!({"sku": "MUG", "quantity": 1}),
+    )
+    .await
+    .assert_ok();
+    let r = guest(
+        Method::GET,
+        "/api/marketplace/guest/cart",
+        Some(&second),
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.body["count"], 0);
+}
