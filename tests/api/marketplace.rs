@@ -388,4 +388,18 @@ async fn guest_sessions_need_the_organizations_consent_and_keep_their_own_cart()
     )
     .await;
     assert_eq!(r.body["count"], 0);
+
+    // Tokens are kept only as their hash, and a session ends after its 24 hours.
+    let stored = format!("SELECT COUNT(*) FROM guest_sessions WHERE token_hash = '{token}'");
+    assert_eq!(s.sql_count(&stored).await, 0);
+    s.sql("UPDATE guest_sessions SET expires_at = created_at")
+        .await;
+    guest(
+        Method::GET,
+        "/api/marketplace/guest/cart",
+        Some(&token),
+        json!({}),
+    )
+    .await
+    .assert_error(401);
 }
