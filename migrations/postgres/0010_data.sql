@@ -35,8 +35,12 @@ CREATE TABLE things (
     data            JSONB NOT NULL DEFAULT '{}',
     created_at      TIMESTAMPTZ NOT NULL,
     updated_at      TIMESTAMPTZ NOT NULL,
+    -- Words are split on anything but letters and digits first, as the search splits its
+    -- keywords, so that `batch-12e4` indexes `batch` and `12e4` the same way a query for
+    -- them parses (PostgreSQL's parser reads hyphenated and number-like words otherwise).
     search          tsvector GENERATED ALWAYS AS (
-        setweight(to_tsvector('simple', title), 'A') || setweight(to_tsvector('simple', category), 'B')
+        setweight(to_tsvector('simple', regexp_replace(title, '[^[:alnum:]]+', ' ', 'g')), 'A') ||
+        setweight(to_tsvector('simple', regexp_replace(category, '[^[:alnum:]]+', ' ', 'g')), 'B')
     ) STORED
 );
 CREATE INDEX things_created ON things (created_at, id);

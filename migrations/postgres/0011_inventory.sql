@@ -15,9 +15,11 @@ CREATE TABLE inventory_items (
     deleted_at      TIMESTAMPTZ,
     created_at      TIMESTAMPTZ NOT NULL,
     updated_at      TIMESTAMPTZ NOT NULL,
-    search          tsvector GENERATED ALWAYS AS (to_tsvector('simple',
+    -- Split on anything but letters and digits first, as the search splits its keywords.
+    search          tsvector GENERATED ALWAYS AS (to_tsvector('simple', regexp_replace(
         sku || ' ' || slug || ' ' || COALESCE(data->>'title', '') || ' ' ||
-        COALESCE(data->>'name', '') || ' ' || COALESCE(data->>'description', ''))) STORED
+        COALESCE(data->>'name', '') || ' ' || COALESCE(data->>'description', ''),
+        '[^[:alnum:]]+', ' ', 'g'))) STORED
 );
 CREATE INDEX inventory_items_search ON inventory_items USING GIN (search);
 CREATE UNIQUE INDEX inventory_items_sku ON inventory_items (organization_id, sku) WHERE deleted_at IS NULL;

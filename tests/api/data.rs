@@ -306,6 +306,17 @@ async fn things_page_by_offset_or_cursor_and_search_the_full_text_index() {
     let r = search(&format!("oak+furniture+{tag}")).await;
     assert_eq!(titles(&r.body).len(), 2);
     search("%22%2A%20OR%20NEAR(").await.assert_ok();
+    // A hyphenated, number-like code is found by its parts on both databases
+    // (PostgreSQL's parser reads `batch-12e4` differently from `12e4` alone).
+    let code = format!("12e4{}", &uuid::Uuid::new_v4().simple().to_string()[..6]);
+    s.post(
+        "/api/data/things/create",
+        Some(&author),
+        json!({"title": format!("Widget batch-{code}"), "category": "parts", "slug": unique("code")}),
+    )
+    .await
+    .assert_ok();
+    assert_eq!(titles(&search(&code).await.body).len(), 1);
     search("%2A%2A").await.assert_error(400);
 
     // Pages: by offset, and by cursor (newest first, no repeats).
