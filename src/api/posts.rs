@@ -406,10 +406,11 @@ pub async fn all_threads(
         ..Filter::default()
     };
     let (rows, total) = store::list(&app.db, &filter, limit, offset).await?;
+    let counts = store::reply_counts(&app.db, filter.or_owner, limit, offset).await?;
     let mut data = Vec::with_capacity(rows.len());
     for r in &rows {
         let mut v = serde_json::to_value(r.view()).map_err(ApiError::internal)?;
-        v["reply_count"] = json!(store::reply_count(&app.db, &r.id).await?);
+        v["reply_count"] = json!(counts.get(&r.id).copied().unwrap_or(0));
         data.push(v);
     }
     Ok(Reply::ok(json!({

@@ -146,10 +146,20 @@ pub async fn list(
     })
 }
 
-/// How many published replies the thread has.
-pub async fn reply_count(db: &Db, thread_id: &str) -> sqlx::Result<i64> {
-    const SQL: &str = "SELECT COUNT(*) FROM posts WHERE thread_id = $1 AND published";
-    with_db!(db, p => sqlx::query_scalar(SQL).bind(thread_id).fetch_one(p).await)
+/// Published replies per thread, for one page of `all-threads` (the same page as
+/// `list` with the thread filter: published threads and the caller's own), in one query.
+pub async fn reply_counts(
+    db: &Db,
+    caller: Option<&str>,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<std::collections::HashMap<String, i64>> {
+    const SQL: &str = "SELECT thread_id, COUNT(*) FROM posts WHERE published AND thread_id IN \
+        (SELECT id FROM posts WHERE type = 'THREAD' AND thread_id IS NULL \
+         AND (published OR ($1 IS NOT NULL AND user_id = $1)) \
+         ORDER BY created_at DESC, id LIMIT $2 OFFSET $3) GROUP BY thread_id";
+    let rows: Vec<(String, i64)> = with_db!(db, p => sqlx::query_as(SQL).bind(caller).bind(limit).bind(offset).fetch_all(p).await)?;
+    Ok(rows.into_iter().collect())
 }
 
 pub struct NewPost<'a> {

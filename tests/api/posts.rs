@@ -232,16 +232,29 @@ async fn partner_domains_preview_team_posts_but_never_personal_drafts() {
         .await
         .assert_error(404);
 
-    // Lists: published-only types show published posts only.
+    // Lists: published-only types show published posts only (the author's two drafts
+    // are left out; a published one is in).
+    let live = create(
+        &s,
+        &author,
+        json!({"type": "TEAM_POST", "fields": {"title": "Live", "public": true}}),
+    )
+    .await;
     let r = s
-        .post("/api/posts", None, json!({"type": "TEAM_POST"}))
+        .post(
+            "/api/posts",
+            None,
+            json!({"type": "TEAM_POST", "user_id": live["user_id"]}),
+        )
         .await;
     r.assert_ok();
-    assert!(r.body["data"]
+    let ids: Vec<&str> = r.body["data"]
         .as_array()
         .unwrap()
         .iter()
-        .all(|p| p["published"] == true));
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [live["id"].as_str().unwrap()]);
 }
 
 #[tokio::test]
