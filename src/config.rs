@@ -319,6 +319,15 @@ pub struct Opts {
         global = true
     )]
     pub monthly_interval_secs: u64,
+    /// Seconds a USD checkout holds its units while the payment is pending; the workers
+    /// release expired holds (every 30 s, or the monthly interval when shorter).
+    #[arg(
+        long,
+        env = "PLINTH_RESERVATION_SECS",
+        default_value_t = 1800,
+        global = true
+    )]
+    pub reservation_secs: u64,
     /// Log format: text or json (RUST_LOG filters).
     #[arg(long, env = "PLINTH_LOG_FORMAT", default_value = "text", global = true)]
     pub log_format: String,

@@ -132,6 +132,17 @@ pub trait PaymentProvider: Send + Sync {
         amount_cents: i64,
     ) -> ProviderResult<'a, String>;
     fn delete_customer<'a>(&'a self, customer: &'a str) -> ProviderResult<'a, ()>;
+    /// A payment for an order (USD): confirmed at once with `pm`, else left for the buyer
+    /// to complete (Stripe.js with the client secret, or plinth's page for `Simulated`);
+    /// the order id travels in the payment's metadata to the webhook.
+    fn payment_intent<'a>(
+        &'a self,
+        amount_cents: i64,
+        order_id: &'a str,
+        pm: Option<&'a str>,
+    ) -> ProviderResult<'a, Intent>;
+    /// Refunds a payment in full.
+    fn refund<'a>(&'a self, payment_id: &'a str) -> ProviderResult<'a, ()>;
     /// A provider-hosted subscription checkout: `(session id, url)`. Only for providers
     /// whose pages plinth does not serve.
     fn checkout_session<'a>(
@@ -144,6 +155,16 @@ pub trait PaymentProvider: Send + Sync {
         customer: &'a str,
         return_url: &'a str,
     ) -> ProviderResult<'a, String>;
+}
+
+/// A payment of an order at the provider.
+#[derive(Debug, Clone)]
+pub struct Intent {
+    pub id: String,
+    /// Whether the money moved (a confirmed payment that succeeded).
+    pub paid: bool,
+    /// For the buyer to complete an unconfirmed payment with the provider's script.
+    pub client_secret: Option<String>,
 }
 
 pub struct CheckoutRequest<'a> {
@@ -205,6 +226,17 @@ impl PaymentProvider for Unconfigured {
         Box::pin(async { Err(ProviderError::NotConfigured) })
     }
     fn delete_customer<'a>(&'a self, _: &'a str) -> ProviderResult<'a, ()> {
+        Box::pin(async { Err(ProviderError::NotConfigured) })
+    }
+    fn payment_intent<'a>(
+        &'a self,
+        _: i64,
+        _: &'a str,
+        _: Option<&'a str>,
+    ) -> ProviderResult<'a, Intent> {
+        Box::pin(async { Err(ProviderError::NotConfigured) })
+    }
+    fn refund<'a>(&'a self, _: &'a str) -> ProviderResult<'a, ()> {
         Box::pin(async { Err(ProviderError::NotConfigured) })
     }
     fn checkout_session<'a>(
@@ -288,6 +320,29 @@ impl PaymentProvider for Simulated {
         })
     }
     fn delete_customer<'a>(&'a self, _customer: &'a str) -> ProviderResult<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+    fn payment_intent<'a>(
+        &'a self,
+        amount_cents: i64,
+        _order_id: &'a str,
+        pm: Option<&'a str>,
+    ) -> ProviderResult<'a, Intent> {
+        Box::pin(async move {
+            if amount_cents <= 0 {
+                return Err(ProviderError::Invalid("the amount must be positive".into()));
+            }
+            if let Some(pm) = pm {
+                Self::card(pm)?;
+            }
+            Ok(Intent {
+                id: sim_id("pi"),
+                paid: pm.is_some(),
+                client_secret: None,
+            })
+        })
+    }
+    fn refund<'a>(&'a self, _payment_id: &'a str) -> ProviderResult<'a, ()> {
         Box::pin(async { Ok(()) })
     }
     fn checkout_session<'a>(
@@ -491,6 +546,44 @@ impl PaymentProvider for Stripe {
                 ));
             }
             Self::id(&v)
+        })
+    }
+    fn payment_intent<'a>(
+        &'a self,
+        amount_cents: i64,
+        order_id: &'a str,
+        pm: Option<&'a str>,
+    ) -> ProviderResult<'a, Intent> {
+        Box::pin(async move {
+            let amount = amount_cents.to_string();
+            let mut form = vec![
+                ("amount", amount.as_str()),
+                ("currency", "usd"),
+                ("metadata[order_id]", order_id),
+            ];
+            if let Some(pm) = pm {
+                valid_payment_method_id(pm)?;
+                form.extend([("payment_method", pm), ("confirm", "true")]);
+            }
+            let v = self
+                .call(reqwest::Method::POST, "/v1/payment_intents", &form)
+                .await?;
+            Ok(Intent {
+                id: Self::id(&v)?,
+                paid: v["status"].as_str() == Some("succeeded"),
+                client_secret: v["client_secret"].as_str().map(str::to_owned),
+            })
+        })
+    }
+    fn refund<'a>(&'a self, payment_id: &'a str) -> ProviderResult<'a, ()> {
+        Box::pin(async move {
+            self.call(
+                reqwest::Method::POST,
+                "/v1/refunds",
+                &[("payment_intent", payment_id)],
+            )
+            .await?;
+            Ok(())
         })
     }
     fn delete_customer<'a>(&'a self, customer: &'a str) -> ProviderResult<'a, ()> {

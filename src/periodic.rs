@@ -61,13 +61,36 @@ pub async fn sweep_slides(db: &Db) -> anyhow::Result<crate::db::slides::Swept> {
     .await?)
 }
 
-/// Runs the distribution and the sweep now and then every `every` until `stop` turns true.
+/// Ends pending orders whose hold on their units expired (units back to stock) every
+/// `every` until `stop` turns true. Each release is conditional on the order still
+/// being pending, so several workers may run it at once.
+async fn release_holds(db: Db, every: Duration, mut stop: watch::Receiver<bool>) {
+    loop {
+        match crate::db::orders::release_expired(&db, chrono::Utc::now()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(orders = n, "expired order holds released"),
+            Err(e) => tracing::warn!(error = %e, "releasing expired holds failed; retrying"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// Runs the distribution and the sweep now and then every `every` until `stop` turns
+/// true; expired order holds are released every 30 s (or `every` when shorter).
 pub async fn run(
     db: Db,
     credits: CreditAccounts,
     every: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
+    let holds = tokio::spawn(release_holds(
+        db.clone(),
+        every.min(Duration::from_secs(30)),
+        stop.clone(),
+    ));
     loop {
         match distribute_monthly_all(&db, &credits).await {
             Ok(0) => {}
@@ -88,7 +111,8 @@ pub async fn run(
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
-            _ = stop.wait_for(|s| *s) => return,
+            _ = stop.wait_for(|s| *s) => break,
         }
     }
+    let _ = holds.await;
 }

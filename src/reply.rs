@@ -59,6 +59,15 @@ impl Reply {
 }
 
 impl Reply {
+    /// Adds a header to the answer.
+    pub fn header(mut self, name: &'static str, value: &'static str) -> Self {
+        self.headers.insert(
+            axum::http::HeaderName::from_static(name),
+            axum::http::HeaderValue::from_static(value),
+        );
+        self
+    }
+
     /// `Cache-Control: private, no-store`: the answer holds what only this caller may see.
     pub fn private(mut self) -> Self {
         self.headers.insert(

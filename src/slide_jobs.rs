@@ -155,7 +155,7 @@ impl IdempotencyStore for Idempotency {
     ) -> BoxFuture<'a, Result<Option<Recorded>, String>> {
         async move {
             let since = chrono::Utc::now() - crate::domain::idempotency::KEPT;
-            let row = store::load_idempotency(&self.0, scope, key, since)
+            let row = crate::db::idempotency::load(&self.0, scope, key, since)
                 .await
                 .map_err(|e| e.to_string())?;
             Ok(row.map(|(request_hash, status, body)| Recorded {
@@ -174,7 +174,7 @@ impl IdempotencyStore for Idempotency {
         r: &'a Recorded,
     ) -> BoxFuture<'a, Result<(), String>> {
         async move {
-            store::save_idempotency(
+            crate::db::idempotency::save(
                 &self.0,
                 scope,
                 key,

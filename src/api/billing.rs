@@ -316,6 +316,10 @@ async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<b
             Ok(true)
         }
         "payment_intent.succeeded" => {
+            if let (Some(id), Some(order)) = (s("id"), object["metadata"]["order_id"].as_str()) {
+                let amount = object["amount"].as_i64().unwrap_or(-1);
+                return crate::domain::orders::confirm_payment(app, order, &id, amount).await;
+            }
             let (Some(id), Some(user)) = (s("id"), object["metadata"]["user_id"].as_str()) else {
                 return Ok(false);
             };

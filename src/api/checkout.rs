@@ -2,6 +2,8 @@
 //! (`/checkout/{id}`) and the saved-card page (`/billing/{customer}`). Completing a
 //! checkout posts a signed `checkout.session.completed` event to this server's own
 //! `/api/webhooks/stripe`, exactly as Stripe would, then redirects to `successUrl`.
+//! `/pay/{order}` pays a pending marketplace order the same way
+//! (`payment_intent.succeeded`).
 
 use axum::extract::{Form, Path, State};
 use axum::http::StatusCode;
@@ -19,6 +21,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/checkout/{id}", get(checkout_page).post(complete))
         .route("/billing/{customer}", get(billing_page).post(save_card))
+        .route("/pay/{order_id}", get(pay_page).post(pay))
 }
 
 fn page(title: &str, body: &str) -> Html<String> {
@@ -168,7 +171,14 @@ async fn complete_checkout(
             "payment_method_details": card,
         }},
     });
-    let body = serde_json::to_vec(&event).map_err(|e| internal(e.to_string()))?;
+    deliver(app, &event).await?;
+    Ok(session.success_url)
+}
+
+/// Posts a signed event to this server's own webhook, as the provider would.
+async fn deliver(app: &AppState, event: &serde_json::Value) -> Result<(), (StatusCode, String)> {
+    let internal = |e: String| (StatusCode::BAD_GATEWAY, e);
+    let body = serde_json::to_vec(event).map_err(|e| internal(e.to_string()))?;
     let signature = sign_event(&app.webhook_secret, chrono::Utc::now().timestamp(), &body);
     let res = reqwest::Client::new()
         .post(format!("{}/api/webhooks/stripe", app.public_url))
@@ -182,7 +192,88 @@ async fn complete_checkout(
     if !res.status().is_success() {
         return Err(internal(format!("the webhook answered {}", res.status())));
     }
-    Ok(session.success_url)
+    Ok(())
+}
+
+/// A pending order the simulated provider is to be paid for: `(payment id, cents)`.
+async fn payable(app: &AppState, order_id: &str) -> Result<(String, i64), (StatusCode, String)> {
+    let order = crate::db::orders::get(&app.db, order_id)
+        .await
+        .map_err(|e| (StatusCode::BAD_GATEWAY, e.to_string()))?
+        .filter(|o| o.provider.as_deref() == Some("simulated"))
+        .ok_or((
+            StatusCode::NOT_FOUND,
+            "this payment does not exist".to_owned(),
+        ))?;
+    if order.status != "pending" {
+        return Err((
+            StatusCode::CONFLICT,
+            format!("this order is {} and cannot be paid", order.status),
+        ));
+    }
+    let payment = order
+        .payment_id
+        .ok_or((StatusCode::CONFLICT, "this order has no payment".to_owned()))?;
+    Ok((payment, order.total_cents))
+}
+
+/// The simulated provider's payment page of a pending order (`payment.url` of a USD
+/// checkout without a payment method).
+async fn pay_page(State(app): State<AppState>, Path(order_id): Path<String>) -> Response {
+    match payable(&app, &order_id).await {
+        Ok((_, cents)) => page(
+            "Pay for your order",
+            &format!(
+                "<p>USD {:.2}</p><form method=\"post\"><p>{CARD_CHOICES}</p>\
+                 <p><button type=\"submit\">Pay</button></p></form>",
+                cents as f64 / 100.0
+            ),
+        )
+        .into_response(),
+        Err((status, m)) => {
+            (status, page("Payment", &format!("<p>{}</p>", escape(&m)))).into_response()
+        }
+    }
+}
+
+/// Pays with a test card: a declined card changes nothing (the buyer may try another);
+/// a good one delivers a signed `payment_intent.succeeded` to the webhook, which marks
+/// the order paid.
+async fn pay(
+    State(app): State<AppState>,
+    Path(order_id): Path<String>,
+    Form(form): Form<CardForm>,
+) -> Response {
+    let paid = async {
+        let (payment, cents) = payable(&app, &order_id).await?;
+        app.payments
+            .attach_payment_method("", &form.payment_method)
+            .await
+            .map_err(|e| match e {
+                crate::payments::ProviderError::Declined(m) => (StatusCode::PAYMENT_REQUIRED, m),
+                other => (StatusCode::BAD_REQUEST, format!("{other:?}")),
+            })?;
+        let event = json!({
+            "id": format!("evt_{}", uuid::Uuid::new_v4().simple()),
+            "object": "event",
+            "type": "payment_intent.succeeded",
+            "created": chrono::Utc::now().timestamp(),
+            "data": {"object": {
+                "id": payment, "object": "payment_intent", "amount": cents,
+                "currency": "usd", "status": "succeeded", "metadata": {"order_id": order_id},
+            }},
+        });
+        deliver(&app, &event).await
+    }
+    .await;
+    match paid {
+        Ok(()) => page("Payment received", "<p>Your order is paid.</p>").into_response(),
+        Err((status, m)) => (
+            status,
+            page("Payment not completed", &format!("<p>{}</p>", escape(&m))),
+        )
+            .into_response(),
+    }
 }
 
 async fn billing_page(State(app): State<AppState>, Path(customer): Path<String>) -> Response {

@@ -134,14 +134,22 @@ pub async fn create_guest_session(
     })
 }
 
+/// A live item as carts and checkouts see it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SkuItem {
+    pub id: String,
+    pub private: bool,
+    pub organization_id: String,
+    pub domain: String,
+    pub sku: String,
+    pub price_cents: i64,
+    pub price_tokens: Option<i64>,
+}
+
 /// Live items with this sku (of every organization, or of one).
-pub async fn items_by_sku(
-    db: &Db,
-    sku: &str,
-    domain: Option<&str>,
-) -> sqlx::Result<Vec<(String, bool, String)>> {
-    const SQL: &str = "SELECT i.id, i.private, i.organization_id FROM inventory_items i \
-        JOIN organizations o ON o.id = i.organization_id \
+pub async fn items_by_sku(db: &Db, sku: &str, domain: Option<&str>) -> sqlx::Result<Vec<SkuItem>> {
+    const SQL: &str = "SELECT i.id, i.private, i.organization_id, o.domain, i.sku, i.price_cents, \
+        i.price_tokens FROM inventory_items i JOIN organizations o ON o.id = i.organization_id \
         WHERE i.sku = $1 AND i.deleted_at IS NULL AND ($2 IS NULL OR o.domain = $2) LIMIT 10";
     with_db!(db, p => sqlx::query_as(SQL).bind(sku).bind(domain).fetch_all(p).await)
 }
@@ -232,4 +240,14 @@ pub async fn delete_discount(db: &Db, id: &str) -> sqlx::Result<bool> {
     let n =
         with_db!(db, p => sqlx::query(SQL).bind(id).execute(p).await.map(|r| r.rows_affected()))?;
     Ok(n == 1)
+}
+
+/// The organization's discount with this code.
+pub async fn discount_by_code(db: &Db, org_id: &str, code: &str) -> sqlx::Result<Option<Discount>> {
+    const SQL: &str = concat!(
+        "SELECT ",
+        discount_columns!(),
+        " FROM discounts WHERE organization_id = $1 AND code = $2"
+    );
+    with_db!(db, p => sqlx::query_as(SQL).bind(org_id).bind(code).fetch_optional(p).await)
 }

@@ -1,4 +1,5 @@
-//! Slide decks, revisions, assets, jobs, publications and idempotency records.
+//! Slide decks, revisions, assets, jobs and publications (their idempotency records are
+//! `db::idempotency`).
 //!
 //! Version-checked changes are conditional updates (`WHERE version = $expected`) inside
 //! one transaction with the rows they add, so a stale version changes nothing.
@@ -590,45 +591,6 @@ pub async fn active_publication_of(db: &Db, deck_id: &str) -> sqlx::Result<Optio
 pub async fn publication(db: &Db, id: &str) -> sqlx::Result<Option<PublicationRow>> {
     let sql = format!("SELECT {PUBLICATION_COLUMNS} FROM slide_publications WHERE id = $1");
     with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(id).fetch_optional(p).await)
-}
-
-// ---- idempotency ----
-
-/// The record of a key if it was saved after `since` (older ones are expired even
-/// before the sweep deletes them).
-pub async fn load_idempotency(
-    db: &Db,
-    scope: &str,
-    key: &str,
-    since: DateTime<Utc>,
-) -> sqlx::Result<Option<(String, i64, Value)>> {
-    let row: Option<(String, i64, Json<Value>)> = with_db!(db, p => sqlx::query_as(
-        "SELECT request_hash, status, response FROM slide_idempotency \
-         WHERE scope = $1 AND key = $2 AND created_at >= $3"
-    ).bind(scope).bind(key).bind(since).fetch_optional(p).await)?;
-    Ok(row.map(|(h, s, r)| (h, s, r.0)))
-}
-
-/// Records an answer; replaces an expired record of the same key (saved before
-/// `expired_before`), never a live one.
-pub async fn save_idempotency(
-    db: &Db,
-    scope: &str,
-    key: &str,
-    hash: &str,
-    status: i64,
-    response: &Value,
-    expired_before: DateTime<Utc>,
-) -> sqlx::Result<()> {
-    with_db!(db, p => sqlx::query("INSERT INTO slide_idempotency (scope, key, request_hash, status, response, created_at) \
-        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, key) DO UPDATE SET \
-        request_hash = excluded.request_hash, status = excluded.status, \
-        response = excluded.response, created_at = excluded.created_at \
-        WHERE slide_idempotency.created_at < $7")
-        .bind(scope).bind(key).bind(hash).bind(status).bind(Json(response)).bind(now())
-        .bind(expired_before)
-        .execute(p).await.map(|_| ()))?;
-    Ok(())
 }
 
 // ---- upkeep ----

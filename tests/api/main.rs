@@ -7,6 +7,7 @@ mod appstore;
 mod architecture;
 mod authz;
 mod billing;
+mod checkout;
 mod cli;
 mod credits;
 mod data;

@@ -1,6 +1,14 @@
-//! Marketplace: `/api/marketplace/*`. This file: the cart of each verified user, guest
-//! sessions and their carts, and the discount codes of an organization (docs/api.md).
-//! Checkout, orders and receipts are not built yet (501, docs/status.md).
+//! Marketplace: `/api/marketplace/*` (docs/api.md). This file: the cart of each verified
+//! user, guest sessions and their carts, and the discount codes of an organization;
+//! `checkout.rs` turns carts into orders, `orders.rs` reads and moves them.
+
+mod checkout;
+mod orders;
+
+pub use checkout::{checkout, guest_checkout};
+pub use orders::{
+    guest_order, guest_order_status, order, order_update, orders, resend_receipt, send_receipt,
+};
 
 use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
@@ -8,7 +16,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::auth::{Caller, OrgAdmin, Viewer};
-use crate::db::marketplace::{self as store, CartLine, Discount, DiscountFields, Owner};
+use crate::db::marketplace::{self as store, CartLine, Discount, DiscountFields, Owner, SkuItem};
+use crate::domain::orders::DISCOUNT_TYPES;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, NoFields};
 use crate::reply::Reply;
@@ -16,7 +25,6 @@ use crate::state::AppState;
 
 /// Largest quantity of one line.
 const MAX_QUANTITY: i64 = 1_000;
-const DISCOUNT_TYPES: [&str; 2] = ["percentage", "fixed"];
 
 fn line_json(l: &CartLine) -> Value {
     json!({
@@ -70,21 +78,23 @@ async fn item_for(
     caller: Option<&Caller>,
     sku: &str,
     domain: Option<&str>,
-) -> ApiResult<String> {
+) -> ApiResult<SkuItem> {
     let mut found = Vec::new();
     let domain = domain.map(|d| d.trim().to_lowercase());
-    for (id, private, org_id) in store::items_by_sku(&app.db, sku.trim(), domain.as_deref()).await?
-    {
+    for item in store::items_by_sku(&app.db, sku.trim(), domain.as_deref()).await? {
         let member = match caller {
-            Some(c) => crate::auth::in_org(app, c, &org_id).await?,
-            None => false,
+            Some(c) if item.private => crate::auth::in_org(app, c, &item.organization_id).await?,
+            _ => false,
         };
-        if !private || member {
-            found.push(id);
+        if !item.private || member {
+            found.push(item);
         }
     }
     match found.len() {
-        0 => Err(ApiError::not_found("no item with this sku")),
+        0 => Err(ApiError::not_found(format!(
+            "no item with sku `{}`",
+            sku.trim()
+        ))),
         1 => Ok(found.remove(0)),
         _ => Err(ApiError::bad_request(
             "several organizations sell this sku: send `domain` too",
@@ -170,7 +180,7 @@ pub async fn cart_add(
 ) -> ApiResult {
     let item = item_for(&app, Some(&caller), &body.sku, body.domain.as_deref()).await?;
     let owner = Owner::User(&caller.id);
-    add_line(&app, owner, &item, body.quantity).await?;
+    add_line(&app, owner, &item.id, body.quantity).await?;
     cart_of(&app, owner).await
 }
 
@@ -216,6 +226,7 @@ const GUEST_TTL: chrono::TimeDelta = chrono::TimeDelta::hours(24);
 /// organization's id and domain. 401 when the token is missing, unknown or expired.
 pub struct Guest {
     id: String,
+    org_id: String,
     domain: String,
 }
 
@@ -247,6 +258,7 @@ impl axum::extract::FromRequestParts<AppState> for Guest {
             .ok_or_else(|| ApiError::unauthorized("the guest session is unknown or expired"))?;
         Ok(Guest {
             id,
+            org_id: org.id,
             domain: org.domain,
         })
     }
@@ -302,7 +314,7 @@ pub async fn guest_cart_add(
 ) -> ApiResult {
     let item = item_for(&app, None, &body.sku, Some(&guest.domain)).await?;
     let owner = Owner::Guest(&guest.id);
-    add_line(&app, owner, &item, body.quantity).await?;
+    add_line(&app, owner, &item.id, body.quantity).await?;
     cart_of(&app, owner).await
 }
 

@@ -1,0 +1,367 @@
+//! Orders: the buyer's list and detail (a seller's admins see their organization's),
+//! status changes by the state table of `domain::orders`, receipts through the email
+//! queue, and the public lookup of guest orders (no personal data).
+
+use axum::extract::{Path, Query, State};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::{Caller, MaybeCaller, Viewer};
+use crate::db::orders::{self as store, LineRow, Of, OrderRow};
+use crate::domain::ledger::{apply, entry};
+use crate::domain::orders::{completed, may_move, Role};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::reply::Reply;
+use crate::state::AppState;
+
+/// An order as its buyer and seller see it; `private: false` leaves out everything
+/// personal (the buyer, contact and shipping details, the payment's id).
+pub(super) fn order_json(o: &OrderRow, lines: &[LineRow], private: bool) -> Value {
+    let mut v = json!({
+        "id": o.id,
+        "domain": o.domain,
+        "status": o.status,
+        "payment_type": o.payment_type,
+        "items": lines,
+        "subtotal_cents": o.subtotal_cents,
+        "discount_cents": o.discount_cents,
+        "total_cents": o.total_cents,
+        "subtotal_tokens": o.subtotal_tokens,
+        "discount_tokens": o.discount_tokens,
+        "total_tokens": o.total_tokens,
+        "total": if o.payment_type == "tokens" { o.total_tokens.unwrap_or(0) } else { o.total_cents },
+        "currency": if o.payment_type == "tokens" { "tokens" } else { "usd" },
+        "discount_code": o.discount_code,
+        "reserved_until": o.reserved_until,
+        "created_at": o.created_at,
+        "updated_at": o.updated_at,
+    });
+    if private {
+        let m = v.as_object_mut().expect("an object");
+        m.insert("organization_id".into(), json!(o.organization_id));
+        m.insert("user_id".into(), json!(o.user_id));
+        m.insert("guest".into(), json!(o.guest_session_id.is_some()));
+        m.insert("customer_info".into(), o.customer_info.0.clone());
+        m.insert(
+            "shipping_address".into(),
+            o.shipping_address
+                .as_ref()
+                .map_or(Value::Null, |a| a.0.clone()),
+        );
+        m.insert("email".into(), json!(o.email));
+        m.insert(
+            "payment".into(),
+            json!({"provider": o.provider, "id": o.payment_id}),
+        );
+        m.insert("receipts_sent".into(), json!(o.receipts_sent));
+        m.insert("receipt_sent_at".into(), json!(o.receipt_sent_at));
+    }
+    v
+}
+
+fn not_found() -> ApiError {
+    ApiError::not_found("order not found")
+}
+
+/// Whether the caller is an admin of the organization (platform admins are).
+async fn is_seller(app: &AppState, caller: &Caller, org_id: &str) -> ApiResult<bool> {
+    Ok(caller.is_admin()
+        || crate::db::organizations::role_of(&app.db, org_id, &caller.id)
+            .await?
+            .as_deref()
+            == Some("admin"))
+}
+
+/// The order and the caller's role in it; 404 for anyone else (an order's existence is
+/// not revealed).
+async fn order_for(app: &AppState, caller: &Caller, id: &str) -> ApiResult<(OrderRow, Role)> {
+    let o = store::get(&app.db, id).await?.ok_or_else(not_found)?;
+    // A seller buying from their own shop moves the order as its seller.
+    if is_seller(app, caller, &o.organization_id).await? {
+        return Ok((o, Role::Seller));
+    }
+    if o.user_id.as_deref() == Some(caller.id.as_str()) {
+        return Ok((o, Role::Buyer));
+    }
+    Err(not_found())
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ListQuery {
+    /// An organization whose orders to list (its admins only); without it, the caller's
+    /// own orders.
+    domain: Option<String>,
+    /// Only orders with this status.
+    status: Option<String>,
+    /// 1 to 100 (default 20).
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// `GET /api/marketplace/orders` (V10): the caller's orders, newest first; with
+/// `domain`, an organization's orders for its admins.
+pub async fn orders(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Query(q): Query<ListQuery>,
+) -> ApiResult {
+    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 20, 100)?;
+    let org;
+    let of = match q.domain.as_deref() {
+        None => Of::User(&caller.id),
+        Some(d) => {
+            org = crate::db::organizations::by_domain(&app.db, d)
+                .await?
+                .ok_or_else(|| ApiError::not_found("organization not found"))?;
+            if !is_seller(&app, &caller, &org.id).await? {
+                return Err(ApiError::forbidden(
+                    "only the organization's admins list its orders",
+                ));
+            }
+            Of::Organization(&org.id)
+        }
+    };
+    let (rows, total) = store::list(&app.db, of, q.status.as_deref(), limit, offset).await?;
+    let mut data = Vec::with_capacity(rows.len());
+    for o in &rows {
+        data.push(order_json(o, &store::lines(&app.db, &o.id).await?, true));
+    }
+    Ok(Reply::ok(json!({
+        "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
+    }))
+    .private())
+}
+
+/// `GET /api/marketplace/orders/{id}` (V10): items, totals and status, for its buyer or
+/// the selling organization's admins.
+pub async fn order(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let (o, _) = order_for(&app, &caller, &id).await?;
+    let lines = store::lines(&app.db, &o.id).await?;
+    Ok(Reply::ok(json!({"data": order_json(&o, &lines, true)})).private())
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct UpdateBody {
+    id: String,
+    /// The next status (docs/api.md has who may move an order where).
+    status: String,
+}
+
+/// `POST /api/marketplace/orders/update` (V10): moves an order by the state table;
+/// canceling a pending order releases its units, refunding a paid one gives the money
+/// back (tokens to the balance, a provider payment at the provider) and the units to
+/// stock.
+pub async fn order_update(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<UpdateBody>,
+) -> ApiResult {
+    let (o, role) = order_for(&app, &caller, &body.id).await?;
+    let to = body.status.trim().to_lowercase();
+    if o.status == to {
+        let lines = store::lines(&app.db, &o.id).await?;
+        return Ok(Reply::ok(
+            json!({"success": true, "changed": false, "data": order_json(&o, &lines, true)}),
+        ));
+    }
+    may_move(&o.status, &to, role).map_err(|m| {
+        if role == Role::Buyer && m.starts_with("only") {
+            ApiError::forbidden(m)
+        } else {
+            ApiError::conflict(m).with("status", o.status.clone())
+        }
+    })?;
+    let moved = match to.as_str() {
+        "canceled" => store::release(&app.db, &o.id, &o.status, &to, &caller.id).await?,
+        "refunded" => {
+            refund(&app, &o).await?;
+            store::release(&app.db, &o.id, &o.status, &to, &caller.id).await?
+        }
+        _ => store::set_status(&app.db, &o.id, &o.status, &to).await?,
+    };
+    if !moved {
+        return Err(ApiError::conflict(
+            "the order changed meanwhile; read it and retry",
+        ));
+    }
+    let o = store::get(&app.db, &o.id).await?.ok_or_else(not_found)?;
+    let lines = store::lines(&app.db, &o.id).await?;
+    Ok(Reply::ok(
+        json!({"success": true, "changed": true, "data": order_json(&o, &lines, true)}),
+    ))
+}
+
+/// Gives a paid order's money back: tokens through the credit actors (once per order,
+/// by its ledger key), a provider payment at the provider.
+async fn refund(app: &AppState, o: &OrderRow) -> ApiResult<()> {
+    match (o.payment_type.as_str(), &o.user_id, o.total_tokens) {
+        ("tokens", Some(user), Some(total)) if total > 0 => {
+            apply(
+                app,
+                vec![entry(
+                    user,
+                    total,
+                    "refund",
+                    Some(format!("order-refund:{}", o.id)),
+                    json!({"order_id": o.id, "reason": "refunded by the seller"}),
+                )],
+            )
+            .await?;
+        }
+        ("usd", _, _) if o.total_cents > 0 => {
+            let payment = o
+                .payment_id
+                .as_deref()
+                .ok_or_else(|| ApiError::internal("a paid USD order without a payment id"))?;
+            app.payments.refund(payment).await?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ReceiptBody {
+    order_id: String,
+    /// Without an API key: the email the guest gave at checkout.
+    email: Option<String>,
+}
+
+/// The receipt email of an order.
+fn receipt(app: &AppState, o: &OrderRow, lines: &[LineRow], to: &str) -> plinth_workers::Email {
+    let money = |cents: i64| format!("{}.{:02} USD", cents / 100, cents % 100);
+    let mut text = format!(
+        "Thank you for your order from {}.\n\nOrder {}\nStatus: {}\n\n",
+        o.domain, o.id, o.status
+    );
+    for l in lines {
+        let price = match (o.payment_type.as_str(), l.price_tokens) {
+            ("tokens", Some(t)) => format!("{t} tokens"),
+            _ => money(l.price_cents),
+        };
+        text.push_str(&format!("{} x {}  {price} each\n", l.quantity, l.sku));
+    }
+    let total = if o.payment_type == "tokens" {
+        format!(
+            "{} tokens (discount {})",
+            o.total_tokens.unwrap_or(0),
+            o.discount_tokens.unwrap_or(0)
+        )
+    } else {
+        format!(
+            "{} (discount {})",
+            money(o.total_cents),
+            money(o.discount_cents)
+        )
+    };
+    text.push_str(&format!("\nTotal: {total}\n"));
+    plinth_workers::Email {
+        to: to.to_owned(),
+        from: app.opts.mail_from.clone(),
+        subject: format!("Your receipt for order {}", o.id),
+        text,
+    }
+}
+
+/// Queues the receipt of a completed order to its email.
+async fn send(app: &AppState, o: &OrderRow) -> ApiResult<bool> {
+    if !completed(&o.status) {
+        return Err(ApiError::conflict(format!(
+            "receipts are for paid orders; this one is `{}`",
+            o.status
+        )));
+    }
+    let to = o
+        .email
+        .as_deref()
+        .ok_or_else(|| ApiError::bad_request("the order has no email to send a receipt to"))?;
+    let lines = store::lines(&app.db, &o.id).await?;
+    if !crate::mail::send(app, receipt(app, o, &lines, to)).await {
+        return Err(ApiError::new(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            "the email queue is unavailable; try again",
+        ));
+    }
+    store::receipt_sent(&app.db, &o.id).await?;
+    Ok(true)
+}
+
+/// `POST /api/marketplace/orders/send-receipt` (API key of the buyer or a seller admin,
+/// or without a key the guest's email as given at checkout): emails the receipt of a
+/// paid order once; later calls answer `already_sent: true` (resend-receipt sends again).
+pub async fn send_receipt(
+    State(app): State<AppState>,
+    MaybeCaller(caller): MaybeCaller,
+    JsonBody(body): JsonBody<ReceiptBody>,
+) -> ApiResult {
+    let o = match &caller {
+        Some(c) => order_for(&app, c, &body.order_id).await?.0,
+        None => {
+            let o = store::get(&app.db, &body.order_id)
+                .await?
+                .ok_or_else(not_found)?;
+            let matches = match (&body.email, &o.email) {
+                (Some(given), Some(email)) => given.trim().eq_ignore_ascii_case(email),
+                _ => false,
+            };
+            if o.guest_session_id.is_none() || !matches {
+                return Err(ApiError::unauthorized(
+                    "send an API key, or the email given at checkout in `email`",
+                ));
+            }
+            o
+        }
+    };
+    if o.receipts_sent > 0 {
+        return Ok(Reply::ok(
+            json!({"success": true, "sent": false, "already_sent": true, "order_id": o.id}),
+        ));
+    }
+    send(&app, &o).await?;
+    Ok(Reply::ok(
+        json!({"success": true, "sent": true, "already_sent": false, "order_id": o.id}),
+    ))
+}
+
+/// `POST /api/marketplace/orders/resend-receipt` (Key: the buyer or a seller admin):
+/// emails the receipt of a paid order again.
+pub async fn resend_receipt(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<ReceiptBody>,
+) -> ApiResult {
+    let (o, _) = order_for(&app, &caller, &body.order_id).await?;
+    send(&app, &o).await?;
+    Ok(Reply::ok(
+        json!({"success": true, "sent": true, "order_id": o.id}),
+    ))
+}
+
+/// A guest order by its id; user orders are not looked up here.
+async fn guest_order_row(app: &AppState, id: &str) -> ApiResult<OrderRow> {
+    store::get(&app.db, id)
+        .await?
+        .filter(|o| o.guest_session_id.is_some())
+        .ok_or_else(not_found)
+}
+
+/// `GET /api/marketplace/guest/orders/{id}` (Public): a guest order by its id, without
+/// personal data (no contact, shipping or payment details).
+pub async fn guest_order(State(app): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let o = guest_order_row(&app, &id).await?;
+    let lines = store::lines(&app.db, &o.id).await?;
+    Ok(Reply::ok(json!({"data": order_json(&o, &lines, false)})))
+}
+
+/// `GET /api/marketplace/guest/orders/{id}/status` (Public): just the status.
+pub async fn guest_order_status(State(app): State<AppState>, Path(id): Path<String>) -> ApiResult {
+    let o = guest_order_row(&app, &id).await?;
+    Ok(Reply::ok(json!({
+        "id": o.id, "status": o.status, "updated_at": o.updated_at,
+    })))
+}

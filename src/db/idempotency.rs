@@ -1,0 +1,93 @@
+//! Idempotency records: the recorded answer of a mutation under its key, per scope
+//! (a deck's changes, a buyer's checkouts). The table is `slide_idempotency`, named for
+//! its first user; the upkeep sweep prunes records after `domain::idempotency::KEPT`.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::types::Json;
+
+use crate::db::{now, Db};
+use crate::with_db;
+
+/// The record of a key if it was saved after `since` (older ones are expired even
+/// before the sweep deletes them).
+pub async fn load(
+    db: &Db,
+    scope: &str,
+    key: &str,
+    since: DateTime<Utc>,
+) -> sqlx::Result<Option<(String, i64, Value)>> {
+    let row: Option<(String, i64, Json<Value>)> = with_db!(db, p => sqlx::query_as(
+        "SELECT request_hash, status, response FROM slide_idempotency \
+         WHERE scope = $1 AND key = $2 AND created_at >= $3"
+    ).bind(scope).bind(key).bind(since).fetch_optional(p).await)?;
+    Ok(row.map(|(h, s, r)| (h, s, r.0)))
+}
+
+/// Records an answer; replaces an expired record of the same key (saved before
+/// `expired_before`), never a live one.
+pub async fn save(
+    db: &Db,
+    scope: &str,
+    key: &str,
+    hash: &str,
+    status: i64,
+    response: &Value,
+    expired_before: DateTime<Utc>,
+) -> sqlx::Result<()> {
+    with_db!(db, p => sqlx::query("INSERT INTO slide_idempotency (scope, key, request_hash, status, response, created_at) \
+        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, key) DO UPDATE SET \
+        request_hash = excluded.request_hash, status = excluded.status, \
+        response = excluded.response, created_at = excluded.created_at \
+        WHERE slide_idempotency.created_at < $7")
+        .bind(scope).bind(key).bind(hash).bind(status).bind(Json(response)).bind(now())
+        .bind(expired_before)
+        .execute(p).await.map(|_| ()))?;
+    Ok(())
+}
+
+/// Status of a record whose request is still running (no answer yet).
+pub const IN_PROGRESS: i64 = 0;
+
+/// Claims a key for a request that is about to run: `None` when claimed (an expired
+/// record of the key is replaced), else the live record already there (`IN_PROGRESS`
+/// while its request runs).
+pub async fn begin(
+    db: &Db,
+    scope: &str,
+    key: &str,
+    hash: &str,
+    expired_before: DateTime<Utc>,
+) -> sqlx::Result<Option<(String, i64, Value)>> {
+    const CLAIM: &str =
+        "INSERT INTO slide_idempotency (scope, key, request_hash, status, response, created_at) \
+        VALUES ($1, $2, $3, 0, 'null', $4) ON CONFLICT (scope, key) DO UPDATE SET \
+        request_hash = excluded.request_hash, status = 0, response = 'null', \
+        created_at = excluded.created_at WHERE slide_idempotency.created_at < $5";
+    let claimed = with_db!(db, p => sqlx::query(CLAIM).bind(scope).bind(key).bind(hash).bind(now())
+        .bind(expired_before).execute(p).await.map(|r| r.rows_affected()))?;
+    if claimed == 1 {
+        return Ok(None);
+    }
+    load(db, scope, key, expired_before).await
+}
+
+/// Records the answer of a claimed key.
+pub async fn finish(
+    db: &Db,
+    scope: &str,
+    key: &str,
+    status: i64,
+    response: &Value,
+) -> sqlx::Result<()> {
+    const SQL: &str = "UPDATE slide_idempotency SET status = $3, response = $4 \
+        WHERE scope = $1 AND key = $2";
+    with_db!(db, p => sqlx::query(SQL).bind(scope).bind(key).bind(status).bind(Json(response))
+        .execute(p).await.map(|_| ()))
+}
+
+/// Gives a claimed key up (its request failed on our side and may be retried).
+pub async fn abandon(db: &Db, scope: &str, key: &str) -> sqlx::Result<()> {
+    const SQL: &str = "DELETE FROM slide_idempotency WHERE scope = $1 AND key = $2 AND status = 0";
+    with_db!(db, p => sqlx::query(SQL).bind(scope).bind(key).execute(p).await.map(|_| ()))
+}

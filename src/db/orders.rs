@@ -1,0 +1,362 @@
+//! Orders and their lines. Placing an order takes its units (and a use of its discount
+//! code) in the same transaction as the order rows, so an order exists exactly when its
+//! units are held; releasing one gives them back in one transaction too.
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::types::Json;
+
+use crate::db::{now, Db};
+use crate::with_db;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct OrderRow {
+    pub id: String,
+    pub organization_id: String,
+    pub domain: String,
+    pub user_id: Option<String>,
+    pub guest_session_id: Option<String>,
+    pub payment_type: String,
+    pub status: String,
+    pub subtotal_cents: i64,
+    pub discount_cents: i64,
+    pub total_cents: i64,
+    pub subtotal_tokens: Option<i64>,
+    pub discount_tokens: Option<i64>,
+    pub total_tokens: Option<i64>,
+    pub discount_id: Option<String>,
+    pub discount_code: Option<String>,
+    pub provider: Option<String>,
+    pub payment_id: Option<String>,
+    pub customer_info: Json<Value>,
+    pub shipping_address: Option<Json<Value>>,
+    pub email: Option<String>,
+    pub reserved_until: Option<DateTime<Utc>>,
+    pub receipts_sent: i64,
+    pub receipt_sent_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, schemars::JsonSchema)]
+pub struct LineRow {
+    pub item_id: String,
+    pub sku: String,
+    pub quantity: i64,
+    pub price_cents: i64,
+    pub price_tokens: Option<i64>,
+}
+
+macro_rules! order_select {
+    ($tail:literal) => {
+        concat!(
+            "SELECT r.id, r.organization_id, g.domain, r.user_id, r.guest_session_id, \
+             r.payment_type, r.status, r.subtotal_cents, r.discount_cents, r.total_cents, \
+             r.subtotal_tokens, r.discount_tokens, r.total_tokens, r.discount_id, r.discount_code, \
+             r.provider, r.payment_id, r.customer_info, r.shipping_address, r.email, \
+             r.reserved_until, r.receipts_sent, r.receipt_sent_at, r.created_at, r.updated_at \
+             FROM orders r JOIN organizations g ON g.id = r.organization_id ",
+            $tail
+        )
+    };
+}
+
+/// Who placed an order.
+#[derive(Clone, Copy)]
+pub enum Buyer<'a> {
+    User(&'a str),
+    Guest(&'a str),
+}
+
+impl Buyer<'_> {
+    /// The ledger's actor.
+    fn actor(&self) -> String {
+        match self {
+            Buyer::User(id) => (*id).to_owned(),
+            Buyer::Guest(id) => format!("guest:{id}"),
+        }
+    }
+}
+
+pub struct NewOrder<'a> {
+    pub id: &'a str,
+    pub org_id: &'a str,
+    pub buyer: Buyer<'a>,
+    pub payment_type: &'a str,
+    /// `paid` (tokens, or nothing to pay) or `pending` (a provider payment to come).
+    pub status: &'a str,
+    pub subtotal_cents: i64,
+    pub discount_cents: i64,
+    pub total_cents: i64,
+    pub subtotal_tokens: Option<i64>,
+    pub discount_tokens: Option<i64>,
+    pub total_tokens: Option<i64>,
+    /// The discount code's id and code; a use of it is taken with the units.
+    pub discount: Option<(&'a str, &'a str)>,
+    pub provider: Option<&'a str>,
+    pub customer_info: &'a Value,
+    pub shipping_address: Option<&'a Value>,
+    pub email: Option<&'a str>,
+    pub reserved_until: Option<DateTime<Utc>>,
+}
+
+/// Why an order was not placed (nothing was written).
+#[derive(Debug)]
+pub enum NotPlaced {
+    /// This line's item has fewer units available than it asks for.
+    OutOfStock { sku: String, available: i64 },
+    /// The discount code reached `max_uses` or expired meanwhile.
+    DiscountUsedUp,
+}
+
+/// Takes `quantity` available units of an item for an order, oldest first. PostgreSQL
+/// skips units other checkouts hold locked (they are being taken), so concurrent
+/// checkouts of one item take different units instead of queueing on the same rows;
+/// SQLite has one writer at a time, so the first-available units are free to take.
+const TAKE_SQLITE: &str =
+    "UPDATE inventory_units SET status = $3, holder_id = $4, order_id = $5, updated_at = $6 \
+     WHERE id IN (SELECT id FROM inventory_units WHERE item_id = $1 AND status = 'available' \
+     AND deleted_at IS NULL ORDER BY created_at, id LIMIT $2) RETURNING id";
+const TAKE_POSTGRES: &str =
+    "UPDATE inventory_units SET status = $3, holder_id = $4, order_id = $5, updated_at = $6 \
+     WHERE id IN (SELECT id FROM inventory_units WHERE item_id = $1 AND status = 'available' \
+     AND deleted_at IS NULL ORDER BY created_at, id LIMIT $2 FOR UPDATE SKIP LOCKED) \
+     AND status = 'available' RETURNING id";
+const AVAILABLE: &str = "SELECT COUNT(*) FROM inventory_units WHERE item_id = $1 \
+     AND status = 'available' AND deleted_at IS NULL";
+const USE_DISCOUNT: &str = "UPDATE discounts SET uses = uses + 1, updated_at = $2 \
+     WHERE id = $1 AND (max_uses IS NULL OR uses < max_uses) \
+     AND (expires_at IS NULL OR expires_at > $2)";
+const LEDGER: &str =
+    "INSERT INTO inventory_ledger (id, item_id, unit_id, action, actor_id, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6)";
+const INSERT_ORDER: &str = "INSERT INTO orders (id, organization_id, user_id, guest_session_id, \
+     payment_type, status, subtotal_cents, discount_cents, total_cents, subtotal_tokens, \
+     discount_tokens, total_tokens, discount_id, discount_code, provider, customer_info, \
+     shipping_address, email, reserved_until, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, \
+     $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)";
+const INSERT_LINE: &str = "INSERT INTO order_lines (order_id, item_id, sku, quantity, \
+     price_cents, price_tokens) VALUES ($1, $2, $3, $4, $5, $6)";
+
+/// Writes the order, its lines, its units (`sold` when paid, else `reserved`) with a
+/// ledger row each, and a use of its discount, all or nothing.
+pub async fn place(
+    db: &Db,
+    o: &NewOrder<'_>,
+    lines: &[LineRow],
+) -> sqlx::Result<Result<(), NotPlaced>> {
+    let take = match db {
+        Db::Sqlite(_) => TAKE_SQLITE,
+        Db::Postgres(_) => TAKE_POSTGRES,
+    };
+    let unit_status = if o.status == "paid" {
+        "sold"
+    } else {
+        "reserved"
+    };
+    let action = if o.status == "paid" {
+        "unit_sold"
+    } else {
+        "unit_reserved"
+    };
+    let actor = o.buyer.actor();
+    let (user_id, guest_id) = match o.buyer {
+        Buyer::User(id) => (Some(id), None),
+        Buyer::Guest(id) => (None, Some(id)),
+    };
+    let at = now();
+    with_db!(db, p => {
+        let mut tx = p.begin().await?;
+        for line in lines {
+            let units: Vec<String> = sqlx::query_scalar(take).bind(&line.item_id).bind(line.quantity)
+                .bind(unit_status).bind(&actor).bind(o.id).bind(at).fetch_all(&mut *tx).await?;
+            if (units.len() as i64) < line.quantity {
+                tx.rollback().await?;
+                let available: i64 = sqlx::query_scalar(AVAILABLE).bind(&line.item_id).fetch_one(p).await?;
+                return Ok(Err(NotPlaced::OutOfStock { sku: line.sku.clone(), available }));
+            }
+            for unit in &units {
+                sqlx::query(LEDGER).bind(uuid::Uuid::new_v4().to_string()).bind(&line.item_id)
+                    .bind(unit).bind(action).bind(&actor).bind(at).execute(&mut *tx).await?;
+            }
+        }
+        if let Some((discount_id, _)) = o.discount {
+            let used = sqlx::query(USE_DISCOUNT).bind(discount_id).bind(at).execute(&mut *tx).await?;
+            if used.rows_affected() == 0 {
+                tx.rollback().await?;
+                return Ok(Err(NotPlaced::DiscountUsedUp));
+            }
+        }
+        sqlx::query(INSERT_ORDER).bind(o.id).bind(o.org_id).bind(user_id).bind(guest_id)
+            .bind(o.payment_type).bind(o.status).bind(o.subtotal_cents).bind(o.discount_cents)
+            .bind(o.total_cents).bind(o.subtotal_tokens).bind(o.discount_tokens).bind(o.total_tokens)
+            .bind(o.discount.map(|d| d.0)).bind(o.discount.map(|d| d.1)).bind(o.provider)
+            .bind(Json(o.customer_info)).bind(o.shipping_address.map(Json)).bind(o.email)
+            .bind(o.reserved_until).bind(at).execute(&mut *tx).await?;
+        for line in lines {
+            sqlx::query(INSERT_LINE).bind(o.id).bind(&line.item_id).bind(&line.sku)
+                .bind(line.quantity).bind(line.price_cents).bind(line.price_tokens)
+                .execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(Ok(()))
+    })
+}
+
+pub async fn get(db: &Db, id: &str) -> sqlx::Result<Option<OrderRow>> {
+    const SQL: &str = order_select!("WHERE r.id = $1");
+    with_db!(db, p => sqlx::query_as(SQL).bind(id).fetch_optional(p).await)
+}
+
+pub async fn lines(db: &Db, order_id: &str) -> sqlx::Result<Vec<LineRow>> {
+    const SQL: &str = "SELECT item_id, sku, quantity, price_cents, price_tokens FROM order_lines \
+        WHERE order_id = $1 ORDER BY sku, item_id";
+    with_db!(db, p => sqlx::query_as(SQL).bind(order_id).fetch_all(p).await)
+}
+
+/// Whose orders a list shows.
+pub enum Of<'a> {
+    User(&'a str),
+    Organization(&'a str),
+}
+
+/// Orders newest first, and how many there are.
+pub async fn list(
+    db: &Db,
+    of: Of<'_>,
+    status: Option<&str>,
+    limit: i64,
+    offset: i64,
+) -> sqlx::Result<(Vec<OrderRow>, i64)> {
+    const BY_USER: &str = order_select!(
+        "WHERE r.user_id = $1 AND ($2 IS NULL OR r.status = $2) \
+         ORDER BY r.created_at DESC, r.id LIMIT $3 OFFSET $4"
+    );
+    const BY_ORG: &str = order_select!(
+        "WHERE r.organization_id = $1 AND ($2 IS NULL OR r.status = $2) \
+         ORDER BY r.created_at DESC, r.id LIMIT $3 OFFSET $4"
+    );
+    const COUNT_USER: &str =
+        "SELECT COUNT(*) FROM orders WHERE user_id = $1 AND ($2 IS NULL OR status = $2)";
+    const COUNT_ORG: &str =
+        "SELECT COUNT(*) FROM orders WHERE organization_id = $1 AND ($2 IS NULL OR status = $2)";
+    let (sql, count, key) = match of {
+        Of::User(id) => (BY_USER, COUNT_USER, id),
+        Of::Organization(id) => (BY_ORG, COUNT_ORG, id),
+    };
+    with_db!(db, p => {
+        let rows = sqlx::query_as(sql).bind(key).bind(status).bind(limit).bind(offset).fetch_all(p).await?;
+        let total: i64 = sqlx::query_scalar(count).bind(key).bind(status).fetch_one(p).await?;
+        Ok((rows, total))
+    })
+}
+
+/// Moves an order from `from` to `to` when nothing else moved it first; `false` when it
+/// was no longer in `from`.
+pub async fn set_status(db: &Db, id: &str, from: &str, to: &str) -> sqlx::Result<bool> {
+    const SQL: &str =
+        "UPDATE orders SET status = $3, updated_at = $4 WHERE id = $1 AND status = $2";
+    let n = with_db!(db, p => sqlx::query(SQL).bind(id).bind(from).bind(to).bind(now())
+        .execute(p).await.map(|r| r.rows_affected()))?;
+    Ok(n == 1)
+}
+
+/// A pending order is paid: it records the payment and its reserved units are sold.
+/// `false` when it was not pending (already paid, canceled or expired).
+pub async fn mark_paid(db: &Db, id: &str, payment_id: &str) -> sqlx::Result<bool> {
+    const ORDER: &str =
+        "UPDATE orders SET status = 'paid', payment_id = $2, reserved_until = NULL, \
+        updated_at = $3 WHERE id = $1 AND status = 'pending'";
+    const UNITS: &str = "UPDATE inventory_units SET status = 'sold', updated_at = $2 \
+        WHERE order_id = $1 AND status = 'reserved' RETURNING id, item_id, holder_id";
+    let at = now();
+    with_db!(db, p => {
+        let mut tx = p.begin().await?;
+        if sqlx::query(ORDER).bind(id).bind(payment_id).bind(at).execute(&mut *tx).await?.rows_affected() == 0 {
+            return Ok(false);
+        }
+        let units: Vec<(String, String, Option<String>)> =
+            sqlx::query_as(UNITS).bind(id).bind(at).fetch_all(&mut *tx).await?;
+        for (unit, item, holder) in &units {
+            sqlx::query(LEDGER).bind(uuid::Uuid::new_v4().to_string()).bind(item).bind(unit)
+                .bind("unit_sold").bind(holder).bind(at).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    })
+}
+
+/// Records the provider's payment id on an order (before it is confirmed).
+pub async fn set_payment(db: &Db, id: &str, payment_id: &str) -> sqlx::Result<()> {
+    const SQL: &str = "UPDATE orders SET payment_id = $2, updated_at = $3 WHERE id = $1";
+    with_db!(db, p => sqlx::query(SQL).bind(id).bind(payment_id).bind(now()).execute(p).await.map(|_| ()))
+}
+
+/// Ends an order (`from` → `to`: canceled, expired or refunded) and gives its units back
+/// to stock and its discount use back, in one transaction; `false` when it was no longer
+/// in `from`.
+pub async fn release(db: &Db, id: &str, from: &str, to: &str, actor: &str) -> sqlx::Result<bool> {
+    const ORDER: &str = "UPDATE orders SET status = $3, reserved_until = NULL, updated_at = $4 \
+        WHERE id = $1 AND status = $2 RETURNING discount_id";
+    const UNITS: &str = "UPDATE inventory_units SET status = 'available', holder_id = NULL, \
+        order_id = NULL, updated_at = $2 WHERE order_id = $1 AND status IN ('reserved', 'sold') \
+        AND deleted_at IS NULL RETURNING id, item_id";
+    const DISCOUNT: &str =
+        "UPDATE discounts SET uses = uses - 1, updated_at = $2 WHERE id = $1 AND uses > 0";
+    let at = now();
+    with_db!(db, p => {
+        let mut tx = p.begin().await?;
+        let Some(discount): Option<Option<String>> = sqlx::query_scalar(ORDER).bind(id).bind(from)
+            .bind(to).bind(at).fetch_optional(&mut *tx).await? else {
+            return Ok(false);
+        };
+        let units: Vec<(String, String)> = sqlx::query_as(UNITS).bind(id).bind(at).fetch_all(&mut *tx).await?;
+        for (unit, item) in &units {
+            sqlx::query(LEDGER).bind(uuid::Uuid::new_v4().to_string()).bind(item).bind(unit)
+                .bind("unit_released").bind(actor).bind(at).execute(&mut *tx).await?;
+        }
+        if let Some(d) = discount {
+            sqlx::query(DISCOUNT).bind(d).bind(at).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    })
+}
+
+/// Undoes a pending order whose payment was refused at once: its units and discount
+/// use go back (the ledger keeps the hold and its release) and the order is deleted.
+pub async fn discard(db: &Db, id: &str) -> sqlx::Result<()> {
+    release(db, id, "pending", "canceled", "system").await?;
+    const SQL: &str = "DELETE FROM orders WHERE id = $1 AND status = 'canceled'";
+    with_db!(db, p => sqlx::query(SQL).bind(id).execute(p).await.map(|_| ()))
+}
+
+/// Pending orders whose reservation ended before `now` (at most `limit`).
+pub async fn expired(db: &Db, now: DateTime<Utc>, limit: i64) -> sqlx::Result<Vec<String>> {
+    const SQL: &str = "SELECT id FROM orders WHERE status = 'pending' AND reserved_until < $1 \
+        ORDER BY reserved_until LIMIT $2";
+    with_db!(db, p => sqlx::query_scalar(SQL).bind(now).bind(limit).fetch_all(p).await)
+}
+
+/// Releases every pending order whose hold ended before `now`; how many.
+pub async fn release_expired(db: &Db, now: DateTime<Utc>) -> sqlx::Result<usize> {
+    let mut released = 0;
+    loop {
+        let ids = expired(db, now, 200).await?;
+        for id in &ids {
+            if release(db, id, "pending", "expired", "system").await? {
+                released += 1;
+            }
+        }
+        if ids.len() < 200 {
+            return Ok(released);
+        }
+    }
+}
+
+/// A receipt went out.
+pub async fn receipt_sent(db: &Db, id: &str) -> sqlx::Result<()> {
+    const SQL: &str = "UPDATE orders SET receipts_sent = receipts_sent + 1, receipt_sent_at = $2 \
+        WHERE id = $1";
+    with_db!(db, p => sqlx::query(SQL).bind(id).bind(now()).execute(p).await.map(|_| ()))
+}

@@ -1,0 +1,147 @@
+//! Order rules: the statuses and who may move an order between them (docs/api.md has
+//! the table), what a discount code takes off a total, and what happens when the payment
+//! provider confirms an order's payment (its webhook, or the simulated hosted page).
+
+use crate::db::orders as store;
+use crate::error::ApiResult;
+use crate::state::AppState;
+
+/// Every status an order can have.
+pub const STATUSES: [&str; 7] = [
+    "pending",
+    "paid",
+    "fulfilled",
+    "delivered",
+    "canceled",
+    "expired",
+    "refunded",
+];
+
+/// Statuses of an order that was paid for (a receipt may be sent).
+pub fn completed(status: &str) -> bool {
+    matches!(status, "paid" | "fulfilled" | "delivered")
+}
+
+/// Who asks for a status change through `orders/update`.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Role {
+    /// The account that placed the order.
+    Buyer,
+    /// An admin of the selling organization (or a platform admin).
+    Seller,
+}
+
+/// Whether `role` may move an order from `from` to `to`; the reason when not.
+/// `pending → paid` and `pending → expired` happen only by the payment provider and the
+/// server; nobody moves an order out of `canceled`, `expired`, `refunded` or `delivered`.
+pub fn may_move(from: &str, to: &str, role: Role) -> Result<(), String> {
+    use Role::*;
+    if !STATUSES.contains(&to) {
+        return Err(format!("`status` must be one of {}", STATUSES.join(", ")));
+    }
+    let allowed: &[Role] = match (from, to) {
+        ("pending", "canceled") => &[Buyer, Seller],
+        ("paid", "fulfilled") | ("fulfilled", "delivered") => &[Seller],
+        // A refund before fulfilment: tokens go back to the buyer's balance, a provider
+        // payment is refunded at the provider, the units return to stock.
+        ("paid", "refunded") => &[Seller],
+        _ => &[],
+    };
+    if allowed.contains(&role) {
+        return Ok(());
+    }
+    Err(if allowed.is_empty() {
+        format!("an order cannot move from `{from}` to `{to}`")
+    } else {
+        format!("only the selling organization's admins move an order from `{from}` to `{to}`")
+    })
+}
+
+/// A discount code's kinds: `percentage` (value: percent off, in (0, 100]) and `fixed`
+/// (value: cents off).
+pub const DISCOUNT_TYPES: [&str; 2] = ["percentage", "fixed"];
+
+/// What a discount takes off `amount` (cents, or tokens for a percentage): a percentage
+/// rounds half up, a fixed amount never takes more than the total.
+pub fn discount_of(kind: &str, value: f64, amount: i64) -> i64 {
+    let off = match kind {
+        "percentage" => ((amount as f64) * value / 100.0).round() as i64,
+        _ => value as i64,
+    };
+    off.clamp(0, amount)
+}
+
+/// The provider confirms that `payment_id` paid `amount_cents` for an order: a pending
+/// order is paid (its held units sold). A payment that arrives after the hold ended
+/// (the order expired or was canceled, its units back in stock) is refunded at the
+/// provider and the order marked `refunded`. `false` when the payment is not for an
+/// order of ours, or not for its total.
+pub async fn confirm_payment(
+    app: &AppState,
+    order_id: &str,
+    payment_id: &str,
+    amount_cents: i64,
+) -> ApiResult<bool> {
+    let Some(order) = store::get(&app.db, order_id).await? else {
+        return Ok(false);
+    };
+    if order.payment_type != "usd" || amount_cents != order.total_cents {
+        tracing::warn!(
+            order = order_id,
+            amount_cents,
+            total = order.total_cents,
+            "a payment that does not match its order was ignored"
+        );
+        return Ok(false);
+    }
+    if store::mark_paid(&app.db, order_id, payment_id).await? {
+        return Ok(true);
+    }
+    let status = store::get(&app.db, order_id)
+        .await?
+        .map(|o| o.status)
+        .unwrap_or_default();
+    if matches!(status.as_str(), "canceled" | "expired") {
+        app.payments.refund(payment_id).await?;
+        store::set_payment(&app.db, order_id, payment_id).await?;
+        store::set_status(&app.db, order_id, &status, "refunded").await?;
+        tracing::warn!(
+            order = order_id,
+            "a payment arrived after the order's hold ended; refunded"
+        );
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_state_table() {
+        assert!(may_move("pending", "canceled", Role::Buyer).is_ok());
+        assert!(may_move("pending", "canceled", Role::Seller).is_ok());
+        assert!(may_move("pending", "paid", Role::Seller).is_err());
+        assert!(may_move("pending", "paid", Role::Buyer).is_err());
+        assert!(may_move("paid", "fulfilled", Role::Seller).is_ok());
+        assert!(may_move("paid", "fulfilled", Role::Buyer).is_err());
+        assert!(may_move("fulfilled", "delivered", Role::Seller).is_ok());
+        assert!(may_move("paid", "refunded", Role::Seller).is_ok());
+        assert!(may_move("paid", "refunded", Role::Buyer).is_err());
+        assert!(may_move("paid", "canceled", Role::Buyer).is_err());
+        assert!(may_move("delivered", "refunded", Role::Seller).is_err());
+        assert!(may_move("canceled", "paid", Role::Seller).is_err());
+        assert!(may_move("paid", "shipped", Role::Seller)
+            .unwrap_err()
+            .contains("one of"));
+    }
+
+    #[test]
+    fn discounts() {
+        assert_eq!(discount_of("percentage", 10.0, 1999), 200);
+        assert_eq!(discount_of("percentage", 100.0, 1999), 1999);
+        assert_eq!(discount_of("percentage", 12.5, 8), 1);
+        assert_eq!(discount_of("fixed", 500.0, 1999), 500);
+        assert_eq!(discount_of("fixed", 5000.0, 1999), 1999);
+    }
+}
