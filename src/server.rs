@@ -243,6 +243,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     let prices = crate::domain::prices::PriceList::load(opts.prices_file.as_deref())?;
     let gcs = crate::gcs::Gcs::from_config(&opts)?;
     let posts = crate::db::posts::Writer::start(&db);
+    let orders = crate::db::orders::Placer::start(&db);
     let rate = RateLimiter::start(opts.rate_shards)
         .await
         .map_err(|e| anyhow::anyhow!("starting rate-limit actors: {e}"))?;
@@ -290,6 +291,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         prices,
         gcs,
         posts,
+        orders,
         opts,
     });
     Ok(Built {

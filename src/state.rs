@@ -50,6 +50,8 @@ pub struct Inner {
     pub gcs: Option<crate::gcs::Gcs>,
     /// Post inserts (group commit on SQLite).
     pub posts: crate::db::posts::Writer,
+    /// Places marketplace orders (group commit on SQLite).
+    pub orders: crate::db::orders::Placer,
 }
 
 impl Deref for AppState {

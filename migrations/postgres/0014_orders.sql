@@ -44,3 +44,7 @@ CREATE TABLE order_lines (
 
 ALTER TABLE inventory_units ADD COLUMN order_id TEXT;
 CREATE INDEX inventory_units_order ON inventory_units (order_id);
+-- Checkout and claims take the oldest available units of an item: this index finds them
+-- without sorting every available unit (a hot item has thousands).
+CREATE INDEX inventory_units_available ON inventory_units (item_id, created_at, id)
+    WHERE status = 'available' AND deleted_at IS NULL;

@@ -10,7 +10,7 @@ use sqlx::types::Json;
 // Set-based statements are assembled from placeholders only, never from input.
 use sqlx::AssertSqlSafe;
 
-use crate::db::{now, Db};
+use crate::db::{now, BeginWrite, Db};
 use crate::with_db;
 
 /// The database as the actors' store.
@@ -122,7 +122,7 @@ async fn try_set_based(db: &Db, changes: &[Change]) -> sqlx::Result<Option<Vec<A
     );
     let lock_first = matches!(db, Db::Postgres(_));
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         if lock_first {
             let mut q = sqlx::query(AssertSqlSafe(lock.as_str()));
             for user_id in sums.keys() {
@@ -219,7 +219,7 @@ async fn apply_each(db: &Db, changes: &[Change]) -> sqlx::Result<Vec<Applied>> {
     accounts.dedup();
     let lock_first = matches!(db, Db::Postgres(_));
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         if lock_first {
             for user_id in &accounts {
                 sqlx::query("SELECT id FROM credit_accounts WHERE user_id = $1 FOR UPDATE")

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::db::{now, Db};
+use crate::db::{now, BeginWrite, Db};
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -183,7 +183,7 @@ pub async fn create(db: &Db, n: &NewItem<'_>, units: &[Value]) -> sqlx::Result<S
     let id = uuid::Uuid::new_v4().to_string();
     let at = now();
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         sqlx::query(SQL).bind(&id).bind(n.org_id).bind(n.sku).bind(n.slug).bind(n.price_cents)
             .bind(n.price_tokens).bind(n.min_tier).bind(n.private).bind(Json(n.data)).bind(at)
             .execute(&mut *tx).await?;
@@ -231,7 +231,7 @@ pub async fn remove(db: &Db, id: &str, actor: &str) -> sqlx::Result<bool> {
         WHERE item_id = $1 AND deleted_at IS NULL RETURNING id";
     let at = now();
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         if sqlx::query(ITEM).bind(id).bind(at).execute(&mut *tx).await?.rows_affected() == 0 {
             return Ok(false);
         }
@@ -263,7 +263,7 @@ pub async fn unit(db: &Db, id: &str) -> sqlx::Result<Option<UnitRow>> {
 pub async fn add_units(db: &Db, item_id: &str, units: &[Value]) -> sqlx::Result<Vec<String>> {
     let at = now();
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         let mut ids = Vec::with_capacity(units.len());
         for data in units {
             let id = uuid::Uuid::new_v4().to_string();
@@ -296,7 +296,7 @@ pub async fn remove_unit(db: &Db, unit: &UnitRow, actor: &str) -> sqlx::Result<b
         WHERE id = $1 AND deleted_at IS NULL";
     let at = now();
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         if sqlx::query(SQL).bind(&unit.id).bind(at).execute(&mut *tx).await?.rows_affected() == 0 {
             return Ok(false);
         }
@@ -333,7 +333,7 @@ pub async fn claim(db: &Db, item_id: &str, user_id: &str) -> sqlx::Result<Option
     for _ in 0..32 {
         let at = now();
         let taken: Option<UnitRow> = with_db!(db, p => {
-            let mut tx = p.begin().await?;
+            let mut tx = p.begin_write().await?;
             let unit: Option<UnitRow> = sqlx::query_as(TAKE).bind(item_id).bind(user_id).bind(at)
                 .fetch_optional(&mut *tx).await?;
             if let Some(u) = &unit {

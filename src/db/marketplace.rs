@@ -144,12 +144,17 @@ pub struct SkuItem {
     pub sku: String,
     pub price_cents: i64,
     pub price_tokens: Option<i64>,
+    /// Whether a unit is available now (checkout's cheap early refusal; taking the units
+    /// decides).
+    pub in_stock: bool,
 }
 
 /// Live items with this sku (of every organization, or of one).
 pub async fn items_by_sku(db: &Db, sku: &str, domain: Option<&str>) -> sqlx::Result<Vec<SkuItem>> {
     const SQL: &str = "SELECT i.id, i.private, i.organization_id, o.domain, i.sku, i.price_cents, \
-        i.price_tokens FROM inventory_items i JOIN organizations o ON o.id = i.organization_id \
+        i.price_tokens, EXISTS (SELECT 1 FROM inventory_units u WHERE u.item_id = i.id \
+        AND u.status = 'available' AND u.deleted_at IS NULL) AS in_stock \
+        FROM inventory_items i JOIN organizations o ON o.id = i.organization_id \
         WHERE i.sku = $1 AND i.deleted_at IS NULL AND ($2 IS NULL OR o.domain = $2) LIMIT 10";
     with_db!(db, p => sqlx::query_as(SQL).bind(sku).bind(domain).fetch_all(p).await)
 }

@@ -32,6 +32,33 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+/// Begins a transaction that writes. SQLite's plain `BEGIN` is deferred: the write lock
+/// is taken at the first write, and if another connection committed since this one
+/// started reading, that upgrade fails at once with "database is locked" (the busy
+/// timeout does not apply), a 500 under concurrent writes. `BEGIN IMMEDIATE` takes the
+/// write lock up front, waiting out the busy timeout like any other writer. PostgreSQL
+/// needs nothing special.
+pub trait BeginWrite {
+    type Database: sqlx::Database;
+    fn begin_write(
+        &self,
+    ) -> impl std::future::Future<Output = sqlx::Result<sqlx::Transaction<'static, Self::Database>>> + Send;
+}
+
+impl BeginWrite for SqlitePool {
+    type Database = sqlx::Sqlite;
+    async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
+        self.begin_with("BEGIN IMMEDIATE").await
+    }
+}
+
+impl BeginWrite for PgPool {
+    type Database = sqlx::Postgres;
+    async fn begin_write(&self) -> sqlx::Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        self.begin().await
+    }
+}
+
 #[derive(Clone)]
 pub enum Db {
     Sqlite(SqlitePool),

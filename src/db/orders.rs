@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::db::{now, Db};
+use crate::db::{now, BeginWrite, Db};
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -62,29 +62,29 @@ macro_rules! order_select {
 }
 
 /// Who placed an order.
-#[derive(Clone, Copy)]
-pub enum Buyer<'a> {
-    User(&'a str),
-    Guest(&'a str),
+#[derive(Clone, Debug)]
+pub enum Buyer {
+    User(String),
+    Guest(String),
 }
 
-impl Buyer<'_> {
+impl Buyer {
     /// The ledger's actor.
     fn actor(&self) -> String {
         match self {
-            Buyer::User(id) => (*id).to_owned(),
+            Buyer::User(id) => id.clone(),
             Buyer::Guest(id) => format!("guest:{id}"),
         }
     }
 }
 
-pub struct NewOrder<'a> {
-    pub id: &'a str,
-    pub org_id: &'a str,
-    pub buyer: Buyer<'a>,
-    pub payment_type: &'a str,
+pub struct NewOrder {
+    pub id: String,
+    pub org_id: String,
+    pub buyer: Buyer,
+    pub payment_type: &'static str,
     /// `paid` (tokens, or nothing to pay) or `pending` (a provider payment to come).
-    pub status: &'a str,
+    pub status: &'static str,
     pub subtotal_cents: i64,
     pub discount_cents: i64,
     pub total_cents: i64,
@@ -92,12 +92,51 @@ pub struct NewOrder<'a> {
     pub discount_tokens: Option<i64>,
     pub total_tokens: Option<i64>,
     /// The discount code's id and code; a use of it is taken with the units.
-    pub discount: Option<(&'a str, &'a str)>,
-    pub provider: Option<&'a str>,
-    pub customer_info: &'a Value,
-    pub shipping_address: Option<&'a Value>,
-    pub email: Option<&'a str>,
+    pub discount: Option<(String, String)>,
+    pub provider: Option<&'static str>,
+    pub customer_info: Value,
+    pub shipping_address: Option<Value>,
+    pub email: Option<String>,
     pub reserved_until: Option<DateTime<Utc>>,
+    /// When it is placed (`crate::db::now()`).
+    pub at: DateTime<Utc>,
+}
+
+impl NewOrder {
+    /// The order as it reads once placed, in `domain`.
+    pub fn row(&self, domain: &str) -> OrderRow {
+        let (user_id, guest_session_id) = match &self.buyer {
+            Buyer::User(id) => (Some(id.clone()), None),
+            Buyer::Guest(id) => (None, Some(id.clone())),
+        };
+        OrderRow {
+            id: self.id.clone(),
+            organization_id: self.org_id.clone(),
+            domain: domain.to_owned(),
+            user_id,
+            guest_session_id,
+            payment_type: self.payment_type.to_owned(),
+            status: self.status.to_owned(),
+            subtotal_cents: self.subtotal_cents,
+            discount_cents: self.discount_cents,
+            total_cents: self.total_cents,
+            subtotal_tokens: self.subtotal_tokens,
+            discount_tokens: self.discount_tokens,
+            total_tokens: self.total_tokens,
+            discount_id: self.discount.as_ref().map(|d| d.0.clone()),
+            discount_code: self.discount.as_ref().map(|d| d.1.clone()),
+            provider: self.provider.map(str::to_owned),
+            payment_id: None,
+            customer_info: Json(self.customer_info.clone()),
+            shipping_address: self.shipping_address.clone().map(Json),
+            email: self.email.clone(),
+            reserved_until: self.reserved_until,
+            receipts_sent: 0,
+            receipt_sent_at: None,
+            created_at: self.at,
+            updated_at: self.at,
+        }
+    }
 }
 
 /// Why an order was not placed (nothing was written).
@@ -138,69 +177,205 @@ const INSERT_ORDER: &str = "INSERT INTO orders (id, organization_id, user_id, gu
 const INSERT_LINE: &str = "INSERT INTO order_lines (order_id, item_id, sku, quantity, \
      price_cents, price_tokens) VALUES ($1, $2, $3, $4, $5, $6)";
 
-/// Writes the order, its lines, its units (`sold` when paid, else `reserved`) with a
-/// ledger row each, and a use of its discount, all or nothing.
-pub async fn place(
-    db: &Db,
-    o: &NewOrder<'_>,
-    lines: &[LineRow],
-) -> sqlx::Result<Result<(), NotPlaced>> {
-    let take = match db {
-        Db::Sqlite(_) => TAKE_SQLITE,
-        Db::Postgres(_) => TAKE_POSTGRES,
-    };
-    let unit_status = if o.status == "paid" {
-        "sold"
-    } else {
-        "reserved"
-    };
-    let action = if o.status == "paid" {
-        "unit_sold"
-    } else {
-        "unit_reserved"
-    };
-    let actor = o.buyer.actor();
-    let (user_id, guest_id) = match o.buyer {
-        Buyer::User(id) => (Some(id), None),
-        Buyer::Guest(id) => (None, Some(id)),
-    };
-    let at = now();
-    with_db!(db, p => {
-        let mut tx = p.begin().await?;
-        for line in lines {
-            let units: Vec<String> = sqlx::query_scalar(take).bind(&line.item_id).bind(line.quantity)
-                .bind(unit_status).bind(&actor).bind(o.id).bind(at).fetch_all(&mut *tx).await?;
-            if (units.len() as i64) < line.quantity {
-                tx.rollback().await?;
-                let available: i64 = sqlx::query_scalar(AVAILABLE).bind(&line.item_id).fetch_one(p).await?;
-                return Ok(Err(NotPlaced::OutOfStock { sku: line.sku.clone(), available }));
+/// The writes of one order on `$conn` (a transaction or a savepoint of one), for either
+/// backend: units (`sold` when paid, else `reserved`) with a ledger row each, a use of
+/// the discount, the order and its lines. `Ok(Err(_))` when it cannot be placed: the
+/// caller rolls `$conn` back.
+macro_rules! place_in {
+    ($conn:expr, $take:expr, $o:expr, $lines:expr) => {{
+        let o: &NewOrder = $o;
+        let (unit_status, action) = if o.status == "paid" {
+            ("sold", "unit_sold")
+        } else {
+            ("reserved", "unit_reserved")
+        };
+        let actor = o.buyer.actor();
+        let (user_id, guest_id) = match &o.buyer {
+            Buyer::User(id) => (Some(id.as_str()), None),
+            Buyer::Guest(id) => (None, Some(id.as_str())),
+        };
+        let at = o.at;
+        'place: {
+            for line in $lines {
+                let units: Vec<String> = sqlx::query_scalar($take)
+                    .bind(&line.item_id)
+                    .bind(line.quantity)
+                    .bind(unit_status)
+                    .bind(&actor)
+                    .bind(&o.id)
+                    .bind(at)
+                    .fetch_all(&mut *$conn)
+                    .await?;
+                if (units.len() as i64) < line.quantity {
+                    let available: i64 = sqlx::query_scalar(AVAILABLE)
+                        .bind(&line.item_id)
+                        .fetch_one(&mut *$conn)
+                        .await?;
+                    break 'place Ok(Err(NotPlaced::OutOfStock {
+                        sku: line.sku.clone(),
+                        available: available + units.len() as i64,
+                    }));
+                }
+                for unit in &units {
+                    sqlx::query(LEDGER)
+                        .bind(uuid::Uuid::new_v4().to_string())
+                        .bind(&line.item_id)
+                        .bind(unit)
+                        .bind(action)
+                        .bind(&actor)
+                        .bind(at)
+                        .execute(&mut *$conn)
+                        .await?;
+                }
             }
-            for unit in &units {
-                sqlx::query(LEDGER).bind(uuid::Uuid::new_v4().to_string()).bind(&line.item_id)
-                    .bind(unit).bind(action).bind(&actor).bind(at).execute(&mut *tx).await?;
+            if let Some((discount_id, _)) = &o.discount {
+                let used = sqlx::query(USE_DISCOUNT)
+                    .bind(discount_id)
+                    .bind(at)
+                    .execute(&mut *$conn)
+                    .await?;
+                if used.rows_affected() == 0 {
+                    break 'place Ok(Err(NotPlaced::DiscountUsedUp));
+                }
+            }
+            sqlx::query(INSERT_ORDER)
+                .bind(&o.id)
+                .bind(&o.org_id)
+                .bind(user_id)
+                .bind(guest_id)
+                .bind(o.payment_type)
+                .bind(o.status)
+                .bind(o.subtotal_cents)
+                .bind(o.discount_cents)
+                .bind(o.total_cents)
+                .bind(o.subtotal_tokens)
+                .bind(o.discount_tokens)
+                .bind(o.total_tokens)
+                .bind(o.discount.as_ref().map(|d| d.0.as_str()))
+                .bind(o.discount.as_ref().map(|d| d.1.as_str()))
+                .bind(o.provider)
+                .bind(Json(&o.customer_info))
+                .bind(o.shipping_address.as_ref().map(Json))
+                .bind(o.email.as_deref())
+                .bind(o.reserved_until)
+                .bind(at)
+                .execute(&mut *$conn)
+                .await?;
+            for line in $lines {
+                sqlx::query(INSERT_LINE)
+                    .bind(&o.id)
+                    .bind(&line.item_id)
+                    .bind(&line.sku)
+                    .bind(line.quantity)
+                    .bind(line.price_cents)
+                    .bind(line.price_tokens)
+                    .execute(&mut *$conn)
+                    .await?;
+            }
+            Ok(Ok(()))
+        }
+    }};
+}
+
+/// The outcome of placing one order.
+pub type Placed = sqlx::Result<Result<(), NotPlaced>>;
+
+type PlaceJob = (NewOrder, Vec<LineRow>, tokio::sync::oneshot::Sender<Placed>);
+
+/// Places orders. On SQLite (one writer at a time) one task commits the orders waiting
+/// together in one transaction, each in its own savepoint, so an order that cannot be
+/// placed changes nothing and the others still commit; on PostgreSQL each order is its
+/// own transaction, concurrent ones taking different units (`SKIP LOCKED`).
+pub struct Placer {
+    db: Db,
+    batches: Option<tokio::sync::mpsc::Sender<PlaceJob>>,
+}
+
+/// Orders one SQLite transaction takes at most.
+const BATCH: usize = 64;
+
+impl Placer {
+    pub fn start(db: &Db) -> Placer {
+        let batches = match db {
+            Db::Sqlite(pool) => {
+                let (tx, rx) = tokio::sync::mpsc::channel(1024);
+                tokio::spawn(place_batches(pool.clone(), rx));
+                Some(tx)
+            }
+            Db::Postgres(_) => None,
+        };
+        Placer {
+            db: db.clone(),
+            batches,
+        }
+    }
+
+    /// Writes the order with its units and discount use, all or nothing.
+    pub async fn place(&self, order: NewOrder, lines: Vec<LineRow>) -> Placed {
+        match (&self.db, &self.batches) {
+            (Db::Postgres(p), _) => {
+                let mut tx = p.begin_write().await?;
+                let placed: Placed = place_in!(tx, TAKE_POSTGRES, &order, &lines);
+                if matches!(placed, Ok(Ok(()))) {
+                    tx.commit().await?;
+                }
+                placed
+            }
+            (Db::Sqlite(_), Some(batches)) => {
+                let (reply, answer) = tokio::sync::oneshot::channel();
+                batches
+                    .send((order, lines, reply))
+                    .await
+                    .map_err(|_| sqlx::Error::PoolClosed)?;
+                answer.await.map_err(|_| sqlx::Error::PoolClosed)?
+            }
+            (Db::Sqlite(_), None) => Err(sqlx::Error::PoolClosed),
+        }
+    }
+}
+
+async fn place_batches(pool: sqlx::SqlitePool, mut jobs: tokio::sync::mpsc::Receiver<PlaceJob>) {
+    while let Some(first) = jobs.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
             }
         }
-        if let Some((discount_id, _)) = o.discount {
-            let used = sqlx::query(USE_DISCOUNT).bind(discount_id).bind(at).execute(&mut *tx).await?;
-            if used.rows_affected() == 0 {
-                tx.rollback().await?;
-                return Ok(Err(NotPlaced::DiscountUsedUp));
+        match place_batch(&pool, &batch).await {
+            Ok(results) => {
+                for ((_, _, reply), result) in batch.into_iter().zip(results) {
+                    let _ = reply.send(result);
+                }
+            }
+            // Nothing of the batch was kept: every order fails.
+            Err(e) => {
+                let why = e.to_string();
+                for (_, _, reply) in batch {
+                    let _ = reply.send(Err(sqlx::Error::Protocol(format!(
+                        "order batch not committed: {why}"
+                    ))));
+                }
             }
         }
-        sqlx::query(INSERT_ORDER).bind(o.id).bind(o.org_id).bind(user_id).bind(guest_id)
-            .bind(o.payment_type).bind(o.status).bind(o.subtotal_cents).bind(o.discount_cents)
-            .bind(o.total_cents).bind(o.subtotal_tokens).bind(o.discount_tokens).bind(o.total_tokens)
-            .bind(o.discount.map(|d| d.0)).bind(o.discount.map(|d| d.1)).bind(o.provider)
-            .bind(Json(o.customer_info)).bind(o.shipping_address.map(Json)).bind(o.email)
-            .bind(o.reserved_until).bind(at).execute(&mut *tx).await?;
-        for line in lines {
-            sqlx::query(INSERT_LINE).bind(o.id).bind(&line.item_id).bind(&line.sku)
-                .bind(line.quantity).bind(line.price_cents).bind(line.price_tokens)
-                .execute(&mut *tx).await?;
+    }
+}
+
+async fn place_batch(pool: &sqlx::SqlitePool, batch: &[PlaceJob]) -> sqlx::Result<Vec<Placed>> {
+    let mut tx = pool.begin_write().await?;
+    let mut results = Vec::with_capacity(batch.len());
+    for (order, lines, _) in batch {
+        let mut sp = sqlx::Acquire::begin(&mut tx).await?;
+        let placed: Placed = async { place_in!(sp, TAKE_SQLITE, order, lines) }.await;
+        match &placed {
+            Ok(Ok(())) => sp.commit().await?,
+            _ => sp.rollback().await?,
         }
-        tx.commit().await?;
-        Ok(Ok(()))
-    })
+        results.push(placed);
+    }
+    tx.commit().await?;
+    Ok(results)
 }
 
 pub async fn get(db: &Db, id: &str) -> sqlx::Result<Option<OrderRow>> {
@@ -271,7 +446,7 @@ pub async fn mark_paid(db: &Db, id: &str, payment_id: &str) -> sqlx::Result<bool
         WHERE order_id = $1 AND status = 'reserved' RETURNING id, item_id, holder_id";
     let at = now();
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         if sqlx::query(ORDER).bind(id).bind(payment_id).bind(at).execute(&mut *tx).await?.rows_affected() == 0 {
             return Ok(false);
         }
@@ -305,7 +480,7 @@ pub async fn release(db: &Db, id: &str, from: &str, to: &str, actor: &str) -> sq
         "UPDATE discounts SET uses = uses - 1, updated_at = $2 WHERE id = $1 AND uses > 0";
     let at = now();
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         let Some(discount): Option<Option<String>> = sqlx::query_scalar(ORDER).bind(id).bind(from)
             .bind(to).bind(at).fetch_optional(&mut *tx).await? else {
             return Ok(false);

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use sqlx::types::Json;
 
-use crate::db::{now, Db};
+use crate::db::{now, BeginWrite, Db};
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -98,7 +98,7 @@ pub async fn create(
     let id = uuid::Uuid::new_v4().to_string();
     let now = now();
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         let org: OrgRow = sqlx::query_as(INSERT)
             .bind(&id).bind(domain).bind(name).bind(Json(data)).bind(now)
             .fetch_one(&mut *tx).await?;
@@ -222,7 +222,7 @@ pub async fn change_member(
 ) -> sqlx::Result<MemberChange> {
     let is_pg = matches!(db, Db::Postgres(_));
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         if is_pg {
             sqlx::query("SELECT id FROM organizations WHERE id = $1 FOR UPDATE")
                 .bind(org_id).execute(&mut *tx).await?;

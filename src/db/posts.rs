@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::db::{now, Db};
+use crate::db::{now, BeginWrite, Db};
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -304,7 +304,7 @@ async fn insert_batch(
     pool: &sqlx::SqlitePool,
     batch: &[Job],
 ) -> sqlx::Result<Vec<sqlx::Result<PostRow>>> {
-    let mut tx = pool.begin().await?;
+    let mut tx = pool.begin_write().await?;
     let mut results = Vec::with_capacity(batch.len());
     for (post, _) in batch {
         let n = post.new_post();
@@ -404,7 +404,7 @@ pub async fn record_visit(
         VALUES ($1, $2, $3, $4) ON CONFLICT (post_id, url) DO UPDATE SET seen_at = $4";
     let at = now();
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         sqlx::query(VISIT).bind(post_id).bind(day).execute(&mut *tx).await?;
         if let Some((domain, url)) = referrer {
             sqlx::query(REFERRER).bind(post_id).bind(domain).bind(at).execute(&mut *tx).await?;

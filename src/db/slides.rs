@@ -10,7 +10,7 @@ use sqlx::types::Json;
 // Statements are assembled from the column-list constants below only, never from input.
 use sqlx::AssertSqlSafe;
 
-use crate::db::{now, Db};
+use crate::db::{now, BeginWrite, Db};
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -137,7 +137,7 @@ pub async fn create_deck(
     let now = now();
     let data = json!({ "presentation_key": presentation_key });
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         sqlx::query("INSERT INTO slide_decks (id, owner_id, organization_id, title, version, \
             current_revision_id, data, created_at, updated_at) VALUES ($1, $2, $3, $4, 1, $5, $6, $7, $7)")
             .bind(&deck_id).bind(owner_id).bind(organization_id).bind(rev.deck.title.as_deref())
@@ -189,7 +189,7 @@ pub async fn save_revision(
     let rev_id = uuid::Uuid::new_v4().to_string();
     let now = now();
     let saved = with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         let bumped = sqlx::query("UPDATE slide_decks SET version = version + 1, current_revision_id = $3, \
             title = $4, updated_at = $5 WHERE id = $1 AND version = $2 AND deleted_at IS NULL")
             .bind(deck_id).bind(expected).bind(&rev_id).bind(rev.deck.title.as_deref()).bind(now)
@@ -223,7 +223,7 @@ pub async fn save_revision(
 pub async fn delete_deck(db: &Db, deck_id: &str, expected: i64) -> sqlx::Result<bool> {
     let now = now();
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         let n = sqlx::query("UPDATE slide_decks SET deleted_at = $3, updated_at = $3 \
             WHERE id = $1 AND version = $2 AND deleted_at IS NULL")
             .bind(deck_id).bind(expected).bind(now)
@@ -539,7 +539,7 @@ pub async fn publish(
          VALUES ($1, $2, $3, 'active', $4, $5, $6) RETURNING {PUBLICATION_COLUMNS}"
     );
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         // Touching the deck row locks it (PostgreSQL) and checks the version.
         let n = sqlx::query("UPDATE slide_decks SET updated_at = updated_at WHERE id = $1 AND version = $2 \
             AND deleted_at IS NULL")
@@ -566,7 +566,7 @@ pub enum Unpublished {
 pub async fn unpublish(db: &Db, deck_id: &str, expected: i64) -> sqlx::Result<Unpublished> {
     let now = now();
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         let n = sqlx::query("UPDATE slide_decks SET updated_at = updated_at WHERE id = $1 AND version = $2 \
             AND deleted_at IS NULL")
             .bind(deck_id).bind(expected).execute(&mut *tx).await?.rows_affected();

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::db::{now, Db};
+use crate::db::{now, BeginWrite, Db};
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -129,7 +129,7 @@ pub async fn create(
         user_columns!()
     );
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         let user: UserRow = sqlx::query_as(INSERT_USER)
             .bind(&id)
             .bind(new.email)
@@ -257,7 +257,7 @@ pub async fn verify_with_code(
 ) -> sqlx::Result<Option<UserRow>> {
     let now = now();
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         let spent: Option<(String,)> = sqlx::query_as(
             "UPDATE user_codes SET used_at = $2 WHERE code_hash = $1 AND used_at IS NULL \
              AND expires_at > $2 RETURNING user_id",
@@ -392,7 +392,7 @@ pub enum Deletion {
 pub async fn delete(db: &Db, id: &str) -> sqlx::Result<Deletion> {
     let is_pg = matches!(db, Db::Postgres(_));
     with_db!(db, p => {
-        let mut tx = p.begin().await?;
+        let mut tx = p.begin_write().await?;
         if is_pg {
             sqlx::query(
                 "SELECT o.id FROM organizations o JOIN organization_members m \

@@ -571,13 +571,24 @@ async fn l6_an_expired_code_resends_once_and_older_codes_die() {
         .await
         .assert_ok();
     let reset = crate::common::code_in(&s.wait_for_email(&addr, "/reset-password?code=").await);
-    let mails = s.emails_to(&addr);
-    let fresh = mails
-        .iter()
-        .filter(|m| m.contains("/verify?code="))
-        .map(|m| crate::common::code_in(m))
-        .find(|c| *c != first)
-        .expect("a fresh verification code");
+    // Emails are delivered by the queue in any order: wait for the fresh one.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let fresh = loop {
+        let found = s
+            .emails_to(&addr)
+            .iter()
+            .filter(|m| m.contains("/verify?code="))
+            .map(|m| crate::common::code_in(m))
+            .find(|c| *c != first);
+        if let Some(c) = found {
+            break c;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a fresh verification code"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
     s.post("/api/users/verify", None, json!({"code": fresh}))
         .await
         .assert_ok();

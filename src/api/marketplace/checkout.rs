@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::{item_for, quantity, Guest};
+use super::{item_for, quantity, run_to_end, Guest};
 use crate::auth::{Caller, Viewer};
 use crate::db::marketplace::{self as carts, Owner, SkuItem};
 use crate::db::orders::{self as store, Buyer, LineRow, NewOrder, NotPlaced};
@@ -148,6 +148,10 @@ async fn basket(
             "one organization per checkout: check out each organization's items separately",
         ));
     }
+    // Sold out already: refused before any tokens move or units are held.
+    if let Some((item, _)) = found.iter().find(|(i, _)| !i.in_stock) {
+        return Err(out_of_stock(&item.sku, 0));
+    }
     let mut lines: Vec<LineRow> = Vec::with_capacity(found.len());
     for (item, q) in found {
         match lines.iter_mut().find(|l| l.item_id == item.id) {
@@ -263,7 +267,7 @@ struct Request {
 /// Places the order; the answer of the checkout.
 async fn place(
     app: &AppState,
-    buyer: Buyer<'_>,
+    buyer: Buyer,
     basket: Basket,
     pay: Pay,
     req: Request,
@@ -309,9 +313,9 @@ async fn place(
         Pay::Usd => total_cents == 0,
     };
     let order = NewOrder {
-        id: &order_id,
-        org_id: &basket.org_id,
-        buyer,
+        id: order_id.clone(),
+        org_id: basket.org_id.clone(),
+        buyer: buyer.clone(),
         payment_type: if pay == Pay::Tokens { "tokens" } else { "usd" },
         status: if paid_now { "paid" } else { "pending" },
         subtotal_cents,
@@ -320,17 +324,21 @@ async fn place(
         subtotal_tokens,
         discount_tokens,
         total_tokens,
-        discount: discount.as_ref().map(|d| (d.0.as_str(), d.1.as_str())),
+        discount: discount.as_ref().map(|d| (d.0.clone(), d.1.clone())),
         provider: (pay == Pay::Usd && !paid_now).then(|| app.payments.name()),
-        customer_info: &req.customer_info,
-        shipping_address: req.shipping_address.as_ref(),
-        email: req.buyer_email.as_deref(),
+        customer_info: req.customer_info,
+        shipping_address: req.shipping_address,
+        email: req.buyer_email,
         reserved_until: (!paid_now).then(|| {
             chrono::Utc::now() + chrono::TimeDelta::seconds(app.opts.reservation_secs as i64)
         }),
+        at: crate::db::now(),
     };
+    // The answer is built from what was written: no read after the write.
+    let mut row = order.row(&basket.domain);
+    let lines = basket.lines.clone();
     let mut extra = Map::new();
-    if let (Pay::Tokens, Buyer::User(user_id), Some(total)) = (pay, buyer, total_tokens) {
+    if let (Pay::Tokens, Buyer::User(user_id), Some(total)) = (pay, &buyer, total_tokens) {
         if total > 0 {
             let applied = apply(
                 app,
@@ -347,14 +355,14 @@ async fn place(
                 extra.insert("balance".into(), json!(b));
             }
         }
-        let placed = store::place(&app.db, &order, &basket.lines).await;
+        let placed = app.orders.place(order, lines).await;
         if !matches!(placed, Ok(Ok(()))) && total > 0 {
             refund_tokens(app, user_id, &order_id, total).await;
             extra.remove("balance");
         }
         not_placed(placed?)?;
     } else {
-        not_placed(store::place(&app.db, &order, &basket.lines).await?)?;
+        not_placed(app.orders.place(order, lines).await?)?;
     }
     if pay == Pay::Usd && !paid_now {
         let intent = match app
@@ -368,8 +376,11 @@ async fn place(
                 return Err(e.into());
             }
         };
+        row.payment_id = Some(intent.id.clone());
         if intent.paid {
             store::mark_paid(&app.db, &order_id, &intent.id).await?;
+            row.status = "paid".into();
+            row.reserved_until = None;
         } else {
             store::set_payment(&app.db, &order_id, &intent.id).await?;
             let url = app
@@ -384,7 +395,7 @@ async fn place(
         }
     }
     if basket.from_cart {
-        let owner = match buyer {
+        let owner = match &buyer {
             Buyer::User(id) => Owner::User(id),
             Buyer::Guest(id) => Owner::Guest(id),
         };
@@ -392,9 +403,6 @@ async fn place(
             carts::remove(&app.db, owner, &l.item_id).await?;
         }
     }
-    let row = store::get(&app.db, &order_id)
-        .await?
-        .ok_or_else(|| ApiError::internal("the order vanished after checkout"))?;
     let mut body = Map::new();
     body.insert("success".into(), json!(true));
     body.insert("order_id".into(), json!(row.id));
@@ -435,14 +443,18 @@ async fn refund_tokens(app: &AppState, user_id: &str, order_id: &str, total: i64
     }
 }
 
+fn out_of_stock(sku: &str, available: i64) -> ApiError {
+    ApiError::conflict(format!(
+        "not enough of `{sku}` in stock ({available} available)"
+    ))
+    .with("sku", sku)
+    .with("available", available)
+}
+
 fn not_placed(r: Result<(), NotPlaced>) -> ApiResult<()> {
     match r {
         Ok(()) => Ok(()),
-        Err(NotPlaced::OutOfStock { sku, available }) => Err(ApiError::conflict(format!(
-            "not enough of `{sku}` in stock ({available} available)"
-        ))
-        .with("sku", sku)
-        .with("available", available)),
+        Err(NotPlaced::OutOfStock { sku, available }) => Err(out_of_stock(&sku, available)),
         Err(NotPlaced::DiscountUsedUp) => Err(ApiError::conflict(
             "the discount code has been used up or expired",
         )),
@@ -521,36 +533,40 @@ where
 }
 
 /// `POST /api/marketplace/checkout` (V10; rate category auth): an order from `items` or
-/// the cart, paid in tokens at once or in USD through the payment provider.
+/// the cart, paid in tokens at once or in USD through the payment provider. The checkout
+/// runs in its own task: a client that hangs up mid-way does not stop it between taking
+/// the tokens and writing the order.
 pub async fn checkout(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     headers: HeaderMap,
     JsonBody(body): JsonBody<CheckoutBody>,
 ) -> ApiResult<Reply> {
-    let scope = format!("checkout:{}", caller.id);
-    idempotent(&app, &headers, scope, &body, async {
-        let pay = pay(body.payment_type.as_deref())?;
-        if let Some(pm) = &body.payment_method_id {
-            crate::payments::valid_payment_method_id(pm)?;
-        }
-        let basket = basket(
-            &app,
-            Some(&caller),
-            Owner::User(&caller.id),
-            body.items.as_deref(),
-            body.domain.as_deref(),
-        )
-        .await?;
-        let customer_info = object("customer_info", body.customer_info.clone())?;
-        let req = Request {
-            buyer_email: Some(caller.user.email.clone()),
-            customer_info,
-            shipping_address: address(body.shipping_address.clone())?,
-            discount_code: body.discount_code.clone(),
-            payment_method_id: body.payment_method_id.clone(),
-        };
-        place(&app, Buyer::User(&caller.id), basket, pay, req).await
+    run_to_end(async move {
+        let scope = format!("checkout:{}", caller.id);
+        idempotent(&app, &headers, scope, &body, async {
+            let pay = pay(body.payment_type.as_deref())?;
+            if let Some(pm) = &body.payment_method_id {
+                crate::payments::valid_payment_method_id(pm)?;
+            }
+            let basket = basket(
+                &app,
+                Some(&caller),
+                Owner::User(&caller.id),
+                body.items.as_deref(),
+                body.domain.as_deref(),
+            )
+            .await?;
+            let req = Request {
+                buyer_email: Some(caller.user.email.clone()),
+                customer_info: object("customer_info", body.customer_info.clone())?,
+                shipping_address: address(body.shipping_address.clone())?,
+                discount_code: body.discount_code.clone(),
+                payment_method_id: body.payment_method_id.clone(),
+            };
+            place(&app, Buyer::User(caller.id.clone()), basket, pay, req).await
+        })
+        .await
     })
     .await
 }
@@ -565,37 +581,40 @@ pub async fn guest_checkout(
     headers: HeaderMap,
     JsonBody(body): JsonBody<GuestCheckoutBody>,
 ) -> ApiResult<Reply> {
-    let scope = format!("guest-checkout:{}", guest.id);
-    idempotent(&app, &headers, scope, &body, async {
-        crate::payments::valid_payment_method_id(&body.payment_method_id)?;
-        let basket = basket(
-            &app,
-            None,
-            Owner::Guest(&guest.id),
-            body.items.as_deref(),
-            Some(&guest.domain),
-        )
-        .await?;
-        if basket.org_id != guest.org_id {
-            return Err(ApiError::forbidden(
-                "a guest session buys from its own organization only",
-            ));
-        }
-        let customer_info = object("customer_info", body.customer_info.clone())?;
-        let email = body
-            .email
-            .as_deref()
-            .or_else(|| customer_info.get("email").and_then(Value::as_str))
-            .map(crate::domain::accounts::parse_email)
-            .transpose()?;
-        let req = Request {
-            buyer_email: email,
-            customer_info,
-            shipping_address: address(body.shipping_address.clone())?,
-            discount_code: body.discount_code.clone(),
-            payment_method_id: Some(body.payment_method_id.clone()),
-        };
-        place(&app, Buyer::Guest(&guest.id), basket, Pay::Usd, req).await
+    run_to_end(async move {
+        let scope = format!("guest-checkout:{}", guest.id);
+        idempotent(&app, &headers, scope, &body, async {
+            crate::payments::valid_payment_method_id(&body.payment_method_id)?;
+            let basket = basket(
+                &app,
+                None,
+                Owner::Guest(&guest.id),
+                body.items.as_deref(),
+                Some(&guest.domain),
+            )
+            .await?;
+            if basket.org_id != guest.org_id {
+                return Err(ApiError::forbidden(
+                    "a guest session buys from its own organization only",
+                ));
+            }
+            let customer_info = object("customer_info", body.customer_info.clone())?;
+            let email = body
+                .email
+                .as_deref()
+                .or_else(|| customer_info.get("email").and_then(Value::as_str))
+                .map(crate::domain::accounts::parse_email)
+                .transpose()?;
+            let req = Request {
+                buyer_email: email,
+                customer_info,
+                shipping_address: address(body.shipping_address.clone())?,
+                discount_code: body.discount_code.clone(),
+                payment_method_id: Some(body.payment_method_id.clone()),
+            };
+            place(&app, Buyer::Guest(guest.id.clone()), basket, Pay::Usd, req).await
+        })
+        .await
     })
     .await
 }

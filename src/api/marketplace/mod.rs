@@ -62,6 +62,14 @@ async fn cart_of(app: &AppState, owner: Owner<'_>) -> ApiResult {
     })))
 }
 
+/// Runs work that moves money to its end in its own task, whatever happens to the
+/// request (a client hanging up drops the handler's future, not this task).
+async fn run_to_end(
+    work: impl std::future::Future<Output = ApiResult<Reply>> + Send + 'static,
+) -> ApiResult<Reply> {
+    tokio::spawn(work).await.map_err(ApiError::internal)?
+}
+
 fn quantity(q: i64) -> ApiResult<i64> {
     if !(1..=MAX_QUANTITY).contains(&q) {
         return Err(ApiError::bad_request(format!(

@@ -6,6 +6,7 @@ use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::run_to_end;
 use crate::auth::{Caller, MaybeCaller, Viewer};
 use crate::db::orders::{self as store, LineRow, Of, OrderRow};
 use crate::domain::ledger::{apply, entry};
@@ -161,39 +162,42 @@ pub async fn order_update(
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<UpdateBody>,
 ) -> ApiResult {
-    let (o, role) = order_for(&app, &caller, &body.id).await?;
-    let to = body.status.trim().to_lowercase();
-    if o.status == to {
+    run_to_end(async move {
+        let (o, role) = order_for(&app, &caller, &body.id).await?;
+        let to = body.status.trim().to_lowercase();
+        if o.status == to {
+            let lines = store::lines(&app.db, &o.id).await?;
+            return Ok(Reply::ok(
+                json!({"success": true, "changed": false, "data": order_json(&o, &lines, true)}),
+            ));
+        }
+        may_move(&o.status, &to, role).map_err(|m| {
+            if role == Role::Buyer && m.starts_with("only") {
+                ApiError::forbidden(m)
+            } else {
+                ApiError::conflict(m).with("status", o.status.clone())
+            }
+        })?;
+        let moved = match to.as_str() {
+            "canceled" => store::release(&app.db, &o.id, &o.status, &to, &caller.id).await?,
+            "refunded" => {
+                refund(&app, &o).await?;
+                store::release(&app.db, &o.id, &o.status, &to, &caller.id).await?
+            }
+            _ => store::set_status(&app.db, &o.id, &o.status, &to).await?,
+        };
+        if !moved {
+            return Err(ApiError::conflict(
+                "the order changed meanwhile; read it and retry",
+            ));
+        }
+        let o = store::get(&app.db, &o.id).await?.ok_or_else(not_found)?;
         let lines = store::lines(&app.db, &o.id).await?;
-        return Ok(Reply::ok(
-            json!({"success": true, "changed": false, "data": order_json(&o, &lines, true)}),
-        ));
-    }
-    may_move(&o.status, &to, role).map_err(|m| {
-        if role == Role::Buyer && m.starts_with("only") {
-            ApiError::forbidden(m)
-        } else {
-            ApiError::conflict(m).with("status", o.status.clone())
-        }
-    })?;
-    let moved = match to.as_str() {
-        "canceled" => store::release(&app.db, &o.id, &o.status, &to, &caller.id).await?,
-        "refunded" => {
-            refund(&app, &o).await?;
-            store::release(&app.db, &o.id, &o.status, &to, &caller.id).await?
-        }
-        _ => store::set_status(&app.db, &o.id, &o.status, &to).await?,
-    };
-    if !moved {
-        return Err(ApiError::conflict(
-            "the order changed meanwhile; read it and retry",
-        ));
-    }
-    let o = store::get(&app.db, &o.id).await?.ok_or_else(not_found)?;
-    let lines = store::lines(&app.db, &o.id).await?;
-    Ok(Reply::ok(
-        json!({"success": true, "changed": true, "data": order_json(&o, &lines, true)}),
-    ))
+        Ok(Reply::ok(
+            json!({"success": true, "changed": true, "data": order_json(&o, &lines, true)}),
+        ))
+    })
+    .await
 }
 
 /// Gives a paid order's money back: tokens through the credit actors (once per order,
