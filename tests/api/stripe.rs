@@ -264,3 +264,116 @@ async fn stripe_checkout_and_portal_sessions_then_the_signed_event() {
     let (_, form) = seen.iter().find(|(k, _)| k == "portal").unwrap();
     assert!(form.contains(&("customer".to_owned(), "cus_stub_1".to_owned())));
 }
+
+/// Marketplace USD checkout over Stripe PaymentIntents: confirmed at once with a payment
+/// method (a decline holds nothing), left for Stripe.js with a client secret without one,
+/// and a seller's refund goes to the provider.
+#[tokio::test]
+async fn stripe_payment_intents_pay_for_orders() {
+    let Some(stripe) = localstripe().await else {
+        return;
+    };
+    let s = Server::start_with(
+        Options::default()
+            .env("PLINTH_STRIPE_API_BASE", &stripe.base)
+            .env("PLINTH_STRIPE_SECRET_KEY", KEY),
+    )
+    .await;
+    let admin = s.verified_user(&crate::common::email("seller")).await;
+    let buyer = s.verified_user(&crate::common::email("buyer")).await;
+    let domain = format!(
+        "st-{}.example",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
+    s.post(
+        "/api/organizations/create",
+        Some(&admin),
+        json!({"domain": domain}),
+    )
+    .await
+    .assert_ok();
+    s.post(
+        "/api/inventory/create",
+        Some(&admin),
+        json!({"domain": domain, "sku": "KIT", "slug": "kit", "price_cents": 2500, "unit_count": 3}),
+    )
+    .await
+    .assert_ok();
+    let line = json!([{"sku": "KIT", "quantity": 1}]);
+    let r = s
+        .post(
+            "/api/marketplace/checkout",
+            Some(&buyer),
+            // localstripe declines charges of this test card (…0341).
+            json!({"items": line, "payment_method_id": "pm_card_chargeCustomerFail"}),
+        )
+        .await;
+    r.assert_error(402);
+    let r = s
+        .post(
+            "/api/marketplace/checkout",
+            Some(&buyer),
+            json!({"items": line, "payment_method_id": "pm_card_visa"}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["status"], "paid");
+    let paid = r.body["order_id"].as_str().unwrap().to_owned();
+    let payment = r.body["data"]["payment"]["id"].as_str().unwrap().to_owned();
+    assert!(payment.starts_with("pi_"), "{payment}");
+    // The payment is Stripe's, for the order's total, naming the order.
+    let pi: serde_json::Value = reqwest::Client::new()
+        .get(format!("{}/v1/payment_intents/{payment}", stripe.base))
+        .basic_auth(KEY, Some(""))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(pi["amount"], 2500);
+    assert_eq!(pi["status"], "succeeded");
+    assert_eq!(pi["metadata"]["order_id"], json!(paid));
+
+    let r = s
+        .post(
+            "/api/marketplace/checkout",
+            Some(&buyer),
+            json!({"items": line}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["status"], "pending");
+    assert!(r.body["payment"]["client_secret"]
+        .as_str()
+        .unwrap()
+        .contains("_secret_"));
+    assert!(r.body["payment"]["url"].is_null());
+
+    let r = s
+        .post(
+            "/api/marketplace/orders/update",
+            Some(&admin),
+            json!({"id": paid, "status": "refunded"}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["data"]["status"], "refunded");
+    let refunds: serde_json::Value = reqwest::Client::new()
+        .get(format!("{}/v1/refunds", stripe.base))
+        .basic_auth(KEY, Some(""))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        refunds["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["payment_intent"] == json!(payment) && f["amount"] == 2500),
+        "{refunds}"
+    );
+}
