@@ -672,6 +672,21 @@ async fn guest_checkout_receipts_and_public_lookup() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
+    // Turning guest checkout off stops live sessions too.
+    s.post(
+        "/api/organizations/update",
+        Some(&admin),
+        json!({"domain": domain, "data": {"guest_checkout_enabled": false}}),
+    )
+    .await
+    .assert_ok();
+    send(guest(
+        "/api/marketplace/guest/checkout",
+        json!({"items": [{"sku": "CAP", "quantity": 1}], "payment_method_id": "pm_card_visa"}),
+    ))
+    .await
+    .assert_error(403);
+
     // A user's receipt goes to the account's email; a pending order has none yet.
     let buyer_email = email("rcpt");
     let b = s.verified_user(&buyer_email).await;

@@ -264,6 +264,11 @@ impl axum::extract::FromRequestParts<AppState> for Guest {
         let org = crate::db::organizations::by_id(&app.db, &org_id)
             .await?
             .ok_or_else(|| ApiError::unauthorized("the guest session is unknown or expired"))?;
+        if !takes_guests(&org) {
+            return Err(ApiError::forbidden(
+                "this organization no longer takes guest checkouts",
+            ));
+        }
         Ok(Guest {
             id,
             org_id: org.id,
@@ -273,6 +278,12 @@ impl axum::extract::FromRequestParts<AppState> for Guest {
 }
 
 impl crate::schema::DocArg for Guest {}
+
+/// Whether the organization's `data.guest_checkout_enabled` is true (checked at every
+/// guest request: turning it off stops live sessions too).
+fn takes_guests(org: &crate::db::organizations::OrgRow) -> bool {
+    org.data.0.get("guest_checkout_enabled") == Some(&Value::Bool(true))
+}
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct SessionBody {
@@ -289,7 +300,7 @@ pub async fn guest_session(
     let org = crate::db::organizations::by_domain(&app.db, &body.domain)
         .await?
         .ok_or_else(|| ApiError::not_found("organization not found"))?;
-    if org.data.0.get("guest_checkout_enabled") != Some(&Value::Bool(true)) {
+    if !takes_guests(&org) {
         return Err(ApiError::forbidden(
             "this organization does not take guest checkouts",
         ));
