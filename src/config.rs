@@ -328,6 +328,15 @@ pub struct Opts {
         global = true
     )]
     pub reservation_secs: u64,
+    /// The 3-character brand prefix of license keys (Crockford base32: digits and
+    /// letters but I, L, O, U); it leads the first two groups of every key.
+    #[arg(
+        long,
+        env = "PLINTH_LICENSE_PREFIX",
+        default_value = "PTH",
+        global = true
+    )]
+    pub license_prefix: String,
     /// Log format: text or json (RUST_LOG filters).
     #[arg(long, env = "PLINTH_LOG_FORMAT", default_value = "text", global = true)]
     pub log_format: String,

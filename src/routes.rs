@@ -349,12 +349,12 @@ pub static ROUTES: &[RouteSpec] = &[
     route!(GET "/api/downloads/status", Custom, Read, "Downloads"),
     // Licenses
     route!(POST "/api/licenses/purchase", Custom, Auth, "Licenses"),
-    route!(POST "/api/licenses/create", OrgAdmin, Write, "Licenses"),
-    route!(POST "/api/licenses/validate", Public, Write, "Licenses"),
-    route!(POST "/api/licenses/revoke", Custom, Write, "Licenses"),
-    route!(POST "/api/licenses/regenerate", Custom, Write, "Licenses"),
-    route!(GET "/api/licenses", Key, Read, "Licenses"),
-    route!(GET "/api/licenses/{id}", Key, Read, "Licenses"),
+    route!(POST "/api/licenses/create", OrgAdmin, Write, "Licenses" => api::licenses::create),
+    route!(POST "/api/licenses/validate", Public, Write, "Licenses" => api::licenses::validate),
+    route!(POST "/api/licenses/revoke", Key, Write, "Licenses" => api::licenses::revoke),
+    route!(POST "/api/licenses/regenerate", Key, Write, "Licenses" => api::licenses::regenerate),
+    route!(GET "/api/licenses", Key, Read, "Licenses" => api::licenses::list),
+    route!(GET "/api/licenses/{id}", Key, Read, "Licenses" => api::licenses::get),
     // Key-value store
     route!(GET "/api/kv/namespaces", Key, Read, "Key-value store"),
     route!(POST "/api/kv/namespaces/create", Key, Write, "Key-value store"),

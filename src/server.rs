@@ -241,6 +241,12 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     });
     let routes = RouteIndex::new(&opts.token_costs()?)?;
     let prices = crate::domain::prices::PriceList::load(opts.prices_file.as_deref())?;
+    if !crate::domain::licenses::valid_prefix(&opts.license_prefix.to_ascii_uppercase()) {
+        anyhow::bail!(
+            "PLINTH_LICENSE_PREFIX must be 3 Crockford base32 characters (digits and letters but I, L, O, U), not `{}`",
+            opts.license_prefix
+        );
+    }
     let gcs = crate::gcs::Gcs::from_config(&opts)?;
     let posts = crate::db::posts::Writer::start(&db);
     let orders = crate::db::orders::Placer::start(&db);

@@ -8,6 +8,7 @@ pub mod documents;
 pub mod events;
 pub mod identity;
 pub mod inventory;
+pub mod licenses;
 pub mod likes;
 pub mod marketplace;
 pub mod office;

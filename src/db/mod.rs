@@ -10,6 +10,7 @@ pub mod files;
 pub mod grants;
 pub mod idempotency;
 pub mod inventory;
+pub mod licenses;
 pub mod likes;
 pub mod localizations;
 pub mod marketplace;

@@ -7,6 +7,7 @@ pub mod grants;
 pub mod idempotency;
 pub mod idp;
 pub mod ledger;
+pub mod licenses;
 pub mod orders;
 pub mod posts;
 pub mod prices;

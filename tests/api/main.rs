@@ -17,6 +17,7 @@ mod identity;
 mod inproc;
 mod inventory;
 mod jobs;
+mod licenses;
 mod limits;
 mod marketplace;
 mod organizations;

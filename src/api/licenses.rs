@@ -1,0 +1,376 @@
+//! Licenses: `/api/licenses*` (docs/api.md). Keys are minted here and shown in plain
+//! text only at mint and on the owner's or the organization admins' detail; everyone
+//! else gets a uniform 404. Validation answers unknown, revoked and refunded keys with
+//! exactly `{valid: false}`. Purchases go through checkout and are not built yet (501).
+
+use axum::extract::{Path, Query, State};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::{Caller, OrgAdmin, Viewer};
+use crate::db::licenses::{self as store, Activation, Grant, LicenseRow, NewLicense, Of};
+use crate::domain::licenses::{new_key, normalize, status};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::reply::Reply;
+use crate::state::AppState;
+
+/// Most keys one `create` mints (the spec's bulk limit).
+const MAX_GRANT: i64 = 100;
+
+/// A license as its owner and its organization's admins see it (`key` only on the
+/// detail and at mint).
+fn license_json(l: &LicenseRow, machines: Option<&[String]>, key: Option<&str>) -> Value {
+    let mut v = json!({
+        "id": l.id,
+        "domain": l.domain,
+        "organization_id": l.organization_id,
+        "inventory_item_id": l.item_id,
+        "order_id": l.order_id,
+        "user_id": l.user_id,
+        "status": status(&l.status, l.expires_at),
+        "product_id": l.product_id,
+        "activations_allowed": l.activations_allowed,
+        "activations_current": l.activations_current,
+        "expires_at": l.expires_at,
+        "data": l.data.0,
+        "created_at": l.created_at,
+        "updated_at": l.updated_at,
+    });
+    let m = v.as_object_mut().expect("an object");
+    if let Some(machines) = machines {
+        m.insert("machine_ids".into(), json!(machines));
+    }
+    if let Some(key) = key {
+        m.insert("key".into(), json!(key));
+    }
+    v
+}
+
+/// A fresh key and its stored forms.
+fn mint(app: &AppState) -> (String, NewLicense) {
+    let key = new_key(
+        &app.opts.license_prefix.to_ascii_uppercase(),
+        crate::crypto::random_bytes::<12>(),
+    );
+    let new = NewLicense {
+        id: uuid::Uuid::new_v4().to_string(),
+        key_hash: crate::crypto::sha256_hex(key.as_bytes()),
+        key_cipher: app.key.encrypt(key.as_bytes()),
+    };
+    (key, new)
+}
+
+fn not_found() -> ApiError {
+    ApiError::not_found("license not found")
+}
+
+/// Whether the caller administers the license's organization (platform admins do).
+async fn org_admin(app: &AppState, caller: &Caller, org_id: &str) -> ApiResult<bool> {
+    Ok(caller.is_admin()
+        || crate::db::organizations::role_of(&app.db, org_id, &caller.id)
+            .await?
+            .as_deref()
+            == Some("admin"))
+}
+
+/// A license the caller may manage (OrgAdmin of its organization, or who issued it).
+async fn managed(app: &AppState, caller: &Caller, id: &str) -> ApiResult<LicenseRow> {
+    let l = store::get(&app.db, id).await?.ok_or_else(not_found)?;
+    if l.issuer_id.as_deref() == Some(caller.id.as_str())
+        || org_admin(app, caller, &l.organization_id).await?
+    {
+        return Ok(l);
+    }
+    Err(not_found())
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct CreateBody {
+    /// How many keys, 1 to 100 (default 1).
+    count: Option<i64>,
+    /// Who owns them (a user id); without it `user_id` is null.
+    recipient_user_id: Option<String>,
+    /// The licensed item (its `data.license_product_id`, `license_activations_allowed`
+    /// and `license_duration_seconds` apply); without it, no limits.
+    sku: Option<String>,
+}
+
+/// `POST /api/licenses/create` (OrgAdmin): mints keys without payment, recorded against
+/// a zero-cost `admin_grant` order; the plaintext keys are in this answer only.
+pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> ApiResult {
+    let count = g.body.count.unwrap_or(1);
+    if !(1..=MAX_GRANT).contains(&count) {
+        return Err(ApiError::bad_request(format!(
+            "`count` must be 1 to {MAX_GRANT}"
+        )));
+    }
+    if let Some(r) = &g.body.recipient_user_id {
+        crate::db::users::by_id(&app.db, r)
+            .await?
+            .ok_or_else(|| ApiError::not_found("no user with `recipient_user_id`"))?;
+    }
+    let item = match &g.body.sku {
+        Some(sku) => Some(
+            crate::db::inventory::by_sku(&app.db, &g.org.id, sku.trim())
+                .await?
+                .ok_or_else(|| ApiError::not_found("the organization has no item with this sku"))?,
+        ),
+        None => None,
+    };
+    let terms = item.as_ref().map(|i| terms(&i.data.0)).transpose()?;
+    let (product_id, allowed, duration) = terms.unwrap_or((None, None, None));
+    let minted: Vec<(String, NewLicense)> = (0..count).map(|_| mint(&app)).collect();
+    let grant = Grant {
+        org_id: &g.org.id,
+        item_id: item.as_ref().map(|i| i.id.as_str()),
+        user_id: g.body.recipient_user_id.as_deref(),
+        issuer_id: Some(&g.caller.id),
+        product_id: product_id.as_deref(),
+        activations_allowed: allowed,
+        expires_at: duration.map(|s| chrono::Utc::now() + chrono::TimeDelta::seconds(s)),
+    };
+    let news: Vec<NewLicense> = minted
+        .iter()
+        .map(|(_, n)| NewLicense {
+            id: n.id.clone(),
+            key_hash: n.key_hash.clone(),
+            key_cipher: n.key_cipher.clone(),
+        })
+        .collect();
+    let order_id = store::grant(&app.db, &grant, &news).await?;
+    let mut data = Vec::with_capacity(minted.len());
+    for (key, n) in &minted {
+        let l = store::get(&app.db, &n.id).await?.ok_or_else(not_found)?;
+        data.push(license_json(&l, Some(&[]), Some(key)));
+    }
+    Ok(Reply::ok(json!({
+        "success": true, "order_id": order_id, "count": data.len(), "data": data,
+    })))
+}
+
+/// An item's license terms: `(license_product_id, license_activations_allowed,
+/// license_duration_seconds)`, each optional; 400 when one is malformed.
+fn terms(data: &Value) -> ApiResult<(Option<String>, Option<i64>, Option<i64>)> {
+    let product = data
+        .get("license_product_id")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let number = |k: &str| -> ApiResult<Option<i64>> {
+        match data.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v.as_i64().filter(|n| *n >= 1).map(Some).ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "the item's `data.{k}` must be a whole number from 1"
+                ))
+            }),
+        }
+    };
+    Ok((
+        product,
+        number("license_activations_allowed")?,
+        number("license_duration_seconds")?,
+    ))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ValidateBody {
+    /// The license key (case-insensitive).
+    key: String,
+    /// The machine's identifier (1 to 255 characters), activated on first use.
+    #[serde(alias = "machine_id", alias = "fingerprint")]
+    machine: String,
+}
+
+/// `POST /api/licenses/validate` (Public): `{valid: false}` and nothing else for an
+/// unknown, revoked or refunded key; otherwise `{valid, code, license}` with `code`
+/// `valid_activated` (this machine just took an activation), `valid_known_machine`,
+/// `activation_limit` or `expired`.
+pub async fn validate(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<ValidateBody>,
+) -> ApiResult {
+    let machine = body.machine.trim();
+    if machine.is_empty() || machine.len() > 255 {
+        return Err(ApiError::bad_request(
+            "`machine` must be 1 to 255 characters",
+        ));
+    }
+    let hash = crate::crypto::sha256_hex(normalize(&body.key).as_bytes());
+    let Some(l) = store::lookup(&app.db, &hash, machine).await? else {
+        return Ok(Reply::ok(json!({"valid": false})));
+    };
+    if l.status != "active" || l.refunded {
+        return Ok(Reply::ok(json!({"valid": false})));
+    }
+    let mut current = l.activations_current;
+    let code = if status(&l.status, l.expires_at) == "expired" {
+        "expired"
+    } else if l.known {
+        "valid_known_machine"
+    } else {
+        match store::activate(&app.db, &l.id, machine).await? {
+            Activation::Activated(n) => {
+                current = n;
+                "valid_activated"
+            }
+            Activation::Known => "valid_known_machine",
+            Activation::Limit => "activation_limit",
+        }
+    };
+    Ok(Reply::ok(json!({
+        "valid": code.starts_with("valid"),
+        "code": code,
+        "license": {
+            "id": l.id,
+            "product_id": l.product_id,
+            "expires_at": l.expires_at,
+            "activations_allowed": l.activations_allowed,
+            "activations_current": current,
+        },
+    })))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct RevokeBody {
+    /// The license id.
+    id: String,
+    reason: Option<String>,
+}
+
+/// `POST /api/licenses/revoke` (OrgAdmin of its organization, or its issuer):
+/// idempotent; a second revoke answers the row unchanged with `already_revoked: true`.
+pub async fn revoke(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<RevokeBody>,
+) -> ApiResult {
+    let l = managed(&app, &caller, &body.id).await?;
+    if l.status == "revoked" {
+        return Ok(Reply::ok(json!({
+            "success": true, "already_revoked": true, "data": license_json(&l, None, None),
+        })));
+    }
+    let mut data = l.data.0.clone();
+    if let Some(m) = data.as_object_mut() {
+        m.insert("revoked_by".into(), json!(caller.id));
+        if let Some(r) = body
+            .reason
+            .as_deref()
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+        {
+            m.insert(
+                "revoke_reason".into(),
+                json!(r.chars().take(500).collect::<String>()),
+            );
+        }
+    }
+    let revoked = store::revoke(&app.db, &l.id, &data).await?;
+    let l = store::get(&app.db, &l.id).await?.ok_or_else(not_found)?;
+    Ok(Reply::ok(json!({
+        "success": true, "already_revoked": !revoked, "data": license_json(&l, None, None),
+    })))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct IdBody {
+    /// The license id.
+    id: String,
+}
+
+/// `POST /api/licenses/regenerate` (OrgAdmin of its organization, or its issuer): a new
+/// key for an `active` or `expired` license, in one transaction: the old row is revoked
+/// with `data.replaced_by_id`, the new one (same owner, product, limits and expiry) has
+/// no machines. 409 for a revoked license.
+pub async fn regenerate(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult {
+    let l = managed(&app, &caller, &body.id).await?;
+    if l.status != "active" {
+        return Err(ApiError::conflict(format!(
+            "only active or expired licenses are regenerated; this one is `{}`",
+            l.status
+        )));
+    }
+    let (key, new) = mint(&app);
+    let mut data = l.data.0.clone();
+    if let Some(m) = data.as_object_mut() {
+        m.insert("replaced_by_id".into(), json!(new.id));
+    }
+    if !store::regenerate(&app.db, &l, &data, &new).await? {
+        return Err(ApiError::conflict(
+            "the license changed meanwhile; read it and retry",
+        ));
+    }
+    let fresh = store::get(&app.db, &new.id).await?.ok_or_else(not_found)?;
+    Ok(Reply::ok(json!({
+        "success": true,
+        "replaced_id": l.id,
+        "data": license_json(&fresh, Some(&[]), Some(&key)),
+    })))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ListQuery {
+    /// An organization whose issued licenses to list (its admins only); without it, the
+    /// caller's own.
+    domain: Option<String>,
+    /// 1 to 100 (default 50).
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// `GET /api/licenses` (Key): the caller's licenses, or with `domain` every license the
+/// organization issued (its admins). Keys are not listed.
+pub async fn list(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Query(q): Query<ListQuery>,
+) -> ApiResult {
+    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 100)?;
+    let org;
+    let of = match q.domain.as_deref() {
+        None => Of::User(&caller.id),
+        Some(d) => {
+            org = crate::db::organizations::by_domain(&app.db, d)
+                .await?
+                .ok_or_else(|| ApiError::not_found("organization not found"))?;
+            if !org_admin(&app, &caller, &org.id).await? {
+                return Err(ApiError::forbidden(
+                    "only the organization's admins list its licenses",
+                ));
+            }
+            Of::Organization(&org.id)
+        }
+    };
+    let (rows, total) = store::list(&app.db, of, limit, offset).await?;
+    let data: Vec<Value> = rows.iter().map(|l| license_json(l, None, None)).collect();
+    Ok(Reply::ok(json!({
+        "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
+    }))
+    .private())
+}
+
+/// `GET /api/licenses/{id}` (Key: its owner, or an admin of its organization): the
+/// license with its plaintext key and machines; 404 for anyone else.
+pub async fn get(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let l = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
+    let owner = l.user_id.as_deref() == Some(caller.id.as_str());
+    if !owner && !org_admin(&app, &caller, &l.organization_id).await? {
+        return Err(not_found());
+    }
+    let key = app
+        .key
+        .decrypt(&l.key_cipher)
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| ApiError::internal("a license key does not decrypt with the master key"))?;
+    let machines = store::machines(&app.db, &l.id).await?;
+    Ok(Reply::ok(json!({"data": license_json(&l, Some(&machines), Some(&key))})).private())
+}
