@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use plinth_actors::credits::{Applied, Change, CreditAccounts, Entry};
+use plinth_workers::Queue;
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -61,15 +62,19 @@ pub async fn sweep_slides(db: &Db) -> anyhow::Result<crate::db::slides::Swept> {
     .await?)
 }
 
-/// Ends pending orders whose hold on their units expired (units back to stock) every
-/// `every` until `stop` turns true. Each release is conditional on the order still
-/// being pending, so several workers may run it at once.
-async fn release_holds(db: Db, every: Duration, mut stop: watch::Receiver<bool>) {
+/// Every `every` until `stop` turns true: ends pending orders whose hold on their units
+/// expired (units back to stock; each release is conditional on the order still being
+/// pending, so several workers may run it at once) and queues a run of attachment
+/// expiry (an apalis job: `plinth_workers::expiry`).
+async fn release_holds(db: Db, queue: Queue, every: Duration, mut stop: watch::Receiver<bool>) {
     loop {
         match crate::db::orders::release_expired(&db, chrono::Utc::now()).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(orders = n, "expired order holds released"),
             Err(e) => tracing::warn!(error = %e, "releasing expired holds failed; retrying"),
+        }
+        if let Err(e) = queue.push_expiry(chrono::Utc::now().to_rfc3339()).await {
+            tracing::warn!(error = %e, "queueing attachment expiry failed; retrying");
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
@@ -79,15 +84,18 @@ async fn release_holds(db: Db, every: Duration, mut stop: watch::Receiver<bool>)
 }
 
 /// Runs the distribution and the sweep now and then every `every` until `stop` turns
-/// true; expired order holds are released every 30 s (or `every` when shorter).
+/// true; expired order holds are released and attachment expiry is queued every 30 s (or
+/// `every` when shorter).
 pub async fn run(
     db: Db,
     credits: CreditAccounts,
+    queue: Queue,
     every: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
     let holds = tokio::spawn(release_holds(
         db.clone(),
+        queue,
         every.min(Duration::from_secs(30)),
         stop.clone(),
     ));

@@ -342,11 +342,11 @@ pub static ROUTES: &[RouteSpec] = &[
     route!(GET "/api/marketplace/guest/orders/{id}/status", Public, Read, "Guest checkout" => api::marketplace::guest_order_status),
     // Downloads
     route!(POST "/api/downloads/purchase", Custom, Auth, "Downloads"),
-    route!(POST "/api/downloads/create", OrgAdmin, Write, "Downloads"),
-    route!(GET "/api/downloads/{token}", Public, Read, "Downloads"),
-    route!(POST "/api/downloads/revoke", OrgAdmin, Write, "Downloads"),
-    route!(GET "/api/downloads", OrgAdmin, Read, "Downloads"),
-    route!(GET "/api/downloads/status", Custom, Read, "Downloads"),
+    route!(POST "/api/downloads/create", OrgAdmin, Write, "Downloads" => api::downloads::create),
+    route!(GET "/api/downloads/{token}", Public, Read, "Downloads" => api::downloads::redeem),
+    route!(POST "/api/downloads/revoke", OrgAdmin, Write, "Downloads" => api::downloads::revoke),
+    route!(GET "/api/downloads", OrgAdmin, Read, "Downloads" => api::downloads::list),
+    route!(GET "/api/downloads/status", Key, Read, "Downloads" => api::downloads::link_status),
     // Licenses
     route!(POST "/api/licenses/purchase", Custom, Auth, "Licenses"),
     route!(POST "/api/licenses/create", OrgAdmin, Write, "Licenses" => api::licenses::create),

@@ -76,6 +76,8 @@ pub trait DocReturn {
 }
 
 impl DocReturn for Reply {}
+/// Redirects and other answers that are not a JSON body.
+impl DocReturn for axum::response::Response {}
 impl DocReturn for ApiError {}
 impl DocReturn for Result<Reply, ApiError> {}
 

@@ -107,6 +107,13 @@ fn slide_env(db: &Db, objects: &crate::storage::ObjectStore) -> plinth_workers::
     })
 }
 
+fn expiry_env(db: &Db, objects: &crate::storage::ObjectStore) -> plinth_workers::expiry::Env {
+    std::sync::Arc::new(crate::slide_jobs::Env {
+        db: db.clone(),
+        objects: objects.clone(),
+    })
+}
+
 fn worker_config(opts: &Opts) -> WorkerConfig {
     WorkerConfig {
         name_prefix: opts.worker_name.clone().unwrap_or_else(|| {
@@ -322,16 +329,18 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         let queue = state.queue.clone();
         let mail = state.mail.clone();
         let env = slide_env(&state.db, &state.objects);
+        let expiry = expiry_env(&state.db, &state.objects);
         let every = Duration::from_secs(state.opts.monthly_interval_secs.max(1));
         let periodic = tokio::spawn(crate::periodic::run(
             state.db.clone(),
             state.credits.clone(),
+            queue.clone(),
             every,
             stop_rx.clone(),
         ));
         tokio::spawn(async move {
             queue
-                .run_workers(cfg, mail, env, stop_rx, WORKER_GRACE)
+                .run_workers(cfg, mail, env, expiry, stop_rx, WORKER_GRACE)
                 .await;
             let _ = periodic.await;
         })
@@ -364,6 +373,7 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     let objects =
         crate::storage::ObjectStore::from_config(&opts, &key, &opts.public_url(&opts.listen))?;
     let env = slide_env(&db, &objects);
+    let expiry = expiry_env(&db, &objects);
     let credits = CreditAccounts::start(
         credit_shards(&db, &opts),
         std::sync::Arc::new(crate::db::credits::DbCredits(db.clone())),
@@ -374,6 +384,7 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     let periodic = tokio::spawn(crate::periodic::run(
         db,
         credits,
+        queue.clone(),
         Duration::from_secs(opts.monthly_interval_secs.max(1)),
         stop_rx.clone(),
     ));
@@ -381,7 +392,7 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
         let cfg = worker_config(&opts);
         async move {
             queue
-                .run_workers(cfg, mail, env, stop_rx, WORKER_GRACE)
+                .run_workers(cfg, mail, env, expiry, stop_rx, WORKER_GRACE)
                 .await;
             let _ = periodic.await;
         }

@@ -1,5 +1,6 @@
-//! The server's side of slide jobs and deck actors: [`SlideEnv`] over our tables and
-//! object storage for the workers, and the idempotency store of the deck actors.
+//! The server's side of the worker ports and deck actors: [`SlideEnv`] and
+//! [`ExpiryEnv`] over our tables and object storage for the workers, and the
+//! idempotency store of the deck actors.
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
@@ -7,6 +8,7 @@ use plinth_actors::decks::{IdempotencyStore, Recorded};
 use plinth_workers::slides::{
     Artifact, AssetCheck, ExportWork, Fetched, ImageRef, SlideEnv, Verdict,
 };
+use plinth_workers::ExpiryEnv;
 use serde_json::json;
 
 use crate::db::slides as store;
@@ -185,6 +187,36 @@ impl IdempotencyStore for Idempotency {
             )
             .await
             .map_err(|e| e.to_string())
+        }
+        .boxed()
+    }
+}
+
+/// Attachment expiry: the clones of download links that are revoked, expired, or used
+/// up for longer than their last URL lives. The object goes first, then the row is
+/// marked, so a run that stops half-way leaves the rest for the next one.
+impl ExpiryEnv for Env {
+    fn expire(&self) -> BoxFuture<'_, Result<usize, String>> {
+        async move {
+            let now = chrono::Utc::now();
+            let grace = chrono::TimeDelta::from_std(crate::domain::downloads::URL_TTL)
+                .map_err(|e| e.to_string())?;
+            let mut deleted = 0;
+            loop {
+                let due = crate::db::downloads::due_clones(&self.db, now, now - grace, 200)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                for (id, key) in &due {
+                    self.objects.delete(key).await.map_err(|e| e.to_string())?;
+                    crate::db::downloads::clone_deleted(&self.db, id)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    deleted += 1;
+                }
+                if due.len() < 200 {
+                    return Ok(deleted);
+                }
+            }
         }
         .boxed()
     }

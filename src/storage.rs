@@ -255,6 +255,53 @@ impl ObjectStore {
         }
     }
 
+    /// Copies an object inside the store (S3 `CopyObject`, a file copy locally); `false`
+    /// when the source does not exist. The copy appears whole or not at all.
+    pub async fn copy(&self, from: &str, to: &str) -> Result<bool, StorageError> {
+        if !valid_key(from) || !valid_key(to) {
+            return Err(StorageError(format!(
+                "invalid object key `{from}` or `{to}`"
+            )));
+        }
+        match self {
+            ObjectStore::Local(l) => {
+                let (src, dst) = (l.path(from), l.path(to));
+                if let Some(parent) = dst.parent() {
+                    tokio::fs::create_dir_all(parent).await.map_err(err)?;
+                }
+                let tmp = tmp_path(&dst);
+                match tokio::fs::copy(&src, &tmp).await {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+                    Err(e) => return Err(err(e)),
+                }
+                tokio::fs::rename(&tmp, &dst).await.map_err(err)?;
+                Ok(true)
+            }
+            ObjectStore::S3(s) => {
+                let copied = s
+                    .client
+                    .copy_object()
+                    .bucket(&s.bucket)
+                    .copy_source(format!("{}/{from}", s.bucket))
+                    .key(to)
+                    .send()
+                    .await;
+                match copied {
+                    Ok(_) => Ok(true),
+                    Err(e)
+                        if e.raw_response().is_some_and(|r| r.status().as_u16() == 404)
+                            || e.as_service_error()
+                                .is_some_and(|s| s.meta().code() == Some("NoSuchKey")) =>
+                    {
+                        Ok(false)
+                    }
+                    Err(e) => Err(err(aws_sdk_s3::error::DisplayErrorContext(e))),
+                }
+            }
+        }
+    }
+
     /// A URL that accepts a PUT with this content type until it expires. The local
     /// backend signs `max_bytes` and refuses anything larger. S3 presigned PUTs cannot
     /// express a maximum: with `exact` the S3 URL signs `Content-Length: max_bytes`, so S3

@@ -5,6 +5,7 @@ pub mod checkout;
 pub mod credits;
 pub mod data;
 pub mod documents;
+pub mod downloads;
 pub mod events;
 pub mod identity;
 pub mod inventory;

@@ -5,6 +5,7 @@
 
 pub mod credits;
 pub mod documents;
+pub mod downloads;
 pub mod events;
 pub mod files;
 pub mod grants;

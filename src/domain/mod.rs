@@ -3,6 +3,7 @@
 
 pub mod accounts;
 pub mod decks;
+pub mod downloads;
 pub mod grants;
 pub mod idempotency;
 pub mod idp;

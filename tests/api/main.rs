@@ -11,6 +11,7 @@ mod checkout;
 mod cli;
 mod credits;
 mod data;
+mod downloads;
 mod envelope;
 mod fuzz;
 mod identity;

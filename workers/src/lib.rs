@@ -1,9 +1,10 @@
 //! Background jobs: apalis queues in the API's own database, and the work they do.
 //!
 //! Queues: email delivery (outbox files by default, SMTP by configuration), slide export
-//! (PDF, PNG, HTML) and slide image validation. Each has its own worker pool and
-//! concurrency, so `plinth worker` processes can be scaled per queue.
+//! (PDF, PNG, HTML), slide image validation and attachment expiry. Each has its own worker
+//! pool and concurrency, so `plinth worker` processes can be scaled per queue.
 
+pub mod expiry;
 mod mail;
 pub mod slides;
 
@@ -17,6 +18,7 @@ use apalis_sqlite::SqliteStorage;
 use serde::{Deserialize, Serialize};
 
 pub use apalis::prelude::BoxDynError;
+pub use expiry::{ExpiryEnv, ExpiryTask};
 pub use mail::{mailbox_domain, valid_mailbox, MailBackend, MailStatus};
 pub use slides::{ExportTask, ImageTask, SlideEnv};
 
@@ -40,6 +42,7 @@ pub struct EmailJob {
 const EMAIL_QUEUE: &str = "email";
 const EXPORT_QUEUE: &str = "slide-export";
 const IMAGE_QUEUE: &str = "slide-images";
+const EXPIRY_QUEUE: &str = "expiry";
 /// A job is tried at most this many times in all (in-process retries included).
 const EMAIL_MAX_ATTEMPTS: usize = 5;
 /// Slide jobs count their own attempts (see `slides::MAX_ATTEMPTS`); the queue's limit
@@ -52,11 +55,13 @@ pub enum Queue {
         email: SqliteStorage<EmailJob>,
         export: SqliteStorage<ExportTask>,
         images: SqliteStorage<ImageTask>,
+        expiry: SqliteStorage<ExpiryTask>,
     },
     Postgres {
         email: PostgresStorage<EmailJob>,
         export: PostgresStorage<ExportTask>,
         images: PostgresStorage<ImageTask>,
+        expiry: PostgresStorage<ExpiryTask>,
     },
 }
 
@@ -152,12 +157,12 @@ macro_rules! push {
     };
 }
 
-/// The three worker pools over the storages of one backend, under one apalis
+/// The four worker pools over the storages of one backend, under one apalis
 /// [`Monitor`]; `$poll` is how that backend learns of new jobs. Every (re)start takes a
 /// fresh worker name (see `worker_name`).
 macro_rules! monitor {
-    ($email:ident, $export:ident, $images:ident, $cfg:expr, $mail:expr, $env:expr, $($poll:tt)*) => {{
-        let (prefix, mail, env) = ($cfg.name_prefix.clone(), $mail, $env);
+    ($email:ident, $export:ident, $images:ident, $expiry:ident, $cfg:expr, $mail:expr, $env:expr, $xenv:expr, $($poll:tt)*) => {{
+        let (prefix, mail, env, xenv) = ($cfg.name_prefix.clone(), $mail, $env, $xenv);
         // Exports of large decks take a while; the timeout only stops runaway jobs.
         let (mail_timeout, slide_timeout) = (Duration::from_secs(60), Duration::from_secs(600));
         let (ec, rc, ic) = (
@@ -173,9 +178,13 @@ macro_rules! monitor {
         let monitor = monitor.register(move |_| {
             worker!(worker_name(&p, EXPORT_QUEUE), $export.clone() $($poll)*, e.clone(), rc, slide_timeout, slides::run_export)
         });
+        let p = prefix.clone();
+        let monitor = monitor.register(move |_| {
+            worker!(worker_name(&p, IMAGE_QUEUE), $images.clone() $($poll)*, env.clone(), ic, slide_timeout, slides::run_image_check)
+        });
         let p = prefix;
         monitor.register(move |_| {
-            worker!(worker_name(&p, IMAGE_QUEUE), $images.clone() $($poll)*, env.clone(), ic, slide_timeout, slides::run_image_check)
+            worker!(worker_name(&p, EXPIRY_QUEUE), $expiry.clone() $($poll)*, xenv.clone(), 1, slide_timeout, expiry::run)
         })
     }};
 }
@@ -192,6 +201,7 @@ impl Queue {
             email: SqliteStorage::new(pool).with_config(sqlite_config(EMAIL_QUEUE)),
             export: SqliteStorage::new(pool).with_config(sqlite_config(EXPORT_QUEUE)),
             images: SqliteStorage::new(pool).with_config(sqlite_config(IMAGE_QUEUE)),
+            expiry: SqliteStorage::new(pool).with_config(sqlite_config(EXPIRY_QUEUE)),
         })
     }
 
@@ -202,6 +212,7 @@ impl Queue {
             email: PostgresStorage::new(pool).with_config(postgres_config(EMAIL_QUEUE)),
             export: PostgresStorage::new(pool).with_config(postgres_config(EXPORT_QUEUE)),
             images: PostgresStorage::new(pool).with_config(postgres_config(IMAGE_QUEUE)),
+            expiry: PostgresStorage::new(pool).with_config(postgres_config(EXPIRY_QUEUE)),
         })
     }
 
@@ -246,6 +257,15 @@ impl Queue {
         Ok(())
     }
 
+    /// Queues a run of attachment expiry (tried once: the next round queues another).
+    pub async fn push_expiry(&self, queued_at: String) -> Result<(), BoxDynError> {
+        let task = TaskBuilder::new(ExpiryTask { queued_at })
+            .max_attempts(1)
+            .build();
+        push!(self, expiry, task);
+        Ok(())
+    }
+
     pub async fn health(&self) -> QueueStatus {
         let ok = match self {
             Queue::Sqlite { email, .. } => {
@@ -261,13 +281,16 @@ impl Queue {
         }
     }
 
-    /// Runs this process's worker pools (email, slide export, slide images) under an
-    /// apalis monitor until `shutdown` turns true; in-flight jobs get `grace` to finish.
+    /// Runs this process's worker pools (email, slide export, slide images, expiry)
+    /// under an apalis monitor until `shutdown` turns true; in-flight jobs get `grace` to
+    /// finish.
+    #[allow(clippy::too_many_arguments)]
     pub async fn run_workers(
         &self,
         cfg: WorkerConfig,
         mail: MailBackend,
         env: slides::Env,
+        expiry_env: expiry::Env,
         mut shutdown: tokio::sync::watch::Receiver<bool>,
         grace: Duration,
     ) {
@@ -280,13 +303,17 @@ impl Queue {
                 email,
                 export,
                 images,
-            } => monitor!(email, export, images, cfg, mail, env, .poll_with_interval(fast)),
+                expiry,
+            } => {
+                monitor!(email, export, images, expiry, cfg, mail, env, expiry_env, .poll_with_interval(fast))
+            }
             Queue::Postgres {
                 email,
                 export,
                 images,
+                expiry,
             } => monitor!(
-                email, export, images, cfg, mail, env,
+                email, export, images, expiry, cfg, mail, env, expiry_env,
                 .with_pubsub().poll_with_interval(slow)
             ),
         };
@@ -294,7 +321,7 @@ impl Queue {
             let _ = shutdown.wait_for(|stop| *stop).await;
             Ok(())
         };
-        tracing::info!(queues = ?[EMAIL_QUEUE, EXPORT_QUEUE, IMAGE_QUEUE], "workers starting");
+        tracing::info!(queues = ?[EMAIL_QUEUE, EXPORT_QUEUE, IMAGE_QUEUE, EXPIRY_QUEUE], "workers starting");
         if let Err(e) = monitor
             .should_restart(restart_after)
             .with_terminator(async move { tokio::time::sleep(grace).await })

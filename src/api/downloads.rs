@@ -1,0 +1,356 @@
+//! Downloads: `/api/downloads*` (docs/api.md). Every link has its own storage clone of a
+//! seller's source object (which is never shared or deleted), a token shown once (kept as
+//! its sha256), an expiry and a download counter. Redeeming is one conditional update
+//! and a redirect to a short-lived URL of the clone; the periodic expiry work deletes the
+//! clones of revoked, expired and used-up links. Purchases go through checkout and are
+//! not built yet (501).
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::{Caller, OrgAdmin, Viewer};
+use crate::db::downloads::{self as store, LinkRow, NewLink};
+use crate::error::{ApiError, ApiResult};
+use crate::reply::Reply;
+use crate::state::AppState;
+
+use crate::domain::downloads::URL_TTL;
+/// Defaults when neither the request nor the item's `download_asset` says.
+const DEFAULT_MAX_DOWNLOADS: i64 = 5;
+const DEFAULT_EXPIRES_IN: i64 = 7 * 24 * 3600;
+const MAX_EXPIRES_IN: i64 = 365 * 24 * 3600;
+
+/// A link as its organization's admins and issuer see it (never its token).
+fn link_json(l: &LinkRow, domain: &str) -> Value {
+    json!({
+        "id": l.id,
+        "domain": domain,
+        "inventory_item_id": l.item_id,
+        "order_id": l.order_id,
+        "user_id": l.user_id,
+        "source_s3_key": l.source_key,
+        "file_name": l.file_name,
+        "mime_type": l.mime_type,
+        "status": status(l),
+        "max_downloads": l.max_downloads,
+        "download_count": l.download_count,
+        "downloads_left": (l.max_downloads - l.download_count).max(0),
+        "expires_at": l.expires_at,
+        "last_download_at": l.last_download_at,
+        "clone_deleted": l.clone_deleted_at.is_some(),
+        "created_at": l.created_at,
+        "updated_at": l.updated_at,
+    })
+}
+
+/// `live`, `revoked`, `expired` or `exhausted`.
+fn status(l: &LinkRow) -> &'static str {
+    if l.status == "revoked" {
+        "revoked"
+    } else if l.download_count >= l.max_downloads {
+        "exhausted"
+    } else if l.expires_at <= chrono::Utc::now() {
+        "expired"
+    } else {
+        "live"
+    }
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct CreateBody {
+    /// The source object: under `catalog/<organization id>/`, or the
+    /// `data.download_asset.key` of one of the organization's items. Defaults to the
+    /// asset of `sku`.
+    source_s3_key: Option<String>,
+    /// An item of the organization with a `data.download_asset`: its file name, type,
+    /// limits and key apply unless given here.
+    sku: Option<String>,
+    /// Rejected: links only read from the configured store.
+    #[schemars(with = "Option<String>")]
+    bucket: Option<Value>,
+    /// 1 to 1,000 (default: the asset's, else 5).
+    max_downloads: Option<i64>,
+    /// 60 s to a year (default: the asset's, else 7 days).
+    expires_in_seconds: Option<i64>,
+    file_name: Option<String>,
+    mime_type: Option<String>,
+    /// Who the link is for (a user id), if anyone.
+    recipient_user_id: Option<String>,
+}
+
+fn bounded(
+    field: &str,
+    v: Option<i64>,
+    range: std::ops::RangeInclusive<i64>,
+) -> ApiResult<Option<i64>> {
+    match v {
+        Some(n) if !range.contains(&n) => Err(ApiError::bad_request(format!(
+            "`{field}` must be {} to {}",
+            range.start(),
+            range.end()
+        ))),
+        other => Ok(other),
+    }
+}
+
+/// `POST /api/downloads/create` (OrgAdmin): a link without payment, with its own clone
+/// of the source; the token is in this answer only.
+pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> ApiResult {
+    let b = &g.body;
+    if b.bucket.is_some() {
+        return Err(ApiError::bad_request(
+            "`bucket` cannot be chosen: links read from the configured object store",
+        ));
+    }
+    let item = match &b.sku {
+        Some(sku) => Some(
+            crate::db::inventory::by_sku(&app.db, &g.org.id, sku.trim())
+                .await?
+                .ok_or_else(|| ApiError::not_found("the organization has no item with this sku"))?,
+        ),
+        None => None,
+    };
+    let asset = item
+        .as_ref()
+        .and_then(|i| i.data.0.get("download_asset").cloned())
+        .unwrap_or(Value::Null);
+    if asset.get("bucket").is_some_and(|v| !v.is_null()) {
+        return Err(ApiError::bad_request(
+            "the item's `download_asset.bucket` cannot be used: links read from the configured object store",
+        ));
+    }
+    let text = |k: &str| asset.get(k).and_then(Value::as_str).map(str::to_owned);
+    let number = |k: &str| asset.get(k).and_then(Value::as_i64);
+    let source = b
+        .source_s3_key
+        .clone()
+        .or_else(|| text("key"))
+        .map(|k| k.trim().trim_start_matches('/').to_owned())
+        .ok_or_else(|| {
+            ApiError::bad_request(
+                "send `source_s3_key`, or the `sku` of an item with a `download_asset`",
+            )
+        })?;
+    if !crate::storage::valid_key(&source) {
+        return Err(ApiError::bad_request(
+            "`source_s3_key` is not a valid object key",
+        ));
+    }
+    let own_catalog = source.starts_with(&format!("catalog/{}/", g.org.id));
+    if !own_catalog && !store::is_item_asset(&app.db, &g.org.id, &source).await? {
+        return Err(ApiError::forbidden(format!(
+            "`source_s3_key` must be under catalog/{}/ or be the download_asset.key of one of the organization's items",
+            g.org.id
+        )));
+    }
+    let max_downloads = bounded(
+        "max_downloads",
+        b.max_downloads.or(number("max_downloads")),
+        1..=1000,
+    )?
+    .unwrap_or(DEFAULT_MAX_DOWNLOADS);
+    let expires_in = bounded(
+        "expires_in_seconds",
+        b.expires_in_seconds.or(number("expires_in_seconds")),
+        60..=MAX_EXPIRES_IN,
+    )?
+    .unwrap_or(DEFAULT_EXPIRES_IN);
+    let file_name = b
+        .file_name
+        .clone()
+        .or_else(|| text("file_name"))
+        .unwrap_or_else(|| source.rsplit('/').next().unwrap_or("download").to_owned());
+    let mime_type = b
+        .mime_type
+        .clone()
+        .or_else(|| text("mime_type"))
+        .unwrap_or_else(|| "application/octet-stream".to_owned());
+    if file_name.is_empty() || file_name.len() > 255 || mime_type.len() > 255 {
+        return Err(ApiError::bad_request(
+            "`file_name` must be 1 to 255 characters and `mime_type` at most 255",
+        ));
+    }
+    if let Some(r) = &b.recipient_user_id {
+        crate::db::users::by_id(&app.db, r)
+            .await?
+            .ok_or_else(|| ApiError::not_found("no user with `recipient_user_id`"))?;
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    let ext: String = source
+        .rsplit_once('.')
+        .map(|(_, e)| e)
+        .filter(|e| {
+            !e.contains('/')
+                && (1..=10).contains(&e.len())
+                && e.chars().all(|c| c.is_ascii_alphanumeric())
+        })
+        .unwrap_or("bin")
+        .to_ascii_lowercase();
+    let clone_key = format!("clones/{}.{ext}", uuid::Uuid::new_v4());
+    if !app
+        .objects
+        .copy(&source, &clone_key)
+        .await
+        .map_err(ApiError::internal)?
+    {
+        return Err(ApiError::not_found("the source object does not exist"));
+    }
+    let token = format!("dl_{}", hex::encode(crate::crypto::random_bytes::<32>()));
+    let link = NewLink {
+        id: &id,
+        org_id: &g.org.id,
+        item_id: item.as_ref().map(|i| i.id.as_str()),
+        issuer_id: Some(&g.caller.id),
+        user_id: b.recipient_user_id.as_deref(),
+        token_hash: &crate::crypto::sha256_hex(token.as_bytes()),
+        source_key: &source,
+        clone_key: &clone_key,
+        file_name: &file_name,
+        mime_type: &mime_type,
+        max_downloads,
+        expires_at: chrono::Utc::now() + chrono::TimeDelta::seconds(expires_in),
+    };
+    let row = match store::create(&app.db, &link).await {
+        Ok(r) => r,
+        Err(e) => {
+            // Nothing points at the clone: take it away again.
+            let _ = app.objects.delete(&clone_key).await;
+            return Err(e.into());
+        }
+    };
+    let mut data = link_json(&row, &g.org.domain);
+    data["token"] = json!(token);
+    data["url"] = json!(format!("{}/api/downloads/{token}", app.public_url));
+    Ok(Reply::ok(json!({"success": true, "data": data})))
+}
+
+/// `GET /api/downloads/{token}` (Public): counts one download and answers 302 to a
+/// 5-minute URL of the link's clone (`Referrer-Policy: no-referrer`, `Cache-Control:
+/// no-store`); 410, the same for every reason, when the link is unknown, revoked,
+/// expired or used up.
+pub async fn redeem(State(app): State<AppState>, Path(token): Path<String>) -> Response {
+    let gone = || {
+        let mut r =
+            ApiError::new(StatusCode::GONE, "this download link is not available").into_response();
+        r.headers_mut()
+            .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        r
+    };
+    let hash = crate::crypto::sha256_hex(token.as_bytes());
+    let (clone, _, _) = match store::redeem(&app.db, &hash).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return gone(),
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let url = match app.objects.presign_get(&clone, URL_TTL).await {
+        Ok(u) => u,
+        Err(e) => return ApiError::internal(e).into_response(),
+    };
+    let Ok(location) = HeaderValue::from_str(&url) else {
+        return ApiError::internal("a storage URL that is not a header value").into_response();
+    };
+    (
+        StatusCode::FOUND,
+        [
+            (header::LOCATION, location),
+            (
+                header::REFERRER_POLICY,
+                HeaderValue::from_static("no-referrer"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+    )
+        .into_response()
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct RevokeBody {
+    /// The link's id (or send `token`).
+    id: Option<String>,
+    token: Option<String>,
+}
+
+/// The organization's link named by `id` or `token` (404 otherwise).
+async fn link_of(app: &AppState, id: Option<&str>, token: Option<&str>) -> ApiResult<LinkRow> {
+    let found = match (id, token) {
+        (Some(id), _) => store::get(&app.db, id).await?,
+        (None, Some(t)) => {
+            store::by_token(&app.db, &crate::crypto::sha256_hex(t.trim().as_bytes())).await?
+        }
+        (None, None) => return Err(ApiError::bad_request("send the link's `id` or `token`")),
+    };
+    found.ok_or_else(|| ApiError::not_found("download link not found"))
+}
+
+/// `POST /api/downloads/revoke` (OrgAdmin of `domain`): the link stops working at once;
+/// its clone is deleted by the next expiry run. Idempotent (`already_revoked`).
+pub async fn revoke(State(app): State<AppState>, g: OrgAdmin<RevokeBody>) -> ApiResult {
+    let l = link_of(&app, g.body.id.as_deref(), g.body.token.as_deref()).await?;
+    if l.organization_id != g.org.id {
+        return Err(ApiError::not_found("download link not found"));
+    }
+    let revoked = store::revoke(&app.db, &l.id).await?;
+    let l = store::get(&app.db, &l.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("download link not found"))?;
+    Ok(Reply::ok(json!({
+        "success": true, "already_revoked": !revoked, "data": link_json(&l, &g.org.domain),
+    })))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct ListQuery {
+    /// 1 to 100 (default 50).
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// `GET /api/downloads?domain=` (OrgAdmin): the organization's links, newest first.
+pub async fn list(
+    State(app): State<AppState>,
+    Query(q): Query<ListQuery>,
+    g: OrgAdmin<crate::extract::NoFields>,
+) -> ApiResult {
+    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 100)?;
+    let (rows, total) = store::list(&app.db, &g.org.id, limit, offset).await?;
+    let data: Vec<Value> = rows.iter().map(|l| link_json(l, &g.org.domain)).collect();
+    Ok(Reply::ok(json!({
+        "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
+    }))
+    .private())
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct StatusQuery {
+    id: Option<String>,
+    token: Option<String>,
+}
+
+/// `GET /api/downloads/status?id=|token=` (Key: an admin of the link's organization, or
+/// who issued it): its status and counters.
+pub async fn link_status(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Query(q): Query<StatusQuery>,
+) -> ApiResult {
+    let l = link_of(&app, q.id.as_deref(), q.token.as_deref()).await?;
+    if !may_see(&app, &caller, &l).await? {
+        return Err(ApiError::not_found("download link not found"));
+    }
+    let org = crate::db::organizations::by_id(&app.db, &l.organization_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("download link not found"))?;
+    Ok(Reply::ok(json!({"data": link_json(&l, &org.domain)})).private())
+}
+
+async fn may_see(app: &AppState, caller: &Caller, l: &LinkRow) -> ApiResult<bool> {
+    Ok(l.issuer_id.as_deref() == Some(caller.id.as_str())
+        || caller.is_admin()
+        || crate::db::organizations::role_of(&app.db, &l.organization_id, &caller.id)
+            .await?
+            .as_deref()
+            == Some("admin"))
+}
