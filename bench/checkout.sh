@@ -9,41 +9,16 @@ cd "$(dirname "$0")/.."
 DUR=${1:-10s}
 HOT=${2:-5000}
 ITEMS=1000
-command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
-[ -n "${BENCH_SKIP_BUILD:-}" ] || cargo build --release --bin plinth --example baseline -p plinth >/dev/null 2>&1
-DATA=$(mktemp -d)
-DB=${DATABASE_URL:-sqlite://$DATA/plinth.db}
-cleanup() {
-  kill "${PLINTH_PID:-}" "${BASE_PID:-}" 2>/dev/null || true
-  # What went wrong on the server, if anything (a clean run logs nothing).
-  [ -s "$DATA/err" ] && { echo "server log:"; sed -E 's/^[^ ]+ //' "$DATA/err" | cut -c1-220 | sort | uniq -c | sort -rn | head -8; }
-  rm -rf "$DATA"
-}
-trap cleanup EXIT
-export PLINTH_RATE_LIMIT_MULTIPLIER=100000000 RUST_LOG=warn
-./target/release/plinth serve --listen 127.0.0.1:0 --data-dir "$DATA" --database-url "$DB" >"$DATA/out" 2>"$DATA/err" &
-PLINTH_PID=$!
-./target/release/examples/baseline 127.0.0.1:0 >"$DATA/base" &
-BASE_PID=$!
-for _ in $(seq 1 100); do
-  grep -q listening "$DATA/out" 2>/dev/null && grep -q listening "$DATA/base" 2>/dev/null && break
-  sleep 0.1
-done
-P=$(sed -n 's/.*listening on //p' "$DATA/out")
-B=$(sed -n 's/.*listening on //p' "$DATA/base")
-json() { curl -s "$P$1" -H 'content-type: application/json' "${@:2}"; }
-key_of() { python3 -c 'import sys, json; print(json.load(sys.stdin)["user"]["key"])'; }
+. bench/common.sh
 
-# The seller: a platform admin (funds the buyers by vendor distribution, owns the shop).
-json /api/users/authenticate -d '{"email":"seller@bench.example","password":"pw"}' >/dev/null
-./target/release/plinth users set-level --email seller@bench.example --level 100 --data-dir "$DATA" --database-url "$DB" >/dev/null
+# Buyers (level 10), and the seller: a platform admin who funds them by vendor
+# distribution and owns the shop.
 echo "creating 64 buyers, $ITEMS items and a hot item of $HOT units..."
 for i in $(seq 1 64); do
   json /api/users/authenticate -d "{\"email\":\"buyer$i@bench.example\",\"password\":\"pw\"}" >/dev/null
-  ./target/release/plinth users set-level --email "buyer$i@bench.example" --level 10 --data-dir "$DATA" --database-url "$DB" >/dev/null
+  set_level "buyer$i@bench.example" 10
 done
-sleep 6 # the caller cache (5 s) sees the new levels
-ADMIN=$(json /api/users/authenticate -d '{"email":"seller@bench.example","password":"pw"}' | key_of)
+ADMIN=$(admin_key seller@bench.example) # also waits out the caller cache for the buyers
 DOMAIN=shop.bench.example
 json /api/organizations/create -H "x-api-key: $ADMIN" -d "{\"domain\":\"$DOMAIN\"}" >/dev/null
 for i in $(seq 1 64); do
