@@ -209,6 +209,17 @@ pub async fn in_org(app: &AppState, caller: &Caller, org_id: &str) -> Result<boo
             .is_some())
 }
 
+/// Whether the caller administers the organization (platform admins do): the OrgAdmin
+/// rule for routes whose body names a record (an order, a license, a download link)
+/// rather than its organization.
+pub async fn org_admin(app: &AppState, caller: &Caller, org_id: &str) -> Result<bool, ApiError> {
+    Ok(caller.is_admin()
+        || crate::db::organizations::role_of(&app.db, org_id, &caller.id)
+            .await?
+            .as_deref()
+            == Some("admin"))
+}
+
 /// The organization an optional `domain` names, for records created under one: 404 when
 /// there is none, 403 when the caller is not a member (platform admins are); `None`
 /// without a domain.

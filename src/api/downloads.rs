@@ -348,9 +348,5 @@ pub async fn link_status(
 
 async fn may_see(app: &AppState, caller: &Caller, l: &LinkRow) -> ApiResult<bool> {
     Ok(l.issuer_id.as_deref() == Some(caller.id.as_str())
-        || caller.is_admin()
-        || crate::db::organizations::role_of(&app.db, &l.organization_id, &caller.id)
-            .await?
-            .as_deref()
-            == Some("admin"))
+        || crate::auth::org_admin(app, caller, &l.organization_id).await?)
 }

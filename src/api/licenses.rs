@@ -65,20 +65,11 @@ fn not_found() -> ApiError {
     ApiError::not_found("license not found")
 }
 
-/// Whether the caller administers the license's organization (platform admins do).
-async fn org_admin(app: &AppState, caller: &Caller, org_id: &str) -> ApiResult<bool> {
-    Ok(caller.is_admin()
-        || crate::db::organizations::role_of(&app.db, org_id, &caller.id)
-            .await?
-            .as_deref()
-            == Some("admin"))
-}
-
 /// A license the caller may manage (OrgAdmin of its organization, or who issued it).
 async fn managed(app: &AppState, caller: &Caller, id: &str) -> ApiResult<LicenseRow> {
     let l = store::get(&app.db, id).await?.ok_or_else(not_found)?;
     if l.issuer_id.as_deref() == Some(caller.id.as_str())
-        || org_admin(app, caller, &l.organization_id).await?
+        || crate::auth::org_admin(app, caller, &l.organization_id).await?
     {
         return Ok(l);
     }
@@ -338,7 +329,7 @@ pub async fn list(
             org = crate::db::organizations::by_domain(&app.db, d)
                 .await?
                 .ok_or_else(|| ApiError::not_found("organization not found"))?;
-            if !org_admin(&app, &caller, &org.id).await? {
+            if !crate::auth::org_admin(&app, &caller, &org.id).await? {
                 return Err(ApiError::forbidden(
                     "only the organization's admins list its licenses",
                 ));
@@ -363,7 +354,7 @@ pub async fn get(
 ) -> ApiResult {
     let l = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
     let owner = l.user_id.as_deref() == Some(caller.id.as_str());
-    if !owner && !org_admin(&app, &caller, &l.organization_id).await? {
+    if !owner && !crate::auth::org_admin(&app, &caller, &l.organization_id).await? {
         return Err(not_found());
     }
     let key = app

@@ -65,21 +65,12 @@ fn not_found() -> ApiError {
     ApiError::not_found("order not found")
 }
 
-/// Whether the caller is an admin of the organization (platform admins are).
-async fn is_seller(app: &AppState, caller: &Caller, org_id: &str) -> ApiResult<bool> {
-    Ok(caller.is_admin()
-        || crate::db::organizations::role_of(&app.db, org_id, &caller.id)
-            .await?
-            .as_deref()
-            == Some("admin"))
-}
-
 /// The order and the caller's role in it; 404 for anyone else (an order's existence is
 /// not revealed).
 async fn order_for(app: &AppState, caller: &Caller, id: &str) -> ApiResult<(OrderRow, Role)> {
     let o = store::get(&app.db, id).await?.ok_or_else(not_found)?;
     // A seller buying from their own shop moves the order as its seller.
-    if is_seller(app, caller, &o.organization_id).await? {
+    if crate::auth::org_admin(app, caller, &o.organization_id).await? {
         return Ok((o, Role::Seller));
     }
     if o.user_id.as_deref() == Some(caller.id.as_str()) {
@@ -115,7 +106,7 @@ pub async fn orders(
             org = crate::db::organizations::by_domain(&app.db, d)
                 .await?
                 .ok_or_else(|| ApiError::not_found("organization not found"))?;
-            if !is_seller(&app, &caller, &org.id).await? {
+            if !crate::auth::org_admin(&app, &caller, &org.id).await? {
                 return Err(ApiError::forbidden(
                     "only the organization's admins list its orders",
                 ));
