@@ -132,15 +132,20 @@ pub trait PaymentProvider: Send + Sync {
         amount_cents: i64,
     ) -> ProviderResult<'a, String>;
     fn delete_customer<'a>(&'a self, customer: &'a str) -> ProviderResult<'a, ()>;
-    /// A payment for an order (USD): confirmed at once with `pm`, else left for the buyer
-    /// to complete (Stripe.js with the client secret, or plinth's page for `Simulated`);
-    /// the order id travels in the payment's metadata to the webhook.
+    /// Step one of an order's payment (USD): the payment is created, with `pm` when the
+    /// buyer gave one, and not confirmed; the caller persists its id before confirming, so
+    /// a payment that succeeds is always found again. Without `pm` the buyer completes it
+    /// (Stripe.js with the client secret, or plinth's page for `Simulated`). The order id
+    /// travels in the payment's metadata to the webhook.
     fn payment_intent<'a>(
         &'a self,
         amount_cents: i64,
         order_id: &'a str,
         pm: Option<&'a str>,
     ) -> ProviderResult<'a, Intent>;
+    /// Step two: confirms a payment created with a payment method (a decline is
+    /// `Declined`).
+    fn confirm_intent<'a>(&'a self, intent: &'a Intent) -> ProviderResult<'a, Intent>;
     /// Refunds a payment in full.
     fn refund<'a>(&'a self, payment_id: &'a str) -> ProviderResult<'a, ()>;
     /// A provider-hosted subscription checkout: `(session id, url)`. Only for providers
@@ -165,6 +170,8 @@ pub struct Intent {
     pub paid: bool,
     /// For the buyer to complete an unconfirmed payment with the provider's script.
     pub client_secret: Option<String>,
+    /// The payment method it was created with, if any (to confirm).
+    pub payment_method: Option<String>,
 }
 
 pub struct CheckoutRequest<'a> {
@@ -234,6 +241,9 @@ impl PaymentProvider for Unconfigured {
         _: &'a str,
         _: Option<&'a str>,
     ) -> ProviderResult<'a, Intent> {
+        Box::pin(async { Err(ProviderError::NotConfigured) })
+    }
+    fn confirm_intent<'a>(&'a self, _: &'a Intent) -> ProviderResult<'a, Intent> {
         Box::pin(async { Err(ProviderError::NotConfigured) })
     }
     fn refund<'a>(&'a self, _: &'a str) -> ProviderResult<'a, ()> {
@@ -333,12 +343,28 @@ impl PaymentProvider for Simulated {
                 return Err(ProviderError::Invalid("the amount must be positive".into()));
             }
             if let Some(pm) = pm {
-                Self::card(pm)?;
+                // An unknown method is refused at once; a decline comes at confirmation.
+                if !TEST_CARDS.contains_key(pm) {
+                    Self::card(pm)?;
+                }
             }
             Ok(Intent {
                 id: sim_id("pi"),
-                paid: pm.is_some(),
+                paid: false,
                 client_secret: None,
+                payment_method: pm.map(str::to_owned),
+            })
+        })
+    }
+    fn confirm_intent<'a>(&'a self, intent: &'a Intent) -> ProviderResult<'a, Intent> {
+        Box::pin(async move {
+            let pm = intent.payment_method.as_deref().ok_or_else(|| {
+                ProviderError::Invalid("the payment has no payment method to confirm".into())
+            })?;
+            Self::card(pm)?;
+            Ok(Intent {
+                paid: true,
+                ..intent.clone()
             })
         })
     }
@@ -420,6 +446,15 @@ impl Stripe {
             (402, _) | (_, true) => ProviderError::Declined(message),
             (400..=499, _) => ProviderError::Invalid(format!("stripe: {message}")),
             _ => ProviderError::Unavailable(format!("stripe {status}: {message}")),
+        })
+    }
+
+    fn intent(v: &serde_json::Value) -> Result<Intent, ProviderError> {
+        Ok(Intent {
+            id: Self::id(v)?,
+            paid: v["status"].as_str() == Some("succeeded"),
+            client_secret: v["client_secret"].as_str().map(str::to_owned),
+            payment_method: v["payment_method"].as_str().map(str::to_owned),
         })
     }
 
@@ -563,16 +598,31 @@ impl PaymentProvider for Stripe {
             ];
             if let Some(pm) = pm {
                 valid_payment_method_id(pm)?;
-                form.extend([("payment_method", pm), ("confirm", "true")]);
+                form.push(("payment_method", pm));
             }
             let v = self
                 .call(reqwest::Method::POST, "/v1/payment_intents", &form)
                 .await?;
-            Ok(Intent {
-                id: Self::id(&v)?,
-                paid: v["status"].as_str() == Some("succeeded"),
-                client_secret: v["client_secret"].as_str().map(str::to_owned),
-            })
+            Self::intent(&v)
+        })
+    }
+    fn confirm_intent<'a>(&'a self, intent: &'a Intent) -> ProviderResult<'a, Intent> {
+        Box::pin(async move {
+            // The id goes into the URL: only Stripe's own shape (finding M8).
+            let ok = intent.id.strip_prefix("pi_").is_some_and(|rest| {
+                !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            });
+            if !ok {
+                return Err(ProviderError::Invalid("not a payment intent id".into()));
+            }
+            let v = self
+                .call(
+                    reqwest::Method::POST,
+                    &format!("/v1/payment_intents/{}/confirm", intent.id),
+                    &[],
+                )
+                .await?;
+            Self::intent(&v)
         })
     }
     fn refund<'a>(&'a self, payment_id: &'a str) -> ProviderResult<'a, ()> {

@@ -365,7 +365,9 @@ async fn place(
         not_placed(app.orders.place(order, lines).await?)?;
     }
     if pay == Pay::Usd && !paid_now {
-        let intent = match app
+        // Two steps: create, persist the payment's id, then confirm (a payment that
+        // succeeds is always attached to its order, whatever happens after).
+        let mut intent = match app
             .payments
             .payment_intent(total_cents, &order_id, req.payment_method_id.as_deref())
             .await
@@ -376,13 +378,29 @@ async fn place(
                 return Err(e.into());
             }
         };
+        store::set_payment(&app.db, &order_id, &intent.id).await?;
+        if req.payment_method_id.is_some() && !intent.paid {
+            intent = match app.payments.confirm_intent(&intent).await {
+                Ok(i) => i,
+                Err(e) => {
+                    store::discard(&app.db, &order_id).await?;
+                    return Err(e.into());
+                }
+            };
+            if !intent.paid {
+                store::discard(&app.db, &order_id).await?;
+                return Err(ApiError::new(
+                    axum::http::StatusCode::PAYMENT_REQUIRED,
+                    "the payment was not completed (the card may need authentication)",
+                ));
+            }
+        }
         row.payment_id = Some(intent.id.clone());
         if intent.paid {
             store::mark_paid(&app.db, &order_id, &intent.id).await?;
             row.status = "paid".into();
             row.reserved_until = None;
         } else {
-            store::set_payment(&app.db, &order_id, &intent.id).await?;
             let url = app
                 .payments
                 .hosted_by_plinth()
