@@ -241,3 +241,90 @@ pub async fn member_org(
     }
     Ok(Some(org.id))
 }
+
+// ---- guest sessions (marketplace guest checkout, purchases) ----
+
+/// A live guest session, from `Authorization: Bearer <token>`: its id and its
+/// organization's id and domain. 401 when the token is missing, unknown or expired.
+pub struct Guest {
+    pub id: String,
+    pub org_id: String,
+    pub domain: String,
+}
+
+impl axum::extract::FromRequestParts<AppState> for Guest {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        app: &AppState,
+    ) -> Result<Self, ApiError> {
+        let token = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| {
+                ApiError::unauthorized(
+                    "send the guest session token as `Authorization: Bearer <token>`",
+                )
+            })?;
+        let hash = crate::crypto::sha256_hex(token.as_bytes());
+        let (id, org_id) = crate::db::marketplace::guest_session(&app.db, &hash)
+            .await?
+            .ok_or_else(|| ApiError::unauthorized("the guest session is unknown or expired"))?;
+        let org = crate::db::organizations::by_id(&app.db, &org_id)
+            .await?
+            .ok_or_else(|| ApiError::unauthorized("the guest session is unknown or expired"))?;
+        if !takes_guests(&org) {
+            return Err(ApiError::forbidden(
+                "this organization no longer takes guest checkouts",
+            ));
+        }
+        Ok(Guest {
+            id,
+            org_id: org.id,
+            domain: org.domain,
+        })
+    }
+}
+
+impl crate::schema::DocArg for Guest {}
+
+/// Whether the organization's `data.guest_checkout_enabled` is true (checked at every
+/// guest request: turning it off stops live sessions too).
+pub fn takes_guests(org: &crate::db::organizations::OrgRow) -> bool {
+    org.data.0.get("guest_checkout_enabled") == Some(&serde_json::Value::Bool(true))
+}
+
+/// "Key or guest session" (purchases): the caller when a valid API key was sent, else
+/// a live guest session (401 with neither).
+pub enum Purchaser {
+    User(Arc<Caller>),
+    Guest(Guest),
+}
+
+impl axum::extract::FromRequestParts<AppState> for Purchaser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, ApiError> {
+        if let Some(CallerExt(Some(c))) = parts.extensions.get::<CallerExt>() {
+            return Ok(Purchaser::User(c.clone()));
+        }
+        if !parts
+            .headers
+            .contains_key(axum::http::header::AUTHORIZATION)
+        {
+            return Err(ApiError::unauthorized(
+                "send an API key (x-api-key) or a guest session (Authorization: Bearer <token>)",
+            ));
+        }
+        Guest::from_request_parts(parts, app)
+            .await
+            .map(Purchaser::Guest)
+    }
+}
+
+impl crate::schema::DocArg for Purchaser {}

@@ -348,7 +348,7 @@ pub static ROUTES: &[RouteSpec] = &[
     route!(GET "/api/downloads", OrgAdmin, Read, "Downloads" => api::downloads::list),
     route!(GET "/api/downloads/status", Key, Read, "Downloads" => api::downloads::link_status),
     // Licenses
-    route!(POST "/api/licenses/purchase", Custom, Auth, "Licenses"),
+    route!(POST "/api/licenses/purchase", Custom, Auth, "Licenses" => api::licenses::purchase),
     route!(POST "/api/licenses/create", OrgAdmin, Write, "Licenses" => api::licenses::create),
     route!(POST "/api/licenses/validate", Public, Write, "Licenses" => api::licenses::validate),
     route!(POST "/api/licenses/revoke", Key, Write, "Licenses" => api::licenses::revoke),

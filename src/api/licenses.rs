@@ -1,14 +1,19 @@
 //! Licenses: `/api/licenses*` (docs/api.md). Keys are minted here and shown in plain
 //! text only at mint and on the owner's or the organization admins' detail; everyone
 //! else gets a uniform 404. Validation answers unknown, revoked and refunded keys with
-//! exactly `{valid: false}`. Purchases go through checkout and are not built yet (501).
+//! exactly `{valid: false}`. Purchases go through `domain::checkout` and mint one key per
+//! unit once the order is paid.
 
 use axum::extract::{Path, Query, State};
-use serde::Deserialize;
+use axum::http::HeaderMap;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::auth::{Caller, OrgAdmin, Viewer};
+use crate::auth::{Caller, OrgAdmin, Purchaser, Viewer};
 use crate::db::licenses::{self as store, Activation, Grant, LicenseRow, NewLicense, Of};
+use crate::domain::checkout::{
+    basket, idempotent, object, pay, place, run_to_end, ItemLine, Pay, Request,
+};
 use crate::domain::licenses::{new_key, normalize, status};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
@@ -364,4 +369,176 @@ pub async fn get(
         .ok_or_else(|| ApiError::internal("a license key does not decrypt with the master key"))?;
     let machines = store::machines(&app.db, &l.id).await?;
     Ok(Reply::ok(json!({"data": license_json(&l, Some(&machines), Some(&key))})).private())
+}
+
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
+pub struct PurchaseBody {
+    /// Licensed items (`data.license_product_id`): one key per unit.
+    items: Vec<ItemLine>,
+    /// `tokens` (with an API key) or `usd` (the default).
+    payment_type: Option<String>,
+    /// USD: the payment method (`pm_...`), charged at once.
+    payment_method_id: Option<String>,
+    /// The selling organization, when a sku is sold by several.
+    domain: Option<String>,
+    discount_code: Option<String>,
+    /// A guest's email for receipts.
+    email: Option<String>,
+    customer_info: Option<Value>,
+}
+
+/// `POST /api/licenses/purchase` (API key or guest session): checks out `items` like the
+/// marketplace (tokens, or USD paid at once by `payment_method_id`; `Idempotency-Key`
+/// honoured) and mints one key per unit; the plaintext keys are in this answer only. A
+/// guest's keys have no owner (`user_id` null). If the keys cannot be written after the
+/// payment, the order is refunded.
+pub async fn purchase(
+    State(app): State<AppState>,
+    who: Purchaser,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<PurchaseBody>,
+) -> ApiResult<Reply> {
+    run_to_end(async move {
+        let scope = match &who {
+            Purchaser::User(c) => format!("license-purchase:{}", c.id),
+            Purchaser::Guest(g) => format!("license-purchase:guest:{}", g.id),
+        };
+        idempotent(&app, &headers, scope, &body, async {
+            let pay = pay(body.payment_type.as_deref())?;
+            let placed = checkout(&app, &who, &body, pay).await?;
+            let mut keys = Vec::new();
+            let minted = mint_for(&app, &who, &placed).await;
+            let minted = match minted {
+                Ok(m) => m,
+                Err(e) => {
+                    crate::domain::orders::refund(&app, &placed.row).await?;
+                    crate::db::orders::release(
+                        &app.db,
+                        &placed.row.id,
+                        "paid",
+                        "refunded",
+                        "system",
+                    )
+                    .await?;
+                    return Err(e);
+                }
+            };
+            for (key, id) in minted {
+                let l = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
+                keys.push(license_json(&l, Some(&[]), Some(&key)));
+            }
+            let mut reply = placed.reply();
+            reply.body.insert("licenses".into(), json!(keys));
+            Ok(reply)
+        })
+        .await
+    })
+    .await
+}
+
+/// A purchase's checkout: the basket of `items`, paid at once.
+async fn checkout(
+    app: &AppState,
+    who: &Purchaser,
+    body: &PurchaseBody,
+    pay: Pay,
+) -> ApiResult<crate::domain::checkout::Placed> {
+    use crate::db::marketplace::Owner;
+    use crate::db::orders::Buyer;
+    if pay == Pay::Usd && body.payment_method_id.is_none() {
+        return Err(ApiError::bad_request(
+            "a purchase is paid at once: send `payment_method_id` (or `payment_type: tokens`)",
+        ));
+    }
+    if let Some(pm) = &body.payment_method_id {
+        crate::payments::valid_payment_method_id(pm)?;
+    }
+    let (caller, owner, buyer, domain, email) = match who {
+        Purchaser::User(c) => (
+            Some(c.as_ref()),
+            Owner::User(&c.id),
+            Buyer::User(c.id.clone()),
+            body.domain.clone(),
+            Some(c.user.email.clone()),
+        ),
+        Purchaser::Guest(g) => {
+            if pay == Pay::Tokens {
+                return Err(ApiError::bad_request(
+                    "a guest session pays in USD: send `payment_method_id`",
+                ));
+            }
+            let email = body
+                .email
+                .as_deref()
+                .map(crate::domain::accounts::parse_email)
+                .transpose()?;
+            (
+                None,
+                Owner::Guest(&g.id),
+                Buyer::Guest(g.id.clone()),
+                Some(g.domain.clone()),
+                email,
+            )
+        }
+    };
+    let basket = basket(app, caller, owner, Some(&body.items), domain.as_deref()).await?;
+    for line in &basket.lines {
+        let item = crate::db::inventory::get(&app.db, &line.item_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("item not found"))?;
+        if terms(&item.data.0)?.0.is_none() {
+            return Err(ApiError::bad_request(format!(
+                "`{}` is not a licensed item (no `data.license_product_id`)",
+                line.sku
+            )));
+        }
+    }
+    let req = Request {
+        buyer_email: email,
+        customer_info: object("customer_info", body.customer_info.clone())?,
+        shipping_address: None,
+        discount_code: body.discount_code.clone(),
+        payment_method_id: body.payment_method_id.clone(),
+    };
+    place(app, buyer, basket, pay, req).await
+}
+
+/// One key per unit of a paid order's lines, in one transaction: `(key, license id)`.
+async fn mint_for(
+    app: &AppState,
+    who: &Purchaser,
+    placed: &crate::domain::checkout::Placed,
+) -> ApiResult<Vec<(String, String)>> {
+    let user_id = match who {
+        Purchaser::User(c) => Some(c.id.as_str()),
+        Purchaser::Guest(_) => None,
+    };
+    let mut out = Vec::new();
+    for line in &placed.lines {
+        let item = crate::db::inventory::get(&app.db, &line.item_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("item not found"))?;
+        let (product_id, allowed, duration) = terms(&item.data.0)?;
+        let minted: Vec<(String, NewLicense)> = (0..line.quantity).map(|_| mint(app)).collect();
+        let grant = Grant {
+            org_id: &placed.row.organization_id,
+            item_id: Some(&line.item_id),
+            user_id,
+            issuer_id: None,
+            product_id: product_id.as_deref(),
+            activations_allowed: allowed,
+            expires_at: duration.map(|s| chrono::Utc::now() + chrono::TimeDelta::seconds(s)),
+        };
+        let news: Vec<NewLicense> = minted
+            .iter()
+            .map(|(_, n)| NewLicense {
+                id: n.id.clone(),
+                key_hash: n.key_hash.clone(),
+                key_cipher: n.key_cipher.clone(),
+            })
+            .collect();
+        store::mint(&app.db, &placed.row.id, &grant, &news).await?;
+        out.extend(minted.into_iter().map(|(k, n)| (k, n.id)));
+    }
+    Ok(out)
 }

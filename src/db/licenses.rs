@@ -88,6 +88,27 @@ pub async fn grant(db: &Db, g: &Grant<'_>, licenses: &[NewLicense]) -> sqlx::Res
     })
 }
 
+/// Licenses of a paid order, in one transaction.
+pub async fn mint(
+    db: &Db,
+    order_id: &str,
+    g: &Grant<'_>,
+    licenses: &[NewLicense],
+) -> sqlx::Result<()> {
+    let at = now();
+    with_db!(db, p => {
+        let mut tx = p.begin_write().await?;
+        for l in licenses {
+            sqlx::query(INSERT).bind(&l.id).bind(g.org_id).bind(g.item_id).bind(order_id)
+                .bind(g.user_id).bind(g.issuer_id).bind(&l.key_hash).bind(&l.key_cipher)
+                .bind(g.product_id).bind(g.activations_allowed).bind(g.expires_at)
+                .bind(Json(Value::Object(Default::default()))).bind(at).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    })
+}
+
 pub async fn get(db: &Db, id: &str) -> sqlx::Result<Option<LicenseRow>> {
     const SQL: &str = license_select!("WHERE l.id = $1");
     with_db!(db, p => sqlx::query_as(SQL).bind(id).fetch_optional(p).await)

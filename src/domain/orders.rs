@@ -2,7 +2,9 @@
 //! the table), what a discount code takes off a total, and what happens when the payment
 //! provider confirms an order's payment (its webhook, or the simulated hosted page).
 
-use crate::db::orders as store;
+use serde_json::{json, Value};
+
+use crate::db::orders::{self as store, LineRow, OrderRow};
 use crate::error::ApiResult;
 use crate::state::AppState;
 
@@ -111,6 +113,79 @@ pub async fn confirm_payment(
         );
     }
     Ok(true)
+}
+
+/// An order as its buyer and seller see it; `private: false` leaves out everything
+/// personal (the buyer, contact and shipping details, the payment's id).
+pub fn order_json(o: &OrderRow, lines: &[LineRow], private: bool) -> Value {
+    let mut v = json!({
+        "id": o.id,
+        "domain": o.domain,
+        "status": o.status,
+        "payment_type": o.payment_type,
+        "items": lines,
+        "subtotal_cents": o.subtotal_cents,
+        "discount_cents": o.discount_cents,
+        "total_cents": o.total_cents,
+        "subtotal_tokens": o.subtotal_tokens,
+        "discount_tokens": o.discount_tokens,
+        "total_tokens": o.total_tokens,
+        "total": if o.payment_type == "tokens" { o.total_tokens.unwrap_or(0) } else { o.total_cents },
+        "currency": if o.payment_type == "tokens" { "tokens" } else { "usd" },
+        "discount_code": o.discount_code,
+        "reserved_until": o.reserved_until,
+        "created_at": o.created_at,
+        "updated_at": o.updated_at,
+    });
+    if private {
+        let m = v.as_object_mut().expect("an object");
+        m.insert("organization_id".into(), json!(o.organization_id));
+        m.insert("user_id".into(), json!(o.user_id));
+        m.insert("guest".into(), json!(o.guest_session_id.is_some()));
+        m.insert("customer_info".into(), o.customer_info.0.clone());
+        m.insert(
+            "shipping_address".into(),
+            o.shipping_address
+                .as_ref()
+                .map_or(Value::Null, |a| a.0.clone()),
+        );
+        m.insert("email".into(), json!(o.email));
+        m.insert(
+            "payment".into(),
+            json!({"provider": o.provider, "id": o.payment_id}),
+        );
+        m.insert("receipts_sent".into(), json!(o.receipts_sent));
+        m.insert("receipt_sent_at".into(), json!(o.receipt_sent_at));
+    }
+    v
+}
+
+/// Gives a paid order's money back: tokens through the credit actors (once per order,
+/// by its ledger key), a provider payment at the provider.
+pub async fn refund(app: &AppState, o: &OrderRow) -> crate::error::ApiResult<()> {
+    match (o.payment_type.as_str(), &o.user_id, o.total_tokens) {
+        ("tokens", Some(user), Some(total)) if total > 0 => {
+            crate::domain::ledger::apply(
+                app,
+                vec![crate::domain::ledger::entry(
+                    user,
+                    total,
+                    "refund",
+                    Some(format!("order-refund:{}", o.id)),
+                    json!({"order_id": o.id, "reason": "refunded by the seller"}),
+                )],
+            )
+            .await?;
+        }
+        ("usd", _, _) if o.total_cents > 0 => {
+            let payment = o.payment_id.as_deref().ok_or_else(|| {
+                crate::error::ApiError::internal("a paid USD order without a payment id")
+            })?;
+            app.payments.refund(payment).await?;
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -396,3 +396,146 @@ async fn licenses_expire_and_regenerate() {
         json!({"valid": false})
     );
 }
+
+#[tokio::test]
+async fn purchases_mint_one_key_per_unit_once_paid() {
+    let s = Server::start().await;
+    let admin = s.verified_user(&email("buy-admin")).await;
+    let buyer = s.verified_user(&email("buy-buyer")).await;
+    s.post(
+        "/api/credits/distribute-bonus",
+        Some(&buyer),
+        json!({"bonusName": "welcome"}),
+    )
+    .await
+    .assert_ok();
+    let domain = licensed_shop(&s, &admin, "APP", 2, None).await;
+    s.post(
+        "/api/inventory/create",
+        Some(&admin),
+        json!({"domain": domain, "sku": "TOK", "slug": "tok", "price_cents": 500, "price_tokens": 30,
+               "unit_count": 5, "data": {"license_product_id": "prod-tok"}}),
+    )
+    .await
+    .assert_ok();
+    s.post(
+        "/api/inventory/create",
+        Some(&admin),
+        json!({"domain": domain, "sku": "KEY", "slug": "key", "price_cents": 2900, "unit_count": 5,
+               "data": {"license_product_id": "prod-key", "license_activations_allowed": 2}}),
+    )
+    .await
+    .assert_ok();
+    s.post(
+        "/api/inventory/create",
+        Some(&admin),
+        json!({"domain": domain, "sku": "MUG", "slug": "mug", "price_cents": 500, "unit_count": 5}),
+    )
+    .await
+    .assert_ok();
+    s.post(
+        "/api/organizations/update",
+        Some(&admin),
+        json!({"domain": domain, "data": {"guest_checkout_enabled": true}}),
+    )
+    .await
+    .assert_ok();
+
+    // Tokens: two units, two keys that work.
+    let r = s
+        .post(
+            "/api/licenses/purchase",
+            Some(&buyer),
+            json!({"items": [{"sku": "TOK", "quantity": 2}], "payment_type": "tokens", "domain": domain}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["status"], "paid");
+    assert_eq!(r.body["balance"], 40);
+    let keys = r.body["licenses"].as_array().unwrap().clone();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[0]["product_id"], "prod-tok");
+    let key = keys[0]["key"].as_str().unwrap().to_owned();
+    assert_eq!(
+        validate(&s, &key, "m1").await.body["code"],
+        "valid_activated"
+    );
+    assert_eq!(s.get("/api/licenses", Some(&buyer)).await.body["total"], 2);
+
+    // Refusals: nothing licensed, no payment, nobody, a declined card.
+    for (body, status) in [
+        (
+            json!({"items": [{"sku": "MUG", "quantity": 1}], "payment_method_id": "pm_card_visa", "domain": domain}),
+            400,
+        ),
+        (
+            json!({"items": [{"sku": "TOK", "quantity": 1}], "domain": domain}),
+            400,
+        ),
+        (
+            json!({"items": [{"sku": "TOK", "quantity": 1}], "payment_method_id": "pm_card_chargeDeclined", "domain": domain}),
+            402,
+        ),
+    ] {
+        s.post("/api/licenses/purchase", Some(&buyer), body)
+            .await
+            .assert_error(status);
+    }
+    s.post(
+        "/api/licenses/purchase",
+        None,
+        json!({"items": [{"sku": "TOK", "quantity": 1}], "payment_method_id": "pm_card_visa"}),
+    )
+    .await
+    .assert_error(401);
+    assert_eq!(s.get("/api/licenses", Some(&buyer)).await.body["total"], 2);
+
+    // USD by card; the seller's refund makes its keys read as unknown.
+    let r = s
+        .post(
+            "/api/licenses/purchase",
+            Some(&buyer),
+            json!({"items": [{"sku": "KEY", "quantity": 1}], "payment_method_id": "pm_card_visa", "domain": domain}),
+        )
+        .await;
+    r.assert_ok();
+    let usd_key = r.body["licenses"][0]["key"].as_str().unwrap().to_owned();
+    assert_eq!(validate(&s, &usd_key, "m1").await.body["valid"], true);
+    s.post(
+        "/api/marketplace/orders/update",
+        Some(&admin),
+        json!({"id": r.body["order_id"], "status": "refunded"}),
+    )
+    .await
+    .assert_ok();
+    assert_eq!(
+        bare(&validate(&s, &usd_key, "m1").await),
+        json!({"valid": false})
+    );
+
+    // A guest session buys by card; its keys have no owner.
+    let g = s
+        .post(
+            "/api/marketplace/guest/session",
+            None,
+            json!({"domain": domain}),
+        )
+        .await;
+    let token = g.body["token"].as_str().unwrap().to_owned();
+    let r = Server::read(
+        s.raw(reqwest::Method::POST, "/api/licenses/purchase")
+            .bearer_auth(&token)
+            .json(&json!({"items": [{"sku": "KEY", "quantity": 1}], "payment_method_id": "pm_card_visa"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    r.assert_ok();
+    assert_eq!(r.body["licenses"][0]["user_id"], Value::Null);
+    let guest_key = r.body["licenses"][0]["key"].as_str().unwrap().to_owned();
+    assert_eq!(
+        validate(&s, &guest_key, "g1").await.body["code"],
+        "valid_activated"
+    );
+}

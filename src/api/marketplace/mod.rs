@@ -15,16 +15,14 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::{Caller, OrgAdmin, Viewer};
-use crate::db::marketplace::{self as store, CartLine, Discount, DiscountFields, Owner, SkuItem};
+use crate::auth::{takes_guests, Guest, OrgAdmin, Viewer};
+use crate::db::marketplace::{self as store, CartLine, Discount, DiscountFields, Owner};
+use crate::domain::checkout::{item_for, quantity, MAX_QUANTITY};
 use crate::domain::orders::DISCOUNT_TYPES;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, NoFields};
 use crate::reply::Reply;
 use crate::state::AppState;
-
-/// Largest quantity of one line.
-const MAX_QUANTITY: i64 = 1_000;
 
 fn line_json(l: &CartLine) -> Value {
     json!({
@@ -60,54 +58,6 @@ async fn cart_of(app: &AppState, owner: Owner<'_>) -> ApiResult {
         "subtotal_cents": subtotal_cents,
         "subtotal_tokens": subtotal_tokens,
     })))
-}
-
-/// Runs work that moves money to its end in its own task, whatever happens to the
-/// request (a client hanging up drops the handler's future, not this task).
-async fn run_to_end(
-    work: impl std::future::Future<Output = ApiResult<Reply>> + Send + 'static,
-) -> ApiResult<Reply> {
-    tokio::spawn(work).await.map_err(ApiError::internal)?
-}
-
-fn quantity(q: i64) -> ApiResult<i64> {
-    if !(1..=MAX_QUANTITY).contains(&q) {
-        return Err(ApiError::bad_request(format!(
-            "`quantity` must be 1 to {MAX_QUANTITY}"
-        )));
-    }
-    Ok(q)
-}
-
-/// The live item a sku names for this caller: private items only for members; a sku
-/// several organizations use needs `domain`.
-async fn item_for(
-    app: &AppState,
-    caller: Option<&Caller>,
-    sku: &str,
-    domain: Option<&str>,
-) -> ApiResult<SkuItem> {
-    let mut found = Vec::new();
-    let domain = domain.map(|d| d.trim().to_lowercase());
-    for item in store::items_by_sku(&app.db, sku.trim(), domain.as_deref()).await? {
-        let member = match caller {
-            Some(c) if item.private => crate::auth::in_org(app, c, &item.organization_id).await?,
-            _ => false,
-        };
-        if !item.private || member {
-            found.push(item);
-        }
-    }
-    match found.len() {
-        0 => Err(ApiError::not_found(format!(
-            "no item with sku `{}`",
-            sku.trim()
-        ))),
-        1 => Ok(found.remove(0)),
-        _ => Err(ApiError::bad_request(
-            "several organizations sell this sku: send `domain` too",
-        )),
-    }
 }
 
 /// The caller's cart line for a sku (and domain).
@@ -229,61 +179,6 @@ pub async fn cart_clear(State(app): State<AppState>, Viewer(caller): Viewer) -> 
 
 /// How long a guest session lasts (spec: 24 hours).
 const GUEST_TTL: chrono::TimeDelta = chrono::TimeDelta::hours(24);
-
-/// A live guest session, from `Authorization: Bearer <token>`: its id and its
-/// organization's id and domain. 401 when the token is missing, unknown or expired.
-pub struct Guest {
-    id: String,
-    org_id: String,
-    domain: String,
-}
-
-impl axum::extract::FromRequestParts<AppState> for Guest {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        app: &AppState,
-    ) -> Result<Self, ApiError> {
-        let token = parts
-            .headers
-            .get(axum::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| {
-                ApiError::unauthorized(
-                    "send the guest session token as `Authorization: Bearer <token>`",
-                )
-            })?;
-        let hash = crate::crypto::sha256_hex(token.as_bytes());
-        let (id, org_id) = store::guest_session(&app.db, &hash)
-            .await?
-            .ok_or_else(|| ApiError::unauthorized("the guest session is unknown or expired"))?;
-        let org = crate::db::organizations::by_id(&app.db, &org_id)
-            .await?
-            .ok_or_else(|| ApiError::unauthorized("the guest session is unknown or expired"))?;
-        if !takes_guests(&org) {
-            return Err(ApiError::forbidden(
-                "this organization no longer takes guest checkouts",
-            ));
-        }
-        Ok(Guest {
-            id,
-            org_id: org.id,
-            domain: org.domain,
-        })
-    }
-}
-
-impl crate::schema::DocArg for Guest {}
-
-/// Whether the organization's `data.guest_checkout_enabled` is true (checked at every
-/// guest request: turning it off stops live sessions too).
-fn takes_guests(org: &crate::db::organizations::OrgRow) -> bool {
-    org.data.0.get("guest_checkout_enabled") == Some(&Value::Bool(true))
-}
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct SessionBody {

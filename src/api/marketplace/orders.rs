@@ -4,62 +4,17 @@
 
 use axum::extract::{Path, Query, State};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
-use super::run_to_end;
 use crate::auth::{Caller, MaybeCaller, Viewer};
 use crate::db::orders::{self as store, LineRow, Of, OrderRow};
-use crate::domain::ledger::{apply, entry};
+use crate::domain::checkout::run_to_end;
+use crate::domain::orders::order_json;
 use crate::domain::orders::{completed, may_move, Role};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::reply::Reply;
 use crate::state::AppState;
-
-/// An order as its buyer and seller see it; `private: false` leaves out everything
-/// personal (the buyer, contact and shipping details, the payment's id).
-pub(super) fn order_json(o: &OrderRow, lines: &[LineRow], private: bool) -> Value {
-    let mut v = json!({
-        "id": o.id,
-        "domain": o.domain,
-        "status": o.status,
-        "payment_type": o.payment_type,
-        "items": lines,
-        "subtotal_cents": o.subtotal_cents,
-        "discount_cents": o.discount_cents,
-        "total_cents": o.total_cents,
-        "subtotal_tokens": o.subtotal_tokens,
-        "discount_tokens": o.discount_tokens,
-        "total_tokens": o.total_tokens,
-        "total": if o.payment_type == "tokens" { o.total_tokens.unwrap_or(0) } else { o.total_cents },
-        "currency": if o.payment_type == "tokens" { "tokens" } else { "usd" },
-        "discount_code": o.discount_code,
-        "reserved_until": o.reserved_until,
-        "created_at": o.created_at,
-        "updated_at": o.updated_at,
-    });
-    if private {
-        let m = v.as_object_mut().expect("an object");
-        m.insert("organization_id".into(), json!(o.organization_id));
-        m.insert("user_id".into(), json!(o.user_id));
-        m.insert("guest".into(), json!(o.guest_session_id.is_some()));
-        m.insert("customer_info".into(), o.customer_info.0.clone());
-        m.insert(
-            "shipping_address".into(),
-            o.shipping_address
-                .as_ref()
-                .map_or(Value::Null, |a| a.0.clone()),
-        );
-        m.insert("email".into(), json!(o.email));
-        m.insert(
-            "payment".into(),
-            json!({"provider": o.provider, "id": o.payment_id}),
-        );
-        m.insert("receipts_sent".into(), json!(o.receipts_sent));
-        m.insert("receipt_sent_at".into(), json!(o.receipt_sent_at));
-    }
-    v
-}
 
 fn not_found() -> ApiError {
     ApiError::not_found("order not found")
@@ -172,7 +127,7 @@ pub async fn order_update(
         let moved = match to.as_str() {
             "canceled" => store::release(&app.db, &o.id, &o.status, &to, &caller.id).await?,
             "refunded" => {
-                refund(&app, &o).await?;
+                crate::domain::orders::refund(&app, &o).await?;
                 store::release(&app.db, &o.id, &o.status, &to, &caller.id).await?
             }
             _ => store::set_status(&app.db, &o.id, &o.status, &to).await?,
@@ -189,35 +144,6 @@ pub async fn order_update(
         ))
     })
     .await
-}
-
-/// Gives a paid order's money back: tokens through the credit actors (once per order,
-/// by its ledger key), a provider payment at the provider.
-async fn refund(app: &AppState, o: &OrderRow) -> ApiResult<()> {
-    match (o.payment_type.as_str(), &o.user_id, o.total_tokens) {
-        ("tokens", Some(user), Some(total)) if total > 0 => {
-            apply(
-                app,
-                vec![entry(
-                    user,
-                    total,
-                    "refund",
-                    Some(format!("order-refund:{}", o.id)),
-                    json!({"order_id": o.id, "reason": "refunded by the seller"}),
-                )],
-            )
-            .await?;
-        }
-        ("usd", _, _) if o.total_cents > 0 => {
-            let payment = o
-                .payment_id
-                .as_deref()
-                .ok_or_else(|| ApiError::internal("a paid USD order without a payment id"))?;
-            app.payments.refund(payment).await?;
-        }
-        _ => {}
-    }
-    Ok(())
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

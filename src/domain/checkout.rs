@@ -1,0 +1,585 @@
+//! Checkout: turning a basket (`items`, or a cart) into a paid order — the rules the
+//! marketplace checkouts and the purchases of downloads and licenses share.
+//!
+//! Tokens: the price is taken from the buyer's balance through the credit-account actors
+//! first (a short balance is a 402 and leaves stock untouched), then the units are taken
+//! with the order in one transaction; if they are gone meanwhile, the tokens are given
+//! back. USD: the units are held with a `pending` order first, then the provider is
+//! asked for the payment in two steps (create, persist its id, confirm with a payment
+//! method; a decline releases the hold), else the answer says where to pay and the
+//! provider's signed webhook confirms it; holds nobody paid for end after
+//! `PLINTH_RESERVATION_SECS`.
+
+use axum::http::{HeaderMap, StatusCode};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::auth::Caller;
+use crate::db::marketplace::{self as carts, Owner, SkuItem};
+use crate::db::orders::{self as store, Buyer, LineRow, NewOrder, NotPlaced, OrderRow};
+use crate::domain::ledger::{apply, entry};
+use crate::domain::orders::{discount_of, order_json};
+use crate::error::{ApiError, ApiResult};
+use crate::reply::Reply;
+use crate::state::AppState;
+
+/// Largest quantity of one line.
+pub const MAX_QUANTITY: i64 = 1_000;
+
+/// Runs work that moves money to its end in its own task, whatever happens to the
+/// request (a client hanging up drops the handler's future, not this task).
+pub async fn run_to_end(
+    work: impl std::future::Future<Output = ApiResult<Reply>> + Send + 'static,
+) -> ApiResult<Reply> {
+    tokio::spawn(work).await.map_err(ApiError::internal)?
+}
+
+pub fn quantity(q: i64) -> ApiResult<i64> {
+    if !(1..=MAX_QUANTITY).contains(&q) {
+        return Err(ApiError::bad_request(format!(
+            "`quantity` must be 1 to {MAX_QUANTITY}"
+        )));
+    }
+    Ok(q)
+}
+
+/// The live item a sku names for this caller: private items only for members; a sku
+/// several organizations use needs `domain`.
+pub async fn item_for(
+    app: &AppState,
+    caller: Option<&Caller>,
+    sku: &str,
+    domain: Option<&str>,
+) -> ApiResult<SkuItem> {
+    let mut found = Vec::new();
+    let domain = domain.map(|d| d.trim().to_lowercase());
+    for item in carts::items_by_sku(&app.db, sku.trim(), domain.as_deref()).await? {
+        let member = match caller {
+            Some(c) if item.private => crate::auth::in_org(app, c, &item.organization_id).await?,
+            _ => false,
+        };
+        if !item.private || member {
+            found.push(item);
+        }
+    }
+    match found.len() {
+        0 => Err(ApiError::not_found(format!(
+            "no item with sku `{}`",
+            sku.trim()
+        ))),
+        1 => Ok(found.remove(0)),
+        _ => Err(ApiError::bad_request(
+            "several organizations sell this sku: send `domain` too",
+        )),
+    }
+}
+
+/// Most lines one checkout may have.
+const MAX_LINES: usize = 100;
+
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
+pub struct ItemLine {
+    pub sku: String,
+    /// 1 to 1,000.
+    pub quantity: i64,
+}
+
+#[derive(Deserialize, Serialize, schemars::JsonSchema, Clone)]
+pub struct Address {
+    name: Option<String>,
+    street: Option<String>,
+    city: Option<String>,
+    state: Option<String>,
+    zip: Option<String>,
+    country: Option<String>,
+}
+
+/// The provider-paid path, or tokens.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Pay {
+    Tokens,
+    Usd,
+}
+
+pub fn pay(raw: Option<&str>) -> ApiResult<Pay> {
+    match raw.map(|p| p.trim().to_lowercase()).as_deref() {
+        None | Some("usd" | "provider" | "stripe" | "card") => Ok(Pay::Usd),
+        Some("tokens") => Ok(Pay::Tokens),
+        Some(_) => Err(ApiError::bad_request(
+            "`payment_type` must be `tokens` or `usd` (the default: the payment provider)",
+        )),
+    }
+}
+
+/// What a checkout asks for, checked and priced.
+pub struct Basket {
+    pub org_id: String,
+    pub domain: String,
+    pub lines: Vec<LineRow>,
+    /// Whether the lines came from the cart (removed from it on success).
+    pub from_cart: bool,
+}
+
+/// The lines of a checkout: `items`, or the cart; one organization; skus merged.
+pub async fn basket(
+    app: &AppState,
+    caller: Option<&Caller>,
+    cart: Owner<'_>,
+    items: Option<&[ItemLine]>,
+    domain: Option<&str>,
+) -> ApiResult<Basket> {
+    let mut found: Vec<(SkuItem, i64)> = Vec::new();
+    let from_cart = items.is_none();
+    match items {
+        Some([]) => return Err(ApiError::bad_request("`items` must not be empty")),
+        Some(items) => {
+            if items.len() > MAX_LINES {
+                return Err(ApiError::bad_request(format!(
+                    "at most {MAX_LINES} lines per checkout"
+                )));
+            }
+            for line in items {
+                let q = quantity(line.quantity)?;
+                let item = item_for(app, caller, &line.sku, domain).await?;
+                found.push((item, q));
+            }
+        }
+        None => {
+            let lines = carts::cart(&app.db, cart).await?;
+            if lines.is_empty() {
+                return Err(ApiError::bad_request(
+                    "the cart is empty: add items or send `items`",
+                ));
+            }
+            for l in lines {
+                let item = item_for(app, caller, &l.sku, Some(&l.domain)).await?;
+                found.push((item, l.quantity));
+            }
+        }
+    }
+    let (org_id, domain) = (
+        found[0].0.organization_id.clone(),
+        found[0].0.domain.clone(),
+    );
+    if found.iter().any(|(i, _)| i.organization_id != org_id) {
+        return Err(ApiError::bad_request(
+            "one organization per checkout: check out each organization's items separately",
+        ));
+    }
+    // Sold out already: refused before any tokens move or units are held.
+    if let Some((item, _)) = found.iter().find(|(i, _)| !i.in_stock) {
+        return Err(out_of_stock(&item.sku, 0));
+    }
+    let mut lines: Vec<LineRow> = Vec::with_capacity(found.len());
+    for (item, q) in found {
+        match lines.iter_mut().find(|l| l.item_id == item.id) {
+            Some(l) => l.quantity = quantity(l.quantity + q)?,
+            None => lines.push(LineRow {
+                item_id: item.id,
+                sku: item.sku,
+                quantity: q,
+                price_cents: item.price_cents,
+                price_tokens: item.price_tokens,
+            }),
+        }
+    }
+    Ok(Basket {
+        org_id,
+        domain,
+        lines,
+        from_cart,
+    })
+}
+
+fn sum(mut values: impl Iterator<Item = Option<i64>>) -> ApiResult<i64> {
+    values
+        .try_fold(0i64, |acc, v| acc.checked_add(v?))
+        .ok_or_else(|| ApiError::bad_request("the order total is too large"))
+}
+
+/// The discount a code gives this basket (`(id, code, type, value)`), after its rules:
+/// it exists, has not expired, and the order reaches `min_order_cents`. `max_uses` is
+/// checked again when the order is written, so it is exact under concurrency.
+async fn discount(
+    app: &AppState,
+    org_id: &str,
+    code: Option<&str>,
+    subtotal_cents: i64,
+    pay: Pay,
+) -> ApiResult<Option<(String, String, String, f64)>> {
+    let Some(code) = code
+        .map(|c| c.trim().to_uppercase())
+        .filter(|c| !c.is_empty())
+    else {
+        return Ok(None);
+    };
+    let d = carts::discount_by_code(&app.db, org_id, &code)
+        .await?
+        .ok_or_else(|| ApiError::bad_request(format!("unknown discount code `{code}`")))?;
+    if d.expires_at.is_some_and(|e| e <= chrono::Utc::now()) {
+        return Err(ApiError::bad_request(format!(
+            "the discount code `{code}` has expired"
+        )));
+    }
+    if d.max_uses.is_some_and(|m| d.uses >= m) {
+        return Err(ApiError::conflict(format!(
+            "the discount code `{code}` has been used up"
+        )));
+    }
+    if let Some(min) = d.min_order_cents.filter(|m| subtotal_cents < *m) {
+        return Err(ApiError::bad_request(format!(
+            "the discount code `{code}` needs an order of at least {min} cents"
+        ))
+        .with("min_order_cents", min));
+    }
+    if pay == Pay::Tokens && d.r#type == "fixed" {
+        return Err(ApiError::bad_request(format!(
+            "the discount code `{code}` takes a fixed amount of cents off: it applies to USD checkouts"
+        )));
+    }
+    Ok(Some((d.id, d.code, d.r#type, d.value)))
+}
+
+/// A JSON object of at most 16 KiB, or nothing.
+pub fn object(field: &str, v: Option<Value>) -> ApiResult<Value> {
+    match v {
+        None | Some(Value::Null) => Ok(json!({})),
+        Some(Value::Object(m)) => {
+            let v = Value::Object(m);
+            if v.to_string().len() > 16 * 1024 {
+                return Err(ApiError::bad_request(format!(
+                    "`{field}` must be at most 16 KiB"
+                )));
+            }
+            Ok(v)
+        }
+        Some(_) => Err(ApiError::bad_request(format!(
+            "`{field}` must be an object"
+        ))),
+    }
+}
+
+pub fn address(a: Option<Address>) -> ApiResult<Option<Value>> {
+    let Some(a) = a else { return Ok(None) };
+    let fields = [&a.name, &a.street, &a.city, &a.state, &a.zip, &a.country];
+    if fields
+        .iter()
+        .any(|f| f.as_ref().is_some_and(|s| s.len() > 200))
+    {
+        return Err(ApiError::bad_request(
+            "`shipping_address` fields must be at most 200 characters",
+        ));
+    }
+    Ok(Some(serde_json::to_value(a).map_err(ApiError::internal)?))
+}
+
+/// Everything a checkout needs besides the basket.
+pub struct Request {
+    pub buyer_email: Option<String>,
+    pub customer_info: Value,
+    pub shipping_address: Option<Value>,
+    pub discount_code: Option<String>,
+    pub payment_method_id: Option<String>,
+}
+
+/// A placed order: as written, its lines, and what the answer adds (`balance` after a
+/// token payment, `payment` for a pending one).
+pub struct Placed {
+    pub row: OrderRow,
+    pub lines: Vec<LineRow>,
+    pub extra: Map<String, Value>,
+}
+
+impl Placed {
+    /// The answer of a checkout.
+    pub fn reply(self) -> Reply {
+        let mut body = Map::new();
+        body.insert("success".into(), json!(true));
+        body.insert("order_id".into(), json!(self.row.id));
+        body.insert("status".into(), json!(self.row.status));
+        body.insert("data".into(), order_json(&self.row, &self.lines, true));
+        body.extend(self.extra);
+        Reply::with_status(StatusCode::OK, body)
+    }
+}
+
+/// Places and pays for the order of a basket.
+pub async fn place(
+    app: &AppState,
+    buyer: Buyer,
+    basket: Basket,
+    pay: Pay,
+    req: Request,
+) -> ApiResult<Placed> {
+    let subtotal_cents = sum(basket
+        .lines
+        .iter()
+        .map(|l| l.price_cents.checked_mul(l.quantity)))?;
+    let subtotal_tokens = match pay {
+        Pay::Usd => None,
+        Pay::Tokens => {
+            if let Some(l) = basket.lines.iter().find(|l| l.price_tokens.is_none()) {
+                return Err(ApiError::bad_request(format!(
+                    "`{}` has no token price: pay in USD",
+                    l.sku
+                )));
+            }
+            Some(sum(basket.lines.iter().map(|l| {
+                l.price_tokens.and_then(|t| t.checked_mul(l.quantity))
+            }))?)
+        }
+    };
+    let discount = discount(
+        app,
+        &basket.org_id,
+        req.discount_code.as_deref(),
+        subtotal_cents,
+        pay,
+    )
+    .await?;
+    let off = |amount: i64| {
+        discount
+            .as_ref()
+            .map_or(0, |(_, _, kind, value)| discount_of(kind, *value, amount))
+    };
+    let discount_cents = off(subtotal_cents);
+    let discount_tokens = subtotal_tokens.map(off);
+    let total_cents = subtotal_cents - discount_cents;
+    let total_tokens = subtotal_tokens.zip(discount_tokens).map(|(s, d)| s - d);
+    let order_id = uuid::Uuid::new_v4().to_string();
+    let paid_now = match pay {
+        Pay::Tokens => true,
+        Pay::Usd => total_cents == 0,
+    };
+    let order = NewOrder {
+        id: order_id.clone(),
+        org_id: basket.org_id.clone(),
+        buyer: buyer.clone(),
+        payment_type: if pay == Pay::Tokens { "tokens" } else { "usd" },
+        status: if paid_now { "paid" } else { "pending" },
+        subtotal_cents,
+        discount_cents,
+        total_cents,
+        subtotal_tokens,
+        discount_tokens,
+        total_tokens,
+        discount: discount.as_ref().map(|d| (d.0.clone(), d.1.clone())),
+        provider: (pay == Pay::Usd && !paid_now).then(|| app.payments.name()),
+        customer_info: req.customer_info,
+        shipping_address: req.shipping_address,
+        email: req.buyer_email,
+        reserved_until: (!paid_now).then(|| {
+            chrono::Utc::now() + chrono::TimeDelta::seconds(app.opts.reservation_secs as i64)
+        }),
+        at: crate::db::now(),
+    };
+    // The answer is built from what was written: no read after the write.
+    let mut row = order.row(&basket.domain);
+    let lines = basket.lines.clone();
+    let mut extra = Map::new();
+    if let (Pay::Tokens, Buyer::User(user_id), Some(total)) = (pay, &buyer, total_tokens) {
+        if total > 0 {
+            let applied = apply(
+                app,
+                vec![entry(
+                    user_id,
+                    -total,
+                    "purchase",
+                    Some(format!("order:{order_id}")),
+                    json!({"order_id": order_id, "domain": basket.domain}),
+                )],
+            )
+            .await?;
+            if let Some(b) = applied.as_ref().and_then(|a| balance(a, user_id)) {
+                extra.insert("balance".into(), json!(b));
+            }
+        }
+        let placed = app.orders.place(order, lines).await;
+        if !matches!(placed, Ok(Ok(()))) && total > 0 {
+            refund_tokens(app, user_id, &order_id, total).await;
+            extra.remove("balance");
+        }
+        not_placed(placed?)?;
+    } else {
+        not_placed(app.orders.place(order, lines).await?)?;
+    }
+    if pay == Pay::Usd && !paid_now {
+        // Two steps: create, persist the payment's id, then confirm (a payment that
+        // succeeds is always attached to its order, whatever happens after).
+        let mut intent = match app
+            .payments
+            .payment_intent(total_cents, &order_id, req.payment_method_id.as_deref())
+            .await
+        {
+            Ok(i) => i,
+            Err(e) => {
+                store::discard(&app.db, &order_id).await?;
+                return Err(e.into());
+            }
+        };
+        store::set_payment(&app.db, &order_id, &intent.id).await?;
+        if req.payment_method_id.is_some() && !intent.paid {
+            intent = match app.payments.confirm_intent(&intent).await {
+                Ok(i) => i,
+                Err(e) => {
+                    store::discard(&app.db, &order_id).await?;
+                    return Err(e.into());
+                }
+            };
+            if !intent.paid {
+                store::discard(&app.db, &order_id).await?;
+                return Err(ApiError::new(
+                    axum::http::StatusCode::PAYMENT_REQUIRED,
+                    "the payment was not completed (the card may need authentication)",
+                ));
+            }
+        }
+        row.payment_id = Some(intent.id.clone());
+        if intent.paid {
+            store::mark_paid(&app.db, &order_id, &intent.id).await?;
+            row.status = "paid".into();
+            row.reserved_until = None;
+        } else {
+            let url = app
+                .payments
+                .hosted_by_plinth()
+                .then(|| format!("{}/pay/{order_id}", app.public_url));
+            extra.insert(
+                "payment".into(),
+                json!({"provider": app.payments.name(), "id": intent.id,
+                       "client_secret": intent.client_secret, "url": url}),
+            );
+        }
+    }
+    if basket.from_cart {
+        let owner = match &buyer {
+            Buyer::User(id) => Owner::User(id),
+            Buyer::Guest(id) => Owner::Guest(id),
+        };
+        for l in &basket.lines {
+            carts::remove(&app.db, owner, &l.item_id).await?;
+        }
+    }
+    Ok(Placed {
+        row,
+        lines: basket.lines,
+        extra,
+    })
+}
+
+fn balance(applied: &plinth_actors::credits::Applied, user_id: &str) -> Option<i64> {
+    match applied {
+        plinth_actors::credits::Applied::Done { balances, .. } => {
+            balances.iter().find(|(u, _)| u == user_id).map(|(_, b)| *b)
+        }
+        _ => None,
+    }
+}
+
+/// Gives back the tokens of an order that was not written.
+async fn refund_tokens(app: &AppState, user_id: &str, order_id: &str, total: i64) {
+    let refund = apply(
+        app,
+        vec![entry(
+            user_id,
+            total,
+            "refund",
+            Some(format!("order-refund:{order_id}")),
+            json!({"order_id": order_id, "reason": "not placed"}),
+        )],
+    )
+    .await;
+    if let Err(e) = refund {
+        tracing::error!(order = order_id, user = user_id, tokens = total, error = ?e.cause,
+            "tokens of an order that was not placed could not be given back");
+    }
+}
+
+fn out_of_stock(sku: &str, available: i64) -> ApiError {
+    ApiError::conflict(format!(
+        "not enough of `{sku}` in stock ({available} available)"
+    ))
+    .with("sku", sku)
+    .with("available", available)
+}
+
+fn not_placed(r: Result<(), NotPlaced>) -> ApiResult<()> {
+    match r {
+        Ok(()) => Ok(()),
+        Err(NotPlaced::OutOfStock { sku, available }) => Err(out_of_stock(&sku, available)),
+        Err(NotPlaced::DiscountUsedUp) => Err(ApiError::conflict(
+            "the discount code has been used up or expired",
+        )),
+    }
+}
+
+/// Runs a checkout behind its `Idempotency-Key` header (1 to 255 characters): a repeat
+/// with the same body replays the first answer (`Idempotent-Replayed: true`) for 24
+/// hours, a different body under the same key is a 422, and a repeat while the first
+/// runs is a 409. Answers on our side (5xx) are not kept, so a retry runs again, except
+/// an outcome the credit ledger could not tell, which replays.
+pub async fn idempotent<F>(
+    app: &AppState,
+    headers: &HeaderMap,
+    scope: String,
+    body: &impl Serialize,
+    run: F,
+) -> ApiResult<Reply>
+where
+    F: std::future::Future<Output = ApiResult<Reply>>,
+{
+    use crate::db::idempotency as keys;
+    let Some(key) = headers.get("idempotency-key") else {
+        return run.await;
+    };
+    let key = key
+        .to_str()
+        .ok()
+        .filter(|k| !k.is_empty() && k.len() <= 255)
+        .ok_or_else(|| {
+            ApiError::bad_request("`Idempotency-Key` must be 1 to 255 visible characters")
+        })?
+        .to_owned();
+    let json = match serde_json::to_value(body).map_err(ApiError::internal)? {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let hash = crate::domain::idempotency::request_hash("checkout", &scope, &json);
+    let expired_before = chrono::Utc::now() - crate::domain::idempotency::KEPT;
+    if let Some((recorded_hash, status, answer)) =
+        keys::begin(&app.db, &scope, &key, &hash, expired_before).await?
+    {
+        if recorded_hash != hash {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "this Idempotency-Key was already used with a different request",
+            ));
+        }
+        if status == keys::IN_PROGRESS {
+            return Err(ApiError::conflict(
+                "a checkout with this Idempotency-Key is still running; retry shortly",
+            ));
+        }
+        let body = match answer {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let status = StatusCode::from_u16(status as u16).unwrap_or(StatusCode::OK);
+        return Ok(Reply::with_status(status, body).header("idempotent-replayed", "true"));
+    }
+    let reply = run.await.unwrap_or_else(Reply::from);
+    let unknown = reply.body.get("outcome_unknown") == Some(&Value::Bool(true));
+    if reply.status.is_server_error() && !unknown {
+        keys::abandon(&app.db, &scope, &key).await?;
+    } else {
+        keys::finish(
+            &app.db,
+            &scope,
+            &key,
+            reply.status.as_u16() as i64,
+            &Value::Object(reply.body.clone()),
+        )
+        .await?;
+    }
+    Ok(reply)
+}
