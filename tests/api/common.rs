@@ -503,7 +503,11 @@ pub fn email(tag: &str) -> String {
 }
 
 /// Routes whose caller is a guest checkout session (`Authorization: Bearer`): without
-/// one they answer 401 whatever API key is sent.
+/// one they answer 401 whatever API key is sent; the purchases ("Key or guest session")
+/// take a valid key too, so they are 401 only without either.
 pub fn guest_session_route(path: &str) -> bool {
-    path.starts_with("/api/marketplace/guest/cart") || path == "/api/marketplace/guest/checkout"
+    path.starts_with("/api/marketplace/guest/cart")
+        || path == "/api/marketplace/guest/checkout"
+        || path == "/api/licenses/purchase"
+        || path == "/api/downloads/purchase"
 }
