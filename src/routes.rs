@@ -341,7 +341,7 @@ pub static ROUTES: &[RouteSpec] = &[
     route!(GET "/api/marketplace/guest/orders/{id}", Public, Read, "Guest checkout" => api::marketplace::guest_order),
     route!(GET "/api/marketplace/guest/orders/{id}/status", Public, Read, "Guest checkout" => api::marketplace::guest_order_status),
     // Downloads
-    route!(POST "/api/downloads/purchase", Custom, Auth, "Downloads"),
+    route!(POST "/api/downloads/purchase", Custom, Auth, "Downloads" => api::downloads::purchase),
     route!(POST "/api/downloads/create", OrgAdmin, Write, "Downloads" => api::downloads::create),
     route!(GET "/api/downloads/{token}", Public, Read, "Downloads" => api::downloads::redeem),
     route!(POST "/api/downloads/revoke", OrgAdmin, Write, "Downloads" => api::downloads::revoke),

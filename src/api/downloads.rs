@@ -2,18 +2,23 @@
 //! seller's source object (which is never shared or deleted), a token shown once (kept as
 //! its sha256), an expiry and a download counter. Redeeming is one conditional update
 //! and a redirect to a short-lived URL of the clone; the periodic expiry work deletes the
-//! clones of revoked, expired and used-up links. Purchases go through checkout and are
-//! not built yet (501).
+//! clones of revoked, expired and used-up links. Purchases go through
+//! `domain::checkout` and mint one link per unit once the order is paid.
 
 use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::{Caller, OrgAdmin, Viewer};
+use crate::auth::{Caller, OrgAdmin, Purchaser, Viewer};
 use crate::db::downloads::{self as store, LinkRow, NewLink};
+use crate::domain::checkout::{
+    idempotent, purchase as purchase_checkout, run_to_end, PurchaseBody,
+};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
 use crate::reply::Reply;
 use crate::state::AppState;
 
@@ -178,8 +183,46 @@ pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> Api
             .await?
             .ok_or_else(|| ApiError::not_found("no user with `recipient_user_id`"))?;
     }
-    let id = uuid::Uuid::new_v4().to_string();
-    let ext: String = source
+    let issued = issue(
+        &app,
+        Issue {
+            org_id: &g.org.id,
+            item_id: item.as_ref().map(|i| i.id.as_str()),
+            order_id: None,
+            issuer_id: Some(&g.caller.id),
+            user_id: b.recipient_user_id.as_deref(),
+            source: &source,
+            file_name: &file_name,
+            mime_type: &mime_type,
+            max_downloads,
+            expires_in,
+        },
+    )
+    .await?;
+    Ok(Reply::ok(
+        json!({"success": true, "data": issued_json(&app, &issued, &g.org.domain)}),
+    ))
+}
+
+/// What a new link is made of.
+struct Issue<'a> {
+    org_id: &'a str,
+    item_id: Option<&'a str>,
+    order_id: Option<&'a str>,
+    issuer_id: Option<&'a str>,
+    user_id: Option<&'a str>,
+    source: &'a str,
+    file_name: &'a str,
+    mime_type: &'a str,
+    max_downloads: i64,
+    expires_in: i64,
+}
+
+/// Copies the source to a clone of its own and writes the link: `(row, token)`; 404
+/// when the source does not exist. A link that cannot be written takes its clone away.
+async fn issue(app: &AppState, i: Issue<'_>) -> ApiResult<(LinkRow, String)> {
+    let ext: String = i
+        .source
         .rsplit_once('.')
         .map(|(_, e)| e)
         .filter(|e| {
@@ -192,7 +235,7 @@ pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> Api
     let clone_key = format!("clones/{}.{ext}", uuid::Uuid::new_v4());
     if !app
         .objects
-        .copy(&source, &clone_key)
+        .copy(i.source, &clone_key)
         .await
         .map_err(ApiError::internal)?
     {
@@ -200,31 +243,36 @@ pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> Api
     }
     let token = format!("dl_{}", hex::encode(crate::crypto::random_bytes::<32>()));
     let link = NewLink {
-        id: &id,
-        org_id: &g.org.id,
-        item_id: item.as_ref().map(|i| i.id.as_str()),
-        issuer_id: Some(&g.caller.id),
-        user_id: b.recipient_user_id.as_deref(),
+        id: &uuid::Uuid::new_v4().to_string(),
+        org_id: i.org_id,
+        item_id: i.item_id,
+        order_id: i.order_id,
+        issuer_id: i.issuer_id,
+        user_id: i.user_id,
         token_hash: &crate::crypto::sha256_hex(token.as_bytes()),
-        source_key: &source,
+        source_key: i.source,
         clone_key: &clone_key,
-        file_name: &file_name,
-        mime_type: &mime_type,
-        max_downloads,
-        expires_at: chrono::Utc::now() + chrono::TimeDelta::seconds(expires_in),
+        file_name: i.file_name,
+        mime_type: i.mime_type,
+        max_downloads: i.max_downloads,
+        expires_at: chrono::Utc::now() + chrono::TimeDelta::seconds(i.expires_in),
     };
-    let row = match store::create(&app.db, &link).await {
-        Ok(r) => r,
+    match store::create(&app.db, &link).await {
+        Ok(row) => Ok((row, token)),
         Err(e) => {
             // Nothing points at the clone: take it away again.
             let _ = app.objects.delete(&clone_key).await;
-            return Err(e.into());
+            Err(e.into())
         }
-    };
-    let mut data = link_json(&row, &g.org.domain);
+    }
+}
+
+/// A link as its minting answer shows it: with its token and URL (the only time).
+fn issued_json(app: &AppState, (row, token): &(LinkRow, String), domain: &str) -> Value {
+    let mut data = link_json(row, domain);
     data["token"] = json!(token);
     data["url"] = json!(format!("{}/api/downloads/{token}", app.public_url));
-    Ok(Reply::ok(json!({"success": true, "data": data})))
+    data
 }
 
 /// `GET /api/downloads/{token}` (Public): counts one download and answers 302 to a
@@ -349,4 +397,143 @@ pub async fn link_status(
 async fn may_see(app: &AppState, caller: &Caller, l: &LinkRow) -> ApiResult<bool> {
     Ok(l.issuer_id.as_deref() == Some(caller.id.as_str())
         || crate::auth::org_admin(app, caller, &l.organization_id).await?)
+}
+
+/// An item's `download_asset` as a purchase uses it: `(key, file name, mime type, max
+/// downloads, expires in seconds)`; 400 when the item has none, names a bucket, or its
+/// limits are out of range.
+fn asset_of(item: &crate::db::inventory::ItemRow) -> ApiResult<(String, String, String, i64, i64)> {
+    let asset = item
+        .data
+        .0
+        .get("download_asset")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let key = asset
+        .get("key")
+        .and_then(Value::as_str)
+        .map(|k| k.trim().trim_start_matches('/').to_owned())
+        .filter(|k| crate::storage::valid_key(k))
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "`{}` is not a downloadable item (no valid `data.download_asset.key`)",
+                item.sku
+            ))
+        })?;
+    if asset.get("bucket").is_some_and(|v| !v.is_null()) {
+        return Err(ApiError::bad_request(
+            "an item's `download_asset.bucket` cannot be used: links read from the configured object store",
+        ));
+    }
+    let text = |k: &str| asset.get(k).and_then(Value::as_str).map(str::to_owned);
+    let max = bounded(
+        "max_downloads",
+        asset.get("max_downloads").and_then(Value::as_i64),
+        1..=1000,
+    )?
+    .unwrap_or(DEFAULT_MAX_DOWNLOADS);
+    let expires = bounded(
+        "expires_in_seconds",
+        asset.get("expires_in_seconds").and_then(Value::as_i64),
+        60..=MAX_EXPIRES_IN,
+    )?
+    .unwrap_or(DEFAULT_EXPIRES_IN);
+    let file_name = text("file_name")
+        .unwrap_or_else(|| key.rsplit('/').next().unwrap_or("download").to_owned());
+    let mime = text("mime_type").unwrap_or_else(|| "application/octet-stream".to_owned());
+    Ok((key, file_name, mime, max, expires))
+}
+
+/// `POST /api/downloads/purchase` (API key or guest session): checks out `items` like the
+/// marketplace (tokens, or USD paid at once by `payment_method_id`; `Idempotency-Key`
+/// honoured), then gives one link per unit, each with its own clone of the item's
+/// `download_asset`; the tokens are in this answer only. If the links cannot be made
+/// after the payment (a missing source object, say), the order is refunded and the clones
+/// made so far are removed.
+pub async fn purchase(
+    State(app): State<AppState>,
+    who: Purchaser,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<PurchaseBody>,
+) -> ApiResult<Reply> {
+    run_to_end(async move {
+        let scope = match &who {
+            Purchaser::User(c) => format!("download-purchase:{}", c.id),
+            Purchaser::Guest(g) => format!("download-purchase:guest:{}", g.id),
+        };
+        idempotent(&app, &headers, scope, &body, async {
+            let placed =
+                purchase_checkout(&app, &who, &body, |item| asset_of(item).map(|_| ())).await?;
+            let user_id = match &who {
+                Purchaser::User(c) => Some(c.id.clone()),
+                Purchaser::Guest(_) => None,
+            };
+            let mut links: Vec<(LinkRow, String)> = Vec::new();
+            let mut failed = None;
+            'lines: for line in &placed.lines {
+                let item = match crate::db::inventory::get(&app.db, &line.item_id).await {
+                    Ok(Some(i)) => i,
+                    Ok(None) => {
+                        failed = Some(ApiError::not_found("item not found"));
+                        break;
+                    }
+                    Err(e) => {
+                        failed = Some(e.into());
+                        break;
+                    }
+                };
+                let (key, file_name, mime, max, expires) = match asset_of(&item) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                };
+                for _ in 0..line.quantity {
+                    let issued = issue(
+                        &app,
+                        Issue {
+                            org_id: &placed.row.organization_id,
+                            item_id: Some(&line.item_id),
+                            order_id: Some(&placed.row.id),
+                            issuer_id: None,
+                            user_id: user_id.as_deref(),
+                            source: &key,
+                            file_name: &file_name,
+                            mime_type: &mime,
+                            max_downloads: max,
+                            expires_in: expires,
+                        },
+                    )
+                    .await;
+                    match issued {
+                        Ok(l) => links.push(l),
+                        Err(e) => {
+                            failed = Some(e);
+                            break 'lines;
+                        }
+                    }
+                }
+            }
+            if let Some(e) = failed {
+                for (l, _) in &links {
+                    let _ = store::revoke(&app.db, &l.id).await;
+                    let _ = app.objects.delete(&l.clone_key).await;
+                }
+                crate::domain::orders::refund(&app, &placed.row).await?;
+                crate::db::orders::release(&app.db, &placed.row.id, "paid", "refunded", "system")
+                    .await?;
+                return Err(e);
+            }
+            let data: Vec<Value> = links
+                .iter()
+                .map(|l| issued_json(&app, l, &placed.row.domain))
+                .collect();
+            let mut reply = placed.reply();
+            reply.body.insert("links".into(), json!(data));
+            Ok(reply)
+        })
+        .await
+    })
+    .await
 }

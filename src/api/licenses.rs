@@ -6,13 +6,13 @@
 
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::auth::{Caller, OrgAdmin, Purchaser, Viewer};
 use crate::db::licenses::{self as store, Activation, Grant, LicenseRow, NewLicense, Of};
 use crate::domain::checkout::{
-    basket, idempotent, object, pay, place, run_to_end, ItemLine, Pay, Request,
+    idempotent, purchase as purchase_checkout, run_to_end, PurchaseBody,
 };
 use crate::domain::licenses::{new_key, normalize, status};
 use crate::error::{ApiError, ApiResult};
@@ -371,22 +371,6 @@ pub async fn get(
     Ok(Reply::ok(json!({"data": license_json(&l, Some(&machines), Some(&key))})).private())
 }
 
-#[derive(Deserialize, Serialize, schemars::JsonSchema)]
-pub struct PurchaseBody {
-    /// Licensed items (`data.license_product_id`): one key per unit.
-    items: Vec<ItemLine>,
-    /// `tokens` (with an API key) or `usd` (the default).
-    payment_type: Option<String>,
-    /// USD: the payment method (`pm_...`), charged at once.
-    payment_method_id: Option<String>,
-    /// The selling organization, when a sku is sold by several.
-    domain: Option<String>,
-    discount_code: Option<String>,
-    /// A guest's email for receipts.
-    email: Option<String>,
-    customer_info: Option<Value>,
-}
-
 /// `POST /api/licenses/purchase` (API key or guest session): checks out `items` like the
 /// marketplace (tokens, or USD paid at once by `payment_method_id`; `Idempotency-Key`
 /// honoured) and mints one key per unit; the plaintext keys are in this answer only. A
@@ -404,8 +388,15 @@ pub async fn purchase(
             Purchaser::Guest(g) => format!("license-purchase:guest:{}", g.id),
         };
         idempotent(&app, &headers, scope, &body, async {
-            let pay = pay(body.payment_type.as_deref())?;
-            let placed = checkout(&app, &who, &body, pay).await?;
+            let placed =
+                purchase_checkout(&app, &who, &body, |item| match terms(&item.data.0)?.0 {
+                    Some(_) => Ok(()),
+                    None => Err(ApiError::bad_request(format!(
+                        "`{}` is not a licensed item (no `data.license_product_id`)",
+                        item.sku
+                    ))),
+                })
+                .await?;
             let mut keys = Vec::new();
             let minted = mint_for(&app, &who, &placed).await;
             let minted = match minted {
@@ -434,73 +425,6 @@ pub async fn purchase(
         .await
     })
     .await
-}
-
-/// A purchase's checkout: the basket of `items`, paid at once.
-async fn checkout(
-    app: &AppState,
-    who: &Purchaser,
-    body: &PurchaseBody,
-    pay: Pay,
-) -> ApiResult<crate::domain::checkout::Placed> {
-    use crate::db::marketplace::Owner;
-    use crate::db::orders::Buyer;
-    if pay == Pay::Usd && body.payment_method_id.is_none() {
-        return Err(ApiError::bad_request(
-            "a purchase is paid at once: send `payment_method_id` (or `payment_type: tokens`)",
-        ));
-    }
-    if let Some(pm) = &body.payment_method_id {
-        crate::payments::valid_payment_method_id(pm)?;
-    }
-    let (caller, owner, buyer, domain, email) = match who {
-        Purchaser::User(c) => (
-            Some(c.as_ref()),
-            Owner::User(&c.id),
-            Buyer::User(c.id.clone()),
-            body.domain.clone(),
-            Some(c.user.email.clone()),
-        ),
-        Purchaser::Guest(g) => {
-            if pay == Pay::Tokens {
-                return Err(ApiError::bad_request(
-                    "a guest session pays in USD: send `payment_method_id`",
-                ));
-            }
-            let email = body
-                .email
-                .as_deref()
-                .map(crate::domain::accounts::parse_email)
-                .transpose()?;
-            (
-                None,
-                Owner::Guest(&g.id),
-                Buyer::Guest(g.id.clone()),
-                Some(g.domain.clone()),
-                email,
-            )
-        }
-    };
-    let basket = basket(app, caller, owner, Some(&body.items), domain.as_deref()).await?;
-    for line in &basket.lines {
-        let item = crate::db::inventory::get(&app.db, &line.item_id)
-            .await?
-            .ok_or_else(|| ApiError::not_found("item not found"))?;
-        if terms(&item.data.0)?.0.is_none() {
-            return Err(ApiError::bad_request(format!(
-                "`{}` is not a licensed item (no `data.license_product_id`)",
-                line.sku
-            )));
-        }
-    }
-    let req = Request {
-        buyer_email: email,
-        customer_info: object("customer_info", body.customer_info.clone())?,
-        shipping_address: None,
-        discount_code: body.discount_code.clone(),
-        payment_method_id: body.payment_method_id.clone(),
-    };
-    place(app, buyer, basket, pay, req).await
 }
 
 /// One key per unit of a paid order's lines, in one transaction: `(key, license id)`.

@@ -42,6 +42,7 @@ pub struct NewLink<'a> {
     pub id: &'a str,
     pub org_id: &'a str,
     pub item_id: Option<&'a str>,
+    pub order_id: Option<&'a str>,
     pub issuer_id: Option<&'a str>,
     pub user_id: Option<&'a str>,
     pub token_hash: &'a str,
@@ -57,14 +58,14 @@ pub async fn create(db: &Db, l: &NewLink<'_>) -> sqlx::Result<LinkRow> {
     const SQL: &str = concat!(
         "INSERT INTO download_links (id, organization_id, item_id, issuer_id, user_id, token_hash, \
          source_key, clone_key, file_name, mime_type, max_downloads, status, expires_at, \
-         created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 'live', \
-         $12, $13, $13) RETURNING ",
+         created_at, updated_at, order_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
+         'live', $12, $13, $13, $14) RETURNING ",
         link_columns!()
     );
     with_db!(db, p => sqlx::query_as(SQL).bind(l.id).bind(l.org_id).bind(l.item_id)
         .bind(l.issuer_id).bind(l.user_id).bind(l.token_hash).bind(l.source_key).bind(l.clone_key)
         .bind(l.file_name).bind(l.mime_type).bind(l.max_downloads).bind(l.expires_at).bind(now())
-        .fetch_one(p).await)
+        .bind(l.order_id).fetch_one(p).await)
 }
 
 pub async fn get(db: &Db, id: &str) -> sqlx::Result<Option<LinkRow>> {

@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Purchaser};
 use crate::db::marketplace::{self as carts, Owner, SkuItem};
 use crate::db::orders::{self as store, Buyer, LineRow, NewOrder, NotPlaced, OrderRow};
 use crate::domain::ledger::{apply, entry};
@@ -582,4 +582,83 @@ where
         .await?;
     }
     Ok(reply)
+}
+
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
+pub struct PurchaseBody {
+    /// What to buy: one key or link per unit.
+    pub items: Vec<ItemLine>,
+    /// `tokens` (with an API key) or `usd` (the default).
+    pub payment_type: Option<String>,
+    /// USD: the payment method (`pm_...`), charged at once.
+    pub payment_method_id: Option<String>,
+    /// The selling organization, when a sku is sold by several.
+    pub domain: Option<String>,
+    pub discount_code: Option<String>,
+    /// A guest's email for receipts.
+    pub email: Option<String>,
+    pub customer_info: Option<Value>,
+}
+
+/// A purchase's checkout (licenses, download links): the basket of `items`, paid at
+/// once — tokens with an API key, or USD by `payment_method_id` (a purchase never leaves
+/// a pending order). `sellable` refuses items that are not what the purchase mints.
+pub async fn purchase(
+    app: &AppState,
+    who: &Purchaser,
+    body: &PurchaseBody,
+    sellable: impl Fn(&crate::db::inventory::ItemRow) -> ApiResult<()>,
+) -> ApiResult<Placed> {
+    let pay = pay(body.payment_type.as_deref())?;
+    if pay == Pay::Usd && body.payment_method_id.is_none() {
+        return Err(ApiError::bad_request(
+            "a purchase is paid at once: send `payment_method_id` (or `payment_type: tokens`)",
+        ));
+    }
+    if let Some(pm) = &body.payment_method_id {
+        crate::payments::valid_payment_method_id(pm)?;
+    }
+    let (caller, owner, buyer, domain, email) = match who {
+        Purchaser::User(c) => (
+            Some(c.as_ref()),
+            Owner::User(&c.id),
+            Buyer::User(c.id.clone()),
+            body.domain.clone(),
+            Some(c.user.email.clone()),
+        ),
+        Purchaser::Guest(g) => {
+            if pay == Pay::Tokens {
+                return Err(ApiError::bad_request(
+                    "a guest session pays in USD: send `payment_method_id`",
+                ));
+            }
+            let email = body
+                .email
+                .as_deref()
+                .map(crate::domain::accounts::parse_email)
+                .transpose()?;
+            (
+                None,
+                Owner::Guest(&g.id),
+                Buyer::Guest(g.id.clone()),
+                Some(g.domain.clone()),
+                email,
+            )
+        }
+    };
+    let basket = basket(app, caller, owner, Some(&body.items), domain.as_deref()).await?;
+    for line in &basket.lines {
+        let item = crate::db::inventory::get(&app.db, &line.item_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("item not found"))?;
+        sellable(&item)?;
+    }
+    let req = Request {
+        buyer_email: email,
+        customer_info: object("customer_info", body.customer_info.clone())?,
+        shipping_address: None,
+        discount_code: body.discount_code.clone(),
+        payment_method_id: body.payment_method_id.clone(),
+    };
+    place(app, buyer, basket, pay, req).await
 }

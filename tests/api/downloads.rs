@@ -295,3 +295,118 @@ async fn download_links_on_s3() {
     let objects = peer.root().join("plinth");
     links_clone_redeem_and_die(&s, objects, true).await;
 }
+
+#[tokio::test]
+async fn purchases_give_one_link_per_unit() {
+    let s = Server::start().await;
+    let admin = s.verified_user(&email("dlp-admin")).await;
+    let buyer = s.verified_user(&email("dlp-buyer")).await;
+    s.post(
+        "/api/credits/distribute-bonus",
+        Some(&buyer),
+        json!({"bonusName": "welcome"}),
+    )
+    .await
+    .assert_ok();
+    let (domain, org_id) = seller(&s, &admin).await;
+    let objects = s.data_dir().join("objects");
+    std::fs::create_dir_all(objects.join(format!("catalog/{org_id}"))).unwrap();
+    std::fs::write(
+        objects.join(format!("catalog/{org_id}/song.mp3")),
+        b"ID3 a song",
+    )
+    .unwrap();
+    for (sku, key) in [("SONG", "song.mp3"), ("GONE", "gone.mp3")] {
+        s.post(
+            "/api/inventory/create",
+            Some(&admin),
+            json!({"domain": domain, "sku": sku, "slug": sku.to_lowercase(), "price_cents": 199,
+                   "price_tokens": 10, "unit_count": 5,
+                   "data": {"download_asset": {"key": format!("catalog/{org_id}/{key}"),
+                            "file_name": key, "mime_type": "audio/mpeg", "max_downloads": 2}}}),
+        )
+        .await
+        .assert_ok();
+    }
+    s.post(
+        "/api/organizations/update",
+        Some(&admin),
+        json!({"domain": domain, "data": {"guest_checkout_enabled": true}}),
+    )
+    .await
+    .assert_ok();
+
+    let r = s
+        .post(
+            "/api/downloads/purchase",
+            Some(&buyer),
+            json!({"items": [{"sku": "SONG", "quantity": 2}], "payment_type": "tokens", "domain": domain}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["balance"], 80);
+    let links = r.body["links"].as_array().unwrap().clone();
+    assert_eq!(links.len(), 2);
+    assert_ne!(links[0]["token"], links[1]["token"]);
+    assert_eq!(links[0]["max_downloads"], 2);
+    let res = no_redirects()
+        .get(links[0]["url"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 302);
+    let file = reqwest::get(res.headers()["location"].to_str().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(file.bytes().await.unwrap().as_ref(), b"ID3 a song");
+
+    // A missing source after payment: the order is refunded, no link is left.
+    let r = s
+        .post(
+            "/api/downloads/purchase",
+            Some(&buyer),
+            json!({"items": [{"sku": "GONE", "quantity": 1}], "payment_type": "tokens", "domain": domain}),
+        )
+        .await;
+    r.assert_error(404);
+    let b = s.get("/api/credits/balance", Some(&buyer)).await;
+    assert_eq!(b.body["balance"], 80);
+    assert_eq!(
+        s.sql_count("SELECT COUNT(*) FROM orders WHERE status = 'refunded'")
+            .await,
+        1
+    );
+    // Not downloadable, or not paid at once: 400.
+    s.post(
+        "/api/downloads/purchase",
+        Some(&buyer),
+        json!({"items": [{"sku": "SONG", "quantity": 1}], "domain": domain}),
+    )
+    .await
+    .assert_error(400);
+
+    // A guest buys by card.
+    let g = s
+        .post(
+            "/api/marketplace/guest/session",
+            None,
+            json!({"domain": domain}),
+        )
+        .await;
+    let token = g.body["token"].as_str().unwrap().to_owned();
+    let r = Server::read(
+        s.raw(reqwest::Method::POST, "/api/downloads/purchase")
+            .bearer_auth(&token)
+            .json(&json!({"items": [{"sku": "SONG", "quantity": 1}], "payment_method_id": "pm_card_visa"}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    r.assert_ok();
+    assert_eq!(r.body["links"][0]["user_id"], Value::Null);
+    assert!(r.body["links"][0]["token"]
+        .as_str()
+        .unwrap()
+        .starts_with("dl_"));
+}
