@@ -9,6 +9,7 @@ pub mod downloads;
 pub mod events;
 pub mod identity;
 pub mod inventory;
+pub mod kv;
 pub mod licenses;
 pub mod likes;
 pub mod marketplace;

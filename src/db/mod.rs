@@ -11,6 +11,7 @@ pub mod files;
 pub mod grants;
 pub mod idempotency;
 pub mod inventory;
+pub mod kv;
 pub mod licenses;
 pub mod likes;
 pub mod localizations;

@@ -18,6 +18,7 @@ mod identity;
 mod inproc;
 mod inventory;
 mod jobs;
+mod kv;
 mod licenses;
 mod limits;
 mod marketplace;

@@ -1,0 +1,181 @@
+//! The key-value store: `/api/kv/*` (Admin100; docs/api.md). Every endpoint but the
+//! namespace list and create needs the caller to own the namespace: another admin's
+//! namespace is a 404, like one that does not exist. Entries are not listed.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::auth::Viewer;
+use crate::db::kv as store;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::reply::Reply;
+use crate::state::AppState;
+
+/// Longest namespace name, key, and value (bytes of UTF-8).
+const MAX_NAMESPACE: usize = 128;
+const MAX_KEY: usize = 512;
+const MAX_VALUE: usize = 256 * 1024;
+
+/// A namespace as stored: trimmed, lower-cased, 1 to 128 of letters, digits, `.`, `_`,
+/// `-`, starting with a letter or digit.
+fn namespace(raw: &str) -> ApiResult<String> {
+    let n = raw.trim().to_lowercase();
+    let ok = !n.is_empty()
+        && n.len() <= MAX_NAMESPACE
+        && n.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && n.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if !ok {
+        return Err(ApiError::bad_request(format!(
+            "`namespace` must be 1 to {MAX_NAMESPACE} letters, digits, `.`, `_` or `-`, starting with a letter or digit"
+        )));
+    }
+    Ok(n)
+}
+
+/// A key: case-sensitive, 1 to 512 characters.
+fn key(raw: &str) -> ApiResult<&str> {
+    if raw.is_empty() || raw.chars().count() > MAX_KEY {
+        return Err(ApiError::bad_request(format!(
+            "`key` must be 1 to {MAX_KEY} characters"
+        )));
+    }
+    Ok(raw)
+}
+
+/// A value: a string of at most 256 KiB (empty allowed); 413 beyond.
+fn value(raw: &str) -> ApiResult<&str> {
+    if raw.len() > MAX_VALUE {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("`value` must be at most 256 KiB ({MAX_VALUE} bytes of UTF-8)"),
+        ));
+    }
+    Ok(raw)
+}
+
+/// The admin caller's own namespace (404 for one that does not exist or is another's).
+async fn owned(app: &AppState, caller_id: &str, raw: &str) -> ApiResult<String> {
+    let n = namespace(raw)?;
+    if !store::owns(&app.db, &n, caller_id).await? {
+        return Err(ApiError::not_found("namespace not found"));
+    }
+    Ok(n)
+}
+
+/// `GET /api/kv/namespaces` (Admin100): the caller's namespaces.
+pub async fn namespaces(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+    let data = store::namespaces(&app.db, &caller.id).await?;
+    Ok(Reply::ok(json!({"count": data.len(), "data": data})).private())
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct NamespaceBody {
+    /// Trimmed and lower-cased; 1 to 128 of letters, digits, `.`, `_`, `-`, starting
+    /// with a letter or digit; unique across the platform.
+    namespace: String,
+}
+
+/// `POST /api/kv/namespaces/create` (Admin100): 409 when the name is taken (by anyone).
+pub async fn namespace_create(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<NamespaceBody>,
+) -> ApiResult {
+    let n = namespace(&body.namespace)?;
+    let created = store::create_namespace(&app.db, &n, &caller.id).await?;
+    Ok(Reply::ok(json!({"success": true, "data": created})))
+}
+
+/// `POST /api/kv/namespaces/delete` (Admin100, owner): only an empty namespace (409
+/// while it has entries).
+pub async fn namespace_delete(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<NamespaceBody>,
+) -> ApiResult {
+    let n = owned(&app, &caller.id, &body.namespace).await?;
+    if !store::delete_namespace(&app.db, &n, &caller.id).await? {
+        return Err(ApiError::conflict(
+            "the namespace still has entries: delete them first",
+        ));
+    }
+    Ok(Reply::ok(
+        json!({"success": true, "namespace": n, "deleted": true}),
+    ))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct EntryBody {
+    namespace: String,
+    /// Case-sensitive, 1 to 512 characters.
+    key: String,
+    /// A string of at most 256 KiB (empty allowed).
+    value: String,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct KeyBody {
+    namespace: String,
+    key: String,
+}
+
+/// `POST /api/kv/entries/create` (Admin100, owner): 409 when the key exists.
+pub async fn entry_create(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<EntryBody>,
+) -> ApiResult {
+    let (k, v) = (key(&body.key)?, value(&body.value)?);
+    let n = owned(&app, &caller.id, &body.namespace).await?;
+    let entry = store::create(&app.db, &n, k, v).await?;
+    Ok(Reply::ok(json!({"success": true, "data": entry})))
+}
+
+/// `POST /api/kv/entries/get` (Admin100, owner).
+pub async fn entry_get(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<KeyBody>,
+) -> ApiResult {
+    let k = key(&body.key)?;
+    let n = owned(&app, &caller.id, &body.namespace).await?;
+    let entry = store::get(&app.db, &n, k)
+        .await?
+        .ok_or_else(|| ApiError::not_found("entry not found"))?;
+    Ok(Reply::ok(json!({"data": entry})).private())
+}
+
+/// `POST /api/kv/entries/update` (Admin100, owner): replaces the value of an existing
+/// entry; never creates (404).
+pub async fn entry_update(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<EntryBody>,
+) -> ApiResult {
+    let (k, v) = (key(&body.key)?, value(&body.value)?);
+    let n = owned(&app, &caller.id, &body.namespace).await?;
+    let entry = store::update(&app.db, &n, k, v)
+        .await?
+        .ok_or_else(|| ApiError::not_found("entry not found"))?;
+    Ok(Reply::ok(json!({"success": true, "data": entry})))
+}
+
+/// `POST /api/kv/entries/delete` (Admin100, owner).
+pub async fn entry_delete(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<KeyBody>,
+) -> ApiResult {
+    let k = key(&body.key)?;
+    let n = owned(&app, &caller.id, &body.namespace).await?;
+    if !store::delete(&app.db, &n, k).await? {
+        return Err(ApiError::not_found("entry not found"));
+    }
+    Ok(Reply::ok(
+        json!({"success": true, "namespace": n, "key": k, "deleted": true}),
+    ))
+}
