@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Key-value store over HTTP (issue 15): `entries/get` and `entries/update` (a put of an
+# existing key) at 32 connections over 1,000 keys, against the bare axum baseline in the
+# same sitting. SQLite by default; DATABASE_URL=postgres://... for PostgreSQL.
+# Usage: bench/kv.sh [duration, default 10s]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DUR=${1:-10s}
+. bench/common.sh
+ADMIN=$(admin_key kv@bench.example)
+json /api/kv/namespaces/create -H "x-api-key: $ADMIN" -d '{"namespace":"bench"}' >/dev/null
+seq 1 1000 | xargs -P 4 -I{} curl -s -o /dev/null "$P/api/kv/entries/create" -H 'content-type: application/json' \
+  -H "x-api-key: $ADMIN" -d '{"namespace":"bench","key":"k{}","value":"initial"}'
+echo "machine: $(nproc) cores, $(uname -m), $(date -u +%F); database: ${DB%%:*}"
+echo "command: bench/kv.sh $DUR (wrk -t2 -c32 -d$DUR)"
+base=$(wrk -t2 -c32 -d"$DUR" "$B/" | awk '/Requests\/sec/ {print $2}')
+echo "baseline (bare axum)      $base req/s"
+for op in get put; do
+  out=$(KEY=$ADMIN wrk -t2 -c32 -d"$DUR" --latency -s "bench/kv_$op.lua" "$P")
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  printf '%-10s %10s req/s   p50 %8s   p99 %8s   non-2xx %s   /baseline %s\n' "$op" "$rps" \
+    "$(awk '$1 == "50%" {print $2}' <<<"$out")" "$(awk '$1 == "99%" {print $2}' <<<"$out")" \
+    "$(awk '/Non-2xx/ {print $5}' <<<"$out")" "$(python3 -c "print(f'{$rps / $base:.3f}')")"
+done
