@@ -220,6 +220,25 @@ pub async fn org_admin(app: &AppState, caller: &Caller, org_id: &str) -> Result<
             == Some("admin"))
 }
 
+/// The organization `domain` names, for a caller who administers it: 404 when there is
+/// none, 403 otherwise (`what` names what the caller wanted: "orders", "licenses").
+pub async fn administered(
+    app: &AppState,
+    caller: &Caller,
+    domain: &str,
+    what: &str,
+) -> Result<crate::db::organizations::OrgRow, ApiError> {
+    let org = crate::db::organizations::by_domain(&app.db, domain)
+        .await?
+        .ok_or_else(|| ApiError::not_found("organization not found"))?;
+    if !org_admin(app, caller, &org.id).await? {
+        return Err(ApiError::forbidden(format!(
+            "only the organization's admins list its {what}"
+        )));
+    }
+    Ok(org)
+}
+
 /// The organization an optional `domain` names, for records created under one: 404 when
 /// there is none, 403 when the caller is not a member (platform admins are); `None`
 /// without a domain.

@@ -66,7 +66,7 @@ pub async fn sweep_slides(db: &Db) -> anyhow::Result<crate::db::slides::Swept> {
 /// expired (units back to stock; each release is conditional on the order still being
 /// pending, so several workers may run it at once) and queues a run of attachment
 /// expiry (an apalis job: `plinth_workers::expiry`).
-async fn release_holds(db: Db, queue: Queue, every: Duration, mut stop: watch::Receiver<bool>) {
+async fn every_half_minute(db: Db, queue: Queue, every: Duration, mut stop: watch::Receiver<bool>) {
     loop {
         match crate::db::orders::release_expired(&db, chrono::Utc::now()).await {
             Ok(0) => {}
@@ -93,7 +93,7 @@ pub async fn run(
     every: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
-    let holds = tokio::spawn(release_holds(
+    let holds = tokio::spawn(every_half_minute(
         db.clone(),
         queue,
         every.min(Duration::from_secs(30)),

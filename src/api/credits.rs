@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 use crate::auth::{Caller, Viewer};
 use crate::db::{credits as store, users as users_db};
 use crate::domain::accounts::parse_email;
-use crate::domain::ledger::{apply, credit_error, distribute_monthly, entry, MAX_AMOUNT};
+use crate::domain::ledger::{
+    apply, balance_after, credit_error, distribute_monthly, entry, MAX_AMOUNT,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
 use crate::reply::{Answer, Reply};
@@ -44,13 +46,6 @@ fn check_amount(field: &str, amount: i64) -> ApiResult<i64> {
         )));
     }
     Ok(amount)
-}
-
-fn balance_of(applied: &Applied, user_id: &str) -> Option<i64> {
-    match applied {
-        Applied::Done { balances, .. } => balances.iter().find(|(u, _)| u == user_id).map(|b| b.1),
-        _ => None,
-    }
 }
 
 fn first_transaction(applied: &Applied) -> Option<String> {
@@ -170,7 +165,7 @@ pub async fn deduct(
     Ok(Reply::ok(json!({
         "success": true,
         "deducted": body.credit,
-        "balance": balance_of(&applied, &caller.id),
+        "balance": balance_after(&applied, &caller.id),
         "transaction_id": first_transaction(&applied),
     })))
 }
@@ -308,7 +303,7 @@ pub async fn send(
         "success": true,
         "amount": body.amount,
         "recipient_id": to.id,
-        "balance": balance_of(&applied, &caller.id),
+        "balance": balance_after(&applied, &caller.id),
         "transaction_id": first_transaction(&applied),
     })))
 }

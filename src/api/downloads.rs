@@ -288,7 +288,7 @@ pub async fn redeem(State(app): State<AppState>, Path(token): Path<String>) -> R
         r
     };
     let hash = crate::crypto::sha256_hex(token.as_bytes());
-    let (clone, _, _) = match store::redeem(&app.db, &hash).await {
+    let clone = match store::redeem(&app.db, &hash).await {
         Ok(Some(found)) => found,
         Ok(None) => return gone(),
         Err(e) => return ApiError::from(e).into_response(),
@@ -520,7 +520,7 @@ pub async fn purchase(
                     let _ = store::revoke(&app.db, &l.id).await;
                     let _ = app.objects.delete(&l.clone_key).await;
                 }
-                crate::domain::orders::refund(&app, &placed.row).await?;
+                crate::domain::orders::refund(&app, &placed.row, "download links not made").await?;
                 crate::db::orders::release(&app.db, &placed.row.id, "paid", "refunded", "system")
                     .await?;
                 return Err(e);

@@ -52,18 +52,34 @@ fn license_json(l: &LicenseRow, machines: Option<&[String]>, key: Option<&str>) 
     v
 }
 
-/// A fresh key and its stored forms.
-fn mint(app: &AppState) -> (String, NewLicense) {
-    let key = new_key(
-        &app.opts.license_prefix.to_ascii_uppercase(),
-        crate::crypto::random_bytes::<12>(),
-    );
-    let new = NewLicense {
-        id: uuid::Uuid::new_v4().to_string(),
-        key_hash: crate::crypto::sha256_hex(key.as_bytes()),
-        key_cipher: app.key.encrypt(key.as_bytes()),
-    };
-    (key, new)
+/// `n` fresh keys and their stored forms.
+fn mint(app: &AppState, n: i64) -> (Vec<String>, Vec<NewLicense>) {
+    let prefix = app.opts.license_prefix.to_ascii_uppercase();
+    (0..n)
+        .map(|_| {
+            let key = new_key(&prefix, crate::crypto::random_bytes::<12>());
+            let new = NewLicense {
+                id: uuid::Uuid::new_v4().to_string(),
+                key_hash: crate::crypto::sha256_hex(key.as_bytes()),
+                key_cipher: app.key.encrypt(key.as_bytes()),
+            };
+            (key, new)
+        })
+        .unzip()
+}
+
+/// The licenses of an order as their minting answer shows them: with the plaintext keys
+/// just made (`keys` by license id; rows minted earlier for the order have none).
+async fn minted_json(
+    app: &AppState,
+    order_id: &str,
+    keys: &std::collections::HashMap<String, String>,
+) -> ApiResult<Vec<Value>> {
+    Ok(store::by_order(&app.db, order_id)
+        .await?
+        .iter()
+        .filter_map(|l| keys.get(&l.id).map(|k| license_json(l, Some(&[]), Some(k))))
+        .collect())
 }
 
 fn not_found() -> ApiError {
@@ -116,7 +132,7 @@ pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> Api
     };
     let terms = item.as_ref().map(|i| terms(&i.data.0)).transpose()?;
     let (product_id, allowed, duration) = terms.unwrap_or((None, None, None));
-    let minted: Vec<(String, NewLicense)> = (0..count).map(|_| mint(&app)).collect();
+    let (keys, news) = mint(&app, count);
     let grant = Grant {
         org_id: &g.org.id,
         item_id: item.as_ref().map(|i| i.id.as_str()),
@@ -126,20 +142,9 @@ pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> Api
         activations_allowed: allowed,
         expires_at: duration.map(|s| chrono::Utc::now() + chrono::TimeDelta::seconds(s)),
     };
-    let news: Vec<NewLicense> = minted
-        .iter()
-        .map(|(_, n)| NewLicense {
-            id: n.id.clone(),
-            key_hash: n.key_hash.clone(),
-            key_cipher: n.key_cipher.clone(),
-        })
-        .collect();
     let order_id = store::grant(&app.db, &grant, &news).await?;
-    let mut data = Vec::with_capacity(minted.len());
-    for (key, n) in &minted {
-        let l = store::get(&app.db, &n.id).await?.ok_or_else(not_found)?;
-        data.push(license_json(&l, Some(&[]), Some(key)));
-    }
+    let by_id = news.iter().map(|n| n.id.clone()).zip(keys).collect();
+    let data = minted_json(&app, &order_id, &by_id).await?;
     Ok(Reply::ok(json!({
         "success": true, "order_id": order_id, "count": data.len(), "data": data,
     })))
@@ -291,7 +296,8 @@ pub async fn regenerate(
             l.status
         )));
     }
-    let (key, new) = mint(&app);
+    let (mut keys, mut news) = mint(&app, 1);
+    let (key, new) = (keys.remove(0), news.remove(0));
     let mut data = l.data.0.clone();
     if let Some(m) = data.as_object_mut() {
         m.insert("replaced_by_id".into(), json!(new.id));
@@ -331,14 +337,7 @@ pub async fn list(
     let of = match q.domain.as_deref() {
         None => Of::User(&caller.id),
         Some(d) => {
-            org = crate::db::organizations::by_domain(&app.db, d)
-                .await?
-                .ok_or_else(|| ApiError::not_found("organization not found"))?;
-            if !crate::auth::org_admin(&app, &caller, &org.id).await? {
-                return Err(ApiError::forbidden(
-                    "only the organization's admins list its licenses",
-                ));
-            }
+            org = crate::auth::administered(&app, &caller, d, "licenses").await?;
             Of::Organization(&org.id)
         }
     };
@@ -397,12 +396,12 @@ pub async fn purchase(
                     ))),
                 })
                 .await?;
-            let mut keys = Vec::new();
             let minted = mint_for(&app, &who, &placed).await;
             let minted = match minted {
                 Ok(m) => m,
                 Err(e) => {
-                    crate::domain::orders::refund(&app, &placed.row).await?;
+                    crate::domain::orders::refund(&app, &placed.row, "license keys not minted")
+                        .await?;
                     crate::db::orders::release(
                         &app.db,
                         &placed.row.id,
@@ -414,10 +413,7 @@ pub async fn purchase(
                     return Err(e);
                 }
             };
-            for (key, id) in minted {
-                let l = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
-                keys.push(license_json(&l, Some(&[]), Some(&key)));
-            }
+            let keys = minted_json(&app, &placed.row.id, &minted).await?;
             let mut reply = placed.reply();
             reply.body.insert("licenses".into(), json!(keys));
             Ok(reply)
@@ -427,23 +423,23 @@ pub async fn purchase(
     .await
 }
 
-/// One key per unit of a paid order's lines, in one transaction: `(key, license id)`.
+/// One key per unit of a paid order's lines: the plaintext keys by license id.
 async fn mint_for(
     app: &AppState,
     who: &Purchaser,
     placed: &crate::domain::checkout::Placed,
-) -> ApiResult<Vec<(String, String)>> {
+) -> ApiResult<std::collections::HashMap<String, String>> {
     let user_id = match who {
         Purchaser::User(c) => Some(c.id.as_str()),
         Purchaser::Guest(_) => None,
     };
-    let mut out = Vec::new();
+    let mut out = std::collections::HashMap::new();
     for line in &placed.lines {
         let item = crate::db::inventory::get(&app.db, &line.item_id)
             .await?
             .ok_or_else(|| ApiError::not_found("item not found"))?;
         let (product_id, allowed, duration) = terms(&item.data.0)?;
-        let minted: Vec<(String, NewLicense)> = (0..line.quantity).map(|_| mint(app)).collect();
+        let (keys, news) = mint(app, line.quantity);
         let grant = Grant {
             org_id: &placed.row.organization_id,
             item_id: Some(&line.item_id),
@@ -453,16 +449,8 @@ async fn mint_for(
             activations_allowed: allowed,
             expires_at: duration.map(|s| chrono::Utc::now() + chrono::TimeDelta::seconds(s)),
         };
-        let news: Vec<NewLicense> = minted
-            .iter()
-            .map(|(_, n)| NewLicense {
-                id: n.id.clone(),
-                key_hash: n.key_hash.clone(),
-                key_cipher: n.key_cipher.clone(),
-            })
-            .collect();
         store::mint(&app.db, &placed.row.id, &grant, &news).await?;
-        out.extend(minted.into_iter().map(|(k, n)| (k, n.id)));
+        out.extend(news.into_iter().map(|n| n.id).zip(keys));
     }
     Ok(out)
 }

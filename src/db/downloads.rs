@@ -107,16 +107,16 @@ pub async fn list(
     })
 }
 
-/// Counts one download of a live link, if it is not expired or used up: `(clone key,
-/// file name, mime type)`, or `None` for any link that may not be downloaded.
-pub async fn redeem(db: &Db, token_hash: &str) -> sqlx::Result<Option<(String, String, String)>> {
+/// Counts one download of a live link, if it is not expired or used up: its clone's
+/// key, or `None` for any link that may not be downloaded.
+pub async fn redeem(db: &Db, token_hash: &str) -> sqlx::Result<Option<String>> {
     const SQL: &str = "UPDATE download_links SET download_count = download_count + 1, \
         last_download_at = $2, updated_at = $2, \
         exhausted_at = CASE WHEN download_count + 1 >= max_downloads THEN $2 ELSE exhausted_at END \
         WHERE token_hash = $1 AND status = 'live' AND expires_at > $2 \
         AND download_count < max_downloads AND clone_deleted_at IS NULL \
-        RETURNING clone_key, file_name, mime_type";
-    with_db!(db, p => sqlx::query_as(SQL).bind(token_hash).bind(now()).fetch_optional(p).await)
+        RETURNING clone_key";
+    with_db!(db, p => sqlx::query_scalar(SQL).bind(token_hash).bind(now()).fetch_optional(p).await)
 }
 
 /// Revokes a live link; `false` when it was revoked already.

@@ -65,6 +65,30 @@ const INSERT: &str = "INSERT INTO licenses (id, organization_id, item_id, order_
     created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', $9, $10, $11, $12, \
     $13, $13)";
 
+/// Writes `licenses` of one grant against `$order_id` on `$tx`.
+macro_rules! insert_licenses {
+    ($tx:expr, $order_id:expr, $g:expr, $licenses:expr, $at:expr) => {
+        for l in $licenses {
+            sqlx::query(INSERT)
+                .bind(&l.id)
+                .bind($g.org_id)
+                .bind($g.item_id)
+                .bind($order_id)
+                .bind($g.user_id)
+                .bind($g.issuer_id)
+                .bind(&l.key_hash)
+                .bind(&l.key_cipher)
+                .bind($g.product_id)
+                .bind($g.activations_allowed)
+                .bind($g.expires_at)
+                .bind(Json(Value::Object(Default::default())))
+                .bind($at)
+                .execute(&mut *$tx)
+                .await?;
+        }
+    };
+}
+
 /// Licenses an admin issues, with the zero-cost `admin_grant` order they are recorded
 /// against, in one transaction; the order's id.
 pub async fn grant(db: &Db, g: &Grant<'_>, licenses: &[NewLicense]) -> sqlx::Result<String> {
@@ -77,12 +101,7 @@ pub async fn grant(db: &Db, g: &Grant<'_>, licenses: &[NewLicense]) -> sqlx::Res
         let mut tx = p.begin_write().await?;
         sqlx::query(ORDER).bind(&order_id).bind(g.org_id).bind(g.user_id).bind(at)
             .execute(&mut *tx).await?;
-        for l in licenses {
-            sqlx::query(INSERT).bind(&l.id).bind(g.org_id).bind(g.item_id).bind(&order_id)
-                .bind(g.user_id).bind(g.issuer_id).bind(&l.key_hash).bind(&l.key_cipher)
-                .bind(g.product_id).bind(g.activations_allowed).bind(g.expires_at)
-                .bind(Json(Value::Object(Default::default()))).bind(at).execute(&mut *tx).await?;
-        }
+        insert_licenses!(tx, &order_id, g, licenses, at);
         tx.commit().await?;
         Ok(order_id)
     })
@@ -98,12 +117,7 @@ pub async fn mint(
     let at = now();
     with_db!(db, p => {
         let mut tx = p.begin_write().await?;
-        for l in licenses {
-            sqlx::query(INSERT).bind(&l.id).bind(g.org_id).bind(g.item_id).bind(order_id)
-                .bind(g.user_id).bind(g.issuer_id).bind(&l.key_hash).bind(&l.key_cipher)
-                .bind(g.product_id).bind(g.activations_allowed).bind(g.expires_at)
-                .bind(Json(Value::Object(Default::default()))).bind(at).execute(&mut *tx).await?;
-        }
+        insert_licenses!(tx, order_id, g, licenses, at);
         tx.commit().await?;
         Ok(())
     })
@@ -112,6 +126,12 @@ pub async fn mint(
 pub async fn get(db: &Db, id: &str) -> sqlx::Result<Option<LicenseRow>> {
     const SQL: &str = license_select!("WHERE l.id = $1");
     with_db!(db, p => sqlx::query_as(SQL).bind(id).fetch_optional(p).await)
+}
+
+/// The licenses of an order, oldest first.
+pub async fn by_order(db: &Db, order_id: &str) -> sqlx::Result<Vec<LicenseRow>> {
+    const SQL: &str = license_select!("WHERE l.order_id = $1 ORDER BY l.created_at, l.id");
+    with_db!(db, p => sqlx::query_as(SQL).bind(order_id).fetch_all(p).await)
 }
 
 /// Whose licenses a list shows.

@@ -171,11 +171,52 @@ const USE_DISCOUNT: &str = "UPDATE discounts SET uses = uses + 1, updated_at = $
 const LEDGER: &str =
     "INSERT INTO inventory_ledger (id, item_id, unit_id, action, actor_id, created_at) \
      VALUES ($1, $2, $3, $4, $5, $6)";
-const INSERT_ORDER: &str = "INSERT INTO orders (id, organization_id, user_id, guest_session_id, \
-     payment_type, status, subtotal_cents, discount_cents, total_cents, subtotal_tokens, \
-     discount_tokens, total_tokens, discount_id, discount_code, provider, customer_info, \
-     shipping_address, email, reserved_until, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, \
-     $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $20)";
+/// The columns an order is written with: the 20 values [`bind_order!`] binds, then
+/// `updated_at` (the same value as `created_at`).
+macro_rules! order_insert {
+    () => {
+        "INSERT INTO orders (id, organization_id, user_id, guest_session_id, payment_type, \
+         status, subtotal_cents, discount_cents, total_cents, subtotal_tokens, discount_tokens, \
+         total_tokens, discount_id, discount_code, provider, customer_info, shipping_address, \
+         email, reserved_until, created_at, updated_at) VALUES "
+    };
+}
+const INSERT_ORDER: &str = concat!(
+    order_insert!(),
+    "($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
+     $20, $20)"
+);
+
+/// Binds an order's 20 values to `$q` in [`order_insert!`]'s order.
+macro_rules! bind_order {
+    ($q:expr, $o:expr) => {{
+        let o: &NewOrder = $o;
+        let (user_id, guest_id) = match &o.buyer {
+            Buyer::User(id) => (Some(id.as_str()), None),
+            Buyer::Guest(id) => (None, Some(id.as_str())),
+        };
+        $q.bind(&o.id)
+            .bind(&o.org_id)
+            .bind(user_id)
+            .bind(guest_id)
+            .bind(o.payment_type)
+            .bind(o.status)
+            .bind(o.subtotal_cents)
+            .bind(o.discount_cents)
+            .bind(o.total_cents)
+            .bind(o.subtotal_tokens)
+            .bind(o.discount_tokens)
+            .bind(o.total_tokens)
+            .bind(o.discount.as_ref().map(|d| d.0.as_str()))
+            .bind(o.discount.as_ref().map(|d| d.1.as_str()))
+            .bind(o.provider)
+            .bind(Json(&o.customer_info))
+            .bind(o.shipping_address.as_ref().map(Json))
+            .bind(o.email.as_deref())
+            .bind(o.reserved_until)
+            .bind(o.at)
+    }};
+}
 const INSERT_LINE: &str = "INSERT INTO order_lines (order_id, item_id, sku, quantity, \
      price_cents, price_tokens) VALUES ($1, $2, $3, $4, $5, $6)";
 
@@ -192,10 +233,6 @@ macro_rules! place_in {
             ("reserved", "unit_reserved")
         };
         let actor = o.buyer.actor();
-        let (user_id, guest_id) = match &o.buyer {
-            Buyer::User(id) => (Some(id.as_str()), None),
-            Buyer::Guest(id) => (None, Some(id.as_str())),
-        };
         let at = o.at;
         'place: {
             for line in $lines {
@@ -240,27 +277,7 @@ macro_rules! place_in {
                     break 'place Ok(Err(NotPlaced::DiscountUsedUp));
                 }
             }
-            sqlx::query(INSERT_ORDER)
-                .bind(&o.id)
-                .bind(&o.org_id)
-                .bind(user_id)
-                .bind(guest_id)
-                .bind(o.payment_type)
-                .bind(o.status)
-                .bind(o.subtotal_cents)
-                .bind(o.discount_cents)
-                .bind(o.total_cents)
-                .bind(o.subtotal_tokens)
-                .bind(o.discount_tokens)
-                .bind(o.total_tokens)
-                .bind(o.discount.as_ref().map(|d| d.0.as_str()))
-                .bind(o.discount.as_ref().map(|d| d.1.as_str()))
-                .bind(o.provider)
-                .bind(Json(&o.customer_info))
-                .bind(o.shipping_address.as_ref().map(Json))
-                .bind(o.email.as_deref())
-                .bind(o.reserved_until)
-                .bind(at)
+            bind_order!(sqlx::query(INSERT_ORDER), o)
                 .execute(&mut *$conn)
                 .await?;
             for line in $lines {
@@ -475,40 +492,10 @@ async fn place_batch(pool: &sqlx::SqlitePool, batch: &[PlaceJob]) -> sqlx::Resul
                 .bind(o.at);
         }
         q.execute(&mut *tx).await?;
-        let orders = format!(
-            "INSERT INTO orders (id, organization_id, user_id, guest_session_id, payment_type, \
-             status, subtotal_cents, discount_cents, total_cents, subtotal_tokens, discount_tokens, \
-             total_tokens, discount_id, discount_code, provider, customer_info, shipping_address, \
-             email, reserved_until, created_at, updated_at) VALUES {}",
-            values(n, 20, Some(20))
-        );
+        let orders = format!("{}{}", order_insert!(), values(n, 20, Some(20)));
         let mut q = sqlx::query(AssertSqlSafe(orders));
         for (o, _, _) in &placed {
-            let (user_id, guest_id) = match &o.buyer {
-                Buyer::User(id) => (Some(id.as_str()), None),
-                Buyer::Guest(id) => (None, Some(id.as_str())),
-            };
-            q = q
-                .bind(&o.id)
-                .bind(&o.org_id)
-                .bind(user_id)
-                .bind(guest_id)
-                .bind(o.payment_type)
-                .bind(o.status)
-                .bind(o.subtotal_cents)
-                .bind(o.discount_cents)
-                .bind(o.total_cents)
-                .bind(o.subtotal_tokens)
-                .bind(o.discount_tokens)
-                .bind(o.total_tokens)
-                .bind(o.discount.as_ref().map(|d| d.0.as_str()))
-                .bind(o.discount.as_ref().map(|d| d.1.as_str()))
-                .bind(o.provider)
-                .bind(Json(&o.customer_info))
-                .bind(o.shipping_address.as_ref().map(Json))
-                .bind(o.email.as_deref())
-                .bind(o.reserved_until)
-                .bind(o.at);
+            q = bind_order!(q, o);
         }
         q.execute(&mut *tx).await?;
         let lines = format!(
@@ -540,6 +527,43 @@ pub async fn lines(db: &Db, order_id: &str) -> sqlx::Result<Vec<LineRow>> {
     const SQL: &str = "SELECT item_id, sku, quantity, price_cents, price_tokens FROM order_lines \
         WHERE order_id = $1 ORDER BY sku, item_id";
     with_db!(db, p => sqlx::query_as(SQL).bind(order_id).fetch_all(p).await)
+}
+
+/// The lines of several orders (a page of a list) in one query, by order id.
+pub async fn lines_of(
+    db: &Db,
+    order_ids: &[String],
+) -> sqlx::Result<std::collections::HashMap<String, Vec<LineRow>>> {
+    let mut out: std::collections::HashMap<String, Vec<LineRow>> = Default::default();
+    if order_ids.is_empty() {
+        return Ok(out);
+    }
+    let sql = format!(
+        "SELECT order_id, item_id, sku, quantity, price_cents, price_tokens FROM order_lines \
+         WHERE order_id IN ({}) ORDER BY sku, item_id",
+        (1..=order_ids.len())
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    type Row = (String, String, String, i64, i64, Option<i64>);
+    let rows: Vec<Row> = with_db!(db, p => {
+        let mut q = sqlx::query_as(AssertSqlSafe(sql.as_str()));
+        for id in order_ids {
+            q = q.bind(id);
+        }
+        q.fetch_all(p).await
+    })?;
+    for (order_id, item_id, sku, quantity, price_cents, price_tokens) in rows {
+        out.entry(order_id).or_default().push(LineRow {
+            item_id,
+            sku,
+            quantity,
+            price_cents,
+            price_tokens,
+        });
+    }
+    Ok(out)
 }
 
 /// Whose orders a list shows.

@@ -390,13 +390,16 @@ pub async fn place(
                 )],
             )
             .await?;
-            if let Some(b) = applied.as_ref().and_then(|a| balance(a, user_id)) {
+            if let Some(b) = applied
+                .as_ref()
+                .and_then(|a| crate::domain::ledger::balance_after(a, user_id))
+            {
                 extra.insert("balance".into(), json!(b));
             }
         }
         let placed = app.orders.place(order, lines).await;
         if !matches!(placed, Ok(Ok(()))) && total > 0 {
-            refund_tokens(app, user_id, &order_id, total).await;
+            refund_unplaced(app, user_id, &order_id, total).await;
             extra.remove("balance");
         }
         not_placed(placed?)?;
@@ -467,29 +470,12 @@ pub async fn place(
     })
 }
 
-fn balance(applied: &plinth_actors::credits::Applied, user_id: &str) -> Option<i64> {
-    match applied {
-        plinth_actors::credits::Applied::Done { balances, .. } => {
-            balances.iter().find(|(u, _)| u == user_id).map(|(_, b)| *b)
-        }
-        _ => None,
-    }
-}
-
-/// Gives back the tokens of an order that was not written.
-async fn refund_tokens(app: &AppState, user_id: &str, order_id: &str, total: i64) {
-    let refund = apply(
-        app,
-        vec![entry(
-            user_id,
-            total,
-            "refund",
-            Some(format!("order-refund:{order_id}")),
-            json!({"order_id": order_id, "reason": "not placed"}),
-        )],
-    )
-    .await;
-    if let Err(e) = refund {
+/// Gives back the tokens of an order that was not written (logged if that fails: the
+/// caller already has an error to answer).
+async fn refund_unplaced(app: &AppState, user_id: &str, order_id: &str, total: i64) {
+    if let Err(e) =
+        crate::domain::orders::refund_tokens(app, user_id, order_id, total, "not placed").await
+    {
         tracing::error!(order = order_id, user = user_id, tokens = total, error = ?e.cause,
             "tokens of an order that was not placed could not be given back");
     }

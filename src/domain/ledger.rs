@@ -34,6 +34,14 @@ pub fn payment_required(app: &AppState, required: i64, balance: i64) -> ApiError
     .with("payment_url", app.payment_url.clone())
 }
 
+/// The balance of `user_id` after a change that applied.
+pub fn balance_after(applied: &Applied, user_id: &str) -> Option<i64> {
+    match applied {
+        Applied::Done { balances, .. } => balances.iter().find(|(u, _)| u == user_id).map(|b| b.1),
+        _ => None,
+    }
+}
+
 pub fn entry(
     user_id: &str,
     delta: i64,

@@ -160,22 +160,35 @@ pub fn order_json(o: &OrderRow, lines: &[LineRow], private: bool) -> Value {
     v
 }
 
-/// Gives a paid order's money back: tokens through the credit actors (once per order,
-/// by its ledger key), a provider payment at the provider.
-pub async fn refund(app: &AppState, o: &OrderRow) -> crate::error::ApiResult<()> {
+/// Gives an order's tokens back to its buyer, once per order (the ledger key
+/// `order-refund:<id>`), saying why in the ledger row.
+pub async fn refund_tokens(
+    app: &AppState,
+    user_id: &str,
+    order_id: &str,
+    total: i64,
+    reason: &str,
+) -> crate::error::ApiResult<()> {
+    crate::domain::ledger::apply(
+        app,
+        vec![crate::domain::ledger::entry(
+            user_id,
+            total,
+            "refund",
+            Some(format!("order-refund:{order_id}")),
+            json!({"order_id": order_id, "reason": reason}),
+        )],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Gives a paid order's money back: tokens through the credit actors (once per order),
+/// a provider payment at the provider.
+pub async fn refund(app: &AppState, o: &OrderRow, reason: &str) -> crate::error::ApiResult<()> {
     match (o.payment_type.as_str(), &o.user_id, o.total_tokens) {
         ("tokens", Some(user), Some(total)) if total > 0 => {
-            crate::domain::ledger::apply(
-                app,
-                vec![crate::domain::ledger::entry(
-                    user,
-                    total,
-                    "refund",
-                    Some(format!("order-refund:{}", o.id)),
-                    json!({"order_id": o.id, "reason": "refunded by the seller"}),
-                )],
-            )
-            .await?;
+            refund_tokens(app, user, &o.id, total, reason).await?;
         }
         ("usd", _, _) if o.total_cents > 0 => {
             let payment = o.payment_id.as_deref().ok_or_else(|| {

@@ -18,26 +18,10 @@ fn options() -> Options {
         .env("PLINTH_MONTHLY_INTERVAL_SECS", "1")
 }
 
-/// An organization of `admin` selling `(sku, cents, tokens, units)`.
+/// An organization of `admin` (taking guest checkouts) selling `(sku, cents, tokens,
+/// units)`.
 async fn shop(s: &Server, admin: &str, items: &[(&str, i64, Option<i64>, i64)]) -> String {
-    let domain = format!(
-        "co-{}.example",
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    );
-    s.post(
-        "/api/organizations/create",
-        Some(admin),
-        json!({"domain": domain, "data": {"guest_checkout_enabled": true}}),
-    )
-    .await
-    .assert_ok();
-    s.post(
-        "/api/organizations/update",
-        Some(admin),
-        json!({"domain": domain, "data": {"guest_checkout_enabled": true}}),
-    )
-    .await
-    .assert_ok();
+    let (domain, _) = s.organization(admin, "co").await;
     for (sku, cents, tokens, units) in items {
         s.post(
             "/api/inventory/create",
@@ -49,19 +33,6 @@ async fn shop(s: &Server, admin: &str, items: &[(&str, i64, Option<i64>, i64)]) 
         .assert_ok();
     }
     domain
-}
-
-/// A verified buyer with the 100-token welcome bonus.
-async fn buyer(s: &Server, tag: &str) -> String {
-    let key = s.verified_user(&email(tag)).await;
-    s.post(
-        "/api/credits/distribute-bonus",
-        Some(&key),
-        json!({"bonusName": "welcome"}),
-    )
-    .await
-    .assert_ok();
-    key
 }
 
 async fn balance(s: &Server, key: &str) -> i64 {
@@ -107,8 +78,8 @@ async fn token_checkout_takes_tokens_and_units_in_one_step() {
         &[("MUG", 1200, Some(30), 3), ("TEE", 2500, None, 1)],
     )
     .await;
-    let a = buyer(&s, "tok-a").await;
-    let b = buyer(&s, "tok-b").await;
+    let a = s.funded_user(&email("tok-a")).await;
+    let b = s.funded_user(&email("tok-b")).await;
 
     let r = checkout(
         &s,
@@ -258,7 +229,7 @@ async fn usd_checkout_holds_units_until_paid_canceled_or_expired() {
     let s = Server::start_with(options()).await;
     let admin = s.verified_user(&email("seller")).await;
     let domain = shop(&s, &admin, &[("LAMP", 4999, None, 4)]).await;
-    let a = buyer(&s, "usd-a").await;
+    let a = s.funded_user(&email("usd-a")).await;
     let line = json!([{"sku": "LAMP", "quantity": 1}]);
 
     // With a payment method: paid at once.
@@ -380,7 +351,7 @@ async fn discount_codes_at_checkout() {
     let s = Server::start_with(options()).await;
     let admin = s.verified_user(&email("seller")).await;
     let domain = shop(&s, &admin, &[("BOOK", 2000, Some(40), 50)]).await;
-    let a = buyer(&s, "disc-a").await;
+    let a = s.funded_user(&email("disc-a")).await;
     for (code, kind, value, extra) in [
         ("TEN", "percentage", 10.0, json!({})),
         ("FIVE", "fixed", 500.0, json!({})),
@@ -504,7 +475,7 @@ async fn an_idempotency_key_replays_the_first_answer_and_charges_once() {
     let s = Server::start_with(options()).await;
     let admin = s.verified_user(&email("seller")).await;
     let domain = shop(&s, &admin, &[("PEN", 300, Some(10), 5)]).await;
-    let a = buyer(&s, "idem").await;
+    let a = s.funded_user(&email("idem")).await;
     let send = |key: &'static str, quantity: i64| {
         let s = &s;
         let a = a.clone();
@@ -545,47 +516,33 @@ async fn guest_checkout_receipts_and_public_lookup() {
     let s = Server::start_with(options()).await;
     let admin = s.verified_user(&email("seller")).await;
     let domain = shop(&s, &admin, &[("CAP", 1500, Some(20), 3)]).await;
-    let r = s
-        .post(
-            "/api/marketplace/guest/session",
-            None,
-            json!({"domain": domain}),
-        )
-        .await;
-    r.assert_ok();
-    let token = r.body["token"].as_str().unwrap().to_owned();
-    let guest = |path: &str, body: Value| {
-        s.raw(reqwest::Method::POST, path)
-            .bearer_auth(&token)
-            .json(&body)
-    };
-    let send =
-        |req: reqwest::RequestBuilder| async move { Server::read(req.send().await.unwrap()).await };
+    let token = s.guest_session(&domain).await;
+    let guest = |path: &'static str, body: Value| s.post_as_guest(path, &token, body);
 
-    let r = send(guest(
+    let r = guest(
         "/api/marketplace/guest/checkout",
         json!({"items": [{"sku": "CAP", "quantity": 1}], "payment_method_id": "pm_card_chargeDeclined"}),
-    ))
+    )
     .await;
     r.assert_error(402);
-    send(guest(
+    guest(
         "/api/marketplace/guest/checkout",
         json!({"items": [{"sku": "CAP", "quantity": 1}]}),
-    ))
+    )
     .await
     .assert_error(400);
     let guest_email = email("guest");
-    send(guest(
+    guest(
         "/api/marketplace/guest/cart/add",
         json!({"sku": "CAP", "quantity": 2}),
-    ))
+    )
     .await
     .assert_ok();
-    let r = send(guest(
+    let r = guest(
         "/api/marketplace/guest/checkout",
         json!({"payment_method_id": "pm_card_visa", "email": guest_email,
                "shipping_address": {"street": "2 Elm", "city": "Oslo", "zip": "0150", "country": "NO"}}),
-    ))
+    )
     .await;
     r.assert_ok();
     assert_eq!(r.body["status"], "paid");
@@ -680,10 +637,10 @@ async fn guest_checkout_receipts_and_public_lookup() {
     )
     .await
     .assert_ok();
-    send(guest(
+    guest(
         "/api/marketplace/guest/checkout",
         json!({"items": [{"sku": "CAP", "quantity": 1}], "payment_method_id": "pm_card_visa"}),
-    ))
+    )
     .await
     .assert_error(403);
 
@@ -715,7 +672,7 @@ async fn never_oversell_the_last_units() {
     let domain = shop(&s, &admin, &[("LAST", 900, Some(30), 10)]).await;
     let mut keys = Vec::new();
     for i in 0..64 {
-        keys.push(buyer(&s, &format!("race{i}")).await);
+        keys.push(s.funded_user(&email(&format!("race{i}"))).await);
     }
     let base = s.base.clone();
     let tasks: Vec<_> = keys

@@ -351,6 +351,67 @@ impl Server {
             .unwrap()
     }
 
+    /// A new organization of `admin` taking guest checkouts, with a random domain
+    /// `<prefix>-xxxxxxxx.example`: `(domain, id)`.
+    pub async fn organization(&self, admin: &str, prefix: &str) -> (String, String) {
+        let domain = format!(
+            "{prefix}-{}.example",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        let r = self
+            .post(
+                "/api/organizations/create",
+                Some(admin),
+                json!({"domain": domain, "data": {"guest_checkout_enabled": true}}),
+            )
+            .await;
+        r.assert_ok();
+        let id = r.body["data"]["id"]
+            .as_str()
+            .expect("organization id")
+            .to_owned();
+        (domain, id)
+    }
+
+    /// A verified account with the 100-token welcome bonus.
+    pub async fn funded_user(&self, email: &str) -> String {
+        let key = self.verified_user(email).await;
+        self.post(
+            "/api/credits/distribute-bonus",
+            Some(&key),
+            json!({"bonusName": "welcome"}),
+        )
+        .await
+        .assert_ok();
+        key
+    }
+
+    /// A guest checkout session of the organization: its bearer token.
+    pub async fn guest_session(&self, domain: &str) -> String {
+        let r = self
+            .post(
+                "/api/marketplace/guest/session",
+                None,
+                json!({"domain": domain}),
+            )
+            .await;
+        r.assert_ok();
+        r.body["token"].as_str().unwrap().to_owned()
+    }
+
+    /// A POST with a guest session's bearer token instead of a key.
+    pub async fn post_as_guest(&self, path: &str, token: &str, body: Value) -> Resp {
+        Self::read(
+            self.raw(reqwest::Method::POST, path)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    }
+
     /// A verified account raised to admin; waits until the server sees the new level.
     pub async fn admin(&self, email: &str) -> String {
         let key = self.verified_user(email).await;

@@ -15,17 +15,7 @@ async fn licensed_shop(
     allowed: i64,
     duration: Option<i64>,
 ) -> String {
-    let domain = format!(
-        "lic-{}.example",
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    );
-    s.post(
-        "/api/organizations/create",
-        Some(admin),
-        json!({"domain": domain}),
-    )
-    .await
-    .assert_ok();
+    let (domain, _) = s.organization(admin, "lic").await;
     s.post(
         "/api/inventory/create",
         Some(admin),
@@ -401,14 +391,7 @@ async fn licenses_expire_and_regenerate() {
 async fn purchases_mint_one_key_per_unit_once_paid() {
     let s = Server::start().await;
     let admin = s.verified_user(&email("buy-admin")).await;
-    let buyer = s.verified_user(&email("buy-buyer")).await;
-    s.post(
-        "/api/credits/distribute-bonus",
-        Some(&buyer),
-        json!({"bonusName": "welcome"}),
-    )
-    .await
-    .assert_ok();
+    let buyer = s.funded_user(&email("buy-buyer")).await;
     let domain = licensed_shop(&s, &admin, "APP", 2, None).await;
     s.post(
         "/api/inventory/create",
@@ -430,13 +413,6 @@ async fn purchases_mint_one_key_per_unit_once_paid() {
         "/api/inventory/create",
         Some(&admin),
         json!({"domain": domain, "sku": "MUG", "slug": "mug", "price_cents": 500, "unit_count": 5}),
-    )
-    .await
-    .assert_ok();
-    s.post(
-        "/api/organizations/update",
-        Some(&admin),
-        json!({"domain": domain, "data": {"guest_checkout_enabled": true}}),
     )
     .await
     .assert_ok();
@@ -514,23 +490,14 @@ async fn purchases_mint_one_key_per_unit_once_paid() {
     );
 
     // A guest session buys by card; its keys have no owner.
-    let g = s
-        .post(
-            "/api/marketplace/guest/session",
-            None,
-            json!({"domain": domain}),
+    let token = s.guest_session(&domain).await;
+    let r = s
+        .post_as_guest(
+            "/api/licenses/purchase",
+            &token,
+            json!({"items": [{"sku": "KEY", "quantity": 1}], "payment_method_id": "pm_card_visa"}),
         )
         .await;
-    let token = g.body["token"].as_str().unwrap().to_owned();
-    let r = Server::read(
-        s.raw(reqwest::Method::POST, "/api/licenses/purchase")
-            .bearer_auth(&token)
-            .json(&json!({"items": [{"sku": "KEY", "quantity": 1}], "payment_method_id": "pm_card_visa"}))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
     r.assert_ok();
     assert_eq!(r.body["licenses"][0]["user_id"], Value::Null);
     let guest_key = r.body["licenses"][0]["key"].as_str().unwrap().to_owned();

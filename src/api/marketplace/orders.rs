@@ -58,22 +58,17 @@ pub async fn orders(
     let of = match q.domain.as_deref() {
         None => Of::User(&caller.id),
         Some(d) => {
-            org = crate::db::organizations::by_domain(&app.db, d)
-                .await?
-                .ok_or_else(|| ApiError::not_found("organization not found"))?;
-            if !crate::auth::org_admin(&app, &caller, &org.id).await? {
-                return Err(ApiError::forbidden(
-                    "only the organization's admins list its orders",
-                ));
-            }
+            org = crate::auth::administered(&app, &caller, d, "orders").await?;
             Of::Organization(&org.id)
         }
     };
     let (rows, total) = store::list(&app.db, of, q.status.as_deref(), limit, offset).await?;
-    let mut data = Vec::with_capacity(rows.len());
-    for o in &rows {
-        data.push(order_json(o, &store::lines(&app.db, &o.id).await?, true));
-    }
+    let ids: Vec<String> = rows.iter().map(|o| o.id.clone()).collect();
+    let lines = store::lines_of(&app.db, &ids).await?;
+    let data: Vec<_> = rows
+        .iter()
+        .map(|o| order_json(o, lines.get(&o.id).map_or(&[][..], Vec::as_slice), true))
+        .collect();
     Ok(Reply::ok(json!({
         "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
     }))
@@ -127,7 +122,7 @@ pub async fn order_update(
         let moved = match to.as_str() {
             "canceled" => store::release(&app.db, &o.id, &o.status, &to, &caller.id).await?,
             "refunded" => {
-                crate::domain::orders::refund(&app, &o).await?;
+                crate::domain::orders::refund(&app, &o, "refunded by the seller").await?;
                 store::release(&app.db, &o.id, &o.status, &to, &caller.id).await?
             }
             _ => store::set_status(&app.db, &o.id, &o.status, &to).await?,
