@@ -20,14 +20,43 @@ pub struct Reply {
 pub struct Answer<T>(pub T);
 
 impl<T: Serialize> IntoResponse for Answer<T> {
+    /// Serialised straight to bytes (no `Value` tree): the usage layer splices `_usage`
+    /// into the object without parsing it.
     fn into_response(self) -> Response {
-        Reply::ok(self.0).into_response()
+        match serde_json::to_vec(&self.0) {
+            Ok(bytes) if bytes.first() == Some(&b'{') => {
+                let mut res = StatusCode::OK.into_response();
+                res.extensions_mut()
+                    .insert(Envelope::Json(bytes::Bytes::from(bytes)));
+                res
+            }
+            _ => Reply::ok(self.0).into_response(),
+        }
     }
 }
 
-/// Carried in the response extensions from the handler to the usage layer.
+/// An [`Answer`] that holds what only this caller may see: `Cache-Control: private,
+/// no-store`.
+pub struct PrivateAnswer<T>(pub T);
+
+impl<T: Serialize> IntoResponse for PrivateAnswer<T> {
+    fn into_response(self) -> Response {
+        let mut res = Answer(self.0).into_response();
+        res.headers_mut().insert(
+            axum::http::header::CACHE_CONTROL,
+            axum::http::HeaderValue::from_static("private, no-store"),
+        );
+        res
+    }
+}
+
+/// Carried in the response extensions from the handler to the usage layer: the answer's
+/// JSON object, as a map or already serialised (always an object: `{...}`).
 #[derive(Clone)]
-pub struct Envelope(pub Map<String, Value>);
+pub enum Envelope {
+    Map(Map<String, Value>),
+    Json(bytes::Bytes),
+}
 
 impl Reply {
     pub fn with_status(status: StatusCode, body: Map<String, Value>) -> Self {
@@ -92,7 +121,7 @@ impl From<crate::error::ApiError> for Reply {
 impl IntoResponse for Reply {
     fn into_response(self) -> Response {
         let mut res = (self.status, self.headers).into_response();
-        res.extensions_mut().insert(Envelope(self.body));
+        res.extensions_mut().insert(Envelope::Map(self.body));
         if let Some(cause) = self.cause {
             res.extensions_mut().insert(crate::error::ErrorCause(cause));
         }

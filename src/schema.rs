@@ -13,7 +13,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use crate::auth::{InOrg, MaybeCaller, Viewer};
 use crate::error::ApiError;
 use crate::extract::JsonBody;
-use crate::reply::{Answer, Reply};
+use crate::reply::{Answer, PrivateAnswer, Reply};
 
 /// What the route table knows about a handler's request.
 #[derive(Default)]
@@ -82,6 +82,12 @@ impl DocReturn for ApiError {}
 impl DocReturn for Result<Reply, ApiError> {}
 
 impl<T: JsonSchema> DocReturn for Result<Answer<T>, ApiError> {
+    fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
+        op.response = Some(gen.subschema_for::<T>());
+    }
+}
+
+impl<T: JsonSchema> DocReturn for Result<PrivateAnswer<T>, ApiError> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
         op.response = Some(gen.subschema_for::<T>());
     }

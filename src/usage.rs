@@ -377,16 +377,51 @@ async fn rate_check(
     Ok(())
 }
 
-fn usage_json(u: &Usage) -> Value {
-    let mut tokens = Map::new();
-    tokens.insert("cost".into(), json!(u.cost));
-    if let Some(r) = u.tokens_remaining {
-        tokens.insert("remaining".into(), json!(r));
+/// `_usage` as it is written into every answer.
+#[derive(serde::Serialize)]
+struct UsageJson {
+    tokens: TokensJson,
+    rate_limit: RateJson,
+}
+
+#[derive(serde::Serialize)]
+struct TokensJson {
+    cost: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    remaining: Option<i64>,
+}
+
+#[derive(serde::Serialize)]
+struct RateJson {
+    limit: u64,
+    remaining: u64,
+    interval_ms: u64,
+}
+
+/// The answer's object with `_usage` as its first member, written around the object's
+/// bytes (an object serialised by serde_json starts with `{`), so the body is never
+/// parsed or rebuilt.
+fn with_usage(object: &[u8], u: &Usage) -> Vec<u8> {
+    let usage = UsageJson {
+        tokens: TokensJson {
+            cost: u.cost,
+            remaining: u.tokens_remaining,
+        },
+        rate_limit: RateJson {
+            limit: u.limit,
+            remaining: u.remaining,
+            interval_ms: u.interval_ms,
+        },
+    };
+    let mut out = Vec::with_capacity(object.len() + 128);
+    out.extend_from_slice(br#"{"_usage":"#);
+    serde_json::to_writer(&mut out, &usage).expect("plain numbers serialise");
+    let rest = object.trim_ascii_start().strip_prefix(b"{").unwrap_or(b"}");
+    if rest.trim_ascii_start().first() != Some(&b'}') {
+        out.push(b',');
     }
-    json!({
-        "tokens": tokens,
-        "rate_limit": {"limit": u.limit, "remaining": u.remaining, "interval_ms": u.interval_ms},
-    })
+    out.extend_from_slice(rest);
+    out
 }
 
 /// Largest body the layer will buffer to wrap a non-envelope response.
@@ -397,7 +432,8 @@ async fn finish(resp: Response, u: &Usage, method: &Method, path: &str) -> Respo
     let status = parts.status;
 
     let object = match parts.extensions.remove::<Envelope>() {
-        Some(Envelope(m)) => Some(m),
+        Some(Envelope::Json(bytes)) => bytes,
+        Some(Envelope::Map(m)) => to_bytes(&m),
         None => {
             let ct_json = parts
                 .headers
@@ -410,8 +446,8 @@ async fn finish(resp: Response, u: &Usage, method: &Method, path: &str) -> Respo
                     .await
                     .unwrap_or_default();
                 match serde_json::from_slice::<Value>(&bytes) {
-                    Ok(Value::Object(m)) => Some(m),
-                    _ if is_error => Some(error_object(status, &bytes, method, path)),
+                    Ok(Value::Object(_)) => bytes,
+                    _ if is_error => to_bytes(&error_object(status, &bytes, method, path)),
                     _ => {
                         // JSON that is not an object, from a success: pass it through.
                         return with_headers(Response::from_parts(parts, Body::from(bytes)), u);
@@ -424,15 +460,19 @@ async fn finish(resp: Response, u: &Usage, method: &Method, path: &str) -> Respo
         }
     };
 
-    let mut m = object.unwrap_or_default();
-    m.insert("_usage".into(), usage_json(u));
-    let bytes = serde_json::to_vec(&Value::Object(m)).unwrap_or_default();
+    let bytes = with_usage(&object, u);
     parts.headers.remove(header::CONTENT_LENGTH);
     parts.headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
     with_headers(Response::from_parts(parts, Body::from(bytes)), u)
+}
+
+fn to_bytes(m: &Map<String, Value>) -> bytes::Bytes {
+    serde_json::to_vec(m)
+        .unwrap_or_else(|_| b"{}".to_vec())
+        .into()
 }
 
 fn error_object(
@@ -476,6 +516,31 @@ fn with_headers(mut resp: Response, u: &Usage) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn usage_is_spliced_in_as_the_first_member() {
+        let u = Usage {
+            cost: 2,
+            tokens_remaining: Some(5),
+            limit: 10,
+            remaining: 9,
+            interval_ms: 60_000,
+            retry_after_ms: 0,
+        };
+        let usage = json!({"tokens": {"cost": 2, "remaining": 5},
+            "rate_limit": {"limit": 10, "remaining": 9, "interval_ms": 60000}});
+        for (object, expected) in [
+            (&b"{}"[..], json!({"_usage": usage})),
+            (b" { }", json!({"_usage": usage})),
+            (
+                br#"{"a":[1,{"b":null}]}"#,
+                json!({"_usage": usage, "a": [1, {"b": null}]}),
+            ),
+        ] {
+            let out: Value = serde_json::from_slice(&with_usage(object, &u)).unwrap();
+            assert_eq!(out, expected, "{}", String::from_utf8_lossy(object));
+        }
+    }
 
     #[test]
     fn limits_follow_the_tier_table() {

@@ -11,7 +11,7 @@ use crate::auth::Viewer;
 use crate::db::kv as store;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::Reply;
+use crate::reply::{PrivateAnswer, Reply};
 use crate::state::AppState;
 
 /// Longest namespace name, key, and value (bytes of UTF-8).
@@ -135,18 +135,27 @@ pub async fn entry_create(
     Ok(Reply::ok(json!({"success": true, "data": entry})))
 }
 
-/// `POST /api/kv/entries/get` (Admin100, owner).
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct EntryAnswer {
+    data: store::Entry,
+}
+
+/// `POST /api/kv/entries/get` (Admin100, owner). One query reads the entry and checks
+/// the owner; only a miss asks which of the two is missing.
 pub async fn entry_get(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<KeyBody>,
-) -> ApiResult {
+) -> ApiResult<PrivateAnswer<EntryAnswer>> {
     let k = key(&body.key)?;
-    let n = owned(&app, &caller.id, &body.namespace).await?;
-    let entry = store::get(&app.db, &n, k)
-        .await?
-        .ok_or_else(|| ApiError::not_found("entry not found"))?;
-    Ok(Reply::ok(json!({"data": entry})).private())
+    let n = namespace(&body.namespace)?;
+    match store::get_owned(&app.db, &n, k, &caller.id).await? {
+        Some(data) => Ok(PrivateAnswer(EntryAnswer { data })),
+        None => {
+            owned(&app, &caller.id, &n).await?;
+            Err(ApiError::not_found("entry not found"))
+        }
+    }
 }
 
 /// `POST /api/kv/entries/update` (Admin100, owner): replaces the value of an existing

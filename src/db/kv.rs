@@ -57,10 +57,17 @@ pub async fn create(db: &Db, namespace: &str, key: &str, value: &str) -> sqlx::R
     with_db!(db, p => sqlx::query_as(SQL).bind(namespace).bind(key).bind(value).bind(now()).fetch_one(p).await)
 }
 
-pub async fn get(db: &Db, namespace: &str, key: &str) -> sqlx::Result<Option<Entry>> {
-    const SQL: &str = "SELECT namespace, key, value, created_at, updated_at FROM kv_entries \
-        WHERE namespace = $1 AND key = $2";
-    with_db!(db, p => sqlx::query_as(SQL).bind(namespace).bind(key).fetch_optional(p).await)
+/// The entry, if the namespace is `owner_id`'s (one query for the read path).
+pub async fn get_owned(
+    db: &Db,
+    namespace: &str,
+    key: &str,
+    owner_id: &str,
+) -> sqlx::Result<Option<Entry>> {
+    const SQL: &str = "SELECT e.namespace, e.key, e.value, e.created_at, e.updated_at \
+        FROM kv_entries e JOIN kv_namespaces n ON n.name = e.namespace \
+        WHERE e.namespace = $1 AND e.key = $2 AND n.owner_id = $3";
+    with_db!(db, p => sqlx::query_as(SQL).bind(namespace).bind(key).bind(owner_id).fetch_optional(p).await)
 }
 
 /// Replaces an existing value; `None` when there is no such entry (never creates).
