@@ -245,10 +245,10 @@ pub static ROUTES: &[RouteSpec] = &[
     route!(POST "/api/credits/vendor-distribution-to-email", Admin100, Financial, "Credits" => api::credits::vendor_distribution_to_email),
     route!(POST "/api/credits/verify-apple-transaction-distritbution", Key, Financial, "Credits" => api::credits::verify_apple_transaction),
     // Telemetry
-    route!(POST "/api/telemetry/events", Public, Beacon, "Telemetry"),
-    route!(POST "/api/telemetry/metrics/daily", Admin100, Read, "Telemetry"),
-    route!(POST "/api/telemetry/metrics/query", Admin100, Read, "Telemetry"),
-    route!(POST "/api/telemetry/subscriptions/summary", Admin100, Read, "Telemetry"),
+    route!(POST "/api/telemetry/events", Public, Beacon, "Telemetry" => api::telemetry::events),
+    route!(POST "/api/telemetry/metrics/daily", Admin100, Read, "Telemetry" => api::telemetry::daily),
+    route!(POST "/api/telemetry/metrics/query", Admin100, Read, "Telemetry" => api::telemetry::query),
+    route!(POST "/api/telemetry/subscriptions/summary", Admin100, Read, "Telemetry" => api::telemetry::subscriptions_summary),
     // Webhook
     route!(POST "/api/webhooks/stripe", Public, Unlimited, "Webhook" => api::billing::stripe),
     // Posts

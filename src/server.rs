@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
+use plinth_actors::batch::BatchWriter;
 use plinth_actors::credits::CreditAccounts;
 use plinth_actors::decks::DeckActors;
 use plinth_actors::rate::RateLimiter;
@@ -216,6 +217,7 @@ pub struct Built {
     rate: RateLimiter,
     credits: CreditAccounts,
     decks: DeckActors,
+    telemetry: BatchWriter<crate::db::telemetry::EventRow>,
 }
 
 impl Built {
@@ -223,6 +225,7 @@ impl Built {
         self.rate.stop();
         self.credits.stop();
         self.decks.stop();
+        self.telemetry.stop();
     }
 }
 
@@ -281,6 +284,12 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     )
     .await
     .map_err(|e| anyhow::anyhow!("starting deck actors: {e}"))?;
+    let telemetry = BatchWriter::start(
+        credit_shards(&db, &opts),
+        std::sync::Arc::new(crate::db::telemetry::Ingest(db.clone())),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("starting the telemetry writer: {e}"))?;
     let state = AppState::new(Inner {
         exempt_domains: Opts::normalized_domains(&opts.exempt_domains),
         admin_domains: Opts::normalized_domains(&opts.admin_domains),
@@ -296,6 +305,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         rate: rate.clone(),
         credits: credits.clone(),
         decks: decks.clone(),
+        telemetry: telemetry.clone(),
         callers: CallerCache::default(),
         queue,
         mail,
@@ -312,6 +322,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         rate,
         credits,
         decks,
+        telemetry,
     })
 }
 

@@ -39,6 +39,8 @@ pub struct Inner {
     pub rate: RateLimiter,
     pub credits: CreditAccounts,
     pub decks: plinth_actors::decks::DeckActors,
+    /// Writes telemetry events (group commit through `plinth_actors::batch`).
+    pub telemetry: plinth_actors::batch::BatchWriter<crate::db::telemetry::EventRow>,
     pub callers: CallerCache,
     pub queue: Queue,
     pub mail: MailBackend,

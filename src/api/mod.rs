@@ -20,6 +20,7 @@ pub mod posts;
 pub mod public_access;
 pub mod slides;
 pub mod status;
+pub mod telemetry;
 pub mod users;
 pub mod waitlist;
 

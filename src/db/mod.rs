@@ -23,6 +23,7 @@ pub mod payments;
 pub mod posts;
 pub mod public_access;
 pub mod slides;
+pub mod telemetry;
 pub mod things;
 pub mod users;
 pub mod waitlist;

@@ -32,4 +32,5 @@ mod slides;
 mod slides_findings;
 mod storage;
 mod stripe;
+mod telemetry;
 mod users;

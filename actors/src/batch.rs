@@ -1,0 +1,213 @@
+//! Group commit for append-only rows (telemetry events; analytics hits next): a request
+//! hands its rows to a shard, which writes everything that arrived while its previous
+//! write was running in one transaction and answers each request with its own count.
+//! A request waits for at most the write in flight plus its own; nothing is answered
+//! before it committed, so a 202 never stands for rows that were lost.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+
+use crate::shard::Shards;
+
+/// What the writer needs from storage.
+pub trait BatchStore<R>: Send + Sync + 'static {
+    /// Writes the groups in one transaction; one count of rows written (not duplicates)
+    /// per group, in order. An error means nothing was written.
+    fn write<'a>(&'a self, groups: &'a [Vec<R>]) -> BoxFuture<'a, Result<Vec<u64>, String>>;
+}
+
+pub enum BatchMsg<R> {
+    Submit {
+        rows: Vec<R>,
+        reply: RpcReplyPort<Result<u64, String>>,
+    },
+    /// Write what is waiting (sent by the shard to itself).
+    Flush,
+}
+
+pub struct BatchShard<R> {
+    store: Arc<dyn BatchStore<R>>,
+}
+
+/// A request's rows and the port to answer it on.
+type Pending<R> = (Vec<R>, RpcReplyPort<Result<u64, String>>);
+
+pub struct BatchShardState<R> {
+    pending: Vec<Pending<R>>,
+    flush_scheduled: bool,
+}
+
+/// Most rows written in one transaction (a request's rows are never split).
+const BATCH_ROWS: usize = 2_000;
+/// A request that gets no answer in this time gives up (its rows may still commit).
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl<R: Send + Sync + 'static> Actor for BatchShard<R> {
+    type Msg = BatchMsg<R>;
+    type State = BatchShardState<R>;
+    type Arguments = ();
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        _args: (),
+    ) -> Result<Self::State, ActorProcessingErr> {
+        Ok(BatchShardState {
+            pending: Vec::new(),
+            flush_scheduled: false,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        msg: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            BatchMsg::Submit { rows, reply } => {
+                state.pending.push((rows, reply));
+                if !state.flush_scheduled {
+                    state.flush_scheduled = true;
+                    myself.cast(BatchMsg::Flush)?;
+                }
+            }
+            BatchMsg::Flush => {
+                state.flush_scheduled = false;
+                while !state.pending.is_empty() {
+                    let mut rows = 0;
+                    let take = state
+                        .pending
+                        .iter()
+                        .take_while(|(r, _)| {
+                            rows += r.len();
+                            rows <= BATCH_ROWS
+                        })
+                        .count()
+                        .max(1);
+                    let (groups, replies): (Vec<_>, Vec<_>) = state.pending.drain(..take).unzip();
+                    match self.store.write(&groups).await {
+                        Ok(counts) => {
+                            for (reply, n) in replies.into_iter().zip(counts) {
+                                let _ = reply.send(Ok(n));
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "batch not written");
+                            for reply in replies {
+                                let _ = reply.send(Err(e.clone()));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Handle used by the HTTP layer. Cheap to clone.
+pub struct BatchWriter<R: Send + Sync + 'static> {
+    shards: Shards<BatchMsg<R>>,
+}
+
+impl<R: Send + Sync + 'static> Clone for BatchWriter<R> {
+    fn clone(&self) -> Self {
+        Self {
+            shards: self.shards.clone(),
+        }
+    }
+}
+
+impl<R: Send + Sync + 'static> BatchWriter<R> {
+    /// `shard_count` writers run side by side (one is right for SQLite's single writer).
+    pub async fn start(
+        shard_count: usize,
+        store: Arc<dyn BatchStore<R>>,
+    ) -> Result<Self, ractor::SpawnErr> {
+        let shards = Shards::start(shard_count, move || {
+            (
+                BatchShard {
+                    store: store.clone(),
+                },
+                (),
+            )
+        })
+        .await?;
+        Ok(Self { shards })
+    }
+
+    /// Writes `rows` with whatever else is waiting; answers the number written (rows the
+    /// store skipped as duplicates are not counted) once they committed. `key` picks the
+    /// shard, so one client's batches stay in order.
+    pub async fn write(&self, key: &str, rows: Vec<R>) -> Result<u64, String> {
+        let shard = self.shards.of(key);
+        match ractor::call_t!(
+            shard,
+            |reply| BatchMsg::Submit { rows, reply },
+            CALL_TIMEOUT.as_millis() as u64
+        ) {
+            Ok(r) => r,
+            Err(e) => Err(format!("batch writer: {e}")),
+        }
+    }
+
+    pub fn stop(&self) {
+        self.shards.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Records each transaction's groups; skips rows it has seen (like ON CONFLICT).
+    #[derive(Default)]
+    struct Memory {
+        seen: Mutex<std::collections::HashSet<u32>>,
+        transactions: Mutex<Vec<usize>>,
+    }
+
+    impl BatchStore<u32> for Memory {
+        fn write<'a>(&'a self, groups: &'a [Vec<u32>]) -> BoxFuture<'a, Result<Vec<u64>, String>> {
+            Box::pin(async move {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                self.transactions.lock().unwrap().push(groups.len());
+                let mut seen = self.seen.lock().unwrap();
+                Ok(groups
+                    .iter()
+                    .map(|g| g.iter().filter(|r| seen.insert(**r)).count() as u64)
+                    .collect())
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn concurrent_requests_share_transactions_and_each_hears_its_own_count() {
+        let store = Arc::new(Memory::default());
+        let writer = BatchWriter::start(1, store.clone()).await.unwrap();
+        let calls = (0..100u32).map(|i| {
+            let w = writer.clone();
+            tokio::spawn(async move { w.write("k", vec![i * 2, i * 2 + 1]).await })
+        });
+        let counts: Vec<u64> = futures::future::join_all(calls)
+            .await
+            .into_iter()
+            .map(|r| r.unwrap().unwrap())
+            .collect();
+        assert_eq!(counts, vec![2; 100]);
+        // Rows 0 and 1 were written by the first request: only 200 is new.
+        assert_eq!(writer.write("k", vec![0, 1, 200]).await, Ok(1));
+        let transactions = store.transactions.lock().unwrap().clone();
+        assert!(
+            transactions.len() < 50,
+            "100 concurrent requests took {} transactions",
+            transactions.len()
+        );
+        writer.stop();
+    }
+}

@@ -1,0 +1,414 @@
+//! Telemetry: `/api/telemetry/*` (docs/api.md "Telemetry"). Events of registered products
+//! (`PLINTH_TELEMETRY_PRODUCTS`) are checked whole, then written by the ingest actor
+//! (`plinth_actors::batch`, group commit) before the 202; the metrics are SQL aggregates
+//! over `(product_id, day)`.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+use crate::auth::MaybeCaller;
+use crate::db::telemetry::{self as store, Dimension, EventRow, Range};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::reply::Reply;
+use crate::state::AppState;
+
+/// The spec's supported event names.
+pub const EVENT_NAMES: [&str; 9] = [
+    "app_opened",
+    "app_became_active",
+    "app_updated",
+    "account_signed_in",
+    "subscription_checkout_started",
+    "subscription_checkout_completed",
+    "feature_used",
+    "milestone_reached",
+    "error_occurred",
+];
+const MAX_EVENTS: usize = 25;
+/// Longest `client_id` and `event_id`.
+const MAX_ID: usize = 128;
+/// Largest `data` of one event, serialised.
+const MAX_DATA: usize = 8 * 1024;
+/// Longest range a metrics request covers, in days.
+const MAX_DAYS: i64 = 366;
+/// The `data` key the version breakdown reads.
+pub const VERSION_KEY: &str = "app_version";
+
+fn registered<'a>(app: &AppState, product_id: &'a str) -> ApiResult<&'a str> {
+    if app
+        .opts
+        .telemetry_products
+        .iter()
+        .any(|p| p.trim() == product_id)
+    {
+        return Ok(product_id);
+    }
+    Err(ApiError::bad_request(
+        if app.opts.telemetry_products.is_empty() {
+            "no telemetry product is registered on this server (PLINTH_TELEMETRY_PRODUCTS)"
+                .to_owned()
+        } else {
+            format!("`product_id` {product_id:?} is not a registered telemetry product")
+        },
+    ))
+}
+
+fn id<'a>(field: &str, v: &'a str) -> ApiResult<&'a str> {
+    if v.is_empty() || v.chars().count() > MAX_ID {
+        return Err(ApiError::bad_request(format!(
+            "`{field}` must be 1 to {MAX_ID} characters"
+        )));
+    }
+    Ok(v)
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct EventsBody {
+    /// A registered product (`PLINTH_TELEMETRY_PRODUCTS`).
+    product_id: String,
+    /// The sending installation, 1 to 128 characters.
+    client_id: String,
+    /// 1 to 25 events; the batch is accepted or refused whole.
+    events: Vec<EventIn>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct EventIn {
+    /// Deduplication key (per product): an event id seen before is skipped.
+    event_id: String,
+    /// One of the supported names (docs/api.md).
+    event_name: String,
+    /// RFC 3339; the time of receipt when absent; at most a day ahead.
+    occurred_at: Option<String>,
+    /// Product-specific fields (`app_version`, OS, ...), an object of at most 8 KiB.
+    data: Option<Value>,
+}
+
+/// `POST /api/telemetry/events` (Public; a key attributes the events to its account;
+/// `beacon` rate category): 202 once the events are written.
+pub async fn events(
+    State(app): State<AppState>,
+    caller: MaybeCaller,
+    JsonBody(body): JsonBody<EventsBody>,
+) -> ApiResult {
+    let product = registered(&app, &body.product_id)?;
+    let client = id("client_id", &body.client_id)?;
+    if body.events.is_empty() || body.events.len() > MAX_EVENTS {
+        return Err(ApiError::bad_request(format!(
+            "`events` must hold 1 to {MAX_EVENTS} events (got {})",
+            body.events.len()
+        )));
+    }
+    let now = Utc::now();
+    let user_id = caller.0.as_ref().map(|c| c.id.clone());
+    let mut rows = Vec::with_capacity(body.events.len());
+    for (i, e) in body.events.into_iter().enumerate() {
+        rows.push(event_row(&e, i, now)?.into_row(product, client, &user_id, e));
+    }
+    let sent = rows.len() as u64;
+    let accepted = app
+        .telemetry
+        .write(client, rows)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(Reply::status(
+        StatusCode::ACCEPTED,
+        json!({"success": true, "accepted": accepted, "duplicates": sent - accepted}),
+    ))
+}
+
+/// An event's checked parts.
+struct Checked {
+    occurred_at: DateTime<Utc>,
+    data: Value,
+}
+
+impl Checked {
+    fn into_row(self, product: &str, client: &str, user: &Option<String>, e: EventIn) -> EventRow {
+        EventRow {
+            product_id: product.to_owned(),
+            event_id: e.event_id,
+            event_name: e.event_name,
+            client_id: client.to_owned(),
+            user_id: user.clone(),
+            occurred_at: self.occurred_at,
+            data: self.data,
+        }
+    }
+}
+
+fn event_row(e: &EventIn, i: usize, now: DateTime<Utc>) -> ApiResult<Checked> {
+    let at = |m: String| ApiError::bad_request(format!("events[{i}]: {m}"));
+    id("event_id", &e.event_id).map_err(|x| at(x.message))?;
+    if !EVENT_NAMES.contains(&e.event_name.as_str()) {
+        return Err(at(format!(
+            "`event_name` {:?} is not supported (one of {})",
+            e.event_name,
+            EVENT_NAMES.join(", ")
+        )));
+    }
+    let occurred_at = match &e.occurred_at {
+        None => now,
+        Some(s) => DateTime::parse_from_rfc3339(s)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|_| at("`occurred_at` must be an RFC 3339 date-time".into()))?,
+    };
+    if occurred_at > now + chrono::Duration::days(1) || occurred_at.timestamp() < 946_684_800 {
+        return Err(at(
+            "`occurred_at` must be after 2000-01-01 and at most a day ahead".into(),
+        ));
+    }
+    let data = match &e.data {
+        None | Some(Value::Null) => json!({}),
+        Some(v @ Value::Object(_)) => v.clone(),
+        Some(_) => return Err(at("`data` must be an object".into())),
+    };
+    if serde_json::to_vec(&data).map_or(0, |b| b.len()) > MAX_DATA {
+        return Err(at(format!("`data` must be at most {MAX_DATA} bytes")));
+    }
+    Ok(Checked { occurred_at, data })
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct RangeBody {
+    /// A registered product.
+    product_id: String,
+    /// First day, `YYYY-MM-DD` (UTC), inclusive.
+    from: String,
+    /// Last day, `YYYY-MM-DD` (UTC), inclusive; at most 366 days after `from`.
+    to: String,
+}
+
+/// The checked range and its days.
+fn range<'a>(
+    app: &AppState,
+    product_id: &'a str,
+    from: &'a str,
+    to: &'a str,
+) -> ApiResult<(Range<'a>, NaiveDate, NaiveDate)> {
+    let product_id = registered(app, product_id)?;
+    let day = |field: &str, v: &str| {
+        NaiveDate::parse_from_str(v, "%Y-%m-%d")
+            .ok()
+            .filter(|d| d.format("%Y-%m-%d").to_string() == v)
+            .ok_or_else(|| ApiError::bad_request(format!("`{field}` must be a date YYYY-MM-DD")))
+    };
+    let (first, last) = (day("from", from)?, day("to", to)?);
+    if first > last {
+        return Err(ApiError::bad_request("`from` must not be after `to`"));
+    }
+    if (last - first).num_days() >= MAX_DAYS {
+        return Err(ApiError::bad_request(format!(
+            "the range may cover at most {MAX_DAYS} days"
+        )));
+    }
+    Ok((
+        Range {
+            product_id,
+            from,
+            to,
+        },
+        first,
+        last,
+    ))
+}
+
+/// `POST /api/telemetry/metrics/daily` (Admin100): every day of the range with its active
+/// clients and events (zeros included), and clients per `data.app_version`.
+pub async fn daily(State(app): State<AppState>, JsonBody(b): JsonBody<RangeBody>) -> ApiResult {
+    let (r, first, last) = range(&app, &b.product_id, &b.from, &b.to)?;
+    let found = store::daily(&app.db, &r).await?;
+    let mut found = found.into_iter().peekable();
+    let days: Vec<store::Day> = first
+        .iter_days()
+        .take_while(|d| *d <= last)
+        .map(|d| {
+            let date = d.format("%Y-%m-%d").to_string();
+            match found.next_if(|f| f.date == date) {
+                Some(f) => f,
+                None => store::Day {
+                    date,
+                    active_clients: 0,
+                    events: 0,
+                },
+            }
+        })
+        .collect();
+    let versions = store::versions(&app.db, &r).await?;
+    Ok(Reply::ok(json!({
+        "product_id": r.product_id,
+        "from": r.from,
+        "to": r.to,
+        "days": days,
+        "version_key": VERSION_KEY,
+        "versions": versions,
+    })))
+}
+
+/// `dimension`: `"event_name"` or `{"property": "<data key>"}`.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum DimensionIn {
+    Name(String),
+    Property { property: String },
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct QueryBody {
+    product_id: String,
+    /// First day, `YYYY-MM-DD`, inclusive.
+    from: String,
+    /// Last day, `YYYY-MM-DD`, inclusive.
+    to: String,
+    /// Only events of this name.
+    event_name: Option<String>,
+    /// `data` key → value (string, number or boolean); all must match. At most 10.
+    filters: Option<Map<String, Value>>,
+    /// `none` (default) or `day`.
+    bucket: Option<String>,
+    /// `"event_name"` or `{"property": "<data key>"}`; none by default.
+    dimension: Option<DimensionIn>,
+    /// `events` (default) or `unique_clients`.
+    metric: Option<String>,
+    /// Rows at most, 1 to 1,000 (default 100).
+    limit: Option<i64>,
+}
+
+/// A `data` key usable in a query: 1 to 64 letters, digits, `_` or `-`.
+fn data_key<'a>(field: &str, k: &'a str) -> ApiResult<&'a str> {
+    let ok = !k.is_empty()
+        && k.len() <= 64
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !ok {
+        return Err(ApiError::bad_request(format!(
+            "`{field}` must name a data key of 1 to 64 letters, digits, `_` or `-`"
+        )));
+    }
+    Ok(k)
+}
+
+/// `POST /api/telemetry/metrics/query` (Admin100): `rows` of `{bucket?, dimension?,
+/// value}`, by bucket, then largest value first.
+pub async fn query(State(app): State<AppState>, JsonBody(b): JsonBody<QueryBody>) -> ApiResult {
+    let (r, _, _) = range(&app, &b.product_id, &b.from, &b.to)?;
+    let by_day = match b.bucket.as_deref() {
+        None | Some("none") => false,
+        Some("day") => true,
+        Some(_) => return Err(ApiError::bad_request("`bucket` must be `none` or `day`")),
+    };
+    let unique_clients = match b.metric.as_deref() {
+        None | Some("events") => false,
+        Some("unique_clients") => true,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "`metric` must be `events` or `unique_clients`",
+            ))
+        }
+    };
+    let dimension = match &b.dimension {
+        None => Dimension::None,
+        Some(DimensionIn::Name(n)) if n == "event_name" => Dimension::EventName,
+        Some(DimensionIn::Property { property }) => {
+            Dimension::Property(data_key("dimension.property", property)?)
+        }
+        Some(DimensionIn::Name(_)) => {
+            return Err(ApiError::bad_request(
+                "`dimension` must be \"event_name\" or {\"property\": \"<data key>\"}",
+            ))
+        }
+    };
+    let limit = b.limit.unwrap_or(100);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::bad_request("`limit` must be 1 to 1000"));
+    }
+    let filters = b.filters.unwrap_or_default();
+    if filters.len() > 10 {
+        return Err(ApiError::bad_request("`filters` may name at most 10 keys"));
+    }
+    let mut checked = Vec::with_capacity(filters.len());
+    for (k, v) in &filters {
+        let text = match v {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "`filters.{k}` must be a string, number or boolean"
+                )))
+            }
+        };
+        checked.push((data_key("filters", k)?, text));
+    }
+    let q = store::Query {
+        range: r,
+        event_name: b.event_name.as_deref(),
+        filters: checked,
+        by_day,
+        dimension,
+        unique_clients,
+        limit,
+    };
+    let rows: Vec<Value> = store::query(&app.db, &q)
+        .await?
+        .into_iter()
+        .map(|row| {
+            let mut m = Map::new();
+            if by_day {
+                m.insert("bucket".into(), json!(row.bucket));
+            }
+            if !matches!(q.dimension, Dimension::None) {
+                m.insert("dimension".into(), json!(row.dimension));
+            }
+            m.insert("value".into(), json!(row.value));
+            Value::Object(m)
+        })
+        .collect();
+    Ok(Reply::ok(json!({
+        "product_id": q.range.product_id,
+        "from": q.range.from,
+        "to": q.range.to,
+        "metric": if unique_clients { "unique_clients" } else { "events" },
+        "bucket": if by_day { "day" } else { "none" },
+        "rows": rows,
+    })))
+}
+
+/// `POST /api/telemetry/subscriptions/summary` (Admin100): the checkout funnel from the
+/// product's events in the range, and subscriptions by current status.
+pub async fn subscriptions_summary(
+    State(app): State<AppState>,
+    JsonBody(b): JsonBody<RangeBody>,
+) -> ApiResult {
+    let (r, _, _) = range(&app, &b.product_id, &b.from, &b.to)?;
+    const NAMES: [&str; 2] = [
+        "subscription_checkout_started",
+        "subscription_checkout_completed",
+    ];
+    let counts = store::counts_by_name(&app.db, &r, &NAMES).await?;
+    let count = |name: &str| {
+        counts
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, c)| *c)
+    };
+    let (started, completed) = (count(NAMES[0]), count(NAMES[1]));
+    let statuses = store::subscription_statuses(&app.db).await?;
+    let total: i64 = statuses.iter().map(|(_, n)| n).sum();
+    let by_status: Map<String, Value> = statuses.into_iter().map(|(s, n)| (s, json!(n))).collect();
+    Ok(Reply::ok(json!({
+        "product_id": r.product_id,
+        "from": r.from,
+        "to": r.to,
+        "checkout": {
+            "started": started,
+            "completed": completed,
+            "conversion_rate": (started > 0).then(|| completed as f64 / started as f64),
+        },
+        "subscriptions": {"total": total, "by_status": by_status},
+    })))
+}
