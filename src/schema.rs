@@ -43,6 +43,7 @@ impl<T> DocArg for Path<T> {}
 impl DocArg for HeaderMap {}
 impl DocArg for Method {}
 impl DocArg for Uri {}
+impl<T> DocArg for axum::extract::ConnectInfo<T> {}
 
 impl DocArg for Bytes {
     fn document(op: &mut Operation, _: &mut SchemaGenerator) {

@@ -218,6 +218,7 @@ pub struct Built {
     credits: CreditAccounts,
     decks: DeckActors,
     telemetry: BatchWriter<crate::db::telemetry::EventRow>,
+    analytics: BatchWriter<crate::db::analytics::HitRow>,
 }
 
 impl Built {
@@ -226,6 +227,7 @@ impl Built {
         self.credits.stop();
         self.decks.stop();
         self.telemetry.stop();
+        self.analytics.stop();
     }
 }
 
@@ -290,6 +292,12 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     )
     .await
     .map_err(|e| anyhow::anyhow!("starting the telemetry writer: {e}"))?;
+    let analytics = BatchWriter::start(
+        credit_shards(&db, &opts),
+        std::sync::Arc::new(crate::db::analytics::Ingest(db.clone())),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("starting the analytics writer: {e}"))?;
     let state = AppState::new(Inner {
         exempt_domains: Opts::normalized_domains(&opts.exempt_domains),
         admin_domains: Opts::normalized_domains(&opts.admin_domains),
@@ -306,6 +314,8 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         credits: credits.clone(),
         decks: decks.clone(),
         telemetry: telemetry.clone(),
+        analytics: analytics.clone(),
+        analytics_sites: Default::default(),
         callers: CallerCache::default(),
         queue,
         mail,
@@ -323,6 +333,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         credits,
         decks,
         telemetry,
+        analytics,
     })
 }
 

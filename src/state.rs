@@ -41,6 +41,10 @@ pub struct Inner {
     pub decks: plinth_actors::decks::DeckActors,
     /// Writes telemetry events (group commit through `plinth_actors::batch`).
     pub telemetry: plinth_actors::batch::BatchWriter<crate::db::telemetry::EventRow>,
+    /// Writes analytics hits (group commit, as telemetry).
+    pub analytics: plinth_actors::batch::BatchWriter<crate::db::analytics::HitRow>,
+    /// Active analytics sites for the track path (5 s).
+    pub analytics_sites: crate::domain::analytics::SiteCache,
     pub callers: CallerCache,
     pub queue: Queue,
     pub mail: MailBackend,

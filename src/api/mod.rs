@@ -1,5 +1,6 @@
 //! HTTP handlers, one module per area of the spec. Routes are bound in `routes.rs`.
 
+pub mod analytics;
 pub mod billing;
 pub mod checkout;
 pub mod credits;

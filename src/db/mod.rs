@@ -3,6 +3,7 @@
 //! sqlx-sqlite and sqlx-postgres accept, and run through [`with_db!`], which compiles the
 //! body once per backend so each gets its own row and argument types.
 
+pub mod analytics;
 pub mod credits;
 pub mod documents;
 pub mod downloads;

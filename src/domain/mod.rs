@@ -2,6 +2,7 @@
 //! Nothing here knows about HTTP requests; handlers translate to and from the wire.
 
 pub mod accounts;
+pub mod analytics;
 pub mod checkout;
 pub mod decks;
 pub mod downloads;

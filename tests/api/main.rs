@@ -3,6 +3,7 @@
 mod common;
 
 mod accounts;
+mod analytics;
 mod appstore;
 mod architecture;
 mod authz;

@@ -1,0 +1,589 @@
+//! Analytics: `/api/analytics/*` (docs/api.md "Analytics"). Sites have an owner and
+//! direct members (viewer 10, admin 100); `site_for` is the one access check. Hits go
+//! through the ingest actor (`plinth_actors::batch`) like telemetry; visitors are
+//! derived, never stored client ids (`domain::analytics::visitor_id`).
+
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::HeaderMap;
+use base64::Engine;
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::auth::{Caller, Viewer};
+use crate::db::analytics::{self as store, HitRow, Scope, SiteRow};
+use crate::domain::analytics::{
+    like_pattern, normalize_label, visitor_id, Need, Standing, Visitor, MAX_LABEL,
+};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::JsonBody;
+use crate::reply::Reply;
+use crate::state::AppState;
+
+/// Largest caller `data` kept as sent (serialized UTF-8 bytes).
+const MAX_DATA: usize = 4096;
+/// How long a track's attachment token is accepted.
+const ATTACHMENT_TOKEN_MINUTES: i64 = 15;
+
+fn not_found() -> ApiError {
+    ApiError::not_found("site not found")
+}
+
+/// The active site and the caller's standing, if it meets `need`: 404 for callers with
+/// no standing at all (existence does not leak), 403 for those below the need.
+async fn site_for(
+    app: &AppState,
+    caller: &Caller,
+    id: &str,
+    need: Need,
+) -> ApiResult<(SiteRow, Standing)> {
+    let site = store::site(&app.db, id).await?.ok_or_else(not_found)?;
+    if site.owner_id == caller.id {
+        let s = Standing {
+            access_level: 100,
+            is_owner: true,
+        };
+        return Ok((site, s));
+    }
+    let level = store::member_level(&app.db, id, &caller.id).await?;
+    if level.is_none() && !caller.is_admin() {
+        return Err(not_found());
+    }
+    let level = level.unwrap_or(0);
+    let allowed = match need {
+        Need::View => level >= 10 || caller.is_admin(),
+        Need::Admin => level >= 100 || caller.is_admin(),
+        Need::Owner => false,
+    };
+    if !allowed {
+        return Err(ApiError::forbidden(match need {
+            Need::Owner => "only the site's owner may do this",
+            _ => "this needs the site's admin access level (100)",
+        }));
+    }
+    Ok((
+        site,
+        Standing {
+            access_level: level,
+            is_owner: false,
+        },
+    ))
+}
+
+fn site_json(s: &SiteRow, standing: &Standing) -> Value {
+    json!({
+        "id": s.id,
+        "name": s.name,
+        "owner_id": s.owner_id,
+        "access_level": standing.access_level,
+        "is_owner": standing.is_owner,
+        "created_at": s.created_at,
+        "updated_at": s.updated_at,
+    })
+}
+
+fn name(raw: &str) -> ApiResult<String> {
+    let n = raw.trim();
+    if n.is_empty() || n.chars().count() > 200 {
+        return Err(ApiError::bad_request("`name` must be 1 to 200 characters"));
+    }
+    Ok(n.to_owned())
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct CreateBody {
+    /// 1 to 200 characters.
+    name: String,
+}
+
+/// `POST /api/analytics/sites/create` (V10): the caller owns the new site.
+pub async fn create(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(b): JsonBody<CreateBody>,
+) -> ApiResult {
+    let name = name(&b.name)?;
+    let id = uuid::Uuid::new_v4().to_string();
+    let salt = hex::encode(crate::crypto::random_bytes::<32>());
+    let site = store::create_site(&app.db, &id, &caller.id, &name, &salt).await?;
+    let owner = Standing {
+        access_level: 100,
+        is_owner: true,
+    };
+    Ok(Reply::ok(
+        json!({"success": true, "data": site_json(&site, &owner)}),
+    ))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct UpdateBody {
+    id: String,
+    /// 1 to 200 characters.
+    name: String,
+}
+
+/// `POST /api/analytics/sites/update` (site admin, owner or platform admin).
+pub async fn update(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(b): JsonBody<UpdateBody>,
+) -> ApiResult {
+    let name = name(&b.name)?;
+    let (_, standing) = site_for(&app, &caller, &b.id, Need::Admin).await?;
+    let site = store::rename_site(&app.db, &b.id, &name)
+        .await?
+        .ok_or_else(not_found)?;
+    app.analytics_sites.forget(&b.id);
+    Ok(Reply::ok(
+        json!({"success": true, "data": site_json(&site, &standing)}),
+    ))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct IdBody {
+    id: String,
+}
+
+/// `POST /api/analytics/sites/delete` (owner): soft delete; hits stop being accepted.
+pub async fn delete(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(b): JsonBody<IdBody>,
+) -> ApiResult {
+    site_for(&app, &caller, &b.id, Need::Owner).await?;
+    if !store::delete_site(&app.db, &b.id).await? {
+        return Err(not_found());
+    }
+    app.analytics_sites.forget(&b.id);
+    Ok(Reply::ok(
+        json!({"success": true, "id": b.id, "deleted": true}),
+    ))
+}
+
+/// `GET /api/analytics/sites` (V10): active sites the caller owns or is a member of.
+pub async fn list(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+    let data: Vec<Value> = store::sites_of(&app.db, &caller.id)
+        .await?
+        .iter()
+        .map(|l| {
+            let standing = Standing {
+                access_level: l.access_level,
+                is_owner: l.is_owner,
+            };
+            site_json(&l.site, &standing)
+        })
+        .collect();
+    Ok(Reply::ok(json!({"count": data.len(), "data": data})).private())
+}
+
+/// `GET /api/analytics/sites/{id}` (viewer, owner or platform admin).
+pub async fn get(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let (site, standing) = site_for(&app, &caller, &id, Need::View).await?;
+    Ok(Reply::ok(json!({"data": site_json(&site, &standing)})).private())
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct MembersQuery {
+    site_id: String,
+}
+
+/// `GET /api/analytics/sites/members?site_id=` (site admin, owner or platform admin):
+/// the direct members (the owner is not one).
+pub async fn members(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Query(q): Query<MembersQuery>,
+) -> ApiResult {
+    site_for(&app, &caller, &q.site_id, Need::Admin).await?;
+    let data = store::members(&app.db, &q.site_id).await?;
+    Ok(Reply::ok(json!({"count": data.len(), "data": data})).private())
+}
+
+fn member_level(level: i64) -> ApiResult<i64> {
+    if level != 10 && level != 100 {
+        return Err(ApiError::bad_request(
+            "`level` must be 10 (viewer) or 100 (admin)",
+        ));
+    }
+    Ok(level)
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct AddMemberBody {
+    site_id: String,
+    /// An existing verified account.
+    email: String,
+    /// 10 (viewer) or 100 (admin).
+    level: i64,
+}
+
+/// `POST /api/analytics/sites/members/add` (owner).
+pub async fn member_add(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(b): JsonBody<AddMemberBody>,
+) -> ApiResult {
+    let level = member_level(b.level)?;
+    let (site, _) = site_for(&app, &caller, &b.site_id, Need::Owner).await?;
+    let user = crate::db::users::by_email(&app.db, &b.email.trim().to_lowercase())
+        .await?
+        .filter(|u| u.verified && u.deleted_at.is_none())
+        .ok_or_else(|| ApiError::not_found("no verified account has this email"))?;
+    if user.id == site.owner_id {
+        return Err(ApiError::bad_request("the owner is not added as a member"));
+    }
+    store::add_member(&app.db, &site.id, &user.id, level).await?;
+    Ok(Reply::ok(json!({"success": true, "data": {
+        "site_id": site.id, "user_id": user.id, "email": user.email, "level": level,
+    }})))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct MemberBody {
+    site_id: String,
+    user_id: String,
+    /// 10 (viewer) or 100 (admin); `members/update` only.
+    level: Option<i64>,
+}
+
+/// `POST /api/analytics/sites/members/update` (owner).
+pub async fn member_update(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(b): JsonBody<MemberBody>,
+) -> ApiResult {
+    let level = member_level(
+        b.level
+            .ok_or_else(|| ApiError::bad_request("`level` is required"))?,
+    )?;
+    site_for(&app, &caller, &b.site_id, Need::Owner).await?;
+    if !store::set_member_level(&app.db, &b.site_id, &b.user_id, level).await? {
+        return Err(ApiError::not_found("not a member of this site"));
+    }
+    Ok(Reply::ok(json!({"success": true, "data": {
+        "site_id": b.site_id, "user_id": b.user_id, "level": level,
+    }})))
+}
+
+/// `POST /api/analytics/sites/members/remove` (owner).
+pub async fn member_remove(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(b): JsonBody<MemberBody>,
+) -> ApiResult {
+    site_for(&app, &caller, &b.site_id, Need::Owner).await?;
+    if !store::remove_member(&app.db, &b.site_id, &b.user_id).await? {
+        return Err(ApiError::not_found("not a member of this site"));
+    }
+    Ok(Reply::ok(
+        json!({"success": true, "site_id": b.site_id, "user_id": b.user_id, "removed": true}),
+    ))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct TrackBody {
+    /// Any active site.
+    site_id: String,
+    /// A page path (starting with `/`; query and hash are dropped) or a custom event name.
+    label: Option<String>,
+    /// The browser's UUID; never stored (a site-scoped visitor id is derived from it).
+    client_id: Option<String>,
+    /// Any JSON; kept when its serialized size is at most 4096 bytes.
+    data: Option<Value>,
+    /// Ask for an `attachment_token` (valid 15 minutes) for this event.
+    #[serde(default)]
+    attachment: bool,
+}
+
+/// `POST /api/analytics/track` (Public, `beacon` category): records a hit once it is
+/// written (group commit).
+pub async fn track(
+    State(app): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    JsonBody(b): JsonBody<TrackBody>,
+) -> ApiResult {
+    let label = match b.label.as_deref().map(normalize_label) {
+        Some(l) if l.chars().count() > MAX_LABEL => {
+            return Err(ApiError::bad_request(format!(
+                "`label` must be at most {MAX_LABEL} characters"
+            )))
+        }
+        Some("") | None => None,
+        Some(l) => Some(l.to_owned()),
+    };
+    let client = match b.client_id.as_deref() {
+        None | Some("") => None,
+        Some(c) => Some(
+            uuid::Uuid::parse_str(c)
+                .map_err(|_| ApiError::bad_request("`client_id` must be a UUID"))?,
+        ),
+    };
+    let site = app
+        .analytics_sites
+        .get(&app.db, &b.site_id)
+        .await?
+        .ok_or_else(not_found)?;
+    let now = Utc::now();
+    let day = now.format("%Y-%m-%d").to_string();
+    let agent = headers
+        .get(axum::http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let visitor = match &client {
+        Some(c) => visitor_id(&site.salt, Visitor::Client(c)),
+        None => visitor_id(
+            &site.salt,
+            Visitor::Anonymous {
+                day: &day,
+                ip: &peer.ip().to_string(),
+                agent,
+            },
+        ),
+    };
+    let data = b
+        .data
+        .filter(|d| !d.is_null())
+        .map(|d| match serde_json::to_vec(&d) {
+            Ok(bytes) if bytes.len() <= MAX_DATA => d,
+            _ => json!({"error": "DATA_SIZE_LIMIT_EXCEEDED"}),
+        });
+    let id = uuid::Uuid::new_v4().to_string();
+    let token = b
+        .attachment
+        .then(|| format!("at_{}", hex::encode(crate::crypto::random_bytes::<24>())));
+    let hit = HitRow {
+        id: id.clone(),
+        site_id: site.id.clone(),
+        label,
+        visitor_id: visitor,
+        data,
+        created_at: now,
+        attachment: token.as_ref().map(|t| {
+            (
+                crate::crypto::sha256_hex(t.as_bytes()),
+                now + Duration::minutes(ATTACHMENT_TOKEN_MINUTES),
+            )
+        }),
+    };
+    app.analytics
+        .write(&site.id, vec![hit])
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(Reply::ok(match token {
+        Some(t) => json!({"success": true, "event_id": id, "attachment_token": t,
+            "attachment_token_expires_at": now + Duration::minutes(ATTACHMENT_TOKEN_MINUTES)}),
+        None => json!({"success": true}),
+    }))
+}
+
+/// `from`/`to` as ISO 8601: a date-time (RFC 3339) or a date (`to` then means the end
+/// of that day); defaults are the last 30 days.
+fn window(from: Option<&str>, to: Option<&str>) -> ApiResult<(DateTime<Utc>, DateTime<Utc>)> {
+    let parse = |field: &str, v: &str, end: bool| -> ApiResult<DateTime<Utc>> {
+        if let Ok(t) = DateTime::parse_from_rfc3339(v) {
+            return Ok(t.with_timezone(&Utc));
+        }
+        let d = NaiveDate::parse_from_str(v, "%Y-%m-%d").map_err(|_| {
+            ApiError::bad_request(format!(
+                "`{field}` must be an ISO 8601 date (YYYY-MM-DD) or date-time"
+            ))
+        })?;
+        let t = d.and_hms_opt(0, 0, 0).expect("midnight").and_utc();
+        Ok(if end {
+            t + Duration::days(1) - Duration::nanoseconds(1)
+        } else {
+            t
+        })
+    };
+    let now = Utc::now();
+    let to = to.map_or(Ok(now), |v| parse("to", v, true))?;
+    let from = from.map_or(Ok(to - Duration::days(30)), |v| parse("from", v, false))?;
+    if from > to {
+        return Err(ApiError::bad_request("`from` must not be after `to`"));
+    }
+    if to - from > Duration::days(366) {
+        return Err(ApiError::bad_request(
+            "the range may cover at most 366 days",
+        ));
+    }
+    Ok((from, to))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct EventsBody {
+    site_id: String,
+    /// ISO 8601 date or date-time; 30 days before `to` by default.
+    from: Option<String>,
+    /// ISO 8601 date or date-time; now by default.
+    to: Option<String>,
+    /// Only events with exactly this (normalized) label.
+    label: Option<String>,
+    /// `next_cursor` of the previous page.
+    cursor: Option<String>,
+    /// 1 to 100 (more is read as 100); 50 by default.
+    limit: Option<i64>,
+}
+
+fn encode_cursor(at: DateTime<Utc>, id: &str) -> String {
+    let raw = format!(
+        "{}|{id}",
+        at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
+    );
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+}
+
+fn decode_cursor(c: &str) -> ApiResult<(DateTime<Utc>, String)> {
+    let bad = || ApiError::bad_request("`cursor` is not one this server gave");
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(c)
+        .map_err(|_| bad())?;
+    let raw = String::from_utf8(raw).map_err(|_| bad())?;
+    let (at, id) = raw.split_once('|').ok_or_else(bad)?;
+    let at = DateTime::parse_from_rfc3339(at).map_err(|_| bad())?;
+    Ok((at.with_timezone(&Utc), id.to_owned()))
+}
+
+/// `POST /api/analytics/events` (viewer, owner or platform admin): newest first, by an
+/// opaque cursor.
+pub async fn events(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(b): JsonBody<EventsBody>,
+) -> ApiResult {
+    let range = window(b.from.as_deref(), b.to.as_deref())?;
+    let limit = match b.limit.unwrap_or(50) {
+        n if n < 1 => return Err(ApiError::bad_request("`limit` must be at least 1")),
+        n => n.min(100),
+    };
+    let after = b.cursor.as_deref().map(decode_cursor).transpose()?;
+    site_for(&app, &caller, &b.site_id, Need::View).await?;
+    let label = b.label.as_deref().map(normalize_label);
+    let rows = store::events(
+        &app.db,
+        &b.site_id,
+        range,
+        label,
+        after.as_ref().map(|(t, i)| (*t, i.as_str())),
+        limit + 1,
+    )
+    .await?;
+    let more = rows.len() as i64 > limit;
+    let page = &rows[..rows.len().min(limit as usize)];
+    let next_cursor = more
+        .then(|| page.last().map(|r| encode_cursor(r.created_at, &r.id)))
+        .flatten();
+    let data: Vec<Value> = page
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "label": r.label,
+                "visitor_id": r.visitor_id,
+                "data": r.data.as_ref().map(|d| &d.0),
+                "created_at": r.created_at,
+                "attachment": r.attachment_key.is_some(),
+            })
+        })
+        .collect();
+    Ok(Reply::ok(json!({"count": data.len(), "data": data, "next_cursor": next_cursor})).private())
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct StatsBody {
+    site_id: String,
+    /// ISO 8601 date or date-time; 30 days before `to` by default.
+    from: Option<String>,
+    /// ISO 8601 date or date-time; now by default.
+    to: Option<String>,
+    /// Up to 20 label patterns, `*` matching anything; only matching events count.
+    labels: Option<Vec<String>>,
+    /// Also rank up to 100 observed labels by hits.
+    #[serde(default)]
+    include_labels: bool,
+}
+
+/// `POST /api/analytics/stats` (viewer, owner or platform admin): hits and unique
+/// visitors per hour (ranges up to 48 hours) or per UTC day, with totals.
+pub async fn stats(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(b): JsonBody<StatsBody>,
+) -> ApiResult {
+    let (from, to) = window(b.from.as_deref(), b.to.as_deref())?;
+    let labels = b.labels.unwrap_or_default();
+    if labels.len() > 20 {
+        return Err(ApiError::bad_request(
+            "`labels` may hold at most 20 patterns",
+        ));
+    }
+    if labels
+        .iter()
+        .any(|l| l.is_empty() || l.chars().count() > MAX_LABEL)
+    {
+        return Err(ApiError::bad_request(format!(
+            "each of `labels` must be 1 to {MAX_LABEL} characters"
+        )));
+    }
+    site_for(&app, &caller, &b.site_id, Need::View).await?;
+    let patterns: Vec<String> = labels.iter().map(|l| like_pattern(l)).collect();
+    let scope = Scope {
+        site_id: &b.site_id,
+        from,
+        to,
+        patterns: &patterns,
+    };
+    let hourly = to - from <= Duration::hours(48);
+    let found = store::buckets(&app.db, &scope, hourly).await?;
+    let totals = store::totals(&app.db, &scope).await?;
+    // Every bucket of the range, empty ones included.
+    let (step, fmt) = if hourly {
+        (Duration::hours(1), "%Y-%m-%dT%H")
+    } else {
+        (Duration::days(1), "%Y-%m-%d")
+    };
+    let mut buckets = Vec::new();
+    let mut found = found.into_iter().peekable();
+    let mut t = from;
+    let last = to.format(fmt).to_string();
+    loop {
+        let key = t.format(fmt).to_string();
+        let (hits, visitors) = match found.next_if(|c| c.key.as_deref() == Some(key.as_str())) {
+            Some(c) => (c.hits, c.visitors),
+            None => (0, 0),
+        };
+        let time = if hourly {
+            format!("{key}:00:00Z")
+        } else {
+            key.clone()
+        };
+        buckets.push(json!({"time": time, "hits": hits, "visitors": visitors}));
+        if key >= last {
+            break;
+        }
+        t += step;
+    }
+    let mut out = json!({
+        "site_id": b.site_id,
+        "from": from,
+        "to": to,
+        "granularity": if hourly { "hour" } else { "day" },
+        "buckets": buckets,
+        "totals": {"hits": totals.hits, "visitors": totals.visitors},
+    });
+    if b.include_labels {
+        let top: Vec<Value> = store::top_labels(&app.db, &scope, 100)
+            .await?
+            .into_iter()
+            .map(|c| json!({"label": c.key, "hits": c.hits, "visitors": c.visitors}))
+            .collect();
+        out["labels"] = json!(top);
+    }
+    Ok(Reply::ok(out).private())
+}

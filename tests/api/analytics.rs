@@ -1,0 +1,387 @@
+//! Analytics: site access levels (viewer 10, admin 100, owner-only member changes that
+//! platform admins do not bypass, 404 for strangers), soft delete, tracking with
+//! normalized labels and derived visitors, the event list's cursor, and stats.
+
+use serde_json::{json, Value};
+
+use crate::common::{email, Resp, Server};
+
+async fn site(s: &Server, key: &str, name: &str) -> String {
+    let r = s
+        .post(
+            "/api/analytics/sites/create",
+            Some(key),
+            json!({"name": name}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["data"]["is_owner"], json!(true));
+    r.body["data"]["id"].as_str().unwrap().to_owned()
+}
+
+fn user_id(r: &Resp) -> String {
+    r.body["user"]["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn site_access_follows_the_levels() {
+    let s = Server::start().await;
+    let owner = s.verified_user(&email("an-owner")).await;
+    let viewer_email = email("an-viewer");
+    let viewer = s.verified_user(&viewer_email).await;
+    let admin_email = email("an-admin");
+    let admin_member = s.verified_user(&admin_email).await;
+    let stranger = s.verified_user(&email("an-stranger")).await;
+    let platform = s.admin(&email("an-platform")).await;
+    let (unverified, _) = s.signup(&email("an-unverified")).await;
+    let viewer_id = user_id(&s.get("/api/users/viewer", Some(&viewer)).await);
+    let admin_id = user_id(&s.get("/api/users/viewer", Some(&admin_member)).await);
+
+    s.post(
+        "/api/analytics/sites/create",
+        Some(&unverified),
+        json!({"name": "x"}),
+    )
+    .await
+    .assert_error(403);
+    s.post(
+        "/api/analytics/sites/create",
+        Some(&owner),
+        json!({"name": "  "}),
+    )
+    .await
+    .assert_error(400);
+    let id = site(&s, &owner, "Docs").await;
+
+    let add = |email: &str, level: i64| json!({"site_id": id, "email": email, "level": level});
+    s.post(
+        "/api/analytics/sites/members/add",
+        Some(&owner),
+        add(&viewer_email, 50),
+    )
+    .await
+    .assert_error(400);
+    s.post(
+        "/api/analytics/sites/members/add",
+        Some(&owner),
+        add("nobody@example.com", 10),
+    )
+    .await
+    .assert_error(404);
+    s.post(
+        "/api/analytics/sites/members/add",
+        Some(&owner),
+        add(&viewer_email, 10),
+    )
+    .await
+    .assert_ok();
+    s.post(
+        "/api/analytics/sites/members/add",
+        Some(&owner),
+        add(&viewer_email, 10),
+    )
+    .await
+    .assert_error(409);
+    s.post(
+        "/api/analytics/sites/members/add",
+        Some(&owner),
+        add(&admin_email, 100),
+    )
+    .await
+    .assert_ok();
+    // Owner-only: an admin member and a platform admin are refused; a stranger sees nothing.
+    for key in [&admin_member, &platform] {
+        s.post(
+            "/api/analytics/sites/members/add",
+            Some(key),
+            add(&email("x"), 10),
+        )
+        .await
+        .assert_error(403);
+        s.post("/api/analytics/sites/delete", Some(key), json!({"id": id}))
+            .await
+            .assert_error(403);
+    }
+    s.post(
+        "/api/analytics/sites/delete",
+        Some(&stranger),
+        json!({"id": id}),
+    )
+    .await
+    .assert_error(404);
+
+    // Reading: viewer and up; members list and rename: admin and up.
+    let get = format!("/api/analytics/sites/{id}");
+    let members = format!("/api/analytics/sites/members?site_id={id}");
+    let r = s.get(&get, Some(&viewer)).await;
+    r.assert_ok();
+    assert_eq!(
+        (
+            r.body["data"]["access_level"].clone(),
+            r.body["data"]["is_owner"].clone()
+        ),
+        (json!(10), json!(false))
+    );
+    s.get(&get, Some(&stranger)).await.assert_error(404);
+    s.get(&get, Some(&platform)).await.assert_ok();
+    s.get(&members, Some(&viewer)).await.assert_error(403);
+    s.get(&members, Some(&stranger)).await.assert_error(404);
+    let r = s.get(&members, Some(&admin_member)).await;
+    r.assert_ok();
+    let levels: Vec<(Value, Value)> = r.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["email"].clone(), m["level"].clone()))
+        .collect();
+    assert_eq!(
+        levels,
+        vec![
+            (json!(viewer_email), json!(10)),
+            (json!(admin_email), json!(100))
+        ]
+    );
+    s.post(
+        "/api/analytics/sites/update",
+        Some(&viewer),
+        json!({"id": id, "name": "V"}),
+    )
+    .await
+    .assert_error(403);
+    let r = s
+        .post(
+            "/api/analytics/sites/update",
+            Some(&admin_member),
+            json!({"id": id, "name": "Renamed"}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["data"]["name"], json!("Renamed"));
+
+    // The lists: owned and shared, with the caller's standing.
+    let r = s.get("/api/analytics/sites", Some(&viewer)).await;
+    assert_eq!(r.body["data"][0]["id"], json!(id));
+    assert_eq!(r.body["data"][0]["access_level"], json!(10));
+    assert_eq!(
+        s.get("/api/analytics/sites", Some(&stranger)).await.body["count"],
+        json!(0)
+    );
+
+    // Member changes by the owner; a removed member loses access.
+    let change = |uid: &str, level: Value| json!({"site_id": id, "user_id": uid, "level": level});
+    s.post(
+        "/api/analytics/sites/members/update",
+        Some(&owner),
+        change(&viewer_id, json!(100)),
+    )
+    .await
+    .assert_ok();
+    s.get(&members, Some(&viewer)).await.assert_ok();
+    s.post(
+        "/api/analytics/sites/members/update",
+        Some(&owner),
+        change("nope", json!(10)),
+    )
+    .await
+    .assert_error(404);
+    s.post(
+        "/api/analytics/sites/members/remove",
+        Some(&owner),
+        change(&admin_id, Value::Null),
+    )
+    .await
+    .assert_ok();
+    s.get(&get, Some(&admin_member)).await.assert_error(404);
+
+    // Soft delete: gone from reads, lists and tracking.
+    s.post(
+        "/api/analytics/sites/delete",
+        Some(&owner),
+        json!({"id": id}),
+    )
+    .await
+    .assert_ok();
+    s.get(&get, Some(&owner)).await.assert_error(404);
+    assert_eq!(
+        s.get("/api/analytics/sites", Some(&owner)).await.body["count"],
+        json!(0)
+    );
+    s.post(
+        "/api/analytics/track",
+        None,
+        json!({"site_id": id, "label": "/"}),
+    )
+    .await
+    .assert_error(404);
+}
+
+#[tokio::test]
+async fn tracked_hits_are_listed_and_counted() {
+    let s = Server::start().await;
+    let owner = s.verified_user(&email("an-track")).await;
+    let stranger = s.verified_user(&email("an-track-stranger")).await;
+    let id = site(&s, &owner, "Shop").await;
+    let other = site(&s, &owner, "Other").await;
+    let alice = uuid::Uuid::new_v4().to_string();
+    let bob = uuid::Uuid::new_v4().to_string();
+    let hits = [
+        (&alice, "/pricing?ref=ad#plans", json!({"plan": "pro"})),
+        (&alice, "/pricing", Value::Null),
+        (&bob, "/blog/one", json!({"big": "x".repeat(5000)})),
+        (&bob, "signup", json!({"step": 2})),
+    ];
+    for (client, label, data) in &hits {
+        let r = s
+            .post(
+                "/api/analytics/track",
+                None,
+                json!({"site_id": id, "label": label, "client_id": client, "data": data}),
+            )
+            .await;
+        r.assert_ok();
+        assert!(r.body.get("event_id").is_none());
+    }
+    let r = s
+        .post(
+            "/api/analytics/track",
+            None,
+            json!({"site_id": id, "label": "/blog/two", "attachment": true}),
+        )
+        .await;
+    r.assert_ok();
+    assert!(r.body["attachment_token"]
+        .as_str()
+        .unwrap()
+        .starts_with("at_"));
+    let with_attachment = r.body["event_id"].as_str().unwrap().to_owned();
+    s.post(
+        "/api/analytics/track",
+        None,
+        json!({"site_id": other, "label": "/pricing", "client_id": alice}),
+    )
+    .await
+    .assert_ok();
+    for bad in [
+        json!({"site_id": id, "client_id": "not-a-uuid"}),
+        json!({"site_id": id, "label": "/".repeat(2001)}),
+    ] {
+        s.post("/api/analytics/track", None, bad)
+            .await
+            .assert_error(400);
+    }
+    s.post("/api/analytics/track", None, json!({"site_id": "nope"}))
+        .await
+        .assert_error(404);
+    // The client id is never stored.
+    assert_eq!(
+        s.sql_count(&format!(
+            "SELECT COUNT(*) FROM analytics_events WHERE visitor_id = '{alice}' OR CAST(data AS TEXT) LIKE '%{alice}%'"
+        ))
+        .await,
+        0
+    );
+
+    // The list: newest first, two pages of 3 and 2, labels normalized, big data replaced.
+    let list = |extra: Value| {
+        let mut b = json!({"site_id": id});
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        b
+    };
+    s.post("/api/analytics/events", Some(&stranger), list(json!({})))
+        .await
+        .assert_error(404);
+    let r = s
+        .post(
+            "/api/analytics/events",
+            Some(&owner),
+            list(json!({"limit": 3})),
+        )
+        .await;
+    r.assert_ok();
+    let first: Vec<Value> = r.body["data"].as_array().unwrap().clone();
+    assert_eq!(first.len(), 3);
+    assert_eq!(first[0]["id"], json!(with_attachment));
+    assert_eq!(first[1]["label"], json!("signup"));
+    assert_eq!(
+        first[2]["data"],
+        json!({"error": "DATA_SIZE_LIMIT_EXCEEDED"})
+    );
+    let cursor = r.body["next_cursor"].as_str().unwrap().to_owned();
+    let r = s
+        .post(
+            "/api/analytics/events",
+            Some(&owner),
+            list(json!({"limit": 3, "cursor": cursor})),
+        )
+        .await;
+    let second: Vec<Value> = r.body["data"].as_array().unwrap().clone();
+    assert_eq!(second.len(), 2);
+    assert_eq!(r.body["next_cursor"], Value::Null);
+    assert_eq!(second[0]["label"], json!("/pricing"));
+    assert_eq!(second[1]["label"], json!("/pricing"));
+    assert_eq!(second[1]["data"], json!({"plan": "pro"}));
+    assert_eq!(second[0]["visitor_id"], second[1]["visitor_id"]);
+    assert_ne!(second[0]["visitor_id"], first[1]["visitor_id"]);
+    let r = s
+        .post(
+            "/api/analytics/events",
+            Some(&owner),
+            list(json!({"label": "/pricing?x=1"})),
+        )
+        .await;
+    assert_eq!(r.body["count"], json!(2));
+    s.post(
+        "/api/analytics/events",
+        Some(&owner),
+        list(json!({"cursor": "zzz"})),
+    )
+    .await
+    .assert_error(400);
+
+    // Stats: hourly over the last day, wildcard labels, ranked labels.
+    let r = s
+        .post(
+            "/api/analytics/stats",
+            Some(&owner),
+            list(
+                json!({"from": (chrono::Utc::now() - chrono::Duration::hours(2)).to_rfc3339(),
+                "include_labels": true}),
+            ),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["granularity"], json!("hour"));
+    assert_eq!(r.body["totals"]["hits"], json!(5));
+    assert_eq!(r.body["totals"]["visitors"], json!(3));
+    let bucket_hits: i64 = r.body["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["hits"].as_i64().unwrap())
+        .sum();
+    assert_eq!(bucket_hits, 5);
+    assert_eq!(
+        r.body["labels"][0],
+        json!({"label": "/pricing", "hits": 2, "visitors": 1})
+    );
+    let r = s
+        .post(
+            "/api/analytics/stats",
+            Some(&owner),
+            list(json!({"labels": ["/blog/*", "sign*"]})),
+        )
+        .await;
+    assert_eq!(r.body["granularity"], json!("day"));
+    assert_eq!(r.body["totals"], json!({"hits": 3, "visitors": 2}));
+    assert_eq!(r.body["buckets"].as_array().unwrap().len(), 31);
+    let many: Vec<String> = (0..21).map(|i| format!("/p{i}")).collect();
+    s.post(
+        "/api/analytics/stats",
+        Some(&owner),
+        list(json!({"labels": many})),
+    )
+    .await
+    .assert_error(400);
+}
