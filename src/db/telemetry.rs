@@ -129,36 +129,17 @@ pub struct Version {
 
 /// Clients per `data.app_version` (events without one are left out), most first.
 pub async fn versions(db: &Db, r: &Range<'_>) -> sqlx::Result<Vec<Version>> {
-    const TAIL: &str = "COUNT(DISTINCT client_id) AS clients, COUNT(*) AS events \
-        FROM telemetry_events WHERE product_id = $1 AND day >= $2 AND day <= $3";
-    match db {
-        Db::Sqlite(p) => {
-            let sql = format!(
-                "SELECT version, clients, events FROM (SELECT CAST(data ->> '$.app_version' AS TEXT) \
-                 AS version, {TAIL} GROUP BY 1) WHERE version IS NOT NULL \
-                 ORDER BY clients DESC, version LIMIT 100"
-            );
-            sqlx::query_as(AssertSqlSafe(sql))
-                .bind(r.product_id)
-                .bind(r.from)
-                .bind(r.to)
-                .fetch_all(p)
-                .await
-        }
-        Db::Postgres(p) => {
-            let sql = format!(
-                "SELECT version, clients, events FROM (SELECT data ->> 'app_version' AS version, \
-                 {TAIL} GROUP BY 1) v WHERE version IS NOT NULL \
-                 ORDER BY clients DESC, version LIMIT 100"
-            );
-            sqlx::query_as(AssertSqlSafe(sql))
-                .bind(r.product_id)
-                .bind(r.from)
-                .bind(r.to)
-                .fetch_all(p)
-                .await
-        }
-    }
+    let version = match db {
+        Db::Sqlite(_) => "CAST(data ->> '$.app_version' AS TEXT)",
+        Db::Postgres(_) => "data ->> 'app_version'",
+    };
+    let sql = format!(
+        "SELECT version, clients, events FROM (SELECT {version} AS version, \
+         COUNT(DISTINCT client_id) AS clients, COUNT(*) AS events FROM telemetry_events \
+         WHERE product_id = $1 AND day >= $2 AND day <= $3 GROUP BY 1) v \
+         WHERE version IS NOT NULL ORDER BY clients DESC, version LIMIT 100"
+    );
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(r.product_id).bind(r.from).bind(r.to).fetch_all(p).await)
 }
 
 /// A `metrics/query`: what to count, grouped by what, over which events.
