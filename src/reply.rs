@@ -42,10 +42,7 @@ pub struct PrivateAnswer<T>(pub T);
 impl<T: Serialize> IntoResponse for PrivateAnswer<T> {
     fn into_response(self) -> Response {
         let mut res = Answer(self.0).into_response();
-        res.headers_mut().insert(
-            axum::http::header::CACHE_CONTROL,
-            axum::http::HeaderValue::from_static("private, no-store"),
-        );
+        no_store(res.headers_mut());
         res
     }
 }
@@ -99,12 +96,16 @@ impl Reply {
 
     /// `Cache-Control: private, no-store`: the answer holds what only this caller may see.
     pub fn private(mut self) -> Self {
-        self.headers.insert(
-            axum::http::header::CACHE_CONTROL,
-            axum::http::HeaderValue::from_static("private, no-store"),
-        );
+        no_store(&mut self.headers);
         self
     }
+}
+
+fn no_store(headers: &mut axum::http::HeaderMap) {
+    headers.insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("private, no-store"),
+    );
 }
 
 impl From<crate::error::ApiError> for Reply {

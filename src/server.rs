@@ -89,6 +89,9 @@ pub async fn open_database(opts: &Opts) -> anyhow::Result<(Db, Queue)> {
 
 /// SQLite has one writer: a single credit shard group-commits every change with no lock
 /// contention. PostgreSQL commits in parallel, so changes spread over shards.
+/// Most telemetry events or analytics hits one ingest transaction writes.
+const INGEST_ROWS: usize = 2_000;
+
 fn credit_shards(db: &Db, opts: &Opts) -> usize {
     match db {
         Db::Sqlite(_) => 1,
@@ -228,6 +231,8 @@ impl Built {
         self.decks.stop();
         self.telemetry.stop();
         self.analytics.stop();
+        self.state.posts.stop();
+        self.state.orders.stop();
     }
 }
 
@@ -260,8 +265,12 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         );
     }
     let gcs = crate::gcs::Gcs::from_config(&opts)?;
-    let posts = crate::db::posts::Writer::start(&db);
-    let orders = crate::db::orders::Placer::start(&db);
+    let posts = crate::db::posts::Writer::start(&db)
+        .await
+        .map_err(|e| anyhow::anyhow!("starting the post writer: {e}"))?;
+    let orders = crate::db::orders::Placer::start(&db)
+        .await
+        .map_err(|e| anyhow::anyhow!("starting the order writer: {e}"))?;
     let rate = RateLimiter::start(opts.rate_shards)
         .await
         .map_err(|e| anyhow::anyhow!("starting rate-limit actors: {e}"))?;
@@ -288,12 +297,14 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     .map_err(|e| anyhow::anyhow!("starting deck actors: {e}"))?;
     let telemetry = BatchWriter::start(
         credit_shards(&db, &opts),
+        INGEST_ROWS,
         std::sync::Arc::new(crate::db::telemetry::Ingest(db.clone())),
     )
     .await
     .map_err(|e| anyhow::anyhow!("starting the telemetry writer: {e}"))?;
     let analytics = BatchWriter::start(
         credit_shards(&db, &opts),
+        INGEST_ROWS,
         std::sync::Arc::new(crate::db::analytics::Ingest(db.clone())),
     )
     .await

@@ -1,8 +1,10 @@
-//! Group commit for append-only rows (telemetry events; analytics hits next): a request
-//! hands its rows to a shard, which writes everything that arrived while its previous
-//! write was running in one transaction and answers each request with its own count.
-//! A request waits for at most the write in flight plus its own; nothing is answered
-//! before it committed, so a 202 never stands for rows that were lost.
+//! Group commit: a request hands its rows to a shard, which writes everything that
+//! arrived while its previous write was running in one transaction and answers each
+//! request with its own outcome (a count of rows written, the row as stored, an order
+//! placed or refused). A request waits for at most the write in flight plus its own;
+//! nothing is answered before it committed, so a success never stands for lost rows.
+//! Telemetry events, analytics hits, and on SQLite (one writer at a time) post creates
+//! and marketplace orders go through it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,41 +15,40 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use crate::shard::Shards;
 
 /// What the writer needs from storage.
-pub trait BatchStore<R>: Send + Sync + 'static {
-    /// Writes the groups in one transaction; one count of rows written (not duplicates)
-    /// per group, in order. An error means nothing was written.
-    fn write<'a>(&'a self, groups: &'a [Vec<R>]) -> BoxFuture<'a, Result<Vec<u64>, String>>;
+pub trait BatchStore<R, O = u64>: Send + Sync + 'static {
+    /// Writes the groups in one transaction; one outcome per group, in order (for rows,
+    /// the count written, duplicates not counted). An error means nothing was written.
+    fn write<'a>(&'a self, groups: &'a [Vec<R>]) -> BoxFuture<'a, Result<Vec<O>, String>>;
 }
 
-pub enum BatchMsg<R> {
+pub enum BatchMsg<R, O> {
     Submit {
         rows: Vec<R>,
-        reply: RpcReplyPort<Result<u64, String>>,
+        reply: RpcReplyPort<Result<O, String>>,
     },
     /// Write what is waiting (sent by the shard to itself).
     Flush,
 }
 
-pub struct BatchShard<R> {
-    store: Arc<dyn BatchStore<R>>,
+pub struct BatchShard<R, O> {
+    store: Arc<dyn BatchStore<R, O>>,
+    max_rows: usize,
 }
 
 /// A request's rows and the port to answer it on.
-type Pending<R> = (Vec<R>, RpcReplyPort<Result<u64, String>>);
+type Pending<R, O> = (Vec<R>, RpcReplyPort<Result<O, String>>);
 
-pub struct BatchShardState<R> {
-    pending: Vec<Pending<R>>,
+pub struct BatchShardState<R, O> {
+    pending: Vec<Pending<R, O>>,
     flush_scheduled: bool,
 }
 
-/// Most rows written in one transaction (a request's rows are never split).
-const BATCH_ROWS: usize = 2_000;
 /// A request that gets no answer in this time gives up (its rows may still commit).
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
-impl<R: Send + Sync + 'static> Actor for BatchShard<R> {
-    type Msg = BatchMsg<R>;
-    type State = BatchShardState<R>;
+impl<R: Send + Sync + 'static, O: Send + 'static> Actor for BatchShard<R, O> {
+    type Msg = BatchMsg<R, O>;
+    type State = BatchShardState<R, O>;
     type Arguments = ();
 
     async fn pre_start(
@@ -84,15 +85,15 @@ impl<R: Send + Sync + 'static> Actor for BatchShard<R> {
                         .iter()
                         .take_while(|(r, _)| {
                             rows += r.len();
-                            rows <= BATCH_ROWS
+                            rows <= self.max_rows
                         })
                         .count()
                         .max(1);
                     let (groups, replies): (Vec<_>, Vec<_>) = state.pending.drain(..take).unzip();
                     match self.store.write(&groups).await {
-                        Ok(counts) => {
-                            for (reply, n) in replies.into_iter().zip(counts) {
-                                let _ = reply.send(Ok(n));
+                        Ok(outcomes) => {
+                            for (reply, o) in replies.into_iter().zip(outcomes) {
+                                let _ = reply.send(Ok(o));
                             }
                         }
                         Err(e) => {
@@ -110,11 +111,11 @@ impl<R: Send + Sync + 'static> Actor for BatchShard<R> {
 }
 
 /// Handle used by the HTTP layer. Cheap to clone.
-pub struct BatchWriter<R: Send + Sync + 'static> {
-    shards: Shards<BatchMsg<R>>,
+pub struct BatchWriter<R: Send + Sync + 'static, O: Send + 'static = u64> {
+    shards: Shards<BatchMsg<R, O>>,
 }
 
-impl<R: Send + Sync + 'static> Clone for BatchWriter<R> {
+impl<R: Send + Sync + 'static, O: Send + 'static> Clone for BatchWriter<R, O> {
     fn clone(&self) -> Self {
         Self {
             shards: self.shards.clone(),
@@ -122,16 +123,19 @@ impl<R: Send + Sync + 'static> Clone for BatchWriter<R> {
     }
 }
 
-impl<R: Send + Sync + 'static> BatchWriter<R> {
-    /// `shard_count` writers run side by side (one is right for SQLite's single writer).
+impl<R: Send + Sync + 'static, O: Send + 'static> BatchWriter<R, O> {
+    /// `shard_count` writers run side by side (one is right for SQLite's single writer);
+    /// a transaction takes at most `max_rows` rows (a request's rows are never split).
     pub async fn start(
         shard_count: usize,
-        store: Arc<dyn BatchStore<R>>,
+        max_rows: usize,
+        store: Arc<dyn BatchStore<R, O>>,
     ) -> Result<Self, ractor::SpawnErr> {
         let shards = Shards::start(shard_count, move || {
             (
                 BatchShard {
                     store: store.clone(),
+                    max_rows,
                 },
                 (),
             )
@@ -140,10 +144,9 @@ impl<R: Send + Sync + 'static> BatchWriter<R> {
         Ok(Self { shards })
     }
 
-    /// Writes `rows` with whatever else is waiting; answers the number written (rows the
-    /// store skipped as duplicates are not counted) once they committed. `key` picks the
-    /// shard, so one client's batches stay in order.
-    pub async fn write(&self, key: &str, rows: Vec<R>) -> Result<u64, String> {
+    /// Writes `rows` with whatever else is waiting; answers the store's outcome for them
+    /// once they committed. `key` picks the shard, so one client's batches stay in order.
+    pub async fn write(&self, key: &str, rows: Vec<R>) -> Result<O, String> {
         let shard = self.shards.of(key);
         match ractor::call_t!(
             shard,
@@ -189,7 +192,7 @@ mod tests {
     #[tokio::test]
     async fn concurrent_requests_share_transactions_and_each_hears_its_own_count() {
         let store = Arc::new(Memory::default());
-        let writer = BatchWriter::start(1, store.clone()).await.unwrap();
+        let writer = BatchWriter::start(1, 2_000, store.clone()).await.unwrap();
         let calls = (0..100u32).map(|i| {
             let w = writer.clone();
             tokio::spawn(async move { w.write("k", vec![i * 2, i * 2 + 1]).await })

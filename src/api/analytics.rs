@@ -39,7 +39,10 @@ async fn site_for(
     id: &str,
     need: Need,
 ) -> ApiResult<(SiteRow, Standing)> {
-    let site = store::site(&app.db, id).await?.ok_or_else(not_found)?;
+    let found = store::site_for_user(&app.db, id, &caller.id)
+        .await?
+        .ok_or_else(not_found)?;
+    let (site, level) = (found.site, found.member_level);
     if site.owner_id == caller.id {
         let s = Standing {
             access_level: 100,
@@ -47,7 +50,6 @@ async fn site_for(
         };
         return Ok((site, s));
     }
-    let level = store::member_level(&app.db, id, &caller.id).await?;
     if level.is_none() && !caller.is_admin() {
         return Err(not_found());
     }

@@ -105,10 +105,23 @@ pub async fn events(
     }
     let now = Utc::now();
     let user_id = caller.0.as_ref().map(|c| c.id.clone());
-    let mut rows = Vec::with_capacity(body.events.len());
-    for (i, e) in body.events.into_iter().enumerate() {
-        rows.push(event_row(&e, i, now)?.into_row(product, client, &user_id, e));
-    }
+    let rows = body
+        .events
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let (occurred_at, data) = checked(&e, i, now)?;
+            Ok(EventRow {
+                product_id: product.to_owned(),
+                event_id: e.event_id,
+                event_name: e.event_name,
+                client_id: client.to_owned(),
+                user_id: user_id.clone(),
+                occurred_at,
+                data,
+            })
+        })
+        .collect::<ApiResult<Vec<_>>>()?;
     let sent = rows.len() as u64;
     let accepted = app
         .telemetry
@@ -121,27 +134,8 @@ pub async fn events(
     ))
 }
 
-/// An event's checked parts.
-struct Checked {
-    occurred_at: DateTime<Utc>,
-    data: Value,
-}
-
-impl Checked {
-    fn into_row(self, product: &str, client: &str, user: &Option<String>, e: EventIn) -> EventRow {
-        EventRow {
-            product_id: product.to_owned(),
-            event_id: e.event_id,
-            event_name: e.event_name,
-            client_id: client.to_owned(),
-            user_id: user.clone(),
-            occurred_at: self.occurred_at,
-            data: self.data,
-        }
-    }
-}
-
-fn event_row(e: &EventIn, i: usize, now: DateTime<Utc>) -> ApiResult<Checked> {
+/// Event `i`'s time and data, once its fields pass the rules (400 naming the event).
+fn checked(e: &EventIn, i: usize, now: DateTime<Utc>) -> ApiResult<(DateTime<Utc>, Value)> {
     let at = |m: String| ApiError::bad_request(format!("events[{i}]: {m}"));
     id("event_id", &e.event_id).map_err(|x| at(x.message))?;
     if !EVENT_NAMES.contains(&e.event_name.as_str()) {
@@ -170,7 +164,7 @@ fn event_row(e: &EventIn, i: usize, now: DateTime<Utc>) -> ApiResult<Checked> {
     if serde_json::to_vec(&data).map_or(0, |b| b.len()) > MAX_DATA {
         return Err(at(format!("`data` must be at most {MAX_DATA} bytes")));
     }
-    Ok(Checked { occurred_at, data })
+    Ok((occurred_at, data))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -385,18 +379,7 @@ pub async fn subscriptions_summary(
     JsonBody(b): JsonBody<RangeBody>,
 ) -> ApiResult {
     let (r, _, _) = range(&app, &b.product_id, &b.from, &b.to)?;
-    const NAMES: [&str; 2] = [
-        "subscription_checkout_started",
-        "subscription_checkout_completed",
-    ];
-    let counts = store::counts_by_name(&app.db, &r, &NAMES).await?;
-    let count = |name: &str| {
-        counts
-            .iter()
-            .find(|(n, _)| n == name)
-            .map_or(0, |(_, c)| *c)
-    };
-    let (started, completed) = (count(NAMES[0]), count(NAMES[1]));
+    let (started, completed) = store::checkout_funnel(&app.db, &r).await?;
     let statuses = store::subscription_statuses(&app.db).await?;
     let total: i64 = statuses.iter().map(|(_, n)| n).sum();
     let by_status: Map<String, Value> = statuses.into_iter().map(|(s, n)| (s, json!(n))).collect();

@@ -8,7 +8,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::AssertSqlSafe;
 
-use crate::db::{now, BeginWrite, Db};
+use crate::db::{now, values_sql, BeginWrite, Db};
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -81,9 +81,21 @@ pub async fn sites_of(db: &Db, user_id: &str) -> sqlx::Result<Vec<ListedSite>> {
     with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(user_id).fetch_all(p).await)
 }
 
-pub async fn member_level(db: &Db, site_id: &str, user_id: &str) -> sqlx::Result<Option<i64>> {
-    const SQL: &str = "SELECT level FROM analytics_members WHERE site_id = $1 AND user_id = $2";
-    with_db!(db, p => sqlx::query_scalar(SQL).bind(site_id).bind(user_id).fetch_optional(p).await)
+#[derive(Debug, sqlx::FromRow)]
+pub struct SiteForUser {
+    #[sqlx(flatten)]
+    pub site: SiteRow,
+    /// The user's member level, if they are a member.
+    pub member_level: Option<i64>,
+}
+
+/// An active site with the user's member level, in one query.
+pub async fn site_for_user(db: &Db, id: &str, user_id: &str) -> sqlx::Result<Option<SiteForUser>> {
+    const SQL: &str = "SELECT s.id, s.owner_id, s.name, s.salt, s.created_at, s.updated_at, \
+        m.level AS member_level FROM analytics_sites s \
+        LEFT JOIN analytics_members m ON m.site_id = s.id AND m.user_id = $2 \
+        WHERE s.id = $1 AND s.deleted_at IS NULL";
+    with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(user_id).fetch_optional(p).await)
 }
 
 #[derive(Debug, sqlx::FromRow, serde::Serialize, schemars::JsonSchema)]
@@ -143,18 +155,24 @@ pub struct HitRow {
 /// The ingest actor's store: every hit of a flush in one transaction.
 pub struct Ingest(pub Db);
 
+/// Hits per statement (8 parameters each: far under either database's limit).
+const HITS_PER_STATEMENT: usize = 500;
+
 impl Ingest {
+    /// Every hit of the flush in multi-row statements of one transaction.
     async fn write_groups(&self, groups: &[Vec<HitRow>]) -> sqlx::Result<Vec<u64>> {
-        const SQL: &str = "INSERT INTO analytics_events (id, site_id, label, visitor_id, data, \
-            created_at, attachment_token_hash, attachment_token_expires_at) \
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
+        let hits: Vec<&HitRow> = groups.iter().flatten().collect();
         with_db!(&self.0, p => {
             let mut tx = p.begin_write().await?;
-            let mut counts = Vec::with_capacity(groups.len());
-            for group in groups {
-                let mut n = 0;
-                for h in group {
-                    n += sqlx::query(SQL)
+            for chunk in hits.chunks(HITS_PER_STATEMENT) {
+                let sql = format!(
+                    "INSERT INTO analytics_events (id, site_id, label, visitor_id, data, \
+                     created_at, attachment_token_hash, attachment_token_expires_at) VALUES {}",
+                    values_sql(chunk.len(), 8, None)
+                );
+                let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
+                for h in chunk {
+                    q = q
                         .bind(&h.id)
                         .bind(&h.site_id)
                         .bind(&h.label)
@@ -162,15 +180,12 @@ impl Ingest {
                         .bind(h.data.as_ref().map(Json))
                         .bind(h.created_at)
                         .bind(h.attachment.as_ref().map(|a| &a.0))
-                        .bind(h.attachment.as_ref().map(|a| a.1))
-                        .execute(&mut *tx)
-                        .await?
-                        .rows_affected();
+                        .bind(h.attachment.as_ref().map(|a| a.1));
                 }
-                counts.push(n);
+                q.execute(&mut *tx).await?;
             }
             tx.commit().await?;
-            Ok(counts)
+            Ok(groups.iter().map(|g| g.len() as u64).collect())
         })
     }
 }

@@ -166,6 +166,34 @@ pub fn unstorable_text(err: &sqlx::Error) -> bool {
         .is_some_and(|code| code == "22021" || code == "22P05")
 }
 
+/// The `VALUES` of a multi-row insert: `rows` rows of `cols` numbered placeholders each
+/// (`($1, $2), ($3, $4)`; the same text on both databases), `extra` naming a placeholder
+/// of the row repeated at its end (the orders' `updated_at`).
+pub fn values_sql(rows: usize, cols: usize, extra: Option<usize>) -> String {
+    (0..rows)
+        .map(|r| {
+            let mut ps: Vec<String> = (1..=cols).map(|c| format!("${}", r * cols + c)).collect();
+            if let Some(e) = extra {
+                ps.push(format!("${}", r * cols + e));
+            }
+            format!("({})", ps.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub fn now() -> chrono::DateTime<chrono::Utc> {
     chrono::Utc::now()
+}
+
+#[cfg(test)]
+mod values_tests {
+    #[test]
+    fn values_numbers_placeholders_row_by_row() {
+        assert_eq!(super::values_sql(2, 2, None), "($1, $2), ($3, $4)");
+        assert_eq!(
+            super::values_sql(2, 3, Some(3)),
+            "($1, $2, $3, $3), ($4, $5, $6, $6)"
+        );
+    }
 }

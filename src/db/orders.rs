@@ -8,7 +8,10 @@ use sqlx::types::Json;
 // Multi-row inserts are assembled from numbered placeholders only, never from input.
 use sqlx::AssertSqlSafe;
 
-use crate::db::{now, BeginWrite, Db};
+use futures::future::BoxFuture;
+use plinth_actors::batch::{BatchStore, BatchWriter};
+
+use crate::db::{now, values_sql, BeginWrite, Db};
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -299,40 +302,39 @@ macro_rules! place_in {
 /// The outcome of placing one order.
 pub type Placed = sqlx::Result<Result<(), NotPlaced>>;
 
-type PlaceJob = (NewOrder, Vec<LineRow>, tokio::sync::oneshot::Sender<Placed>);
-
-/// Places orders. On SQLite (one writer at a time) one task commits the orders waiting
-/// together in one transaction, each in its own savepoint, so an order that cannot be
-/// placed changes nothing and the others still commit; on PostgreSQL each order is its
-/// own transaction, concurrent ones taking different units (`SKIP LOCKED`).
-pub struct Placer {
-    db: Db,
-    batches: Option<tokio::sync::mpsc::Sender<PlaceJob>>,
+/// Places orders. On SQLite (one writer at a time) the group-commit writer
+/// (`plinth_actors::batch`) commits the orders waiting together in one transaction, each
+/// in its own savepoint, so an order that cannot be placed changes nothing and the others
+/// still commit; on PostgreSQL each order is its own transaction, concurrent ones taking
+/// different units (`SKIP LOCKED`).
+pub enum Placer {
+    Direct(sqlx::PgPool),
+    Batched(BatchWriter<(NewOrder, Vec<LineRow>), Placed>),
 }
 
 /// Orders one SQLite transaction takes at most.
 const BATCH: usize = 64;
 
 impl Placer {
-    pub fn start(db: &Db) -> Placer {
-        let batches = match db {
-            Db::Sqlite(pool) => {
-                let (tx, rx) = tokio::sync::mpsc::channel(1024);
-                tokio::spawn(place_batches(pool.clone(), rx));
-                Some(tx)
-            }
-            Db::Postgres(_) => None,
-        };
-        Placer {
-            db: db.clone(),
-            batches,
+    pub async fn start(db: &Db) -> Result<Placer, ractor::SpawnErr> {
+        Ok(match db {
+            Db::Sqlite(pool) => Placer::Batched(
+                BatchWriter::start(1, BATCH, std::sync::Arc::new(Batches(pool.clone()))).await?,
+            ),
+            Db::Postgres(p) => Placer::Direct(p.clone()),
+        })
+    }
+
+    pub fn stop(&self) {
+        if let Placer::Batched(w) = self {
+            w.stop();
         }
     }
 
     /// Writes the order with its units and discount use, all or nothing.
     pub async fn place(&self, order: NewOrder, lines: Vec<LineRow>) -> Placed {
-        match (&self.db, &self.batches) {
-            (Db::Postgres(p), _) => {
+        match self {
+            Placer::Direct(p) => {
                 let mut tx = p.begin_write().await?;
                 let placed: Placed = place_in!(tx, TAKE_POSTGRES, &order, &lines);
                 if matches!(placed, Ok(Ok(()))) {
@@ -340,44 +342,29 @@ impl Placer {
                 }
                 placed
             }
-            (Db::Sqlite(_), Some(batches)) => {
-                let (reply, answer) = tokio::sync::oneshot::channel();
-                batches
-                    .send((order, lines, reply))
-                    .await
-                    .map_err(|_| sqlx::Error::PoolClosed)?;
-                answer.await.map_err(|_| sqlx::Error::PoolClosed)?
-            }
-            (Db::Sqlite(_), None) => Err(sqlx::Error::PoolClosed),
+            Placer::Batched(w) => w
+                .write("orders", vec![(order, lines)])
+                .await
+                .map_err(|why| {
+                    sqlx::Error::Protocol(format!("order batch not committed: {why}"))
+                })?,
         }
     }
 }
 
-async fn place_batches(pool: sqlx::SqlitePool, mut jobs: tokio::sync::mpsc::Receiver<PlaceJob>) {
-    while let Some(first) = jobs.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < BATCH {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
-        match place_batch(&pool, &batch).await {
-            Ok(results) => {
-                for ((_, _, reply), result) in batch.into_iter().zip(results) {
-                    let _ = reply.send(result);
-                }
-            }
-            // Nothing of the batch was kept: every order fails.
-            Err(e) => {
-                let why = e.to_string();
-                for (_, _, reply) in batch {
-                    let _ = reply.send(Err(sqlx::Error::Protocol(format!(
-                        "order batch not committed: {why}"
-                    ))));
-                }
-            }
-        }
+/// The SQLite store of the group-commit writer: one order per group (as `place` sends).
+struct Batches(sqlx::SqlitePool);
+
+impl BatchStore<(NewOrder, Vec<LineRow>), Placed> for Batches {
+    fn write<'a>(
+        &'a self,
+        groups: &'a [Vec<(NewOrder, Vec<LineRow>)>],
+    ) -> BoxFuture<'a, Result<Vec<Placed>, String>> {
+        Box::pin(async move {
+            place_batch(&self.0, groups.iter().flatten())
+                .await
+                .map_err(|e| e.to_string())
+        })
     }
 }
 
@@ -387,21 +374,6 @@ fn simple(lines: &[LineRow]) -> bool {
     matches!(lines, [l] if l.quantity == 1)
 }
 
-/// `VALUES` rows of `cols` numbered placeholders each (`$1, $2, ...`), `extra` naming a
-/// placeholder of the row repeated at its end (the orders' `updated_at`).
-fn values(rows: usize, cols: usize, extra: Option<usize>) -> String {
-    (0..rows)
-        .map(|r| {
-            let mut ps: Vec<String> = (1..=cols).map(|c| format!("${}", r * cols + c)).collect();
-            if let Some(e) = extra {
-                ps.push(format!("${}", r * cols + e));
-            }
-            format!("({})", ps.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// One SQLite transaction for the orders waiting together. A simple order (one unit)
 /// costs one statement here: its discount use and its unit are taken conditionally (a
 /// failed take gives the use back), and its rows join the batch's three multi-row
@@ -409,14 +381,17 @@ fn values(rows: usize, cols: usize, extra: Option<usize>) -> String {
 /// so nothing can change between the take and the inserts. Other orders run
 /// [`place_in!`] in a savepoint each. Statements are what an order costs on SQLite:
 /// each is a round trip to the connection's thread.
-async fn place_batch(pool: &sqlx::SqlitePool, batch: &[PlaceJob]) -> sqlx::Result<Vec<Placed>> {
+async fn place_batch(
+    pool: &sqlx::SqlitePool,
+    batch: impl Iterator<Item = &(NewOrder, Vec<LineRow>)>,
+) -> sqlx::Result<Vec<Placed>> {
     const GIVE_BACK: &str =
         "UPDATE discounts SET uses = uses - 1, updated_at = $2 WHERE id = $1 AND uses > 0";
     let mut tx = pool.begin_write().await?;
-    let mut results = Vec::with_capacity(batch.len());
+    let mut results = Vec::new();
     // The rows of the simple orders placed: (order, line, unit).
     let mut placed: Vec<(&NewOrder, &LineRow, String)> = Vec::new();
-    for (order, lines, _) in batch {
+    for (order, lines) in batch {
         if !simple(lines) {
             let mut sp = sqlx::Acquire::begin(&mut tx).await?;
             let outcome: Placed = async { place_in!(sp, TAKE_SQLITE, order, lines) }.await;
@@ -474,7 +449,7 @@ async fn place_batch(pool: &sqlx::SqlitePool, batch: &[PlaceJob]) -> sqlx::Resul
         let n = placed.len();
         let ledger = format!(
             "INSERT INTO inventory_ledger (id, item_id, unit_id, action, actor_id, created_at) VALUES {}",
-            values(n, 6, None)
+            values_sql(n, 6, None)
         );
         let mut q = sqlx::query(AssertSqlSafe(ledger));
         for (o, l, unit) in &placed {
@@ -492,7 +467,7 @@ async fn place_batch(pool: &sqlx::SqlitePool, batch: &[PlaceJob]) -> sqlx::Resul
                 .bind(o.at);
         }
         q.execute(&mut *tx).await?;
-        let orders = format!("{}{}", order_insert!(), values(n, 20, Some(20)));
+        let orders = format!("{}{}", order_insert!(), values_sql(n, 20, Some(20)));
         let mut q = sqlx::query(AssertSqlSafe(orders));
         for (o, _, _) in &placed {
             q = bind_order!(q, o);
@@ -500,7 +475,7 @@ async fn place_batch(pool: &sqlx::SqlitePool, batch: &[PlaceJob]) -> sqlx::Resul
         q.execute(&mut *tx).await?;
         let lines = format!(
             "INSERT INTO order_lines (order_id, item_id, sku, quantity, price_cents, price_tokens) VALUES {}",
-            values(n, 6, None)
+            values_sql(n, 6, None)
         );
         let mut q = sqlx::query(AssertSqlSafe(lines));
         for (o, l, _) in &placed {
@@ -711,16 +686,4 @@ pub async fn receipt_sent(db: &Db, id: &str) -> sqlx::Result<()> {
     const SQL: &str = "UPDATE orders SET receipts_sent = receipts_sent + 1, receipt_sent_at = $2 \
         WHERE id = $1";
     with_db!(db, p => sqlx::query(SQL).bind(id).bind(now()).execute(p).await.map(|_| ()))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn values_numbers_placeholders_row_by_row() {
-        assert_eq!(super::values(2, 2, None), "($1, $2), ($3, $4)");
-        assert_eq!(
-            super::values(2, 3, Some(3)),
-            "($1, $2, $3, $3), ($4, $5, $6, $6)"
-        );
-    }
 }

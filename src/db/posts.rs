@@ -4,6 +4,9 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
+use futures::future::BoxFuture;
+use plinth_actors::batch::{BatchStore, BatchWriter};
+
 use crate::db::{now, BeginWrite, Db};
 use crate::with_db;
 
@@ -224,89 +227,70 @@ impl OwnedPost {
     }
 }
 
-type Job = (
-    OwnedPost,
-    tokio::sync::oneshot::Sender<sqlx::Result<PostRow>>,
-);
-
-/// Inserts posts. On SQLite, creates that arrive together are written by one task in one
-/// transaction (group commit, as the credit ledger does): a commit is the expensive part
-/// of an insert there, and one writer never sleeps in SQLite's busy handler. A failed
-/// insert (a taken slug) fails alone: SQLite rolls back the statement, not the
-/// transaction. PostgreSQL inserts directly.
+/// Inserts posts. On SQLite, creates that arrive together are written in one
+/// transaction by the group-commit writer (`plinth_actors::batch`, as telemetry and the
+/// credit ledger do): a commit is the expensive part of an insert there, and one writer
+/// never sleeps in SQLite's busy handler. A failed insert (a taken slug) fails alone:
+/// SQLite rolls back the statement, not the transaction. PostgreSQL inserts directly.
 #[derive(Clone)]
-pub struct Writer {
-    db: Db,
-    batches: Option<tokio::sync::mpsc::Sender<Job>>,
+pub enum Writer {
+    Direct(Db),
+    Batched(BatchWriter<OwnedPost, sqlx::Result<PostRow>>),
 }
 
 /// Posts one transaction takes at most.
 const BATCH: usize = 64;
 
 impl Writer {
-    pub fn start(db: &Db) -> Writer {
-        let batches = match db {
-            Db::Sqlite(pool) => {
-                let (tx, rx) = tokio::sync::mpsc::channel(1024);
-                tokio::spawn(write_batches(pool.clone(), rx));
-                Some(tx)
-            }
-            Db::Postgres(_) => None,
-        };
-        Writer {
-            db: db.clone(),
-            batches,
+    pub async fn start(db: &Db) -> Result<Writer, ractor::SpawnErr> {
+        Ok(match db {
+            Db::Sqlite(pool) => Writer::Batched(
+                BatchWriter::start(1, BATCH, std::sync::Arc::new(Batches(pool.clone()))).await?,
+            ),
+            Db::Postgres(_) => Writer::Direct(db.clone()),
+        })
+    }
+
+    pub fn stop(&self) {
+        if let Writer::Batched(w) = self {
+            w.stop();
         }
     }
 
     pub async fn create(&self, post: OwnedPost) -> sqlx::Result<PostRow> {
-        let Some(batches) = &self.batches else {
-            return create(&self.db, &post.new_post()).await;
-        };
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        batches
-            .send((post, reply))
-            .await
-            .map_err(|_| sqlx::Error::PoolClosed)?;
-        answer.await.map_err(|_| sqlx::Error::PoolClosed)?
+        match self {
+            Writer::Direct(db) => create(db, &post.new_post()).await,
+            Writer::Batched(w) => w
+                .write("posts", vec![post])
+                .await
+                .map_err(|why| sqlx::Error::Protocol(format!("post batch not committed: {why}")))?,
+        }
     }
 }
 
-async fn write_batches(pool: sqlx::SqlitePool, mut jobs: tokio::sync::mpsc::Receiver<Job>) {
-    while let Some(first) = jobs.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < BATCH {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
-        match insert_batch(&pool, &batch).await {
-            Ok(results) => {
-                for ((_, reply), result) in batch.into_iter().zip(results) {
-                    let _ = reply.send(result);
-                }
-            }
-            // Nothing of the batch was kept: every create fails.
-            Err(e) => {
-                let why = e.to_string();
-                for (_, reply) in batch {
-                    let _ = reply.send(Err(sqlx::Error::Protocol(format!(
-                        "post batch not committed: {why}"
-                    ))));
-                }
-            }
-        }
+/// The SQLite store of the group-commit writer: one post per group (as `create` sends).
+struct Batches(sqlx::SqlitePool);
+
+impl BatchStore<OwnedPost, sqlx::Result<PostRow>> for Batches {
+    fn write<'a>(
+        &'a self,
+        groups: &'a [Vec<OwnedPost>],
+    ) -> BoxFuture<'a, Result<Vec<sqlx::Result<PostRow>>, String>> {
+        Box::pin(async move {
+            insert_batch(&self.0, groups.iter().flatten())
+                .await
+                .map_err(|e| e.to_string())
+        })
     }
 }
 
 async fn insert_batch(
     pool: &sqlx::SqlitePool,
-    batch: &[Job],
+    posts: impl Iterator<Item = &OwnedPost>,
 ) -> sqlx::Result<Vec<sqlx::Result<PostRow>>> {
     let mut tx = pool.begin_write().await?;
-    let mut results = Vec::with_capacity(batch.len());
-    for (post, _) in batch {
+    let mut results = Vec::new();
+    for post in posts {
         let n = post.new_post();
         let f = &n.fields;
         results.push(

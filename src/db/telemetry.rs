@@ -10,7 +10,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::AssertSqlSafe;
 
-use crate::db::{now, BeginWrite, Db};
+use crate::db::{now, values_sql, BeginWrite, Db};
 use crate::with_db;
 
 /// One event as written.
@@ -29,20 +29,12 @@ const COLUMNS: usize = 9;
 /// `INSERT ... VALUES (...), (...) ON CONFLICT DO NOTHING` for `rows` rows: a repeated
 /// `event_id` (in this batch or any before) is skipped, not an error.
 fn insert_sql(rows: usize) -> String {
-    let mut sql = String::from(
+    format!(
         "INSERT INTO telemetry_events (product_id, event_id, event_name, client_id, user_id, \
-         day, occurred_at, received_at, data) VALUES ",
-    );
-    for r in 0..rows {
-        sql.push_str(if r == 0 { "(" } else { ", (" });
-        for c in 0..COLUMNS {
-            let sep = if c == 0 { "" } else { ", " };
-            let _ = write!(sql, "{sep}${}", r * COLUMNS + c + 1);
-        }
-        sql.push(')');
-    }
-    sql.push_str(" ON CONFLICT (product_id, event_id) DO NOTHING");
-    sql
+         day, occurred_at, received_at, data) VALUES {} \
+         ON CONFLICT (product_id, event_id) DO NOTHING",
+        values_sql(rows, COLUMNS, None)
+    )
 }
 
 /// Writes each group with one statement in the transaction `$tx`; the rows each wrote.
@@ -234,17 +226,15 @@ pub async fn query(db: &Db, q: &Query<'_>) -> sqlx::Result<Vec<Row>> {
     })
 }
 
-/// Events of each name in the range (for the checkout funnel).
-pub async fn counts_by_name(
-    db: &Db,
-    r: &Range<'_>,
-    names: &[&str],
-) -> sqlx::Result<Vec<(String, i64)>> {
-    const SQL: &str = "SELECT event_name, COUNT(*) FROM telemetry_events \
-        WHERE product_id = $1 AND day >= $2 AND day <= $3 AND event_name IN ($4, $5) \
-        GROUP BY event_name";
-    debug_assert_eq!(names.len(), 2);
-    with_db!(db, p => sqlx::query_as(SQL).bind(r.product_id).bind(r.from).bind(r.to).bind(names[0]).bind(names[1]).fetch_all(p).await)
+/// `subscription_checkout_started` and `subscription_checkout_completed` events in
+/// the range.
+pub async fn checkout_funnel(db: &Db, r: &Range<'_>) -> sqlx::Result<(i64, i64)> {
+    const SQL: &str = "SELECT \
+        COUNT(CASE WHEN event_name = 'subscription_checkout_started' THEN 1 END), \
+        COUNT(CASE WHEN event_name = 'subscription_checkout_completed' THEN 1 END) \
+        FROM telemetry_events WHERE product_id = $1 AND day >= $2 AND day <= $3 \
+        AND event_name IN ('subscription_checkout_started', 'subscription_checkout_completed')";
+    with_db!(db, p => sqlx::query_as(SQL).bind(r.product_id).bind(r.from).bind(r.to).fetch_one(p).await)
 }
 
 /// Subscriptions by current status (all products and users: the table holds the payment
