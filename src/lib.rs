@@ -26,6 +26,7 @@ pub mod usage;
 use axum::extract::DefaultBodyLimit;
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::cors::{AllowOrigin, CorsLayer};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::{DefaultMakeSpan, DefaultOnFailure, TraceLayer};
@@ -52,6 +53,7 @@ pub fn app(state: AppState) -> Router {
         ))
         // The simulated payment provider's hosted pages: HTML, outside the JSON API.
         .merge(routes::hosted_pages(&state))
+        .merge(routes::assets())
         // The local object store's signed URLs: an upload is bounded by its signed size,
         // checked while it streams to disk (storage::serve).
         .merge(storage::serve::router())
@@ -62,6 +64,17 @@ pub fn app(state: AppState) -> Router {
                 .make_span_with(DefaultMakeSpan::new().level(tracing::Level::DEBUG))
                 // The usage layer logs each failure once, with its cause.
                 .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+        )
+        // The analytics script posts hits from the tracked site's origin: only the public
+        // track route answers other origins (no credentials; a key is never sent there).
+        .layer(
+            CorsLayer::new()
+                .allow_origin(AllowOrigin::predicate(|_, req| {
+                    req.uri.path() == "/api/analytics/track"
+                }))
+                .allow_methods([axum::http::Method::POST])
+                .allow_headers([axum::http::header::CONTENT_TYPE])
+                .max_age(std::time::Duration::from_secs(86_400)),
         )
         // Every request and response carries `x-request-id` (the client's, or a new one).
         .layer(PropagateRequestIdLayer::x_request_id())

@@ -437,6 +437,11 @@ pub fn router() -> Router<AppState> {
         .fallback(api::fallback)
 }
 
+/// Browser assets outside the JSON API: the analytics script.
+pub fn assets() -> Router<AppState> {
+    Router::new().route("/analytics/v1.js", get(api::analytics::script))
+}
+
 /// The simulated payment provider's hosted pages (HTML, outside the JSON API). They
 /// exist only while payments are simulated (finding M8: with Stripe they would be an
 /// unauthenticated way to attach cards).

@@ -387,6 +387,24 @@ pub async fn track(
     }))
 }
 
+/// The hosted tracking script (`assets/analytics/v1.js`, docs/api.md "Analytics").
+const SCRIPT: &str = include_str!("../../assets/analytics/v1.js");
+
+/// `GET /analytics/v1.js`: outside the JSON API; cached by browsers and proxies for an
+/// hour.
+pub async fn script() -> impl axum::response::IntoResponse {
+    (
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                "text/javascript; charset=utf-8",
+            ),
+            (axum::http::header::CACHE_CONTROL, "public, max-age=3600"),
+        ],
+        SCRIPT,
+    )
+}
+
 /// `from`/`to` as ISO 8601: a date-time (RFC 3339) or a date (`to` then means the end
 /// of that day); defaults are the last 30 days.
 fn window(from: Option<&str>, to: Option<&str>) -> ApiResult<(DateTime<Utc>, DateTime<Utc>)> {

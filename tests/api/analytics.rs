@@ -385,3 +385,124 @@ async fn tracked_hits_are_listed_and_counted() {
     .await
     .assert_error(400);
 }
+
+/// The hosted script in headless Chromium, on a page of another origin (served by the
+/// test): the first view, two `pushState`s, a `replaceState` of the same path (no new
+/// view), a back navigation (`popstate`) and two `track` calls arrive as events; the
+/// browser keeps no cookie and no storage.
+#[tokio::test]
+async fn the_hosted_script_tracks_navigation_without_cookies_or_storage() {
+    let s = Server::start().await;
+    let r = s
+        .raw(reqwest::Method::GET, "/analytics/v1.js")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let header = |n: &str| r.headers()[n].to_str().unwrap().to_owned();
+    assert_eq!(header("content-type"), "text/javascript; charset=utf-8");
+    assert_eq!(header("cache-control"), "public, max-age=3600");
+    assert!(r.text().await.unwrap().contains("window.analyticsPage"));
+    // Cross-origin: the track route answers a preflight; other routes do not.
+    let preflight = |path: &str| {
+        s.raw(reqwest::Method::OPTIONS, path)
+            .header("origin", "http://site.example")
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "content-type")
+    };
+    let r = preflight("/api/analytics/track").send().await.unwrap();
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "http://site.example"
+    );
+    let r = preflight("/api/credits/send").send().await.unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+
+    let Some(browser) = crate::browser::Browser::start().await else {
+        return;
+    };
+    let owner = s.verified_user(&email("an-browser")).await;
+    let id = site(&s, &owner, "Browser").await;
+    let client = uuid::Uuid::new_v4();
+    let html = format!(
+        "<!doctype html><html><head><title>t</title></head><body><p id=ok>page</p>\
+         <script src=\"{}/analytics/v1.js\" data-site-id=\"{id}\" data-client-id=\"{client}\"></script>\
+         </body></html>",
+        s.base
+    );
+    let page = axum::Router::new().fallback(move || {
+        let html = html.clone();
+        async move { axum::response::Html(html) }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, page).await });
+
+    browser.goto(&format!("{origin}/start")).await;
+    let ready = browser
+        .exec("return typeof window.viewsPage === 'object' && window.viewsPage === window.analyticsPage;")
+        .await;
+    assert_eq!(ready, json!(true));
+    browser
+        .exec(
+            "history.pushState({}, '', '/docs?tab=1#top');
+             history.replaceState({}, '', '/docs?tab=2');
+             history.pushState({}, '', '/pricing');
+             window.viewsPage.track('signup', {plan: 'pro'});
+             window.analyticsPage.track('alias');
+             history.back();",
+        )
+        .await;
+    // The events arrive (the back navigation's popstate fires after the calls).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let events = loop {
+        let r = s
+            .post(
+                "/api/analytics/events",
+                Some(&owner),
+                json!({"site_id": id}),
+            )
+            .await;
+        if r.body["count"].as_i64() >= Some(6) || std::time::Instant::now() > deadline {
+            break r.body["data"].as_array().unwrap().clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let mut labels: Vec<&str> = events
+        .iter()
+        .map(|e| e["label"].as_str().unwrap())
+        .collect();
+    labels.sort();
+    assert_eq!(
+        labels,
+        ["/docs", "/docs", "/pricing", "/start", "alias", "signup"]
+    );
+    let signup = events.iter().find(|e| e["label"] == "signup").unwrap();
+    assert_eq!(signup["data"], json!({"plan": "pro"}));
+    // One client id, one visitor.
+    assert!(events
+        .iter()
+        .all(|e| e["visitor_id"] == events[0]["visitor_id"]));
+    let kept = browser
+        .exec("return [document.cookie, localStorage.length, sessionStorage.length];")
+        .await;
+    assert_eq!(kept, json!(["", 0, 0]));
+    let cookies = browser.cmd(reqwest::Method::GET, "/cookie", None).await;
+    assert_eq!(cookies, json!([]));
+    // Network failures are ignored: a rejected request and a throwing fetch leave no
+    // error on the page.
+    browser
+        .exec(
+            "window.__errors = [];
+             window.addEventListener('unhandledrejection', function (e) { window.__errors.push('rejection'); });
+             window.addEventListener('error', function (e) { window.__errors.push('error'); });
+             window.fetch = function () { return Promise.reject(new TypeError('Failed to fetch')); };
+             window.viewsPage.track('offline');
+             window.fetch = function () { throw new TypeError('blocked'); };
+             window.viewsPage.track('blocked');",
+        )
+        .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(browser.exec("return window.__errors;").await, json!([]));
+    browser.quit().await;
+}

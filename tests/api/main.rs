@@ -8,6 +8,7 @@ mod appstore;
 mod architecture;
 mod authz;
 mod billing;
+mod browser;
 mod checkout;
 mod cli;
 mod credits;
