@@ -129,3 +129,25 @@ impl IntoResponse for Reply {
         res
     }
 }
+
+/// 302 to a short-lived signed storage URL: `Referrer-Policy: no-referrer` (the URL is a
+/// credential) and `Cache-Control: no-store`.
+pub fn signed_redirect(url: &str) -> Response {
+    use axum::http::{header, HeaderValue};
+    let Ok(location) = HeaderValue::from_str(url) else {
+        return crate::error::ApiError::internal("a storage URL that is not a header value")
+            .into_response();
+    };
+    (
+        StatusCode::FOUND,
+        [
+            (header::LOCATION, location),
+            (
+                header::REFERRER_POLICY,
+                HeaderValue::from_static("no-referrer"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+    )
+        .into_response()
+}

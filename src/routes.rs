@@ -375,8 +375,8 @@ pub static ROUTES: &[RouteSpec] = &[
     route!(POST "/api/analytics/sites/members/remove", Key, Write, "Analytics" => api::analytics::member_remove),
     route!(POST "/api/analytics/track", Public, Beacon, "Analytics" => api::analytics::track),
     route!(POST "/api/analytics/events", Key, Read, "Analytics" => api::analytics::events),
-    route!(POST "/api/analytics/events/{id}/attachment/create", Custom, Upload, "Analytics"),
-    route!(POST "/api/analytics/events/{id}/attachment", Custom, Read, "Analytics"),
+    route!(POST "/api/analytics/events/{id}/attachment/create", Custom, Upload, "Analytics" => api::analytics::attachment_create),
+    route!(POST "/api/analytics/events/{id}/attachment", Key, Read, "Analytics" => api::analytics::attachment),
     route!(POST "/api/analytics/stats", Key, Read, "Analytics" => api::analytics::stats),
     // Slide decks
     route!(GET "/api/slides/capabilities", Public, Read, "Slide decks" => api::slides::capabilities),

@@ -81,6 +81,7 @@ impl DocReturn for Reply {}
 impl DocReturn for axum::response::Response {}
 impl DocReturn for ApiError {}
 impl DocReturn for Result<Reply, ApiError> {}
+impl DocReturn for Result<axum::response::Response, ApiError> {}
 
 impl<T: JsonSchema> DocReturn for Result<Answer<T>, ApiError> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {

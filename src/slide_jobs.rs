@@ -193,31 +193,58 @@ impl IdempotencyStore for Idempotency {
 }
 
 /// Attachment expiry: the clones of download links that are revoked, expired, or used
-/// up for longer than their last URL lives. The object goes first, then the row is
-/// marked, so a run that stops half-way leaves the rest for the next one.
+/// up for longer than their last URL lives, and the attachments of analytics events
+/// older than 30 days. The object goes first, then the row forgets it, so a run that
+/// stops half-way leaves the rest for the next one.
 impl ExpiryEnv for Env {
     fn expire(&self) -> BoxFuture<'_, Result<usize, String>> {
         async move {
             let now = chrono::Utc::now();
             let grace = chrono::TimeDelta::from_std(crate::domain::downloads::URL_TTL)
                 .map_err(|e| e.to_string())?;
-            let mut deleted = 0;
-            loop {
-                let due = crate::db::downloads::due_clones(&self.db, now, now - grace, 200)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                for (id, key) in &due {
-                    self.objects.delete(key).await.map_err(|e| e.to_string())?;
-                    crate::db::downloads::clone_deleted(&self.db, id)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    deleted += 1;
-                }
-                if due.len() < 200 {
-                    return Ok(deleted);
-                }
-            }
+            let clones = self
+                .expire_all(
+                    || crate::db::downloads::due_clones(&self.db, now, now - grace, BATCH),
+                    |id| async move { crate::db::downloads::clone_deleted(&self.db, &id).await },
+                )
+                .await?;
+            let before = now - crate::domain::analytics::ATTACHMENT_DAYS;
+            let attachments = self
+                .expire_all(
+                    || crate::db::analytics::due_attachments(&self.db, before, BATCH),
+                    |id| async move { crate::db::analytics::attachment_deleted(&self.db, &id).await },
+                )
+                .await?;
+            Ok(clones + attachments)
         }
         .boxed()
+    }
+}
+
+/// Objects one expiry query takes.
+const BATCH: i64 = 200;
+
+impl Env {
+    /// Deletes every due `(row id, object key)`, `BATCH` at a time, and marks each row.
+    async fn expire_all<D, DF, M, MF>(&self, due: D, mark: M) -> Result<usize, String>
+    where
+        D: Fn() -> DF,
+        DF: std::future::Future<Output = sqlx::Result<Vec<(String, String)>>>,
+        M: Fn(String) -> MF,
+        MF: std::future::Future<Output = sqlx::Result<()>>,
+    {
+        let mut deleted = 0;
+        loop {
+            let rows = due().await.map_err(|e| e.to_string())?;
+            let n = rows.len() as i64;
+            for (id, key) in rows {
+                self.objects.delete(&key).await.map_err(|e| e.to_string())?;
+                mark(id).await.map_err(|e| e.to_string())?;
+                deleted += 1;
+            }
+            if n < BATCH {
+                return Ok(deleted);
+            }
+        }
     }
 }

@@ -609,3 +609,116 @@ pub async fn stats(
     }
     Ok(Reply::ok(out).private())
 }
+
+/// How long an attachment's upload URL stays valid.
+const UPLOAD_TTL: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+/// How long an attachment's download URL stays valid.
+const DOWNLOAD_TTL: std::time::Duration = std::time::Duration::from_secs(5 * 60);
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct AttachmentBody {
+    /// From the `track` answer; valid 15 minutes.
+    attachment_token: String,
+    /// A file name (other characters become `-`).
+    file: String,
+    /// The file's MIME type (types a browser runs are refused).
+    r#type: String,
+    /// The exact size in bytes, at most 15 MB (required on S3 storage, where the URL
+    /// signs it).
+    size: Option<u64>,
+}
+
+/// `POST /api/analytics/events/{id}/attachment/create` (the event's attachment token,
+/// `upload` category): a private PUT URL valid 15 minutes; one attachment per event.
+pub async fn attachment_create(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    JsonBody(b): JsonBody<AttachmentBody>,
+) -> ApiResult {
+    use crate::api::data::{content_type, declared_size, unavailable, UPLOAD_LIMIT};
+    let file = crate::domain::validate::clean_filename(&b.file, "file")?;
+    let ct = content_type(&b.r#type, "type")?;
+    let size = declared_size(b.size)?;
+    if size.is_none() && app.objects.backend() == "s3" {
+        return Err(ApiError::bad_request(
+            "send `size` (the file's bytes, at most 15 MB): this server's S3 storage \
+             enforces the limit through a signed Content-Length",
+        ));
+    }
+    let hash = crate::crypto::sha256_hex(b.attachment_token.as_bytes());
+    let event = store::event_attachment(&app.db, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("event not found"))?;
+    if event.attachment_token_hash.as_deref() != Some(hash.as_str()) {
+        return Err(ApiError::unauthorized(
+            "`attachment_token` is not this event's",
+        ));
+    }
+    if event.attachment_key.is_some() {
+        return Err(ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "this event already has its attachment",
+        ));
+    }
+    if event
+        .attachment_token_expires_at
+        .is_none_or(|t| t <= Utc::now())
+    {
+        return Err(ApiError::unauthorized("`attachment_token` has expired"));
+    }
+    let key = format!(
+        "analytics/{}/{id}/{}/{file}",
+        event.site_id,
+        uuid::Uuid::new_v4().simple()
+    );
+    let (max, exact) = size.map_or((UPLOAD_LIMIT, false), |n| (n, true));
+    let url = app
+        .objects
+        .presign_put(&key, &ct, max, exact, UPLOAD_TTL)
+        .await
+        .map_err(unavailable)?;
+    // Conditional: of two racing creates, one gets the event.
+    if !store::claim_attachment(&app.db, &id, &hash, &key).await? {
+        return Err(ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            "this event already has its attachment",
+        ));
+    }
+    Ok(Reply::ok(json!({
+        "success": true,
+        "event_id": id,
+        "url": url,
+        "method": "PUT",
+        "headers": {"Content-Type": ct},
+        "max_bytes": max,
+        "expires_in": UPLOAD_TTL.as_secs(),
+    })))
+}
+
+/// `POST /api/analytics/events/{id}/attachment` (viewer, owner or platform admin): 302
+/// to a 5-minute private URL of the attachment.
+pub async fn attachment(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+) -> ApiResult<axum::response::Response> {
+    let event = store::event_attachment(&app.db, &id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("event not found"))?;
+    site_for(&app, &caller, &event.site_id, Need::View)
+        .await
+        .map_err(|e| match e.status {
+            // The event of a site the caller cannot see does not exist for them.
+            axum::http::StatusCode::NOT_FOUND => ApiError::not_found("event not found"),
+            _ => e,
+        })?;
+    let key = event
+        .attachment_key
+        .ok_or_else(|| ApiError::not_found("this event has no attachment"))?;
+    let url = app
+        .objects
+        .presign_get(&key, DOWNLOAD_TTL)
+        .await
+        .map_err(crate::api::data::unavailable)?;
+    Ok(crate::reply::signed_redirect(&url))
+}

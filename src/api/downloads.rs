@@ -293,25 +293,10 @@ pub async fn redeem(State(app): State<AppState>, Path(token): Path<String>) -> R
         Ok(None) => return gone(),
         Err(e) => return ApiError::from(e).into_response(),
     };
-    let url = match app.objects.presign_get(&clone, URL_TTL).await {
-        Ok(u) => u,
-        Err(e) => return ApiError::internal(e).into_response(),
-    };
-    let Ok(location) = HeaderValue::from_str(&url) else {
-        return ApiError::internal("a storage URL that is not a header value").into_response();
-    };
-    (
-        StatusCode::FOUND,
-        [
-            (header::LOCATION, location),
-            (
-                header::REFERRER_POLICY,
-                HeaderValue::from_static("no-referrer"),
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
-        ],
-    )
-        .into_response()
+    match app.objects.presign_get(&clone, URL_TTL).await {
+        Ok(url) => crate::reply::signed_redirect(&url),
+        Err(e) => ApiError::internal(e).into_response(),
+    }
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

@@ -314,3 +314,52 @@ pub async fn top_labels(db: &Db, s: &Scope<'_>, limit: i64) -> sqlx::Result<Vec<
     )
     .await
 }
+
+/// What the attachment routes need of an event.
+#[derive(Debug, sqlx::FromRow)]
+pub struct EventAttachment {
+    pub site_id: String,
+    pub attachment_token_hash: Option<String>,
+    pub attachment_token_expires_at: Option<DateTime<Utc>>,
+    pub attachment_key: Option<String>,
+}
+
+pub async fn event_attachment(db: &Db, id: &str) -> sqlx::Result<Option<EventAttachment>> {
+    const SQL: &str = "SELECT site_id, attachment_token_hash, attachment_token_expires_at, \
+        attachment_key FROM analytics_events WHERE id = $1";
+    with_db!(db, p => sqlx::query_as(SQL).bind(id).fetch_optional(p).await)
+}
+
+/// Records the event's one attachment if the token still holds and there is none yet
+/// (one conditional statement); `false` otherwise.
+pub async fn claim_attachment(
+    db: &Db,
+    id: &str,
+    token_hash: &str,
+    key: &str,
+) -> sqlx::Result<bool> {
+    const SQL: &str = "UPDATE analytics_events SET attachment_key = $3 \
+        WHERE id = $1 AND attachment_token_hash = $2 AND attachment_token_expires_at > $4 \
+        AND attachment_key IS NULL";
+    let n = with_db!(db, p => sqlx::query(SQL).bind(id).bind(token_hash).bind(key).bind(now()).execute(p).await.map(|r| r.rows_affected()))?;
+    Ok(n == 1)
+}
+
+/// Attachments of events created before `before`, oldest first.
+pub async fn due_attachments(
+    db: &Db,
+    before: DateTime<Utc>,
+    limit: i64,
+) -> sqlx::Result<Vec<(String, String)>> {
+    let sql = format!(
+        "SELECT id, attachment_key FROM analytics_events \
+         WHERE attachment_key IS NOT NULL AND created_at < $1 ORDER BY created_at LIMIT {limit}"
+    );
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(before).fetch_all(p).await)
+}
+
+/// The event forgets its attachment (its object is gone).
+pub async fn attachment_deleted(db: &Db, id: &str) -> sqlx::Result<()> {
+    const SQL: &str = "UPDATE analytics_events SET attachment_key = NULL WHERE id = $1";
+    with_db!(db, p => sqlx::query(SQL).bind(id).execute(p).await.map(|_| ()))
+}

@@ -7,6 +7,9 @@ use std::time::Duration;
 use crate::db::analytics::{self as store, SiteRow};
 use crate::db::Db;
 
+/// Attachments of events older than this are deleted by the expiry job.
+pub const ATTACHMENT_DAYS: chrono::TimeDelta = chrono::TimeDelta::days(30);
+
 /// Longest label kept (after normalization).
 pub const MAX_LABEL: usize = 2000;
 

@@ -506,3 +506,149 @@ async fn the_hosted_script_tracks_navigation_without_cookies_or_storage() {
     assert_eq!(browser.exec("return window.__errors;").await, json!([]));
     browser.quit().await;
 }
+
+/// Attachments: the token from `track` gets one private upload URL (wrong token 401,
+/// expired token 401, a second create 409); viewers get a 302 to a short-lived download,
+/// strangers 404; the expiry job deletes attachments of events older than 30 days.
+#[tokio::test]
+async fn attachments_are_one_per_event_private_and_expire() {
+    use crate::common::Options;
+    let s = Server::start_with(Options::default().env("PLINTH_MONTHLY_INTERVAL_SECS", "1")).await;
+    let owner = s.verified_user(&email("an-att")).await;
+    let stranger = s.verified_user(&email("an-att-stranger")).await;
+    let id = site(&s, &owner, "Crashes").await;
+    let tracked = |attachment: bool| {
+        let s = &s;
+        let id = id.clone();
+        async move {
+            let r = s
+                .post(
+                    "/api/analytics/track",
+                    None,
+                    json!({"site_id": id, "label": "crash", "attachment": attachment}),
+                )
+                .await;
+            r.assert_ok();
+            r.body
+        }
+    };
+    let t = tracked(true).await;
+    let (event, token) = (
+        t["event_id"].as_str().unwrap().to_owned(),
+        t["attachment_token"].as_str().unwrap().to_owned(),
+    );
+    let create = |token: &str| json!({"attachment_token": token, "file": "crash log.txt", "type": "text/plain"});
+    let path = format!("/api/analytics/events/{event}/attachment/create");
+    s.post(&path, None, create("at_wrong"))
+        .await
+        .assert_error(401);
+    s.post(
+        &path,
+        None,
+        json!({"attachment_token": token, "file": "x.html", "type": "text/html"}),
+    )
+    .await
+    .assert_error(400);
+    s.post(
+        "/api/analytics/events/nope/attachment/create",
+        None,
+        create(&token),
+    )
+    .await
+    .assert_error(404);
+    let r = s.post(&path, None, create(&token)).await;
+    r.assert_ok();
+    assert_eq!(r.body["expires_in"], json!(900));
+    let url = r.body["url"].as_str().unwrap().to_owned();
+    s.post(&path, None, create(&token)).await.assert_error(409);
+    let put = reqwest::Client::new()
+        .put(&url)
+        .header("content-type", "text/plain")
+        .body("stack trace")
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success(), "{}", put.status());
+
+    // Another event's token has run out.
+    let t2 = tracked(true).await;
+    let (event2, token2) = (
+        t2["event_id"].as_str().unwrap().to_owned(),
+        t2["attachment_token"].as_str().unwrap().to_owned(),
+    );
+    s.sql(&format!(
+        "UPDATE analytics_events SET attachment_token_expires_at = '2000-01-01T00:00:00Z' WHERE id = '{event2}'"
+    ))
+    .await;
+    s.post(
+        &format!("/api/analytics/events/{event2}/attachment/create"),
+        None,
+        create(&token2),
+    )
+    .await
+    .assert_error(401);
+
+    // The list says which events have one; the owner downloads it, a stranger cannot.
+    let r = s
+        .post(
+            "/api/analytics/events",
+            Some(&owner),
+            json!({"site_id": id}),
+        )
+        .await;
+    let has: Vec<(Value, Value)> = r.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["id"].clone(), e["attachment"].clone()))
+        .collect();
+    assert_eq!(
+        has,
+        vec![(json!(event2), json!(false)), (json!(event), json!(true))]
+    );
+    let download = format!("/api/analytics/events/{event}/attachment");
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = no_redirects
+        .post(format!("{}{download}", s.base))
+        .header("x-api-key", &owner)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 302);
+    assert_eq!(r.headers()["referrer-policy"], "no-referrer");
+    let location = r.headers()["location"].to_str().unwrap().to_owned();
+    let body = reqwest::get(&location).await.unwrap().text().await.unwrap();
+    assert_eq!(body, "stack trace");
+    s.post(&download, Some(&stranger), json!({}))
+        .await
+        .assert_error(404);
+    s.post(
+        &format!("/api/analytics/events/{event2}/attachment"),
+        Some(&owner),
+        json!({}),
+    )
+    .await
+    .assert_error(404);
+
+    // Older than 30 days: the expiry job deletes the object and the event forgets it.
+    s.sql(&format!(
+        "UPDATE analytics_events SET created_at = '2000-01-01T00:00:00Z' WHERE id = '{event}'"
+    ))
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while s
+        .sql_count("SELECT COUNT(*) FROM analytics_events WHERE attachment_key IS NOT NULL")
+        .await
+        > 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "attachment not expired"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert_eq!(reqwest::get(&location).await.unwrap().status(), 404);
+}

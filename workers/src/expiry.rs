@@ -1,6 +1,6 @@
 //! Attachment expiry: deletes stored objects whose time is up (the storage clones of
-//! revoked, expired and used-up download links today; analytics attachments older than
-//! 30 days once analytics lands). The API's periodic round queues one run every 30 s;
+//! revoked, expired and used-up download links, and analytics attachments of events older
+//! than 30 days), 200 at a time. The API's periodic round queues one run every 30 s;
 //! a run is idempotent (each deletion is conditional and deleting a deleted object is
 //! not an error), so several workers may run it at once.
 

@@ -32,7 +32,7 @@ pub const URL_TTL: Duration = Duration::from_secs(15 * 60);
 /// Largest public distribution object (`admin/upload`).
 pub const PUBLIC_LIMIT: u64 = 1 << 30;
 
-fn unavailable(e: crate::storage::StorageError) -> ApiError {
+pub(crate) fn unavailable(e: crate::storage::StorageError) -> ApiError {
     tracing::error!(error = %e, "object storage");
     ApiError::new(
         axum::http::StatusCode::SERVICE_UNAVAILABLE,
@@ -41,7 +41,7 @@ fn unavailable(e: crate::storage::StorageError) -> ApiError {
 }
 
 /// A MIME type a client may upload (types a browser would run are refused: L4).
-fn content_type(raw: &str, field: &str) -> ApiResult<String> {
+pub(crate) fn content_type(raw: &str, field: &str) -> ApiResult<String> {
     let ct = raw.trim();
     if ct.is_empty() || !ct.contains('/') || ct.len() > 128 || ct.chars().any(|c| c.is_control()) {
         return Err(ApiError::bad_request(format!(
@@ -58,7 +58,7 @@ fn content_type(raw: &str, field: &str) -> ApiResult<String> {
 }
 
 /// A declared upload size: 1 to 15 MB (413 beyond).
-fn declared_size(size: Option<u64>) -> ApiResult<Option<u64>> {
+pub(crate) fn declared_size(size: Option<u64>) -> ApiResult<Option<u64>> {
     match size {
         Some(n) if !(1..=UPLOAD_LIMIT).contains(&n) => Err(ApiError::new(
             axum::http::StatusCode::PAYLOAD_TOO_LARGE,
