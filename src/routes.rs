@@ -437,9 +437,11 @@ pub fn router() -> Router<AppState> {
         .fallback(api::fallback)
 }
 
-/// Browser assets outside the JSON API: the analytics script.
+/// Browser assets outside the JSON API: the analytics script and dashboard.
 pub fn assets() -> Router<AppState> {
-    Router::new().route("/analytics/v1.js", get(api::analytics::script))
+    Router::new()
+        .route("/analytics/v1.js", get(api::analytics::script))
+        .route("/analytics/dashboard", get(api::analytics::dashboard))
 }
 
 /// The simulated payment provider's hosted pages (HTML, outside the JSON API). They

@@ -405,6 +405,31 @@ pub async fn script() -> impl axum::response::IntoResponse {
     )
 }
 
+/// The dashboard (`assets/analytics/dashboard.html`): one static page that signs in with
+/// an API key kept in the tab's session storage and draws from `stats` and `events`.
+const DASHBOARD: &str = include_str!("../../assets/analytics/dashboard.html");
+
+/// `GET /analytics/dashboard`: outside the JSON API. Not framed, no referrer, scripts
+/// and requests from this origin only (the key must not leak to another one).
+pub async fn dashboard() -> impl axum::response::IntoResponse {
+    use axum::http::header;
+    (
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-cache"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+                 connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; \
+                 form-action 'self'",
+            ),
+            (header::X_FRAME_OPTIONS, "DENY"),
+            (header::REFERRER_POLICY, "no-referrer"),
+        ],
+        axum::response::Html(DASHBOARD),
+    )
+}
+
 /// `from`/`to` as ISO 8601: a date-time (RFC 3339) or a date (`to` then means the end
 /// of that day); defaults are the last 30 days.
 fn window(from: Option<&str>, to: Option<&str>) -> ApiResult<(DateTime<Utc>, DateTime<Utc>)> {

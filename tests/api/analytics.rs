@@ -652,3 +652,123 @@ async fn attachments_are_one_per_event_private_and_expire() {
     }
     assert_eq!(reqwest::get(&location).await.unwrap().status(), 404);
 }
+
+/// The dashboard in headless Chromium against seeded data: the sign-in form keeps the key
+/// in session storage only, then the totals, the chart (one bar per day), top pages, top
+/// custom events and recent events are drawn from the API. `PLINTH_BLESS=1` saves the
+/// screenshot as docs/analytics-dashboard.png.
+#[tokio::test]
+async fn the_dashboard_draws_the_stats_of_a_site() {
+    let s = Server::start().await;
+    let r = s
+        .raw(reqwest::Method::GET, "/analytics/dashboard")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["x-frame-options"], "DENY");
+    assert!(r.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .contains("connect-src 'self'"));
+    let Some(browser) = crate::browser::Browser::start().await else {
+        return;
+    };
+    let owner = s.verified_user(&email("an-dash")).await;
+    let id = site(&s, &owner, "example.com").await;
+    // 60 hits from 12 visitors over the last 6 days.
+    let labels = [
+        "/",
+        "/pricing",
+        "/docs",
+        "/",
+        "/blog/launch",
+        "signup",
+        "/",
+        "download",
+    ];
+    let clients: Vec<String> = (0..12).map(|_| uuid::Uuid::new_v4().to_string()).collect();
+    for i in 0..60 {
+        s.post(
+            "/api/analytics/track",
+            None,
+            json!({"site_id": id, "label": labels[i % labels.len()],
+                "client_id": clients[(i * 7) % clients.len()],
+                "data": if labels[i % labels.len()] == "signup" { json!({"plan": "pro"}) } else { Value::Null }}),
+        )
+        .await
+        .assert_ok();
+    }
+    let r = s
+        .post(
+            "/api/analytics/events",
+            Some(&owner),
+            json!({"site_id": id, "limit": 100}),
+        )
+        .await;
+    for (i, e) in r.body["data"].as_array().unwrap().iter().enumerate() {
+        let at = chrono::Utc::now() - chrono::Duration::hours(((i * i * 5) % 144) as i64);
+        s.sql(&format!(
+            "UPDATE analytics_events SET created_at = '{}' WHERE id = '{}'",
+            at.to_rfc3339(),
+            e["id"].as_str().unwrap()
+        ))
+        .await;
+    }
+
+    browser.window(1280, 1100).await;
+    browser
+        .goto(&format!("{}/analytics/dashboard", s.base))
+        .await;
+    browser.fill("#key", &owner).await;
+    browser.click("#signin-button").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while browser
+        .exec("return document.body.getAttribute('data-loaded');")
+        .await
+        != json!("true")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "dashboard never loaded"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let drawn = browser
+        .exec(
+            "return {
+               hits: document.getElementById('total-hits').textContent,
+               visitors: document.getElementById('total-visitors').textContent,
+               bars: document.querySelectorAll('#chart rect').length,
+               pages: document.getElementById('pages').textContent,
+               custom: document.getElementById('custom').textContent,
+               recent: document.querySelectorAll('#recent tbody tr').length,
+               stored: [sessionStorage.length, localStorage.length, document.cookie]
+             };",
+        )
+        .await;
+    assert_eq!(drawn["hits"], json!("60"));
+    assert_eq!(drawn["visitors"], json!("12"));
+    assert_eq!(
+        drawn["bars"],
+        json!(31),
+        "one bar per day of the 30-day range"
+    );
+    let pages = drawn["pages"].as_str().unwrap();
+    assert!(
+        pages.contains("/pricing") && !pages.contains("signup"),
+        "{pages}"
+    );
+    let custom = drawn["custom"].as_str().unwrap();
+    assert!(custom.contains("signup") && custom.contains("download") && !custom.contains("/docs"));
+    assert_eq!(drawn["recent"], json!(20));
+    assert_eq!(drawn["stored"], json!([1, 0, ""]));
+
+    let png = browser.screenshot().await;
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    if std::env::var_os("PLINTH_BLESS").is_some() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/analytics-dashboard.png");
+        std::fs::write(path, &png).unwrap();
+    }
+    browser.quit().await;
+}

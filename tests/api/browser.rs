@@ -211,6 +211,36 @@ impl Browser {
         .await
     }
 
+    /// Types `text` into the input matching a CSS selector.
+    pub async fn fill(&self, css: &str, text: &str) {
+        let id = self.find(css).await;
+        self.cmd(
+            reqwest::Method::POST,
+            &format!("/element/{id}/value"),
+            Some(json!({ "text": text })),
+        )
+        .await;
+    }
+
+    /// Resizes the window (for screenshots).
+    pub async fn window(&self, width: u32, height: u32) {
+        self.cmd(
+            reqwest::Method::POST,
+            "/window/rect",
+            Some(json!({"width": width, "height": height})),
+        )
+        .await;
+    }
+
+    /// The page as PNG bytes.
+    pub async fn screenshot(&self) -> Vec<u8> {
+        use base64::Engine;
+        let v = self.cmd(reqwest::Method::GET, "/screenshot", None).await;
+        base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().unwrap())
+            .unwrap()
+    }
+
     /// Ends the session (the browser quits).
     pub async fn quit(mut self) {
         let session = std::mem::take(&mut self.session);
