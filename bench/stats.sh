@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Analytics stats over a large site (issue 16): seeds 1,000,000 events over 30 days
+# (bench/seed_hits.py) and times POST /api/analytics/stats for the 30 days with 20 label
+# patterns (and once more with include_labels), sequentially, reporting p50 and p99.
+# Usage: bench/stats.sh [events, default 1000000] [requests, default 30]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-1000000}
+REQ=${2:-30}
+unset DATABASE_URL
+. bench/common.sh
+OWNER=$(json /api/users/authenticate -d '{"email":"stats@bench.example","password":"pw"}' | key_of)
+set_level stats@bench.example 10
+sleep 6
+SITE=$(json /api/analytics/sites/create -H "x-api-key: $OWNER" -d '{"name":"bench"}' |
+  python3 -c 'import sys, json; print(json.load(sys.stdin)["data"]["id"])')
+python3 bench/seed_hits.py "$DATA/plinth.db" "$SITE" "$N"
+echo "machine: $(nproc) cores, $(uname -m), $(date -u +%F); database: sqlite; events: $N"
+python3 - "$P" "$OWNER" "$SITE" "$REQ" <<'PY'
+import json, statistics, sys, time, urllib.request
+base, key, site, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+patterns = [f"/p/{i}*" for i in range(15)] + ["event_*", "/p/1?0", "*launch*", "/p/19*", "/x/*"]
+def timed(body):
+    out = []
+    for _ in range(n):
+        req = urllib.request.Request(base + "/api/analytics/stats", json.dumps(body).encode(),
+                                     {"content-type": "application/json", "x-api-key": key})
+        t = time.perf_counter()
+        with urllib.request.urlopen(req) as r:
+            answer = json.load(r)
+        out.append((time.perf_counter() - t) * 1000)
+    out.sort()
+    return out, answer
+for name, body in [("30 days, 20 patterns", {"site_id": site, "labels": patterns}),
+                   ("30 days, all events", {"site_id": site}),
+                   ("30 days, 20 patterns + include_labels", {"site_id": site, "labels": patterns, "include_labels": True})]:
+    ms, answer = timed(body)
+    print(f"{name:40s} p50 {statistics.median(ms):7.1f} ms  p99 {ms[int(len(ms) * 0.99) - 1]:7.1f} ms  "
+          f"hits {answer['totals']['hits']:,} visitors {answer['totals']['visitors']:,}")
+PY
