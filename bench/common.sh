@@ -2,8 +2,8 @@
 # and the bare axum baseline unless BENCH_SKIP_BUILD is set, starts both on free ports
 # over a temp data dir (SQLite, or DATABASE_URL), and on exit prints the server's log
 # lines (a clean run logs only the simulated-provider warnings) and removes the data.
-# Sets DATA, DB, P (plinth's URL), B (the baseline's); defines `json PATH CURL-ARGS...`
-# and `admin_key EMAIL` (an account raised to level 100 through the CLI).
+# Sets DATA, DB, P (plinth's URL), B (the baseline's); defines `json PATH CURL-ARGS...`,
+# `admin_key EMAIL` (an account raised to level 100 through the CLI) and `site_owner EMAIL`.
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
 [ -n "${BENCH_SKIP_BUILD:-}" ] || cargo build --release --bin plinth --example baseline -p plinth >/dev/null 2>&1
 DATA=$(mktemp -d)
@@ -29,6 +29,13 @@ json() { curl -s "$P$1" -H 'content-type: application/json' "${@:2}"; }
 key_of() { python3 -c 'import sys, json; print(json.load(sys.stdin)["user"]["key"])'; }
 set_level() { # email level
   ./target/release/plinth users set-level --email "$1" --level "$2" --data-dir "$DATA" --database-url "$DB" >/dev/null
+}
+site_owner() { # email: sets OWNER (a verified account's key) and SITE (its new analytics site)
+  OWNER=$(json /api/users/authenticate -d "{\"email\":\"$1\",\"password\":\"pw\"}" | key_of)
+  set_level "$1" 10
+  sleep 6 # the 5 s caller cache
+  SITE=$(json /api/analytics/sites/create -H "x-api-key: $OWNER" -d '{"name":"bench"}' |
+    python3 -c 'import sys, json; print(json.load(sys.stdin)["data"]["id"])')
 }
 admin_key() { # email: a platform admin's key (waits out the 5 s caller cache)
   json /api/users/authenticate -d "{\"email\":\"$1\",\"password\":\"pw\"}" >/dev/null

@@ -9,11 +9,7 @@ N=${1:-1000000}
 REQ=${2:-30}
 unset DATABASE_URL
 . bench/common.sh
-OWNER=$(json /api/users/authenticate -d '{"email":"stats@bench.example","password":"pw"}' | key_of)
-set_level stats@bench.example 10
-sleep 6
-SITE=$(json /api/analytics/sites/create -H "x-api-key: $OWNER" -d '{"name":"bench"}' |
-  python3 -c 'import sys, json; print(json.load(sys.stdin)["data"]["id"])')
+site_owner stats@bench.example
 python3 bench/seed_hits.py "$DATA/plinth.db" "$SITE" "$N"
 echo "machine: $(nproc) cores, $(uname -m), $(date -u +%F); database: sqlite; events: $N"
 python3 - "$P" "$OWNER" "$SITE" "$REQ" <<'PY'

@@ -10,11 +10,7 @@ DUR=${1:-10s}
 CONN=${2:-32}
 unset DATABASE_URL
 . bench/common.sh
-OWNER=$(json /api/users/authenticate -d '{"email":"track@bench.example","password":"pw"}' | key_of)
-set_level track@bench.example 10
-sleep 6
-SITE=$(json /api/analytics/sites/create -H "x-api-key: $OWNER" -d '{"name":"bench"}' |
-  python3 -c 'import sys, json; print(json.load(sys.stdin)["data"]["id"])')
+site_owner track@bench.example
 echo "machine: $(nproc) cores, $(uname -m), $(date -u +%F); database: sqlite"
 echo "command: bench/track.sh $DUR $CONN (wrk -t2 -c$CONN -d$DUR)"
 out=$(SITE=$SITE wrk -t2 -c"$CONN" -d"$DUR" --latency -s bench/track_hits.lua "$P")

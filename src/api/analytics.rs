@@ -660,16 +660,10 @@ pub async fn attachment_create(
     Path(id): Path<String>,
     JsonBody(b): JsonBody<AttachmentBody>,
 ) -> ApiResult {
-    use crate::api::data::{content_type, declared_size, unavailable, UPLOAD_LIMIT};
+    use crate::api::data::{content_type, unavailable, upload_bound};
     let file = crate::domain::validate::clean_filename(&b.file, "file")?;
     let ct = content_type(&b.r#type, "type")?;
-    let size = declared_size(b.size)?;
-    if size.is_none() && app.objects.backend() == "s3" {
-        return Err(ApiError::bad_request(
-            "send `size` (the file's bytes, at most 15 MB): this server's S3 storage \
-             enforces the limit through a signed Content-Length",
-        ));
-    }
+    let (max, exact) = upload_bound(&app, b.size)?;
     let hash = crate::crypto::sha256_hex(b.attachment_token.as_bytes());
     let event = store::event_attachment(&app.db, &id)
         .await?
@@ -696,7 +690,6 @@ pub async fn attachment_create(
         event.site_id,
         uuid::Uuid::new_v4().simple()
     );
-    let (max, exact) = size.map_or((UPLOAD_LIMIT, false), |n| (n, true));
     let url = app
         .objects
         .presign_put(&key, &ct, max, exact, UPLOAD_TTL)

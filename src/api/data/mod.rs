@@ -57,8 +57,22 @@ pub(crate) fn content_type(raw: &str, field: &str) -> ApiResult<String> {
     Ok(ct.to_owned())
 }
 
+/// What a presigned upload URL is bound to: `(max bytes, exact)`. The declared size when
+/// sent (signed exactly), else 15 MB; a presigned S3 PUT can only bound the size by
+/// signing it exactly, so S3 storage needs `size` (400 without).
+pub(crate) fn upload_bound(app: &AppState, size: Option<u64>) -> ApiResult<(u64, bool)> {
+    match declared_size(size)? {
+        Some(n) => Ok((n, true)),
+        None if app.objects.backend() == "s3" => Err(ApiError::bad_request(
+            "send `size` (the file's bytes, at most 15 MB): this server's S3 storage \
+             enforces the limit through a signed Content-Length",
+        )),
+        None => Ok((UPLOAD_LIMIT, false)),
+    }
+}
+
 /// A declared upload size: 1 to 15 MB (413 beyond).
-pub(crate) fn declared_size(size: Option<u64>) -> ApiResult<Option<u64>> {
+fn declared_size(size: Option<u64>) -> ApiResult<Option<u64>> {
     match size {
         Some(n) if !(1..=UPLOAD_LIMIT).contains(&n) => Err(ApiError::new(
             axum::http::StatusCode::PAYLOAD_TOO_LARGE,
@@ -97,15 +111,7 @@ pub async fn generate_presigned_url(
 ) -> ApiResult {
     let filename = clean_filename(&g.body.filename, "filename")?;
     let ct = content_type(&g.body.content_type, "contentType")?;
-    let size = declared_size(g.body.size)?;
-    // A presigned S3 PUT can only bound the size by signing it exactly.
-    if size.is_none() && app.objects.backend() == "s3" {
-        return Err(ApiError::bad_request(
-            "send `size` (the file's bytes, at most 15 MB): this server's S3 storage \
-             enforces the limit through a signed Content-Length",
-        ));
-    }
-    let (max, exact) = size.map_or((UPLOAD_LIMIT, false), |n| (n, true));
+    let (max, exact) = upload_bound(&app, g.body.size)?;
     let key = upload_key(&g.org.id, &filename);
     let url = app
         .objects
