@@ -660,7 +660,7 @@ pub async fn attachment_create(
     Path(id): Path<String>,
     JsonBody(b): JsonBody<AttachmentBody>,
 ) -> ApiResult {
-    use crate::api::data::{content_type, unavailable, upload_bound};
+    use crate::domain::uploads::{content_type, unavailable, upload_bound};
     let file = crate::domain::validate::clean_filename(&b.file, "file")?;
     let ct = content_type(&b.r#type, "type")?;
     let (max, exact) = upload_bound(&app, b.size)?;
@@ -737,6 +737,6 @@ pub async fn attachment(
         .objects
         .presign_get(&key, DOWNLOAD_TTL)
         .await
-        .map_err(crate::api::data::unavailable)?;
+        .map_err(crate::domain::uploads::unavailable)?;
     Ok(crate::reply::signed_redirect(&url))
 }

@@ -16,4 +16,5 @@ pub mod posts;
 pub mod prices;
 pub mod records;
 pub mod richtext;
+pub mod uploads;
 pub mod validate;

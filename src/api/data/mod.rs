@@ -18,70 +18,20 @@ use serde_json::json;
 
 use crate::auth::{OrgMember, Viewer};
 use crate::db::files::{self as store, FileRow, NewFile};
-use crate::domain::validate::{clean_filename, upload_type_allowed};
+use crate::domain::uploads::{
+    content_type, declared_size, unavailable, upload_bound, UPLOAD_LIMIT,
+};
+use crate::domain::validate::clean_filename;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
 use crate::reply::Reply;
 use crate::state::AppState;
 
-/// Largest upload through `generate-presigned-url` (the spec's 15 MB).
-pub const UPLOAD_LIMIT: u64 = 15 * 1024 * 1024;
 /// How long upload and download URLs stay valid.
 pub const URL_TTL: Duration = Duration::from_secs(15 * 60);
 
 /// Largest public distribution object (`admin/upload`).
 pub const PUBLIC_LIMIT: u64 = 1 << 30;
-
-pub(crate) fn unavailable(e: crate::storage::StorageError) -> ApiError {
-    tracing::error!(error = %e, "object storage");
-    ApiError::new(
-        axum::http::StatusCode::SERVICE_UNAVAILABLE,
-        "object storage is unavailable",
-    )
-}
-
-/// A MIME type a client may upload (types a browser would run are refused: L4).
-pub(crate) fn content_type(raw: &str, field: &str) -> ApiResult<String> {
-    let ct = raw.trim();
-    if ct.is_empty() || !ct.contains('/') || ct.len() > 128 || ct.chars().any(|c| c.is_control()) {
-        return Err(ApiError::bad_request(format!(
-            "`{field}` must be a MIME type such as image/png"
-        )));
-    }
-    if !upload_type_allowed(ct) {
-        return Err(ApiError::bad_request(format!(
-            "`{field}` {ct} is not accepted: uploads are served from the storage origin, \
-             so types a browser runs (HTML, SVG, XML, scripts) are refused (docs/api.md)"
-        )));
-    }
-    Ok(ct.to_owned())
-}
-
-/// What a presigned upload URL is bound to: `(max bytes, exact)`. The declared size when
-/// sent (signed exactly), else 15 MB; a presigned S3 PUT can only bound the size by
-/// signing it exactly, so S3 storage needs `size` (400 without).
-pub(crate) fn upload_bound(app: &AppState, size: Option<u64>) -> ApiResult<(u64, bool)> {
-    match declared_size(size)? {
-        Some(n) => Ok((n, true)),
-        None if app.objects.backend() == "s3" => Err(ApiError::bad_request(
-            "send `size` (the file's bytes, at most 15 MB): this server's S3 storage \
-             enforces the limit through a signed Content-Length",
-        )),
-        None => Ok((UPLOAD_LIMIT, false)),
-    }
-}
-
-/// A declared upload size: 1 to 15 MB (413 beyond).
-fn declared_size(size: Option<u64>) -> ApiResult<Option<u64>> {
-    match size {
-        Some(n) if !(1..=UPLOAD_LIMIT).contains(&n) => Err(ApiError::new(
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            format!("`size` must be 1 to {UPLOAD_LIMIT} bytes (15 MB)"),
-        )
-        .with("max_bytes", UPLOAD_LIMIT)),
-        other => Ok(other),
-    }
-}
 
 /// Where an organization's upload goes: a fresh folder per upload, so names never clash.
 fn upload_key(org_id: &str, filename: &str) -> String {
