@@ -16,5 +16,6 @@ pub mod posts;
 pub mod prices;
 pub mod records;
 pub mod richtext;
+pub mod sketch;
 pub mod uploads;
 pub mod validate;
