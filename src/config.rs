@@ -36,6 +36,17 @@ pub enum Command {
     /// Token-exchange grants (needs PLINTH_AUTH_TOKEN_KEY).
     #[command(subcommand)]
     Grants(GrantsCommand),
+    /// Analytics maintenance.
+    #[command(subcommand)]
+    Analytics(AnalyticsCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum AnalyticsCommand {
+    /// Recompute the hourly and daily rollups the stats read from the stored events, up
+    /// to the current hour (after importing or changing events). Writes a day of events
+    /// per transaction; stats stay right meanwhile (they read the events not rolled up).
+    RebuildRollups,
 }
 
 #[derive(Subcommand, Debug)]

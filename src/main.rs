@@ -4,7 +4,7 @@ use clap::Parser;
 // the CPU under load (docs/benchmarks.md).
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use plinth::config::{Cli, Command, GrantsCommand, UsersCommand};
+use plinth::config::{AnalyticsCommand, Cli, Command, GrantsCommand, UsersCommand};
 use plinth::server;
 
 #[tokio::main]
@@ -20,6 +20,9 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Grants(GrantsCommand::Mint { email, ttl, source }) => {
             server::mint_grant(&cli.opts, &email, ttl, source)
+        }
+        Command::Analytics(AnalyticsCommand::RebuildRollups) => {
+            server::rebuild_rollups(cli.opts).await
         }
     }
 }

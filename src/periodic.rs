@@ -64,7 +64,8 @@ pub async fn sweep_slides(db: &Db) -> anyhow::Result<crate::db::slides::Swept> {
 
 /// Every `every` until `stop` turns true: ends pending orders whose hold on their units
 /// expired (units back to stock; each release is conditional on the order still being
-/// pending, so several workers may run it at once) and queues a run of attachment
+/// pending, so several workers may run it at once), rolls up the analytics hours that
+/// ended (one roller at a time: `db::analytics::roll_up`) and queues a run of attachment
 /// expiry (an apalis job: `plinth_workers::expiry`).
 async fn every_half_minute(db: Db, queue: Queue, every: Duration, mut stop: watch::Receiver<bool>) {
     loop {
@@ -72,6 +73,11 @@ async fn every_half_minute(db: Db, queue: Queue, every: Duration, mut stop: watc
             Ok(0) => {}
             Ok(n) => tracing::info!(orders = n, "expired order holds released"),
             Err(e) => tracing::warn!(error = %e, "releasing expired holds failed; retrying"),
+        }
+        match crate::domain::analytics::roll_up(&db).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(events = n, "analytics hours rolled up"),
+            Err(e) => tracing::warn!(error = %e, "analytics roll-up failed; retrying"),
         }
         if let Err(e) = queue.push_expiry(chrono::Utc::now().to_rfc3339()).await {
             tracing::warn!(error = %e, "queueing attachment expiry failed; retrying");

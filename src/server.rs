@@ -467,6 +467,14 @@ pub async fn migrate(opts: Opts) -> anyhow::Result<()> {
     Ok(())
 }
 
+pub async fn rebuild_rollups(opts: Opts) -> anyhow::Result<()> {
+    let (db, _) = open_database(&opts).await?;
+    let until = crate::domain::analytics::hour_of(chrono::Utc::now());
+    let read = crate::db::analytics::rebuild_rollups(&db, until).await?;
+    println!("analytics rollups rebuilt from {read} events (up to {until})");
+    Ok(())
+}
+
 pub async fn set_level(opts: Opts, email: &str, level: i64) -> anyhow::Result<()> {
     if ![0, 10, 20, 30, 40, 100].contains(&level) {
         anyhow::bail!("level must be one of 0, 10, 20, 30, 40, 100");

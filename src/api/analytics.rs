@@ -13,9 +13,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::auth::{Caller, Viewer};
-use crate::db::analytics::{self as store, HitRow, Scope, SiteRow};
+use crate::db::analytics::{self as store, Grain, HitRow, SiteRow};
 use crate::domain::analytics::{
-    like_pattern, normalize_label, visitor_id, Need, Standing, Visitor, MAX_LABEL,
+    like_pattern, normalize_label, tally, visitor_id, Counted, Need, Standing, Visitor, MAX_LABEL,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
@@ -580,15 +580,17 @@ pub async fn stats(
     }
     site_for(&app, &caller, &b.site_id, Need::View).await?;
     let patterns: Vec<String> = labels.iter().map(|l| like_pattern(l)).collect();
-    let scope = Scope {
-        site_id: &b.site_id,
-        from,
-        to,
-        patterns: &patterns,
-    };
     let hourly = to - from <= Duration::hours(48);
-    let found = store::buckets(&app.db, &scope, hourly).await?;
-    let totals = store::totals(&app.db, &scope).await?;
+    let grain = if hourly { Grain::Hour } else { Grain::Day };
+    let tally = tally(
+        &app.db,
+        &b.site_id,
+        (from, to),
+        grain,
+        &patterns,
+        b.include_labels,
+    )
+    .await?;
     // Every bucket of the range, empty ones included.
     let (step, fmt) = if hourly {
         (Duration::hours(1), "%Y-%m-%dT%H")
@@ -596,26 +598,26 @@ pub async fn stats(
         (Duration::days(1), "%Y-%m-%d")
     };
     let mut buckets = Vec::new();
-    let mut found = found.into_iter().peekable();
     let mut t = from;
     let last = to.format(fmt).to_string();
     loop {
         let key = t.format(fmt).to_string();
-        let (hits, visitors) = match found.next_if(|c| c.key.as_deref() == Some(key.as_str())) {
-            Some(c) => (c.hits, c.visitors),
-            None => (0, 0),
-        };
+        let c = tally.bucket(&key).unwrap_or(Counted {
+            hits: 0,
+            visitors: 0,
+        });
         let time = if hourly {
             format!("{key}:00:00Z")
         } else {
             key.clone()
         };
-        buckets.push(json!({"time": time, "hits": hits, "visitors": visitors}));
+        buckets.push(json!({"time": time, "hits": c.hits, "visitors": c.visitors}));
         if key >= last {
             break;
         }
         t += step;
     }
+    let totals = tally.total();
     let mut out = json!({
         "site_id": b.site_id,
         "from": from,
@@ -625,10 +627,10 @@ pub async fn stats(
         "totals": {"hits": totals.hits, "visitors": totals.visitors},
     });
     if b.include_labels {
-        let top: Vec<Value> = store::top_labels(&app.db, &scope, 100)
-            .await?
+        let top: Vec<Value> = tally
+            .top_labels(100)
             .into_iter()
-            .map(|c| json!({"label": c.key, "hits": c.hits, "visitors": c.visitors}))
+            .map(|(label, c)| json!({"label": label, "hits": c.hits, "visitors": c.visitors}))
             .collect();
         out["labels"] = json!(top);
     }

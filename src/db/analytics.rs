@@ -1,14 +1,19 @@
-//! Analytics: sites, their members, events (written by the ingest actor), the event list
-//! and the stats aggregates. Every event query filters on `(site_id, created_at)` or
-//! `(site_id, label, created_at)`, the two indexes.
+//! Analytics: sites, their members, events (written by the ingest actor) and their hourly
+//! and daily rollups (written by the worker once an hour has ended), the event list, and
+//! what the stats read. Every event query filters on `(site_id, created_at)`, the one
+//! index besides the id; rollups are read by their primary key `(site_id, period, label)`.
+
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
+use futures::TryStreamExt;
 use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::AssertSqlSafe;
 
 use crate::db::{now, values_sql, BeginWrite, Db};
+use crate::domain::sketch::{self, Sketch};
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -140,62 +145,6 @@ pub async fn remove_member(db: &Db, site_id: &str, user_id: &str) -> sqlx::Resul
     Ok(n == 1)
 }
 
-/// One hit as written.
-pub struct HitRow {
-    pub id: String,
-    pub site_id: String,
-    pub label: Option<String>,
-    pub visitor_id: String,
-    pub data: Option<Value>,
-    pub created_at: DateTime<Utc>,
-    /// sha256 of the attachment token, and its end, when the hit asked for one.
-    pub attachment: Option<(String, DateTime<Utc>)>,
-}
-
-/// The ingest actor's store: every hit of a flush in one transaction.
-pub struct Ingest(pub Db);
-
-/// Hits per statement (8 parameters each: far under either database's limit).
-const HITS_PER_STATEMENT: usize = 500;
-
-impl Ingest {
-    /// Every hit of the flush in multi-row statements of one transaction.
-    async fn write_groups(&self, groups: &[Vec<HitRow>]) -> sqlx::Result<Vec<u64>> {
-        let hits: Vec<&HitRow> = groups.iter().flatten().collect();
-        with_db!(&self.0, p => {
-            let mut tx = p.begin_write().await?;
-            for chunk in hits.chunks(HITS_PER_STATEMENT) {
-                let sql = format!(
-                    "INSERT INTO analytics_events (id, site_id, label, visitor_id, data, \
-                     created_at, attachment_token_hash, attachment_token_expires_at) VALUES {}",
-                    values_sql(chunk.len(), 8, None)
-                );
-                let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
-                for h in chunk {
-                    q = q
-                        .bind(&h.id)
-                        .bind(&h.site_id)
-                        .bind(&h.label)
-                        .bind(&h.visitor_id)
-                        .bind(h.data.as_ref().map(Json))
-                        .bind(h.created_at)
-                        .bind(h.attachment.as_ref().map(|a| &a.0))
-                        .bind(h.attachment.as_ref().map(|a| a.1));
-                }
-                q.execute(&mut *tx).await?;
-            }
-            tx.commit().await?;
-            Ok(groups.iter().map(|g| g.len() as u64).collect())
-        })
-    }
-}
-
-impl plinth_actors::batch::BatchStore<HitRow> for Ingest {
-    fn write<'a>(&'a self, groups: &'a [Vec<HitRow>]) -> BoxFuture<'a, Result<Vec<u64>, String>> {
-        Box::pin(async move { self.write_groups(groups).await.map_err(|e| e.to_string()) })
-    }
-}
-
 #[derive(Debug, sqlx::FromRow)]
 pub struct EventRow {
     pub id: String,
@@ -230,89 +179,383 @@ pub async fn events(
         .fetch_all(p).await)
 }
 
-/// Which events the stats count.
-pub struct Scope<'a> {
-    pub site_id: &'a str,
-    pub from: DateTime<Utc>,
-    pub to: DateTime<Utc>,
-    /// `LIKE` patterns (`*` already turned into `%`, with `\` escapes); any may match.
-    pub patterns: &'a [String],
+/// The rollup tables: whole UTC hours and days.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Grain {
+    Hour,
+    Day,
 }
 
-#[derive(Debug, sqlx::FromRow)]
-pub struct Counted {
-    pub key: Option<String>,
-    pub hits: i64,
-    pub visitors: i64,
-}
+impl Grain {
+    fn table(self) -> &'static str {
+        match self {
+            Grain::Hour => "analytics_hourly",
+            Grain::Day => "analytics_daily",
+        }
+    }
 
-/// The text of the bucket (`YYYY-MM-DD` or `YYYY-MM-DDTHH`, UTC) of `created_at`.
-fn bucket_expr(db: &Db, hourly: bool) -> &'static str {
-    match (db, hourly) {
-        (Db::Sqlite(_), false) => "substr(created_at, 1, 10)",
-        (Db::Sqlite(_), true) => "substr(created_at, 1, 13)",
-        (Db::Postgres(_), false) => "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')",
-        (Db::Postgres(_), true) => "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24')",
+    /// The period `t` falls in, as stored: `YYYY-MM-DDTHH` or `YYYY-MM-DD` (UTC).
+    pub fn period(self, t: DateTime<Utc>) -> String {
+        t.format(match self {
+            Grain::Hour => "%Y-%m-%dT%H",
+            Grain::Day => "%Y-%m-%d",
+        })
+        .to_string()
     }
 }
 
-/// Hits and distinct visitors grouped by `key` (a bucket expression, `label`, or `NULL`
-/// for the totals), largest first when `by_hits`, else by key; at most `limit` groups.
-async fn counted(
-    db: &Db,
-    s: &Scope<'_>,
-    key: &str,
-    extra: &str,
-    by_hits: bool,
-    limit: i64,
-) -> sqlx::Result<Vec<Counted>> {
-    let mut sql = format!(
-        "SELECT {key} AS key, COUNT(*) AS hits, COUNT(DISTINCT visitor_id) AS visitors \
-         FROM analytics_events WHERE site_id = $1 AND created_at >= $2 AND created_at <= $3{extra}"
-    );
-    if !s.patterns.is_empty() {
-        let any: Vec<String> = (0..s.patterns.len())
-            .map(|i| format!("label LIKE ${} ESCAPE '\\'", i + 4))
-            .collect();
-        sql.push_str(&format!(" AND ({})", any.join(" OR ")));
+/// Rollup rows being built: hits and visitors per (site, period, label); `label` is ''
+/// for events without one. Sorted, so writers touch rows in one order.
+#[derive(Default)]
+struct Cells(BTreeMap<(String, String, String), (i64, Sketch)>);
+
+impl Cells {
+    fn add(&mut self, grain: Grain, site: &str, at: DateTime<Utc>, label: Option<&str>, h: u32) {
+        let key = (
+            site.to_owned(),
+            grain.period(at),
+            label.unwrap_or_default().to_owned(),
+        );
+        let cell = self.0.entry(key).or_default();
+        cell.0 += 1;
+        cell.1.insert(h);
     }
-    sql.push_str(&format!(
-        " GROUP BY 1 ORDER BY {} LIMIT {limit}",
-        if by_hits { "2 DESC, 1" } else { "1" }
-    ));
+}
+
+/// Both grains of rollups for a set of events.
+#[derive(Default)]
+struct Rollup {
+    hourly: Cells,
+    daily: Cells,
+}
+
+impl Rollup {
+    fn add(&mut self, site: &str, at: DateTime<Utc>, label: Option<&str>, visitor_id: &str) {
+        let h = sketch::hash(visitor_id);
+        self.hourly.add(Grain::Hour, site, at, label, h);
+        self.daily.add(Grain::Day, site, at, label, h);
+    }
+
+    fn sites(&self) -> Vec<&str> {
+        let mut s: Vec<&str> = self.daily.0.keys().map(|k| k.0.as_str()).collect();
+        s.dedup();
+        s
+    }
+}
+
+/// Cells per statement when reading (3 parameters each) and writing (5 each).
+const CELLS_PER_STATEMENT: usize = 200;
+
+/// Adds `cells` to the rollup rows of `grain` inside transaction `$tx`: reads the rows
+/// that exist, merges in Rust, writes every row back in multi-row upserts. The caller
+/// keeps other writers of these rows out (SQLite's write lock; on PostgreSQL the locks
+/// at ROLLUP_LOCK). A macro because the body is compiled once per backend, like `with_db!`.
+macro_rules! merge_cells {
+    ($tx:expr, $grain:expr, $cells:expr) => {{
+        let table = $grain.table();
+        let mut cells: Cells = $cells;
+        let keys: Vec<(String, String, String)> = cells.0.keys().cloned().collect();
+        for chunk in keys.chunks(CELLS_PER_STATEMENT) {
+            let sql = format!(
+                "SELECT site_id, period, label, hits, sketch FROM {table} \
+                 WHERE (site_id, period, label) IN (VALUES {})",
+                values_sql(chunk.len(), 3, None)
+            );
+            let mut q = sqlx::query_as::<_, (String, String, String, i64, Vec<u8>)>(AssertSqlSafe(
+                sql.as_str(),
+            ));
+            for k in chunk {
+                q = q.bind(&k.0).bind(&k.1).bind(&k.2);
+            }
+            for (site, period, label, hits, stored) in q.fetch_all(&mut *$tx).await? {
+                if let Some(cell) = cells.0.get_mut(&(site, period, label)) {
+                    cell.0 += hits;
+                    cell.1.merge_bytes(&stored);
+                }
+            }
+        }
+        let rows: Vec<_> = cells.0.into_iter().collect();
+        for chunk in rows.chunks(CELLS_PER_STATEMENT) {
+            let sql = format!(
+                "INSERT INTO {table} (site_id, period, label, hits, sketch) VALUES {} \
+                 ON CONFLICT (site_id, period, label) DO UPDATE \
+                 SET hits = excluded.hits, sketch = excluded.sketch",
+                values_sql(chunk.len(), 5, None)
+            );
+            let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
+            for ((site, period, label), (hits, s)) in chunk {
+                q = q
+                    .bind(site)
+                    .bind(period)
+                    .bind(label)
+                    .bind(*hits)
+                    .bind(s.to_bytes());
+            }
+            q.execute(&mut *$tx).await?;
+        }
+    }};
+}
+
+/// PostgreSQL advisory locks (SQLite's write lock already serializes writers): the roller
+/// holds ROLLUP_LOCK exclusively and every ingest transaction shares it, so a hit commits
+/// either before a roll reads its hour or after it, when it sees the new `rolled_until`;
+/// ingest transactions merging late hits hold SITE_LOCK per site, taken in sorted order.
+const ROLLUP_LOCK: (i32, i32) = (16, 0);
+const SITE_LOCK: i32 = 17;
+
+/// Where the rollups stand: every event before this is in them, none after it. `None`
+/// before the first roll.
+pub async fn rolled_until(db: &Db) -> sqlx::Result<Option<DateTime<Utc>>> {
+    with_db!(db, p => sqlx::query_scalar("SELECT rolled_until FROM analytics_rollup_state")
+        .fetch_one(p).await)
+}
+
+/// Rolls up the events before `until` (an hour boundary) that are not yet, at most a day
+/// of them per transaction (writers wait for one transaction, not for all); returns how
+/// many events were read.
+pub async fn roll_up(db: &Db, until: DateTime<Utc>) -> sqlx::Result<u64> {
+    let mut read = 0;
+    while let Some(n) = roll_up_step(db, until).await? {
+        read += n;
+    }
+    Ok(read)
+}
+
+/// One transaction of `roll_up`: `None` once the rollups reach `until`.
+async fn roll_up_step(db: &Db, until: DateTime<Utc>) -> sqlx::Result<Option<u64>> {
+    let pg = matches!(db, Db::Postgres(_));
     with_db!(db, p => {
-        let mut q = sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(s.site_id).bind(s.from).bind(s.to);
-        for pattern in s.patterns {
+        let mut tx = p.begin_write().await?;
+        if pg {
+            sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
+                .bind(ROLLUP_LOCK.0).bind(ROLLUP_LOCK.1).execute(&mut *tx).await?;
+        }
+        let rolled: Option<DateTime<Utc>> =
+            sqlx::query_scalar("SELECT rolled_until FROM analytics_rollup_state")
+                .fetch_one(&mut *tx).await?;
+        let from = match rolled {
+            Some(t) => t,
+            // The first roll starts at the hour of the oldest event (one scan, once).
+            None => {
+                let oldest: Option<DateTime<Utc>> =
+                    sqlx::query_scalar("SELECT MIN(created_at) FROM analytics_events")
+                        .fetch_one(&mut *tx).await?;
+                match oldest {
+                    Some(t) => crate::domain::analytics::hour_of(t).min(until),
+                    None => until,
+                }
+            }
+        };
+        if from >= until {
+            if rolled.is_none() {
+                sqlx::query("UPDATE analytics_rollup_state SET rolled_until = $1")
+                    .bind(until).execute(&mut *tx).await?;
+                tx.commit().await?;
+            }
+            return Ok(None);
+        }
+        let to = (from + chrono::TimeDelta::days(1)).min(until);
+        // Site by site through the (site_id, created_at) index (SQLite keeps the order of
+        // a CROSS JOIN; to PostgreSQL it is the same join).
+        let mut r = Rollup::default();
+        let mut read = 0u64;
+        {
+            let mut rows = sqlx::query_as::<_, (String, Option<String>, String, DateTime<Utc>)>(
+                "SELECT e.site_id, e.label, e.visitor_id, e.created_at \
+                 FROM analytics_sites s CROSS JOIN analytics_events e \
+                 WHERE e.site_id = s.id AND e.created_at >= $1 AND e.created_at < $2",
+            ).bind(from).bind(to).fetch(&mut *tx);
+            while let Some((site, label, visitor, at)) = rows.try_next().await? {
+                r.add(&site, at, label.as_deref(), &visitor);
+                read += 1;
+            }
+        }
+        merge_cells!(tx, Grain::Hour, r.hourly);
+        merge_cells!(tx, Grain::Day, r.daily);
+        sqlx::query("UPDATE analytics_rollup_state SET rolled_until = $1")
+            .bind(to).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(Some(read))
+    })
+}
+
+/// Drops every rollup and rolls up again from the events, up to `until` (after an import
+/// or a restore). Stats stay right meanwhile: they read the events past `rolled_until`.
+pub async fn rebuild_rollups(db: &Db, until: DateTime<Utc>) -> sqlx::Result<u64> {
+    let pg = matches!(db, Db::Postgres(_));
+    with_db!(db, p => {
+        let mut tx = p.begin_write().await?;
+        if pg {
+            sqlx::query("SELECT pg_advisory_xact_lock($1, $2)")
+                .bind(ROLLUP_LOCK.0).bind(ROLLUP_LOCK.1).execute(&mut *tx).await?;
+        }
+        sqlx::query("DELETE FROM analytics_hourly").execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM analytics_daily").execute(&mut *tx).await?;
+        sqlx::query("UPDATE analytics_rollup_state SET rolled_until = NULL").execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(())
+    })?;
+    roll_up(db, until).await
+}
+
+/// One hit as written.
+pub struct HitRow {
+    pub id: String,
+    pub site_id: String,
+    pub label: Option<String>,
+    pub visitor_id: String,
+    pub data: Option<Value>,
+    pub created_at: DateTime<Utc>,
+    /// sha256 of the attachment token, and its end, when the hit asked for one.
+    pub attachment: Option<(String, DateTime<Utc>)>,
+}
+
+/// The ingest actor's store: every hit of a flush in one transaction.
+pub struct Ingest(pub Db);
+
+/// Hits per statement (8 parameters each: far under either database's limit).
+const HITS_PER_STATEMENT: usize = 500;
+
+impl Ingest {
+    /// Every hit of the flush in multi-row statements of one transaction. Hits of hours
+    /// already rolled up (a write that waited past the roll) are merged into the rollups
+    /// here; all others are left to the roller.
+    async fn write_groups(&self, groups: &[Vec<HitRow>]) -> sqlx::Result<Vec<u64>> {
+        let hits: Vec<&HitRow> = groups.iter().flatten().collect();
+        let pg = matches!(self.0, Db::Postgres(_));
+        with_db!(&self.0, p => {
+            let mut tx = p.begin_write().await?;
+            if pg {
+                sqlx::query("SELECT pg_advisory_xact_lock_shared($1, $2)")
+                    .bind(ROLLUP_LOCK.0).bind(ROLLUP_LOCK.1).execute(&mut *tx).await?;
+            }
+            for chunk in hits.chunks(HITS_PER_STATEMENT) {
+                let sql = format!(
+                    "INSERT INTO analytics_events (id, site_id, label, visitor_id, data, \
+                     created_at, attachment_token_hash, attachment_token_expires_at) VALUES {}",
+                    values_sql(chunk.len(), 8, None)
+                );
+                let mut q = sqlx::query(AssertSqlSafe(sql.as_str()));
+                for h in chunk {
+                    q = q
+                        .bind(&h.id)
+                        .bind(&h.site_id)
+                        .bind(&h.label)
+                        .bind(&h.visitor_id)
+                        .bind(h.data.as_ref().map(Json))
+                        .bind(h.created_at)
+                        .bind(h.attachment.as_ref().map(|a| &a.0))
+                        .bind(h.attachment.as_ref().map(|a| a.1));
+                }
+                q.execute(&mut *tx).await?;
+            }
+            let rolled: Option<DateTime<Utc>> =
+                sqlx::query_scalar("SELECT rolled_until FROM analytics_rollup_state")
+                    .fetch_one(&mut *tx).await?;
+            let mut late = Rollup::default();
+            for h in hits.iter().filter(|h| rolled.is_some_and(|r| h.created_at < r)) {
+                late.add(&h.site_id, h.created_at, h.label.as_deref(), &h.visitor_id);
+            }
+            if !late.daily.0.is_empty() {
+                if pg {
+                    for site in late.sites() {
+                        sqlx::query("SELECT pg_advisory_xact_lock($1, hashtext($2))")
+                            .bind(SITE_LOCK).bind(site).execute(&mut *tx).await?;
+                    }
+                }
+                merge_cells!(tx, Grain::Hour, late.hourly);
+                merge_cells!(tx, Grain::Day, late.daily);
+            }
+            tx.commit().await?;
+            Ok(groups.iter().map(|g| g.len() as u64).collect())
+        })
+    }
+}
+
+impl plinth_actors::batch::BatchStore<HitRow> for Ingest {
+    fn write<'a>(&'a self, groups: &'a [Vec<HitRow>]) -> BoxFuture<'a, Result<Vec<u64>, String>> {
+        Box::pin(async move { self.write_groups(groups).await.map_err(|e| e.to_string()) })
+    }
+}
+
+/// One rollup row as the stats read it.
+#[derive(Debug, sqlx::FromRow)]
+pub struct Cell {
+    pub period: String,
+    pub label: String,
+    pub hits: i64,
+    pub sketch: Vec<u8>,
+}
+
+/// ` AND (label LIKE $n ESCAPE '\' OR ...)` for `count` patterns from parameter `first`.
+fn patterns_sql(count: usize, first: usize) -> String {
+    if count == 0 {
+        return String::new();
+    }
+    let any: Vec<String> = (0..count)
+        .map(|i| format!("label LIKE ${} ESCAPE '\\'", first + i))
+        .collect();
+    format!(" AND ({})", any.join(" OR "))
+}
+
+/// Rollup rows of `grain` for periods in `[from, to)` whose label matches any pattern
+/// (every row when there are none).
+pub async fn cells(
+    db: &Db,
+    grain: Grain,
+    site_id: &str,
+    (from, to): (&str, &str),
+    patterns: &[String],
+) -> sqlx::Result<Vec<Cell>> {
+    let mut sql = format!(
+        "SELECT period, label, hits, sketch FROM {} \
+         WHERE site_id = $1 AND period >= $2 AND period < $3",
+        grain.table()
+    );
+    if !patterns.is_empty() {
+        // '' stands for "no label", which no pattern matches (as NULL LIKE does not).
+        sql.push_str(" AND label <> ''");
+        sql.push_str(&patterns_sql(patterns.len(), 4));
+    }
+    with_db!(db, p => {
+        let mut q = sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(site_id).bind(from).bind(to);
+        for pattern in patterns {
             q = q.bind(pattern);
         }
         q.fetch_all(p).await
     })
 }
 
-pub async fn buckets(db: &Db, s: &Scope<'_>, hourly: bool) -> sqlx::Result<Vec<Counted>> {
-    counted(db, s, bucket_expr(db, hourly), "", false, 10_000).await
+/// One event as the stats read it at the edges of a range.
+#[derive(Debug, sqlx::FromRow)]
+pub struct RawHit {
+    pub created_at: DateTime<Utc>,
+    pub label: Option<String>,
+    pub visitor_id: String,
 }
 
-pub async fn totals(db: &Db, s: &Scope<'_>) -> sqlx::Result<Counted> {
-    let mut rows = counted(db, s, "NULL", "", false, 1).await?;
-    Ok(rows.pop().unwrap_or(Counted {
-        key: None,
-        hits: 0,
-        visitors: 0,
-    }))
-}
-
-/// The most hit non-empty labels.
-pub async fn top_labels(db: &Db, s: &Scope<'_>, limit: i64) -> sqlx::Result<Vec<Counted>> {
-    counted(
-        db,
-        s,
-        "label",
-        " AND label IS NOT NULL AND label <> ''",
-        true,
-        limit,
-    )
-    .await
+/// Events in `[from, to)` (`[from, to]` with `to_inclusive`) whose label matches any
+/// pattern (every event when there are none).
+pub async fn raw_hits(
+    db: &Db,
+    site_id: &str,
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
+    to_inclusive: bool,
+    patterns: &[String],
+) -> sqlx::Result<Vec<RawHit>> {
+    let mut sql = format!(
+        "SELECT created_at, label, visitor_id FROM analytics_events \
+         WHERE site_id = $1 AND created_at >= $2 AND created_at {} $3",
+        if to_inclusive { "<=" } else { "<" }
+    );
+    sql.push_str(&patterns_sql(patterns.len(), 4));
+    with_db!(db, p => {
+        let mut q = sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(site_id).bind(from).bind(to);
+        for pattern in patterns {
+            q = q.bind(pattern);
+        }
+        q.fetch_all(p).await
+    })
 }
 
 /// What the attachment routes need of an event.

@@ -101,8 +101,11 @@ impl Db {
                 .synchronous(SqliteSynchronous::Normal)
                 .foreign_keys(true)
                 .busy_timeout(Duration::from_secs(10));
+            // A SQLite connection is a local file handle that cannot go stale: no ping
+            // (a round trip to the connection's thread) before every use.
             let pool = SqlitePoolOptions::new()
                 .max_connections(8)
+                .test_before_acquire(false)
                 .connect_with(opts)
                 .await?;
             Ok(Db::Sqlite(pool))

@@ -1,11 +1,16 @@
 //! Analytics rules shared by the handlers: labels, wildcard patterns, visitor ids, site
-//! access levels, and the short-lived cache of active sites that the track path reads.
+//! access levels, the short-lived cache of active sites that the track path reads, and
+//! how a stats range is read (rollups for whole hours and days, events at the edges).
 
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::db::analytics::{self as store, SiteRow};
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+
+use crate::db::analytics::{self as store, Grain, SiteRow};
 use crate::db::Db;
+use crate::domain::sketch::{self, Sketch};
 
 /// Attachments of events older than this are deleted by the expiry job.
 pub const ATTACHMENT_DAYS: chrono::TimeDelta = chrono::TimeDelta::days(30);
@@ -114,6 +119,240 @@ impl SiteCache {
     }
 }
 
+/// A part of a stats range, read from where it is cheapest: whole hours and days from the
+/// rollups, the partial hours at either edge from the events.
+#[derive(Debug, PartialEq)]
+pub enum Piece {
+    /// Events in `[from, to)`, or `[from, to]` when `inclusive`.
+    Raw {
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        inclusive: bool,
+    },
+    /// Rollup rows of the whole periods in `[from, to)`.
+    Rolled {
+        grain: Grain,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    },
+}
+
+fn floor(t: DateTime<Utc>, step: TimeDelta) -> DateTime<Utc> {
+    t.duration_trunc(step).expect("UTC times truncate")
+}
+
+fn ceil(t: DateTime<Utc>, step: TimeDelta) -> DateTime<Utc> {
+    let f = floor(t, step);
+    if f == t {
+        t
+    } else {
+        f + step
+    }
+}
+
+/// The hour `t` falls in.
+pub fn hour_of(t: DateTime<Utc>) -> DateTime<Utc> {
+    floor(t, TimeDelta::hours(1))
+}
+
+/// The worker rolls up the hours that ended at least this long ago; a hit of a rolled-up
+/// hour that commits later still lands in the rollups (its writer merges it).
+pub const ROLLUP_GRACE: TimeDelta = TimeDelta::minutes(1);
+
+/// Rolls up the hours that have ended (the worker, every half minute); returns the
+/// events read.
+pub async fn roll_up(db: &Db) -> sqlx::Result<u64> {
+    store::roll_up(db, hour_of(Utc::now() - ROLLUP_GRACE)).await
+}
+
+/// Splits `[from, to]` into disjoint pieces that cover it: raw events up to the first
+/// whole hour, whole hours up to the first whole day (whole days only when `days`), whole
+/// hours after the last whole day, raw events from the last whole hour to `to`. Only
+/// hours before `rolled_until` count as whole: later ones are not in the rollups yet.
+pub fn pieces(
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    days: bool,
+    rolled_until: Option<DateTime<Utc>>,
+) -> Vec<Piece> {
+    let (hour, day) = (TimeDelta::hours(1), TimeDelta::days(1));
+    let h1 = ceil(from, hour);
+    let h2 = match rolled_until {
+        Some(r) => floor(to, hour).min(floor(r, hour)),
+        None => h1,
+    };
+    if h1 >= h2 {
+        return vec![Piece::Raw {
+            from,
+            to,
+            inclusive: true,
+        }];
+    }
+    let mut out = Vec::with_capacity(5);
+    if from < h1 {
+        out.push(Piece::Raw {
+            from,
+            to: h1,
+            inclusive: false,
+        });
+    }
+    let rolled = |grain, from, to| Piece::Rolled { grain, from, to };
+    let (d1, d2) = (ceil(h1, day), floor(h2, day));
+    if days && d1 < d2 {
+        if h1 < d1 {
+            out.push(rolled(Grain::Hour, h1, d1));
+        }
+        out.push(rolled(Grain::Day, d1, d2));
+        if d2 < h2 {
+            out.push(rolled(Grain::Hour, d2, h2));
+        }
+    } else {
+        out.push(rolled(Grain::Hour, h1, h2));
+    }
+    out.push(Piece::Raw {
+        from: h2,
+        to,
+        inclusive: true,
+    });
+    out
+}
+
+/// Hits and a visitor sketch.
+#[derive(Default)]
+struct Count(i64, Sketch);
+
+impl Count {
+    fn add(&mut self, hits: i64, s: &Sketch) {
+        self.0 += hits;
+        self.1.merge(s);
+    }
+}
+
+/// What a stats answer counts: per bucket, in all, and per label when asked.
+pub struct Tally {
+    grain: Grain,
+    buckets: BTreeMap<String, Count>,
+    total: Count,
+    labels: Option<HashMap<String, Count>>,
+}
+
+/// Hits and distinct visitors (exact up to 256, else estimated: src/domain/sketch.rs).
+#[derive(Debug, PartialEq)]
+pub struct Counted {
+    pub hits: i64,
+    pub visitors: u64,
+}
+
+impl Tally {
+    fn add(&mut self, period: &str, label: &str, hits: i64, s: &Sketch) {
+        let bucket = match self.grain {
+            Grain::Hour => &period[..period.len().min(13)],
+            Grain::Day => &period[..period.len().min(10)],
+        };
+        match self.buckets.get_mut(bucket) {
+            Some(c) => c.add(hits, s),
+            None => {
+                let mut c = Count::default();
+                c.add(hits, s);
+                self.buckets.insert(bucket.to_owned(), c);
+            }
+        }
+        self.total.add(hits, s);
+        if let Some(labels) = &mut self.labels {
+            if !label.is_empty() {
+                labels.entry(label.to_owned()).or_default().add(hits, s);
+            }
+        }
+    }
+
+    /// Per bucket (`YYYY-MM-DDTHH` or `YYYY-MM-DD`), only those with hits.
+    pub fn bucket(&self, key: &str) -> Option<Counted> {
+        self.buckets.get(key).map(counted)
+    }
+
+    pub fn total(&self) -> Counted {
+        counted(&self.total)
+    }
+
+    /// The most hit labels, ties by label; empty unless asked for.
+    pub fn top_labels(&self, limit: usize) -> Vec<(String, Counted)> {
+        let mut all: Vec<(&String, &Count)> = self.labels.iter().flatten().collect();
+        all.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then_with(|| a.0.cmp(b.0)));
+        all.into_iter()
+            .take(limit)
+            .map(|(l, c)| (l.clone(), counted(c)))
+            .collect()
+    }
+}
+
+fn counted(c: &Count) -> Counted {
+    Counted {
+        hits: c.0,
+        visitors: c.1.count(),
+    }
+}
+
+/// Counts the events of `site_id` in `[from, to]` whose label matches any `patterns`
+/// (`LIKE` patterns; all events when empty) per hour or per UTC day, from the rollups and
+/// the raw events at the edges and past the rollups, all pieces read at once.
+pub async fn tally(
+    db: &Db,
+    site_id: &str,
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
+    grain: Grain,
+    patterns: &[String],
+    with_labels: bool,
+) -> sqlx::Result<Tally> {
+    enum Read {
+        Cells(Vec<store::Cell>),
+        Raw(Vec<store::RawHit>),
+    }
+    let rolled = store::rolled_until(db).await?;
+    let reads = pieces(from, to, grain == Grain::Day, rolled)
+        .into_iter()
+        .map(|p| async move {
+            Ok::<_, sqlx::Error>(match p {
+                Piece::Raw {
+                    from,
+                    to,
+                    inclusive,
+                } => {
+                    Read::Raw(store::raw_hits(db, site_id, (from, to), inclusive, patterns).await?)
+                }
+                Piece::Rolled { grain, from, to } => {
+                    let range = (grain.period(from), grain.period(to));
+                    Read::Cells(
+                        store::cells(db, grain, site_id, (&range.0, &range.1), patterns).await?,
+                    )
+                }
+            })
+        });
+    let mut t = Tally {
+        grain,
+        buckets: BTreeMap::new(),
+        total: Count::default(),
+        labels: with_labels.then(HashMap::new),
+    };
+    for read in futures::future::try_join_all(reads).await? {
+        match read {
+            Read::Cells(cells) => {
+                for c in cells {
+                    t.add(&c.period, &c.label, c.hits, &Sketch::from_bytes(&c.sketch));
+                }
+            }
+            Read::Raw(hits) => {
+                for h in hits {
+                    let mut s = Sketch::default();
+                    s.insert(sketch::hash(&h.visitor_id));
+                    let period = Grain::Hour.period(h.created_at);
+                    t.add(&period, h.label.as_deref().unwrap_or(""), 1, &s);
+                }
+            }
+        }
+    }
+    Ok(t)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,5 +377,95 @@ mod tests {
         assert_eq!(a, visitor_id("salt-a", Visitor::Client(&c)));
         assert_ne!(a, visitor_id("salt-b", Visitor::Client(&c)));
         assert!(!a.contains(&c.to_string()));
+    }
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn a_range_reads_whole_days_and_hours_from_rollups_and_edges_raw() {
+        let all = Some(at("2030-01-01T00:00:00Z"));
+        let raw = |from, to, inclusive| Piece::Raw {
+            from: at(from),
+            to: at(to),
+            inclusive,
+        };
+        let rolled = |grain, from, to| Piece::Rolled {
+            grain,
+            from: at(from),
+            to: at(to),
+        };
+        assert_eq!(
+            pieces(
+                at("2026-01-01T10:30:00Z"),
+                at("2026-01-04T05:15:00Z"),
+                true,
+                all
+            ),
+            vec![
+                raw("2026-01-01T10:30:00Z", "2026-01-01T11:00:00Z", false),
+                rolled(Grain::Hour, "2026-01-01T11:00:00Z", "2026-01-02T00:00:00Z"),
+                rolled(Grain::Day, "2026-01-02T00:00:00Z", "2026-01-04T00:00:00Z"),
+                rolled(Grain::Hour, "2026-01-04T00:00:00Z", "2026-01-04T05:00:00Z"),
+                raw("2026-01-04T05:00:00Z", "2026-01-04T05:15:00Z", true),
+            ]
+        );
+        // Aligned ends: no raw piece before, an empty-width one (the instant `to`) after.
+        assert_eq!(
+            pieces(
+                at("2026-01-01T00:00:00Z"),
+                at("2026-01-02T00:00:00Z"),
+                true,
+                all
+            ),
+            vec![
+                rolled(Grain::Day, "2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"),
+                raw("2026-01-02T00:00:00Z", "2026-01-02T00:00:00Z", true),
+            ]
+        );
+        // Hourly answers never read days; inside one hour everything is raw.
+        assert_eq!(
+            pieces(
+                at("2026-01-01T10:30:00Z"),
+                at("2026-01-03T05:15:00Z"),
+                false,
+                all
+            )[1],
+            rolled(Grain::Hour, "2026-01-01T11:00:00Z", "2026-01-03T05:00:00Z")
+        );
+        assert_eq!(
+            pieces(
+                at("2026-01-01T10:10:00Z"),
+                at("2026-01-01T10:50:00Z"),
+                true,
+                all
+            ),
+            vec![raw("2026-01-01T10:10:00Z", "2026-01-01T10:50:00Z", true)]
+        );
+        // Past `rolled_until` everything is read raw; before the first roll, all of it.
+        assert_eq!(
+            pieces(
+                at("2026-01-01T10:30:00Z"),
+                at("2026-01-04T05:15:00Z"),
+                true,
+                Some(at("2026-01-03T02:00:00Z"))
+            ),
+            vec![
+                raw("2026-01-01T10:30:00Z", "2026-01-01T11:00:00Z", false),
+                rolled(Grain::Hour, "2026-01-01T11:00:00Z", "2026-01-02T00:00:00Z"),
+                rolled(Grain::Day, "2026-01-02T00:00:00Z", "2026-01-03T00:00:00Z"),
+                rolled(Grain::Hour, "2026-01-03T00:00:00Z", "2026-01-03T02:00:00Z"),
+                raw("2026-01-03T02:00:00Z", "2026-01-04T05:15:00Z", true),
+            ]
+        );
+        assert_eq!(
+            pieces(
+                at("2026-01-01T10:30:00Z"),
+                at("2026-01-04T05:15:00Z"),
+                true,
+                None
+            ),
+            vec![raw("2026-01-01T10:30:00Z", "2026-01-04T05:15:00Z", true)]
+        );
     }
 }

@@ -333,15 +333,20 @@ impl Server {
 
     /// `plinth users set-level`, as an operator would run it next to the server.
     pub fn set_level(&self, email: &str, level: i64) -> std::process::Output {
+        self.cli(&[
+            "users",
+            "set-level",
+            "--email",
+            email,
+            "--level",
+            &level.to_string(),
+        ])
+    }
+
+    /// A `plinth` command run next to the server, on its data dir and database.
+    pub fn cli(&self, args: &[&str]) -> std::process::Output {
         Command::new(BIN)
-            .args([
-                "users",
-                "set-level",
-                "--email",
-                email,
-                "--level",
-                &level.to_string(),
-            ])
+            .args(args)
             .arg("--data-dir")
             .arg(self.dir.path())
             .arg("--database-url")
