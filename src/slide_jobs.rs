@@ -4,9 +4,9 @@
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use plinth_actors::decks::{IdempotencyStore, Recorded};
+use plinth_actors::decks::{Claim, IdempotencyStore, Recorded};
 use plinth_workers::slides::{
-    Artifact, AssetCheck, ExportWork, Fetched, ImageRef, SlideEnv, Verdict,
+    Artifact, AssetCheck, ExportWork, Fetched, ImageRef, SlideEnv, Start, Verdict,
 };
 use plinth_workers::ExpiryEnv;
 use serde_json::json;
@@ -27,14 +27,33 @@ fn boxed(e: impl std::fmt::Display) -> plinth_workers::BoxDynError {
     e.to_string().into()
 }
 
+/// The end of a lease taken or renewed now.
+fn lease_until() -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now() + plinth_workers::slides::LEASE
+}
+
 impl SlideEnv for Env {
-    fn start_export<'a>(&'a self, job_id: &'a str) -> Fut<'a, Option<ExportWork>> {
+    fn start_export<'a>(&'a self, job_id: &'a str, owner: &'a str) -> Fut<'a, Start> {
         async move {
-            let Some(job) = store::start_job(&self.db, job_id).await? else {
-                return Ok(None);
+            let job = match store::start_job(&self.db, job_id, owner, lease_until()).await? {
+                store::Started::Claimed(job) => job,
+                store::Started::Ended => return Ok(Start::Ended),
+                store::Started::Leased(until) => {
+                    let left = (until - chrono::Utc::now()).to_std().unwrap_or_default();
+                    return Ok(Start::Leased(left));
+                }
             };
             let Some(rev) = store::revision(&self.db, &job.deck_id, &job.revision_id).await? else {
-                return Ok(None);
+                store::finish_job(
+                    &self.db,
+                    job_id,
+                    owner,
+                    "failed",
+                    &json!([]),
+                    Some("the revision is gone"),
+                )
+                .await?;
+                return Ok(Start::Ended);
             };
             let content = plinth_slides::Deck::from_json(rev.content.0).map_err(boxed)?;
             let images = store::deck_assets(&self.db, &job.deck_id)
@@ -51,7 +70,7 @@ impl SlideEnv for Env {
                     (a.id, image)
                 })
                 .collect();
-            Ok(Some(ExportWork {
+            Ok(Start::Run(ExportWork {
                 deck_id: job.deck_id,
                 format: job.format,
                 content,
@@ -62,25 +81,48 @@ impl SlideEnv for Env {
         .boxed()
     }
 
-    fn progress<'a>(&'a self, job_id: &'a str, done: usize, total: usize) -> Fut<'a, bool> {
-        async move { Ok(store::job_progress(&self.db, job_id, done as i64, total as i64).await?) }
+    fn renew<'a>(&'a self, job_id: &'a str, owner: &'a str) -> Fut<'a, bool> {
+        async move { Ok(store::renew_job(&self.db, job_id, owner, lease_until(), None).await?) }
             .boxed()
     }
 
-    fn succeed<'a>(&'a self, job_id: &'a str, artifacts: &'a [Artifact]) -> Fut<'a, bool> {
+    fn progress<'a>(
+        &'a self,
+        job_id: &'a str,
+        owner: &'a str,
+        done: usize,
+        total: usize,
+    ) -> Fut<'a, bool> {
         async move {
-            let list = serde_json::to_value(artifacts)?;
-            Ok(store::finish_job(&self.db, job_id, "succeeded", &list, None).await?)
+            let progress = Some((done as i64, total as i64));
+            Ok(store::renew_job(&self.db, job_id, owner, lease_until(), progress).await?)
         }
         .boxed()
     }
 
-    fn fail<'a>(&'a self, job_id: &'a str, reason: &'a str) -> Fut<'a, ()> {
+    fn succeed<'a>(
+        &'a self,
+        job_id: &'a str,
+        owner: &'a str,
+        artifacts: &'a [Artifact],
+    ) -> Fut<'a, bool> {
         async move {
-            store::finish_job(&self.db, job_id, "failed", &json!([]), Some(reason)).await?;
+            let list = serde_json::to_value(artifacts)?;
+            Ok(store::finish_job(&self.db, job_id, owner, "succeeded", &list, None).await?)
+        }
+        .boxed()
+    }
+
+    fn fail<'a>(&'a self, job_id: &'a str, owner: &'a str, reason: &'a str) -> Fut<'a, ()> {
+        async move {
+            store::finish_job(&self.db, job_id, owner, "failed", &json!([]), Some(reason)).await?;
             Ok(())
         }
         .boxed()
+    }
+
+    fn release<'a>(&'a self, job_id: &'a str, owner: &'a str) -> Fut<'a, ()> {
+        async move { Ok(store::release_job(&self.db, job_id, owner).await?) }.boxed()
     }
 
     fn load_asset<'a>(&'a self, asset_id: &'a str) -> Fut<'a, Option<AssetCheck>> {
@@ -150,43 +192,59 @@ impl SlideEnv for Env {
 pub struct Idempotency(pub Db);
 
 impl IdempotencyStore for Idempotency {
-    fn load<'a>(
+    fn claim<'a>(
         &'a self,
         scope: &'a str,
         key: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Recorded>, String>> {
+        request_hash: &'a str,
+    ) -> BoxFuture<'a, Result<Claim, String>> {
         async move {
-            let since = chrono::Utc::now() - crate::domain::idempotency::KEPT;
-            let row = crate::db::idempotency::load(&self.0, scope, key, since)
-                .await
-                .map_err(|e| e.to_string())?;
-            Ok(row.map(|(request_hash, status, body)| Recorded {
+            use crate::domain::idempotency::{KEPT, STALE_CLAIM};
+            let now = chrono::Utc::now();
+            let held = crate::db::idempotency::claim(
+                &self.0,
+                scope,
+                key,
                 request_hash,
-                status: status as u16,
-                body,
-            }))
+                now - KEPT,
+                Some(now - STALE_CLAIM),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+            Ok(match held {
+                None => Claim::Claimed,
+                Some((request_hash, crate::db::idempotency::IN_PROGRESS, _)) => {
+                    Claim::InProgress { request_hash }
+                }
+                Some((request_hash, status, body)) => Claim::Done(Recorded {
+                    request_hash,
+                    status: status as u16,
+                    body,
+                }),
+            })
         }
         .boxed()
     }
 
-    fn save<'a>(
+    fn finish<'a>(
         &'a self,
         scope: &'a str,
         key: &'a str,
         r: &'a Recorded,
     ) -> BoxFuture<'a, Result<(), String>> {
         async move {
-            crate::db::idempotency::save(
-                &self.0,
-                scope,
-                key,
-                &r.request_hash,
-                r.status as i64,
-                &r.body,
-                chrono::Utc::now() - crate::domain::idempotency::KEPT,
-            )
-            .await
-            .map_err(|e| e.to_string())
+            crate::db::idempotency::finish(&self.0, scope, key, r.status as i64, &r.body)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        .boxed()
+    }
+
+    fn abandon<'a>(&'a self, scope: &'a str, key: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        async move {
+            crate::db::idempotency::abandon(&self.0, scope, key)
+                .await
+                .map_err(|e| e.to_string())
         }
         .boxed()
     }

@@ -4,10 +4,15 @@
 //! scope only keeps the order: each change runs in a task of its own, so a slow change
 //! (or slow storage) holds up its own deck, never the other decks of the shard.
 //!
-//! The shard also keeps the idempotency cache. A change that carries an idempotency key
-//! is recorded (request hash and answer) after it succeeds; the same key with the same
-//! request replays the recorded answer, with a different request it is refused. Records
-//! are persisted through [`IdempotencyStore`], so keys survive a restart.
+//! A change that carries an idempotency key first claims the key in the
+//! [`IdempotencyStore`] (the database, shared by every process), then runs, then records
+//! its answer (or gives the claim up when it was refused, so a corrected request may use
+//! the key again). The same key with the same request replays the recorded answer, or,
+//! while the first request still runs in some process, is refused as
+//! [`ChangeError::InProgress`]; with a different request it is refused as
+//! [`ChangeError::KeyReused`]. The shard caches only records the store holds, and its
+//! per-scope order means a repeat inside one process waits for the first and replays it
+//! instead of being refused.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -27,19 +32,37 @@ pub struct Recorded {
     pub body: Value,
 }
 
-/// Where idempotency records live (the `slide_idempotency` table).
+/// What claiming a key found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// The key is now held by this change: run it, then `finish` or `abandon`.
+    Claimed,
+    /// Another request holds the key and has not answered yet.
+    InProgress { request_hash: String },
+    /// The key's recorded answer.
+    Done(Recorded),
+}
+
+/// Where idempotency records live (the `slide_idempotency` table). `claim` is atomic
+/// across processes: of two claims of one key, one gets [`Claim::Claimed`]. A claim whose
+/// holder never answers (its process died) may be taken over after a while by a claim
+/// with the same request hash.
 pub trait IdempotencyStore: Send + Sync + 'static {
-    fn load<'a>(
+    fn claim<'a>(
         &'a self,
         scope: &'a str,
         key: &'a str,
-    ) -> BoxFuture<'a, Result<Option<Recorded>, String>>;
-    fn save<'a>(
+        request_hash: &'a str,
+    ) -> BoxFuture<'a, Result<Claim, String>>;
+    /// Records the answer of a claimed key.
+    fn finish<'a>(
         &'a self,
         scope: &'a str,
         key: &'a str,
         record: &'a Recorded,
     ) -> BoxFuture<'a, Result<(), String>>;
+    /// Gives a claimed key up: nothing is recorded, the key may be used again.
+    fn abandon<'a>(&'a self, scope: &'a str, key: &'a str) -> BoxFuture<'a, Result<(), String>>;
 }
 
 /// The answer to a change: what the work produced, or the replay of a recorded answer.
@@ -54,6 +77,11 @@ pub struct Answer {
 pub enum ChangeError {
     #[error("this idempotency_key was already used with a different request")]
     KeyReused,
+    /// The same request under this key is still running (in this or another process).
+    #[error(
+        "a request with this idempotency_key is still running; retry shortly to get its answer"
+    )]
+    InProgress,
     #[error("the idempotency record could not be read: {0}")]
     Store(String),
     #[error("the deck actor did not answer: {0}")]
@@ -196,20 +224,42 @@ impl DeckShard {
             .and_then(|k| cache.get(&(change.scope.clone(), k.clone())));
         let store = self.store.clone();
         let scope = change.scope.clone();
+        let key = change.key.clone();
         tokio::spawn(async move {
-            let record = tokio::spawn(run(store, change, cached))
-                .await
-                .unwrap_or_else(|e| {
+            let record = match tokio::spawn(run(store.clone(), change, cached)).await {
+                Ok(record) => record,
+                Err(e) => {
                     tracing::error!(error = %e, scope, "deck change panicked");
+                    // Only the work can panic, and it runs under this change's claim: free
+                    // the key for a retry rather than answering 409 until it goes stale.
+                    if let Some(key) = &key {
+                        if let Err(e) = store.abandon(&scope, key).await {
+                            tracing::warn!(error = %e, scope, "idempotency claim not released");
+                        }
+                    }
                     None
-                });
+                }
+            };
             let _ = myself.cast(DeckMsg::Done { scope, record });
         });
     }
 }
 
-/// The idempotency check, the work, and the record of its answer; returns the record to
-/// cache.
+/// The answer a record gives to a request with `request_hash`.
+fn replay(r: Recorded, request_hash: &str) -> Result<Answer, ChangeError> {
+    if r.request_hash != request_hash {
+        Err(ChangeError::KeyReused)
+    } else {
+        Ok(Answer {
+            status: r.status,
+            body: r.body,
+            replayed: true,
+        })
+    }
+}
+
+/// The idempotency claim, the work, and the record of its answer; returns the record to
+/// cache (only one the store holds).
 async fn run(
     store: Arc<dyn IdempotencyStore>,
     change: Change,
@@ -224,45 +274,49 @@ async fn run(
         ..
     } = change;
     if let Some(key) = &key {
-        let known = match cached {
-            Some(r) => Ok(Some(r)),
-            None => store.load(&scope, key).await.map_err(ChangeError::Store),
-        };
-        match known {
+        if let Some(r) = cached {
+            let _ = reply.send(replay(r, &request_hash));
+            return None;
+        }
+        match store.claim(&scope, key, &request_hash).await {
             Err(e) => {
-                let _ = reply.send(Err(e));
+                let _ = reply.send(Err(ChangeError::Store(e)));
                 return None;
             }
-            Ok(Some(r)) => {
-                let answer = if r.request_hash != request_hash {
-                    Err(ChangeError::KeyReused)
+            Ok(Claim::Done(r)) => {
+                let _ = reply.send(replay(r.clone(), &request_hash));
+                return Some((key.clone(), r));
+            }
+            Ok(Claim::InProgress { request_hash: held }) => {
+                let _ = reply.send(Err(if held == request_hash {
+                    ChangeError::InProgress
                 } else {
-                    Ok(Answer {
-                        status: r.status,
-                        body: r.body,
-                        replayed: true,
-                    })
-                };
-                let _ = reply.send(answer);
+                    ChangeError::KeyReused
+                }));
                 return None;
             }
-            Ok(None) => {}
+            Ok(Claim::Claimed) => {}
         }
     }
     let (status, body) = work.await;
-    // Only successes are recorded: a refused request (a stale version, bad input) may be
-    // corrected and sent again under the same key.
-    let record = key.filter(|_| (200..300).contains(&status)).map(|key| {
-        let record = Recorded {
-            request_hash,
-            status,
-            body: body.clone(),
-        };
-        (key, record)
-    });
-    if let Some((key, r)) = &record {
-        if let Err(e) = store.save(&scope, key, r).await {
-            tracing::error!(error = %e, scope, "idempotency record not saved");
+    let mut record = None;
+    if let Some(key) = key {
+        // Only successes are recorded: a refused request (a stale version, bad input) may
+        // be corrected and sent again under the same key.
+        if (200..300).contains(&status) {
+            let r = Recorded {
+                request_hash,
+                status,
+                body: body.clone(),
+            };
+            match store.finish(&scope, &key, &r).await {
+                Ok(()) => record = Some((key, r)),
+                // The claim stays "in progress" until it goes stale; then a repeat runs
+                // again. Nothing else can be done with a store that does not answer.
+                Err(e) => tracing::error!(error = %e, scope, "idempotency record not saved"),
+            }
+        } else if let Err(e) = store.abandon(&scope, &key).await {
+            tracing::error!(error = %e, scope, "idempotency claim not released");
         }
     }
     let _ = reply.send(Ok(Answer {
@@ -343,19 +397,36 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
 
+    /// Records by key; status 0 is a claim in progress, as in the table.
     #[derive(Default)]
     struct MemStore(Mutex<HashMap<(String, String), Recorded>>);
 
     impl IdempotencyStore for MemStore {
-        fn load<'a>(
+        fn claim<'a>(
             &'a self,
             s: &'a str,
             k: &'a str,
-        ) -> BoxFuture<'a, Result<Option<Recorded>, String>> {
-            let r = self.0.lock().unwrap().get(&(s.into(), k.into())).cloned();
-            Box::pin(async move { Ok(r) })
+            h: &'a str,
+        ) -> BoxFuture<'a, Result<Claim, String>> {
+            let mut map = self.0.lock().unwrap();
+            let claim = match map.get(&(s.into(), k.into())) {
+                None => {
+                    let r = Recorded {
+                        request_hash: h.into(),
+                        status: 0,
+                        body: Value::Null,
+                    };
+                    map.insert((s.into(), k.into()), r);
+                    Claim::Claimed
+                }
+                Some(r) if r.status == 0 => Claim::InProgress {
+                    request_hash: r.request_hash.clone(),
+                },
+                Some(r) => Claim::Done(r.clone()),
+            };
+            Box::pin(async move { Ok(claim) })
         }
-        fn save<'a>(
+        fn finish<'a>(
             &'a self,
             s: &'a str,
             k: &'a str,
@@ -367,6 +438,69 @@ mod tests {
                 .insert((s.into(), k.into()), r.clone());
             Box::pin(async { Ok(()) })
         }
+        fn abandon<'a>(&'a self, s: &'a str, k: &'a str) -> BoxFuture<'a, Result<(), String>> {
+            self.0.lock().unwrap().remove(&(s.to_owned(), k.to_owned()));
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    /// Another process holds the key: the same request is told it is in progress, a
+    /// different one that the key is taken; once the holder has answered, both see that.
+    #[tokio::test]
+    async fn a_key_claimed_elsewhere_is_in_progress_then_replays() {
+        let store = Arc::new(MemStore::default());
+        assert_eq!(
+            store.claim("user:1", "k", "h1").await.unwrap(),
+            Claim::Claimed
+        );
+        let actors = DeckActors::start(2, store.clone()).await.unwrap();
+        let never: BoxFuture<'static, (u16, Value)> =
+            Box::pin(async { panic!("a claimed key must not run again") });
+        let r = actors
+            .run("user:1".into(), Some("k".into()), "h1".into(), never)
+            .await;
+        assert!(matches!(r, Err(ChangeError::InProgress)), "{r:?}");
+        let never: BoxFuture<'static, (u16, Value)> =
+            Box::pin(async { panic!("a claimed key must not run again") });
+        let r = actors
+            .run("user:1".into(), Some("k".into()), "h2".into(), never)
+            .await;
+        assert!(matches!(r, Err(ChangeError::KeyReused)), "{r:?}");
+        let answer = Recorded {
+            request_hash: "h1".into(),
+            status: 200,
+            body: serde_json::json!({"id": "d1"}),
+        };
+        store.finish("user:1", "k", &answer).await.unwrap();
+        let never: BoxFuture<'static, (u16, Value)> =
+            Box::pin(async { panic!("a finished key must not run again") });
+        let r = actors
+            .run("user:1".into(), Some("k".into()), "h1".into(), never)
+            .await
+            .unwrap();
+        assert!(r.replayed);
+        assert_eq!(r.body, answer.body);
+    }
+
+    /// A refused request gives its claim up: the corrected request runs.
+    #[tokio::test]
+    async fn a_refused_request_frees_its_key() {
+        let store = Arc::new(MemStore::default());
+        let actors = DeckActors::start(1, store.clone()).await.unwrap();
+        let refused: BoxFuture<'static, (u16, Value)> =
+            Box::pin(async { (409, serde_json::json!({"error": true})) });
+        let r = actors
+            .run("deck:1".into(), Some("k".into()), "h".into(), refused)
+            .await
+            .unwrap();
+        assert_eq!(r.status, 409);
+        assert!(store.0.lock().unwrap().is_empty());
+        let ok: BoxFuture<'static, (u16, Value)> = Box::pin(async { (200, serde_json::json!({})) });
+        let r = actors
+            .run("deck:1".into(), Some("k".into()), "h".into(), ok)
+            .await
+            .unwrap();
+        assert!(!r.replayed && r.status == 200);
     }
 
     #[tokio::test]

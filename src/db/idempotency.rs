@@ -59,20 +59,47 @@ pub async fn begin(
     hash: &str,
     expired_before: DateTime<Utc>,
 ) -> sqlx::Result<Option<(String, i64, Value)>> {
+    claim(db, scope, key, hash, expired_before, None).await
+}
+
+/// [`begin`], and when `stale_before` is given, also takes over a claim of the same
+/// request still in progress since before it (its process died before answering). The
+/// claim is one statement (insert, or a conditional update of the row in the way), so
+/// of two processes claiming one key at once exactly one wins.
+pub async fn claim(
+    db: &Db,
+    scope: &str,
+    key: &str,
+    hash: &str,
+    expired_before: DateTime<Utc>,
+    stale_before: Option<DateTime<Utc>>,
+) -> sqlx::Result<Option<(String, i64, Value)>> {
     const CLAIM: &str =
         "INSERT INTO slide_idempotency (scope, key, request_hash, status, response, created_at) \
         VALUES ($1, $2, $3, 0, 'null', $4) ON CONFLICT (scope, key) DO UPDATE SET \
         request_hash = excluded.request_hash, status = 0, response = 'null', \
-        created_at = excluded.created_at WHERE slide_idempotency.created_at < $5";
-    let claimed = with_db!(db, p => sqlx::query(CLAIM).bind(scope).bind(key).bind(hash).bind(now())
-        .bind(expired_before).execute(p).await.map(|r| r.rows_affected()))?;
-    if claimed == 1 {
-        return Ok(None);
+        created_at = excluded.created_at WHERE slide_idempotency.created_at < $5 \
+        OR (slide_idempotency.status = 0 AND slide_idempotency.created_at < $6 \
+            AND slide_idempotency.request_hash = excluded.request_hash)";
+    let stale_before = stale_before.unwrap_or(expired_before);
+    // The row in the way may be abandoned (deleted) between the claim and the read: then
+    // claim again rather than report a claim this call does not hold.
+    for _ in 0..3 {
+        let claimed = with_db!(db, p => sqlx::query(CLAIM).bind(scope).bind(key).bind(hash)
+            .bind(now()).bind(expired_before).bind(stale_before).execute(p).await
+            .map(|r| r.rows_affected()))?;
+        if claimed == 1 {
+            return Ok(None);
+        }
+        if let Some(held) = load(db, scope, key, expired_before).await? {
+            return Ok(Some(held));
+        }
     }
-    load(db, scope, key, expired_before).await
+    // Claimed and abandoned three times over in a few milliseconds: report it as busy.
+    Ok(Some((hash.to_owned(), IN_PROGRESS, Value::Null)))
 }
 
-/// Records the answer of a claimed key.
+/// Records the answer of a claimed key (never over an answer already recorded).
 pub async fn finish(
     db: &Db,
     scope: &str,
@@ -81,7 +108,7 @@ pub async fn finish(
     response: &Value,
 ) -> sqlx::Result<()> {
     const SQL: &str = "UPDATE slide_idempotency SET status = $3, response = $4 \
-        WHERE scope = $1 AND key = $2";
+        WHERE scope = $1 AND key = $2 AND status = 0";
     with_db!(db, p => sqlx::query(SQL).bind(scope).bind(key).bind(status).bind(Json(response))
         .execute(p).await.map(|_| ()))
 }

@@ -355,11 +355,21 @@ pub async fn deck_assets(db: &Db, deck_id: &str) -> sqlx::Result<Vec<AssetRow>> 
     with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(deck_id).fetch_all(p).await)
 }
 
-/// Moves an uploaded (or rejected) asset to `validating`; the row either way.
+/// Moves an uploaded (or rejected) asset to `validating` and queues its check, in one
+/// transaction; the row either way.
 pub async fn start_validation(db: &Db, id: &str) -> sqlx::Result<Option<AssetRow>> {
-    with_db!(db, p => sqlx::query("UPDATE slide_assets SET status = 'validating', reason = NULL, updated_at = $2 \
-        WHERE id = $1 AND status IN ('pending_upload', 'rejected')")
-        .bind(id).bind(now()).execute(p).await.map(|_| ()))?;
+    use plinth_workers::Enqueue;
+    with_db!(db, p => {
+        let mut tx = p.begin_write().await?;
+        let moved = sqlx::query("UPDATE slide_assets SET status = 'validating', reason = NULL, updated_at = $2 \
+            WHERE id = $1 AND status IN ('pending_upload', 'rejected')")
+            .bind(id).bind(now()).execute(&mut *tx).await?.rows_affected();
+        if moved > 0 {
+            tx.push_image_check(id).await?;
+        }
+        tx.commit().await?;
+        Ok::<(), sqlx::Error>(())
+    })?;
     asset(db, id).await
 }
 
@@ -412,6 +422,8 @@ const JOB_COLUMNS: &str =
     "id, deck_id, revision_id, format, status, done, total, attempts, error, \
      artifacts, requested_by, created_at, started_at, finished_at, updated_at";
 
+/// Writes a pending export and queues it, in one transaction: the row and its task
+/// exist together or not at all.
 pub async fn create_job(
     db: &Db,
     deck_id: &str,
@@ -419,15 +431,22 @@ pub async fn create_job(
     format: &str,
     requested_by: &str,
 ) -> sqlx::Result<JobRow> {
+    use plinth_workers::Enqueue;
     let sql = format!(
         "INSERT INTO slide_jobs (id, deck_id, revision_id, format, status, artifacts, requested_by, \
          created_at, updated_at) VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $7) RETURNING {JOB_COLUMNS}"
     );
     let id = uuid::Uuid::new_v4().to_string();
-    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str()))
-        .bind(&id).bind(deck_id).bind(revision_id).bind(format).bind(Json(json!([])))
-        .bind(requested_by).bind(now())
-        .fetch_one(p).await)
+    with_db!(db, p => {
+        let mut tx = p.begin_write().await?;
+        let row: JobRow = sqlx::query_as(AssertSqlSafe(sql.as_str()))
+            .bind(&id).bind(deck_id).bind(revision_id).bind(format).bind(Json(json!([])))
+            .bind(requested_by).bind(now())
+            .fetch_one(&mut *tx).await?;
+        tx.push_export(&id).await?;
+        tx.commit().await?;
+        Ok(row)
+    })
 }
 
 pub async fn job(db: &Db, id: &str) -> sqlx::Result<Option<JobRow>> {
@@ -444,37 +463,95 @@ pub async fn cancel_job(db: &Db, id: &str) -> sqlx::Result<Option<(bool, JobRow)
     Ok(job(db, id).await?.map(|j| (n > 0, j)))
 }
 
-/// A job the worker may run: marks it running and counts the attempt.
-pub async fn start_job(db: &Db, id: &str) -> sqlx::Result<Option<JobRow>> {
-    let sql = format!(
-        "UPDATE slide_jobs SET status = 'running', attempts = attempts + 1, \
-         started_at = COALESCE(started_at, $2), updated_at = $2 \
-         WHERE id = $1 AND status IN ('pending', 'running') RETURNING {JOB_COLUMNS}"
-    );
-    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(id).bind(now()).fetch_optional(p).await)
+/// What [`start_job`] found.
+pub enum Started {
+    /// Claimed by `owner` (the attempt is counted): run it.
+    Claimed(Box<JobRow>),
+    /// Another run holds a live lease on it until then.
+    Leased(DateTime<Utc>),
+    /// Ended (succeeded, failed, cancelled) or unknown.
+    Ended,
 }
 
-/// Progress of a running job; false when it is no longer running (cancelled).
-pub async fn job_progress(db: &Db, id: &str, done: i64, total: i64) -> sqlx::Result<bool> {
-    let n = with_db!(db, p => sqlx::query("UPDATE slide_jobs SET done = $2, total = $3, updated_at = $4 \
-        WHERE id = $1 AND status = 'running'")
-        .bind(id).bind(done).bind(total).bind(now()).execute(p).await.map(|r| r.rows_affected()))?;
+/// Claims a job for the run `owner` until `lease_until`: a pending job, or a running one
+/// whose lease lapsed (its run died or stalled). One conditional update, so of two runs
+/// at most one holds a job at any time.
+pub async fn start_job(
+    db: &Db,
+    id: &str,
+    owner: &str,
+    lease_until: DateTime<Utc>,
+) -> sqlx::Result<Started> {
+    let sql = format!(
+        "UPDATE slide_jobs SET status = 'running', attempts = attempts + 1, \
+         lease_owner = $3, lease_until = $4, \
+         started_at = COALESCE(started_at, $2), updated_at = $2 \
+         WHERE id = $1 AND (status = 'pending' OR (status = 'running' \
+             AND (lease_until IS NULL OR lease_until < $2))) RETURNING {JOB_COLUMNS}"
+    );
+    let now = now();
+    let claimed: Option<JobRow> = with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str()))
+        .bind(id).bind(now).bind(owner).bind(lease_until).fetch_optional(p).await)?;
+    if let Some(row) = claimed {
+        return Ok(Started::Claimed(Box::new(row)));
+    }
+    let lease: Option<(String, Option<DateTime<Utc>>)> = with_db!(db, p => sqlx::query_as(
+        "SELECT status, lease_until FROM slide_jobs WHERE id = $1"
+    ).bind(id).fetch_optional(p).await)?;
+    Ok(match lease {
+        // Lapsed between the two statements: the caller asks again at once.
+        Some((status, until)) if status == "running" => Started::Leased(until.unwrap_or(now)),
+        _ => Started::Ended,
+    })
+}
+
+/// Extends the lease of the run `owner` (and records progress when given); false when
+/// the job is no longer running or another run took it over.
+pub async fn renew_job(
+    db: &Db,
+    id: &str,
+    owner: &str,
+    lease_until: DateTime<Utc>,
+    progress: Option<(i64, i64)>,
+) -> sqlx::Result<bool> {
+    let n = match progress {
+        Some((done, total)) => {
+            with_db!(db, p => sqlx::query("UPDATE slide_jobs SET done = $4, total = $5, \
+            lease_until = $3, updated_at = $6 WHERE id = $1 AND status = 'running' AND lease_owner = $2")
+            .bind(id).bind(owner).bind(lease_until).bind(done).bind(total).bind(now())
+            .execute(p).await.map(|r| r.rows_affected()))?
+        }
+        // A renewal alone leaves `updated_at` (the sweep's "no progress since") alone.
+        None => with_db!(db, p => sqlx::query("UPDATE slide_jobs SET lease_until = $3 \
+            WHERE id = $1 AND status = 'running' AND lease_owner = $2")
+            .bind(id).bind(owner).bind(lease_until)
+            .execute(p).await.map(|r| r.rows_affected()))?,
+    };
     Ok(n > 0)
 }
 
-/// Ends a running job; false when it was no longer running.
+/// Lets the lease of the run `owner` lapse now, so a retry claims the job at once.
+pub async fn release_job(db: &Db, id: &str, owner: &str) -> sqlx::Result<()> {
+    with_db!(db, p => sqlx::query("UPDATE slide_jobs SET lease_until = NULL \
+        WHERE id = $1 AND status = 'running' AND lease_owner = $2")
+        .bind(id).bind(owner).execute(p).await.map(|_| ()))
+}
+
+/// Ends a running job held by the run `owner`, publishing its artifacts; false when the
+/// job was no longer running (cancelled) or another run holds it.
 pub async fn finish_job(
     db: &Db,
     id: &str,
+    owner: &str,
     status: &str,
     artifacts: &Value,
     error: Option<&str>,
 ) -> sqlx::Result<bool> {
     let now = now();
     let n = with_db!(db, p => sqlx::query("UPDATE slide_jobs SET status = $2, artifacts = $3, error = $4, \
-        done = CASE WHEN $2 = 'succeeded' THEN total ELSE done END, finished_at = $5, updated_at = $5 \
-        WHERE id = $1 AND status = 'running'")
-        .bind(id).bind(status).bind(Json(artifacts)).bind(error).bind(now)
+        done = CASE WHEN $2 = 'succeeded' THEN total ELSE done END, finished_at = $5, updated_at = $5, \
+        lease_until = NULL WHERE id = $1 AND status = 'running' AND lease_owner = $6")
+        .bind(id).bind(status).bind(Json(artifacts)).bind(error).bind(now).bind(owner)
         .execute(p).await.map(|r| r.rows_affected()))?;
     Ok(n > 0)
 }

@@ -9,6 +9,14 @@ use crate::error::{ApiError, ApiResult};
 /// How long a recorded answer replays; older records are expired and pruned.
 pub const KEPT: chrono::TimeDelta = chrono::TimeDelta::hours(24);
 
+/// A deck change's claim on its key that is still "in progress" after this long is
+/// presumed dead (its process stopped between claim and answer; a change's caller gives
+/// up after 30 s) and the same request may take it over.
+pub const STALE_CLAIM: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
+
+/// What a repeat that finds its key in progress is told to wait (`Retry-After`).
+pub const RETRY_IN_PROGRESS_SECS: u64 = 1;
+
 /// The `idempotency_key` a mutation may carry: 1 to 255 characters.
 pub fn idempotency_key(body: &Map<String, Value>) -> ApiResult<Option<String>> {
     match body.get("idempotency_key") {

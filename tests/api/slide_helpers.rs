@@ -82,6 +82,21 @@ pub(crate) async fn long_deck(s: &Server, key: &str, n: usize) -> String {
     id(&create_md(s, key, &md.join("\n---\n\n")).await)
 }
 
+/// Files under `dir` and its subdirectories (a job's artifacts sit under one directory
+/// per attempt); 0 when it does not exist.
+pub(crate) fn files_under(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| match e.file_type() {
+                    Ok(t) if t.is_dir() => files_under(&e.path()),
+                    _ => 1,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
 pub(crate) async fn download(url: &str) -> Vec<u8> {
     let r = reqwest::get(url).await.unwrap();
     assert_eq!(r.status(), 200, "{url}");

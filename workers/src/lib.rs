@@ -235,28 +235,6 @@ impl Queue {
         Ok(())
     }
 
-    /// Queues the export whose row (status `pending`) the API has written.
-    pub async fn push_export(&self, job_id: &str) -> Result<(), BoxDynError> {
-        let task = TaskBuilder::new(ExportTask {
-            job_id: job_id.to_owned(),
-        })
-        .max_attempts(SLIDE_MAX_ATTEMPTS)
-        .build();
-        push!(self, export, task);
-        Ok(())
-    }
-
-    /// Queues validation of an uploaded slide image.
-    pub async fn push_image_check(&self, asset_id: &str) -> Result<(), BoxDynError> {
-        let task = TaskBuilder::new(ImageTask {
-            asset_id: asset_id.to_owned(),
-        })
-        .max_attempts(SLIDE_MAX_ATTEMPTS)
-        .build();
-        push!(self, images, task);
-        Ok(())
-    }
-
     /// Queues a run of attachment expiry (tried once: the next round queues another).
     pub async fn push_expiry(&self, queued_at: String) -> Result<(), BoxDynError> {
         let task = TaskBuilder::new(ExpiryTask { queued_at })
@@ -330,5 +308,81 @@ impl Queue {
         {
             tracing::error!(error = %e, "workers stopped");
         }
+    }
+}
+
+/// A slide task for a queue, encoded as both storages store it (JSON bytes).
+fn slide_task<T: Serialize>(args: &T) -> Result<Task<Vec<u8>>, sqlx::Error> {
+    let bytes = serde_json::to_vec(args).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    Ok(TaskBuilder::new(bytes)
+        .max_attempts(SLIDE_MAX_ATTEMPTS)
+        .build())
+}
+
+/// Queues slide work on a connection inside the caller's transaction, so the row a
+/// client polls and the task that runs it commit together or not at all (no `pending`
+/// row that no worker will ever run, no task for a row that was rolled back). Both apalis
+/// storages expose their push as a function over any executor; the queue tables live in
+/// the API's database.
+pub trait Enqueue {
+    fn push_export(
+        &mut self,
+        job_id: &str,
+    ) -> impl std::future::Future<Output = Result<(), sqlx::Error>> + Send;
+    fn push_image_check(
+        &mut self,
+        asset_id: &str,
+    ) -> impl std::future::Future<Output = Result<(), sqlx::Error>> + Send;
+}
+
+fn sqlite_err(e: apalis_sqlite::Error) -> sqlx::Error {
+    match e {
+        apalis_sqlite::Error::Database(e) => e,
+        other => sqlx::Error::Protocol(other.to_string()),
+    }
+}
+
+fn postgres_err(e: apalis_postgres::Error) -> sqlx::Error {
+    match e {
+        apalis_postgres::Error::Database(e) => e,
+        other => sqlx::Error::Protocol(other.to_string()),
+    }
+}
+
+impl Enqueue for sqlx::SqliteConnection {
+    async fn push_export(&mut self, job_id: &str) -> Result<(), sqlx::Error> {
+        let task = slide_task(&ExportTask {
+            job_id: job_id.to_owned(),
+        })?;
+        apalis_sqlite::queries::push_tasks(self, EXPORT_QUEUE, &[task])
+            .await
+            .map_err(sqlite_err)
+    }
+    async fn push_image_check(&mut self, asset_id: &str) -> Result<(), sqlx::Error> {
+        let task = slide_task(&ImageTask {
+            asset_id: asset_id.to_owned(),
+        })?;
+        apalis_sqlite::queries::push_tasks(self, IMAGE_QUEUE, &[task])
+            .await
+            .map_err(sqlite_err)
+    }
+}
+
+impl Enqueue for sqlx::PgConnection {
+    async fn push_export(&mut self, job_id: &str) -> Result<(), sqlx::Error> {
+        let task = slide_task(&ExportTask {
+            job_id: job_id.to_owned(),
+        })?;
+        apalis_postgres::queries::push_tasks(self, EXPORT_QUEUE, vec![task])
+            .await
+            .map_err(postgres_err)
+    }
+    async fn push_image_check(&mut self, asset_id: &str) -> Result<(), sqlx::Error> {
+        let task = slide_task(&ImageTask {
+            asset_id: asset_id.to_owned(),
+        })?;
+        apalis_postgres::queries::push_tasks(self, IMAGE_QUEUE, vec![task])
+            .await
+            .map_err(postgres_err)
     }
 }

@@ -2,12 +2,23 @@
 //! the status clients poll; the queue only says "run job X". Storage and the database are
 //! reached through [`SlideEnv`], which the server implements.
 //!
-//! Every handler is safe to run twice (a job interrupted by a crash runs again after
-//! restart): artifact keys are fixed per job, so a rerun overwrites instead of
-//! duplicating, and a job that already ended is skipped.
+//! Every handler is safe to run twice, even at once in two processes (apalis delivers at
+//! least once: a job whose worker died or stalled past its heartbeats is handed to
+//! another worker):
+//! - a run of an export holds a *lease* on its row (owner and expiry, renewed while it
+//!   works): it starts only on a pending job or one whose lease lapsed, and its progress
+//!   and its end are conditional on still holding it, so a stale duplicate stops at its
+//!   next step;
+//! - each run is an attempt with its own artifact keys (`.../jobs/<job>/<attempt>/...`),
+//!   published by the one conditional update that ends the job; a run that does not
+//!   publish deletes its own objects, never another attempt's, and the publishing run
+//!   clears the objects of earlier attempts (which can no longer publish);
+//! - an image check's verdict is written only while the asset is still `validating`.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use apalis::prelude::{BoxDynError, Data};
 use futures::future::BoxFuture;
@@ -95,16 +106,51 @@ pub enum Verdict {
 
 type Fut<'a, T> = BoxFuture<'a, Result<T, BoxDynError>>;
 
-/// The server side of slide jobs: rows in the API's tables and object storage.
+/// How long a run's lease on its job lasts without renewal. A run renews it every
+/// [`RENEW_EVERY`]; a job whose run died is taken over once this has passed (apalis hands
+/// the task on after the worker misses its heartbeats, about as long).
+pub const LEASE: Duration = Duration::from_secs(20);
+/// How often a running export renews its lease.
+pub const RENEW_EVERY: Duration = Duration::from_secs(4);
+
+/// What starting an export found.
+pub enum Start {
+    /// This run holds the job now (the attempt is counted).
+    Run(ExportWork),
+    /// Another run holds a live lease for about this long.
+    Leased(Duration),
+    /// The job ended (succeeded, failed, cancelled) or is unknown: nothing to do.
+    Ended,
+}
+
+/// The server side of slide jobs: rows in the API's tables and object storage. `owner`
+/// names one run of a job; every change a run makes to its row is conditional on it
+/// still holding the job's lease.
 pub trait SlideEnv: Send + Sync + 'static {
-    /// Marks the job running and counts the attempt; `None` when it already ended
-    /// (succeeded, failed, cancelled) or is unknown.
-    fn start_export<'a>(&'a self, job_id: &'a str) -> Fut<'a, Option<ExportWork>>;
-    /// Records progress; false when the job was cancelled meanwhile.
-    fn progress<'a>(&'a self, job_id: &'a str, done: usize, total: usize) -> Fut<'a, bool>;
-    /// Succeeds a running job with its artifacts; false when it was cancelled meanwhile.
-    fn succeed<'a>(&'a self, job_id: &'a str, artifacts: &'a [Artifact]) -> Fut<'a, bool>;
-    fn fail<'a>(&'a self, job_id: &'a str, reason: &'a str) -> Fut<'a, ()>;
+    /// Claims the job for `owner` (pending, or running with a lapsed lease) for [`LEASE`]
+    /// and counts the attempt.
+    fn start_export<'a>(&'a self, job_id: &'a str, owner: &'a str) -> Fut<'a, Start>;
+    /// Renews the lease; false when the job was cancelled or taken over meanwhile.
+    fn renew<'a>(&'a self, job_id: &'a str, owner: &'a str) -> Fut<'a, bool>;
+    /// Records progress and renews the lease; false as for `renew`.
+    fn progress<'a>(
+        &'a self,
+        job_id: &'a str,
+        owner: &'a str,
+        done: usize,
+        total: usize,
+    ) -> Fut<'a, bool>;
+    /// Succeeds the job with its artifacts (publishing them); false when the run no
+    /// longer holds it.
+    fn succeed<'a>(
+        &'a self,
+        job_id: &'a str,
+        owner: &'a str,
+        artifacts: &'a [Artifact],
+    ) -> Fut<'a, bool>;
+    fn fail<'a>(&'a self, job_id: &'a str, owner: &'a str, reason: &'a str) -> Fut<'a, ()>;
+    /// Gives the lease up at once (the run failed and is retried).
+    fn release<'a>(&'a self, job_id: &'a str, owner: &'a str) -> Fut<'a, ()>;
     fn load_asset<'a>(&'a self, asset_id: &'a str) -> Fut<'a, Option<AssetCheck>>;
     fn judge_asset<'a>(&'a self, asset_id: &'a str, verdict: &'a Verdict) -> Fut<'a, ()>;
     /// The object if it is at most `max` bytes; a larger one is never read (M7).
@@ -116,57 +162,172 @@ pub trait SlideEnv: Send + Sync + 'static {
 
 pub type Env = Arc<dyn SlideEnv>;
 
-/// Where a job's artifacts live: fixed per job, so a rerun overwrites.
-fn artifact_key(deck_id: &str, job_id: &str, name: &str) -> String {
-    format!("slides/{deck_id}/jobs/{job_id}/{name}")
+/// Where an attempt's artifacts live: each run of a job writes its own keys, so a stale
+/// duplicate never overwrites or deletes what another attempt published.
+fn artifact_key(deck_id: &str, job_id: &str, attempt: i64, name: &str) -> String {
+    format!("slides/{deck_id}/jobs/{job_id}/{attempt}/{name}")
 }
 
 enum Outcome {
-    Done(Vec<Artifact>),
-    Cancelled(Vec<Artifact>),
+    Done,
+    /// Cancelled, or the lease was lost to another run.
+    Stopped,
     /// The deck cannot be rendered: not worth a retry.
     Failed(String),
 }
 
+/// The longest a run waits for another run's live lease to end (the job's own timeout is
+/// longer; a live holder finishes first, a dead one's lease lapses within [`LEASE`]).
+const LEASE_WAIT: Duration = Duration::from_secs(540);
+
 pub async fn run_export(task: ExportTask, env: Data<Env>) -> Result<(), BoxDynError> {
     let env: &Env = &env;
     let job_id = task.job_id.as_str();
-    let Some(work) = env.start_export(job_id).await? else {
-        return Ok(());
+    let owner = uuid::Uuid::new_v4().to_string();
+    let waiting_since = std::time::Instant::now();
+    let work = loop {
+        match env.start_export(job_id, &owner).await? {
+            Start::Run(work) => break work,
+            Start::Ended => return Ok(()),
+            // A duplicate delivery while another run holds the job: if that run is alive
+            // it ends the job (then `Ended`), if it died its lease lapses and this run
+            // takes over. Returning now would lose the job in the second case.
+            Start::Leased(left) => {
+                if waiting_since.elapsed() > LEASE_WAIT {
+                    return Err("the job is held by another run".into());
+                }
+                let pause = left.clamp(Duration::from_millis(200), RENEW_EVERY);
+                tokio::time::sleep(pause).await;
+            }
+        }
     };
     if work.attempt > MAX_ATTEMPTS {
-        env.fail(job_id, &format!("gave up after {MAX_ATTEMPTS} attempts"))
-            .await?;
+        env.fail(
+            job_id,
+            &owner,
+            &format!("gave up after {MAX_ATTEMPTS} attempts"),
+        )
+        .await?;
         return Ok(());
     }
-    let outcome = match export(env, job_id, &work).await {
+    let run = Run {
+        env,
+        job_id,
+        owner: &owner,
+        lost: Arc::new(AtomicBool::new(false)),
+    };
+    // The lease is renewed on a timer too, so that a slow step (one large object, a long
+    // render between progress calls) never lets it lapse while this run is alive.
+    let keeper = KeepLease(tokio::spawn({
+        let (env, job, owner, lost) = (
+            env.clone(),
+            job_id.to_owned(),
+            owner.clone(),
+            run.lost.clone(),
+        );
+        async move {
+            loop {
+                tokio::time::sleep(RENEW_EVERY).await;
+                if let Ok(false) = env.renew(&job, &owner).await {
+                    lost.store(true, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
+    }));
+    let mut artifacts = Vec::new();
+    let outcome = export(&run, &work, &mut artifacts).await;
+    drop(keeper);
+    let outcome = match outcome {
         Ok(o) => o,
         // Storage or database trouble: retried by the queue, unless this was the last try.
         Err(e) if work.attempt >= MAX_ATTEMPTS => Outcome::Failed(format!("export failed: {e}")),
-        Err(e) => return Err(e),
+        Err(e) => {
+            remove(env, &artifacts).await;
+            if let Err(e) = env.release(job_id, &owner).await {
+                tracing::warn!(error = %e, job_id, "lease not released; a retry waits for it");
+            }
+            return Err(e);
+        }
     };
     match outcome {
-        Outcome::Done(artifacts) => {
-            if !env.succeed(job_id, &artifacts).await? {
+        Outcome::Done => {
+            if env.succeed(job_id, &owner, &artifacts).await? {
+                remove_superseded(env, &work, job_id, &artifacts).await;
+            } else {
                 remove(env, &artifacts).await;
             }
         }
-        Outcome::Cancelled(artifacts) => remove(env, &artifacts).await,
-        Outcome::Failed(reason) => env.fail(job_id, &reason).await?,
+        Outcome::Stopped => remove(env, &artifacts).await,
+        Outcome::Failed(reason) => {
+            remove(env, &artifacts).await;
+            env.fail(job_id, &owner, &reason).await?;
+        }
     }
     Ok(())
 }
 
-/// A cancelled job leaves nothing behind.
+/// One run of an export: what its steps need to report progress under its lease.
+struct Run<'a> {
+    env: &'a Env,
+    job_id: &'a str,
+    owner: &'a str,
+    /// Set when a renewal found the job cancelled or taken over.
+    lost: Arc<AtomicBool>,
+}
+
+impl Run<'_> {
+    /// Records progress; false when this run should stop (cancelled, or taken over).
+    async fn progress(&self, done: usize, total: usize) -> Result<bool, BoxDynError> {
+        if self.lost.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        self.env
+            .progress(self.job_id, self.owner, done, total)
+            .await
+    }
+}
+
+/// Stops the lease renewals of a run when the run ends (or its future is dropped: the
+/// job's timeout).
+struct KeepLease(tokio::task::JoinHandle<()>);
+
+impl Drop for KeepLease {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Deletes this run's own objects (a run that did not publish leaves nothing behind).
 async fn remove(env: &Env, artifacts: &[Artifact]) {
     for a in artifacts {
         if let Err(e) = env.delete_object(&a.key).await {
-            tracing::warn!(error = %e, key = a.key, "artifact of a cancelled job not deleted");
+            tracing::warn!(error = %e, key = a.key, "artifact of an unpublished run not deleted");
         }
     }
 }
 
-async fn export(env: &Env, job_id: &str, work: &ExportWork) -> Result<Outcome, BoxDynError> {
+/// After publishing, the objects that earlier attempts of the job may have left (a run
+/// killed mid-way never cleans up). Those attempts can no longer publish: the job ended
+/// under this run's lease. Names are the same for every attempt of one revision; a stale
+/// duplicate that writes after this deletes its own objects when its publish fails.
+async fn remove_superseded(env: &Env, work: &ExportWork, job_id: &str, artifacts: &[Artifact]) {
+    for attempt in 1..work.attempt {
+        for a in artifacts {
+            let key = artifact_key(&work.deck_id, job_id, attempt, &a.name);
+            if let Err(e) = env.delete_object(&key).await {
+                tracing::warn!(error = %e, key, "artifact of an earlier attempt not deleted");
+            }
+        }
+    }
+}
+
+async fn export(
+    run: &Run<'_>,
+    work: &ExportWork,
+    artifacts: &mut Vec<Artifact>,
+) -> Result<Outcome, BoxDynError> {
+    let (env, job_id) = (run.env, run.job_id);
     let mut images: Images = HashMap::new();
     for id in work.content.asset_ids() {
         let Some(img) = work.images.get(&id) else {
@@ -209,12 +370,11 @@ async fn export(env: &Env, job_id: &str, work: &ExportWork) -> Result<Outcome, B
     let slides = plinth_render::visible(deck);
     let total = slides.len();
     let size = Size::default();
-    let mut artifacts = Vec::new();
     match work.format.as_str() {
         "png" => {
             for (i, slide) in slides.iter().enumerate() {
-                if !env.progress(job_id, i, total).await? {
-                    return Ok(Outcome::Cancelled(artifacts));
+                if !run.progress(i, total).await? {
+                    return Ok(Outcome::Stopped);
                 }
                 let png = {
                     let (deck, slide, images) = (deck.clone(), (*slide).clone(), images.clone());
@@ -229,7 +389,7 @@ async fn export(env: &Env, job_id: &str, work: &ExportWork) -> Result<Outcome, B
                 };
                 let name = format!("slide-{:03}.png", i + 1);
                 let a = Artifact {
-                    key: artifact_key(&work.deck_id, job_id, &name),
+                    key: artifact_key(&work.deck_id, job_id, work.attempt, &name),
                     name,
                     content_type: "image/png".into(),
                     size: png.len() as u64,
@@ -245,16 +405,20 @@ async fn export(env: &Env, job_id: &str, work: &ExportWork) -> Result<Outcome, B
             let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
             let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
             let watcher = {
-                let (env, job, cancelled, done) = (
+                let (env, job, owner, lost, cancelled, done) = (
                     env.clone(),
                     job_id.to_owned(),
+                    run.owner.to_owned(),
+                    run.lost.clone(),
                     cancelled.clone(),
                     done.clone(),
                 );
                 tokio::spawn(async move {
                     loop {
                         let n = done.load(std::sync::atomic::Ordering::Relaxed);
-                        if let Ok(false) = env.progress(&job, n, total).await {
+                        let held = !lost.load(Ordering::Relaxed)
+                            && !matches!(env.progress(&job, &owner, n, total).await, Ok(false));
+                        if !held {
                             cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
                             return;
                         }
@@ -280,14 +444,14 @@ async fn export(env: &Env, job_id: &str, work: &ExportWork) -> Result<Outcome, B
             watcher.abort();
             let pdf = match pdf? {
                 Ok(p) => p,
-                Err(RenderError::Cancelled) => return Ok(Outcome::Cancelled(artifacts)),
+                Err(RenderError::Cancelled) => return Ok(Outcome::Stopped),
                 Err(e) => return Ok(Outcome::Failed(e.to_string())),
             };
-            if !env.progress(job_id, total, total).await? {
-                return Ok(Outcome::Cancelled(artifacts));
+            if !run.progress(total, total).await? {
+                return Ok(Outcome::Stopped);
             }
             let a = Artifact {
-                key: artifact_key(&work.deck_id, job_id, "deck.pdf"),
+                key: artifact_key(&work.deck_id, job_id, work.attempt, "deck.pdf"),
                 name: "deck.pdf".into(),
                 content_type: "application/pdf".into(),
                 size: pdf.len() as u64,
@@ -297,12 +461,12 @@ async fn export(env: &Env, job_id: &str, work: &ExportWork) -> Result<Outcome, B
             artifacts.push(a);
         }
         "html" => {
-            if !env.progress(job_id, 0, total).await? {
-                return Ok(Outcome::Cancelled(artifacts));
+            if !run.progress(0, total).await? {
+                return Ok(Outcome::Stopped);
             }
             let html = plinth_render::deck_html(deck, &images).into_bytes();
             let a = Artifact {
-                key: artifact_key(&work.deck_id, job_id, "deck.html"),
+                key: artifact_key(&work.deck_id, job_id, work.attempt, "deck.html"),
                 name: "deck.html".into(),
                 content_type: "text/html; charset=utf-8".into(),
                 size: html.len() as u64,
@@ -314,10 +478,10 @@ async fn export(env: &Env, job_id: &str, work: &ExportWork) -> Result<Outcome, B
         }
         other => return Ok(Outcome::Failed(format!("unknown export format `{other}`"))),
     }
-    if !env.progress(job_id, total, total).await? {
-        return Ok(Outcome::Cancelled(artifacts));
+    if !run.progress(total, total).await? {
+        return Ok(Outcome::Stopped);
     }
-    Ok(Outcome::Done(artifacts))
+    Ok(Outcome::Done)
 }
 
 pub async fn run_image_check(task: ImageTask, env: Data<Env>) -> Result<(), BoxDynError> {

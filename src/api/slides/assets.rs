@@ -121,14 +121,10 @@ pub async fn asset_complete(
         move |a, _, deck| async move {
             let asset = deck_asset(&a, &deck, &asset_id).await?;
             let asset = if matches!(asset.status.as_str(), "pending_upload" | "rejected") {
-                let row = store::start_validation(&a.db, &asset.id)
+                // The move to `validating` and the queued check commit together.
+                store::start_validation(&a.db, &asset.id)
                     .await?
-                    .ok_or_else(|| ApiError::not_found("asset not found"))?;
-                a.queue
-                    .push_image_check(&row.id)
-                    .await
-                    .map_err(|e| ApiError::internal(format!("queueing image validation: {e}")))?;
-                row
+                    .ok_or_else(|| ApiError::not_found("asset not found"))?
             } else {
                 asset
             };

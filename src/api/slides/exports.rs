@@ -86,20 +86,9 @@ pub async fn export_create(
         move |a, c, deck| async move {
             let revision_id = revision_id.unwrap_or_else(|| deck.current_revision_id.clone());
             let rev = deck_revision(&a, &deck, &revision_id).await?;
+            // The row and its queued task commit together: nothing is left pending that
+            // no worker will run.
             let job = store::create_job(&a.db, &deck.id, &rev.summary.id, &format, &c.id).await?;
-            if let Err(e) = a.queue.push_export(&job.id).await {
-                // Nothing left pending that no worker will ever run.
-                store::start_job(&a.db, &job.id).await?;
-                store::finish_job(
-                    &a.db,
-                    &job.id,
-                    "failed",
-                    &json!([]),
-                    Some("could not be queued"),
-                )
-                .await?;
-                return Err(ApiError::internal(format!("queueing an export: {e}")));
-            }
             Ok(Reply::ok(job_json(&a, &job).await?))
         },
     )

@@ -259,23 +259,36 @@ where
         (reply.status.as_u16(), Value::Object(reply.body))
     }
     .boxed();
+    use crate::domain::idempotency::RETRY_IN_PROGRESS_SECS;
     use plinth_actors::decks::ChangeError;
-    let answer = app
-        .decks
-        .run(scope, sent.key.clone(), hash, work)
-        .await
-        .map_err(|e| match e {
-            ChangeError::KeyReused => {
-                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, e.to_string())
-            }
-            other => ApiError::internal(other),
-        })?;
+    let answer = match app.decks.run(scope, sent.key.clone(), hash, work).await {
+        Ok(a) => a,
+        Err(e @ ChangeError::KeyReused) => {
+            return Err(ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                e.to_string(),
+            ))
+        }
+        // The first request with this key still runs (here or in another process): the
+        // IETF Idempotency-Key draft's 409, with when to ask again.
+        Err(e @ ChangeError::InProgress) => {
+            let err = ApiError::conflict(e.to_string())
+                .with("retry_after_ms", RETRY_IN_PROGRESS_SECS * 1000);
+            return Ok(Reply::from(err).header("retry-after", "1"));
+        }
+        Err(other) => return Err(ApiError::internal(other)),
+    };
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
     let body = match answer.body {
         Value::Object(m) => m,
         _ => Map::new(),
     };
-    Ok(Reply::with_status(status, body))
+    let reply = Reply::with_status(status, body);
+    Ok(if answer.replayed {
+        reply.header("idempotent-replayed", "true")
+    } else {
+        reply
+    })
 }
 
 /// Who may make a change to a deck.
