@@ -28,6 +28,7 @@ mod organizations;
 mod posts;
 mod records;
 mod route_table;
+mod scaleout_jobs;
 mod security;
 mod slide_helpers;
 mod slides;
