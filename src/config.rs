@@ -403,3 +403,28 @@ impl Opts {
             .collect()
     }
 }
+
+/// How this process names itself: the PostgreSQL `application_name` of its sessions and
+/// the holder of the periodic rounds it claims. `role` is `serve`, `worker`, `migrate`
+/// or `cli`; the start-up checks count the hosts of `serve` and `worker` processes.
+pub fn process_name(role: &str) -> String {
+    format!("plinth-{role}:{}:{}", host_name(), std::process::id())
+}
+
+/// This machine's host name (`/proc/sys/kernel/hostname`, else `$HOSTNAME`, else
+/// `localhost`), without `:` and cut to 40 characters so the whole process name fits
+/// PostgreSQL's 63-byte `application_name`.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| {
+            h.trim()
+                .chars()
+                .filter(|c| c.is_ascii_graphic() && *c != ':')
+                .take(40)
+                .collect::<String>()
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}

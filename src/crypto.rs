@@ -3,6 +3,8 @@
 //! Token-exchange grants (`GrantKey`) are encrypt-then-MAC: AES-256-CTR plus
 //! HMAC-SHA256, under keys derived from `PLINTH_AUTH_TOKEN_KEY` (never the master key).
 
+use std::path::Path;
+
 use aes::Aes256;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
@@ -46,6 +48,48 @@ impl MasterKey {
         sha256_hex(&hmac_sha256(&self.0, b"plinth key fingerprint v1"))[..16].to_owned()
     }
 
+    /// HMAC-SHA256(key, "plinth-master-key-check") in hex: what the database keeps to
+    /// refuse a process started with another key (it reveals nothing of the key).
+    pub fn check_value(&self) -> String {
+        hex::encode(hmac_sha256(&self.0, b"plinth-master-key-check"))
+    }
+
+    /// The key kept in the file at `path`, generated into it (mode 0600) when there is
+    /// none; `true` when generated. Processes starting together on one data dir race to
+    /// create it: the key is written under a temporary name and linked into place, so no
+    /// process reads a half-written file, and the loser reads the winner's key.
+    pub fn load_or_create(path: &Path) -> anyhow::Result<(Self, bool)> {
+        use anyhow::Context;
+        for _ in 0..40 {
+            match std::fs::read_to_string(path) {
+                // Shorter than a key: a file still being written in place (by an older
+                // plinth); wait for the rest.
+                Ok(text) if text.trim().len() < 64 => {}
+                Ok(text) => {
+                    let key = Self::from_hex(&text).with_context(|| path.display().to_string())?;
+                    return Ok((key, false));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let key = Self::generate();
+                    match create_private(path, &key.to_hex()) {
+                        Ok(()) => return Ok((key, true)),
+                        // Another process created it first: read its key.
+                        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                        Err(e) => {
+                            return Err(e).with_context(|| format!("creating {}", path.display()))
+                        }
+                    }
+                }
+                Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        anyhow::bail!(
+            "{} stays shorter than a master key (64 hex characters)",
+            path.display()
+        )
+    }
+
     /// hex(iv || ciphertext), with a fresh random IV per message.
     pub fn encrypt(&self, plaintext: &[u8]) -> String {
         let iv: [u8; 16] = random_bytes();
@@ -68,6 +112,36 @@ impl MasterKey {
         let mut buf = body.to_vec();
         Aes256Ctr::new(&self.0.into(), &iv.into()).apply_keystream(&mut buf);
         Some(buf)
+    }
+}
+
+/// Creates `path` holding `text`, readable by the owner only; `AlreadyExists` when the
+/// file exists. The text is complete before the file appears under its name (a hard link
+/// of a finished temporary file), unless the file system has no hard links.
+fn create_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let open_new = |p: &Path| {
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+        opts.open(p)
+    };
+    let tmp = path.with_extension(format!("{}.tmp", hex::encode(random_bytes::<8>())));
+    let linked = open_new(&tmp)
+        .and_then(|mut f| {
+            f.write_all(text.as_bytes())?;
+            f.sync_all()
+        })
+        .and_then(|()| std::fs::hard_link(&tmp, path));
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            let mut f = open_new(path)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()
+        }
+        other => other,
     }
 }
 
@@ -208,6 +282,33 @@ mod tests {
             .open(&sealed)
             .is_none());
         assert_ne!(k.enc, k.mac);
+    }
+
+    #[test]
+    fn processes_racing_to_create_the_key_file_all_get_one_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("master.key");
+        let keys: Vec<(String, bool)> = std::thread::scope(|s| {
+            let racers: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| MasterKey::load_or_create(&path).unwrap()))
+                .collect();
+            racers
+                .into_iter()
+                .map(|r| {
+                    let (k, generated) = r.join().unwrap();
+                    (k.to_hex(), generated)
+                })
+                .collect()
+        });
+        assert!(keys.iter().all(|(k, _)| *k == keys[0].0), "{keys:?}");
+        assert_eq!(keys.iter().filter(|(_, generated)| *generated).count(), 1);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), keys[0].0);
+        // No temporary file is left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        let (again, generated) = MasterKey::load_or_create(&path).unwrap();
+        assert!(!generated);
+        assert_eq!(again.to_hex(), keys[0].0);
+        assert_ne!(again.check_value(), MasterKey::generate().check_value());
     }
 
     #[test]

@@ -1,11 +1,15 @@
 //! Periodic work that runs with the job workers (embedded in `serve`, or `plinth worker`):
-//! the monthly credit distribution and the slide upkeep sweep. Every run pays each
-//! paying-tier account the allotment of the current calendar month once; the ledger's
-//! unique `monthly:<YYYY-MM>` key makes runs idempotent and safe on several workers at
-//! once. The sweep ends jobs no worker will finish and prunes idempotency records.
+//! the monthly credit distribution, the slide upkeep sweep, the release of expired order
+//! holds, the analytics roll-up and the attachment-expiry enqueue. Each task runs once
+//! per round across every process on the database: a process runs it only after
+//! claiming the round (`db::settings::claim_round`, rounds aligned to multiples of the
+//! interval since the Unix epoch, so all processes agree on them). Every task stays safe
+//! to run twice (the ledger's unique `monthly:<YYYY-MM>` key pays each account once a
+//! month whatever happens), so a lost claim or a crashed holder costs a round, never money.
 
 use std::time::Duration;
 
+use futures::StreamExt;
 use plinth_actors::credits::{Applied, Change, CreditAccounts, Entry};
 use plinth_workers::Queue;
 use serde_json::json;
@@ -13,35 +17,100 @@ use tokio::sync::watch;
 
 use crate::db::Db;
 use crate::domain::ledger::monthly_credits;
-use crate::with_db;
+
+/// The periodic tasks, as named in `periodic_leases` and `periodic_runs`.
+pub const MONTHLY: &str = "monthly-credits";
+pub const SLIDE_UPKEEP: &str = "slide-upkeep";
+pub const ORDER_HOLDS: &str = "order-holds";
+pub const ANALYTICS_ROLLUP: &str = "analytics-rollup";
+pub const ATTACHMENT_EXPIRY: &str = "attachment-expiry";
+
+/// How long `periodic_runs` keeps a task's runs.
+const RUNS_KEPT_MS: i64 = 24 * 3600 * 1000;
+/// Due accounts read per query, and payments in flight at once: enough for the credit
+/// shards to group-commit them, few enough to leave room for requests.
+const DUE_PAGE: i64 = 1_000;
+const IN_FLIGHT: usize = 64;
 
 /// Pays this month's allotment to every account that has not had it; returns how many
-/// were paid.
+/// were paid. Only due accounts are read (an anti-join on the month's ledger key), and
+/// their payments are submitted together so the credit shards commit them in batches.
 pub async fn distribute_monthly_all(db: &Db, credits: &CreditAccounts) -> anyhow::Result<usize> {
     let month = chrono::Utc::now().format("%Y-%m").to_string();
-    let rows: Vec<(String, i64)> = with_db!(db, p => sqlx::query_as(
-        "SELECT id, level FROM users WHERE level >= 20 AND deleted_at IS NULL ORDER BY id"
-    ).fetch_all(p).await)?;
+    let idem_key = format!("monthly:{month}");
+    let mut after = String::new();
     let mut paid = 0;
-    for (user_id, level) in rows {
-        let amount = monthly_credits(level);
-        if amount == 0 {
-            continue;
-        }
-        let change = Change {
-            entries: vec![Entry {
-                user_id,
-                delta: amount,
-                kind: "monthly".into(),
-                idem_key: Some(format!("monthly:{month}")),
-                data: json!({"month": month, "level": level, "by": "schedule"}),
-            }],
+    loop {
+        let due = crate::db::credits::due_monthly(db, &idem_key, &after, DUE_PAGE).await?;
+        let Some((last, _)) = due.last() else {
+            break;
         };
-        if let Ok(Applied::Done { .. }) = credits.apply(change).await {
-            paid += 1;
+        after = last.clone();
+        let full = due.len() as i64 == DUE_PAGE;
+        let changes = due.into_iter().filter_map(|(user_id, level)| {
+            let amount = monthly_credits(level);
+            (amount > 0).then(|| Change {
+                entries: vec![Entry {
+                    user_id,
+                    delta: amount,
+                    kind: "monthly".into(),
+                    idem_key: Some(idem_key.clone()),
+                    data: json!({"month": month, "level": level, "by": "schedule"}),
+                }],
+            })
+        });
+        // A repeat (another process paid meanwhile) is refused by the ledger's unique
+        // key and simply not counted.
+        paid += futures::stream::iter(changes)
+            .map(|change| credits.apply(change))
+            .buffer_unordered(IN_FLIGHT)
+            .filter(|r| std::future::ready(matches!(r, Ok(Applied::Done { .. }))))
+            .count()
+            .await;
+        if !full {
+            break;
         }
     }
     Ok(paid)
+}
+
+/// Claims of this process on periodic rounds.
+#[derive(Clone)]
+pub struct Rounds {
+    db: Db,
+    holder: String,
+}
+
+impl Rounds {
+    /// `holder` names this process in the claims (`plinth-worker:<host>:<pid>`).
+    pub fn new(db: Db, holder: String) -> Self {
+        Self { db, holder }
+    }
+
+    /// Whether this process runs `task` in the current round of length `every`: true for
+    /// the first process to ask in a round, false for the others and on a database error
+    /// (the round is skipped; the next one runs it).
+    pub async fn claim(&self, task: &str, every: Duration) -> bool {
+        let now = chrono::Utc::now().timestamp_millis();
+        let every = i64::try_from(every.as_millis()).unwrap_or(i64::MAX).max(1);
+        let until = (now / every).saturating_add(1).saturating_mul(every);
+        match crate::db::settings::claim_round(
+            &self.db,
+            task,
+            &self.holder,
+            now,
+            until,
+            now - RUNS_KEPT_MS,
+        )
+        .await
+        {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                tracing::warn!(task, error = %e, "claiming a periodic round failed; skipping it");
+                false
+            }
+        }
+    }
 }
 
 /// A `running` export with no progress (or a `validating` image) for this long is
@@ -62,25 +131,37 @@ pub async fn sweep_slides(db: &Db) -> anyhow::Result<crate::db::slides::Swept> {
     .await?)
 }
 
-/// Every `every` until `stop` turns true: ends pending orders whose hold on their units
-/// expired (units back to stock; each release is conditional on the order still being
-/// pending, so several workers may run it at once), rolls up the analytics hours that
-/// ended (one roller at a time: `db::analytics::roll_up`) and queues a run of attachment
-/// expiry (an apalis job: `plinth_workers::expiry`).
-async fn every_half_minute(db: Db, queue: Queue, every: Duration, mut stop: watch::Receiver<bool>) {
+/// Every `every` until `stop` turns true, each in a round this process claimed: ends
+/// pending orders whose hold on their units expired (units back to stock; each release
+/// is conditional on the order still being pending), rolls up the analytics hours that
+/// ended (`db::analytics::roll_up`) and queues a run of attachment expiry (an apalis job:
+/// `plinth_workers::expiry`).
+async fn every_half_minute(
+    rounds: Rounds,
+    queue: Queue,
+    every: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    let db = &rounds.db;
     loop {
-        match crate::db::orders::release_expired(&db, chrono::Utc::now()).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(orders = n, "expired order holds released"),
-            Err(e) => tracing::warn!(error = %e, "releasing expired holds failed; retrying"),
+        if rounds.claim(ORDER_HOLDS, every).await {
+            match crate::db::orders::release_expired(db, chrono::Utc::now()).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(orders = n, "expired order holds released"),
+                Err(e) => tracing::warn!(error = %e, "releasing expired holds failed; retrying"),
+            }
         }
-        match crate::domain::analytics::roll_up(&db).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(events = n, "analytics hours rolled up"),
-            Err(e) => tracing::warn!(error = %e, "analytics roll-up failed; retrying"),
+        if rounds.claim(ANALYTICS_ROLLUP, every).await {
+            match crate::domain::analytics::roll_up(db).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(events = n, "analytics hours rolled up"),
+                Err(e) => tracing::warn!(error = %e, "analytics roll-up failed; retrying"),
+            }
         }
-        if let Err(e) = queue.push_expiry(chrono::Utc::now().to_rfc3339()).await {
-            tracing::warn!(error = %e, "queueing attachment expiry failed; retrying");
+        if rounds.claim(ATTACHMENT_EXPIRY, every).await {
+            if let Err(e) = queue.push_expiry(chrono::Utc::now().to_rfc3339()).await {
+                tracing::warn!(error = %e, "queueing attachment expiry failed; retrying");
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
@@ -91,37 +172,43 @@ async fn every_half_minute(db: Db, queue: Queue, every: Duration, mut stop: watc
 
 /// Runs the distribution and the sweep now and then every `every` until `stop` turns
 /// true; expired order holds are released and attachment expiry is queued every 30 s (or
-/// `every` when shorter).
+/// `every` when shorter). Each task runs only in rounds this process claimed.
 pub async fn run(
     db: Db,
+    holder: String,
     credits: CreditAccounts,
     queue: Queue,
     every: Duration,
     mut stop: watch::Receiver<bool>,
 ) {
+    let rounds = Rounds::new(db.clone(), holder);
     let holds = tokio::spawn(every_half_minute(
-        db.clone(),
+        rounds.clone(),
         queue,
         every.min(Duration::from_secs(30)),
         stop.clone(),
     ));
     loop {
-        match distribute_monthly_all(&db, &credits).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(accounts = n, "monthly credits distributed"),
-            Err(e) => {
-                tracing::warn!(error = %e, "monthly distribution failed; retrying next round")
+        if rounds.claim(MONTHLY, every).await {
+            match distribute_monthly_all(&db, &credits).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(accounts = n, "monthly credits distributed"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "monthly distribution failed; retrying next round")
+                }
             }
         }
-        match sweep_slides(&db).await {
-            Ok(s) if s == Default::default() => {}
-            Ok(s) => tracing::warn!(
-                stuck_assets = s.assets,
-                stuck_jobs = s.jobs,
-                idempotency_records = s.idempotency,
-                "slide upkeep: stuck work failed, old records pruned"
-            ),
-            Err(e) => tracing::warn!(error = %e, "slide upkeep failed; retrying next round"),
+        if rounds.claim(SLIDE_UPKEEP, every).await {
+            match sweep_slides(&db).await {
+                Ok(s) if s == Default::default() => {}
+                Ok(s) => tracing::warn!(
+                    stuck_assets = s.assets,
+                    stuck_jobs = s.jobs,
+                    idempotency_records = s.idempotency,
+                    "slide upkeep: stuck work failed, old records pruned"
+                ),
+                Err(e) => tracing::warn!(error = %e, "slide upkeep failed; retrying next round"),
+            }
         }
         tokio::select! {
             _ = tokio::time::sleep(every) => {}

@@ -1,7 +1,6 @@
 //! Process wiring for the CLI commands: configuration → database → queue → actors → HTTP.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -44,47 +43,129 @@ pub fn master_key(opts: &Opts) -> anyhow::Result<MasterKey> {
     if let Some(hex) = &opts.master_key {
         return MasterKey::from_hex(hex).context("PLINTH_MASTER_KEY");
     }
+    std::fs::create_dir_all(&opts.data_dir)
+        .with_context(|| format!("creating data dir {}", opts.data_dir.display()))?;
     let path = opts.data_dir.join("master.key");
-    match std::fs::read_to_string(&path) {
-        Ok(text) => MasterKey::from_hex(&text).with_context(|| format!("{}", path.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let key = MasterKey::generate();
-            write_private(&path, &key.to_hex())?;
-            tracing::info!(path = %path.display(), "generated a new master key");
-            Ok(key)
-        }
-        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    let (key, generated) = MasterKey::load_or_create(&path)?;
+    if generated {
+        tracing::info!(path = %path.display(), "generated a new master key");
     }
+    Ok(key)
 }
 
-fn write_private(path: &Path, text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
-    let mut f = opts
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
-    f.write_all(text.as_bytes())?;
+/// The name of the setting that holds `MasterKey::check_value`.
+const MASTER_KEY_CHECK: &str = "master_key_check";
+
+/// Refuses a master key other than the one the database was set up with: data encrypted
+/// under one key does not decrypt under another (sign-in would answer 500), and signed
+/// URLs and the derived webhook secret would differ between processes. The first process
+/// stores the key's check value; every later one compares with it.
+async fn check_master_key(opts: &Opts, db: &Db, key: &MasterKey) -> anyhow::Result<()> {
+    let mine = key.check_value();
+    crate::db::settings::put_if_absent(db, MASTER_KEY_CHECK, &mine).await?;
+    let stored = crate::db::settings::get(db, MASTER_KEY_CHECK)
+        .await?
+        .context("the master key check value is missing after storing it")?;
+    if !crate::crypto::ct_eq(stored.as_bytes(), mine.as_bytes()) {
+        let source = match opts.master_key {
+            Some(_) => "PLINTH_MASTER_KEY".to_owned(),
+            None => format!(
+                "{} (PLINTH_MASTER_KEY is unset)",
+                opts.data_dir.join("master.key").display()
+            ),
+        };
+        anyhow::bail!(
+            "the master key from {source} does not match this database: the database was set \
+             up with another key. Start every plinth process on this database with the \
+             PLINTH_MASTER_KEY it was set up with"
+        );
+    }
     Ok(())
 }
 
-/// Database with migrations applied, and the job queue in it.
-pub async fn open_database(opts: &Opts) -> anyhow::Result<(Db, Queue)> {
+/// Database with migrations applied and the master key checked, and the job queue in it.
+/// `process` names this process's database sessions (`config::process_name`).
+pub async fn open_database(
+    opts: &Opts,
+    process: &str,
+    key: &MasterKey,
+) -> anyhow::Result<(Db, Queue)> {
     std::fs::create_dir_all(&opts.data_dir)
         .with_context(|| format!("creating data dir {}", opts.data_dir.display()))?;
     let url = opts.database_url();
-    let db = Db::connect(&url)
+    let db = Db::connect(&url, process)
         .await
         .context("connecting to the database")?;
     db.migrate().await.context("running migrations")?;
+    check_master_key(opts, &db, key).await?;
     let queue = match &db {
         Db::Sqlite(p) => Queue::sqlite(p).await,
         Db::Postgres(p) => Queue::postgres(p).await,
     }
     .map_err(|e| anyhow::anyhow!("setting up the job queue: {e}"))?;
     Ok((db, queue))
+}
+
+/// Local object storage keeps objects on one host's disk: with `serve` or `worker`
+/// processes on more than one host, what one host stored is missing on the others.
+/// That is refused under `--production` and warned about loudly otherwise. On SQLite
+/// every process shares the database file's host, so there is one host by construction.
+/// `--production` also refuses local storage on PostgreSQL with one host (yet).
+async fn check_object_storage(opts: &Opts, db: &Db) -> anyhow::Result<()> {
+    if opts.s3_bucket.is_some() {
+        return Ok(());
+    }
+    match crate::db::settings::plinth_hosts(db).await {
+        Ok(hosts) if hosts.len() > 1 => {
+            let problem = several_hosts(&hosts);
+            if opts.production {
+                anyhow::bail!("--production refuses {problem}");
+            }
+            tracing::warn!("UNSAFE DEPLOYMENT: {problem}");
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "could not list the plinth processes on the database"),
+    }
+    if opts.production && matches!(db, Db::Postgres(_)) {
+        anyhow::bail!(
+            "--production refuses local object storage with PostgreSQL: objects would live on \
+             one host only; configure PLINTH_S3_*"
+        );
+    }
+    Ok(())
+}
+
+fn several_hosts(hosts: &[String]) -> String {
+    format!(
+        "local object storage (no PLINTH_S3_*) with plinth processes on {} hosts ({}): \
+         objects stored on one host are missing on the others; configure PLINTH_S3_*",
+        hosts.len(),
+        hosts.join(", ")
+    )
+}
+
+/// Repeats the host count of `check_object_storage` every minute, for hosts that joined
+/// after this process started, warning once each time the set of hosts changes.
+fn watch_hosts(opts: &Opts, db: &Db, mut stop: watch::Receiver<bool>) {
+    if opts.s3_bucket.is_some() || !matches!(db, Db::Postgres(_)) {
+        return;
+    }
+    let db = db.clone();
+    tokio::spawn(async move {
+        let mut seen: Vec<String> = Vec::new();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+            if let Ok(hosts) = crate::db::settings::plinth_hosts(&db).await {
+                if hosts.len() > 1 && hosts != seen {
+                    tracing::warn!("UNSAFE DEPLOYMENT: {}", several_hosts(&hosts));
+                }
+                seen = hosts;
+            }
+        }
+    });
 }
 
 /// SQLite has one writer: a single credit shard group-commits every change with no lock
@@ -242,13 +323,8 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     let (payments, store_verifier) = providers(&opts)?;
     let key = master_key(&opts)?;
     let auth_key = grant_key(&opts, &key)?;
-    let (db, queue) = open_database(&opts).await?;
-    if opts.production && opts.s3_bucket.is_none() && matches!(db, Db::Postgres(_)) {
-        anyhow::bail!(
-            "--production refuses local object storage with PostgreSQL: objects would live on \
-             one host only; configure PLINTH_S3_*"
-        );
-    }
+    let (db, queue) = open_database(&opts, &crate::config::process_name("serve"), &key).await?;
+    check_object_storage(&opts, &db).await?;
     let mail = mail_backend(&opts)?;
     let webhook_secret = opts.stripe_webhook_secret.clone().unwrap_or_else(|| {
         format!(
@@ -357,6 +433,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
     let state = built.state.clone();
 
     let (stop_tx, stop_rx) = watch::channel(false);
+    watch_hosts(&state.opts, &state.db, stop_rx.clone());
     let workers = (!state.opts.no_workers).then(|| {
         let cfg = worker_config(&state.opts);
         let queue = state.queue.clone();
@@ -366,6 +443,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         let every = Duration::from_secs(state.opts.monthly_interval_secs.max(1));
         let periodic = tokio::spawn(crate::periodic::run(
             state.db.clone(),
+            crate::config::process_name("serve"),
             state.credits.clone(),
             queue.clone(),
             every,
@@ -399,9 +477,11 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
 }
 
 pub async fn worker(opts: Opts) -> anyhow::Result<()> {
-    let (db, queue) = open_database(&opts).await?;
-    let mail = mail_backend(&opts)?;
     let key = master_key(&opts)?;
+    let me = crate::config::process_name("worker");
+    let (db, queue) = open_database(&opts, &me, &key).await?;
+    check_object_storage(&opts, &db).await?;
+    let mail = mail_backend(&opts)?;
     // Workers only read and write objects; links are made by the API processes.
     let objects =
         crate::storage::ObjectStore::from_config(&opts, &key, &opts.public_url(&opts.listen))?;
@@ -414,8 +494,10 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     .await
     .map_err(|e| anyhow::anyhow!("starting credit-account actors: {e}"))?;
     let (stop_tx, stop_rx) = watch::channel(false);
+    watch_hosts(&opts, &db, stop_rx.clone());
     let periodic = tokio::spawn(crate::periodic::run(
         db,
+        me,
         credits,
         queue.clone(),
         Duration::from_secs(opts.monthly_interval_secs.max(1)),
@@ -462,13 +544,15 @@ pub fn mint_grant(
 }
 
 pub async fn migrate(opts: Opts) -> anyhow::Result<()> {
-    let (db, _) = open_database(&opts).await?;
+    let key = master_key(&opts)?;
+    let (db, _) = open_database(&opts, &crate::config::process_name("migrate"), &key).await?;
     println!("migrations applied ({})", db.backend());
     Ok(())
 }
 
 pub async fn rebuild_rollups(opts: Opts) -> anyhow::Result<()> {
-    let (db, _) = open_database(&opts).await?;
+    let key = master_key(&opts)?;
+    let (db, _) = open_database(&opts, &crate::config::process_name("cli"), &key).await?;
     let until = crate::domain::analytics::hour_of(chrono::Utc::now());
     let read = crate::db::analytics::rebuild_rollups(&db, until).await?;
     println!("analytics rollups rebuilt from {read} events (up to {until})");
@@ -479,7 +563,8 @@ pub async fn set_level(opts: Opts, email: &str, level: i64) -> anyhow::Result<()
     if ![0, 10, 20, 30, 40, 100].contains(&level) {
         anyhow::bail!("level must be one of 0, 10, 20, 30, 40, 100");
     }
-    let (db, _) = open_database(&opts).await?;
+    let key = master_key(&opts)?;
+    let (db, _) = open_database(&opts, &crate::config::process_name("cli"), &key).await?;
     let email = email.trim().to_lowercase();
     if !crate::db::users::set_level_by_email(&db, &email, level).await? {
         anyhow::bail!("no account with email {email}");

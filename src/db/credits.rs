@@ -341,3 +341,21 @@ pub async fn history(
     ).bind(user_id).fetch_one(p).await)?;
     Ok((rows, total))
 }
+
+/// Paying-tier accounts (user id, level) not yet holding a ledger row with `idem_key`
+/// (`monthly:<YYYY-MM>`), after `after` in user-id order: one page of who is due this
+/// month. The anti-join uses the ledger's unique (account, idem_key) index, so a round
+/// after everyone was paid reads no ledger rows it does not need.
+pub async fn due_monthly(
+    db: &Db,
+    idem_key: &str,
+    after: &str,
+    limit: i64,
+) -> sqlx::Result<Vec<(String, i64)>> {
+    with_db!(db, p => sqlx::query_as(
+        "SELECT u.id, u.level FROM users u JOIN credit_accounts a ON a.user_id = u.id \
+         WHERE u.level >= 20 AND u.deleted_at IS NULL AND u.id > $2 AND NOT EXISTS \
+         (SELECT 1 FROM credit_transactions t WHERE t.account_id = a.id AND t.idem_key = $1) \
+         ORDER BY u.id LIMIT $3"
+    ).bind(idem_key).bind(after).bind(limit).fetch_all(p).await)
+}

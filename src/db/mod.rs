@@ -23,6 +23,7 @@ pub mod organizations;
 pub mod payments;
 pub mod posts;
 pub mod public_access;
+pub mod settings;
 pub mod slides;
 pub mod telemetry;
 pub mod things;
@@ -82,12 +83,15 @@ macro_rules! with_db {
 }
 
 impl Db {
-    pub async fn connect(url: &str) -> anyhow::Result<Db> {
+    /// `process` names the process's sessions on PostgreSQL (`application_name`, seen in
+    /// `pg_stat_activity`): `plinth-serve:<host>:<pid>` and the like (docs/scaling.md).
+    pub async fn connect(url: &str, process: &str) -> anyhow::Result<Db> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             // A hung statement must not hold a credit shard (and the requests behind it)
             // indefinitely: 30 s is far above any query plinth makes (finding M9).
             let opts = sqlx::postgres::PgConnectOptions::from_str(url)?
-                .options([("statement_timeout", "30s")]);
+                .options([("statement_timeout", "30s")])
+                .application_name(process);
             let pool = PgPoolOptions::new()
                 .max_connections(16)
                 .acquire_timeout(Duration::from_secs(10))
