@@ -29,6 +29,7 @@ mod posts;
 mod records;
 mod route_table;
 mod scaleout_jobs;
+mod scaleout_start;
 mod security;
 mod slide_helpers;
 mod slides;

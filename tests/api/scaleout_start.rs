@@ -1,0 +1,327 @@
+//! Scale-out (issue 17): the start-up checks (one master key per database, local object
+//! storage on one host only) and periodic work that runs once per round across several
+//! processes on one database. Runs on SQLite (processes share the data dir) and on
+//! PostgreSQL (`PLINTH_TEST_DATABASE_URL`). docs/scaling.md describes the behaviour.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::common::{email, Options, Server, BIN};
+
+const K1: &str = "a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0";
+const K2: &str = "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20";
+
+/// A `plinth` command on the server's data dir and database, with `env` added and the
+/// caller's PLINTH_* variables that would change the outcome removed.
+fn command(s: &Server, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .arg("--data-dir")
+        .arg(s.data_dir())
+        .arg("--database-url")
+        .arg(&s.database_url)
+        .env_remove("PLINTH_DATABASE_URL")
+        .env_remove("PLINTH_MASTER_KEY")
+        .env_remove("PLINTH_PRODUCTION")
+        .env("RUST_LOG", "info,sqlx=warn");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// Runs a command that must exit within 30 s; returns whether it succeeded and its
+/// stderr.
+fn run_to_exit(mut cmd: Command) -> (bool, String) {
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            return (
+                status.success(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            );
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the command was still running after 30 s (it should have exited)");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A `plinth worker` next to the server, stopped when dropped; its log goes to
+/// `<data-dir>/<name>.log`.
+struct Worker {
+    child: Child,
+    log: std::path::PathBuf,
+}
+
+impl Worker {
+    fn start(s: &Server, name: &str, env: &[(&str, &str)]) -> Worker {
+        let log = s.data_dir().join(format!("{name}.log"));
+        let file = std::fs::File::create(&log).unwrap();
+        let mut child = command(s, &["worker"], env)
+            .env("PLINTH_WORKER_NAME", name)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(file))
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.contains("plinth worker running") {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        if rx.recv_timeout(Duration::from_secs(30)).is_err() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "worker {name} did not start:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+        }
+        Worker { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn server_log(s: &Server) -> String {
+    std::fs::read_to_string(s.data_dir().join("server.log")).unwrap_or_default()
+}
+
+fn assert_refused_for_the_key(ok: bool, stderr: &str) {
+    assert!(!ok, "started with another master key:\n{stderr}");
+    assert!(
+        stderr.contains("PLINTH_MASTER_KEY")
+            && stderr.contains("the database was set up with another key"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_database_refuses_a_process_with_another_master_key() {
+    let mut s = Server::start_with(Options::default().env("PLINTH_MASTER_KEY", K1)).await;
+    let addr = email("keycheck");
+    let (key, _) = s.signup(&addr).await;
+    let (_, clean) = s.terminate();
+    assert!(clean);
+
+    // Another key: serve, worker, migrate and the CLI all refuse, naming the variable.
+    for args in [
+        &["serve", "--listen", "127.0.0.1:0"][..],
+        &["worker"],
+        &["migrate"],
+        &[
+            "users",
+            "set-level",
+            "--email",
+            "x@example.com",
+            "--level",
+            "20",
+        ],
+    ] {
+        let (ok, err) = run_to_exit(command(&s, args, &[("PLINTH_MASTER_KEY", K2)]));
+        assert_refused_for_the_key(ok, &err);
+    }
+    // No PLINTH_MASTER_KEY: a key file is generated in the data dir, and it is refused too.
+    let (ok, err) = run_to_exit(command(&s, &["migrate"], &[]));
+    assert_refused_for_the_key(ok, &err);
+    assert!(err.contains("master.key"), "{err}");
+
+    // The right key starts, and what was encrypted under it still decrypts.
+    let (ok, err) = run_to_exit(command(&s, &["migrate"], &[("PLINTH_MASTER_KEY", K1)]));
+    assert!(ok, "{err}");
+    s.restart();
+    let r = s
+        .post(
+            "/api/users/authenticate",
+            None,
+            json!({"email": addr, "password": "correct horse"}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["user"]["key"], json!(key), "{}", r.body);
+}
+
+/// Several processes with periodic work on one database: every paying account is paid
+/// once, and each periodic task runs at most once per round (not once per process).
+#[tokio::test]
+async fn periodic_work_runs_once_per_round_across_processes() {
+    let interval = [("PLINTH_MONTHLY_INTERVAL_SECS", "1")];
+    let s = Server::start_with(Options::default().env(interval[0].0, interval[0].1)).await;
+    let mut users = Vec::new();
+    for i in 0..5 {
+        let addr = email(&format!("round{i}"));
+        let (key, _) = s.signup(&addr).await;
+        users.push((addr, key));
+    }
+    let workers = [
+        Worker::start(&s, "wa", &interval),
+        Worker::start(&s, "wb", &interval),
+    ];
+    // Three processes tick every second from here on.
+    let since_ms = chrono::Utc::now().timestamp_millis();
+    let started = Instant::now();
+    for (addr, _) in &users {
+        let out = s.set_level(addr, 20);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for (_, key) in &users {
+        loop {
+            let r = s.get("/api/credits/balance", Some(key)).await;
+            if r.body["balance"] == json!(1500) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "not paid: {}", r.body);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    // More rounds go by: nobody is paid twice.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let window = format!("name = 'monthly-credits' AND ran_ms >= {since_ms}");
+    let runs = s
+        .sql_count(&format!(
+            "SELECT COUNT(*) FROM periodic_runs WHERE {window}"
+        ))
+        .await;
+    let rounds = s
+        .sql_count(&format!(
+            "SELECT COUNT(DISTINCT until_ms) FROM periodic_runs WHERE {window}"
+        ))
+        .await;
+    let elapsed = started.elapsed().as_secs() as i64;
+    for (_, key) in &users {
+        let r = s.get("/api/credits/balance", Some(key)).await;
+        assert_eq!(r.body["balance"], json!(1500), "{}", r.body);
+        let h = s.get("/api/credits", Some(key)).await;
+        assert_eq!(h.body["total"], json!(1), "{}", h.body);
+        assert_eq!(h.body["data"][0]["kind"], json!("monthly"));
+    }
+    // At most one run per round; about one round per second, not three.
+    assert_eq!(runs, rounds, "a round ran more than once");
+    assert!(
+        runs >= 3 && runs <= elapsed + 2,
+        "{runs} runs in {elapsed} s by 3 processes"
+    );
+    // The same for every other periodic task.
+    for task in [
+        "slide-upkeep",
+        "order-holds",
+        "analytics-rollup",
+        "attachment-expiry",
+    ] {
+        let window = format!("name = '{task}' AND ran_ms >= {since_ms}");
+        let runs = s
+            .sql_count(&format!(
+                "SELECT COUNT(*) FROM periodic_runs WHERE {window}"
+            ))
+            .await;
+        let rounds = s
+            .sql_count(&format!(
+                "SELECT COUNT(DISTINCT until_ms) FROM periodic_runs WHERE {window}"
+            ))
+            .await;
+        assert_eq!(runs, rounds, "{task}: a round ran more than once");
+        assert!(
+            runs >= 3 && runs <= elapsed + 2,
+            "{task}: {runs} runs in {elapsed} s"
+        );
+    }
+    // One host: no warning about local object storage.
+    for log in [server_log(&s), workers[0].log(), workers[1].log()] {
+        assert!(!log.contains("UNSAFE DEPLOYMENT"), "{log}");
+    }
+    if s.database_url.starts_with("postgres") {
+        // Every process names its sessions.
+        let named = s
+            .sql_count(
+                "SELECT COUNT(DISTINCT split_part(application_name, ':', 3)) FROM pg_stat_activity \
+                 WHERE datname = current_database() \
+                 AND (application_name LIKE 'plinth-serve:%' OR application_name LIKE 'plinth-worker:%')",
+            )
+            .await;
+        assert_eq!(named, 3, "three processes by pid");
+    }
+}
+
+/// Local object storage with processes on two hosts: a loud warning, and `--production`
+/// refuses to start. Only PostgreSQL lists its sessions' hosts (on SQLite every process
+/// shares the database file's host).
+#[tokio::test]
+async fn local_storage_on_several_hosts_is_refused_in_production() {
+    if crate::common::pg_admin_url().is_none() {
+        return;
+    }
+    let s = Server::start().await;
+    // A plinth process on another host, as PostgreSQL sees it.
+    let other = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(
+            s.database_url
+                .parse::<sqlx::postgres::PgConnectOptions>()
+                .unwrap()
+                .application_name("plinth-worker:other-host:4242"),
+        )
+        .await
+        .unwrap();
+    sqlx::query("SELECT 1").execute(&other).await.unwrap();
+
+    let worker = Worker::start(&s, "wc", &[]);
+    let log = worker.log();
+    assert!(
+        log.contains("UNSAFE DEPLOYMENT") && log.contains("other-host"),
+        "{log}"
+    );
+
+    let key = std::fs::read_to_string(s.data_dir().join("master.key")).unwrap();
+    for args in [
+        &["serve", "--production", "--listen", "127.0.0.1:0"][..],
+        &["worker", "--production"],
+    ] {
+        let (ok, err) = run_to_exit(command(
+            &s,
+            args,
+            &[
+                ("PLINTH_MASTER_KEY", key.trim()),
+                ("PLINTH_STRIPE_SECRET_KEY", "sk_test_x"),
+            ],
+        ));
+        assert!(!ok, "{err}");
+        assert!(
+            err.contains("--production refuses local object storage")
+                && err.contains("on 2 hosts")
+                && err.contains("other-host")
+                && err.contains("PLINTH_S3_"),
+            "{err}"
+        );
+    }
+    other.close().await;
+}
