@@ -63,11 +63,12 @@ fn migrate_creates_the_database_and_is_repeatable() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(dir.path().join("plinth.db").exists());
-    // Twice is fine.
+    // Twice is fine (with the same key: the generated master.key of the data dir).
     let again = Command::new(BIN)
         .args(["migrate", "--data-dir"])
         .arg(dir.path())
         .env_remove("PLINTH_DATABASE_URL")
+        .env_remove("PLINTH_MASTER_KEY")
         .output()
         .unwrap();
     assert!(
