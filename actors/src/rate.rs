@@ -3,10 +3,20 @@
 //! A window is `(key, category)`; every endpoint of a category shares it. Shards run under
 //! a supervisor that restarts a crashed shard in place. A restart loses that shard's
 //! windows, which the design accepts; while a shard is down, checks fail open.
+//!
+//! With a shared [`RateStore`] (several processes on one PostgreSQL) the windows are
+//! counted there instead: a shard gathers the checks that arrive while its previous
+//! flush runs, adds them to the store in one statement (one count per window), and
+//! decides each request in arrival order from the count the store returns, so a limit
+//! of R is at most R across all processes. A window refused once is refused from memory
+//! until it ends (a flood costs the store nothing). If the store fails, the shard counts
+//! in its own windows meanwhile (limits then hold per process, as without a store).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::shard::Shards;
@@ -22,6 +32,29 @@ pub struct Decision {
     pub retry_after_ms: u64,
 }
 
+/// Hits of one window to add in a shared store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hits {
+    pub key: String,
+    pub category: u8,
+    pub n: u64,
+    pub interval_ms: u64,
+}
+
+/// A window after the hits were added: its count (including them) and the time left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counted {
+    pub count: u64,
+    pub left_ms: u64,
+}
+
+/// Windows shared by every process (PostgreSQL's `rate_windows`).
+pub trait RateStore: Send + Sync + 'static {
+    /// Adds each window's hits at once (a window that ended starts again with them);
+    /// one answer per item, in order.
+    fn add<'a>(&'a self, hits: &'a [Hits]) -> BoxFuture<'a, Result<Vec<Counted>, String>>;
+}
+
 pub enum ShardMsg {
     Check {
         key: String,
@@ -30,8 +63,19 @@ pub enum ShardMsg {
         interval_ms: u64,
         reply: RpcReplyPort<Decision>,
     },
+    /// Count what is waiting in the shared store (sent by the shard to itself).
+    Flush,
     /// Test hook: make the shard fail as a bug would, so supervision can be observed.
     Crash,
+}
+
+/// A check waiting for the shared store.
+struct Waiting {
+    key: String,
+    category: u8,
+    limit: u64,
+    interval_ms: u64,
+    reply: RpcReplyPort<Decision>,
 }
 
 struct Window {
@@ -40,11 +84,27 @@ struct Window {
     interval: Duration,
 }
 
-pub struct Shard;
+pub struct Shard {
+    store: Option<Arc<dyn RateStore>>,
+}
 
 pub struct ShardState {
     windows: HashMap<(String, u8), Window>,
     checks_since_sweep: u32,
+    /// Shared store only: checks of the next flush, and windows known full until then.
+    waiting: Vec<Waiting>,
+    flush_scheduled: bool,
+    full_until: HashMap<(String, u8), Instant>,
+}
+
+fn refused(limit: u64, interval_ms: u64, left: Duration) -> Decision {
+    Decision {
+        allowed: false,
+        limit,
+        remaining: 0,
+        interval_ms,
+        retry_after_ms: (left.as_millis() as u64).max(1),
+    }
 }
 
 impl ShardState {
@@ -70,13 +130,7 @@ impl ShardState {
         }
         if w.count >= limit {
             let left = w.interval.saturating_sub(now.duration_since(w.started));
-            return Decision {
-                allowed: false,
-                limit,
-                remaining: 0,
-                interval_ms,
-                retry_after_ms: (left.as_millis() as u64).max(1),
-            };
+            return refused(limit, interval_ms, left);
         }
         w.count += 1;
         Decision {
@@ -102,12 +156,15 @@ impl Actor for Shard {
         Ok(ShardState {
             windows: HashMap::new(),
             checks_since_sweep: 0,
+            waiting: Vec::new(),
+            flush_scheduled: false,
+            full_until: HashMap::new(),
         })
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         msg: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
@@ -119,11 +176,103 @@ impl Actor for Shard {
                 interval_ms,
                 reply,
             } => {
-                let _ = reply.send(state.check(key, category, limit, interval_ms));
+                if self.store.is_none() {
+                    let _ = reply.send(state.check(key, category, limit, interval_ms));
+                    return Ok(());
+                }
+                let now = Instant::now();
+                if let Some(until) = state.full_until.get(&(key.clone(), category)) {
+                    if *until > now {
+                        let _ = reply.send(refused(limit, interval_ms, *until - now));
+                        return Ok(());
+                    }
+                }
+                state.waiting.push(Waiting {
+                    key,
+                    category,
+                    limit,
+                    interval_ms,
+                    reply,
+                });
+                if !state.flush_scheduled {
+                    state.flush_scheduled = true;
+                    myself.cast(ShardMsg::Flush)?;
+                }
+                Ok(())
+            }
+            ShardMsg::Flush => {
+                state.flush_scheduled = false;
+                if let Some(store) = &self.store {
+                    flush(store.as_ref(), state).await;
+                }
                 Ok(())
             }
             ShardMsg::Crash => Err("rate shard asked to crash".into()),
         }
+    }
+}
+
+/// Counts the waiting checks in the shared store and answers them in arrival order.
+async fn flush(store: &dyn RateStore, state: &mut ShardState) {
+    let waiting = std::mem::take(&mut state.waiting);
+    if waiting.is_empty() {
+        return;
+    }
+    let now = Instant::now();
+    state.full_until.retain(|_, until| *until > now);
+    // One item per window, in order of first arrival.
+    let mut index: HashMap<(&str, u8), usize> = HashMap::new();
+    let mut hits: Vec<Hits> = Vec::new();
+    let mut slot = Vec::with_capacity(waiting.len());
+    for w in &waiting {
+        let i = *index
+            .entry((w.key.as_str(), w.category))
+            .or_insert_with(|| {
+                hits.push(Hits {
+                    key: w.key.clone(),
+                    category: w.category,
+                    n: 0,
+                    interval_ms: w.interval_ms,
+                });
+                hits.len() - 1
+            });
+        hits[i].n += 1;
+        slot.push(i);
+    }
+    drop(index);
+    let counted = match store.add(&hits).await {
+        Ok(c) if c.len() == hits.len() => c,
+        Ok(_) | Err(_) => {
+            tracing::warn!("shared rate store unavailable; counting in this process meanwhile");
+            for w in waiting {
+                let d = state.check(w.key, w.category, w.limit, w.interval_ms);
+                let _ = w.reply.send(d);
+            }
+            return;
+        }
+    };
+    // The i-th check of a window in this batch saw the count before the batch plus i.
+    let mut seen = vec![0u64; hits.len()];
+    for (w, i) in waiting.into_iter().zip(slot) {
+        seen[i] += 1;
+        let c = counted[i];
+        let at = c.count.saturating_sub(hits[i].n) + seen[i];
+        let left = Duration::from_millis(c.left_ms);
+        let d = if at <= w.limit {
+            Decision {
+                allowed: true,
+                limit: w.limit,
+                remaining: w.limit - at,
+                interval_ms: w.interval_ms,
+                retry_after_ms: 0,
+            }
+        } else {
+            state
+                .full_until
+                .insert((w.key.clone(), w.category), now + left);
+            refused(w.limit, w.interval_ms, left)
+        };
+        let _ = w.reply.send(d);
     }
 }
 
@@ -134,9 +283,26 @@ pub struct RateLimiter {
 }
 
 impl RateLimiter {
+    /// Windows in this process only.
     pub async fn start(shard_count: usize) -> Result<Self, ractor::SpawnErr> {
+        Self::start_with(shard_count, None).await
+    }
+
+    /// Windows in `store` (shared by every process) when given.
+    pub async fn start_with(
+        shard_count: usize,
+        store: Option<Arc<dyn RateStore>>,
+    ) -> Result<Self, ractor::SpawnErr> {
         Ok(Self {
-            shards: Shards::start(shard_count, || (Shard, ())).await?,
+            shards: Shards::start(shard_count, move || {
+                (
+                    Shard {
+                        store: store.clone(),
+                    },
+                    (),
+                )
+            })
+            .await?,
         })
     }
 
@@ -219,6 +385,69 @@ mod tests {
         assert!(!rl.check("k", 0, 1, 50).await.allowed);
         tokio::time::sleep(Duration::from_millis(70)).await;
         assert!(rl.check("k", 0, 1, 50).await.allowed);
+    }
+
+    /// A shared store in memory, standing in for PostgreSQL's table.
+    #[derive(Default)]
+    struct MemStore(std::sync::Mutex<HashMap<(String, u8), (Instant, u64)>>);
+
+    impl RateStore for MemStore {
+        fn add<'a>(&'a self, hits: &'a [Hits]) -> BoxFuture<'a, Result<Vec<Counted>, String>> {
+            Box::pin(async move {
+                let mut m = self.0.lock().unwrap();
+                let now = Instant::now();
+                Ok(hits
+                    .iter()
+                    .map(|h| {
+                        let iv = Duration::from_millis(h.interval_ms);
+                        let w = m.entry((h.key.clone(), h.category)).or_insert((now, 0));
+                        if now.duration_since(w.0) >= iv {
+                            *w = (now, 0);
+                        }
+                        w.1 += h.n;
+                        Counted {
+                            count: w.1,
+                            left_ms: iv.saturating_sub(now.duration_since(w.0)).as_millis() as u64,
+                        }
+                    })
+                    .collect())
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_shared_store_holds_the_limit_across_processes() {
+        let store: Arc<dyn RateStore> = Arc::new(MemStore::default());
+        // Two "processes", each with its own shards, one store.
+        let a = RateLimiter::start_with(3, Some(store.clone()))
+            .await
+            .unwrap();
+        let b = RateLimiter::start_with(2, Some(store)).await.unwrap();
+        let checks = (0..90).map(|i| {
+            let rl = if i % 2 == 0 { a.clone() } else { b.clone() };
+            async move { rl.check("u:1", 1, 30, 60_000).await }
+        });
+        let decisions = futures::future::join_all(checks).await;
+        let allowed = decisions.iter().filter(|d| d.allowed).count();
+        assert_eq!(allowed, 30);
+        let mut remaining: Vec<u64> = decisions
+            .iter()
+            .filter(|d| d.allowed)
+            .map(|d| d.remaining)
+            .collect();
+        remaining.sort_unstable();
+        assert_eq!(
+            remaining,
+            (0..30).collect::<Vec<u64>>(),
+            "each allowed check saw its own count"
+        );
+        assert!(decisions
+            .iter()
+            .filter(|d| !d.allowed)
+            .all(|d| d.retry_after_ms > 0));
+        // Refused from memory afterwards, still refused.
+        assert!(!a.check("u:1", 1, 30, 60_000).await.allowed);
+        assert!(b.check("u:2", 1, 30, 60_000).await.allowed);
     }
 
     async fn wait_for_restart(rl: &RateLimiter, before: &[ractor::ActorId]) {
