@@ -3,7 +3,6 @@
 //! by the usage layer; handlers name the caller with these extractors.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
@@ -28,36 +27,17 @@ impl Caller {
     }
 }
 
-/// sha256(key) → caller. Entries live 5 s so that `plinth users set-level` from another
-/// process is seen within the operator contract's 10 s; in-process changes invalidate.
-#[derive(Clone)]
-pub struct CallerCache(moka::sync::Cache<String, Arc<Caller>>);
-
-impl Default for CallerCache {
-    fn default() -> Self {
-        Self(
-            moka::sync::Cache::builder()
-                .max_capacity(100_000)
-                .time_to_live(Duration::from_secs(5))
-                .support_invalidation_closures()
-                .build(),
-        )
-    }
-}
-
-impl CallerCache {
-    pub fn invalidate_user(&self, user_id: &str) {
-        let id = user_id.to_owned();
-        let _ = self.0.invalidate_entries_if(move |_, c| c.id == id);
-    }
-}
-
-/// Resolves an API key. `Ok(None)` means the key matches no account.
+/// Resolves an API key. `Ok(None)` means the key matches no account. Cached by
+/// sha256(key) (`crate::cache`): a change to the account is announced to every process,
+/// and an entry lives at most 5 s, so `plinth users set-level` on SQLite is seen within
+/// the operator contract's 10 s.
 pub async fn resolve(state: &AppState, key: &str) -> Result<Option<Arc<Caller>>, ApiError> {
     let hash = crate::crypto::sha256_hex(key.as_bytes());
-    if let Some(c) = state.callers.0.get(&hash) {
+    let cache = &state.caches.callers;
+    if let Some(c) = cache.get(&hash) {
         return Ok(Some(c));
     }
+    let ticket = cache.ticket(&hash);
     let Some(caller) = crate::db::users::by_key_hash(&state.db, &hash)
         .await?
         .map(|user| Caller {
@@ -69,7 +49,7 @@ pub async fn resolve(state: &AppState, key: &str) -> Result<Option<Arc<Caller>>,
         return Ok(None);
     };
     let caller = Arc::new(caller);
-    state.callers.0.insert(hash, caller.clone());
+    cache.fill(ticket, hash, caller.clone());
     Ok(Some(caller))
 }
 

@@ -193,6 +193,22 @@ pub struct Opts {
     /// Number of rate-limit actor shards.
     #[arg(long, env = "PLINTH_RATE_SHARDS", default_value_t = 8, global = true)]
     pub rate_shards: usize,
+    /// Load balancers and proxies (IP addresses or CIDR blocks, comma-separated) whose
+    /// `X-Forwarded-For` / `Forwarded` header names the client (src/client_ip.rs); from
+    /// any other peer those headers are ignored.
+    #[arg(
+        long,
+        env = "PLINTH_TRUSTED_PROXIES",
+        value_delimiter = ',',
+        value_parser = crate::client_ip::parse_net,
+        global = true
+    )]
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Where rate windows are counted: `local` (each process its own) or `postgres`
+    /// (shared by every process on the database: the default on PostgreSQL; SQLite has
+    /// one host and counts locally).
+    #[arg(long, env = "PLINTH_RATE_STORE", global = true)]
+    pub rate_store: Option<RateStoreKind>,
     /// Token cost overrides: comma-separated `METHOD /path=N`, e.g.
     /// "GET /api/users/viewer=2,POST /api/aes=1" (every cost is 0 otherwise).
     #[arg(long, env = "PLINTH_TOKEN_COSTS", global = true)]
@@ -355,6 +371,13 @@ pub struct Opts {
 
 /// Largest accepted token cost of one call.
 pub const MAX_TOKEN_COST: u64 = 1_000_000_000;
+
+/// `PLINTH_RATE_STORE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RateStoreKind {
+    Local,
+    Postgres,
+}
 
 impl Opts {
     pub fn database_url(&self) -> String {

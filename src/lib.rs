@@ -3,6 +3,8 @@
 
 pub mod api;
 pub mod auth;
+pub mod cache;
+pub mod client_ip;
 pub mod config;
 pub mod crypto;
 pub mod db;

@@ -47,6 +47,35 @@ impl<T: Serialize> IntoResponse for PrivateAnswer<T> {
     }
 }
 
+/// A [`PrivateAnswer`] serialised earlier (a cached answer): the bytes of a `T` object.
+pub struct PrivateBytes<T>(bytes::Bytes, std::marker::PhantomData<T>);
+
+impl<T: Serialize> PrivateBytes<T> {
+    /// `None` if `value` does not serialise to an object.
+    pub fn of(value: &T) -> Option<Self> {
+        let bytes = serde_json::to_vec(value).ok()?;
+        (bytes.first() == Some(&b'{')).then(|| Self(bytes.into(), std::marker::PhantomData))
+    }
+}
+
+impl<T> PrivateBytes<T> {
+    pub fn bytes(&self) -> &bytes::Bytes {
+        &self.0
+    }
+    pub fn from_cached(bytes: bytes::Bytes) -> Self {
+        Self(bytes, std::marker::PhantomData)
+    }
+}
+
+impl<T> IntoResponse for PrivateBytes<T> {
+    fn into_response(self) -> Response {
+        let mut res = StatusCode::OK.into_response();
+        res.extensions_mut().insert(Envelope::Json(self.0));
+        no_store(res.headers_mut());
+        res
+    }
+}
+
 /// Carried in the response extensions from the handler to the usage layer: the answer's
 /// JSON object, as a map or already serialised (always an object: `{...}`).
 #[derive(Clone)]

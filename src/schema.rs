@@ -95,6 +95,12 @@ impl<T: JsonSchema> DocReturn for Result<PrivateAnswer<T>, ApiError> {
     }
 }
 
+impl<T: JsonSchema> DocReturn for Result<crate::reply::PrivateBytes<T>, ApiError> {
+    fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
+        op.response = Some(gen.subschema_for::<T>());
+    }
+}
+
 /// Implemented for every handler whose arguments all implement [`DocArg`] and whose
 /// result implements [`DocReturn`].
 pub trait DocHandler<Args> {

@@ -11,7 +11,6 @@ use plinth_actors::rate::RateLimiter;
 use plinth_workers::{MailBackend, Queue, WorkerConfig};
 use tokio::sync::watch;
 
-use crate::auth::CallerCache;
 use crate::config::Opts;
 use crate::crypto::{GrantKey, MasterKey};
 use crate::db::Db;
@@ -347,7 +346,31 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     let orders = crate::db::orders::Placer::start(&db)
         .await
         .map_err(|e| anyhow::anyhow!("starting the order writer: {e}"))?;
-    let rate = RateLimiter::start(opts.rate_shards)
+    let rate_store: Option<std::sync::Arc<dyn plinth_actors::rate::RateStore>> =
+        match (&db, opts.rate_store) {
+            (Db::Postgres(pool), None | Some(crate::config::RateStoreKind::Postgres)) => Some(
+                std::sync::Arc::new(crate::db::rate::PgRateStore(pool.clone())),
+            ),
+            (Db::Sqlite(_), Some(crate::config::RateStoreKind::Postgres)) => {
+                anyhow::bail!("PLINTH_RATE_STORE=postgres needs a PostgreSQL database")
+            }
+            _ => None,
+        };
+    if let (Some(_), Db::Postgres(pool)) = (&rate_store, &db) {
+        // Ended windows would pile up (one row per caller ever seen): swept every minute.
+        // Concurrent sweeps by several processes are harmless.
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(60));
+            loop {
+                every.tick().await;
+                if let Err(e) = crate::db::rate::sweep(&pool).await {
+                    tracing::warn!(error = %e, "sweeping ended rate windows failed");
+                }
+            }
+        });
+    }
+    let rate = RateLimiter::start_with(opts.rate_shards, rate_store)
         .await
         .map_err(|e| anyhow::anyhow!("starting rate-limit actors: {e}"))?;
 
@@ -385,6 +408,10 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     )
     .await
     .map_err(|e| anyhow::anyhow!("starting the analytics writer: {e}"))?;
+    let caches = std::sync::Arc::new(crate::cache::Caches::new(db.clone(), credits.clone()));
+    if let Db::Postgres(pool) = &db {
+        tokio::spawn(crate::cache::listen(pool.clone(), caches.clone()));
+    }
     let state = AppState::new(Inner {
         exempt_domains: Opts::normalized_domains(&opts.exempt_domains),
         admin_domains: Opts::normalized_domains(&opts.admin_domains),
@@ -403,7 +430,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         telemetry: telemetry.clone(),
         analytics: analytics.clone(),
         analytics_sites: Default::default(),
-        callers: CallerCache::default(),
+        caches: caches.clone(),
         queue,
         mail,
         objects,
@@ -568,6 +595,14 @@ pub async fn set_level(opts: Opts, email: &str, level: i64) -> anyhow::Result<()
     let email = email.trim().to_lowercase();
     if !crate::db::users::set_level_by_email(&db, &email, level).await? {
         anyhow::bail!("no account with email {email}");
+    }
+    // Running servers drop the account's cached key at once (PostgreSQL); on SQLite
+    // their 5 s cache expiry keeps the operator contract's 10 s.
+    if let (Db::Postgres(pool), Some(id)) = (
+        &db,
+        crate::db::users::by_email(&db, &email).await?.map(|u| u.id),
+    ) {
+        crate::cache::notify(pool, &crate::cache::Stale::User(id)).await?;
     }
     println!("{email} is now level {level}");
     Ok(())

@@ -8,7 +8,6 @@ use plinth_actors::credits::CreditAccounts;
 use plinth_actors::rate::RateLimiter;
 use plinth_workers::{MailBackend, Queue};
 
-use crate::auth::CallerCache;
 use crate::config::Opts;
 use crate::crypto::MasterKey;
 use crate::db::Db;
@@ -45,7 +44,8 @@ pub struct Inner {
     pub analytics: plinth_actors::batch::BatchWriter<crate::db::analytics::HitRow>,
     /// Active analytics sites for the track path (5 s).
     pub analytics_sites: crate::domain::analytics::SiteCache,
-    pub callers: CallerCache,
+    /// Read caches (API keys, KV entries, posts) and the announcer of changes.
+    pub caches: std::sync::Arc<crate::cache::Caches>,
     pub queue: Queue,
     pub mail: MailBackend,
     pub objects: crate::storage::ObjectStore,

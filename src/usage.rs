@@ -83,7 +83,7 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
     let ip = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0.ip());
+        .map(|c| crate::client_ip::client_ip(c.0.ip(), req.headers(), &app.opts.trusted_proxies));
     let key = req
         .headers()
         .get("x-api-key")

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::auth::Viewer;
+use crate::cache::Stale;
 use crate::db::{payments as store, users as users_db};
 use crate::domain::accounts::{create_account, user_key};
 use crate::domain::ledger::distribute_monthly;
@@ -155,7 +156,7 @@ async fn settle_level(app: &AppState, user_id: &str) -> ApiResult<i64> {
         .unwrap_or_else(|| free_level(&user));
     if level != user.level {
         users_db::set_level(&app.db, user_id, level).await?;
-        app.callers.invalidate_user(user_id);
+        app.caches.stale(Stale::User(user_id.to_owned())).await;
     }
     Ok(level)
 }

@@ -8,10 +8,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::auth::Viewer;
+use crate::cache::Stale;
 use crate::db::kv as store;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::{PrivateAnswer, Reply};
+use crate::reply::{PrivateBytes, Reply};
 use crate::state::AppState;
 
 /// Longest namespace name, key, and value (bytes of UTF-8).
@@ -55,6 +56,13 @@ fn value(raw: &str) -> ApiResult<&str> {
         ));
     }
     Ok(raw)
+}
+
+fn kv_entry(namespace: &str, key: &str) -> Stale {
+    Stale::Kv {
+        namespace: namespace.to_owned(),
+        key: key.to_owned(),
+    }
 }
 
 /// The admin caller's own namespace (404 for one that does not exist or is another's).
@@ -103,6 +111,7 @@ pub async fn namespace_delete(
             "the namespace still has entries: delete them first",
         ));
     }
+    app.caches.stale(Stale::KvNamespace(n.clone())).await;
     Ok(Reply::ok(
         json!({"success": true, "namespace": n, "deleted": true}),
     ))
@@ -140,18 +149,34 @@ pub struct EntryAnswer {
     data: store::Entry,
 }
 
-/// `POST /api/kv/entries/get` (Admin100, owner). One query reads the entry and checks
-/// the owner; only a miss asks which of the two is missing.
+/// `POST /api/kv/entries/get` (Admin100, owner). The answer comes from the read cache
+/// (`crate::cache`: every change is announced to every process) or one query that reads
+/// the entry and checks the owner; only a miss asks which of the two is missing.
 pub async fn entry_get(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<KeyBody>,
-) -> ApiResult<PrivateAnswer<EntryAnswer>> {
+) -> ApiResult<PrivateBytes<EntryAnswer>> {
     let k = key(&body.key)?;
     let n = namespace(&body.namespace)?;
-    match store::get_owned(&app.db, &n, k, &caller.id).await? {
-        Some(data) => Ok(PrivateAnswer(EntryAnswer { data })),
+    let cache = &app.caches.kv;
+    let id = (n, k.to_owned());
+    if let Some(hit) = cache.get(&id) {
+        if hit.0 == caller.id {
+            return Ok(PrivateBytes::from_cached(hit.1.clone()));
+        }
+    }
+    let ticket = cache.ticket(&id);
+    match store::get_owned(&app.db, &id.0, k, &caller.id).await? {
+        Some(data) => {
+            let answer = PrivateBytes::of(&EntryAnswer { data })
+                .ok_or_else(|| ApiError::internal("a KV answer that is not an object"))?;
+            let bytes = answer.bytes().clone();
+            cache.fill(ticket, id, std::sync::Arc::new((caller.id.clone(), bytes)));
+            Ok(answer)
+        }
         None => {
+            let n = id.0;
             owned(&app, &caller.id, &n).await?;
             Err(ApiError::not_found("entry not found"))
         }
@@ -170,6 +195,7 @@ pub async fn entry_update(
     let entry = store::update(&app.db, &n, k, v)
         .await?
         .ok_or_else(|| ApiError::not_found("entry not found"))?;
+    app.caches.stale(kv_entry(&n, k)).await;
     Ok(Reply::ok(json!({"success": true, "data": entry})))
 }
 
@@ -184,6 +210,7 @@ pub async fn entry_delete(
     if !store::delete(&app.db, &n, k).await? {
         return Err(ApiError::not_found("entry not found"));
     }
+    app.caches.stale(kv_entry(&n, k)).await;
     Ok(Reply::ok(
         json!({"success": true, "namespace": n, "key": k, "deleted": true}),
     ))

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::auth::{Caller, MaybeCaller, Viewer};
+use crate::cache::Stale;
 use crate::db::posts::{self as store, Filter, OwnedPost, PostFields, PostRow, PostView};
 use crate::domain::posts::{self as rules, Readable};
 use crate::domain::{records, richtext};
@@ -141,7 +142,7 @@ async fn read(
     app: &AppState,
     caller: Option<&Caller>,
     headers: &HeaderMap,
-    post: Option<PostRow>,
+    post: Option<Arc<PostRow>>,
 ) -> ApiResult {
     let post = post.ok_or_else(not_found)?;
     if !rules::may_read(app, caller, &readable(&post)).await? {
@@ -182,18 +183,32 @@ pub async fn get(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> ApiResult {
-    let post = store::get(&app.db, &id).await?;
+    let post = store::get(&app.db, &id).await?.map(Arc::new);
     read(&app, caller.0.as_deref(), &headers, post).await
 }
 
-/// `GET /api/posts/public/{slug}`: as by id.
+/// `GET /api/posts/public/{slug}`: as by id. The row comes from the read cache
+/// (`crate::cache`: post changes are announced to every process) or one query; who may
+/// read it is decided on every request.
 pub async fn by_slug(
     State(app): State<AppState>,
     caller: MaybeCaller,
     headers: HeaderMap,
     Path(slug): Path<String>,
 ) -> ApiResult {
-    let post = store::by_slug(&app.db, &slug.to_lowercase()).await?;
+    let slug = slug.to_lowercase();
+    let cache = &app.caches.posts;
+    let post = match cache.get(&slug) {
+        Some(post) => Some(post),
+        None => {
+            let ticket = cache.ticket(&slug);
+            let post = store::by_slug(&app.db, &slug).await?.map(Arc::new);
+            if let Some(p) = &post {
+                cache.fill(ticket, slug, p.clone());
+            }
+            post
+        }
+    };
     read(&app, caller.0.as_deref(), &headers, post).await
 }
 
@@ -337,6 +352,7 @@ pub async fn update(
         let src = src.clone().unwrap_or_else(|| post.src.clone());
         let next = fields(slug.as_deref(), src.as_deref(), &data);
         if let Some(done) = store::write(&app.db, &post.id, post.version, &next).await? {
+            app.caches.stale(Stale::Posts).await;
             return Ok(Reply::ok(json!({"success": true, "data": done.view()})));
         }
         post = store::get(&app.db, &post.id).await?.ok_or_else(not_found)?;
@@ -353,6 +369,8 @@ pub async fn delete(
 ) -> ApiResult {
     let post = owned(&app, &caller, &body.id).await?;
     store::delete(&app.db, &post.id).await?;
+    // Its replies go with it: every cached post is dropped.
+    app.caches.stale(Stale::Posts).await;
     Ok(Reply::ok(
         json!({"success": true, "id": post.id, "deleted": true}),
     ))

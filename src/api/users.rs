@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::auth::{Caller, Viewer};
+use crate::cache::Stale;
 use crate::crypto;
 use crate::db::users as store;
 use crate::domain::accounts::{
@@ -444,7 +445,7 @@ pub async fn update_viewer_username(
 ) -> ApiResult {
     let username = parse_username(&body.username)?;
     let user = store::set_username(&app.db, &caller.id, &username).await?;
-    app.callers.invalidate_user(&user.id);
+    app.caches.stale(Stale::User(user.id.to_owned())).await;
     let key = user_key(&app, &user)?;
     Ok(Reply::ok(
         json!({"success": true, "user": user.to_json(Some(&key))}),
@@ -455,7 +456,7 @@ pub async fn update_viewer_username(
 pub async fn regenerate_key(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
     let (key, hash, cipher) = accounts::new_key(&app);
     let user = store::set_key(&app.db, &caller.id, &hash, &cipher).await?;
-    app.callers.invalidate_user(&user.id);
+    app.caches.stale(Stale::User(user.id.to_owned())).await;
     Ok(Reply::ok(
         json!({"key": key, "user": user.to_json(Some(&key))}),
     ))
@@ -487,7 +488,7 @@ pub async fn sync_wallet(
         body.wallet_signature.as_deref(),
     )
     .await?;
-    app.callers.invalidate_user(&user.id);
+    app.caches.stale(Stale::User(user.id.to_owned())).await;
     let key = user_key(&app, &user)?;
     Ok(Reply::ok(
         json!({"success": true, "user": user.to_json(Some(&key))}),
@@ -497,7 +498,7 @@ pub async fn sync_wallet(
 /// `POST /api/users/desync-wallet`.
 pub async fn desync_wallet(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
     let user = store::set_wallet(&app.db, &caller.id, None, None).await?;
-    app.callers.invalidate_user(&user.id);
+    app.caches.stale(Stale::User(user.id.to_owned())).await;
     let key = user_key(&app, &user)?;
     Ok(Reply::ok(
         json!({"success": true, "user": user.to_json(Some(&key))}),
@@ -525,8 +526,7 @@ pub async fn delete(
             .with("organizations", domains))
         }
     }
-    app.callers.invalidate_user(&id);
-    app.credits.forget(&id);
+    app.caches.stale(Stale::User(id.to_owned())).await;
     Ok(Reply::ok(json!({"success": true, "id": id})))
 }
 

@@ -23,6 +23,7 @@ pub mod organizations;
 pub mod payments;
 pub mod posts;
 pub mod public_access;
+pub mod rate;
 pub mod settings;
 pub mod slides;
 pub mod telemetry;

@@ -5,6 +5,7 @@
 use chrono::{Duration, Utc};
 use serde_json::{json, Map, Value};
 
+use crate::cache::Stale;
 use crate::crypto;
 use crate::db::users::{self as store, NewUser, UserRow, Verification};
 use crate::error::{ApiError, ApiResult};
@@ -78,7 +79,7 @@ pub async fn modify_data(
         }
         match store::write_data(&app.db, &user.id, user.version, &data).await? {
             Some(updated) => {
-                app.callers.invalidate_user(&updated.id);
+                app.caches.stale(Stale::User(updated.id.to_owned())).await;
                 return Ok(updated);
             }
             None => {
@@ -244,8 +245,12 @@ pub fn new_key(app: &AppState) -> (String, String, String) {
 }
 
 /// The account as stored after a verification, and the key its owner now holds.
-fn after(app: &AppState, user: UserRow, fresh: (String, String)) -> ApiResult<(UserRow, String)> {
-    app.callers.invalidate_user(&user.id);
+async fn after(
+    app: &AppState,
+    user: UserRow,
+    fresh: (String, String),
+) -> ApiResult<(UserRow, String)> {
+    app.caches.stale(Stale::User(user.id.to_owned())).await;
     let (key, hash) = fresh;
     if crypto::ct_eq(user.key_hash.as_bytes(), hash.as_bytes()) {
         return Ok((user, key));
@@ -265,7 +270,7 @@ pub async fn verify(app: &AppState, user_id: &str, proof: Proof) -> ApiResult<(U
     )
     .await?
     .ok_or_else(|| ApiError::not_found("user not found"))?;
-    after(app, user, (key, hash))
+    after(app, user, (key, hash)).await
 }
 
 /// Spends an emailed one-time code and verifies its account; `None` when the code was
@@ -279,7 +284,7 @@ pub async fn verify_with_code(
     let (key, hash, cipher) = new_key(app);
     let how = proof.verification((&hash, &cipher), new_password_hash);
     match store::verify_with_code(&app.db, code_hash, &how).await? {
-        Some(user) => Ok(Some(after(app, user, (key, hash))?)),
+        Some(user) => Ok(Some(after(app, user, (key, hash)).await?)),
         None => Ok(None),
     }
 }

@@ -8,110 +8,18 @@
 //! Every wait is bounded; each scenario takes well under a minute.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::{email, Options, Resp, Server, BIN};
+use crate::cluster::{post_to, Process};
+use crate::common::{email, Options, Server};
 use crate::slide_helpers::{create_md, download, ended, id, long_deck, start_export};
-
-/// A `plinth` process next to the harness's server (same data dir and database), killed
-/// when dropped.
-struct Process {
-    child: Child,
-    /// The base URL of a `serve` process.
-    base: Option<String>,
-}
-
-impl Process {
-    /// `plinth serve --no-workers` on a free port.
-    fn serve(s: &Server) -> Process {
-        use std::io::{BufRead, BufReader};
-        let mut child = Command::new(BIN)
-            .args(["serve", "--no-workers", "--listen", "127.0.0.1:0"])
-            .arg("--data-dir")
-            .arg(s.data_dir())
-            .arg("--database-url")
-            .arg(&s.database_url)
-            .env_remove("PLINTH_DATABASE_URL")
-            .env("PLINTH_RATE_LIMIT_MULTIPLIER", "1000")
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(addr) = line.strip_prefix("plinth listening on ") {
-                    let _ = tx.send(addr.to_owned());
-                }
-            }
-        });
-        let base = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("second server started");
-        Process {
-            child,
-            base: Some(base),
-        }
-    }
-
-    /// `plinth worker` (export concurrency 1, so each worker holds one export at a time).
-    fn worker(s: &Server, name: &str) -> Process {
-        let child = Command::new(BIN)
-            .arg("worker")
-            .arg("--data-dir")
-            .arg(s.data_dir())
-            .arg("--database-url")
-            .arg(&s.database_url)
-            .env_remove("PLINTH_DATABASE_URL")
-            .env("PLINTH_WORKER_NAME", name)
-            .env("PLINTH_RENDER_CONCURRENCY", "1")
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Process { child, base: None }
-    }
-
-    fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(ok.success());
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-CONT", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn post_to(base: &str, path: &str, key: &str, body: &Value) -> Resp {
-    let res = reqwest::Client::new()
-        .post(format!("{base}{path}"))
-        .header("x-api-key", key)
-        .json(body)
-        .send()
-        .await
-        .expect("request");
-    Server::read(res).await
-}
 
 #[tokio::test]
 async fn the_same_idempotency_key_sent_to_three_servers_at_once_creates_one_deck() {
     let s = Server::start().await;
-    let (b, c) = (Process::serve(&s), Process::serve(&s));
+    let (b, c) = (Process::serve(&s, &[]), Process::serve(&s, &[]));
     let bases = [
         s.base.clone(),
         b.base.clone().unwrap(),

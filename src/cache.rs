@@ -1,0 +1,290 @@
+//! Read caches of hot rows (API keys, KV entries, posts by slug) and their invalidation
+//! in every process.
+//!
+//! A change is announced once, after it commits, with [`Caches::stale`]: this process
+//! drops what it cached at once, and on PostgreSQL the announcement goes out with
+//! `pg_notify('plinth_invalidate', …)` to every other `plinth` process on the database,
+//! whose listener ([`listen`]) drops the same entries (well under a second). A listener
+//! that lost its connection may have missed announcements, so it clears every cache when
+//! it reconnects; each entry also expires after [`TTL`] as the last safety net (this is
+//! also what a CLI command on SQLite relies on, which has no other process to tell).
+//!
+//! A read that misses fills the cache only if no change to its key was announced while
+//! it read the database ([`Ticket`]), so a slow read cannot put back a row that a
+//! concurrent change already replaced.
+
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::db::Db;
+
+/// How long any cached row is served without an announcement reaching this process.
+pub const TTL: Duration = Duration::from_secs(5);
+
+/// The PostgreSQL notification channel of [`Stale`] announcements.
+pub const CHANNEL: &str = "plinth_invalidate";
+
+/// What changed. Serialised as JSON in the notification payload.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Stale {
+    /// An account's key, level, profile or existence (and everything it owns, when it
+    /// is deleted: its posts and namespaces go with it).
+    User(String),
+    /// One KV entry.
+    Kv { namespace: String, key: String },
+    /// Every entry of a namespace (deleted).
+    KvNamespace(String),
+    /// Posts were changed or deleted (a delete cascades to replies): every cached post.
+    Posts,
+}
+
+/// Stripes of change counters: a reader notes its key's stripe before reading the
+/// database and fills the cache only if the stripe did not move meanwhile.
+const STRIPES: usize = 64;
+
+/// A bounded, expiring cache whose fills cannot race with invalidations.
+pub struct ReadCache<K, V> {
+    map: moka::sync::Cache<K, V>,
+    epochs: Arc<[AtomicU64; STRIPES]>,
+}
+
+/// Taken before a read of the database; see [`ReadCache::fill`].
+#[derive(Clone, Copy)]
+pub struct Ticket {
+    stripe: usize,
+    epoch: u64,
+}
+
+impl<K, V> ReadCache<K, V>
+where
+    K: Hash + Eq + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    /// At most `capacity` by `weigh` (entries, or bytes), each for at most [`TTL`].
+    pub fn new(capacity: u64, weigh: fn(&K, &V) -> u32) -> Self {
+        Self {
+            map: moka::sync::Cache::builder()
+                .max_capacity(capacity)
+                .weigher(weigh)
+                .time_to_live(TTL)
+                .support_invalidation_closures()
+                .build(),
+            epochs: Arc::new(std::array::from_fn(|_| AtomicU64::new(0))),
+        }
+    }
+
+    pub fn get(&self, k: &K) -> Option<V> {
+        self.map.get(k)
+    }
+
+    fn stripe(k: &K) -> usize {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        k.hash(&mut h);
+        (h.finish() % STRIPES as u64) as usize
+    }
+
+    /// Take before reading the row from the database.
+    pub fn ticket(&self, k: &K) -> Ticket {
+        let stripe = Self::stripe(k);
+        Ticket {
+            stripe,
+            epoch: self.epochs[stripe].load(SeqCst),
+        }
+    }
+
+    /// Caches what was read under `t`, unless a change to the stripe was announced since.
+    /// Checked again after the insert: an invalidation that ran between the check and
+    /// the insert would otherwise miss the new entry.
+    pub fn fill(&self, t: Ticket, k: K, v: V) {
+        if self.epochs[t.stripe].load(SeqCst) != t.epoch {
+            return;
+        }
+        let stripe = t.stripe;
+        self.map.insert(k, v);
+        if self.epochs[stripe].load(SeqCst) != t.epoch {
+            // Dropping a few good entries of the stripe is fine; a stale one is not.
+            self.clear();
+        }
+    }
+
+    /// Drops one key (its stripe moves first, so a concurrent fill gives up).
+    pub fn forget(&self, k: &K) {
+        self.epochs[Self::stripe(k)].fetch_add(1, SeqCst);
+        self.map.invalidate(k);
+    }
+
+    /// Drops every entry matching `pred`.
+    pub fn forget_if(&self, pred: impl Fn(&K, &V) -> bool + Send + Sync + 'static) {
+        self.bump_all();
+        if self.map.invalidate_entries_if(pred).is_err() {
+            self.map.invalidate_all();
+        }
+    }
+
+    pub fn clear(&self) {
+        self.bump_all();
+        self.map.invalidate_all();
+    }
+
+    fn bump_all(&self) {
+        for e in self.epochs.iter() {
+            e.fetch_add(1, SeqCst);
+        }
+    }
+}
+
+/// Every read cache of the process and the announcer of changes.
+pub struct Caches {
+    /// sha256(API key) → caller.
+    pub callers: ReadCache<String, Arc<crate::auth::Caller>>,
+    /// (namespace, key) → (owner id, the entry's answer body).
+    pub kv: ReadCache<(String, String), Arc<(String, bytes::Bytes)>>,
+    /// Lower-cased slug → post.
+    pub posts: ReadCache<String, Arc<crate::db::posts::PostRow>>,
+    credits: plinth_actors::credits::CreditAccounts,
+    db: Db,
+}
+
+impl Caches {
+    pub fn new(db: Db, credits: plinth_actors::credits::CreditAccounts) -> Self {
+        Self {
+            callers: ReadCache::new(100_000, |_, _| 1),
+            // Values are up to 256 KiB: bounded by bytes.
+            kv: ReadCache::new(64 << 20, |k, v| {
+                (k.0.len() + k.1.len() + v.1.len() + 64).min(u32::MAX as usize) as u32
+            }),
+            posts: ReadCache::new(10_000, |_, _| 1),
+            credits,
+            db,
+        }
+    }
+
+    /// Announces a committed change: drops it here at once, and on PostgreSQL tells
+    /// every other process. A failed notification is logged; the TTL still bounds it.
+    pub async fn stale(&self, what: Stale) {
+        self.apply(&what);
+        if let Db::Postgres(pool) = &self.db {
+            if let Err(e) = notify(pool, &what).await {
+                tracing::warn!(error = %e, ?what, "cache invalidation not announced");
+            }
+        }
+    }
+
+    /// Drops what `what` names from this process's caches.
+    pub fn apply(&self, what: &Stale) {
+        match what {
+            Stale::User(id) => {
+                self.credits.forget(id);
+                let id = id.clone();
+                self.callers.forget_if(move |_, c| c.id == id);
+                // A deleted account takes its posts and namespaces along.
+                self.posts.clear();
+                self.kv.clear();
+            }
+            Stale::Kv { namespace, key } => self.kv.forget(&(namespace.clone(), key.clone())),
+            Stale::KvNamespace(n) => {
+                let n = n.clone();
+                self.kv.forget_if(move |k, _| k.0 == n);
+            }
+            Stale::Posts => self.posts.clear(),
+        }
+    }
+
+    /// After a gap in the announcements: nothing cached can be trusted.
+    pub fn clear_all(&self) {
+        self.callers.clear();
+        self.kv.clear();
+        self.posts.clear();
+    }
+}
+
+/// Sends one announcement on PostgreSQL (also used by CLI commands, which have no
+/// caches of their own).
+pub async fn notify(pool: &sqlx::PgPool, what: &Stale) -> sqlx::Result<()> {
+    let payload = serde_json::to_string(what).unwrap_or_default();
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(CHANNEL)
+        .bind(payload)
+        .execute(pool)
+        .await
+        .map(|_| ())
+}
+
+/// Applies the announcements of other processes (PostgreSQL only) until the process
+/// ends. Runs as its own task; reconnects by itself.
+pub async fn listen(pool: sqlx::PgPool, caches: Arc<Caches>) {
+    loop {
+        let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(error = %e, "cache listener cannot connect; retrying");
+                caches.clear_all();
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        if let Err(e) = listener.listen(CHANNEL).await {
+            tracing::warn!(error = %e, "cache listener cannot LISTEN; retrying");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        }
+        // Anything announced before LISTEN took effect was missed.
+        caches.clear_all();
+        loop {
+            match listener.try_recv().await {
+                Ok(Some(n)) => match serde_json::from_str::<Stale>(n.payload()) {
+                    Ok(what) => caches.apply(&what),
+                    Err(_) => caches.clear_all(),
+                },
+                // The connection dropped: sqlx reconnects on the next call, and what was
+                // sent meanwhile is lost.
+                Ok(None) => caches.clear_all(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cache listener failed; reconnecting");
+                    caches.clear_all();
+                    break;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fill_after_an_invalidation_is_refused() {
+        let c: ReadCache<String, u32> = ReadCache::new(100, |_, _| 1);
+        let k = "a".to_owned();
+        let t = c.ticket(&k);
+        c.forget(&k); // a change announced while the reader was at the database
+        c.fill(t, k.clone(), 1);
+        assert_eq!(c.get(&k), None);
+        let t = c.ticket(&k);
+        c.fill(t, k.clone(), 2);
+        assert_eq!(c.get(&k), Some(2));
+        c.forget(&k);
+        assert_eq!(c.get(&k), None);
+    }
+
+    #[test]
+    fn announcements_round_trip_as_json() {
+        for s in [
+            Stale::User("u1".into()),
+            Stale::Kv {
+                namespace: "ns".into(),
+                key: "k\t\"x".into(),
+            },
+            Stale::KvNamespace("ns".into()),
+            Stale::Posts,
+        ] {
+            let j = serde_json::to_string(&s).unwrap();
+            assert_eq!(serde_json::from_str::<Stale>(&j).unwrap(), s);
+        }
+    }
+}
