@@ -259,3 +259,113 @@ async fn changes_reach_every_process_within_a_second() {
         .await;
     }
 }
+
+#[tokio::test]
+async fn money_stays_exact_across_three_processes() {
+    if !needs_postgres("money_stays_exact_across_three_processes") {
+        return;
+    }
+    let s = Server::start().await;
+    let (p2, p3) = (Process::serve(&s, &[]), Process::serve(&s, &[]));
+    let bases = [
+        s.base.clone(),
+        p2.base.clone().unwrap(),
+        p3.base.clone().unwrap(),
+    ];
+
+    // 300 deducts of 1 from a balance of 100, round-robin, 30 at a time: exactly 100 pass.
+    let hot = s.funded_user(&email("hot")).await;
+    let mut statuses = Vec::new();
+    let one = json!({"credit": 1});
+    for chunk in (0..300).collect::<Vec<usize>>().chunks(30) {
+        let sends = chunk
+            .iter()
+            .map(|i| post_to(&bases[i % 3], "/api/credits/deduct", &hot, &one));
+        statuses.extend(
+            futures::future::join_all(sends)
+                .await
+                .into_iter()
+                .map(|r| r.status.as_u16()),
+        );
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        100,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 402).count(),
+        200,
+        "{statuses:?}"
+    );
+
+    // Random transfers between six accounts, in both directions, over every process.
+    let mut users = Vec::new();
+    for i in 0..6 {
+        let mail = email(&format!("t{i}"));
+        users.push((s.funded_user(&mail).await, mail));
+    }
+    let mut seed = 0x2545_f491_u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let transfers: Vec<(usize, usize, u64)> = (0..150)
+        .map(|_| {
+            let from = next(6) as usize;
+            (from, (from + 1 + next(5) as usize) % 6, 1 + next(40))
+        })
+        .collect();
+    let mut answers = Vec::new();
+    for (n, chunk) in transfers.chunks(30).enumerate() {
+        let bodies: Vec<Value> = chunk
+            .iter()
+            .map(|(_, to, amount)| json!({"amount": amount, "email": users[*to].1}))
+            .collect();
+        let sends = chunk
+            .iter()
+            .zip(&bodies)
+            .enumerate()
+            .map(|(i, ((from, _, _), body))| {
+                post_to(
+                    &bases[(n + i) % 3],
+                    "/api/credits/send",
+                    &users[*from].0,
+                    body,
+                )
+            });
+        answers.extend(futures::future::join_all(sends).await);
+    }
+    for r in &answers {
+        assert!(
+            [200, 402].contains(&r.status.as_u16()),
+            "{} {}",
+            r.status,
+            r.body
+        );
+    }
+    assert!(answers.iter().any(|r| r.status == 200));
+    // Conserved, never negative, and every balance is the sum of its ledger.
+    assert_eq!(
+        s.sql_count("SELECT CAST(SUM(balance) AS BIGINT) FROM credit_accounts")
+            .await,
+        600, // six accounts of 100; the hot one spent its 100
+        "total after transfers"
+    );
+    assert_eq!(
+        s.sql_count("SELECT COUNT(*) FROM credit_accounts WHERE balance < 0")
+            .await,
+        0
+    );
+    assert_eq!(
+        s.sql_count(
+            "SELECT COUNT(*) FROM credit_accounts a WHERE a.balance <> \
+             (SELECT COALESCE(SUM(t.amount), 0) FROM credit_transactions t WHERE t.account_id = a.id)"
+        )
+        .await,
+        0,
+        "a balance that is not the sum of its ledger"
+    );
+}
