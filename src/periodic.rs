@@ -89,27 +89,60 @@ impl Rounds {
 
     /// Whether this process runs `task` in the current round of length `every`: true for
     /// the first process to ask in a round, false for the others and on a database error
-    /// (the round is skipped; the next one runs it).
-    pub async fn claim(&self, task: &str, every: Duration) -> bool {
+    /// (the round is skipped; the next one runs it). On its `first` ask a process also
+    /// takes over a round whose holder has died, so a restarted process catches up at once
+    /// as it did before rounds were claimed.
+    pub async fn claim(&self, task: &str, every: Duration, first: bool) -> bool {
         let now = chrono::Utc::now().timestamp_millis();
         let every = i64::try_from(every.as_millis()).unwrap_or(i64::MAX).max(1);
         let until = (now / every).saturating_add(1).saturating_mul(every);
-        match crate::db::settings::claim_round(
-            &self.db,
-            task,
-            &self.holder,
-            now,
-            until,
-            now - RUNS_KEPT_MS,
-        )
-        .await
-        {
+        let claimed = async {
+            // Most asks come after the round was claimed: a read answers them without
+            // taking SQLite's write lock.
+            let dead = match crate::db::settings::lease(&self.db, task).await? {
+                Some((holder, held_until)) if held_until > now => {
+                    if !first || holder == self.holder || self.alive(&holder).await? {
+                        return Ok(false);
+                    }
+                    Some(holder)
+                }
+                _ => None,
+            };
+            crate::db::settings::claim_round(
+                &self.db,
+                task,
+                &self.holder,
+                now,
+                until,
+                now - RUNS_KEPT_MS,
+                dead.as_deref(),
+            )
+            .await
+        };
+        match claimed.await {
             Ok(claimed) => claimed,
-            Err(e) => {
+            Err::<_, sqlx::Error>(e) => {
                 tracing::warn!(task, error = %e, "claiming a periodic round failed; skipping it");
                 false
             }
         }
+    }
+
+    /// Whether the process named `holder` may still be running: it has a session on
+    /// PostgreSQL; on SQLite (one host) its process id is live. Unknown counts as alive.
+    async fn alive(&self, holder: &str) -> sqlx::Result<bool> {
+        if let Some(connected) = crate::db::settings::connected(&self.db, holder).await? {
+            return Ok(connected);
+        }
+        let mut parts = holder.rsplitn(3, ':');
+        let (Some(pid), Some(host)) = (parts.next(), parts.next()) else {
+            return Ok(true);
+        };
+        let proc = std::path::Path::new("/proc");
+        if host != crate::config::host_name() || !proc.is_dir() {
+            return Ok(true);
+        }
+        Ok(proc.join(pid).exists())
     }
 }
 
@@ -143,22 +176,23 @@ async fn every_half_minute(
     mut stop: watch::Receiver<bool>,
 ) {
     let db = &rounds.db;
+    let mut first = true;
     loop {
-        if rounds.claim(ORDER_HOLDS, every).await {
+        if rounds.claim(ORDER_HOLDS, every, first).await {
             match crate::db::orders::release_expired(db, chrono::Utc::now()).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(orders = n, "expired order holds released"),
                 Err(e) => tracing::warn!(error = %e, "releasing expired holds failed; retrying"),
             }
         }
-        if rounds.claim(ANALYTICS_ROLLUP, every).await {
+        if rounds.claim(ANALYTICS_ROLLUP, every, first).await {
             match crate::domain::analytics::roll_up(db).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(events = n, "analytics hours rolled up"),
                 Err(e) => tracing::warn!(error = %e, "analytics roll-up failed; retrying"),
             }
         }
-        if rounds.claim(ATTACHMENT_EXPIRY, every).await {
+        if rounds.claim(ATTACHMENT_EXPIRY, every, first).await {
             if let Err(e) = queue.push_expiry(chrono::Utc::now().to_rfc3339()).await {
                 tracing::warn!(error = %e, "queueing attachment expiry failed; retrying");
             }
@@ -167,6 +201,7 @@ async fn every_half_minute(
             _ = tokio::time::sleep(every) => {}
             _ = stop.wait_for(|s| *s) => return,
         }
+        first = false;
     }
 }
 
@@ -188,8 +223,9 @@ pub async fn run(
         every.min(Duration::from_secs(30)),
         stop.clone(),
     ));
+    let mut first = true;
     loop {
-        if rounds.claim(MONTHLY, every).await {
+        if rounds.claim(MONTHLY, every, first).await {
             match distribute_monthly_all(&db, &credits).await {
                 Ok(0) => {}
                 Ok(n) => tracing::info!(accounts = n, "monthly credits distributed"),
@@ -198,7 +234,7 @@ pub async fn run(
                 }
             }
         }
-        if rounds.claim(SLIDE_UPKEEP, every).await {
+        if rounds.claim(SLIDE_UPKEEP, every, first).await {
             match sweep_slides(&db).await {
                 Ok(s) if s == Default::default() => {}
                 Ok(s) => tracing::warn!(
@@ -214,6 +250,7 @@ pub async fn run(
             _ = tokio::time::sleep(every) => {}
             _ = stop.wait_for(|s| *s) => break,
         }
+        first = false;
     }
     let _ = holds.await;
 }

@@ -18,11 +18,18 @@ pub async fn put_if_absent(db: &Db, name: &str, value: &str) -> sqlx::Result<()>
     ).bind(name).bind(value).execute(p).await.map(|_| ()))
 }
 
+/// The holder of the periodic task `name` and the end of the round it claimed.
+pub async fn lease(db: &Db, name: &str) -> sqlx::Result<Option<(String, i64)>> {
+    with_db!(db, p => sqlx::query_as("SELECT holder, until_ms FROM periodic_leases WHERE name = $1")
+        .bind(name).fetch_optional(p).await)
+}
+
 /// Claims round `until_ms` of the periodic task `name` for `holder`: true for exactly one
 /// caller per round whatever the number of processes, because the one conditional upsert
-/// succeeds only while the previous claim's round has ended (PostgreSQL re-checks the
-/// condition on the row a concurrent claim just wrote; SQLite has one writer). The run is
-/// recorded, and that task's runs older than `keep_from_ms` are pruned.
+/// succeeds only while the previous claim's round has ended, or is still held by
+/// `dead_holder` (a process known to have died; its round is taken over). PostgreSQL
+/// re-checks the condition on the row a concurrent claim just wrote; SQLite has one
+/// writer. The run is recorded, and that task's runs older than `keep_from_ms` are pruned.
 pub async fn claim_round(
     db: &Db,
     name: &str,
@@ -30,22 +37,16 @@ pub async fn claim_round(
     now_ms: i64,
     until_ms: i64,
     keep_from_ms: i64,
+    dead_holder: Option<&str>,
 ) -> sqlx::Result<bool> {
     with_db!(db, p => {
-        // Most asks come after the round was claimed: a read answers them without taking
-        // SQLite's write lock.
-        let taken: Option<i64> = sqlx::query_scalar("SELECT until_ms FROM periodic_leases WHERE name = $1")
-            .bind(name).fetch_optional(p).await?;
-        if taken.is_some_and(|until| until > now_ms) {
-            return Ok(false);
-        }
         let mut tx = p.begin_write().await?;
         let claimed = sqlx::query(
             "INSERT INTO periodic_leases (name, holder, until_ms) VALUES ($1, $2, $3) \
              ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms \
-             WHERE periodic_leases.until_ms <= $4",
+             WHERE periodic_leases.until_ms <= $4 OR periodic_leases.holder = $5",
         )
-        .bind(name).bind(holder).bind(until_ms).bind(now_ms)
+        .bind(name).bind(holder).bind(until_ms).bind(now_ms).bind(dead_holder)
         .execute(&mut *tx).await?
         .rows_affected() == 1;
         if !claimed {
@@ -61,6 +62,22 @@ pub async fn claim_round(
         tx.commit().await?;
         Ok(true)
     })
+}
+
+/// Whether the process named `process` (`plinth-worker:<host>:<pid>`) still has a session
+/// on this PostgreSQL database; `None` on SQLite, which has no sessions to list.
+pub async fn connected(db: &Db, process: &str) -> sqlx::Result<Option<bool>> {
+    match db {
+        Db::Sqlite(_) => Ok(None),
+        Db::Postgres(p) => sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity \
+             WHERE datname = current_database() AND application_name = $1)",
+        )
+        .bind(process)
+        .fetch_one(p)
+        .await
+        .map(Some),
+    }
 }
 
 /// Hosts with a `plinth serve` or `plinth worker` connected to this PostgreSQL database,
