@@ -4,6 +4,14 @@
 //! a supervisor that restarts a crashed shard in place. A restart loses that shard's
 //! windows, which the design accepts; while a shard is down, checks fail open.
 //!
+//! Without a shared store a shard also hands out **leases**: when it counts a request it
+//! may count a slice of the window's remaining requests too (a quarter, at most 256) and
+//! publish them as permits that the next requests of that window take with one atomic
+//! decrement, without a round trip to the shard. Only the shard moves a window's count,
+//! so a window never allows more than its limit; a lease ends with its window, and a
+//! full window is published as such, so refusals need no round trip either. A request
+//! that finds no permit (or another limit: the caller's tier changed) asks the shard.
+//!
 //! With a shared [`RateStore`] (several processes on one PostgreSQL) the windows are
 //! counted there instead: a shard gathers the checks that arrive while its previous
 //! flush runs, adds them to the store in one statement (one count per window), and
@@ -86,7 +94,76 @@ struct Window {
 
 pub struct Shard {
     store: Option<Arc<dyn RateStore>>,
+    leases: Option<Arc<Leases>>,
 }
+
+/// Permits of one window counted by its shard ahead of the requests that take them.
+pub struct Lease {
+    /// The window's end; the lease is void from then on.
+    end: Instant,
+    limit: u64,
+    interval_ms: u64,
+    /// Permits left (goes below zero when requests race for the last one).
+    permits: std::sync::atomic::AtomicI64,
+    /// What the window has left once every permit is taken.
+    base: u64,
+    /// The window is full: refuse until `end`.
+    full: bool,
+}
+
+/// Published leases, per category, by key.
+pub struct Leases(Vec<dashmap::DashMap<String, Arc<Lease>>>);
+
+impl Leases {
+    fn new() -> Self {
+        Self((0..=u8::MAX).map(|_| dashmap::DashMap::new()).collect())
+    }
+
+    /// The decision for a request that a lease answers, if one does.
+    fn take(&self, key: &str, category: u8, limit: u64, interval_ms: u64) -> Option<Decision> {
+        let lease = self.0[category as usize].get(key)?.value().clone();
+        let now = Instant::now();
+        if lease.limit != limit || lease.interval_ms != interval_ms || now >= lease.end {
+            return None;
+        }
+        if lease.full {
+            return Some(refused(limit, interval_ms, lease.end - now));
+        }
+        let left = lease
+            .permits
+            .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+        (left > 0).then(|| Decision {
+            allowed: true,
+            limit,
+            remaining: lease.base + (left - 1) as u64,
+            interval_ms,
+            retry_after_ms: 0,
+        })
+    }
+
+    fn publish(&self, key: &str, category: u8, lease: Option<Lease>) {
+        let map = &self.0[category as usize];
+        match lease {
+            Some(l) => {
+                map.insert(key.to_owned(), Arc::new(l));
+            }
+            None => {
+                map.remove(key);
+            }
+        }
+    }
+
+    fn sweep(&self, now: Instant) {
+        for map in &self.0 {
+            if !map.is_empty() {
+                map.retain(|_, l| l.end > now);
+            }
+        }
+    }
+}
+
+/// Most permits one lease carries.
+const MAX_LEASE: u64 = 256;
 
 pub struct ShardState {
     windows: HashMap<(String, u8), Window>,
@@ -108,7 +185,14 @@ fn refused(limit: u64, interval_ms: u64, left: Duration) -> Decision {
 }
 
 impl ShardState {
-    fn check(&mut self, key: String, category: u8, limit: u64, interval_ms: u64) -> Decision {
+    fn check(
+        &mut self,
+        key: String,
+        category: u8,
+        limit: u64,
+        interval_ms: u64,
+        leases: Option<&Leases>,
+    ) -> Decision {
         let now = Instant::now();
         self.checks_since_sweep += 1;
         if self.checks_since_sweep >= 4096 {
@@ -116,8 +200,12 @@ impl ShardState {
             self.checks_since_sweep = 0;
             self.windows
                 .retain(|_, w| now.duration_since(w.started) < w.interval);
+            if let Some(l) = leases {
+                l.sweep(now);
+            }
         }
         let interval = Duration::from_millis(interval_ms);
+        let lease_key = leases.map(|_| key.clone());
         let w = self.windows.entry((key, category)).or_insert(Window {
             started: now,
             count: 0,
@@ -128,15 +216,34 @@ impl ShardState {
             w.count = 0;
             w.interval = interval;
         }
+        let end = w.started + w.interval;
+        let lease = |permits: u64, base: u64, full: bool| Lease {
+            end,
+            limit,
+            interval_ms,
+            permits: std::sync::atomic::AtomicI64::new(permits as i64),
+            base,
+            full,
+        };
         if w.count >= limit {
-            let left = w.interval.saturating_sub(now.duration_since(w.started));
-            return refused(limit, interval_ms, left);
+            if let (Some(l), Some(k)) = (leases, &lease_key) {
+                l.publish(k, category, Some(lease(0, 0, true)));
+            }
+            return refused(limit, interval_ms, end.saturating_duration_since(now));
         }
         w.count += 1;
+        let remaining = limit - w.count;
+        if let (Some(l), Some(k)) = (leases, &lease_key) {
+            // Count a slice ahead for the next requests (never more than is left).
+            let permits = (remaining / 4).min(MAX_LEASE);
+            w.count += permits;
+            let next = (permits > 0).then(|| lease(permits, remaining - permits, false));
+            l.publish(k, category, next);
+        }
         Decision {
             allowed: true,
             limit,
-            remaining: limit - w.count,
+            remaining,
             interval_ms,
             retry_after_ms: 0,
         }
@@ -177,7 +284,8 @@ impl Actor for Shard {
                 reply,
             } => {
                 if self.store.is_none() {
-                    let _ = reply.send(state.check(key, category, limit, interval_ms));
+                    let d = state.check(key, category, limit, interval_ms, self.leases.as_deref());
+                    let _ = reply.send(d);
                     return Ok(());
                 }
                 let now = Instant::now();
@@ -245,7 +353,7 @@ async fn flush(store: &dyn RateStore, state: &mut ShardState) {
         Ok(_) | Err(_) => {
             tracing::warn!("shared rate store unavailable; counting in this process meanwhile");
             for w in waiting {
-                let d = state.check(w.key, w.category, w.limit, w.interval_ms);
+                let d = state.check(w.key, w.category, w.limit, w.interval_ms, None);
                 let _ = w.reply.send(d);
             }
             return;
@@ -280,6 +388,8 @@ async fn flush(store: &dyn RateStore, state: &mut ShardState) {
 #[derive(Clone)]
 pub struct RateLimiter {
     shards: Shards<ShardMsg>,
+    /// Without a shared store: the shards' leases (see the module documentation).
+    leases: Option<Arc<Leases>>,
 }
 
 impl RateLimiter {
@@ -293,21 +403,32 @@ impl RateLimiter {
         shard_count: usize,
         store: Option<Arc<dyn RateStore>>,
     ) -> Result<Self, ractor::SpawnErr> {
+        let leases = store.is_none().then(|| Arc::new(Leases::new()));
+        let shard_leases = leases.clone();
         Ok(Self {
             shards: Shards::start(shard_count, move || {
                 (
                     Shard {
                         store: store.clone(),
+                        leases: shard_leases.clone(),
                     },
                     (),
                 )
             })
             .await?,
+            leases,
         })
     }
 
     /// Counts one request in `(key, category)`'s window.
     pub async fn check(&self, key: &str, category: u8, limit: u64, interval_ms: u64) -> Decision {
+        if let Some(d) = self
+            .leases
+            .as_ref()
+            .and_then(|l| l.take(key, category, limit, interval_ms))
+        {
+            return d;
+        }
         let key_owned = key.to_owned();
         let res = self
             .shards
@@ -385,6 +506,30 @@ mod tests {
         assert!(!rl.check("k", 0, 1, 50).await.allowed);
         tokio::time::sleep(Duration::from_millis(70)).await;
         assert!(rl.check("k", 0, 1, 50).await.allowed);
+    }
+
+    #[tokio::test]
+    async fn leases_never_allow_more_than_the_limit() {
+        let rl = RateLimiter::start(4).await.unwrap();
+        let checks = (0..3000).map(|_| {
+            let rl = rl.clone();
+            tokio::spawn(async move { rl.check("u:1", 1, 1000, 60_000).await })
+        });
+        let mut remaining = Vec::new();
+        for c in checks {
+            let d = c.await.unwrap();
+            if d.allowed {
+                remaining.push(d.remaining);
+            } else {
+                assert!(d.retry_after_ms > 0);
+            }
+        }
+        remaining.sort_unstable();
+        // Exactly the limit, each request with its own place in the window.
+        assert_eq!(remaining, (0..1000).collect::<Vec<u64>>());
+        // A caller whose tier changed is not answered by the old lease.
+        assert!(rl.check("u:1", 1, 2000, 60_000).await.allowed);
+        assert!(!rl.check("u:1", 1, 1000, 60_000).await.allowed);
     }
 
     /// A shared store in memory, standing in for PostgreSQL's table.
