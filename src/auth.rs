@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use sha2::Digest;
+
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
@@ -16,9 +18,14 @@ pub const LEVEL_ADMIN: i64 = 100;
 #[derive(Clone, Debug)]
 pub struct Caller {
     pub id: String,
+    /// The caller's rate-window key (`u:<id>`), made once per cached caller.
+    pub rate_key: String,
     pub level: i64,
     /// The whole account row, so the viewer's own profile needs no second query.
     pub user: crate::db::users::UserRow,
+    /// `GET /api/users/viewer`'s answer, serialised on first use: the caller is cached
+    /// (and dropped on any change to the account), so it is made once, not per request.
+    pub viewer_answer: std::sync::OnceLock<bytes::Bytes>,
 }
 
 impl Caller {
@@ -32,24 +39,27 @@ impl Caller {
 /// and an entry lives at most 5 s, so `plinth users set-level` on SQLite is seen within
 /// the operator contract's 10 s.
 pub async fn resolve(state: &AppState, key: &str) -> Result<Option<Arc<Caller>>, ApiError> {
-    let hash = crate::crypto::sha256_hex(key.as_bytes());
+    // Keyed by the raw digest: a hit needs no hex string.
+    let digest: [u8; 32] = sha2::Sha256::digest(key.as_bytes()).into();
     let cache = &state.caches.callers;
-    if let Some(c) = cache.get(&hash) {
+    if let Some(c) = cache.get(&digest) {
         return Ok(Some(c));
     }
-    let ticket = cache.ticket(&hash);
-    let Some(caller) = crate::db::users::by_key_hash(&state.db, &hash)
+    let ticket = cache.ticket(&digest);
+    let Some(caller) = crate::db::users::by_key_hash(&state.db, &hex::encode(digest))
         .await?
         .map(|user| Caller {
+            rate_key: format!("u:{}", user.id),
             id: user.id.clone(),
             level: user.level,
             user,
+            viewer_answer: Default::default(),
         })
     else {
         return Ok(None);
     };
     let caller = Arc::new(caller);
-    cache.fill(ticket, hash, caller.clone());
+    cache.fill(ticket, digest, caller.clone());
     Ok(Some(caller))
 }
 

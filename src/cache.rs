@@ -137,14 +137,30 @@ where
     }
 }
 
+/// A post as read, with its answer (`{data: …}`, the same for every reader) serialised
+/// on first use.
+pub struct CachedPost {
+    pub row: crate::db::posts::PostRow,
+    pub answer: std::sync::OnceLock<bytes::Bytes>,
+}
+
+impl CachedPost {
+    pub fn new(row: crate::db::posts::PostRow) -> Arc<Self> {
+        Arc::new(Self {
+            row,
+            answer: Default::default(),
+        })
+    }
+}
+
 /// Every read cache of the process and the announcer of changes.
 pub struct Caches {
     /// sha256(API key) → caller.
-    pub callers: ReadCache<String, Arc<crate::auth::Caller>>,
+    pub callers: ReadCache<[u8; 32], Arc<crate::auth::Caller>>,
     /// (namespace, key) → (owner id, the entry's answer body).
     pub kv: ReadCache<(String, String), Arc<(String, bytes::Bytes)>>,
     /// Lower-cased slug → post.
-    pub posts: ReadCache<String, Arc<crate::db::posts::PostRow>>,
+    pub posts: ReadCache<String, Arc<CachedPost>>,
     credits: plinth_actors::credits::CreditAccounts,
     db: Db,
 }

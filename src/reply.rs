@@ -47,31 +47,44 @@ impl<T: Serialize> IntoResponse for PrivateAnswer<T> {
     }
 }
 
-/// A [`PrivateAnswer`] serialised earlier (a cached answer): the bytes of a `T` object.
-pub struct PrivateBytes<T>(bytes::Bytes, std::marker::PhantomData<T>);
+/// An answer serialised earlier (a cached one): the bytes of a `T` object, sent as they
+/// are; `private` adds `Cache-Control: private, no-store` like [`PrivateAnswer`].
+pub struct Prebuilt<T> {
+    bytes: bytes::Bytes,
+    private: bool,
+    of: std::marker::PhantomData<T>,
+}
 
-impl<T: Serialize> PrivateBytes<T> {
-    /// `None` if `value` does not serialise to an object.
-    pub fn of(value: &T) -> Option<Self> {
-        let bytes = serde_json::to_vec(value).ok()?;
-        (bytes.first() == Some(&b'{')).then(|| Self(bytes.into(), std::marker::PhantomData))
+/// `value` as the bytes of a [`Prebuilt`] answer; `None` if it is not a JSON object.
+pub fn prebuild<T: Serialize>(value: &T) -> Option<bytes::Bytes> {
+    let bytes = serde_json::to_vec(value).ok()?;
+    (bytes.first() == Some(&b'{')).then(|| bytes.into())
+}
+
+impl<T> Prebuilt<T> {
+    /// `bytes` must come from [`prebuild`] of a `T`.
+    pub fn public(bytes: bytes::Bytes) -> Self {
+        Self {
+            bytes,
+            private: false,
+            of: std::marker::PhantomData,
+        }
+    }
+    pub fn private(bytes: bytes::Bytes) -> Self {
+        Self {
+            private: true,
+            ..Self::public(bytes)
+        }
     }
 }
 
-impl<T> PrivateBytes<T> {
-    pub fn bytes(&self) -> &bytes::Bytes {
-        &self.0
-    }
-    pub fn from_cached(bytes: bytes::Bytes) -> Self {
-        Self(bytes, std::marker::PhantomData)
-    }
-}
-
-impl<T> IntoResponse for PrivateBytes<T> {
+impl<T> IntoResponse for Prebuilt<T> {
     fn into_response(self) -> Response {
         let mut res = StatusCode::OK.into_response();
-        res.extensions_mut().insert(Envelope::Json(self.0));
-        no_store(res.headers_mut());
+        res.extensions_mut().insert(Envelope::Json(self.bytes));
+        if self.private {
+            no_store(res.headers_mut());
+        }
         res
     }
 }

@@ -95,7 +95,7 @@ impl<T: JsonSchema> DocReturn for Result<PrivateAnswer<T>, ApiError> {
     }
 }
 
-impl<T: JsonSchema> DocReturn for Result<crate::reply::PrivateBytes<T>, ApiError> {
+impl<T: JsonSchema> DocReturn for Result<crate::reply::Prebuilt<T>, ApiError> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
         op.response = Some(gen.subschema_for::<T>());
     }

@@ -166,6 +166,10 @@ async fn read_body(headers: &axum::http::HeaderMap, body: Body) -> Result<bytes:
     if declared.is_some_and(|n| n > limit) {
         return Err(too_large());
     }
+    // A body known to be empty (most GETs): nothing to read.
+    if http_body::Body::is_end_stream(&body) {
+        return Ok(bytes::Bytes::new());
+    }
     let mut stream = body.into_data_stream();
     let mut buf = bytes::BytesMut::new();
     let mut total = 0u64;
@@ -271,13 +275,17 @@ async fn check(
         }
     }
     if let Some(limit) = limit_for(category, level, app.opts.rate_limit_multiplier) {
+        let by_ip;
         let who = match caller {
-            Some(c) => format!("u:{}", c.id),
-            None if by_address => String::new(), // counted above
-            None => ip_key(),
+            Some(c) => c.rate_key.as_str(),
+            None if by_address => "", // counted above
+            None => {
+                by_ip = ip_key();
+                by_ip.as_str()
+            }
         };
         if !who.is_empty() {
-            rate_check(app, &who, category, limit, usage).await?;
+            rate_check(app, who, category, limit, usage).await?;
         }
     }
 

@@ -12,7 +12,7 @@ use crate::cache::Stale;
 use crate::db::kv as store;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::{PrivateBytes, Reply};
+use crate::reply::{prebuild, Prebuilt, Reply};
 use crate::state::AppState;
 
 /// Longest namespace name, key, and value (bytes of UTF-8).
@@ -156,24 +156,27 @@ pub async fn entry_get(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<KeyBody>,
-) -> ApiResult<PrivateBytes<EntryAnswer>> {
+) -> ApiResult<Prebuilt<EntryAnswer>> {
     let k = key(&body.key)?;
     let n = namespace(&body.namespace)?;
     let cache = &app.caches.kv;
     let id = (n, k.to_owned());
     if let Some(hit) = cache.get(&id) {
         if hit.0 == caller.id {
-            return Ok(PrivateBytes::from_cached(hit.1.clone()));
+            return Ok(Prebuilt::private(hit.1.clone()));
         }
     }
     let ticket = cache.ticket(&id);
     match store::get_owned(&app.db, &id.0, k, &caller.id).await? {
         Some(data) => {
-            let answer = PrivateBytes::of(&EntryAnswer { data })
+            let bytes = prebuild(&EntryAnswer { data })
                 .ok_or_else(|| ApiError::internal("a KV answer that is not an object"))?;
-            let bytes = answer.bytes().clone();
-            cache.fill(ticket, id, std::sync::Arc::new((caller.id.clone(), bytes)));
-            Ok(answer)
+            cache.fill(
+                ticket,
+                id,
+                std::sync::Arc::new((caller.id.clone(), bytes.clone())),
+            );
+            Ok(Prebuilt::private(bytes))
         }
         None => {
             let n = id.0;

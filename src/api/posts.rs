@@ -8,17 +8,18 @@ use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::auth::{Caller, MaybeCaller, Viewer};
-use crate::cache::Stale;
+use crate::cache::{CachedPost, Stale};
 use crate::db::posts::{self as store, Filter, OwnedPost, PostFields, PostRow, PostView};
 use crate::domain::posts::{self as rules, Readable};
 use crate::domain::{records, richtext};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
-use crate::reply::{Answer, Reply};
+use crate::reply::{prebuild, Answer, Prebuilt, Reply};
 use crate::state::AppState;
 
 /// The type of a thread's opening post.
@@ -142,9 +143,10 @@ async fn read(
     app: &AppState,
     caller: Option<&Caller>,
     headers: &HeaderMap,
-    post: Option<Arc<PostRow>>,
-) -> ApiResult {
-    let post = post.ok_or_else(not_found)?;
+    cached: Option<Arc<CachedPost>>,
+) -> ApiResult<Response> {
+    let cached = cached.ok_or_else(not_found)?;
+    let post = &cached.row;
     if !rules::may_read(app, caller, &readable(&post)).await? {
         return Err(not_found());
     }
@@ -168,12 +170,20 @@ async fn read(
             }
         });
     }
-    let reply = Reply::ok(json!({ "data": post.view() }));
+    let answer = match cached.answer.get() {
+        Some(bytes) => bytes.clone(),
+        None => {
+            let bytes = prebuild(&json!({ "data": post.view() }))
+                .ok_or_else(|| ApiError::internal("a post answer that is not an object"))?;
+            cached.answer.get_or_init(|| bytes).clone()
+        }
+    };
     Ok(if post.published {
-        reply
+        Prebuilt::<PostView>::public(answer)
     } else {
-        reply.private()
-    })
+        Prebuilt::private(answer)
+    }
+    .into_response())
 }
 
 /// `GET /api/posts/{id}` (Public or an authorized reader).
@@ -182,8 +192,8 @@ pub async fn get(
     caller: MaybeCaller,
     headers: HeaderMap,
     Path(id): Path<String>,
-) -> ApiResult {
-    let post = store::get(&app.db, &id).await?.map(Arc::new);
+) -> ApiResult<Response> {
+    let post = store::get(&app.db, &id).await?.map(CachedPost::new);
     read(&app, caller.0.as_deref(), &headers, post).await
 }
 
@@ -195,14 +205,14 @@ pub async fn by_slug(
     caller: MaybeCaller,
     headers: HeaderMap,
     Path(slug): Path<String>,
-) -> ApiResult {
+) -> ApiResult<Response> {
     let slug = slug.to_lowercase();
     let cache = &app.caches.posts;
     let post = match cache.get(&slug) {
         Some(post) => Some(post),
         None => {
             let ticket = cache.ticket(&slug);
-            let post = store::by_slug(&app.db, &slug).await?.map(Arc::new);
+            let post = store::by_slug(&app.db, &slug).await?.map(CachedPost::new);
             if let Some(p) = &post {
                 cache.fill(ticket, slug, p.clone());
             }

@@ -18,7 +18,7 @@ use crate::domain::accounts::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
-use crate::reply::{Answer, Reply};
+use crate::reply::{prebuild, Prebuilt, Reply};
 use crate::state::AppState;
 
 /// Fields of the account that the server manages; `update` refuses them in `updates`.
@@ -269,11 +269,18 @@ pub struct ViewerAnswer {
 pub async fn viewer(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-) -> ApiResult<Answer<ViewerAnswer>> {
+) -> ApiResult<Prebuilt<ViewerAnswer>> {
+    if let Some(bytes) = caller.viewer_answer.get() {
+        return Ok(Prebuilt::public(bytes.clone()));
+    }
     let key = user_key(&app, &caller.user)?;
-    Ok(Answer(ViewerAnswer {
+    let bytes = prebuild(&ViewerAnswer {
         user: caller.user.view(Some(&key)),
-    }))
+    })
+    .ok_or_else(|| ApiError::internal("a viewer answer that is not an object"))?;
+    Ok(Prebuilt::public(
+        caller.viewer_answer.get_or_init(|| bytes).clone(),
+    ))
 }
 
 /// `POST /api/users/public/get-by-id`.
