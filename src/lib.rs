@@ -41,18 +41,22 @@ pub const BODY_LIMIT: usize = 1 << 20;
 /// The whole HTTP interface: every row of the route table, the OpenAPI document, the
 /// JSON 404 fallback (all from `routes::router`), and the layers around them.
 pub fn app(state: AppState) -> Router {
+    // Each `Router::layer` call boxes every route once more, and every level is cloned on
+    // every request: the layers go on in two stacks (first listed = outermost).
     routes::router()
-        // Layers added later wrap earlier ones: the usage layer is outermost so that even
-        // a 413 from the body limit gets the envelope.
-        .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
-        // A panic in a handler becomes a 500 that the usage layer wraps and logs, never a
-        // dropped connection.
-        .layer(CatchPanicLayer::custom(panic_response))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            usage::usage_layer,
-        ))
+        .layer(
+            tower::ServiceBuilder::new()
+                // Outermost, so that even a 413 from the body limit gets the envelope.
+                .layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    usage::usage_layer,
+                ))
+                // A panic in a handler becomes a 500 that the usage layer wraps and logs,
+                // never a dropped connection.
+                .layer(CatchPanicLayer::custom(panic_response))
+                .layer(DefaultBodyLimit::max(BODY_LIMIT))
+                .layer(RequestBodyLimitLayer::new(BODY_LIMIT)),
+        )
         // The simulated payment provider's hosted pages: HTML, outside the JSON API.
         .merge(routes::hosted_pages(&state))
         .merge(routes::assets())
@@ -60,27 +64,32 @@ pub fn app(state: AppState) -> Router {
         // checked while it streams to disk (storage::serve).
         .merge(storage::serve::router())
         .with_state(state)
-        // Per-request spans at DEBUG (`RUST_LOG=tower_http=debug`): free when off.
         .layer(
-            TraceLayer::new_for_http()
-                .make_span_with(DefaultMakeSpan::new().level(tracing::Level::DEBUG))
-                // The usage layer logs each failure once, with its cause.
-                .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+            tower::ServiceBuilder::new()
+                // Every request and response carries `x-request-id` (the client's, or a
+                // new one).
+                .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+                .layer(PropagateRequestIdLayer::x_request_id())
+                // Per-request spans at DEBUG (`RUST_LOG=tower_http=debug`): free when off.
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(DefaultMakeSpan::new().level(tracing::Level::DEBUG))
+                        // The usage layer logs each failure once, with its cause.
+                        .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+                )
+                // The analytics script posts hits from the tracked site's origin: only the
+                // public track route answers other origins (no credentials; a key is never
+                // sent there).
+                .layer(
+                    CorsLayer::new()
+                        .allow_origin(AllowOrigin::predicate(|_, req| {
+                            req.uri.path() == "/api/analytics/track"
+                        }))
+                        .allow_methods([axum::http::Method::POST])
+                        .allow_headers([axum::http::header::CONTENT_TYPE])
+                        .max_age(std::time::Duration::from_secs(86_400)),
+                ),
         )
-        // The analytics script posts hits from the tracked site's origin: only the public
-        // track route answers other origins (no credentials; a key is never sent there).
-        .layer(
-            CorsLayer::new()
-                .allow_origin(AllowOrigin::predicate(|_, req| {
-                    req.uri.path() == "/api/analytics/track"
-                }))
-                .allow_methods([axum::http::Method::POST])
-                .allow_headers([axum::http::header::CONTENT_TYPE])
-                .max_age(std::time::Duration::from_secs(86_400)),
-        )
-        // Every request and response carries `x-request-id` (the client's, or a new one).
-        .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
 }
 
 /// The 500 of a caught panic; the panic message is logged (once, by the usage layer),
