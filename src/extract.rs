@@ -27,8 +27,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
-        let object = read_object(req, state).await?;
-        Ok(JsonBody(from_object(object)?))
+        let bytes = read_json_bytes(req, state).await?;
+        // The usual case straight from the bytes; anything it refuses goes the long way
+        // (through a `Value`), which names the offending field, so answers are the same.
+        if bytes.trim_ascii_start().first() == Some(&b'{') {
+            if let Ok(value) = serde_json::from_slice::<T>(&bytes) {
+                return Ok(JsonBody(value));
+            }
+        }
+        Ok(JsonBody(from_object(parse_object(&bytes)?)?))
     }
 }
 
