@@ -204,9 +204,9 @@ pub struct Opts {
         global = true
     )]
     pub trusted_proxies: Vec<ipnet::IpNet>,
-    /// Where rate windows are counted: `local` (each process its own) or `postgres`
-    /// (shared by every process on the database: the default on PostgreSQL; SQLite has
-    /// one host and counts locally).
+    /// Where rate windows are counted: `local` (each process its own; the default) or
+    /// `postgres` (shared by every process on the database: set it when several `serve`
+    /// processes share one PostgreSQL).
     #[arg(long, env = "PLINTH_RATE_STORE", global = true)]
     pub rate_store: Option<RateStoreKind>,
     /// Token cost overrides: comma-separated `METHOD /path=N`, e.g.

@@ -348,7 +348,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         .map_err(|e| anyhow::anyhow!("starting the order writer: {e}"))?;
     let rate_store: Option<std::sync::Arc<dyn plinth_actors::rate::RateStore>> =
         match (&db, opts.rate_store) {
-            (Db::Postgres(pool), None | Some(crate::config::RateStoreKind::Postgres)) => Some(
+            (Db::Postgres(pool), Some(crate::config::RateStoreKind::Postgres)) => Some(
                 std::sync::Arc::new(crate::db::rate::PgRateStore(pool.clone())),
             ),
             (Db::Sqlite(_), Some(crate::config::RateStoreKind::Postgres)) => {
@@ -356,6 +356,17 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
             }
             _ => None,
         };
+    if rate_store.is_none() && matches!(db, Db::Postgres(_)) {
+        // Windows per process: N serve processes allow about N times each limit.
+        if let Ok(n @ 2..) = crate::db::settings::serve_processes(&db).await {
+            tracing::warn!(
+                serve_processes = n,
+                "several plinth serve processes count rate windows each on their own \
+                 (PLINTH_RATE_STORE=local): a limit of R allows about {n}R; set \
+                 PLINTH_RATE_STORE=postgres to share them (docs/scaling.md)"
+            );
+        }
+    }
     if let (Some(_), Db::Postgres(pool)) = (&rate_store, &db) {
         // Ended windows would pile up (one row per caller ever seen): swept every minute.
         // Concurrent sweeps by several processes are harmless.

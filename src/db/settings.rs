@@ -84,6 +84,21 @@ pub async fn connected(db: &Db, process: &str) -> sqlx::Result<Option<bool>> {
 /// from the `application_name` each sets (`plinth-serve:<host>:<pid>`). Command-line
 /// runs (`plinth-cli:…`) touch no objects and are not counted. SQLite has no sessions to
 /// list: every process on a SQLite file shares its host, so the list is empty there.
+/// How many `plinth serve` processes have sessions on the database (0 on SQLite).
+pub async fn serve_processes(db: &Db) -> sqlx::Result<i64> {
+    match db {
+        Db::Sqlite(_) => Ok(0),
+        Db::Postgres(p) => {
+            sqlx::query_scalar(
+                "SELECT COUNT(DISTINCT application_name) FROM pg_stat_activity \
+                 WHERE datname = current_database() AND application_name LIKE 'plinth-serve:%'",
+            )
+            .fetch_one(p)
+            .await
+        }
+    }
+}
+
 pub async fn plinth_hosts(db: &Db) -> sqlx::Result<Vec<String>> {
     match db {
         Db::Sqlite(_) => Ok(Vec::new()),

@@ -95,8 +95,16 @@ async fn a_rate_limit_holds_across_three_processes() {
     if !needs_postgres("a_rate_limit_holds_across_three_processes") {
         return;
     }
-    let one = [("PLINTH_RATE_LIMIT_MULTIPLIER", "1")];
-    let s = Server::start_with(Options::default().env("PLINTH_RATE_LIMIT_MULTIPLIER", "1")).await;
+    let one = [
+        ("PLINTH_RATE_LIMIT_MULTIPLIER", "1"),
+        ("PLINTH_RATE_STORE", "postgres"),
+    ];
+    let s = Server::start_with(
+        Options::default()
+            .env("PLINTH_RATE_LIMIT_MULTIPLIER", "1")
+            .env("PLINTH_RATE_STORE", "postgres"),
+    )
+    .await;
     let (p2, p3) = (Process::serve(&s, &one), Process::serve(&s, &one));
     let bases = [
         s.base.clone(),
