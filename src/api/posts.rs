@@ -147,7 +147,7 @@ async fn read(
 ) -> ApiResult<Response> {
     let cached = cached.ok_or_else(not_found)?;
     let post = &cached.row;
-    if !rules::may_read(app, caller, &readable(&post)).await? {
+    if !rules::may_read(app, caller, &readable(post)).await? {
         return Err(not_found());
     }
     if rules::flag(&post.data.0, "reception_tracking") {

@@ -273,8 +273,11 @@ async fn money_stays_exact_across_three_processes() {
     if !needs_postgres("money_stays_exact_across_three_processes") {
         return;
     }
-    let s = Server::start().await;
+    // The shape: three `serve --no-workers` and two `worker` processes (the
+    // workers deliver the verification emails).
+    let s = Server::start_with(Options::default().env("PLINTH_NO_WORKERS", "true")).await;
     let (p2, p3) = (Process::serve(&s, &[]), Process::serve(&s, &[]));
+    let _workers = (Process::worker(&s, "wa"), Process::worker(&s, "wb"));
     let bases = [
         s.base.clone(),
         p2.base.clone().unwrap(),
