@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{Resp, Server, BIN};
+use crate::common::{wait_for_line, Resp, Server, BIN};
 
 /// A `plinth` process next to the harness's server (same data dir and database), killed
 /// when dropped.
@@ -19,7 +19,6 @@ pub struct Process {
 impl Process {
     /// `plinth serve --no-workers` on a free port.
     pub fn serve(s: &Server, env: &[(&str, &str)]) -> Process {
-        use std::io::{BufRead, BufReader};
         let mut child = Command::new(BIN)
             .args(["serve", "--no-workers", "--listen", "127.0.0.1:0"])
             .arg("--data-dir")
@@ -34,17 +33,7 @@ impl Process {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(addr) = line.strip_prefix("plinth listening on ") {
-                    let _ = tx.send(addr.to_owned());
-                }
-            }
-        });
-        let base = rx
-            .recv_timeout(Duration::from_secs(60))
+        let base = wait_for_line(&mut child, "plinth listening on ", Duration::from_secs(60))
             .expect("second server started");
         Process {
             child,

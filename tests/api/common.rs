@@ -505,24 +505,30 @@ fn spawn(dir: &std::path::Path, database_url: &str, env: &[(String, String)]) ->
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().expect("spawning plinth");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(addr) = line.strip_prefix("plinth listening on ") {
-                let _ = tx.send(addr.to_owned());
-            }
-        }
-    });
-    let base = match rx.recv_timeout(Duration::from_secs(60)) {
-        Ok(b) => b,
-        Err(_) => {
+    let base = match wait_for_line(&mut child, "plinth listening on ", Duration::from_secs(60)) {
+        Some(b) => b,
+        None => {
             let _ = child.kill();
             let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
             panic!("server did not start; log:\n{log}");
         }
     };
     (child, base)
+}
+
+/// Reads a child's (piped) stdout until a line holding `marker`: what follows it on that
+/// line, or `None` after `within`. The rest of the output keeps being drained.
+pub fn wait_for_line(child: &mut Child, marker: &'static str, within: Duration) -> Option<String> {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(at) = line.find(marker) {
+                let _ = tx.send(line[at + marker.len()..].to_owned());
+            }
+        }
+    });
+    rx.recv_timeout(within).ok()
 }
 
 pub fn code_in(email_text: &str) -> String {

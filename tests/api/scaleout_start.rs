@@ -3,13 +3,12 @@
 //! processes on one database. Runs on SQLite (processes share the data dir) and on
 //! PostgreSQL (`PLINTH_TEST_DATABASE_URL`). docs/scaling.md describes the behaviour.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::common::{email, Options, Server, BIN};
+use crate::common::{email, wait_for_line, Options, Server, BIN};
 
 const K1: &str = "a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0";
 const K2: &str = "0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f20";
@@ -76,16 +75,7 @@ impl Worker {
             .stderr(Stdio::from(file))
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if line.contains("plinth worker running") {
-                    let _ = tx.send(());
-                }
-            }
-        });
-        if rx.recv_timeout(Duration::from_secs(30)).is_err() {
+        if wait_for_line(&mut child, "plinth worker running", Duration::from_secs(30)).is_none() {
             let _ = child.kill();
             let _ = child.wait();
             panic!(
