@@ -31,9 +31,10 @@ pub const CHANNEL: &str = "plinth_invalidate";
 /// What changed. Serialised as JSON in the notification payload.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub enum Stale {
-    /// An account's key, level, profile or existence (and everything it owns, when it
-    /// is deleted: its posts and namespaces go with it).
+    /// An account's key, level or profile.
     User(String),
+    /// A deleted account: its posts and namespaces went with it.
+    Deleted(String),
     /// One KV entry.
     Kv { namespace: String, key: String },
     /// Every entry of a namespace (deleted).
@@ -194,10 +195,12 @@ impl Caches {
     pub fn apply(&self, what: &Stale) {
         match what {
             Stale::User(id) => {
-                self.credits.forget(id);
                 let id = id.clone();
                 self.callers.forget_if(move |_, c| c.id == id);
-                // A deleted account takes its posts and namespaces along.
+            }
+            Stale::Deleted(id) => {
+                self.apply(&Stale::User(id.clone()));
+                self.credits.forget(id);
                 self.posts.clear();
                 self.kv.clear();
             }
@@ -292,6 +295,7 @@ mod tests {
     fn announcements_round_trip_as_json() {
         for s in [
             Stale::User("u1".into()),
+            Stale::Deleted("u1".into()),
             Stale::Kv {
                 namespace: "ns".into(),
                 key: "k\t\"x".into(),

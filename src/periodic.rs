@@ -24,6 +24,7 @@ pub const SLIDE_UPKEEP: &str = "slide-upkeep";
 pub const ORDER_HOLDS: &str = "order-holds";
 pub const ANALYTICS_ROLLUP: &str = "analytics-rollup";
 pub const ATTACHMENT_EXPIRY: &str = "attachment-expiry";
+pub const RATE_WINDOWS: &str = "rate-windows";
 
 /// How long `periodic_runs` keeps a task's runs.
 const RUNS_KEPT_MS: i64 = 24 * 3600 * 1000;
@@ -195,6 +196,15 @@ async fn every_half_minute(
         if rounds.claim(ATTACHMENT_EXPIRY, every, first).await {
             if let Err(e) = queue.push_expiry(chrono::Utc::now().to_rfc3339()).await {
                 tracing::warn!(error = %e, "queueing attachment expiry failed; retrying");
+            }
+        }
+        // Ended shared rate windows (PLINTH_RATE_STORE=postgres) would pile up, one row per
+        // caller ever seen; the table exists on PostgreSQL only.
+        if let Db::Postgres(pool) = db {
+            if rounds.claim(RATE_WINDOWS, every, first).await {
+                if let Err(e) = crate::db::rate::sweep(pool).await {
+                    tracing::warn!(error = %e, "sweeping ended rate windows failed; retrying");
+                }
             }
         }
         tokio::select! {

@@ -367,20 +367,6 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
             );
         }
     }
-    if let (Some(_), Db::Postgres(pool)) = (&rate_store, &db) {
-        // Ended windows would pile up (one row per caller ever seen): swept every minute.
-        // Concurrent sweeps by several processes are harmless.
-        let pool = pool.clone();
-        tokio::spawn(async move {
-            let mut every = tokio::time::interval(Duration::from_secs(60));
-            loop {
-                every.tick().await;
-                if let Err(e) = crate::db::rate::sweep(&pool).await {
-                    tracing::warn!(error = %e, "sweeping ended rate windows failed");
-                }
-            }
-        });
-    }
     let rate = RateLimiter::start_with(opts.rate_shards, rate_store)
         .await
         .map_err(|e| anyhow::anyhow!("starting rate-limit actors: {e}"))?;

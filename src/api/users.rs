@@ -533,7 +533,7 @@ pub async fn delete(
             .with("organizations", domains))
         }
     }
-    app.caches.stale(Stale::User(id.to_owned())).await;
+    app.caches.stale(Stale::Deleted(id.to_owned())).await;
     Ok(Reply::ok(json!({"success": true, "id": id})))
 }
 
