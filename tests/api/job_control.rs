@@ -1,0 +1,377 @@
+//! Job control for operators: `GET /api/admin/jobs/stats`, `GET /api/admin/jobs`,
+//! `POST /api/admin/jobs/retry|cancel` (Admin100 additions) and `plinth jobs`, on one
+//! server that runs no workers, with `plinth worker` processes started and stopped
+//! around it: one whose SMTP relay refuses (jobs fail), then one with the outbox (a
+//! retried job succeeds, a cancelled one never runs).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common::{email, Options, Resp, Server, BIN};
+use crate::slide_helpers::{create_md, ended, id, poll, start_export};
+
+/// `plinth worker` on the server's data dir and database until dropped.
+struct Worker(std::process::Child);
+
+impl Worker {
+    fn start(s: &Server, env: &[(&str, &str)]) -> Worker {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("worker")
+            .arg("--data-dir")
+            .arg(s.data_dir())
+            .arg("--database-url")
+            .arg(&s.database_url)
+            .env_remove("PLINTH_DATABASE_URL")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        Worker(cmd.spawn().unwrap())
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn jobs(s: &Server, key: &str, query: &str) -> Vec<Value> {
+    let r = s.get(&format!("/api/admin/jobs{query}"), Some(key)).await;
+    r.assert_ok();
+    r.body["jobs"].as_array().unwrap().clone()
+}
+
+/// The email job to `to` (its arguments show the recipient only).
+async fn email_job(s: &Server, key: &str, to: &str) -> Value {
+    jobs(s, key, "?queue=email&limit=500")
+        .await
+        .into_iter()
+        .find(|j| j["args"] == json!({ "to": to }))
+        .unwrap_or_else(|| panic!("no email job to {to}"))
+}
+
+async fn job(s: &Server, key: &str, id: &str) -> Value {
+    jobs(s, key, "?limit=500")
+        .await
+        .into_iter()
+        .find(|j| j["id"] == json!(id))
+        .unwrap_or_else(|| panic!("no job {id}"))
+}
+
+/// Polls the job until `done` holds (a worker is at it).
+async fn wait_job(s: &Server, key: &str, id: &str, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let j = job(s, key, id).await;
+        if done(&j) {
+            return j;
+        }
+        assert!(Instant::now() < deadline, "job {id} stuck at {j}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn queue<'a>(stats: &'a Resp, name: &str) -> &'a Value {
+    stats.body["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["queue"] == json!(name))
+        .unwrap_or_else(|| panic!("no queue {name} in {}", stats.body))
+}
+
+fn cli_ok(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn cli_err(out: &std::process::Output) -> String {
+    assert!(
+        !out.status.success(),
+        "expected a failure: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
+    let s = Server::start_with(Options::default().env("PLINTH_NO_WORKERS", "true")).await;
+    // An admin without a delivered email: signed up (its verification email waits in the
+    // queue), raised by the CLI.
+    let admin_email = email("jobadmin");
+    let (admin, _) = s.signup(&admin_email).await;
+    cli_ok(&s.set_level(&admin_email, 100));
+    let deadline = Instant::now() + Duration::from_secs(12);
+    while s.get("/api/users/viewer", Some(&admin)).await.body["user"]["level"] != json!(100) {
+        assert!(Instant::now() < deadline, "level change not seen");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let user_email = email("jobuser");
+    let (user, _) = s.signup(&user_email).await;
+
+    // Admin100 only.
+    for (method, path) in [
+        ("GET", "/api/admin/jobs/stats"),
+        ("GET", "/api/admin/jobs"),
+        ("POST", "/api/admin/jobs/retry"),
+        ("POST", "/api/admin/jobs/cancel"),
+    ] {
+        let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let body = (method == "POST").then(|| json!({"id": "x"}));
+        s.request(m.clone(), path, None, body.clone())
+            .await
+            .assert_error(401);
+        s.request(m, path, Some(&user), body)
+            .await
+            .assert_error(403);
+    }
+
+    // A slide export waiting for a worker too.
+    let deck = id(&create_md(&s, &admin, "# One\n\n---\n\n# Two").await);
+    let export = start_export(&s, &admin, &deck, "html").await;
+    let export_path = format!("/api/slides/jobs/{export}?deck_id={deck}");
+
+    // Stats: all four queues, the two emails and the export pending.
+    let stats = s.get("/api/admin/jobs/stats", Some(&admin)).await;
+    stats.assert_ok();
+    let names: Vec<&str> = stats.body["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["queue"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["email", "export", "images", "expiry"]);
+    let mail = queue(&stats, "email");
+    assert!(mail["pending"].as_i64().unwrap() >= 2, "{mail}");
+    assert_eq!(mail["running"], json!(0));
+    assert!(
+        mail["oldest_pending_secs"].as_f64().unwrap() >= 0.0,
+        "{mail}"
+    );
+    let ex = queue(&stats, "export");
+    assert_eq!(ex["pending"], json!(1), "{ex}");
+    assert_eq!(queue(&stats, "images")["oldest_pending_secs"], json!(null));
+    assert!(stats.body["throughput"].is_array());
+
+    // Listing: by queue (either name) and status; an email shows its recipient only.
+    let pending = jobs(&s, &admin, "?queue=email&status=pending").await;
+    assert!(pending.len() >= 2);
+    assert!(pending.iter().all(|j| j["queue"] == json!("email")
+        && j["status"] == json!("pending")
+        && j["args"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .eq(["to"])));
+    assert!(
+        !serde_json::to_string(&pending).unwrap().contains("code="),
+        "an email's text is never shown"
+    );
+    let admin_job = email_job(&s, &admin, &admin_email).await;
+    let user_job = email_job(&s, &admin, &user_email).await;
+    assert_eq!(admin_job["attempts"], json!(0));
+    assert_eq!(admin_job["max_attempts"], json!(5));
+    let exports = jobs(&s, &admin, "?queue=slide-export").await;
+    assert_eq!(exports.len(), 1);
+    assert_eq!(exports[0]["args"], json!({ "job_id": export }));
+    let export_job = exports[0]["id"].as_str().unwrap().to_owned();
+    assert!(jobs(&s, &admin, "?status=done").await.is_empty());
+    assert_eq!(jobs(&s, &admin, "?limit=1").await.len(), 1);
+    for (query, needle) in [
+        ("?queue=mail", "unknown queue"),
+        ("?status=queued", "unknown status"),
+        ("?limit=0", "limit"),
+        ("?limit=501", "limit"),
+        ("?limit=many", "limit"),
+    ] {
+        let r = s
+            .get(&format!("/api/admin/jobs{query}"), Some(&admin))
+            .await;
+        r.assert_error(400);
+        assert!(
+            r.body["message"].as_str().unwrap().contains(needle),
+            "{query}: {}",
+            r.body
+        );
+    }
+
+    // Cancel: a pending job is killed; the export's own row fails for its client.
+    let (user_id, admin_id) = (
+        user_job["id"].as_str().unwrap(),
+        admin_job["id"].as_str().unwrap(),
+    );
+    let r = s
+        .post(
+            "/api/admin/jobs/cancel",
+            Some(&admin),
+            json!({"id": user_id}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["job"]["status"], json!("killed"));
+    assert_eq!(r.body["job"]["last_error"], json!("cancelled by operator"));
+    let again = s
+        .post(
+            "/api/admin/jobs/cancel",
+            Some(&admin),
+            json!({"id": user_id}),
+        )
+        .await;
+    again.assert_error(409);
+    assert_eq!(again.body["status"], json!("killed"));
+    s.post(
+        "/api/admin/jobs/cancel",
+        Some(&admin),
+        json!({"id": "01NOSUCHJOB"}),
+    )
+    .await
+    .assert_error(404);
+    s.post("/api/admin/jobs/cancel", Some(&admin), json!({"id": " "}))
+        .await
+        .assert_error(400);
+    s.post(
+        "/api/admin/jobs/cancel",
+        Some(&admin),
+        json!({"id": export_job}),
+    )
+    .await
+    .assert_ok();
+    let client_view = s.get(&export_path, Some(&admin)).await;
+    assert_eq!(
+        client_view.body["status"],
+        json!("failed"),
+        "{}",
+        client_view.body
+    );
+    assert!(client_view.body["error"]
+        .as_str()
+        .unwrap()
+        .contains("cancelled by an operator"));
+    // Retry applies to failed and killed jobs only.
+    let r = s
+        .post(
+            "/api/admin/jobs/retry",
+            Some(&admin),
+            json!({"id": admin_id}),
+        )
+        .await;
+    r.assert_error(409);
+    assert_eq!(r.body["status"], json!("pending"));
+    s.post(
+        "/api/admin/jobs/retry",
+        Some(&admin),
+        json!({"id": "01NOSUCHJOB"}),
+    )
+    .await
+    .assert_error(404);
+
+    // A worker whose SMTP relay refuses: the admin's email fails for good (5 attempts);
+    // the cancelled jobs are never tried.
+    let failing = Worker::start(&s, &[("PLINTH_SMTP_URL", "smtp://127.0.0.1:1")]);
+    let failed = wait_job(&s, &admin, admin_id, |j| j["status"] == json!("failed")).await;
+    drop(failing);
+    assert_eq!(failed["attempts"], json!(5), "{failed}");
+    assert!(
+        failed["last_error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{failed}"
+    );
+    let listed = jobs(&s, &admin, "?queue=email&status=failed").await;
+    assert!(listed.iter().any(|j| j["id"] == json!(admin_id)));
+    let untouched = job(&s, &admin, user_id).await;
+    assert_eq!(untouched["status"], json!("killed"));
+    assert_eq!(untouched["attempts"], json!(0));
+    let stats = s.get("/api/admin/jobs/stats", Some(&admin)).await;
+    assert!(queue(&stats, "email")["failed"].as_i64().unwrap() >= 1);
+    assert!(queue(&stats, "email")["killed"].as_i64().unwrap() >= 1);
+    assert_eq!(queue(&stats, "export")["killed"], json!(1));
+    let minutes = stats.body["throughput"].as_array().unwrap();
+    assert!(
+        minutes
+            .iter()
+            .any(|m| m["queue"] == json!("email") && m["failed"].as_i64().unwrap() >= 1),
+        "{}",
+        stats.body
+    );
+
+    // Retry over HTTP: pending again, due now, attempts reset.
+    let r = s
+        .post(
+            "/api/admin/jobs/retry",
+            Some(&admin),
+            json!({"id": admin_id}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["job"]["status"], json!("pending"));
+    assert_eq!(r.body["job"]["attempts"], json!(0));
+    assert_eq!(r.body["job"]["worker"], json!(null));
+
+    // The CLI on the same data: stats, list, wrong ids and states, a retry and a cancel.
+    let out = cli_ok(&s.cli(&["jobs", "stats"]));
+    assert!(
+        out.contains("QUEUE") && out.contains("export") && out.contains("expiry"),
+        "{out}"
+    );
+    let out = cli_ok(&s.cli(&["jobs", "list", "--queue", "email", "--status", "killed"]));
+    assert!(out.contains(user_id), "{out}");
+    assert!(!out.contains(admin_id), "{out}");
+    let err = cli_err(&s.cli(&["jobs", "retry", "01NOSUCHJOB"]));
+    assert!(err.contains("no job with id"), "{err}");
+    let err = cli_err(&s.cli(&["jobs", "cancel", user_id]));
+    assert!(err.contains("killed"), "{err}");
+    let err = cli_err(&s.cli(&["jobs", "list", "--queue", "nope"]));
+    assert!(err.contains("unknown queue"), "{err}");
+    let out = cli_ok(&s.cli(&["jobs", "retry", &export_job]));
+    assert!(out.contains(&export_job), "{out}");
+    // The export's row is pending again for its client.
+    let client_view = s.get(&export_path, Some(&admin)).await;
+    assert_eq!(
+        client_view.body["status"],
+        json!("pending"),
+        "{}",
+        client_view.body
+    );
+    let late_email = email("joblate");
+    s.signup(&late_email).await;
+    let late = email_job(&s, &admin, &late_email).await;
+    let late_id = late["id"].as_str().unwrap();
+    let out = cli_ok(&s.cli(&["jobs", "cancel", late_id]));
+    assert!(out.contains("cancelled"), "{out}");
+
+    // A working worker: the retried email is delivered and the export succeeds; the
+    // cancelled emails never run.
+    let _worker = Worker::start(&s, &[]);
+    s.wait_for_email(&admin_email, "?code=").await;
+    let done = wait_job(&s, &admin, admin_id, |j| j["status"] == json!("done")).await;
+    assert_eq!(done["attempts"], json!(1), "{done}");
+    assert_eq!(done["last_error"], json!(null));
+    let finished = poll(&s, &export_path, &admin, ended).await;
+    assert_eq!(finished["status"], json!("succeeded"), "{finished}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        s.emails_to(&user_email).is_empty(),
+        "a cancelled email was sent"
+    );
+    assert!(
+        s.emails_to(&late_email).is_empty(),
+        "a cancelled email was sent"
+    );
+    for id in [user_id, late_id] {
+        let j = job(&s, &admin, id).await;
+        assert_eq!(j["status"], json!("killed"), "{j}");
+        assert_eq!(j["attempts"], json!(0), "{j}");
+    }
+}
