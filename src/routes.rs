@@ -442,6 +442,7 @@ pub fn assets() -> Router<AppState> {
     Router::new()
         .route("/analytics/v1.js", get(api::analytics::script))
         .route("/analytics/dashboard", get(api::analytics::dashboard))
+        .route("/console", get(api::console::page))
 }
 
 /// The simulated payment provider's hosted pages (HTML, outside the JSON API). They

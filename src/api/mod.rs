@@ -3,6 +3,7 @@
 pub mod analytics;
 pub mod billing;
 pub mod checkout;
+pub mod console;
 pub mod credits;
 pub mod data;
 pub mod documents;

@@ -259,3 +259,337 @@ impl Drop for Browser {
         let _ = self.driver.wait();
     }
 }
+
+/// `GET /console` is one self-contained page: a strict policy (scripts and styles inline
+/// only, requests to this origin only, never framed) and no reference to another origin.
+#[tokio::test]
+async fn the_console_is_one_page_under_a_strict_policy_with_nothing_from_elsewhere() {
+    let s = crate::common::Server::start().await;
+    let r = s
+        .raw(reqwest::Method::GET, "/console")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let header = |name: &str| r.headers()[name].to_str().unwrap().to_owned();
+    assert!(header("content-type").starts_with("text/html"));
+    assert_eq!(header("x-frame-options"), "DENY");
+    assert_eq!(header("referrer-policy"), "no-referrer");
+    let csp = header("content-security-policy");
+    for directive in [
+        "default-src 'none'",
+        "script-src 'unsafe-inline'",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+    ] {
+        assert!(csp.contains(directive), "{csp}");
+    }
+    let page = r.text().await.unwrap();
+    assert!(page.contains("<title>plinth console</title>"));
+    for needle in ["http://", "https://", "src=", "@import", "url("] {
+        assert!(!page.contains(needle), "the console refers to {needle:?}");
+    }
+    // The key lives in the tab's session storage only; API data is set as text.
+    assert!(page.contains("sessionStorage") && !page.contains("localStorage"));
+    assert!(!page.contains("innerHTML") && !page.contains("document.write"));
+}
+
+/// The operator console in headless Chromium against real job data: exports and an image
+/// check that succeed, verification emails that fail (SMTP pointed at a closed port) and a
+/// 503. A refused key is told so; the admin's key draws the queue table, the per-minute
+/// chart, the failed jobs and the 5xx by route; Retry puts a failed job back on its queue.
+/// Nothing is asked of another origin. `PLINTH_BLESS=1` saves docs/console.png.
+#[tokio::test]
+async fn the_console_shows_queues_throughput_failed_jobs_and_5xx_and_retries_a_job() {
+    use crate::common::email;
+    use crate::slide_helpers::{create_md, export, id, png, upload_asset};
+    use std::time::{Duration, Instant};
+
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let mut s = crate::common::Server::start().await;
+    let admin = s.admin(&email("console-admin")).await;
+
+    // Work that succeeds: six exports and two image checks.
+    for title in ["Release review", "Roadmap"] {
+        let md = format!("# {title}\n\n- queues\n- workers\n\n---\n\n## Next\n\nShip it");
+        let deck = id(&create_md(&s, &admin, &md).await);
+        for format in ["pdf", "png", "html"] {
+            let job = export(&s, &admin, &deck, format).await;
+            assert_eq!(job["status"], json!("succeeded"), "{job}");
+        }
+        let asset = upload_asset(&s, &admin, &deck, &png(40, 30), "image/png", None).await;
+        assert_eq!(asset["status"], json!("ready"), "{asset}");
+    }
+
+    // From now on email cannot be delivered: each sign-up's verification email fails
+    // every attempt and ends failed.
+    s.set_env("PLINTH_SMTP_URL", "smtp://127.0.0.1:1");
+    s.restart();
+    let signups = 3;
+    for i in 0..signups {
+        s.signup(&email(&format!("console-{i}"))).await;
+    }
+    // A 5xx of this process: GCS upload URLs while GCS is not configured.
+    let (domain, _) = s.organization(&admin, "console").await;
+    let body = json!({"domain": domain, "filename": "a.txt", "contentType": "text/plain"});
+    s.post("/api/data/generate-presigned-url-gcs", Some(&admin), body)
+        .await
+        .assert_error(503);
+
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let failed = loop {
+        let r = s
+            .get(
+                "/api/admin/jobs?status=failed&queue=email&limit=50",
+                Some(&admin),
+            )
+            .await;
+        r.assert_ok();
+        let jobs = r.body["jobs"].as_array().unwrap().clone();
+        if jobs.len() >= signups {
+            break jobs;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the emails never ended failed: {}",
+            r.body
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    // A job is done in the queue a moment after its work shows (the worker acknowledges
+    // it after the handler returns).
+    loop {
+        let r = s.get("/api/admin/jobs/stats", Some(&admin)).await;
+        r.assert_ok();
+        let done = |q: &str| {
+            r.body["queues"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|v| v["queue"] == json!(q))
+                .map_or(0, |v| v["done"].as_i64().unwrap())
+        };
+        if done("export") >= 6 && done("images") >= 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the slide jobs never ended done: {}",
+            r.body
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    // Spread the finished jobs over the last hour, as on a server that has been running
+    // a while (the chart then has more than one minute to draw).
+    s.sql(if s.database_url.starts_with("postgres") {
+        "UPDATE apalis.jobs SET done_at = done_at - (1 + floor(random() * 55)) * interval '1 minute' \
+         WHERE status = 'Done'"
+    } else {
+        "UPDATE Jobs SET done_at = done_at - 60 * (1 + abs(random()) % 55) WHERE status = 'Done'"
+    })
+    .await;
+
+    browser.window(1280, 1200).await;
+    browser.goto(&format!("{}/console", s.base)).await;
+    // A key that is not an admin's is refused, with the reason.
+    browser.fill("#key", "pk_not_a_key").await;
+    browser.click("#signin-button").await;
+    let wait = |what: &'static str, script: &'static str| {
+        let browser = &browser;
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(15);
+            loop {
+                let v = browser.exec(script).await;
+                if v == json!(true) {
+                    return;
+                }
+                assert!(Instant::now() < deadline, "the console never showed {what}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    wait(
+        "the refusal",
+        "return document.getElementById('signin-error').textContent.indexOf('refused (401)') >= 0
+             && !document.getElementById('signin').hidden && sessionStorage.length === 0;",
+    )
+    .await;
+
+    browser.fill("#key", &admin).await;
+    browser.click("#signin-button").await;
+    wait(
+        "its data",
+        "return document.body.getAttribute('data-loaded') === 'true';",
+    )
+    .await;
+    let drawn = browser
+        .exec(
+            "var cells = function (sel) { return Array.prototype.map.call(document.querySelectorAll(sel),
+               function (tr) { return Array.prototype.map.call(tr.cells, function (td) { return td.textContent; }); }); };
+             return {
+               queues: cells('#queues tbody tr'),
+               done_bars: document.querySelectorAll('#chart rect.done').length,
+               failed_bars: document.querySelectorAll('#chart rect.failed').length,
+               done_hour: document.getElementById('total-done-hour').textContent,
+               jobs: Array.prototype.map.call(document.querySelectorAll('#jobs tbody tr[data-id]'),
+                 function (tr) { return tr.getAttribute('data-id'); }),
+               job_rows: cells('#jobs tbody tr'),
+               by_route: cells('#by-route tbody tr'),
+               latest: cells('#latest-errors tbody tr'),
+               errors: ['error', 'queues-error', 'jobs-error', 'errors-error'].map(function (id) {
+                 return document.getElementById(id).textContent; }),
+               stored: [sessionStorage.length, localStorage.length, document.cookie]
+             };",
+        )
+        .await;
+    assert_eq!(drawn["errors"], json!(["", "", "", ""]), "{drawn}");
+    assert_eq!(drawn["stored"], json!([1, 0, ""]));
+    let queues = drawn["queues"].as_array().unwrap();
+    let queue = |name: &str| -> Vec<String> {
+        let row = queues
+            .iter()
+            .find(|r| r[0].as_str().unwrap().contains(name))
+            .unwrap_or_else(|| panic!("no row for {name}: {drawn}"));
+        serde_json::from_value(row.clone()).unwrap()
+    };
+    for name in ["email", "export", "images", "expiry"] {
+        queue(name);
+    }
+    // Queue, Pending, Running, Failed, Killed, Done, Oldest pending.
+    let n = |v: &str| v.parse::<u64>().unwrap();
+    assert!(n(&queue("email")[3]) >= signups as u64, "{drawn}");
+    assert!(n(&queue("export")[5]) >= 6, "{drawn}");
+    assert!(n(&queue("images")[5]) >= 2, "{drawn}");
+    assert!(n(drawn["done_hour"].as_str().unwrap()) >= 8, "{drawn}");
+    assert!(drawn["done_bars"].as_u64().unwrap() >= 1, "{drawn}");
+    assert!(drawn["failed_bars"].as_u64().unwrap() >= 1, "{drawn}");
+    let shown: Vec<String> = serde_json::from_value(drawn["jobs"].clone()).unwrap();
+    for job in &failed {
+        assert!(
+            shown.contains(&job["id"].as_str().unwrap().to_owned()),
+            "{job} not listed: {drawn}"
+        );
+    }
+    let by_route = drawn["by_route"].to_string();
+    assert!(
+        by_route.contains("/api/data/generate-presigned-url-gcs"),
+        "{drawn}"
+    );
+    assert!(drawn["latest"].to_string().contains("503"), "{drawn}");
+
+    // Retry the newest failed email: it leaves the failed list and is queued again.
+    let retried = failed[0]["id"].as_str().unwrap().to_owned();
+    let before = browser
+        .exec("return Number(document.body.getAttribute('data-refreshes'));")
+        .await
+        .as_u64()
+        .unwrap();
+    browser
+        .click(&format!("#jobs button.retry[data-id=\"{retried}\"]"))
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let after = loop {
+        let v = browser
+            .exec(&format!(
+                "return {{ refreshes: Number(document.body.getAttribute('data-refreshes')),
+                   notice: document.getElementById('jobs-notice').textContent,
+                   error: document.getElementById('jobs-error').textContent,
+                   listed: !!document.querySelector('#jobs tr[data-id=\"{retried}\"]') }};"
+            ))
+            .await;
+        if v["refreshes"].as_u64().unwrap() > before && !v["notice"].as_str().unwrap().is_empty() {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "the retry never showed: {v}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(after["error"], json!(""), "{after}");
+    assert!(
+        after["notice"].as_str().unwrap().contains(&retried)
+            && after["notice"].as_str().unwrap().contains("queued again"),
+        "{after}"
+    );
+    assert_eq!(after["listed"], json!(false), "{after}");
+    // The queue saw it: the job is no longer the failed one it was (it runs again, and
+    // with SMTP still closed it may fail again later, as a new attempt).
+    let r = s
+        .get(
+            "/api/admin/jobs?status=failed&queue=email&limit=50",
+            Some(&admin),
+        )
+        .await;
+    let again = r.body["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["id"] == json!(retried))
+        .cloned();
+    if let Some(j) = again {
+        assert_ne!(j, failed[0], "a retried job changes");
+    }
+
+    // Nothing was asked of another origin, and nothing was blocked.
+    let origin = s.base.trim_end_matches('/').to_owned();
+    let asked = browser
+        .exec("return performance.getEntriesByType('resource').map(function (e) { return e.name; }).concat([location.href]);")
+        .await;
+    for url in asked.as_array().unwrap() {
+        assert!(
+            url.as_str().unwrap().starts_with(&format!("{origin}/")),
+            "{url} is not on {origin}"
+        );
+    }
+    assert_eq!(
+        browser
+            .exec("return document.getElementById('error').textContent;")
+            .await,
+        json!("")
+    );
+
+    // Stacked by queue: the bars take the queues' colours.
+    let before = browser
+        .exec("return Number(document.body.getAttribute('data-refreshes'));")
+        .await;
+    browser.click("#mode option[value=stacked]").await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let stacked = loop {
+        let v = browser
+            .exec(
+                "return { refreshes: Number(document.body.getAttribute('data-refreshes')),
+                   queues: Array.prototype.map.call(document.querySelectorAll('#chart rect.done'),
+                     function (r) { return r.getAttribute('data-queue'); }) };",
+            )
+            .await;
+        if v["refreshes"] != before {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "the chart was not redrawn");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    for q in ["export", "images"] {
+        assert!(
+            stacked["queues"].as_array().unwrap().contains(&json!(q)),
+            "{stacked}"
+        );
+    }
+
+    let shot = browser.screenshot().await;
+    assert_eq!(&shot[..8], b"\x89PNG\r\n\x1a\n");
+    if std::env::var_os("PLINTH_BLESS").is_some() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/console.png");
+        std::fs::write(path, &shot).unwrap();
+    }
+
+    // Sign-out forgets the key.
+    browser.click("#signout").await;
+    wait(
+        "the sign-in form again",
+        "return !document.getElementById('signin').hidden && sessionStorage.length === 0;",
+    )
+    .await;
+    browser.quit().await;
+}
