@@ -1,7 +1,7 @@
 //! Job control over apalis's own tables (`Jobs` on SQLite, `apalis.jobs` on PostgreSQL):
-//! counts per queue, listing, and an operator's retry and cancel. The queue names
-//! operators use (`email`, `export`, `images`, `expiry`) and the five statuses they see
-//! are defined here, once.
+//! counts per queue, listing, and an operator's retry and cancel. Queues go by the names
+//! operators use (`email`, `export`, `images`, `expiry`: `plinth_workers::QueueName`);
+//! the five statuses they see are defined here, once.
 //!
 //! apalis's statuses map to ours as follows (the SQL `CASE` in `state_sql!`):
 //! - `Pending`, and `Failed` with attempts left (apalis fetches it again at once) →
@@ -13,49 +13,23 @@
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
+use plinth_workers::QueueName;
+
 use crate::db::{now, BeginWrite, Db};
 use crate::with_db;
 
-/// One queue: the short name operators use and the name apalis stores as `job_type`
-/// (`workers/src/lib.rs`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Queue {
-    pub name: &'static str,
-    pub apalis: &'static str,
+/// A queue by its short name or its apalis name (the one mapping is
+/// `plinth_workers::QueueName`).
+pub fn queue(name: &str) -> Option<QueueName> {
+    QueueName::parse(name)
 }
 
-pub const QUEUES: [Queue; 4] = [
-    Queue {
-        name: "email",
-        apalis: "email",
-    },
-    Queue {
-        name: "export",
-        apalis: "slide-export",
-    },
-    Queue {
-        name: "images",
-        apalis: "slide-images",
-    },
-    Queue {
-        name: "expiry",
-        apalis: "expiry",
-    },
-];
-
-/// A queue by its short name or its apalis name.
-pub fn queue(name: &str) -> Option<Queue> {
-    let name = name.trim();
-    QUEUES
-        .into_iter()
-        .find(|q| q.name.eq_ignore_ascii_case(name) || q.apalis.eq_ignore_ascii_case(name))
-}
-
+/// The short name of an apalis queue name.
 fn short_name(apalis: &str) -> &'static str {
-    QUEUES
+    QueueName::ALL
         .into_iter()
-        .find(|q| q.apalis == apalis)
-        .map_or("unknown", |q| q.name)
+        .find(|q| q.table_name() == apalis)
+        .map_or("unknown", QueueName::name)
 }
 
 /// The statuses operators see.
@@ -80,7 +54,8 @@ macro_rules! state_sql {
     };
 }
 
-/// The apalis rows of our queues only (a shared database may hold others).
+/// The apalis rows of our queues only (a shared database may hold others); a literal for
+/// `concat!`, checked against `QueueName` by a test.
 macro_rules! our_queues {
     () => {
         "job_type IN ('email', 'slide-export', 'slide-images', 'expiry')"
@@ -288,7 +263,7 @@ pub struct Throughput {
     pub failed: i64,
 }
 
-/// Every queue, always all four, in `QUEUES` order.
+/// Every queue, always all four, in `QueueName::ALL` order.
 async fn counts(db: &Db, depth_only: bool) -> sqlx::Result<Vec<QueueCounts>> {
     let sql = if depth_only {
         pick(db, SQLITE_DEPTH, PG_DEPTH)
@@ -298,10 +273,10 @@ async fn counts(db: &Db, depth_only: bool) -> sqlx::Result<Vec<QueueCounts>> {
     let now = epoch_now();
     let rows: Vec<(String, String, i64, Option<f64>)> =
         with_db!(db, p => sqlx::query_as(sql).bind(now).fetch_all(p).await)?;
-    let mut out: Vec<QueueCounts> = QUEUES
+    let mut out: Vec<QueueCounts> = QueueName::ALL
         .iter()
         .map(|q| QueueCounts {
-            queue: q.name,
+            queue: q.name(),
             ..Default::default()
         })
         .collect();
@@ -460,12 +435,12 @@ pub const LIST_MAX: i64 = 500;
 /// Jobs of a queue and/or status (our names, checked by the caller), newest first.
 pub async fn list(
     db: &Db,
-    queue: Option<Queue>,
+    queue: Option<QueueName>,
     status: Option<&str>,
     limit: i64,
 ) -> sqlx::Result<Vec<JobRow>> {
     let sql = pick(db, SQLITE_LIST, PG_LIST);
-    let queue = queue.map(|q| q.apalis);
+    let queue = queue.map(QueueName::table_name);
     let rows: Vec<RawJob> = with_db!(db, p => sqlx::query_as(sql)
         .bind(queue).bind(status).bind(None::<String>).bind(limit.clamp(1, LIST_MAX))
         .fetch_all(p).await)?;
@@ -562,11 +537,25 @@ mod tests {
 
     #[test]
     fn queues_by_short_or_apalis_name() {
-        assert_eq!(queue("export").unwrap().apalis, "slide-export");
-        assert_eq!(queue("slide-images").unwrap().name, "images");
-        assert_eq!(queue(" Email ").unwrap().name, "email");
+        assert_eq!(queue("export").unwrap().table_name(), "slide-export");
+        assert_eq!(queue("slide-images").unwrap().name(), "images");
+        assert_eq!(queue(" Email ").unwrap().name(), "email");
         assert!(queue("exports").is_none());
         assert_eq!(short_name("expiry"), "expiry");
+    }
+
+    #[test]
+    fn the_sql_names_every_queue() {
+        for q in QueueName::ALL {
+            assert!(
+                our_queues!().contains(&format!("'{}'", q.table_name())),
+                "{q:?}"
+            );
+        }
+        assert_eq!(
+            our_queues!().matches('\'').count(),
+            2 * QueueName::ALL.len()
+        );
     }
 
     #[test]
