@@ -126,12 +126,14 @@ impl<R: Send + Sync + 'static, O: Send + 'static> Clone for BatchWriter<R, O> {
 impl<R: Send + Sync + 'static, O: Send + 'static> BatchWriter<R, O> {
     /// `shard_count` writers run side by side (one is right for SQLite's single writer);
     /// a transaction takes at most `max_rows` rows (a request's rows are never split).
+    /// `kind` names the writer in metrics (`plinth_actor_mailbox_length{actor=...}`).
     pub async fn start(
+        kind: &'static str,
         shard_count: usize,
         max_rows: usize,
         store: Arc<dyn BatchStore<R, O>>,
     ) -> Result<Self, ractor::SpawnErr> {
-        let shards = Shards::start(shard_count, move || {
+        let shards = Shards::start(kind, shard_count, move || {
             (
                 BatchShard {
                     store: store.clone(),
@@ -192,7 +194,9 @@ mod tests {
     #[tokio::test]
     async fn concurrent_requests_share_transactions_and_each_hears_its_own_count() {
         let store = Arc::new(Memory::default());
-        let writer = BatchWriter::start(1, 2_000, store.clone()).await.unwrap();
+        let writer = BatchWriter::start("test", 1, 2_000, store.clone())
+            .await
+            .unwrap();
         let calls = (0..100u32).map(|i| {
             let w = writer.clone();
             tokio::spawn(async move { w.write("k", vec![i * 2, i * 2 + 1]).await })

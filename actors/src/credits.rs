@@ -274,7 +274,7 @@ impl CreditAccounts {
     ) -> Result<Self, ractor::SpawnErr> {
         let published: Published = Arc::new(DashMap::new());
         let for_shards = published.clone();
-        let shards = Shards::start(shard_count, move || {
+        let shards = Shards::start("credits", shard_count, move || {
             // A restarted shard starts from the store again: drop what was published.
             for_shards.clear();
             (

@@ -338,7 +338,7 @@ impl DeckActors {
         count: usize,
         store: Arc<dyn IdempotencyStore>,
     ) -> Result<Self, ractor::SpawnErr> {
-        let shards = Shards::start(count, move || {
+        let shards = Shards::start("decks", count, move || {
             (
                 DeckShard {
                     store: store.clone(),

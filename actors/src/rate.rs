@@ -406,7 +406,7 @@ impl RateLimiter {
         let leases = store.is_none().then(|| Arc::new(Leases::new()));
         let shard_leases = leases.clone();
         Ok(Self {
-            shards: Shards::start(shard_count, move || {
+            shards: Shards::start("rate", shard_count, move || {
                 (
                     Shard {
                         store: store.clone(),

@@ -3,14 +3,104 @@
 //! per-key state lives inside a bounded number of shards instead of one actor per key.
 
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 type Table<M> = Arc<RwLock<Vec<ActorRef<M>>>>;
 
+/// Messages waiting per shard slot, for the `plinth_actor_mailbox_length` gauge: ractor
+/// does not expose its mailboxes, so `Shards::of` counts a message in (every caller sends
+/// one message to the shard it gets) and `Counted` counts it out when handled. A shard's
+/// messages to itself (flush ticks) are not counted in: the count saturates at zero, so
+/// it can read low by the ticks queued, never drift.
+type Depths = Arc<Vec<AtomicI64>>;
+
+/// Every live set of shards by actor kind, read at each scrape (`mailbox_lengths`).
+static ALL_DEPTHS: Mutex<Vec<(&'static str, WeakDepths)>> = Mutex::new(Vec::new());
+type WeakDepths = Weak<Vec<AtomicI64>>;
+
+/// Messages waiting in each kind of actor's mailboxes, summed over its shards.
+pub fn mailbox_lengths() -> Vec<(&'static str, i64)> {
+    let mut all = ALL_DEPTHS.lock().unwrap_or_else(|e| e.into_inner());
+    all.retain(|(_, d)| d.strong_count() > 0);
+    let mut out: Vec<(&'static str, i64)> = Vec::new();
+    for (kind, depths) in all.iter() {
+        let Some(depths) = depths.upgrade() else {
+            continue;
+        };
+        let sum: i64 = depths
+            .iter()
+            .map(|d| d.load(Ordering::Relaxed).max(0))
+            .sum();
+        match out.iter_mut().find(|(k, _)| k == kind) {
+            Some((_, n)) => *n += sum,
+            None => out.push((kind, sum)),
+        }
+    }
+    out
+}
+
+/// An actor whose handled messages are counted out of its slot's depth.
+struct Counted<A> {
+    inner: A,
+    depth: Depths,
+    slot: usize,
+}
+
+impl<A: Actor> Actor for Counted<A> {
+    type Msg = A::Msg;
+    type State = A::State;
+    type Arguments = A::Arguments;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<A::Msg>,
+        args: A::Arguments,
+    ) -> Result<A::State, ActorProcessingErr> {
+        self.inner.pre_start(myself, args).await
+    }
+
+    async fn post_stop(
+        &self,
+        myself: ActorRef<A::Msg>,
+        state: &mut A::State,
+    ) -> Result<(), ActorProcessingErr> {
+        self.inner.post_stop(myself, state).await
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<A::Msg>,
+        message: A::Msg,
+        state: &mut A::State,
+    ) -> Result<(), ActorProcessingErr> {
+        let _ = self.depth[self.slot].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            Some((n - 1).max(0))
+        });
+        self.inner.handle(myself, message, state).await
+    }
+}
+
 struct Supervisor<A: Actor> {
     make: Arc<dyn Fn() -> (A, A::Arguments) + Send + Sync>,
+    kind: &'static str,
+    depth: Depths,
+}
+
+impl<A: Actor> Supervisor<A> {
+    fn spawn_args(&self, slot: usize) -> (Counted<A>, A::Arguments) {
+        let (inner, args) = (self.make)();
+        // A new shard starts with an empty mailbox: what the old one held is gone.
+        self.depth[slot].store(0, Ordering::Relaxed);
+        let actor = Counted {
+            inner,
+            depth: self.depth.clone(),
+            slot,
+        };
+        (actor, args)
+    }
 }
 
 struct SupervisorState<M> {
@@ -31,8 +121,8 @@ where
         (count, shards): Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
         let mut started = Vec::with_capacity(count);
-        for _ in 0..count {
-            let (actor, args) = (self.make)();
+        for slot in 0..count {
+            let (actor, args) = self.spawn_args(slot);
             let (shard, _) = Actor::spawn_linked(None, actor, args, myself.get_cell()).await?;
             started.push(shard);
         }
@@ -59,7 +149,8 @@ where
             shards.iter().position(|s| s.get_id() == dead.get_id())
         };
         if let Some(slot) = slot {
-            let (actor, args) = (self.make)();
+            metrics::counter!("plinth_actor_restarts_total", "actor" => self.kind).increment(1);
+            let (actor, args) = self.spawn_args(slot);
             let (shard, _) = Actor::spawn_linked(None, actor, args, myself.get_cell()).await?;
             state.shards.write().unwrap_or_else(|e| e.into_inner())[slot] = shard;
         }
@@ -80,6 +171,7 @@ where
 pub struct Shards<M: ractor::Message> {
     table: Table<M>,
     supervisor: ActorRef<()>,
+    depth: Depths,
 }
 
 impl<M: ractor::Message> Clone for Shards<M> {
@@ -87,33 +179,51 @@ impl<M: ractor::Message> Clone for Shards<M> {
         Self {
             table: self.table.clone(),
             supervisor: self.supervisor.clone(),
+            depth: self.depth.clone(),
         }
     }
 }
 
 impl<M: ractor::Message> Shards<M> {
-    /// Starts `count` shards, each built by `make` (also used for restarts).
+    /// Starts `count` shards of the actor kind `kind` (the metrics label), each built by
+    /// `make` (also used for restarts).
     pub async fn start<A>(
+        kind: &'static str,
         count: usize,
         make: impl Fn() -> (A, A::Arguments) + Send + Sync + 'static,
     ) -> Result<Self, ractor::SpawnErr>
     where
         A: Actor<Msg = M>,
     {
+        let count = count.max(1);
         let table: Table<M> = Arc::new(RwLock::new(Vec::new()));
+        let depth: Depths = Arc::new((0..count).map(|_| AtomicI64::new(0)).collect());
         let supervisor = Supervisor::<A> {
             make: Arc::new(make),
+            kind,
+            depth: depth.clone(),
         };
-        let (supervisor, _) = Actor::spawn(None, supervisor, (count.max(1), table.clone())).await?;
-        Ok(Self { table, supervisor })
+        let (supervisor, _) = Actor::spawn(None, supervisor, (count, table.clone())).await?;
+        ALL_DEPTHS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((kind, Arc::downgrade(&depth)));
+        Ok(Self {
+            table,
+            supervisor,
+            depth,
+        })
     }
 
-    /// The shard that owns `key` (std's SipHash with fixed keys: stable for the process).
+    /// The shard that owns `key` (std's SipHash with fixed keys: stable for the process),
+    /// for one message to it (counted into its mailbox depth).
     pub fn of(&self, key: &str) -> ActorRef<M> {
         let mut h = std::collections::hash_map::DefaultHasher::new();
         key.hash(&mut h);
         let shards = self.table.read().unwrap_or_else(|e| e.into_inner());
-        shards[(h.finish() % shards.len() as u64) as usize].clone()
+        let slot = (h.finish() % shards.len() as u64) as usize;
+        self.depth[slot].fetch_add(1, Ordering::Relaxed);
+        shards[slot].clone()
     }
 
     /// Current shard ids (changes when a shard is restarted).
