@@ -6,6 +6,7 @@
 
 pub mod expiry;
 mod mail;
+pub mod metrics;
 pub mod slides;
 
 use std::time::Duration;
@@ -43,6 +44,51 @@ const EMAIL_QUEUE: &str = "email";
 const EXPORT_QUEUE: &str = "slide-export";
 const IMAGE_QUEUE: &str = "slide-images";
 const EXPIRY_QUEUE: &str = "expiry";
+
+/// The queues by the names operators use (`--queues`, `--concurrency`, `plinth jobs`,
+/// metrics labels); `table_name` is the queue's name in apalis's job table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum QueueName {
+    Email,
+    Export,
+    Images,
+    Expiry,
+}
+
+impl QueueName {
+    pub const ALL: [QueueName; 4] = [
+        QueueName::Email,
+        QueueName::Export,
+        QueueName::Images,
+        QueueName::Expiry,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            QueueName::Email => "email",
+            QueueName::Export => "export",
+            QueueName::Images => "images",
+            QueueName::Expiry => "expiry",
+        }
+    }
+
+    pub fn table_name(self) -> &'static str {
+        match self {
+            QueueName::Email => EMAIL_QUEUE,
+            QueueName::Export => EXPORT_QUEUE,
+            QueueName::Images => IMAGE_QUEUE,
+            QueueName::Expiry => EXPIRY_QUEUE,
+        }
+    }
+
+    /// An operator's name or apalis's, trimmed and case-insensitive.
+    pub fn parse(s: &str) -> Option<QueueName> {
+        let s = s.trim().to_ascii_lowercase();
+        QueueName::ALL
+            .into_iter()
+            .find(|q| q.name() == s || q.table_name() == s)
+    }
+}
 /// A job is tried at most this many times in all (in-process retries included).
 const EMAIL_MAX_ATTEMPTS: usize = 5;
 /// Slide jobs count their own attempts (see `slides::MAX_ATTEMPTS`); the queue's limit
@@ -75,9 +121,37 @@ pub struct QueueStatus {
 pub struct WorkerConfig {
     /// Unique per process; see `worker_name`.
     pub name_prefix: String,
-    pub email_concurrency: usize,
-    pub render_concurrency: usize,
-    pub image_concurrency: usize,
+    /// The queues this process runs, each with its number of concurrent jobs.
+    pub queues: Vec<(QueueName, usize)>,
+}
+
+impl WorkerConfig {
+    fn concurrency(&self, queue: QueueName) -> Option<usize> {
+        self.queues
+            .iter()
+            .find(|(q, _)| *q == queue)
+            .map(|(_, n)| (*n).max(1))
+    }
+}
+
+/// The names of every worker this process started (a worker restarted by the monitor
+/// takes a new one), so that a stop can hand their unfinished jobs back at once.
+#[derive(Clone, Default)]
+struct WorkerNames(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl WorkerNames {
+    fn new_name(&self, prefix: &str, queue: QueueName) -> String {
+        let name = worker_name(prefix, queue.table_name());
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(name.clone());
+        name
+    }
+
+    fn all(&self) -> Vec<String> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 /// A worker name no other process uses: apalis breaks orphan recovery when two live
@@ -109,7 +183,7 @@ async fn deliver(job: EmailJob, mail: Data<MailBackend>) -> Result<(), BoxDynErr
 }
 
 macro_rules! worker {
-    ($name:expr, $backend:expr, $data:expr, $concurrency:expr, $timeout:expr, $handler:expr) => {{
+    ($name:expr, $backend:expr, $data:expr, $concurrency:expr, $timeout:expr, $queue:expr, $handler:expr) => {{
         let backoff = ExponentialBackoffMaker::new(
             Duration::from_millis(200),
             Duration::from_secs(10),
@@ -125,6 +199,9 @@ macro_rules! worker {
             // Retry outside catch_panic, so a panicking job is retried like a failing
             // one (apalis warns about the other order; review finding M11).
             .retry(RetryPolicy::retries(2).with_backoff(backoff))
+            // Inside the retry, so that each run is counted; outside the panic and timeout
+            // layers, so that those count as failures.
+            .layer(metrics::JobMetrics($queue.name()))
             .catch_panic()
             .timeout($timeout)
             .build($handler)
@@ -157,35 +234,40 @@ macro_rules! push {
     };
 }
 
-/// The four worker pools over the storages of one backend, under one apalis
-/// [`Monitor`]; `$poll` is how that backend learns of new jobs. Every (re)start takes a
-/// fresh worker name (see `worker_name`).
+/// The worker pools this process runs (`WorkerConfig::queues`) over the storages of one
+/// backend, under one apalis [`Monitor`]; `$poll` is how that backend learns of new jobs.
+/// Every (re)start takes a fresh worker name (see `worker_name`).
 macro_rules! monitor {
-    ($email:ident, $export:ident, $images:ident, $expiry:ident, $cfg:expr, $mail:expr, $env:expr, $xenv:expr, $($poll:tt)*) => {{
-        let (prefix, mail, env, xenv) = ($cfg.name_prefix.clone(), $mail, $env, $xenv);
+    ($email:ident, $export:ident, $images:ident, $expiry:ident, $cfg:expr, $names:expr, $mail:expr, $env:expr, $xenv:expr, $($poll:tt)*) => {{
+        let (cfg, names, mail, env, xenv) = ($cfg, $names, $mail, $env, $xenv);
         // Exports of large decks take a while; the timeout only stops runaway jobs.
         let (mail_timeout, slide_timeout) = (Duration::from_secs(60), Duration::from_secs(600));
-        let (ec, rc, ic) = (
-            $cfg.email_concurrency.max(1),
-            $cfg.render_concurrency.max(1),
-            $cfg.image_concurrency.max(1),
-        );
-        let p = prefix.clone();
-        let monitor = Monitor::new().register(move |_| {
-            worker!(worker_name(&p, EMAIL_QUEUE), $email.clone() $($poll)*, mail.clone(), ec, mail_timeout, deliver)
-        });
-        let (p, e) = (prefix.clone(), env.clone());
-        let monitor = monitor.register(move |_| {
-            worker!(worker_name(&p, EXPORT_QUEUE), $export.clone() $($poll)*, e.clone(), rc, slide_timeout, slides::run_export)
-        });
-        let p = prefix.clone();
-        let monitor = monitor.register(move |_| {
-            worker!(worker_name(&p, IMAGE_QUEUE), $images.clone() $($poll)*, env.clone(), ic, slide_timeout, slides::run_image_check)
-        });
-        let p = prefix;
-        monitor.register(move |_| {
-            worker!(worker_name(&p, EXPIRY_QUEUE), $expiry.clone() $($poll)*, xenv.clone(), 1, slide_timeout, expiry::run)
-        })
+        let mut monitor = Monitor::new();
+        if let Some(c) = cfg.concurrency(QueueName::Email) {
+            let (p, n) = (cfg.name_prefix.clone(), names.clone());
+            monitor = monitor.register(move |_| {
+                worker!(n.new_name(&p, QueueName::Email), $email.clone() $($poll)*, mail.clone(), c, mail_timeout, QueueName::Email, deliver)
+            });
+        }
+        if let Some(c) = cfg.concurrency(QueueName::Export) {
+            let (p, n, e) = (cfg.name_prefix.clone(), names.clone(), env.clone());
+            monitor = monitor.register(move |_| {
+                worker!(n.new_name(&p, QueueName::Export), $export.clone() $($poll)*, e.clone(), c, slide_timeout, QueueName::Export, slides::run_export)
+            });
+        }
+        if let Some(c) = cfg.concurrency(QueueName::Images) {
+            let (p, n) = (cfg.name_prefix.clone(), names.clone());
+            monitor = monitor.register(move |_| {
+                worker!(n.new_name(&p, QueueName::Images), $images.clone() $($poll)*, env.clone(), c, slide_timeout, QueueName::Images, slides::run_image_check)
+            });
+        }
+        if cfg.concurrency(QueueName::Expiry).is_some() {
+            let (p, n) = (cfg.name_prefix.clone(), names.clone());
+            monitor = monitor.register(move |_| {
+                worker!(n.new_name(&p, QueueName::Expiry), $expiry.clone() $($poll)*, xenv.clone(), 1, slide_timeout, QueueName::Expiry, expiry::run)
+            });
+        }
+        monitor
     }};
 }
 
@@ -232,6 +314,7 @@ impl Queue {
             .max_attempts(EMAIL_MAX_ATTEMPTS)
             .build();
         push!(self, email, task);
+        metrics::enqueued(QueueName::Email.name());
         Ok(())
     }
 
@@ -241,6 +324,7 @@ impl Queue {
             .max_attempts(1)
             .build();
         push!(self, expiry, task);
+        metrics::enqueued(QueueName::Expiry.name());
         Ok(())
     }
 
@@ -259,9 +343,11 @@ impl Queue {
         }
     }
 
-    /// Runs this process's worker pools (email, slide export, slide images, expiry)
-    /// under an apalis monitor until `shutdown` turns true; in-flight jobs get `grace` to
-    /// finish.
+    /// Runs this process's worker pools under an apalis monitor until `shutdown` turns
+    /// true. Running jobs then get `grace` to finish; the ones still running after it go
+    /// back to their queue at once (not after the missed heartbeats another process
+    /// would wait for), as do the jobs fetched but not started, and the slide exports
+    /// give up their leases.
     #[allow(clippy::too_many_arguments)]
     pub async fn run_workers(
         &self,
@@ -272,6 +358,10 @@ impl Queue {
         mut shutdown: tokio::sync::watch::Receiver<bool>,
         grace: Duration,
     ) {
+        if cfg.queues.is_empty() {
+            return;
+        }
+        let names = WorkerNames::default();
         // SQLite is polled (100 ms); PostgreSQL hears new jobs by LISTEN/NOTIFY, with a
         // slower poll for retries and delayed jobs.
         let fast = Duration::from_millis(100);
@@ -283,7 +373,7 @@ impl Queue {
                 images,
                 expiry,
             } => {
-                monitor!(email, export, images, expiry, cfg, mail, env, expiry_env, .poll_with_interval(fast))
+                monitor!(email, export, images, expiry, &cfg, &names, mail, env.clone(), expiry_env, .poll_with_interval(fast))
             }
             Queue::Postgres {
                 email,
@@ -291,7 +381,7 @@ impl Queue {
                 images,
                 expiry,
             } => monitor!(
-                email, export, images, expiry, cfg, mail, env, expiry_env,
+                email, export, images, expiry, &cfg, &names, mail, env.clone(), expiry_env,
                 .with_pubsub().poll_with_interval(slow)
             ),
         };
@@ -299,7 +389,12 @@ impl Queue {
             let _ = shutdown.wait_for(|stop| *stop).await;
             Ok(())
         };
-        tracing::info!(queues = ?[EMAIL_QUEUE, EXPORT_QUEUE, IMAGE_QUEUE, EXPIRY_QUEUE], "workers starting");
+        let queues: Vec<String> = cfg
+            .queues
+            .iter()
+            .map(|(q, n)| format!("{}={n}", q.name()))
+            .collect();
+        tracing::info!(?queues, "workers starting");
         if let Err(e) = monitor
             .should_restart(restart_after)
             .with_terminator(async move { tokio::time::sleep(grace).await })
@@ -308,6 +403,51 @@ impl Queue {
         {
             tracing::error!(error = %e, "workers stopped");
         }
+        slides::release_live_runs(&env).await;
+        match self.release(&names.all()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(jobs = n, "unfinished jobs returned to their queues"),
+            Err(e) => {
+                tracing::error!(error = %e, "could not return unfinished jobs to their queues; they run again after the workers' heartbeats lapse")
+            }
+        }
+        tracing::info!("workers stopped");
+    }
+
+    /// Hands the jobs that `workers` fetched or were running back to their queue, as
+    /// apalis does for a worker whose heartbeats stopped. The attempt stays counted.
+    async fn release(&self, workers: &[String]) -> Result<u64, sqlx::Error> {
+        const NOTE: &str = r#"{"Err":"returned to the queue: its worker stopped"}"#;
+        if workers.is_empty() {
+            return Ok(0);
+        }
+        let done = match self {
+            Queue::Sqlite { email, .. } => {
+                let list = serde_json::to_string(workers).unwrap_or_default();
+                sqlx::query(
+                    "UPDATE Jobs SET status = 'Pending', lock_by = NULL, lock_at = NULL, \
+                     done_at = NULL, last_result = ?2 \
+                     WHERE status IN ('Running', 'Queued') \
+                     AND lock_by IN (SELECT value FROM json_each(?1))",
+                )
+                .bind(list)
+                .bind(NOTE)
+                .execute(email.pool())
+                .await?
+                .rows_affected()
+            }
+            Queue::Postgres { email, .. } => sqlx::query(
+                "UPDATE apalis.jobs SET status = 'Pending', lock_by = NULL, lock_at = NULL, \
+                     done_at = NULL, last_result = $2::jsonb \
+                     WHERE status IN ('Running', 'Queued') AND lock_by = ANY($1)",
+            )
+            .bind(workers)
+            .bind(NOTE)
+            .execute(email.pool())
+            .await?
+            .rows_affected(),
+        };
+        Ok(done)
     }
 }
 
@@ -356,7 +496,9 @@ impl Enqueue for sqlx::SqliteConnection {
         })?;
         apalis_sqlite::queries::push_tasks(self, EXPORT_QUEUE, &[task])
             .await
-            .map_err(sqlite_err)
+            .map_err(sqlite_err)?;
+        metrics::enqueued(QueueName::Export.name());
+        Ok(())
     }
     async fn push_image_check(&mut self, asset_id: &str) -> Result<(), sqlx::Error> {
         let task = slide_task(&ImageTask {
@@ -364,7 +506,9 @@ impl Enqueue for sqlx::SqliteConnection {
         })?;
         apalis_sqlite::queries::push_tasks(self, IMAGE_QUEUE, &[task])
             .await
-            .map_err(sqlite_err)
+            .map_err(sqlite_err)?;
+        metrics::enqueued(QueueName::Images.name());
+        Ok(())
     }
 }
 
@@ -375,7 +519,9 @@ impl Enqueue for sqlx::PgConnection {
         })?;
         apalis_postgres::queries::push_tasks(self, EXPORT_QUEUE, vec![task])
             .await
-            .map_err(postgres_err)
+            .map_err(postgres_err)?;
+        metrics::enqueued(QueueName::Export.name());
+        Ok(())
     }
     async fn push_image_check(&mut self, asset_id: &str) -> Result<(), sqlx::Error> {
         let task = slide_task(&ImageTask {
@@ -383,6 +529,8 @@ impl Enqueue for sqlx::PgConnection {
         })?;
         apalis_postgres::queries::push_tasks(self, IMAGE_QUEUE, vec![task])
             .await
-            .map_err(postgres_err)
+            .map_err(postgres_err)?;
+        metrics::enqueued(QueueName::Images.name());
+        Ok(())
     }
 }

@@ -201,6 +201,20 @@ pub async fn run_export(task: ExportTask, env: Data<Env>) -> Result<(), BoxDynEr
             }
         }
     };
+    let mut live = LiveRun::enter(job_id, &owner);
+    let result = run_leased(env, job_id, &owner, work).await;
+    live.returned = true;
+    result
+}
+
+/// An export run that holds the job's lease.
+async fn run_leased(
+    env: &Env,
+    job_id: &str,
+    owner: &str,
+    work: ExportWork,
+) -> Result<(), BoxDynError> {
+    let owner = owner.to_owned();
     if work.attempt > MAX_ATTEMPTS {
         env.fail(
             job_id,
@@ -265,6 +279,54 @@ pub async fn run_export(task: ExportTask, env: Data<Env>) -> Result<(), BoxDynEr
         }
     }
     Ok(())
+}
+
+/// The exports of this process that started and did not return, (job id, run owner): a
+/// stopping process gives their leases up at once (`release_live_runs`), so that the
+/// job's next run, here after a restart or on another worker, need not wait for the lease
+/// to lapse. A run whose future was dropped (the shutdown timeout, the job timeout) stays
+/// listed: its lease is still held.
+static LIVE_RUNS: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+struct LiveRun {
+    owner: String,
+    returned: bool,
+}
+
+impl LiveRun {
+    fn enter(job_id: &str, owner: &str) -> LiveRun {
+        LIVE_RUNS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((job_id.to_owned(), owner.to_owned()));
+        LiveRun {
+            owner: owner.to_owned(),
+            returned: false,
+        }
+    }
+}
+
+impl Drop for LiveRun {
+    fn drop(&mut self) {
+        if self.returned {
+            LIVE_RUNS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .retain(|(_, owner)| *owner != self.owner);
+        }
+    }
+}
+
+/// Gives up the leases of the exports still running in this process (at its stop, after
+/// the grace period). A run that goes on anyway loses its lease at its next conditional
+/// update and stops.
+pub async fn release_live_runs(env: &Env) {
+    let runs = std::mem::take(&mut *LIVE_RUNS.lock().unwrap_or_else(|e| e.into_inner()));
+    for (job_id, owner) in runs {
+        if let Err(e) = env.release(&job_id, &owner).await {
+            tracing::warn!(error = %e, job_id, "lease not released at shutdown; it lapses");
+        }
+    }
 }
 
 /// One run of an export: what its steps need to report progress under its lease.
