@@ -39,6 +39,32 @@ pub enum Command {
     /// Analytics maintenance.
     #[command(subcommand)]
     Analytics(AnalyticsCommand),
+    /// Job control: queue counts, listing, retry and cancel.
+    #[command(subcommand)]
+    Jobs(JobsCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum JobsCommand {
+    /// Jobs per queue by status, the oldest pending job's age, and jobs finished per
+    /// minute over the last hour.
+    Stats,
+    /// Jobs, newest first.
+    List {
+        /// email, export, images or expiry.
+        #[arg(long)]
+        queue: Option<String>,
+        /// pending, running, done, failed or killed.
+        #[arg(long)]
+        status: Option<String>,
+        /// At most this many (1 to 500).
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
+    },
+    /// Runs a failed or killed job again, now, with its attempts reset.
+    Retry { id: String },
+    /// Kills a pending job so that it never runs.
+    Cancel { id: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -301,6 +327,36 @@ pub struct Opts {
         global = true
     )]
     pub image_concurrency: usize,
+    /// Queues this process runs workers for, comma-separated: email, export, images,
+    /// expiry [default: all four]. `serve --no-workers` runs none.
+    #[arg(long, env = "PLINTH_QUEUES", value_delimiter = ',', global = true)]
+    pub queues: Vec<String>,
+    /// Workers per queue, e.g. `export=4,images=2,email=8` (overrides the
+    /// PLINTH_*_CONCURRENCY flags for the queues it names; expiry is always 1).
+    #[arg(long, env = "PLINTH_CONCURRENCY", value_delimiter = ',', global = true)]
+    pub concurrency: Vec<String>,
+    /// Seconds a stopping process (SIGTERM or Ctrl-C) gives in-flight requests and running
+    /// jobs to finish; jobs still running then go back to their queue.
+    #[arg(
+        long,
+        env = "PLINTH_SHUTDOWN_TIMEOUT",
+        default_value_t = 25,
+        global = true
+    )]
+    pub shutdown_timeout: u64,
+    /// Bearer token that `GET /metrics` on the API listener requires (unset: /metrics
+    /// answers 404 there).
+    #[arg(
+        long,
+        env = "PLINTH_METRICS_TOKEN",
+        hide_env_values = true,
+        global = true
+    )]
+    pub metrics_token: Option<String>,
+    /// A separate address serving /metrics, /livez and /readyz without a token (keep it
+    /// private). Metrics are recorded only when this or PLINTH_METRICS_TOKEN is set.
+    #[arg(long, env = "PLINTH_METRICS_LISTEN", global = true)]
+    pub metrics_listen: Option<String>,
     /// Prefix of this process's worker names [default: host and process id]; the full
     /// names are made unique per start, as apalis requires.
     #[arg(long, env = "PLINTH_WORKER_NAME", global = true)]

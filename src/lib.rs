@@ -12,7 +12,9 @@ pub mod domain;
 pub mod error;
 pub mod extract;
 pub mod gcs;
+pub mod jobs_cli;
 pub mod mail;
+pub mod observe;
 pub mod payments;
 pub mod periodic;
 pub mod reply;
@@ -63,6 +65,8 @@ pub fn app(state: AppState) -> Router {
         // The local object store's signed URLs: an upload is bounded by its signed size,
         // checked while it streams to disk (storage::serve).
         .merge(storage::serve::router())
+        // Probes and metrics: no envelope, key or rate limit.
+        .merge(routes::ops(observe::OpsState::of_api(&state)))
         .with_state(state)
         .layer(
             tower::ServiceBuilder::new()

@@ -24,5 +24,6 @@ async fn main() -> anyhow::Result<()> {
         Command::Analytics(AnalyticsCommand::RebuildRollups) => {
             server::rebuild_rollups(cli.opts).await
         }
+        Command::Jobs(cmd) => plinth::jobs_cli::jobs(cli.opts, cmd).await,
     }
 }

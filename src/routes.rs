@@ -401,6 +401,24 @@ pub static ROUTES: &[RouteSpec] = &[
     route!(POST "/api/slides/present", Public, Read, "Slide decks" => api::slides::present),
 ];
 
+/// Routes beyond the spec's list (docs/api.md, "Additions"): the same treatment as
+/// `ROUTES` (access checks, rate categories, costs, the OpenAPI document), but left out of
+/// the comparison with the spec (`tests/api/route_table.rs`) and of its pricing list.
+/// Adding one is adding a row.
+pub static EXTRA_ROUTES: &[RouteSpec] = &[
+    route!(GET "/api/openapi.json", Public, Read, "Additions" => api::openapi::openapi),
+    route!(GET "/api/admin/jobs/stats", Admin100, Read, "Additions" => api::admin::stats),
+    route!(GET "/api/admin/jobs", Admin100, Read, "Additions" => api::admin::list),
+    route!(POST "/api/admin/jobs/retry", Admin100, Write, "Additions" => api::admin::retry),
+    route!(POST "/api/admin/jobs/cancel", Admin100, Write, "Additions" => api::admin::cancel),
+    route!(GET "/api/admin/errors", Admin100, Read, "Additions" => api::ops::errors),
+];
+
+/// Every route: the spec's, then the additions.
+pub fn all() -> impl Iterator<Item = &'static RouteSpec> {
+    ROUTES.iter().chain(EXTRA_ROUTES)
+}
+
 fn method_filter(m: &str) -> MethodFilter {
     match m {
         "GET" => MethodFilter::GET,
@@ -416,7 +434,7 @@ fn method_filter(m: &str) -> MethodFilter {
 /// and the JSON 404 fallback; `crate::app` adds the layers.
 pub fn router() -> Router<AppState> {
     let mut by_path: BTreeMap<&str, MethodRouter<AppState>> = BTreeMap::new();
-    for spec in ROUTES {
+    for spec in all() {
         let handler = spec
             .handler
             .unwrap_or(|f| axum::routing::on(f, api::not_implemented));
@@ -431,10 +449,17 @@ pub fn router() -> Router<AppState> {
     for (path, mr) in by_path {
         router = router.route(path, mr);
     }
-    router
-        // The one API route beyond the spec's list (docs/api.md).
-        .route("/api/openapi.json", get(api::openapi::openapi))
-        .fallback(api::fallback)
+    router.fallback(api::fallback)
+}
+
+/// The probes and the Prometheus scrape (`/livez`, `/readyz`, `/metrics`): outside the
+/// JSON API (no envelope, key or rate limit), on the API listener and `--metrics-listen`.
+pub fn ops<S: Clone + Send + Sync + 'static>(state: crate::observe::OpsState) -> Router<S> {
+    Router::new()
+        .route("/livez", get(api::ops::livez))
+        .route("/readyz", get(api::ops::readyz))
+        .route("/metrics", get(api::ops::metrics))
+        .with_state(state)
 }
 
 /// Browser assets outside the JSON API: the analytics script and dashboard.

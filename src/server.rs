@@ -8,7 +8,7 @@ use plinth_actors::batch::BatchWriter;
 use plinth_actors::credits::CreditAccounts;
 use plinth_actors::decks::DeckActors;
 use plinth_actors::rate::RateLimiter;
-use plinth_workers::{MailBackend, Queue, WorkerConfig};
+use plinth_workers::{MailBackend, Queue, QueueName, WorkerConfig};
 use tokio::sync::watch;
 
 use crate::config::Opts;
@@ -198,16 +198,114 @@ fn expiry_env(db: &Db, objects: &crate::storage::ObjectStore) -> plinth_workers:
     })
 }
 
-fn worker_config(opts: &Opts) -> WorkerConfig {
-    WorkerConfig {
+/// The worker pools of `--queues` and `--concurrency`; refused with a clear message on
+/// a name or number that is not one.
+pub fn worker_config(opts: &Opts) -> anyhow::Result<WorkerConfig> {
+    let parse = |name: &str, flag: &str| {
+        QueueName::parse(name).with_context(|| {
+            format!(
+                "unknown queue `{name}` in {flag}: the queues are email, export, images, expiry"
+            )
+        })
+    };
+    let named: Vec<&String> = opts
+        .queues
+        .iter()
+        .filter(|q| !q.trim().is_empty())
+        .collect();
+    let selected = if named.is_empty() {
+        QueueName::ALL.to_vec()
+    } else {
+        let mut v = Vec::new();
+        for q in named {
+            let q = parse(q, "--queues (PLINTH_QUEUES)")?;
+            if !v.contains(&q) {
+                v.push(q);
+            }
+        }
+        v
+    };
+    let mut queues: Vec<(QueueName, usize)> = selected
+        .into_iter()
+        .map(|q| {
+            let n = match q {
+                QueueName::Email => opts.email_concurrency,
+                QueueName::Export => opts.render_concurrency,
+                QueueName::Images => opts.image_concurrency,
+                QueueName::Expiry => 1,
+            };
+            (q, n.max(1))
+        })
+        .collect();
+    for entry in opts.concurrency.iter().filter(|e| !e.trim().is_empty()) {
+        let flag = "--concurrency (PLINTH_CONCURRENCY)";
+        let (name, n) = entry
+            .split_once('=')
+            .with_context(|| format!("`{entry}` in {flag} is not QUEUE=N, e.g. export=4"))?;
+        let q = parse(name, flag)?;
+        let n: usize = n
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| (1..=1024).contains(n))
+            .with_context(|| format!("`{entry}` in {flag}: N must be a number from 1 to 1024"))?;
+        match queues.iter_mut().find(|(p, _)| *p == q) {
+            // Expiry runs one sweep at a time by design.
+            Some((QueueName::Expiry, _)) => {}
+            Some((_, c)) => *c = n,
+            None => tracing::warn!(
+                queue = q.name(),
+                "{flag} names a queue this process does not run (--queues)"
+            ),
+        }
+    }
+    Ok(WorkerConfig {
         name_prefix: opts.worker_name.clone().unwrap_or_else(|| {
             let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "plinth".into());
             format!("{host}-{}", std::process::id())
         }),
-        email_concurrency: opts.email_concurrency,
-        render_concurrency: opts.render_concurrency,
-        image_concurrency: opts.image_concurrency,
+        queues,
+    })
+}
+
+/// Installs the metrics recorder when the operator asked for metrics.
+fn start_metrics(opts: &Opts) -> anyhow::Result<()> {
+    let token = opts.metrics_token.as_deref().is_some_and(|t| !t.is_empty());
+    if token || opts.metrics_listen.is_some() {
+        crate::observe::install()?;
     }
+    Ok(())
+}
+
+/// `--metrics-listen`: /metrics, /livez and /readyz without a token, until `stop`.
+async fn serve_metrics(
+    opts: &Opts,
+    ops: crate::observe::OpsState,
+    stop: watch::Receiver<bool>,
+) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
+    let Some(addr) = &opts.metrics_listen else {
+        return Ok(None);
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding --metrics-listen {addr}"))?;
+    let bound = listener.local_addr()?;
+    // Tests read this line to learn the port when listening on port 0.
+    println!("plinth metrics on http://{bound}");
+    let app: axum::Router = crate::routes::ops(crate::observe::OpsState { open: true, ..ops });
+    Ok(Some(tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(stopped(stop))
+            .await
+        {
+            tracing::error!(error = %e, "metrics listener failed");
+        }
+    })))
+}
+
+/// Resolves once `stop` turns true.
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
 }
 
 async fn shutdown_signal() {
@@ -288,9 +386,6 @@ fn providers(
     }
     Ok((payments, store))
 }
-
-/// How long in-flight jobs may run on after a shutdown signal before the workers stop.
-const WORKER_GRACE: Duration = Duration::from_secs(25);
 
 /// Everything a running API holds: the state its handlers see and the actors to stop
 /// at the end. `serve` puts it behind a listener; in-process tests call
@@ -392,6 +487,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     .await
     .map_err(|e| anyhow::anyhow!("starting deck actors: {e}"))?;
     let telemetry = BatchWriter::start(
+        "telemetry",
         credit_shards(&db, &opts),
         INGEST_ROWS,
         std::sync::Arc::new(crate::db::telemetry::Ingest(db.clone())),
@@ -399,6 +495,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     .await
     .map_err(|e| anyhow::anyhow!("starting the telemetry writer: {e}"))?;
     let analytics = BatchWriter::start(
+        "analytics",
         credit_shards(&db, &opts),
         INGEST_ROWS,
         std::sync::Arc::new(crate::db::analytics::Ingest(db.clone())),
@@ -448,18 +545,32 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     })
 }
 
+/// The API and, unless `--no-workers`, the job workers. On SIGTERM or Ctrl-C it stops
+/// accepting connections and gives in-flight requests and running jobs
+/// `--shutdown-timeout` to finish, side by side; jobs still running then go back to
+/// their queue (`Queue::run_workers`).
 pub async fn serve(opts: Opts) -> anyhow::Result<()> {
+    let cfg = (!opts.no_workers)
+        .then(|| worker_config(&opts))
+        .transpose()?;
+    start_metrics(&opts)?;
     let listener = tokio::net::TcpListener::bind(&opts.listen)
         .await
         .with_context(|| format!("binding {}", opts.listen))?;
     let bound = listener.local_addr()?;
     let built = build(opts, &bound.to_string()).await?;
     let state = built.state.clone();
+    let grace = Duration::from_secs(state.opts.shutdown_timeout);
 
     let (stop_tx, stop_rx) = watch::channel(false);
+    let metrics = serve_metrics(
+        &state.opts,
+        crate::observe::OpsState::of_api(&state),
+        stop_rx.clone(),
+    )
+    .await?;
     watch_hosts(&state.opts, &state.db, stop_rx.clone());
-    let workers = (!state.opts.no_workers).then(|| {
-        let cfg = worker_config(&state.opts);
+    let workers = cfg.map(|cfg| {
         let queue = state.queue.clone();
         let mail = state.mail.clone();
         let env = slide_env(&state.db, &state.objects);
@@ -473,10 +584,9 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
             every,
             stop_rx.clone(),
         ));
+        let stop = stop_rx.clone();
         tokio::spawn(async move {
-            queue
-                .run_workers(cfg, mail, env, expiry, stop_rx, WORKER_GRACE)
-                .await;
+            queue.run_workers(cfg, mail, env, expiry, stop, grace).await;
             let _ = periodic.await;
         })
     });
@@ -485,22 +595,41 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
     println!("plinth listening on http://{bound}");
     tracing::info!(%bound, database = state.db.backend(), "plinth serving");
 
-    axum::serve(
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        tracing::info!(
+            timeout_secs = grace.as_secs(),
+            "stopping: finishing in-flight requests and jobs"
+        );
+        let _ = stop_tx.send(true);
+    });
+    let http = axum::serve(
         listener,
         crate::app(state).into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown_signal())
-    .await?;
-
-    let _ = stop_tx.send(true);
+    .with_graceful_shutdown(stopped(stop_rx.clone()));
+    tokio::select! {
+        served = http => served?,
+        // Requests still running when the timeout ends are cut off.
+        _ = async { stopped(stop_rx).await; tokio::time::sleep(grace).await } => {
+            tracing::warn!("requests still in flight after the shutdown timeout; closing them");
+        }
+    }
     if let Some(w) = workers {
-        let _ = tokio::time::timeout(WORKER_GRACE + Duration::from_secs(5), w).await;
+        let _ = tokio::time::timeout(grace + Duration::from_secs(5), w).await;
+    }
+    if let Some(m) = metrics {
+        let _ = tokio::time::timeout(Duration::from_secs(1), m).await;
     }
     built.stop();
+    tracing::info!("plinth stopped");
     Ok(())
 }
 
+/// Only job workers (`--queues`, `--concurrency`), stopping as `serve` does.
 pub async fn worker(opts: Opts) -> anyhow::Result<()> {
+    let cfg = worker_config(&opts)?;
+    start_metrics(&opts)?;
     let key = master_key(&opts)?;
     let me = crate::config::process_name("worker");
     let (db, queue) = open_database(&opts, &me, &key).await?;
@@ -518,6 +647,17 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     .await
     .map_err(|e| anyhow::anyhow!("starting credit-account actors: {e}"))?;
     let (stop_tx, stop_rx) = watch::channel(false);
+    if opts.metrics_token.is_some() && opts.metrics_listen.is_none() {
+        tracing::warn!("a worker serves /metrics only on --metrics-listen (PLINTH_METRICS_LISTEN)");
+    }
+    let ops = crate::observe::OpsState {
+        db: db.clone(),
+        queue: queue.clone(),
+        objects: objects.clone(),
+        token: None,
+        open: true,
+    };
+    let metrics = serve_metrics(&opts, ops, stop_rx.clone()).await?;
     watch_hosts(&opts, &db, stop_rx.clone());
     let periodic = tokio::spawn(crate::periodic::run(
         db,
@@ -527,19 +667,25 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
         Duration::from_secs(opts.monthly_interval_secs.max(1)),
         stop_rx.clone(),
     ));
-    let run = tokio::spawn({
-        let cfg = worker_config(&opts);
-        async move {
-            queue
-                .run_workers(cfg, mail, env, expiry, stop_rx, WORKER_GRACE)
-                .await;
-            let _ = periodic.await;
-        }
+    let grace = Duration::from_secs(opts.shutdown_timeout);
+    let run = tokio::spawn(async move {
+        queue
+            .run_workers(cfg, mail, env, expiry, stop_rx, grace)
+            .await;
+        let _ = periodic.await;
     });
     println!("plinth worker running");
     shutdown_signal().await;
+    tracing::info!(
+        timeout_secs = grace.as_secs(),
+        "stopping: finishing running jobs"
+    );
     let _ = stop_tx.send(true);
-    let _ = tokio::time::timeout(WORKER_GRACE + Duration::from_secs(5), run).await;
+    let _ = tokio::time::timeout(grace + Duration::from_secs(5), run).await;
+    if let Some(m) = metrics {
+        let _ = tokio::time::timeout(Duration::from_secs(1), m).await;
+    }
+    tracing::info!("plinth worker stopped");
     Ok(())
 }
 

@@ -11,7 +11,7 @@ use plinth_workers::{MailBackend, Queue};
 use crate::config::Opts;
 use crate::crypto::MasterKey;
 use crate::db::Db;
-use crate::routes::{RouteSpec, ROUTES};
+use crate::routes::RouteSpec;
 
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -87,7 +87,8 @@ pub struct RouteEntry {
 impl RouteIndex {
     pub fn new(overrides: &HashMap<(String, String), u64>) -> anyhow::Result<Self> {
         let mut map = HashMap::new();
-        for spec in ROUTES {
+        // The spec's routes and the additions alike.
+        for spec in crate::routes::all() {
             let cost = overrides
                 .get(&(spec.method.to_owned(), spec.path.to_owned()))
                 .copied()

@@ -55,6 +55,7 @@ pub fn limit_for(category: Category, level: i64, multiplier: f64) -> Option<u64>
 }
 
 pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    let started = crate::observe::enabled().then(std::time::Instant::now);
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let (parts, body) = req.into_parts();
@@ -98,6 +99,7 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         cost: entry.map_or(0, |e| e.cost),
         ..Usage::default()
     };
+    let route = entry.map_or("unmatched", |e| e.spec.path);
     let (caller, admitted) = admit(&app, entry, key, ip, &mut usage).await;
     let resp = match admitted {
         Ok(charged) => {
@@ -137,6 +139,10 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
             caller.as_deref(),
             request_id.as_deref(),
         );
+        crate::observe::server_error(&method, route, resp.status(), request_id.as_deref());
+    }
+    if let Some(started) = started {
+        crate::observe::http(route, &method, resp.status(), started);
     }
     finish(resp, &usage, &method, &path).await
 }
@@ -371,6 +377,7 @@ async fn rate_check(
         usage.retry_after_ms = d.retry_after_ms;
     }
     if !d.allowed {
+        crate::observe::rate_limited(category.name());
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             format!(

@@ -1,5 +1,6 @@
 //! HTTP handlers, one module per area of the spec. Routes are bound in `routes.rs`.
 
+pub mod admin;
 pub mod analytics;
 pub mod billing;
 pub mod checkout;
@@ -17,6 +18,7 @@ pub mod likes;
 pub mod marketplace;
 pub mod office;
 pub mod openapi;
+pub mod ops;
 pub mod organizations;
 pub mod posts;
 pub mod public_access;

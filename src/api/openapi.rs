@@ -1,14 +1,15 @@
-//! `GET /api/openapi.json`: the one route beyond the spec's list, generated from the
-//! route table (paths, methods, tags, security, rate category and cost per operation)
-//! and, for every built endpoint, the request schema read off its handler's argument
-//! types (`crate::schema`). OpenAPI 3.1, so the schemas are JSON Schema 2020-12.
+//! `GET /api/openapi.json` (an addition beyond the spec's list), generated from the
+//! route tables, `ROUTES` and `EXTRA_ROUTES` (paths, methods, tags, security, rate
+//! category and cost per operation) and, for every built endpoint, the request schema
+//! read off its handler's argument types (`crate::schema`). OpenAPI 3.1, so the schemas
+//! are JSON Schema 2020-12.
 
 use axum::extract::State;
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
 use crate::reply::Reply;
-use crate::routes::{Access, ROUTES};
+use crate::routes::Access;
 use crate::state::AppState;
 
 /// How an organization is named in the body of an OrgMember/OrgAdmin route.
@@ -39,7 +40,7 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
         })
         .into_generator();
     let mut paths = Map::new();
-    for r in ROUTES {
+    for r in crate::routes::all() {
         let mut params: Vec<Value> = r
             .path
             .split('/')

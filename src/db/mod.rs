@@ -12,6 +12,7 @@ pub mod files;
 pub mod grants;
 pub mod idempotency;
 pub mod inventory;
+pub mod jobs;
 pub mod kv;
 pub mod licenses;
 pub mod likes;
@@ -142,6 +143,14 @@ impl Db {
             }
         }
         Ok(())
+    }
+
+    /// This process's pool: (open connections, idle ones).
+    pub fn pool_use(&self) -> (usize, usize) {
+        match self {
+            Db::Sqlite(p) => (p.size() as usize, p.num_idle()),
+            Db::Postgres(p) => (p.size() as usize, p.num_idle()),
+        }
     }
 
     pub async fn ping(&self) -> bool {

@@ -319,7 +319,13 @@ impl Placer {
     pub async fn start(db: &Db) -> Result<Placer, ractor::SpawnErr> {
         Ok(match db {
             Db::Sqlite(pool) => Placer::Batched(
-                BatchWriter::start(1, BATCH, std::sync::Arc::new(Batches(pool.clone()))).await?,
+                BatchWriter::start(
+                    "orders",
+                    1,
+                    BATCH,
+                    std::sync::Arc::new(Batches(pool.clone())),
+                )
+                .await?,
             ),
             Db::Postgres(p) => Placer::Direct(p.clone()),
         })

@@ -245,7 +245,13 @@ impl Writer {
     pub async fn start(db: &Db) -> Result<Writer, ractor::SpawnErr> {
         Ok(match db {
             Db::Sqlite(pool) => Writer::Batched(
-                BatchWriter::start(1, BATCH, std::sync::Arc::new(Batches(pool.clone()))).await?,
+                BatchWriter::start(
+                    "posts",
+                    1,
+                    BATCH,
+                    std::sync::Arc::new(Batches(pool.clone())),
+                )
+                .await?,
             ),
             Db::Postgres(_) => Writer::Direct(db.clone()),
         })

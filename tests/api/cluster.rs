@@ -43,8 +43,14 @@ impl Process {
 
     /// `plinth worker` (export concurrency 1, so each worker holds one export at a time).
     pub fn worker(s: &Server, name: &str) -> Process {
+        Process::worker_with(s, name, &[])
+    }
+
+    /// `plinth worker` with more arguments (`--queues`, `--shutdown-timeout`...).
+    pub fn worker_with(s: &Server, name: &str, args: &[&str]) -> Process {
         let child = Command::new(BIN)
             .arg("worker")
+            .args(args)
             .arg("--data-dir")
             .arg(s.data_dir())
             .arg("--database-url")
@@ -58,6 +64,20 @@ impl Process {
             .spawn()
             .unwrap();
         Process { child, base: None }
+    }
+
+    /// Waits for the process to exit on its own: its exit status, or None after `within`.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if std::time::Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     pub fn signal(&self, sig: &str) {

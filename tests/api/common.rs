@@ -187,6 +187,24 @@ impl Server {
         (started.elapsed(), status.success())
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits for the server to exit on its own: its exit status, or None after `within`.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Stops the server process abruptly (the data dir and database stay).
     pub fn kill(&mut self) {
         let _ = self.child.kill();

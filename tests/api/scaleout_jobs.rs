@@ -113,7 +113,7 @@ fn attempt_dirs(data: &Path, deck: &str, job: &str) -> Vec<(String, usize)> {
 }
 
 /// Polls a job until `done` holds, at most until `deadline`.
-async fn poll_job(
+pub(crate) async fn poll_job(
     s: &Server,
     key: &str,
     deck: &str,
@@ -139,7 +139,7 @@ async fn poll_job(
 
 /// A finished export: succeeded, every artifact downloads, and exactly one attempt's
 /// objects are left in storage (the published one, named by the attempt count).
-async fn assert_published_once(s: &Server, deck: &str, job: &Value, slides: usize) {
+pub(crate) async fn assert_published_once(s: &Server, deck: &str, job: &Value, slides: usize) {
     assert_eq!(job["status"], json!("succeeded"), "{job}");
     let arts = job["artifacts"].as_array().unwrap();
     let expected = if job["format"] == json!("png") {
