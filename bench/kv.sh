@@ -15,10 +15,15 @@ echo "machine: $(nproc) cores, $(uname -m), $(date -u +%F); database: ${DB%%:*}"
 echo "command: bench/kv.sh $DUR (wrk -t2 -c32 -d$DUR)"
 base=$(wrk -t2 -c32 -d"$DUR" "$B/" | awk '/Requests\/sec/ {print $2}')
 echo "baseline (bare axum)      $base req/s"
+# The same bare axum answering a POST with a small JSON body (read and parsed): what the
+# request's shape costs before any of plinth runs.
+post=$(wrk -t2 -c32 -d"$DUR" -s bench/baseline_post.lua "$B" | awk '/Requests\/sec/ {print $2}')
+echo "baseline POST /echo       $post req/s   /baseline $(python3 -c "print(f'{$post / $base:.3f}')")"
 for op in get put; do
   out=$(KEY=$ADMIN wrk -t2 -c32 -d"$DUR" --latency -s "bench/kv_$op.lua" "$P")
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   printf '%-10s %10s req/s   p50 %8s   p99 %8s   non-2xx %s   /baseline %s\n' "$op" "$rps" \
     "$(awk '$1 == "50%" {print $2}' <<<"$out")" "$(awk '$1 == "99%" {print $2}' <<<"$out")" \
     "$(awk '/Non-2xx/ {print $5}' <<<"$out")" "$(python3 -c "print(f'{$rps / $base:.3f}')")"
+  echo "           /baseline POST $(python3 -c "print(f'{$rps / $post:.3f}')")"
 done

@@ -47,12 +47,24 @@ pub async fn read_object<S: Send + Sync>(
     parse_object(&read_json_bytes(req, state).await?)
 }
 
+/// `application/json` or a `+json` type, in any case (compared without allocating: this
+/// runs on every JSON request).
+fn json_type(essence: &str) -> bool {
+    let suffix = essence
+        .len()
+        .checked_sub(5)
+        .filter(|&at| essence.is_char_boundary(at));
+    essence.eq_ignore_ascii_case("application/json")
+        || suffix.is_some_and(|at| essence[at..].eq_ignore_ascii_case("+json"))
+}
+
 /// The raw body of a JSON request, after the content-type check.
 pub async fn read_json_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
     if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
-        let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
+        let ct = ct.to_str().unwrap_or("");
         let essence = ct.split(';').next().unwrap_or("").trim();
-        if !(essence == "application/json" || essence.ends_with("+json")) {
+        if !json_type(essence) {
+            let essence = essence.to_ascii_lowercase();
             return Err(ApiError::new(
                 axum::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 format!("unsupported Content-Type `{essence}`: send application/json"),
@@ -123,4 +135,30 @@ where
     T: Deserialize<'de>,
 {
     Option::<T>::deserialize(d).map(Some)
+}
+
+#[cfg(test)]
+mod content_type_tests {
+    #[test]
+    fn json_types_in_any_case_and_nothing_else() {
+        for ok in [
+            "application/json",
+            "Application/JSON",
+            "application/vnd.api+json",
+            "APPLICATION/LD+JSON",
+            "+json",
+        ] {
+            assert!(super::json_type(ok), "{ok}");
+        }
+        for no in [
+            "",
+            "text/plain",
+            "application/jsonx",
+            "json",
+            "application/x-www-form-urlencoded",
+            "é+jso",
+        ] {
+            assert!(!super::json_type(no), "{no}");
+        }
+    }
 }

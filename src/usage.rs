@@ -177,6 +177,8 @@ async fn read_body(headers: &axum::http::HeaderMap, body: Body) -> Result<bytes:
         return Ok(bytes::Bytes::new());
     }
     let mut stream = body.into_data_stream();
+    // A body that arrives in one chunk (most) is kept as it came, without a copy.
+    let mut first: Option<bytes::Bytes> = None;
     let mut buf = bytes::BytesMut::new();
     let mut total = 0u64;
     while let Some(chunk) = stream.next().await {
@@ -187,13 +189,21 @@ async fn read_body(headers: &axum::http::HeaderMap, body: Body) -> Result<bytes:
             return Err(too_large());
         }
         if total <= limit {
-            buf.extend_from_slice(&chunk);
+            match first.take() {
+                None if buf.is_empty() => first = Some(chunk),
+                earlier => {
+                    if let Some(earlier) = earlier {
+                        buf.extend_from_slice(&earlier);
+                    }
+                    buf.extend_from_slice(&chunk);
+                }
+            }
         }
     }
     if total > limit {
         return Err(too_large());
     }
-    Ok(buf.freeze())
+    Ok(first.unwrap_or_else(|| buf.freeze()))
 }
 
 /// The one log line of a 5xx: what failed (the cause the handler attached) with the

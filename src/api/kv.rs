@@ -23,7 +23,18 @@ const MAX_VALUE: usize = 256 * 1024;
 /// A namespace as stored: trimmed, lower-cased, 1 to 128 of letters, digits, `.`, `_`,
 /// `-`, starting with a letter or digit.
 fn namespace(raw: &str) -> ApiResult<String> {
-    let n = raw.trim().to_lowercase();
+    namespace_owned(raw.to_owned())
+}
+
+/// As `namespace`, keeping the caller's string when it is already in stored form (the
+/// usual case on the read path: no second allocation).
+fn namespace_owned(raw: String) -> ApiResult<String> {
+    let stored = raw.len() == raw.trim().len() && !raw.bytes().any(|b| b.is_ascii_uppercase());
+    let n = if stored {
+        raw
+    } else {
+        raw.trim().to_lowercase()
+    };
     let ok = !n.is_empty()
         && n.len() <= MAX_NAMESPACE
         && n.starts_with(|c: char| c.is_ascii_alphanumeric())
@@ -39,7 +50,8 @@ fn namespace(raw: &str) -> ApiResult<String> {
 
 /// A key: case-sensitive, 1 to 512 characters.
 fn key(raw: &str) -> ApiResult<&str> {
-    if raw.is_empty() || raw.chars().count() > MAX_KEY {
+    // At most MAX_KEY bytes is at most MAX_KEY characters: counting only past that.
+    if raw.is_empty() || (raw.len() > MAX_KEY && raw.chars().count() > MAX_KEY) {
         return Err(ApiError::bad_request(format!(
             "`key` must be 1 to {MAX_KEY} characters"
         )));
@@ -157,10 +169,11 @@ pub async fn entry_get(
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<KeyBody>,
 ) -> ApiResult<Prebuilt<EntryAnswer>> {
-    let k = key(&body.key)?;
-    let n = namespace(&body.namespace)?;
+    key(&body.key)?;
+    let n = namespace_owned(body.namespace)?;
     let cache = &app.caches.kv;
-    let id = (n, k.to_owned());
+    let id = (n, body.key);
+    let k = id.1.as_str();
     if let Some(hit) = cache.get(&id) {
         if hit.0 == caller.id {
             return Ok(Prebuilt::private(hit.1.clone()));
