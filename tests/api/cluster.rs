@@ -48,6 +48,11 @@ impl Process {
 
     /// `plinth worker` with more arguments (`--queues`, `--shutdown-timeout`...).
     pub fn worker_with(s: &Server, name: &str, args: &[&str]) -> Process {
+        Process::worker_env(s, name, args, &[])
+    }
+
+    /// `plinth worker` with more arguments and environment (e.g. `PLINTH_SMTP_URL`).
+    pub fn worker_env(s: &Server, name: &str, args: &[&str], env: &[(&str, &str)]) -> Process {
         let child = Command::new(BIN)
             .arg("worker")
             .args(args)
@@ -59,6 +64,7 @@ impl Process {
             .env("PLINTH_WORKER_NAME", name)
             .env("PLINTH_RENDER_CONCURRENCY", "1")
             .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

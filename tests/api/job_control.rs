@@ -4,42 +4,13 @@
 //! around it: one whose SMTP relay refuses (jobs fail), then one with the outbox (a
 //! retried job succeeds, a cancelled one never runs).
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::{email, Options, Resp, Server, BIN};
+use crate::cluster::Process;
+use crate::common::{email, Options, Resp, Server};
 use crate::slide_helpers::{create_md, ended, id, poll, start_export};
-
-/// `plinth worker` on the server's data dir and database until dropped.
-struct Worker(std::process::Child);
-
-impl Worker {
-    fn start(s: &Server, env: &[(&str, &str)]) -> Worker {
-        let mut cmd = Command::new(BIN);
-        cmd.arg("worker")
-            .arg("--data-dir")
-            .arg(s.data_dir())
-            .arg("--database-url")
-            .arg(&s.database_url)
-            .env_remove("PLINTH_DATABASE_URL")
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        Worker(cmd.spawn().unwrap())
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 async fn jobs(s: &Server, key: &str, query: &str) -> Vec<Value> {
     let r = s.get(&format!("/api/admin/jobs{query}"), Some(key)).await;
@@ -280,7 +251,7 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
 
     // A worker whose SMTP relay refuses: the admin's email fails for good (5 attempts);
     // the cancelled jobs are never tried.
-    let failing = Worker::start(&s, &[("PLINTH_SMTP_URL", "smtp://127.0.0.1:1")]);
+    let failing = Process::worker_env(&s, "ops", &[], &[("PLINTH_SMTP_URL", "smtp://127.0.0.1:1")]);
     let failed = wait_job(&s, &admin, admin_id, |j| j["status"] == json!("failed")).await;
     drop(failing);
     assert_eq!(failed["attempts"], json!(5), "{failed}");
@@ -353,7 +324,7 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
 
     // A working worker: the retried email is delivered and the export succeeds; the
     // cancelled emails never run.
-    let _worker = Worker::start(&s, &[]);
+    let _worker = Process::worker_env(&s, "ops", &[], &[]);
     s.wait_for_email(&admin_email, "?code=").await;
     let done = wait_job(&s, &admin, admin_id, |j| j["status"] == json!("done")).await;
     assert_eq!(done["attempts"], json!(1), "{done}");

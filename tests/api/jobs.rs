@@ -6,35 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::common::{email, Options, Server, BIN};
-
-/// Runs `plinth worker` against the server's data dir and database until dropped.
-struct Worker(std::process::Child);
-
-impl Worker {
-    fn start(s: &Server, extra_env: &[(&str, &str)]) -> Worker {
-        let mut cmd = Command::new(BIN);
-        cmd.arg("worker")
-            .arg("--data-dir")
-            .arg(s.data_dir())
-            .arg("--database-url")
-            .arg(&s.database_url)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        for (k, v) in extra_env {
-            cmd.env(k, v);
-        }
-        Worker(cmd.spawn().unwrap())
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use crate::cluster::Process;
+use crate::common::{email, Options, Server};
 
 #[tokio::test]
 async fn without_embedded_workers_mail_waits_for_a_worker_process() {
@@ -53,7 +26,7 @@ async fn without_embedded_workers_mail_waits_for_a_worker_process() {
         s.emails_to(&addr).is_empty(),
         "no worker runs in this server"
     );
-    let _w = Worker::start(&s, &[]);
+    let _w = Process::worker_env(&s, "mail", &[], &[]);
     let code = s.verification_code(&addr).await;
     s.post("/api/users/verify", None, json!({"code": code}))
         .await
@@ -72,7 +45,7 @@ async fn a_job_queued_before_a_crash_is_delivered_after_restart() {
     .await
     .assert_ok();
     s.kill(); // the process that queued the job is gone
-    let _w = Worker::start(&s, &[]);
+    let _w = Process::worker_env(&s, "mail", &[], &[]);
     s.wait_for_email(&addr, "?code=").await;
     // Exactly one email: the job ran once.
     tokio::time::sleep(Duration::from_millis(1500)).await;

@@ -345,6 +345,24 @@ async fn unknown_queues_and_bad_concurrency_are_refused_at_start() {
     }
 }
 
+/// A PNG export of a `slides`-slide deck by a new verified account, once its first
+/// slides are done: (key, deck, job, the deadline of the scenario).
+async fn export_under_way(
+    s: &Server,
+    who: &str,
+    slides: usize,
+) -> (String, String, String, Instant) {
+    let key = s.verified_user(&email(who)).await;
+    let deck = long_deck(s, &key, slides).await;
+    let job = start_export(s, &key, &deck, "png").await;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    poll_job(s, &key, &deck, &job, deadline, |v| {
+        v["slides_done"].as_i64().unwrap_or(0) >= 2
+    })
+    .await;
+    (key, deck, job, deadline)
+}
+
 /// Stops a worker with SIGTERM in the middle of a long export, with a shutdown timeout
 /// too short for it: the worker exits at once, the job goes back to its queue (not after
 /// heartbeats and the lease lapse, ~20 s) and another worker finishes it exactly once.
@@ -353,14 +371,7 @@ async fn sigterm_mid_export_hands_the_job_back_and_it_ends_exactly_once() {
     const SLIDES: usize = 60;
     let s = Server::start_with(Options::default().env("PLINTH_NO_WORKERS", "true")).await;
     let mut first = Process::worker_with(&s, "stopping", &["--shutdown-timeout", "1"]);
-    let key = s.verified_user(&email("sigterm")).await;
-    let deck = long_deck(&s, &key, SLIDES).await;
-    let job = start_export(&s, &key, &deck, "png").await;
-    let deadline = Instant::now() + Duration::from_secs(90);
-    poll_job(&s, &key, &deck, &job, deadline, |v| {
-        v["slides_done"].as_i64().unwrap_or(0) >= 3
-    })
-    .await;
+    let (key, deck, job, deadline) = export_under_way(&s, "sigterm", SLIDES).await;
     let stopped_at = Instant::now();
     first.signal("-TERM");
     let exit = first
@@ -401,14 +412,7 @@ async fn sigterm_lets_a_running_export_finish_within_the_timeout() {
     const SLIDES: usize = 30;
     let s = Server::start_with(Options::default().env("PLINTH_NO_WORKERS", "true")).await;
     let mut worker = Process::worker_with(&s, "patient", &["--shutdown-timeout", "60"]);
-    let key = s.verified_user(&email("patient")).await;
-    let deck = long_deck(&s, &key, SLIDES).await;
-    let job = start_export(&s, &key, &deck, "png").await;
-    let deadline = Instant::now() + Duration::from_secs(90);
-    poll_job(&s, &key, &deck, &job, deadline, |v| {
-        v["slides_done"].as_i64().unwrap_or(0) >= 2
-    })
-    .await;
+    let (key, deck, job, _) = export_under_way(&s, "patient", SLIDES).await;
     worker.signal("-TERM");
     let exit = worker
         .wait_exit(Duration::from_secs(65))
