@@ -236,3 +236,52 @@ impl<M: ractor::Message> Shards<M> {
         self.supervisor.stop(None);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Takes 20 ms per message, so that messages wait in its mailbox.
+    struct Slow;
+
+    impl Actor for Slow {
+        type Msg = ();
+        type State = ();
+        type Arguments = ();
+
+        async fn pre_start(&self, _: ActorRef<()>, _: ()) -> Result<(), ActorProcessingErr> {
+            Ok(())
+        }
+
+        async fn handle(
+            &self,
+            _: ActorRef<()>,
+            _: (),
+            _: &mut (),
+        ) -> Result<(), ActorProcessingErr> {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            Ok(())
+        }
+    }
+
+    fn waiting(kind: &str) -> i64 {
+        mailbox_lengths()
+            .into_iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(-1, |(_, n)| n)
+    }
+
+    #[tokio::test]
+    async fn mailbox_length_counts_messages_waiting_and_returns_to_zero() {
+        let shards = Shards::start("test-slow", 1, || (Slow, ())).await.unwrap();
+        assert_eq!(waiting("test-slow"), 0);
+        for _ in 0..10 {
+            shards.of("k").cast(()).unwrap();
+        }
+        let queued = waiting("test-slow");
+        assert!((8..=10).contains(&queued), "{queued} waiting");
+        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+        assert_eq!(waiting("test-slow"), 0);
+        shards.stop();
+    }
+}

@@ -14,7 +14,6 @@ use serde_json::json;
 use crate::error::ApiResult;
 use crate::observe::{ErrorCount, OpsState, ServerError};
 use crate::reply::Answer;
-use crate::state::AppState;
 
 /// The process is up and serving: nothing else is checked (a restart cures nothing a
 /// dependency broke).
@@ -31,20 +30,18 @@ pub async fn readyz(State(ops): State<OpsState>) -> Response {
         tokio::time::timeout(limit, ops.queue.health()),
         tokio::time::timeout(limit, ops.objects.healthy()),
     );
-    let checks = json!({
-        "database": db.unwrap_or(false),
-        "queue": queue.map(|q| q.ok).unwrap_or(false),
-        "storage": storage.unwrap_or(false),
-    });
-    let ready = checks
-        .as_object()
-        .is_some_and(|c| c.values().all(|v| v == true));
-    let status = if ready {
-        StatusCode::OK
+    let (db, queue, storage) = (
+        db.unwrap_or(false),
+        queue.is_ok_and(|q| q.ok),
+        storage.unwrap_or(false),
+    );
+    let ready = db && queue && storage;
+    let (status, word) = if ready {
+        (StatusCode::OK, "ready")
     } else {
-        StatusCode::SERVICE_UNAVAILABLE
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
     };
-    let word = if ready { "ready" } else { "not ready" };
+    let checks = json!({"database": db, "queue": queue, "storage": storage});
     (status, Json(json!({"status": word, "checks": checks}))).into_response()
 }
 
@@ -92,7 +89,7 @@ pub struct ErrorsAnswer {
 }
 
 /// `GET /api/admin/errors` (Admin100): recent 5xx answers of the process that answers.
-pub async fn errors(State(_app): State<AppState>) -> ApiResult<Answer<ErrorsAnswer>> {
+pub async fn errors() -> ApiResult<Answer<ErrorsAnswer>> {
     let (errors, by_route) = crate::observe::server_errors();
     Ok(Answer(ErrorsAnswer { errors, by_route }))
 }

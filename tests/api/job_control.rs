@@ -48,6 +48,16 @@ async fn wait_job(s: &Server, key: &str, id: &str, done: impl Fn(&Value) -> bool
     }
 }
 
+/// `POST /api/admin/jobs/{op}` (retry or cancel) of job `id`.
+async fn act(s: &Server, key: &str, op: &str, id: impl serde::Serialize) -> Resp {
+    s.post(
+        &format!("/api/admin/jobs/{op}"),
+        Some(key),
+        json!({ "id": id }),
+    )
+    .await
+}
+
 fn queue<'a>(stats: &'a Resp, name: &str) -> &'a Value {
     stats.body["queues"]
         .as_array()
@@ -184,42 +194,18 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
         user_job["id"].as_str().unwrap(),
         admin_job["id"].as_str().unwrap(),
     );
-    let r = s
-        .post(
-            "/api/admin/jobs/cancel",
-            Some(&admin),
-            json!({"id": user_id}),
-        )
-        .await;
+    let r = act(&s, &admin, "cancel", user_id).await;
     r.assert_ok();
     assert_eq!(r.body["job"]["status"], json!("killed"));
     assert_eq!(r.body["job"]["last_error"], json!("cancelled by operator"));
-    let again = s
-        .post(
-            "/api/admin/jobs/cancel",
-            Some(&admin),
-            json!({"id": user_id}),
-        )
-        .await;
+    let again = act(&s, &admin, "cancel", user_id).await;
     again.assert_error(409);
     assert_eq!(again.body["status"], json!("killed"));
-    s.post(
-        "/api/admin/jobs/cancel",
-        Some(&admin),
-        json!({"id": "01NOSUCHJOB"}),
-    )
-    .await
-    .assert_error(404);
-    s.post("/api/admin/jobs/cancel", Some(&admin), json!({"id": " "}))
+    act(&s, &admin, "cancel", "01NOSUCHJOB")
         .await
-        .assert_error(400);
-    s.post(
-        "/api/admin/jobs/cancel",
-        Some(&admin),
-        json!({"id": export_job}),
-    )
-    .await
-    .assert_ok();
+        .assert_error(404);
+    act(&s, &admin, "cancel", " ").await.assert_error(400);
+    act(&s, &admin, "cancel", &export_job).await.assert_ok();
     let client_view = s.get(&export_path, Some(&admin)).await;
     assert_eq!(
         client_view.body["status"],
@@ -232,22 +218,12 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
         .unwrap()
         .contains("cancelled by an operator"));
     // Retry applies to failed and killed jobs only.
-    let r = s
-        .post(
-            "/api/admin/jobs/retry",
-            Some(&admin),
-            json!({"id": admin_id}),
-        )
-        .await;
+    let r = act(&s, &admin, "retry", admin_id).await;
     r.assert_error(409);
     assert_eq!(r.body["status"], json!("pending"));
-    s.post(
-        "/api/admin/jobs/retry",
-        Some(&admin),
-        json!({"id": "01NOSUCHJOB"}),
-    )
-    .await
-    .assert_error(404);
+    act(&s, &admin, "retry", "01NOSUCHJOB")
+        .await
+        .assert_error(404);
 
     // A worker whose SMTP relay refuses: the admin's email fails for good (5 attempts);
     // the cancelled jobs are never tried.
@@ -278,13 +254,7 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
     );
 
     // Retry over HTTP: pending again, due now, attempts reset.
-    let r = s
-        .post(
-            "/api/admin/jobs/retry",
-            Some(&admin),
-            json!({"id": admin_id}),
-        )
-        .await;
+    let r = act(&s, &admin, "retry", admin_id).await;
     r.assert_ok();
     assert_eq!(r.body["job"]["status"], json!("pending"));
     assert_eq!(r.body["job"]["attempts"], json!(0));

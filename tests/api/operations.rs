@@ -301,12 +301,7 @@ async fn a_worker_runs_only_the_queues_it_is_given() {
     let deck = id(&create_md(&s, &key, "# Pools\n\n---\n\n## Two").await);
     let job = start_export(&s, &key, &deck, "pdf").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let v = s
-        .get(
-            &format!("/api/slides/jobs/{job}?deck_id={deck}"),
-            Some(&key),
-        )
-        .await;
+    let v = job_view(&s, &key, &deck, &job).await;
     assert_eq!(
         v.body["status"],
         json!("pending"),
@@ -345,6 +340,12 @@ async fn unknown_queues_and_bad_concurrency_are_refused_at_start() {
     }
 }
 
+/// The job as its client sees it.
+async fn job_view(s: &Server, key: &str, deck: &str, job: &str) -> crate::common::Resp {
+    s.get(&format!("/api/slides/jobs/{job}?deck_id={deck}"), Some(key))
+        .await
+}
+
 /// A PNG export of a `slides`-slide deck by a new verified account, once its first
 /// slides are done: (key, deck, job, the deadline of the scenario).
 async fn export_under_way(
@@ -378,12 +379,7 @@ async fn sigterm_mid_export_hands_the_job_back_and_it_ends_exactly_once() {
         .wait_exit(Duration::from_secs(15))
         .expect("the worker exits after its shutdown timeout");
     assert!(exit.success(), "clean exit: {exit:?}");
-    let v = s
-        .get(
-            &format!("/api/slides/jobs/{job}?deck_id={deck}"),
-            Some(&key),
-        )
-        .await;
+    let v = job_view(&s, &key, &deck, &job).await;
     assert!(!ended(&v.body), "the export was cut short: {}", v.body);
     let _second = Process::worker(&s, "second");
     // The job is running again soon: it was handed back, not left to lapse.
@@ -418,12 +414,7 @@ async fn sigterm_lets_a_running_export_finish_within_the_timeout() {
         .wait_exit(Duration::from_secs(65))
         .expect("the worker exits once its export is done");
     assert!(exit.success(), "clean exit: {exit:?}");
-    let v = s
-        .get(
-            &format!("/api/slides/jobs/{job}?deck_id={deck}"),
-            Some(&key),
-        )
-        .await;
+    let v = job_view(&s, &key, &deck, &job).await;
     assert_eq!(v.body["status"], json!("succeeded"), "{}", v.body);
     assert_eq!(v.body["attempts"], json!(1), "{}", v.body);
     assert_published_once(&s, &deck, &v.body, SLIDES).await;

@@ -464,15 +464,33 @@ fn slide_task<T: Serialize>(args: &T) -> Result<Task<Vec<u8>>, sqlx::Error> {
 /// row that no worker will ever run, no task for a row that was rolled back). Both apalis
 /// storages expose their push as a function over any executor; the queue tables live in
 /// the API's database.
-pub trait Enqueue {
+pub trait Enqueue: Send {
+    /// Pushes one slide task onto `queue` of this connection's backend.
+    fn push_slide(
+        &mut self,
+        queue: QueueName,
+        task: Task<Vec<u8>>,
+    ) -> impl std::future::Future<Output = Result<(), sqlx::Error>> + Send;
+
     fn push_export(
         &mut self,
         job_id: &str,
-    ) -> impl std::future::Future<Output = Result<(), sqlx::Error>> + Send;
+    ) -> impl std::future::Future<Output = Result<(), sqlx::Error>> + Send {
+        let task = slide_task(&ExportTask {
+            job_id: job_id.to_owned(),
+        });
+        async move { self.push_slide(QueueName::Export, task?).await }
+    }
+
     fn push_image_check(
         &mut self,
         asset_id: &str,
-    ) -> impl std::future::Future<Output = Result<(), sqlx::Error>> + Send;
+    ) -> impl std::future::Future<Output = Result<(), sqlx::Error>> + Send {
+        let task = slide_task(&ImageTask {
+            asset_id: asset_id.to_owned(),
+        });
+        async move { self.push_slide(QueueName::Images, task?).await }
+    }
 }
 
 fn sqlite_err(e: apalis_sqlite::Error) -> sqlx::Error {
@@ -490,47 +508,29 @@ fn postgres_err(e: apalis_postgres::Error) -> sqlx::Error {
 }
 
 impl Enqueue for sqlx::SqliteConnection {
-    async fn push_export(&mut self, job_id: &str) -> Result<(), sqlx::Error> {
-        let task = slide_task(&ExportTask {
-            job_id: job_id.to_owned(),
-        })?;
-        apalis_sqlite::queries::push_tasks(self, EXPORT_QUEUE, &[task])
+    async fn push_slide(
+        &mut self,
+        queue: QueueName,
+        task: Task<Vec<u8>>,
+    ) -> Result<(), sqlx::Error> {
+        apalis_sqlite::queries::push_tasks(self, queue.table_name(), &[task])
             .await
             .map_err(sqlite_err)?;
-        metrics::enqueued(QueueName::Export.name());
-        Ok(())
-    }
-    async fn push_image_check(&mut self, asset_id: &str) -> Result<(), sqlx::Error> {
-        let task = slide_task(&ImageTask {
-            asset_id: asset_id.to_owned(),
-        })?;
-        apalis_sqlite::queries::push_tasks(self, IMAGE_QUEUE, &[task])
-            .await
-            .map_err(sqlite_err)?;
-        metrics::enqueued(QueueName::Images.name());
+        metrics::enqueued(queue.name());
         Ok(())
     }
 }
 
 impl Enqueue for sqlx::PgConnection {
-    async fn push_export(&mut self, job_id: &str) -> Result<(), sqlx::Error> {
-        let task = slide_task(&ExportTask {
-            job_id: job_id.to_owned(),
-        })?;
-        apalis_postgres::queries::push_tasks(self, EXPORT_QUEUE, vec![task])
+    async fn push_slide(
+        &mut self,
+        queue: QueueName,
+        task: Task<Vec<u8>>,
+    ) -> Result<(), sqlx::Error> {
+        apalis_postgres::queries::push_tasks(self, queue.table_name(), vec![task])
             .await
             .map_err(postgres_err)?;
-        metrics::enqueued(QueueName::Export.name());
-        Ok(())
-    }
-    async fn push_image_check(&mut self, asset_id: &str) -> Result<(), sqlx::Error> {
-        let task = slide_task(&ImageTask {
-            asset_id: asset_id.to_owned(),
-        })?;
-        apalis_postgres::queries::push_tasks(self, IMAGE_QUEUE, vec![task])
-            .await
-            .map_err(postgres_err)?;
-        metrics::enqueued(QueueName::Images.name());
+        metrics::enqueued(queue.name());
         Ok(())
     }
 }
