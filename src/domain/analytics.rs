@@ -4,10 +4,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 
+use crate::cache::ReadCache;
 use crate::db::analytics::{self as store, Grain, SiteRow};
 use crate::db::Db;
 use crate::domain::sketch::{self, Sketch};
@@ -88,19 +88,15 @@ pub struct Standing {
     pub is_owner: bool,
 }
 
-/// Active sites by id for the track path (`None`: no such active site), kept 5 s so a
-/// soft delete on another process is honoured within 5 s; this process forgets at once.
+/// Active sites by id for the track path (`None`: no such active site), kept
+/// [`crate::cache::TTL`] (5 s) so a soft delete on another process is honoured within
+/// 5 s; this process forgets at once.
 #[derive(Clone)]
-pub struct SiteCache(moka::sync::Cache<String, Option<Arc<SiteRow>>>);
+pub struct SiteCache(Arc<ReadCache<String, Option<Arc<SiteRow>>>>);
 
 impl Default for SiteCache {
     fn default() -> Self {
-        Self(
-            moka::sync::Cache::builder()
-                .max_capacity(100_000)
-                .time_to_live(Duration::from_secs(5))
-                .build(),
-        )
+        Self(Arc::new(ReadCache::new(100_000, 100_000, |_, _| 1)))
     }
 }
 
@@ -109,13 +105,14 @@ impl SiteCache {
         if let Some(hit) = self.0.get(id) {
             return Ok(hit);
         }
+        let ticket = self.0.ticket(id);
         let site = store::site(db, id).await?.map(Arc::new);
-        self.0.insert(id.to_owned(), site.clone());
+        self.0.fill(ticket, id.to_owned(), site.clone());
         Ok(site)
     }
 
     pub fn forget(&self, id: &str) {
-        self.0.invalidate(id);
+        self.0.forget(id);
     }
 }
 
