@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, MatchedPath, Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use plinth_actors::credits::{Applied, Change, Entry};
@@ -21,7 +21,8 @@ use crate::routes::{Access, Category};
 use crate::state::{AppState, RouteEntry};
 
 /// Set on every request (echoed when the client sent one) and every response.
-pub const REQUEST_ID: &str = "x-request-id";
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+const API_KEY: HeaderName = HeaderName::from_static("x-api-key");
 
 /// What `_usage` reports for one request.
 #[derive(Debug, Clone, Copy, Default)]
@@ -57,12 +58,14 @@ pub fn limit_for(category: Category, level: i64, multiplier: f64) -> Option<u64>
 pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) -> Response {
     let started = crate::observe::enabled().then(std::time::Instant::now);
     let method = req.method().clone();
-    let path = req.uri().path().to_owned();
+    // A clone of the URI shares its bytes: no copy of the path per request.
+    let uri = req.uri().clone();
+    let path = uri.path();
     let (parts, body) = req.into_parts();
     let mut req = match read_body(&parts.headers, body).await {
         Ok(bytes) => Request::from_parts(parts, Body::from(bytes)),
         Err(e) => {
-            let mut resp = finish(e.into_response(), &Usage::default(), &method, &path).await;
+            let mut resp = finish(e.into_response(), &Usage::default(), &method, path).await;
             // The rest of the body stays unread: the connection cannot be reused.
             resp.headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
@@ -75,7 +78,7 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
     let uri = req.uri();
     if uri.path().contains("%00") || uri.query().is_some_and(|q| q.contains("%00")) {
         let e = ApiError::bad_request("the URL may not contain NUL characters (%00)");
-        return finish(e.into_response(), &Usage::default(), &method, &path).await;
+        return finish(e.into_response(), &Usage::default(), &method, path).await;
     }
     let entry = req
         .extensions()
@@ -85,15 +88,11 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| crate::client_ip::client_ip(c.0.ip(), req.headers(), &app.opts.trusted_proxies));
-    let key = req
-        .headers()
-        .get("x-api-key")
-        .map(|v| v.to_str().unwrap_or("").trim().to_owned());
-    let request_id = req
-        .headers()
-        .get(REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    // Header values share the request's bytes: cloned, not copied.
+    let key = req.headers().get(API_KEY).cloned();
+    let key = key.as_ref().map(|v| v.to_str().unwrap_or("").trim());
+    let request_id = req.headers().get(REQUEST_ID).cloned();
+    let request_id = request_id.as_ref().and_then(|v| v.to_str().ok());
 
     let mut usage = Usage {
         cost: entry.map_or(0, |e| e.cost),
@@ -109,7 +108,7 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
                 // Nothing was delivered: give the reserved tokens back.
                 if let Some(c) = &caller {
                     let refund =
-                        usage_entry(&c.id, usage.cost as i64, "usage_refund", &method, &path);
+                        usage_entry(&c.id, usage.cost as i64, "usage_refund", &method, path);
                     if let Err(e) = app
                         .credits
                         .apply(Change {
@@ -131,20 +130,13 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
     }
     // 501 is a documented answer (an endpoint not built yet), not a failure.
     if resp.status().is_server_error() && resp.status() != StatusCode::NOT_IMPLEMENTED {
-        log_failure(
-            &resp,
-            &method,
-            entry,
-            &path,
-            caller.as_deref(),
-            request_id.as_deref(),
-        );
-        crate::observe::server_error(&method, route, resp.status(), request_id.as_deref());
+        log_failure(&resp, &method, entry, path, caller.as_deref(), request_id);
+        crate::observe::server_error(&method, route, resp.status(), request_id);
     }
     if let Some(started) = started {
         crate::observe::http(route, &method, resp.status(), started);
     }
-    finish(resp, &usage, &method, &path).await
+    finish(resp, &usage, &method, path).await
 }
 
 /// A chunked body over the limit is still read (and dropped) up to this size, so that
@@ -247,18 +239,18 @@ fn usage_entry(user_id: &str, delta: i64, kind: &str, method: &Method, path: &st
 async fn admit(
     app: &AppState,
     entry: Option<RouteEntry>,
-    key: Option<String>,
+    key: Option<&str>,
     ip: Option<IpAddr>,
     usage: &mut Usage,
 ) -> (Option<Arc<Caller>>, Result<bool, ApiError>) {
-    let caller = match key.as_deref() {
+    let caller = match key {
         Some(k) if !k.is_empty() => match auth::resolve(app, k).await {
             Ok(c) => c,
             Err(e) => return (None, Err(e)),
         },
         _ => None,
     };
-    let result = check(app, entry, &caller, key.as_deref(), ip, usage).await;
+    let result = check(app, entry, &caller, key, ip, usage).await;
     (caller, result)
 }
 
@@ -402,45 +394,23 @@ async fn rate_check(
     Ok(())
 }
 
-/// `_usage` as it is written into every answer.
-#[derive(serde::Serialize)]
-struct UsageJson {
-    tokens: TokensJson,
-    rate_limit: RateJson,
-}
-
-#[derive(serde::Serialize)]
-struct TokensJson {
-    cost: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    remaining: Option<i64>,
-}
-
-#[derive(serde::Serialize)]
-struct RateJson {
-    limit: u64,
-    remaining: u64,
-    interval_ms: u64,
-}
-
 /// The answer's object with `_usage` as its first member, written around the object's
 /// bytes (an object serialised by serde_json starts with `{`), so the body is never
-/// parsed or rebuilt.
+/// parsed or rebuilt. `_usage` holds only numbers: written directly, without serde.
 fn with_usage(object: &[u8], u: &Usage) -> Vec<u8> {
-    let usage = UsageJson {
-        tokens: TokensJson {
-            cost: u.cost,
-            remaining: u.tokens_remaining,
-        },
-        rate_limit: RateJson {
-            limit: u.limit,
-            remaining: u.remaining,
-            interval_ms: u.interval_ms,
-        },
-    };
-    let mut out = Vec::with_capacity(object.len() + 128);
-    out.extend_from_slice(br#"{"_usage":"#);
-    serde_json::to_writer(&mut out, &usage).expect("plain numbers serialise");
+    fn member(out: &mut Vec<u8>, label: &[u8], n: impl itoa::Integer) {
+        out.extend_from_slice(label);
+        out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    }
+    let mut out = Vec::with_capacity(object.len() + 160);
+    member(&mut out, br#"{"_usage":{"tokens":{"cost":"#, u.cost);
+    if let Some(r) = u.tokens_remaining {
+        member(&mut out, br#","remaining":"#, r);
+    }
+    member(&mut out, br#"},"rate_limit":{"limit":"#, u.limit);
+    member(&mut out, br#","remaining":"#, u.remaining);
+    member(&mut out, br#","interval_ms":"#, u.interval_ms);
+    out.extend_from_slice(b"}}");
     let rest = object.trim_ascii_start().strip_prefix(b"{").unwrap_or(b"}");
     if rest.trim_ascii_start().first() != Some(&b'}') {
         out.push(b',');
@@ -455,6 +425,9 @@ const WRAP_LIMIT: usize = 1 << 20;
 async fn finish(resp: Response, u: &Usage, method: &Method, path: &str) -> Response {
     let (mut parts, body) = resp.into_parts();
     let status = parts.status;
+    // Room for what is added below and `x-request-id` at once: growing the map header by
+    // header costs more than the inserts.
+    parts.headers.reserve(8);
 
     let object = match parts.extensions.remove::<Envelope>() {
         Some(Envelope::Json(bytes)) => bytes,
@@ -520,22 +493,48 @@ fn error_object(
     ApiError::new(status, message).body()
 }
 
+// Names built at compile time: inserting by `&str` would parse the name on every call.
+const X_TOKENS_COST: HeaderName = HeaderName::from_static("x-tokens-cost");
+const X_TOKENS_REMAINING: HeaderName = HeaderName::from_static("x-tokens-remaining");
+const X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+const X_RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+const X_RATELIMIT_INTERVAL: HeaderName = HeaderName::from_static("x-ratelimit-interval-ms");
+
 fn with_headers(mut resp: Response, u: &Usage) -> Response {
+    // The numbers are written into one buffer and each header value is a slice of it:
+    // one allocation, not one per header.
+    let mut buf = bytes::BytesMut::with_capacity(96);
+    let cost = digits(&mut buf, u.cost);
+    let limit = digits(&mut buf, u.limit);
+    let remaining = digits(&mut buf, u.remaining);
+    let interval = digits(&mut buf, u.interval_ms);
+    let tokens = u.tokens_remaining.map(|r| digits(&mut buf, r));
+    // On a 429, the standard header too, in whole seconds rounded up.
+    let retry = (resp.status() == StatusCode::TOO_MANY_REQUESTS)
+        .then(|| digits(&mut buf, u.retry_after_ms.div_ceil(1000).max(1)));
+    let buf = buf.freeze();
+    let value = |r: std::ops::Range<usize>| {
+        HeaderValue::from_maybe_shared(buf.slice(r)).expect("digits are a valid header value")
+    };
     let h = resp.headers_mut();
-    let num = |n: u64| HeaderValue::from(n);
-    h.insert("x-tokens-cost", num(u.cost));
-    if let Some(r) = u.tokens_remaining {
-        h.insert("x-tokens-remaining", HeaderValue::from(r));
+    h.insert(X_TOKENS_COST, value(cost));
+    if let Some(r) = tokens {
+        h.insert(X_TOKENS_REMAINING, value(r));
     }
-    h.insert("x-ratelimit-limit", num(u.limit));
-    h.insert("x-ratelimit-remaining", num(u.remaining));
-    h.insert("x-ratelimit-interval-ms", num(u.interval_ms));
-    if resp.status() == StatusCode::TOO_MANY_REQUESTS {
-        // Standard header too, in whole seconds rounded up.
-        let secs = u.retry_after_ms.div_ceil(1000).max(1);
-        resp.headers_mut().insert(header::RETRY_AFTER, num(secs));
+    h.insert(X_RATELIMIT_LIMIT, value(limit));
+    h.insert(X_RATELIMIT_REMAINING, value(remaining));
+    h.insert(X_RATELIMIT_INTERVAL, value(interval));
+    if let Some(r) = retry {
+        h.insert(header::RETRY_AFTER, value(r));
     }
     resp
+}
+
+/// Appends `n` in decimal; the range it took.
+fn digits(buf: &mut bytes::BytesMut, n: impl itoa::Integer) -> std::ops::Range<usize> {
+    let start = buf.len();
+    buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    start..buf.len()
 }
 
 #[cfg(test)]
@@ -564,6 +563,18 @@ mod tests {
         ] {
             let out: Value = serde_json::from_slice(&with_usage(object, &u)).unwrap();
             assert_eq!(out, expected, "{}", String::from_utf8_lossy(object));
+        }
+        // No balance (no caller): no `remaining` under `tokens`; a negative one as is.
+        for (remaining, tokens) in [
+            (None, json!({"cost": 2})),
+            (Some(-3), json!({"cost": 2, "remaining": -3})),
+        ] {
+            let u = Usage {
+                tokens_remaining: remaining,
+                ..u
+            };
+            let out: Value = serde_json::from_slice(&with_usage(b"{}", &u)).unwrap();
+            assert_eq!(out["_usage"]["tokens"], tokens);
         }
     }
 
