@@ -582,6 +582,15 @@ async fn the_hosted_script_tracks_navigation_without_cookies_or_storage() {
     );
     let r = preflight("/api/credits/send").send().await.unwrap();
     assert!(r.headers().get("access-control-allow-origin").is_none());
+    // Nor does any other answer vary by origin.
+    let r = s
+        .raw(reqwest::Method::GET, "/api/status")
+        .header("origin", "http://site.example")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+    assert!(r.headers().get("vary").is_none(), "{:?}", r.headers());
 
     let Some(browser) = crate::browser::Browser::start().await else {
         return;
