@@ -402,6 +402,15 @@ pub struct Opts {
         global = true
     )]
     pub monthly_interval_secs: u64,
+    /// Days a finished job (done, failed for good, killed) stays in the queue tables;
+    /// the upkeep (each monthly interval) deletes older ones. 0 keeps them forever.
+    #[arg(
+        long,
+        env = "PLINTH_JOB_RETENTION_DAYS",
+        default_value_t = 14,
+        global = true
+    )]
+    pub job_retention_days: u64,
     /// Seconds a USD checkout holds its units while the payment is pending; the workers
     /// release expired holds (every 30 s, or the monthly interval when shorter).
     #[arg(

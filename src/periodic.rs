@@ -1,6 +1,7 @@
 //! Periodic work that runs with the job workers (embedded in `serve`, or `plinth worker`):
 //! the monthly credit distribution, the slide upkeep sweep, the release of expired order
-//! holds, the analytics roll-up and the attachment-expiry enqueue. Each task runs once
+//! holds, the analytics roll-up, the attachment-expiry enqueue and the job retention
+//! (finished jobs older than `PLINTH_JOB_RETENTION_DAYS` deleted). Each task runs once
 //! per round across every process on the database: a process runs it only after
 //! claiming the round (`db::settings::claim_round`, rounds aligned to multiples of the
 //! interval since the Unix epoch, so all processes agree on them). Every task stays safe
@@ -25,6 +26,7 @@ pub const ORDER_HOLDS: &str = "order-holds";
 pub const ANALYTICS_ROLLUP: &str = "analytics-rollup";
 pub const ATTACHMENT_EXPIRY: &str = "attachment-expiry";
 pub const RATE_WINDOWS: &str = "rate-windows";
+pub const JOB_RETENTION: &str = "job-retention";
 
 /// How long `periodic_runs` keeps a task's runs.
 const RUNS_KEPT_MS: i64 = 24 * 3600 * 1000;
@@ -217,13 +219,14 @@ async fn every_half_minute(
 
 /// Runs the distribution and the sweep now and then every `every` until `stop` turns
 /// true; expired order holds are released and attachment expiry is queued every 30 s (or
-/// `every` when shorter). Each task runs only in rounds this process claimed.
+/// `every` when shorter). Each task runs only in rounds this process claimed. Finished
+/// jobs older than `job_retention_days` are deleted each round (0: never).
 pub async fn run(
     db: Db,
     holder: String,
     credits: CreditAccounts,
     queue: Queue,
-    every: Duration,
+    (every, job_retention_days): (Duration, u64),
     mut stop: watch::Receiver<bool>,
 ) {
     let rounds = Rounds::new(db.clone(), holder);
@@ -254,6 +257,19 @@ pub async fn run(
                     "slide upkeep: stuck work failed, old records pruned"
                 ),
                 Err(e) => tracing::warn!(error = %e, "slide upkeep failed; retrying next round"),
+            }
+        }
+        // The expiry enqueue alone finishes a job every 30 s: without this the queue
+        // tables grow for ever.
+        if job_retention_days > 0 && rounds.claim(JOB_RETENTION, every, first).await {
+            match crate::db::jobs::prune(&db, job_retention_days).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    jobs = n,
+                    days = job_retention_days,
+                    "finished jobs past the retention deleted"
+                ),
+                Err(e) => tracing::warn!(error = %e, "job retention failed; retrying next round"),
             }
         }
         tokio::select! {

@@ -581,7 +581,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
             crate::config::process_name("serve"),
             state.credits.clone(),
             queue.clone(),
-            every,
+            (every, state.opts.job_retention_days),
             stop_rx.clone(),
         ));
         let stop = stop_rx.clone();
@@ -664,7 +664,10 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
         me,
         credits,
         queue.clone(),
-        Duration::from_secs(opts.monthly_interval_secs.max(1)),
+        (
+            Duration::from_secs(opts.monthly_interval_secs.max(1)),
+            opts.job_retention_days,
+        ),
         stop_rx.clone(),
     ));
     let grace = Duration::from_secs(opts.shutdown_timeout);

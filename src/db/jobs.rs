@@ -1,7 +1,7 @@
 //! Job control over apalis's own tables (`Jobs` on SQLite, `apalis.jobs` on PostgreSQL):
-//! counts per queue, listing, and an operator's retry and cancel. Queues go by the names
-//! operators use (`email`, `export`, `images`, `expiry`: `plinth_workers::QueueName`);
-//! the five statuses they see are defined here, once.
+//! counts per queue, listing, an operator's retry and cancel, and the retention's delete.
+//! Queues go by the names operators use (`email`, `export`, `images`, `expiry`:
+//! `plinth_workers::QueueName`); the five statuses they see are defined here, once.
 //!
 //! apalis's statuses map to ours as follows (the SQL `CASE` in `state_sql!`):
 //! - `Pending`, and `Failed` with attempts left (apalis fetches it again at once) →
@@ -149,6 +149,54 @@ const PG_LIST: &str = list_sql!(
      EXTRACT(EPOCH FROM run_at)::float8 AS run_at, EXTRACT(EPOCH FROM done_at)::float8 AS done_at, \
      lock_by, last_result::text AS last_result, job"
 );
+
+/// Up to `$2` finished jobs (done, failed for good, killed) that ended before `$1` (epoch
+/// seconds). Deleted in batches so that the queue's writers never wait long on SQLite's
+/// one write lock.
+macro_rules! prune_sql {
+    ($table:literal, $before:literal) => {
+        concat!(
+            "DELETE FROM ",
+            $table,
+            " WHERE id IN (SELECT id FROM ",
+            $table,
+            " WHERE ",
+            our_queues!(),
+            " AND (status IN ('Done', 'Killed') OR (status = 'Failed' AND attempts >= max_attempts)) \
+             AND done_at < ",
+            $before,
+            " LIMIT $2)"
+        )
+    };
+}
+
+const SQLITE_PRUNE: &str = prune_sql!("Jobs", "$1");
+const PG_PRUNE: &str = prune_sql!("apalis.jobs", "to_timestamp($1::float8)");
+const PRUNE_BATCH: i64 = 5_000;
+
+/// Deletes the finished jobs that ended more than `days` days ago (the upkeep's job
+/// retention, `PLINTH_JOB_RETENTION_DAYS`); how many. Pending, running and retrying
+/// jobs are never touched.
+pub async fn prune(db: &Db, days: u64) -> sqlx::Result<u64> {
+    let days = i64::try_from(days).unwrap_or(i64::MAX);
+    let before = now()
+        .timestamp()
+        .saturating_sub(days.saturating_mul(86_400));
+    let sql = pick(db, SQLITE_PRUNE, PG_PRUNE);
+    let mut total = 0;
+    loop {
+        let n = with_db!(db, p => sqlx::query(sql)
+            .bind(before)
+            .bind(PRUNE_BATCH)
+            .execute(p)
+            .await
+            .map(|r| r.rows_affected()))?;
+        total += n;
+        if n < PRUNE_BATCH as u64 {
+            return Ok(total);
+        }
+    }
+}
 
 /// A failed or killed job back to pending, due now, with its attempts and lock cleared
 /// (SQLite fetches pending jobs only with `lock_by` NULL; PostgreSQL with `run_at` past).

@@ -2,7 +2,7 @@
 //! `POST /api/admin/jobs/retry|cancel` (Admin100 additions) and `plinth jobs`, on one
 //! server that runs no workers, with `plinth worker` processes started and stopped
 //! around it: one whose SMTP relay refuses (jobs fail), then one with the outbox (a
-//! retried job succeeds, a cancelled one never runs).
+//! retried job succeeds, a cancelled one never runs); and the retention of finished jobs.
 
 use std::time::{Duration, Instant};
 
@@ -315,4 +315,76 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
         assert_eq!(j["status"], json!("killed"), "{j}");
         assert_eq!(j["attempts"], json!(0), "{j}");
     }
+}
+
+/// `PLINTH_JOB_RETENTION_DAYS`: the upkeep deletes finished jobs that ended longer ago;
+/// newer ones, and jobs that may still run, stay. The expiry run is queued every second
+/// here (the interval is 1 s), so done jobs appear by themselves; they are aged in SQL.
+#[tokio::test]
+async fn finished_jobs_past_the_retention_are_deleted() {
+    let s = Server::start_with(
+        Options::default()
+            .env("PLINTH_MONTHLY_INTERVAL_SECS", "1")
+            .env("PLINTH_JOB_RETENTION_DAYS", "14"),
+    )
+    .await;
+    let admin = s.admin(&email("retention")).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let done = loop {
+        let done = jobs(&s, &admin, "?queue=expiry&status=done&limit=500").await;
+        if done.len() >= 4 {
+            break done;
+        }
+        assert!(Instant::now() < deadline, "{} expiry jobs done", done.len());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let ids: Vec<String> = done.iter().map(id).collect();
+    let (old, recent, retrying) = (&ids[..2], &ids[2], &ids[3]);
+    let (table, days_ago): (&str, fn(u32) -> String) = if s.database_url.starts_with("postgres") {
+        ("apalis.jobs", |d| format!("done_at - interval '{d} days'"))
+    } else {
+        ("Jobs", |d| format!("done_at - {d} * 86400"))
+    };
+    let quoted = |ids: &[String]| {
+        ids.iter()
+            .map(|i| format!("'{i}'"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let age = |ids: &[String], days: u32| {
+        format!(
+            "UPDATE {table} SET done_at = {} WHERE id IN ({})",
+            days_ago(days),
+            quoted(ids)
+        )
+    };
+    s.sql(&age(old, 15)).await;
+    s.sql(&age(std::slice::from_ref(recent), 13)).await;
+    s.sql(&age(std::slice::from_ref(retrying), 15)).await;
+    // Failed with attempts left: apalis may run it again, so it is not finished.
+    s.sql(&format!(
+        "UPDATE {table} SET status = 'Failed', attempts = 0 WHERE id = '{retrying}'"
+    ))
+    .await;
+
+    let count =
+        |ids: &[String]| format!("SELECT COUNT(*) FROM {table} WHERE id IN ({})", quoted(ids));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while s.sql_count(&count(old)).await > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "jobs past the retention were kept"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert_eq!(s.sql_count(&count(std::slice::from_ref(recent))).await, 1);
+    assert_eq!(s.sql_count(&count(std::slice::from_ref(retrying))).await, 1);
+    // Jobs that ended since are kept, and the admin view no longer lists the deleted.
+    let listed: Vec<String> = jobs(&s, &admin, "?queue=expiry&limit=500")
+        .await
+        .iter()
+        .map(id)
+        .collect();
+    assert!(listed.contains(recent) && listed.len() > 2, "{listed:?}");
+    assert!(old.iter().all(|o| !listed.contains(o)), "{listed:?}");
 }
