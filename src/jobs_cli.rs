@@ -101,18 +101,14 @@ async fn list(
     status: Option<&str>,
     limit: i64,
 ) -> anyhow::Result<()> {
-    let queue = match queue {
-        None => None,
-        Some(q) => Some(store::queue(q).ok_or_else(|| {
-            anyhow::anyhow!("unknown queue `{q}`: use email, export, images or expiry")
-        })?),
-    };
-    let status = match status {
-        None => None,
-        Some(s) => Some(store::status(s).ok_or_else(|| {
-            anyhow::anyhow!("unknown status `{s}`: use pending, running, done, failed or killed")
-        })?),
-    };
+    let queue = queue
+        .map(store::queue)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let status = status
+        .map(store::status)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
     if !(1..=store::LIST_MAX).contains(&limit) {
         bail!("--limit must be between 1 and {}", store::LIST_MAX);
     }

@@ -137,22 +137,15 @@ pub async fn list(
     State(app): State<AppState>,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Answer<JobList>> {
-    let queue = match q.queue.as_deref().filter(|s| !s.trim().is_empty()) {
-        None => None,
-        Some(name) => Some(store::queue(name).ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "unknown queue `{name}`: use email, export, images or expiry"
-            ))
-        })?),
-    };
-    let status = match q.status.as_deref().filter(|s| !s.trim().is_empty()) {
-        None => None,
-        Some(name) => Some(store::status(name).ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "unknown status `{name}`: use pending, running, done, failed or killed"
-            ))
-        })?),
-    };
+    let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
+    let queue = given(&q.queue)
+        .map(|name| store::queue(&name))
+        .transpose()
+        .map_err(ApiError::bad_request)?;
+    let status = given(&q.status)
+        .map(|name| store::status(&name))
+        .transpose()
+        .map_err(ApiError::bad_request)?;
     let limit = q.limit.unwrap_or(store::LIST_DEFAULT);
     if !(1..=store::LIST_MAX).contains(&limit) {
         return Err(ApiError::bad_request(format!(

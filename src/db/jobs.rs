@@ -19,9 +19,10 @@ use crate::db::{now, BeginWrite, Db};
 use crate::with_db;
 
 /// A queue by its short name or its apalis name (the one mapping is
-/// `plinth_workers::QueueName`).
-pub fn queue(name: &str) -> Option<QueueName> {
+/// `plinth_workers::QueueName`); the error is the message operators read.
+pub fn queue(name: &str) -> Result<QueueName, String> {
     QueueName::parse(name)
+        .ok_or_else(|| format!("unknown queue `{name}`: use email, export, images or expiry"))
 }
 
 /// The short name of an apalis queue name.
@@ -35,9 +36,15 @@ fn short_name(apalis: &str) -> &'static str {
 /// The statuses operators see.
 pub const STATUSES: [&str; 5] = ["pending", "running", "done", "failed", "killed"];
 
-pub fn status(name: &str) -> Option<&'static str> {
-    let name = name.trim();
-    STATUSES.into_iter().find(|s| s.eq_ignore_ascii_case(name))
+/// One of [`STATUSES`], in any case; the error is the message operators read.
+pub fn status(name: &str) -> Result<&'static str, String> {
+    let trimmed = name.trim();
+    STATUSES
+        .into_iter()
+        .find(|s| s.eq_ignore_ascii_case(trimmed))
+        .ok_or_else(|| {
+            format!("unknown status `{name}`: use pending, running, done, failed or killed")
+        })
 }
 
 /// The result an operator's cancel records (apalis's own `{"Err": ...}` shape).
@@ -51,6 +58,14 @@ macro_rules! state_sql {
          WHEN status = 'Done' THEN 'done' \
          WHEN status = 'Failed' THEN 'failed' \
          WHEN status = 'Killed' THEN 'killed' ELSE 'unknown' END"
+    };
+}
+
+/// Rows that ended for good: done, failed with no attempts left, killed (`done`,
+/// `failed`, `killed` in `state_sql!`).
+macro_rules! finished_sql {
+    () => {
+        "(status IN ('Done', 'Killed') OR (status = 'Failed' AND attempts >= max_attempts))"
     };
 }
 
@@ -105,8 +120,9 @@ const SQLITE_THROUGHPUT: &str = concat!(
      SUM(CASE WHEN status = 'Done' THEN 0 ELSE 1 END) AS failed \
      FROM Jobs WHERE done_at >= $1 AND ",
     our_queues!(),
-    " AND (status IN ('Done', 'Killed') OR (status = 'Failed' AND attempts >= max_attempts)) \
-     GROUP BY job_type, minute ORDER BY minute, job_type"
+    " AND ",
+    finished_sql!(),
+    " GROUP BY job_type, minute ORDER BY minute, job_type"
 );
 const PG_THROUGHPUT: &str = concat!(
     "SELECT job_type, (FLOOR(EXTRACT(EPOCH FROM done_at) / 60) * 60)::int8 AS minute, \
@@ -114,8 +130,9 @@ const PG_THROUGHPUT: &str = concat!(
      COUNT(*) FILTER (WHERE status <> 'Done') AS failed \
      FROM apalis.jobs WHERE done_at >= to_timestamp($1::float8) AND ",
     our_queues!(),
-    " AND (status IN ('Done', 'Killed') OR (status = 'Failed' AND attempts >= max_attempts)) \
-     GROUP BY 1, 2 ORDER BY 2, 1"
+    " AND ",
+    finished_sql!(),
+    " GROUP BY 1, 2 ORDER BY 2, 1"
 );
 
 /// Jobs, newest first (apalis ids are ULIDs: they sort by creation), filtered by apalis
@@ -162,8 +179,9 @@ macro_rules! prune_sql {
             $table,
             " WHERE ",
             our_queues!(),
-            " AND (status IN ('Done', 'Killed') OR (status = 'Failed' AND attempts >= max_attempts)) \
-             AND done_at < ",
+            " AND ",
+            finished_sql!(),
+            " AND done_at < ",
             $before,
             " LIMIT $2)"
         )
@@ -588,7 +606,7 @@ mod tests {
         assert_eq!(queue("export").unwrap().table_name(), "slide-export");
         assert_eq!(queue("slide-images").unwrap().name(), "images");
         assert_eq!(queue(" Email ").unwrap().name(), "email");
-        assert!(queue("exports").is_none());
+        assert!(queue("exports").unwrap_err().contains("`exports`"));
         assert_eq!(short_name("expiry"), "expiry");
     }
 
@@ -608,8 +626,8 @@ mod tests {
 
     #[test]
     fn statuses_and_results() {
-        assert_eq!(status("FAILED"), Some("failed"));
-        assert!(status("queued").is_none());
+        assert_eq!(status("FAILED"), Ok("failed"));
+        assert!(status("queued").unwrap_err().contains("`queued`"));
         assert_eq!(
             error_of(Some(r#"{"Err":"connection refused"}"#)).as_deref(),
             Some("connection refused")
