@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
+use crate::json_depth;
 
 pub struct JsonBody<T>(pub T);
 
@@ -71,13 +72,23 @@ pub async fn read_json_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<
             ));
         }
     }
-    Bytes::from_request(req, state).await.map_err(|e| {
+    let bytes = Bytes::from_request(req, state).await.map_err(|e| {
         if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::new(e.status(), "request body is larger than the 1 MiB limit")
         } else {
             ApiError::bad_request(format!("could not read the request body: {e}"))
         }
-    })
+    })?;
+    // Before any parser or walk sees it: whatever is accepted here can be stored, merged
+    // and read back (security round 2, H1).
+    if json_depth::depth_of_text(&bytes) > json_depth::MAX_DEPTH {
+        return Err(ApiError::bad_request(format!(
+            "the request body nests JSON deeper than the limit of {} levels",
+            json_depth::MAX_DEPTH
+        ))
+        .with("max_depth", json_depth::MAX_DEPTH));
+    }
+    Ok(bytes)
 }
 
 /// One JSON object (`{}` for an empty body).

@@ -37,8 +37,11 @@ struct Template {
 }
 
 /// The organization template for `user`, if `source` names an organization the user
-/// belongs to or signed up through (finding M4: otherwise anyone could dress the
-/// platform's genuine codes in their own words by naming their organization).
+/// joined by their own act: a verified account that signed up through it, or a member who
+/// created it or joined it themselves. Never for an unverified account, whose sign-up may
+/// have been somebody else's (security round 2, H3), nor for a member an admin added or
+/// an account a waitlist accept created (M1): otherwise anyone could dress the platform's
+/// genuine links in their own words by naming their organization.
 async fn template(
     app: &AppState,
     source: Option<&str>,
@@ -46,6 +49,9 @@ async fn template(
     user: &UserRow,
 ) -> Option<Template> {
     let source = source?;
+    if !user.verified {
+        return None;
+    }
     let org = match crate::db::organizations::by_domain(&app.db, source).await {
         Ok(o) => o?,
         Err(e) => {
@@ -53,11 +59,11 @@ async fn template(
             return None;
         }
     };
-    let signed_up_here = user.source.as_deref() == Some(org.domain.as_str());
+    let signed_up_here = user.source_by_self && user.source.as_deref() == Some(org.domain.as_str());
     if !signed_up_here {
-        match crate::db::organizations::role_of(&app.db, &org.id, &user.id).await {
-            Ok(Some(_)) => {}
-            Ok(None) => return None,
+        match crate::db::organizations::self_joined(&app.db, &org.id, &user.id).await {
+            Ok(Some(true)) => {}
+            Ok(_) => return None,
             Err(e) => {
                 tracing::warn!(error = %e, "reading membership; using the default template");
                 return None;

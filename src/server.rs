@@ -441,28 +441,38 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     let orders = crate::db::orders::Placer::start(&db)
         .await
         .map_err(|e| anyhow::anyhow!("starting the order writer: {e}"))?;
-    let rate_store: Option<std::sync::Arc<dyn plinth_actors::rate::RateStore>> =
+    // On PostgreSQL the `auth` category (sign-in, resets, verification mail, token
+    // exchange) is always counted in the shared store, so a brute-force client gains
+    // nothing from reaching several processes (security round 2); PLINTH_RATE_STORE
+    // decides for the high-volume categories.
+    use plinth_actors::rate::Shared;
+    let rate_store: Option<(std::sync::Arc<dyn plinth_actors::rate::RateStore>, Shared)> =
         match (&db, opts.rate_store) {
-            (Db::Postgres(pool), Some(crate::config::RateStoreKind::Postgres)) => Some(
+            (Db::Postgres(pool), kind) => Some((
                 std::sync::Arc::new(crate::db::rate::PgRateStore(pool.clone())),
-            ),
+                if kind == Some(crate::config::RateStoreKind::Postgres) {
+                    Shared::ALL
+                } else {
+                    Shared::only(&[crate::routes::Category::Auth as u8])
+                },
+            )),
             (Db::Sqlite(_), Some(crate::config::RateStoreKind::Postgres)) => {
                 anyhow::bail!("PLINTH_RATE_STORE=postgres needs a PostgreSQL database")
             }
             _ => None,
         };
-    if rate_store.is_none() && matches!(db, Db::Postgres(_)) {
+    if rate_store.as_ref().is_some_and(|(_, s)| *s != Shared::ALL) {
         // Windows per process: N serve processes allow about N times each limit.
         if let Ok(n @ 2..) = crate::db::settings::serve_processes(&db).await {
             tracing::warn!(
                 serve_processes = n,
                 "several plinth serve processes count rate windows each on their own \
-                 (PLINTH_RATE_STORE=local): a limit of R allows about {n}R; set \
-                 PLINTH_RATE_STORE=postgres to share them (docs/scaling.md)"
+                 (PLINTH_RATE_STORE=local; `auth` is always shared): a limit of R allows \
+                 about {n}R; set PLINTH_RATE_STORE=postgres to share them (docs/scaling.md)"
             );
         }
     }
-    let rate = RateLimiter::start_with(opts.rate_shards, rate_store)
+    let rate = RateLimiter::start_sharing(opts.rate_shards, rate_store)
         .await
         .map_err(|e| anyhow::anyhow!("starting rate-limit actors: {e}"))?;
 

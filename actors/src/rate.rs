@@ -94,7 +94,32 @@ struct Window {
 
 pub struct Shard {
     store: Option<Arc<dyn RateStore>>,
+    shared: Shared,
     leases: Option<Arc<Leases>>,
+}
+
+/// The categories counted in the shared store (when there is one); the others are counted
+/// in this process with leases. A small abuse-prone category (sign-in, say) can then hold
+/// across processes while the high-volume ones stay local.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shared(u64);
+
+impl Shared {
+    pub const ALL: Shared = Shared(u64::MAX);
+
+    /// Only these categories (each below 64).
+    pub fn only(categories: &[u8]) -> Shared {
+        Shared(
+            categories
+                .iter()
+                .fold(0, |bits, c| bits | 1u64.checked_shl(*c as u32).unwrap_or(0)),
+        )
+    }
+
+    pub fn has(self, category: u8) -> bool {
+        1u64.checked_shl(category as u32)
+            .is_some_and(|bit| self.0 & bit != 0)
+    }
 }
 
 /// Permits of one window counted by its shard ahead of the requests that take them.
@@ -283,7 +308,7 @@ impl Actor for Shard {
                 interval_ms,
                 reply,
             } => {
-                if self.store.is_none() {
+                if self.store.is_none() || !self.shared.has(category) {
                     let d = state.check(key, category, limit, interval_ms, self.leases.as_deref());
                     let _ = reply.send(d);
                     return Ok(());
@@ -388,8 +413,11 @@ async fn flush(store: &dyn RateStore, state: &mut ShardState) {
 #[derive(Clone)]
 pub struct RateLimiter {
     shards: Shards<ShardMsg>,
-    /// Without a shared store: the shards' leases (see the module documentation).
+    /// The shards' leases of the categories counted in this process (see the module
+    /// documentation); `None` when every category is counted in a shared store.
     leases: Option<Arc<Leases>>,
+    /// The categories counted in the shared store, when there is one.
+    shared: Option<Shared>,
 }
 
 impl RateLimiter {
@@ -398,18 +426,29 @@ impl RateLimiter {
         Self::start_with(shard_count, None).await
     }
 
-    /// Windows in `store` (shared by every process) when given.
+    /// Windows of every category in `store` (shared by every process) when given.
     pub async fn start_with(
         shard_count: usize,
         store: Option<Arc<dyn RateStore>>,
     ) -> Result<Self, ractor::SpawnErr> {
-        let leases = store.is_none().then(|| Arc::new(Leases::new()));
+        Self::start_sharing(shard_count, store.map(|s| (s, Shared::ALL))).await
+    }
+
+    /// Windows of the `Shared` categories in the store, the others in this process.
+    pub async fn start_sharing(
+        shard_count: usize,
+        store: Option<(Arc<dyn RateStore>, Shared)>,
+    ) -> Result<Self, ractor::SpawnErr> {
+        let shared = store.as_ref().map(|(_, s)| *s);
+        let store = store.map(|(s, _)| s);
+        let leases = (shared != Some(Shared::ALL)).then(|| Arc::new(Leases::new()));
         let shard_leases = leases.clone();
         Ok(Self {
             shards: Shards::start("rate", shard_count, move || {
                 (
                     Shard {
                         store: store.clone(),
+                        shared: shared.unwrap_or(Shared(0)),
                         leases: shard_leases.clone(),
                     },
                     (),
@@ -417,14 +456,17 @@ impl RateLimiter {
             })
             .await?,
             leases,
+            shared,
         })
     }
 
     /// Counts one request in `(key, category)`'s window.
     pub async fn check(&self, key: &str, category: u8, limit: u64, interval_ms: u64) -> Decision {
+        let local = !self.shared.is_some_and(|s| s.has(category));
         if let Some(d) = self
             .leases
             .as_ref()
+            .filter(|_| local)
             .and_then(|l| l.take(key, category, limit, interval_ms))
         {
             return d;
@@ -593,6 +635,31 @@ mod tests {
         // Refused from memory afterwards, still refused.
         assert!(!a.check("u:1", 1, 30, 60_000).await.allowed);
         assert!(b.check("u:2", 1, 30, 60_000).await.allowed);
+    }
+
+    #[tokio::test]
+    async fn only_the_shared_categories_hold_across_processes() {
+        let store: Arc<dyn RateStore> = Arc::new(MemStore::default());
+        let (auth, read) = (3u8, 0u8);
+        let shared = Some((store, Shared::only(&[auth])));
+        let a = RateLimiter::start_sharing(2, shared.clone()).await.unwrap();
+        let b = RateLimiter::start_sharing(2, shared).await.unwrap();
+        let mut allowed = 0;
+        for i in 0..12 {
+            let rl = if i % 2 == 0 { &a } else { &b };
+            allowed += rl.check("ip:1", auth, 5, 60_000).await.allowed as usize;
+        }
+        assert_eq!(allowed, 5, "one window of 5 over both processes");
+        // The other categories are each process's own (and use leases).
+        let mut allowed = 0;
+        for i in 0..12 {
+            let rl = if i % 2 == 0 { &a } else { &b };
+            allowed += rl.check("ip:1", read, 5, 60_000).await.allowed as usize;
+        }
+        assert_eq!(allowed, 10, "5 per process");
+        assert!(
+            Shared::only(&[3]).has(3) && !Shared::only(&[3]).has(0) && !Shared::only(&[3]).has(200)
+        );
     }
 
     async fn wait_for_restart(rl: &RateLimiter, before: &[ractor::ActorId]) {

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use crate::auth::{Caller, Viewer};
 use crate::db::analytics::{self as store, Grain, HitRow, SiteRow};
 use crate::domain::analytics::{
-    like_pattern, normalize_label, tally, visitor_id, Counted, Need, Standing, Visitor, MAX_LABEL,
+    normalize_label, tally, visitor_id, Counted, LabelPattern, Need, Standing, Visitor, MAX_LABEL,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
@@ -344,7 +344,10 @@ pub async fn track(
             &site.salt,
             Visitor::Anonymous {
                 day: &day,
-                ip: &peer.ip().to_string(),
+                // The client's address behind trusted proxies (security round 2, L2: the
+                // proxy's own address made every visitor one).
+                ip: &crate::client_ip::client_ip(peer.ip(), &headers, &app.opts.trusted_proxies)
+                    .to_string(),
                 agent,
             },
         ),
@@ -407,27 +410,14 @@ pub async fn script() -> impl axum::response::IntoResponse {
 
 /// The dashboard (`assets/analytics/dashboard.html`): one static page that signs in with
 /// an API key kept in the tab's session storage and draws from `stats` and `events`.
-const DASHBOARD: &str = include_str!("../../assets/analytics/dashboard.html");
+static DASHBOARD: std::sync::LazyLock<crate::pages::Page> = std::sync::LazyLock::new(|| {
+    crate::pages::Page::new(include_str!("../../assets/analytics/dashboard.html"))
+});
 
-/// `GET /analytics/dashboard`: outside the JSON API. Not framed, no referrer, scripts
-/// and requests from this origin only (the key must not leak to another one).
-pub async fn dashboard() -> impl axum::response::IntoResponse {
-    use axum::http::header;
-    (
-        [
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-cache"),
-            (
-                header::CONTENT_SECURITY_POLICY,
-                "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-                 connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; \
-                 form-action 'self'",
-            ),
-            (header::X_FRAME_OPTIONS, "DENY"),
-            (header::REFERRER_POLICY, "no-referrer"),
-        ],
-        axum::response::Html(DASHBOARD),
-    )
+/// `GET /analytics/dashboard`: outside the JSON API. Not framed, no referrer, its own
+/// script only and requests to this origin only (the key must not leak to another one).
+pub async fn dashboard() -> axum::response::Response {
+    DASHBOARD.response()
 }
 
 /// `from`/`to` as ISO 8601: a date-time (RFC 3339) or a date (`to` then means the end
@@ -564,22 +554,8 @@ pub async fn stats(
     JsonBody(b): JsonBody<StatsBody>,
 ) -> ApiResult {
     let (from, to) = window(b.from.as_deref(), b.to.as_deref())?;
-    let labels = b.labels.unwrap_or_default();
-    if labels.len() > 20 {
-        return Err(ApiError::bad_request(
-            "`labels` may hold at most 20 patterns",
-        ));
-    }
-    if labels
-        .iter()
-        .any(|l| l.is_empty() || l.chars().count() > MAX_LABEL)
-    {
-        return Err(ApiError::bad_request(format!(
-            "each of `labels` must be 1 to {MAX_LABEL} characters"
-        )));
-    }
+    let patterns = LabelPattern::parse_all(&b.labels.unwrap_or_default())?;
     site_for(&app, &caller, &b.site_id, Need::View).await?;
-    let patterns: Vec<String> = labels.iter().map(|l| like_pattern(l)).collect();
     let hourly = to - from <= Duration::hours(48);
     let grain = if hourly { Grain::Hour } else { Grain::Day };
     let tally = tally(

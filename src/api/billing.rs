@@ -319,7 +319,9 @@ async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<b
         "payment_intent.succeeded" => {
             if let (Some(id), Some(order)) = (s("id"), object["metadata"]["order_id"].as_str()) {
                 let amount = object["amount"].as_i64().unwrap_or(-1);
-                return crate::domain::orders::confirm_payment(app, order, &id, amount).await;
+                let currency = object["currency"].as_str();
+                return crate::domain::orders::confirm_payment(app, order, &id, amount, currency)
+                    .await;
             }
             let (Some(id), Some(user)) = (s("id"), object["metadata"]["user_id"].as_str()) else {
                 return Ok(false);

@@ -4,36 +4,23 @@
 //! (`/api/admin/jobs/stats`, `/api/admin/jobs`, `/api/admin/jobs/retry`,
 //! `/api/admin/errors`); the page itself is public and holds no data.
 
-/// The page (`assets/console.html`): inline CSS and script, no external request.
-const PAGE: &str = include_str!("../../assets/console.html");
-
-/// The page's Content-Security-Policy: scripts and styles only inline, requests only to
-/// this origin (the key must never leave for another one), never framed.
-pub const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-     connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; \
-     form-action 'self'";
+/// The page (`assets/console.html`): inline CSS and script, no external request; its
+/// policy allows that script alone (by hash), requests only to this origin (the key must
+/// never leave for another one), and no framing.
+static PAGE: std::sync::LazyLock<crate::pages::Page> =
+    std::sync::LazyLock::new(|| crate::pages::Page::new(HTML));
+const HTML: &str = include_str!("../../assets/console.html");
 
 /// `GET /console`: outside the JSON API. Not framed, not cached, no referrer.
-pub async fn page() -> impl axum::response::IntoResponse {
-    use axum::http::header;
-    (
-        [
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-cache"),
-            (header::CONTENT_SECURITY_POLICY, CSP),
-            (header::X_FRAME_OPTIONS, "DENY"),
-            (header::REFERRER_POLICY, "no-referrer"),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        ],
-        axum::response::Html(PAGE),
-    )
+pub async fn page() -> axum::response::Response {
+    PAGE.response()
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn the_page_makes_no_request_to_another_origin() {
-        let page = super::PAGE;
+        let page = super::HTML;
         for needle in [
             "http://",
             "https://",

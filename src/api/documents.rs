@@ -97,7 +97,7 @@ pub struct CreateBody {
 pub async fn create(State(app): State<AppState>, g: OrgMember<CreateBody>) -> ApiResult {
     let doc_type = doc_type(&g.body.r#type)?;
     let data = Value::Object(g.body.data.unwrap_or_default());
-    records::check_size(&data)?;
+    records::check_data(&data)?;
     let id = store::create(&app.db, &g.org.id, &doc_type, &data, &g.caller.id).await?;
     let doc = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
     Ok(Reply::ok(json!({"success": true, "data": doc.view()})))

@@ -22,13 +22,12 @@ use crate::extract::JsonBody;
 use crate::reply::Reply;
 use crate::state::AppState;
 
-use crate::domain::downloads::URL_TTL;
-/// Defaults when neither the request nor the item's `download_asset` says.
-const DEFAULT_MAX_DOWNLOADS: i64 = 5;
-const DEFAULT_EXPIRES_IN: i64 = 7 * 24 * 3600;
-const MAX_EXPIRES_IN: i64 = 365 * 24 * 3600;
+use crate::domain::downloads::{
+    bounded, own_source, DownloadAsset, DEFAULT_EXPIRES_IN, DEFAULT_MAX_DOWNLOADS, MAX_EXPIRES_IN,
+    URL_TTL,
+};
 
-/// A link as its organization's admins and issuer see it (never its token).
+/// A link as its organization's admins see it (never its token).
 fn link_json(l: &LinkRow, domain: &str) -> Value {
     json!({
         "id": l.id,
@@ -66,9 +65,9 @@ fn status(l: &LinkRow) -> &'static str {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct CreateBody {
-    /// The source object: under `catalog/<organization id>/`, or the
-    /// `data.download_asset.key` of one of the organization's items. Defaults to the
-    /// asset of `sku`.
+    /// The source object, one of the organization's own: under `catalog/<organization
+    /// id>/` or `orgs/<organization id>/uploads/` (403 otherwise). Defaults to the asset
+    /// of `sku`.
     source_s3_key: Option<String>,
     /// An item of the organization with a `data.download_asset`: its file name, type,
     /// limits and key apply unless given here.
@@ -84,21 +83,6 @@ pub struct CreateBody {
     mime_type: Option<String>,
     /// Who the link is for (a user id), if anyone.
     recipient_user_id: Option<String>,
-}
-
-fn bounded(
-    field: &str,
-    v: Option<i64>,
-    range: std::ops::RangeInclusive<i64>,
-) -> ApiResult<Option<i64>> {
-    match v {
-        Some(n) if !range.contains(&n) => Err(ApiError::bad_request(format!(
-            "`{field}` must be {} to {}",
-            range.start(),
-            range.end()
-        ))),
-        other => Ok(other),
-    }
 }
 
 /// `POST /api/downloads/create` (OrgAdmin): a link without payment, with its own clone
@@ -118,60 +102,40 @@ pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> Api
         ),
         None => None,
     };
-    let asset = item
-        .as_ref()
-        .and_then(|i| i.data.0.get("download_asset").cloned())
-        .unwrap_or(Value::Null);
-    if asset.get("bucket").is_some_and(|v| !v.is_null()) {
-        return Err(ApiError::bad_request(
-            "the item's `download_asset.bucket` cannot be used: links read from the configured object store",
-        ));
-    }
-    let text = |k: &str| asset.get(k).and_then(Value::as_str).map(str::to_owned);
-    let number = |k: &str| asset.get(k).and_then(Value::as_i64);
-    let source = b
-        .source_s3_key
-        .clone()
-        .or_else(|| text("key"))
-        .map(|k| k.trim().trim_start_matches('/').to_owned())
-        .ok_or_else(|| {
-            ApiError::bad_request(
+    let asset = match &item {
+        Some(i) => DownloadAsset::of(&g.org.id, &i.data.0)?.unwrap_or_default(),
+        None => DownloadAsset::default(),
+    };
+    let source = match (&b.source_s3_key, &asset.key) {
+        (Some(raw), _) => own_source(&g.org.id, "source_s3_key", raw)?,
+        (None, Some(key)) => key.clone(),
+        (None, None) => {
+            return Err(ApiError::bad_request(
                 "send `source_s3_key`, or the `sku` of an item with a `download_asset`",
-            )
-        })?;
-    if !crate::storage::valid_key(&source) {
-        return Err(ApiError::bad_request(
-            "`source_s3_key` is not a valid object key",
-        ));
-    }
-    let own_catalog = source.starts_with(&format!("catalog/{}/", g.org.id));
-    if !own_catalog && !store::is_item_asset(&app.db, &g.org.id, &source).await? {
-        return Err(ApiError::forbidden(format!(
-            "`source_s3_key` must be under catalog/{}/ or be the download_asset.key of one of the organization's items",
-            g.org.id
-        )));
-    }
+            ))
+        }
+    };
     let max_downloads = bounded(
         "max_downloads",
-        b.max_downloads.or(number("max_downloads")),
+        b.max_downloads.or(asset.max_downloads),
         1..=1000,
     )?
     .unwrap_or(DEFAULT_MAX_DOWNLOADS);
     let expires_in = bounded(
         "expires_in_seconds",
-        b.expires_in_seconds.or(number("expires_in_seconds")),
+        b.expires_in_seconds.or(asset.expires_in_seconds),
         60..=MAX_EXPIRES_IN,
     )?
     .unwrap_or(DEFAULT_EXPIRES_IN);
     let file_name = b
         .file_name
         .clone()
-        .or_else(|| text("file_name"))
+        .or(asset.file_name)
         .unwrap_or_else(|| source.rsplit('/').next().unwrap_or("download").to_owned());
     let mime_type = b
         .mime_type
         .clone()
-        .or_else(|| text("mime_type"))
+        .or(asset.mime_type)
         .unwrap_or_else(|| "application/octet-stream".to_owned());
     if file_name.is_empty() || file_name.len() > 255 || mime_type.len() > 255 {
         return Err(ApiError::bad_request(
@@ -379,54 +343,37 @@ pub async fn link_status(
     Ok(Reply::ok(json!({"data": link_json(&l, &org.domain)})).private())
 }
 
+/// Whether the caller administers the link's organization now (having issued it gives no
+/// rights of its own: security round 2, M7).
 async fn may_see(app: &AppState, caller: &Caller, l: &LinkRow) -> ApiResult<bool> {
-    Ok(l.issuer_id.as_deref() == Some(caller.id.as_str())
-        || crate::auth::org_admin(app, caller, &l.organization_id).await?)
+    crate::auth::org_admin(app, caller, &l.organization_id).await
 }
 
 /// An item's `download_asset` as a purchase uses it: `(key, file name, mime type, max
-/// downloads, expires in seconds)`; 400 when the item has none, names a bucket, or its
-/// limits are out of range.
+/// downloads, expires in seconds)`; 400 when the item has none or it is malformed, 403
+/// when its key is not the organization's own (checked again here, not only when the
+/// item was written).
 fn asset_of(item: &crate::db::inventory::ItemRow) -> ApiResult<(String, String, String, i64, i64)> {
-    let asset = item
-        .data
-        .0
-        .get("download_asset")
-        .cloned()
-        .unwrap_or(Value::Null);
-    let key = asset
-        .get("key")
-        .and_then(Value::as_str)
-        .map(|k| k.trim().trim_start_matches('/').to_owned())
-        .filter(|k| crate::storage::valid_key(k))
-        .ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "`{}` is not a downloadable item (no valid `data.download_asset.key`)",
-                item.sku
-            ))
-        })?;
-    if asset.get("bucket").is_some_and(|v| !v.is_null()) {
-        return Err(ApiError::bad_request(
-            "an item's `download_asset.bucket` cannot be used: links read from the configured object store",
-        ));
-    }
-    let text = |k: &str| asset.get(k).and_then(Value::as_str).map(str::to_owned);
-    let max = bounded(
-        "max_downloads",
-        asset.get("max_downloads").and_then(Value::as_i64),
-        1..=1000,
-    )?
-    .unwrap_or(DEFAULT_MAX_DOWNLOADS);
-    let expires = bounded(
-        "expires_in_seconds",
-        asset.get("expires_in_seconds").and_then(Value::as_i64),
-        60..=MAX_EXPIRES_IN,
-    )?
-    .unwrap_or(DEFAULT_EXPIRES_IN);
-    let file_name = text("file_name")
+    let asset = DownloadAsset::of(&item.organization_id, &item.data.0)?.unwrap_or_default();
+    let key = asset.key.ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "`{}` is not a downloadable item (no `data.download_asset.key`)",
+            item.sku
+        ))
+    })?;
+    let file_name = asset
+        .file_name
         .unwrap_or_else(|| key.rsplit('/').next().unwrap_or("download").to_owned());
-    let mime = text("mime_type").unwrap_or_else(|| "application/octet-stream".to_owned());
-    Ok((key, file_name, mime, max, expires))
+    let mime = asset
+        .mime_type
+        .unwrap_or_else(|| "application/octet-stream".to_owned());
+    Ok((
+        key,
+        file_name,
+        mime,
+        asset.max_downloads.unwrap_or(DEFAULT_MAX_DOWNLOADS),
+        asset.expires_in_seconds.unwrap_or(DEFAULT_EXPIRES_IN),
+    ))
 }
 
 /// `POST /api/downloads/purchase` (API key or guest session): checks out `items` like the

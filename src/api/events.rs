@@ -135,7 +135,7 @@ pub async fn create(State(app): State<AppState>, g: OrgMember<CreateBody>) -> Ap
     let status = status(g.body.status.as_deref().unwrap_or("pending"))?;
     let visibility = visibility(g.body.visibility.as_deref().unwrap_or("private"))?;
     let data = Value::Object(g.body.data.unwrap_or_default());
-    records::check_size(&data)?;
+    records::check_data(&data)?;
     let fields = EventFields {
         begins_at,
         ends_at,

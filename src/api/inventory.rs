@@ -8,8 +8,9 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::auth::{Caller, MaybeCaller, OrgAdmin, Viewer};
-use crate::db::inventory::{self as store, ItemChange, ItemRow, NewItem, UnitRow};
+use crate::db::inventory::{self as store, Claim, ItemChange, ItemRow, NewItem, UnitRow};
 use crate::db::organizations::OrgRow;
+use crate::domain::downloads::DownloadAsset;
 use crate::domain::records;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
@@ -27,7 +28,32 @@ fn not_found() -> ApiError {
     ApiError::not_found("inventory item not found")
 }
 
-fn item_json(i: &ItemRow) -> Value {
+/// An item as a caller sees it: outside the organization, `data` goes without its
+/// `download_asset` (where the seller's file lives; security round 2, H2).
+fn item_json(i: &ItemRow, member: bool) -> Value {
+    let mut v = item_fields(i);
+    if !member {
+        if let Some(data) = v["data"].as_object_mut() {
+            data.remove("download_asset");
+        }
+    }
+    v
+}
+
+/// A unit as a caller sees it: members of the organization and the unit's holder see its
+/// `data` and `holder_id`; anyone else only its id and status, so serials and keys of
+/// units for sale, and who bought what, stay private (security round 2, M5).
+fn unit_json(u: &UnitRow, member: bool, caller: Option<&Caller>) -> Value {
+    let holder = caller.is_some_and(|c| u.holder_id.as_deref() == Some(c.id.as_str()));
+    if member || holder {
+        json!(u)
+    } else {
+        json!({"id": u.id, "item_id": u.item_id, "status": u.status,
+               "created_at": u.created_at, "updated_at": u.updated_at})
+    }
+}
+
+fn item_fields(i: &ItemRow) -> Value {
     json!({
         "id": i.id,
         "organization_id": i.organization_id,
@@ -96,7 +122,7 @@ pub async fn list(
     let org = org(&app, &q.domain).await?;
     let with_private = member(&app, caller.0.as_deref(), &org.id).await?;
     let (rows, total) = store::list(&app.db, &org.id, with_private, limit, offset).await?;
-    let data: Vec<Value> = rows.iter().map(item_json).collect();
+    let data: Vec<Value> = rows.iter().map(|i| item_json(i, with_private)).collect();
     Ok(Reply::ok(json!({
         "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
     })))
@@ -116,9 +142,15 @@ pub async fn get(
     Path(id): Path<String>,
     Query(q): Query<ItemQuery>,
 ) -> ApiResult {
-    let item = visible(&app, caller.0.as_deref(), &id, q.domain.as_deref()).await?;
-    let units = store::units(&app.db, &item.id).await?;
-    let mut v = item_json(&item);
+    let caller = caller.0.as_deref();
+    let item = visible(&app, caller, &id, q.domain.as_deref()).await?;
+    let in_org = member(&app, caller, &item.organization_id).await?;
+    let units: Vec<Value> = store::units(&app.db, &item.id)
+        .await?
+        .iter()
+        .map(|u| unit_json(u, in_org, caller))
+        .collect();
+    let mut v = item_json(&item, in_org);
     v["units"] = json!(units);
     Ok(Reply::ok(json!({ "data": v })))
 }
@@ -186,7 +218,7 @@ pub async fn search(
         .into_iter()
         .skip(offset as usize)
         .take(limit as usize)
-        .map(item_json)
+        .map(|i| item_json(i, with_private))
         .collect();
     Ok(Reply::ok(json!({
         "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
@@ -215,6 +247,13 @@ pub async fn claim(
     if item.private && !member(&app, Some(&caller), &item.organization_id).await? {
         return Err(not_found());
     }
+    if item.min_tier.is_none() && (item.price_cents > 0 || item.price_tokens.is_some_and(|p| p > 0))
+    {
+        return Err(ApiError::forbidden(
+            "this item is for sale: `claim` gives units only of free items (no positive \
+             `price_cents` or `price_tokens`) or of items that set `min_tier`",
+        ));
+    }
     if let Some(tier) = item.min_tier {
         if caller.user.level < tier {
             return Err(ApiError::forbidden(format!(
@@ -226,19 +265,26 @@ pub async fn claim(
         }
     }
     if store::has_claimed(&app.db, &item.id, &caller.id).await? {
-        return Err(ApiError::conflict(
-            "you already claimed a unit of this item",
-        ));
+        return Err(already_claimed());
     }
-    let unit = store::claim(&app.db, &item.id, &caller.id)
-        .await?
-        .ok_or_else(|| {
-            ApiError::conflict("no unit of this item is left").with("available_count", 0)
-        })?;
+    let unit = match store::claim(&app.db, &item.id, &caller.id).await? {
+        Claim::Taken(unit) => unit,
+        Claim::NoneLeft => {
+            return Err(
+                ApiError::conflict("no unit of this item is left").with("available_count", 0)
+            )
+        }
+        Claim::AlreadyHeld => return Err(already_claimed()),
+    };
     let item = store::get(&app.db, &item.id).await?.ok_or_else(not_found)?;
     Ok(Reply::ok(json!({
-        "success": true, "unit": unit, "data": item_json(&item),
+        "success": true, "unit": unit,
+        "data": item_json(&item, member(&app, Some(&caller), &item.organization_id).await?),
     })))
+}
+
+fn already_claimed() -> ApiError {
+    ApiError::conflict("you already claimed a unit of this item")
 }
 
 /// Units of a create or `units/add`: `count` empty units or `units` of `{data}`.
@@ -273,7 +319,7 @@ fn unit_datas(
         (None, None) => Vec::new(),
     };
     for d in &datas {
-        records::check_size(d)?;
+        records::check_data(d)?;
     }
     Ok(datas)
 }
@@ -329,7 +375,8 @@ pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> Api
     }
     let slug = crate::domain::posts::slug(&b.slug)?;
     let data = Value::Object(b.data.unwrap_or_default());
-    records::check_size(&data)?;
+    records::check_data(&data)?;
+    DownloadAsset::of(&g.org.id, &data)?;
     let units = unit_datas(b.unit_count, b.units, "unit_count")?;
     let id = store::create(
         &app.db,
@@ -351,7 +398,7 @@ pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> Api
     .await?;
     let item = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
     Ok(Reply::ok(
-        json!({"success": true, "data": item_json(&item)}),
+        json!({"success": true, "data": item_json(&item, true)}),
     ))
 }
 
@@ -409,6 +456,7 @@ pub async fn update(
             Some(changes) => records::merge(&item.data.0, changes)?,
             None => item.data.0.clone(),
         };
+        DownloadAsset::of(&item.organization_id, &data)?;
         let change = ItemChange {
             price_cents: price_cents.unwrap_or(item.price_cents),
             price_tokens: price_tokens.unwrap_or(item.price_tokens),
@@ -420,7 +468,7 @@ pub async fn update(
         item = store::get(&app.db, &item.id).await?.ok_or_else(not_found)?;
         if written {
             return Ok(Reply::ok(
-                json!({"success": true, "data": item_json(&item)}),
+                json!({"success": true, "data": item_json(&item, true)}),
             ));
         }
     }
@@ -481,7 +529,7 @@ pub async fn units_add(State(app): State<AppState>, g: OrgAdmin<UnitsAdd>) -> Ap
     let ids = store::add_units(&app.db, &item.id, &datas).await?;
     let item = store::get(&app.db, &item.id).await?.ok_or_else(not_found)?;
     Ok(Reply::ok(json!({
-        "success": true, "added": ids.len(), "unit_ids": ids, "data": item_json(&item),
+        "success": true, "added": ids.len(), "unit_ids": ids, "data": item_json(&item, true),
     })))
 }
 

@@ -86,12 +86,12 @@ fn not_found() -> ApiError {
     ApiError::not_found("license not found")
 }
 
-/// A license the caller may manage (OrgAdmin of its organization, or who issued it).
+/// A license the caller may manage: they administer its organization now. Having issued
+/// it gives no rights of its own (security round 2, M7: a removed admin could still
+/// regenerate the keys they had issued); only organization admins issue licenses.
 async fn managed(app: &AppState, caller: &Caller, id: &str) -> ApiResult<LicenseRow> {
     let l = store::get(&app.db, id).await?.ok_or_else(not_found)?;
-    if l.issuer_id.as_deref() == Some(caller.id.as_str())
-        || crate::auth::org_admin(app, caller, &l.organization_id).await?
-    {
+    if crate::auth::org_admin(app, caller, &l.organization_id).await? {
         return Ok(l);
     }
     Err(not_found())
@@ -239,7 +239,7 @@ pub struct RevokeBody {
     reason: Option<String>,
 }
 
-/// `POST /api/licenses/revoke` (OrgAdmin of its organization, or its issuer):
+/// `POST /api/licenses/revoke` (OrgAdmin of its organization):
 /// idempotent; a second revoke answers the row unchanged with `already_revoked: true`.
 pub async fn revoke(
     State(app): State<AppState>,
@@ -280,7 +280,7 @@ pub struct IdBody {
     id: String,
 }
 
-/// `POST /api/licenses/regenerate` (OrgAdmin of its organization, or its issuer): a new
+/// `POST /api/licenses/regenerate` (OrgAdmin of its organization): a new
 /// key for an `active` or `expired` license, in one transaction: the old row is revoked
 /// with `data.replaced_by_id`, the new one (same owner, product, limits and expiry) has
 /// no machines. 409 for a revoked license.

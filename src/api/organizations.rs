@@ -261,7 +261,7 @@ pub async fn membership_automatic(
         .ok_or_else(|| {
             ApiError::not_found(format!("no organization has the domain {email_domain}"))
         })?;
-    let joined = store::add_member(&app.db, &org.id, &caller.id, "member").await?;
+    let joined = store::add_member(&app.db, &org.id, &caller.id, "member", true).await?;
     let role = store::role_of(&app.db, &org.id, &caller.id).await?;
     let mut v = org.to_json();
     v["role"] = json!(role);
@@ -290,7 +290,7 @@ pub async fn users_add(State(app): State<AppState>, g: OrgAdmin<AddBody>) -> Api
     let user = crate::db::users::by_email(&app.db, &email)
         .await?
         .ok_or_else(|| ApiError::not_found("no account with that email"))?;
-    let added = store::add_member(&app.db, &g.org.id, &user.id, "member").await?;
+    let added = store::add_member(&app.db, &g.org.id, &user.id, "member", false).await?;
     Ok(Reply::ok(json!({
         "success": true,
         "already_member": !added,

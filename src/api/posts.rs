@@ -103,13 +103,17 @@ pub struct ListBody {
     offset: Option<i64>,
 }
 
-/// `POST /api/posts` (Public): posts of a type, newest first. For `NOTE`, `DIAGRAM_PAGE`
-/// and `TEAM_POST` only published posts are listed; other types list every post that is
-/// not `data.private: true`.
+/// `POST /api/posts` (Public): posts of a type, newest first, never `data.private: true`.
+/// For `NOTE`, `DIAGRAM_PAGE` and `TEAM_POST` only published posts are listed; other
+/// types list personal posts always (the spec), and organization posts and replies only
+/// when the caller could read them, or their thread, one by one (`rules::may_read`;
+/// security round 2, H5; docs/api.md "Posts").
 pub async fn list(
     State(app): State<AppState>,
+    caller: MaybeCaller,
     JsonBody(body): JsonBody<ListBody>,
 ) -> ApiResult<Answer<PostList>> {
+    let caller = caller.0.as_deref();
     let (limit, offset) = page(body.limit, body.offset)?;
     let post_type = post_type(&body.r#type)?;
     let author = match (&body.user_id, &body.username, &body.email) {
@@ -131,6 +135,7 @@ pub async fn list(
         user_id: author.as_deref(),
         published_only,
         no_private: true,
+        reader: rules::list_reader(&app, caller).await?,
         ..Filter::default()
     };
     let (rows, total) = store::list(&app.db, &filter, limit, offset).await?;
@@ -269,7 +274,7 @@ pub async fn create(
         }
     }
     let data = Value::Object(data);
-    records::check_size(&data)?;
+    records::check_data(&data)?;
     let slug = body.slug.as_deref().map(rules::slug).transpose()?;
     let src = body.src.as_deref().map(rules::src).transpose()?;
     let f = fields(slug.as_deref(), src.as_deref(), &data);
@@ -357,7 +362,7 @@ pub async fn update(
             apply_markdown(&mut data, md);
         }
         let data = Value::Object(data);
-        records::check_size(&data)?;
+        records::check_data(&data)?;
         let slug = slug.clone().unwrap_or_else(|| post.slug.clone());
         let src = src.clone().unwrap_or_else(|| post.src.clone());
         let next = fields(slug.as_deref(), src.as_deref(), &data);

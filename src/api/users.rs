@@ -8,7 +8,7 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::{Caller, Viewer};
+use crate::auth::{Caller, MaybeCaller, Viewer};
 use crate::cache::Stale;
 use crate::crypto;
 use crate::db::users as store;
@@ -117,7 +117,7 @@ pub async fn authenticate_interstitial(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct VerifyBody {
     code: String,
-    /// With a reset code: the new password, set in the same step.
+    /// With a reset or verification code: the new password, set in the same step.
     password: Option<String>,
 }
 
@@ -125,8 +125,15 @@ pub struct VerifyBody {
 /// account to VERIFIED (level 10); a reset or sign-in code proves the same control of the
 /// email and also answers the key (a reset code may carry the new `password`). An
 /// expired verification code emails a fresh one and answers 400 with `expired: true`.
+///
+/// A verification code proves the mailbox, not the password (security round 2, H3): on
+/// the first verification a password set before it survives only when the request
+/// carries the account's own key in `x-api-key` (the client that signed up and chose it)
+/// or sends a new `password`; otherwise it is cleared, so whoever registered the address
+/// first cannot sign in once its owner clicks the link.
 pub async fn verify(
     State(app): State<AppState>,
+    caller: MaybeCaller,
     JsonBody(body): JsonBody<VerifyBody>,
 ) -> ApiResult {
     let code = body.code.trim();
@@ -141,9 +148,9 @@ pub async fn verify(
         .ok_or_else(invalid)?;
 
     let new_password = match body.password {
-        Some(_) if row.purpose != "reset" => {
+        Some(_) if row.purpose == "signin" => {
             return Err(ApiError::bad_request(
-                "`password` can only be set with a password-reset code",
+                "`password` can only be set with a password-reset or verification code",
             ))
         }
         Some(p) if p.is_empty() => {
@@ -180,10 +187,11 @@ pub async fn verify(
         .with("emailed", emailed));
     }
 
+    let signed_up_here = caller.0.as_ref().is_some_and(|c| c.id == row.user_id);
     let proof = match row.purpose.as_str() {
         "reset" => Proof::Reset,
-        "signin" => Proof::Elsewhere,
-        _ => Proof::SignupCode,
+        "verify" if signed_up_here || new_password.is_some() => Proof::SignupCode,
+        _ => Proof::Elsewhere,
     };
     let (user, key) = accounts::verify_with_code(&app, &hash, proof, new_password.as_deref())
         .await?

@@ -12,7 +12,7 @@ use crate::auth::{Caller, OrgAdmin, Viewer};
 use crate::db::organizations::{self as orgs, OrgRow};
 use crate::db::users as users_db;
 use crate::db::waitlist::{self as store, Entry};
-use crate::domain::accounts::{create_account, parse_email};
+use crate::domain::accounts::{create_account_for, parse_email};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, NoFields};
 use crate::reply::Reply;
@@ -112,7 +112,9 @@ pub async fn list_by_domain(
 async fn admit(app: &AppState, org: &OrgRow, email: &str) -> ApiResult<Value> {
     let user = match users_db::by_email(&app.db, email).await? {
         Some(u) => u,
-        None => match create_account(app, email, None, Some(&org.domain), true).await {
+        // Its owner did not choose the organization: no email templates (security round
+        // 2, L7).
+        None => match create_account_for(app, email, &org.domain).await {
             Ok((u, _)) => u,
             // Created concurrently by another accept: reuse it.
             Err(e) if e.status == axum::http::StatusCode::CONFLICT => {

@@ -487,43 +487,20 @@ pub struct Cell {
     pub sketch: Vec<u8>,
 }
 
-/// ` AND (label LIKE $n ESCAPE '\' OR ...)` for `count` patterns from parameter `first`.
-fn patterns_sql(count: usize, first: usize) -> String {
-    if count == 0 {
-        return String::new();
-    }
-    let any: Vec<String> = (0..count)
-        .map(|i| format!("label LIKE ${} ESCAPE '\\'", first + i))
-        .collect();
-    format!(" AND ({})", any.join(" OR "))
-}
-
-/// Rollup rows of `grain` for periods in `[from, to)` whose label matches any pattern
-/// (every row when there are none).
+/// Rollup rows of `grain` for periods in `[from, to)` (the stats filter labels
+/// themselves: `domain::analytics::LabelPattern`).
 pub async fn cells(
     db: &Db,
     grain: Grain,
     site_id: &str,
     (from, to): (&str, &str),
-    patterns: &[String],
 ) -> sqlx::Result<Vec<Cell>> {
-    let mut sql = format!(
+    let sql = format!(
         "SELECT period, label, hits, sketch FROM {} \
          WHERE site_id = $1 AND period >= $2 AND period < $3",
         grain.table()
     );
-    if !patterns.is_empty() {
-        // '' stands for "no label", which no pattern matches (as NULL LIKE does not).
-        sql.push_str(" AND label <> ''");
-        sql.push_str(&patterns_sql(patterns.len(), 4));
-    }
-    with_db!(db, p => {
-        let mut q = sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(site_id).bind(from).bind(to);
-        for pattern in patterns {
-            q = q.bind(pattern);
-        }
-        q.fetch_all(p).await
-    })
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(site_id).bind(from).bind(to).fetch_all(p).await)
 }
 
 /// One event as the stats read it at the edges of a range.
@@ -534,28 +511,19 @@ pub struct RawHit {
     pub visitor_id: String,
 }
 
-/// Events in `[from, to)` (`[from, to]` with `to_inclusive`) whose label matches any
-/// pattern (every event when there are none).
+/// Events in `[from, to)` (`[from, to]` with `to_inclusive`).
 pub async fn raw_hits(
     db: &Db,
     site_id: &str,
     (from, to): (DateTime<Utc>, DateTime<Utc>),
     to_inclusive: bool,
-    patterns: &[String],
 ) -> sqlx::Result<Vec<RawHit>> {
-    let mut sql = format!(
+    let sql = format!(
         "SELECT created_at, label, visitor_id FROM analytics_events \
          WHERE site_id = $1 AND created_at >= $2 AND created_at {} $3",
         if to_inclusive { "<=" } else { "<" }
     );
-    sql.push_str(&patterns_sql(patterns.len(), 4));
-    with_db!(db, p => {
-        let mut q = sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(site_id).bind(from).bind(to);
-        for pattern in patterns {
-            q = q.bind(pattern);
-        }
-        q.fetch_all(p).await
-    })
+    with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(site_id).bind(from).bind(to).fetch_all(p).await)
 }
 
 /// What the attachment routes need of an event.

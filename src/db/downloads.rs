@@ -147,28 +147,3 @@ pub async fn clone_deleted(db: &Db, id: &str) -> sqlx::Result<()> {
         WHERE id = $1 AND clone_deleted_at IS NULL";
     with_db!(db, p => sqlx::query(SQL).bind(id).bind(now()).execute(p).await.map(|_| ()))
 }
-
-/// Whether the organization has an item whose `data.download_asset.key` is `key`.
-pub async fn is_item_asset(db: &Db, org_id: &str, key: &str) -> sqlx::Result<bool> {
-    const SQLITE: &str = "SELECT COUNT(*) FROM inventory_items WHERE organization_id = $1 \
-        AND deleted_at IS NULL AND json_extract(data, '$.download_asset.key') = $2";
-    const POSTGRES: &str = "SELECT COUNT(*) FROM inventory_items WHERE organization_id = $1 \
-        AND deleted_at IS NULL AND data->'download_asset'->>'key' = $2";
-    let n: i64 = match db {
-        Db::Sqlite(p) => {
-            sqlx::query_scalar(SQLITE)
-                .bind(org_id)
-                .bind(key)
-                .fetch_one(p)
-                .await?
-        }
-        Db::Postgres(p) => {
-            sqlx::query_scalar(POSTGRES)
-                .bind(org_id)
-                .bind(key)
-                .fetch_one(p)
-                .await?
-        }
-    };
-    Ok(n > 0)
-}

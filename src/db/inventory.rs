@@ -316,10 +316,28 @@ pub async fn has_claimed(db: &Db, item_id: &str, user_id: &str) -> sqlx::Result<
     Ok(n > 0)
 }
 
-/// Gives one available unit of the item to the user, with a ledger entry, or `None` when
-/// none is left. The update is conditional on the unit still being available, so two
-/// claims never get the same unit; a lost race picks another.
-pub async fn claim(db: &Db, item_id: &str, user_id: &str) -> sqlx::Result<Option<UnitRow>> {
+/// What a claim came to.
+pub enum Claim {
+    Taken(UnitRow),
+    NoneLeft,
+    /// The user already holds a claimed unit of the item (the unique index
+    /// `inventory_units_one_claim` decides, so concurrent claims cannot both win).
+    AlreadyHeld,
+}
+
+/// Gives one available unit of the item to the user, with a ledger entry. The update is
+/// conditional on the unit still being available, so two claims never get the same unit;
+/// a lost race picks another.
+pub async fn claim(db: &Db, item_id: &str, user_id: &str) -> sqlx::Result<Claim> {
+    match take_unit(db, item_id, user_id).await {
+        Ok(Some(unit)) => Ok(Claim::Taken(unit)),
+        Ok(None) => Ok(Claim::NoneLeft),
+        Err(e) if crate::db::unique_violation(&e).is_some() => Ok(Claim::AlreadyHeld),
+        Err(e) => Err(e),
+    }
+}
+
+async fn take_unit(db: &Db, item_id: &str, user_id: &str) -> sqlx::Result<Option<UnitRow>> {
     // One statement picks and takes the unit, so the transaction writes first (SQLite
     // takes its write lock at once instead of upgrading a read); on PostgreSQL a
     // concurrent taker re-checks `status` after the first commits and updates nothing.

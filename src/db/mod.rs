@@ -214,3 +214,31 @@ mod values_tests {
         );
     }
 }
+
+/// A JSON column that holds what callers wrote (post `data`), selected as text
+/// (`CAST(col AS TEXT)`, the same SQL on both backends) and parsed leniently: a row
+/// nested beyond what serde_json reads (written before the depth checks, security round
+/// 2, H1) still reads, lists and deletes, with its too-deep parts as `null`.
+#[derive(Debug, Clone)]
+pub struct StoredJson(pub serde_json::Value);
+
+macro_rules! stored_json_for {
+    ($db:ty, $value:ty) => {
+        impl sqlx::Type<$db> for StoredJson {
+            fn type_info() -> <$db as sqlx::Database>::TypeInfo {
+                <String as sqlx::Type<$db>>::type_info()
+            }
+            fn compatible(ty: &<$db as sqlx::Database>::TypeInfo) -> bool {
+                <String as sqlx::Type<$db>>::compatible(ty)
+            }
+        }
+        impl<'r> sqlx::Decode<'r, $db> for StoredJson {
+            fn decode(value: $value) -> Result<Self, sqlx::error::BoxDynError> {
+                let text = <&str as sqlx::Decode<$db>>::decode(value)?;
+                Ok(StoredJson(crate::json_depth::parse_lenient(text)?))
+            }
+        }
+    };
+}
+stored_json_for!(sqlx::Sqlite, sqlx::sqlite::SqliteValueRef<'r>);
+stored_json_for!(sqlx::Postgres, sqlx::postgres::PgValueRef<'r>);

@@ -83,6 +83,18 @@ impl Buyer {
     }
 }
 
+/// The units `buyer` holds in pending (unpaid) orders, per item.
+pub async fn unpaid_units(db: &Db, buyer: &Buyer) -> sqlx::Result<Vec<(String, i64)>> {
+    const SQL: &str = "SELECT l.item_id, CAST(SUM(l.quantity) AS BIGINT) FROM order_lines l \
+        JOIN orders o ON o.id = l.order_id WHERE o.status = 'pending' \
+        AND (o.user_id = $1 OR o.guest_session_id = $2) GROUP BY l.item_id";
+    let (user, guest) = match buyer {
+        Buyer::User(id) => (Some(id.as_str()), None),
+        Buyer::Guest(id) => (None, Some(id.as_str())),
+    };
+    with_db!(db, p => sqlx::query_as(SQL).bind(user).bind(guest).fetch_all(p).await)
+}
+
 pub struct NewOrder {
     pub id: String,
     pub org_id: String,

@@ -102,7 +102,7 @@ pub async fn create(
         let org: OrgRow = sqlx::query_as(INSERT)
             .bind(&id).bind(domain).bind(name).bind(Json(data)).bind(now)
             .fetch_one(&mut *tx).await?;
-        sqlx::query("INSERT INTO organization_members (organization_id, user_id, role, created_at) VALUES ($1, $2, 'admin', $3)")
+        sqlx::query("INSERT INTO organization_members (organization_id, user_id, role, created_at, self_joined) VALUES ($1, $2, 'admin', $3, TRUE)")
             .bind(&id).bind(creator).bind(now)
             .execute(&mut *tx).await?;
         tx.commit().await?;
@@ -194,13 +194,27 @@ pub async fn members(db: &Db, org_id: &str) -> sqlx::Result<Vec<Member>> {
     with_db!(db, p => sqlx::query_as(SQL).bind(org_id).fetch_all(p).await)
 }
 
-/// Adds a member; `false` when already one (nothing changes).
-pub async fn add_member(db: &Db, org_id: &str, user_id: &str, role: &str) -> sqlx::Result<bool> {
+/// Adds a member; `false` when already one (nothing changes). `self_joined`: the user
+/// joined by their own act, not an admin's (decides the email templates they get).
+pub async fn add_member(
+    db: &Db,
+    org_id: &str,
+    user_id: &str,
+    role: &str,
+    self_joined: bool,
+) -> sqlx::Result<bool> {
     let n = with_db!(db, p => sqlx::query(
-        "INSERT INTO organization_members (organization_id, user_id, role, created_at) \
-         VALUES ($1, $2, $3, $4) ON CONFLICT (organization_id, user_id) DO NOTHING"
-    ).bind(org_id).bind(user_id).bind(role).bind(now()).execute(p).await.map(|r| r.rows_affected()))?;
+        "INSERT INTO organization_members (organization_id, user_id, role, created_at, self_joined) \
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (organization_id, user_id) DO NOTHING"
+    ).bind(org_id).bind(user_id).bind(role).bind(now()).bind(self_joined).execute(p).await.map(|r| r.rows_affected()))?;
     Ok(n > 0)
+}
+
+/// Whether the user is a member who joined by their own act (`None`: not a member).
+pub async fn self_joined(db: &Db, org_id: &str, user_id: &str) -> sqlx::Result<Option<bool>> {
+    with_db!(db, p => sqlx::query_scalar(
+        "SELECT self_joined FROM organization_members WHERE organization_id = $1 AND user_id = $2"
+    ).bind(org_id).bind(user_id).fetch_optional(p).await)
 }
 
 /// Outcome of a change that must not leave an organization without an admin.

@@ -7,7 +7,7 @@ use sqlx::types::Json;
 use futures::future::BoxFuture;
 use plinth_actors::batch::{BatchStore, BatchWriter};
 
-use crate::db::{now, BeginWrite, Db};
+use crate::db::{now, BeginWrite, Db, StoredJson};
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -19,7 +19,7 @@ pub struct PostRow {
     pub thread_id: Option<String>,
     pub slug: Option<String>,
     pub src: Option<String>,
-    pub data: Json<Value>,
+    pub data: StoredJson,
     pub published: bool,
     pub version: i64,
     pub created_at: DateTime<Utc>,
@@ -78,8 +78,8 @@ pub struct PostFields<'a> {
 
 macro_rules! columns {
     () => {
-        "id, type, user_id, organization_id, thread_id, slug, src, data, published, version, \
-         created_at, updated_at"
+        "id, type, user_id, organization_id, thread_id, slug, src, CAST(data AS TEXT) AS data, \
+         published, version, created_at, updated_at"
     };
 }
 
@@ -109,6 +109,20 @@ pub struct Filter<'a> {
     pub or_owner: Option<&'a str>,
     /// Leave out posts with `data.private: true`.
     pub no_private: bool,
+    /// Organization posts only if this reader may read them one by one (published, or
+    /// `domain::posts::may_read` in SQL: a member, the author, a team previewer), and
+    /// replies only to threads they may read. `None`: no such limit (administrators, or
+    /// lists that filter on `published` themselves).
+    pub reader: Option<Reader<'a>>,
+}
+
+/// A caller who is not an administrator, as the post lists see them.
+#[derive(Clone, Copy, Default)]
+pub struct Reader<'a> {
+    /// `None` for an anonymous caller.
+    pub user_id: Option<&'a str>,
+    /// A verified account on a granted partner domain (reads `teamPost` drafts).
+    pub team_previewer: bool,
 }
 
 /// Posts matching `f`, newest first, and how many match in all.
@@ -124,7 +138,14 @@ pub async fn list(
              AND ($3 IS NULL OR user_id = $3) AND ($4 IS NULL OR thread_id = $4) \
              AND (NOT $5 OR thread_id IS NULL) \
              AND (NOT $6 OR published OR ($7 IS NOT NULL AND user_id = $7)) \
-             AND (NOT $8 OR NOT private)"
+             AND (NOT $8 OR NOT private) \
+             AND (NOT $9 OR organization_id IS NULL OR published OR user_id = $10 \
+                  OR ($11 AND team_post) OR organization_id IN \
+                  (SELECT organization_id FROM organization_members WHERE user_id = $10)) \
+             AND (NOT $9 OR thread_id IS NULL OR EXISTS (SELECT 1 FROM posts t \
+                  WHERE t.id = posts.thread_id AND (t.published OR t.user_id = $10 \
+                  OR ($11 AND t.team_post) OR t.organization_id IN \
+                  (SELECT organization_id FROM organization_members WHERE user_id = $10))))"
         };
     }
     const SQL: &str = concat!(
@@ -132,18 +153,21 @@ pub async fn list(
         columns!(),
         " FROM posts",
         filter!(),
-        " ORDER BY created_at DESC, id LIMIT $9 OFFSET $10"
+        " ORDER BY created_at DESC, id LIMIT $12 OFFSET $13"
     );
     const COUNT: &str = concat!("SELECT COUNT(*) FROM posts", filter!());
+    let reader = f.reader.unwrap_or_default();
     with_db!(db, p => {
         let rows = sqlx::query_as(SQL)
             .bind(f.r#type).bind(f.organization_id).bind(f.user_id).bind(f.thread_id)
             .bind(f.top_level).bind(f.published_only).bind(f.or_owner).bind(f.no_private)
+            .bind(f.reader.is_some()).bind(reader.user_id).bind(reader.team_previewer)
             .bind(limit).bind(offset)
             .fetch_all(p).await?;
         let total: i64 = sqlx::query_scalar(COUNT)
             .bind(f.r#type).bind(f.organization_id).bind(f.user_id).bind(f.thread_id)
             .bind(f.top_level).bind(f.published_only).bind(f.or_owner).bind(f.no_private)
+            .bind(f.reader.is_some()).bind(reader.user_id).bind(reader.team_previewer)
             .fetch_one(p).await?;
         Ok((rows, total))
     })

@@ -24,6 +24,9 @@ pub struct UserRow {
     pub updated_at: DateTime<Utc>,
     pub deleted_at: Option<DateTime<Utc>>,
     pub version: i64,
+    /// `source` was the owner's own choice (their sign-up), not an organization admin's
+    /// (a waitlist accept): only then do the organization's email templates apply.
+    pub source_by_self: bool,
 }
 
 /// The columns of [`UserRow`], as a literal so queries stay `&'static str` (sqlx 0.9
@@ -31,7 +34,7 @@ pub struct UserRow {
 macro_rules! user_columns {
     () => {
         "id, email, username, key_hash, key_cipher, password_hash, level, verified, data, \
-         wallet_address, source, created_at, updated_at, deleted_at, version"
+         wallet_address, source, created_at, updated_at, deleted_at, version, source_by_self"
     };
 }
 
@@ -91,6 +94,7 @@ pub struct NewUser<'a> {
     pub verified: bool,
     pub data: Value,
     pub source: Option<&'a str>,
+    pub source_by_self: bool,
 }
 
 pub async fn by_email(db: &Db, email: &str) -> sqlx::Result<Option<UserRow>> {
@@ -124,8 +128,8 @@ pub async fn create(
     let now = now();
     const INSERT_USER: &str = concat!(
         "INSERT INTO users (id, email, key_hash, key_cipher, password_hash, level, verified, data, \
-         source, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) \
-         RETURNING ",
+         source, created_at, updated_at, source_by_self) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11) RETURNING ",
         user_columns!()
     );
     with_db!(db, p => {
@@ -141,6 +145,7 @@ pub async fn create(
             .bind(Json(&new.data))
             .bind(new.source)
             .bind(now)
+            .bind(new.source_by_self)
             .fetch_one(&mut *tx)
             .await?;
         sqlx::query("INSERT INTO credit_accounts (id, user_id, balance, created_at, updated_at) VALUES ($1, $2, 0, $3, $3)")

@@ -162,6 +162,30 @@ pub async fn create_account(
     source: Option<&str>,
     verified: bool,
 ) -> ApiResult<(UserRow, String)> {
+    create(app, email, password, source.map(|s| (s, true)), verified).await
+}
+
+/// An account an organization's admin creates (a waitlist accept): `source` names the
+/// organization, but the owner never chose it, so its email templates do not apply.
+pub async fn create_account_for(
+    app: &AppState,
+    email: &str,
+    org_domain: &str,
+) -> ApiResult<(UserRow, String)> {
+    create(app, email, None, Some((org_domain, false)), true).await
+}
+
+async fn create(
+    app: &AppState,
+    email: &str,
+    password: Option<&str>,
+    source: Option<(&str, bool)>,
+    verified: bool,
+) -> ApiResult<(UserRow, String)> {
+    let (source, source_by_self) = match source {
+        Some((s, by_self)) => (Some(s), by_self),
+        None => (None, true),
+    };
     let key = crypto::new_api_key();
     let password_hash = match password {
         Some(p) => {
@@ -191,6 +215,7 @@ pub async fn create_account(
             verified,
             data,
             source,
+            source_by_self,
         },
         None,
     )
@@ -209,8 +234,10 @@ pub fn user_key(app: &AppState, user: &UserRow) -> Result<String, ApiError> {
 /// What proved control of the mailbox, which decides what survives from before.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Proof {
-    /// The emailed verification code of a password sign-up: the password stays (its owner
-    /// asked for the code), the key rotates on the first verification.
+    /// The emailed verification code, presented with the account's own key (the client
+    /// that signed up and chose the password) or with a new password: the password stays
+    /// (or is replaced), the key rotates on the first verification. The code alone proves
+    /// only the mailbox and counts as [`Proof::Elsewhere`] (security round 2, H3).
     SignupCode,
     /// An identity provider's verified email, an identity-service grant, or an emailed
     /// one-time sign-in link: on a never-verified account a password set before is

@@ -26,6 +26,44 @@ use crate::state::AppState;
 /// Largest quantity of one line.
 pub const MAX_QUANTITY: i64 = 1_000;
 
+/// Most units one buyer may hold in unpaid orders, in all and of one item, and how long
+/// an unpaid hold lasts until a payment is tried with the checkout (`payment_method_id`;
+/// then `PLINTH_RESERVATION_SECS`). Security round 2, M6: one account's unpaid checkouts
+/// once held a seller's whole stock for 30 minutes, renewably.
+pub const MAX_UNPAID_UNITS: i64 = 20;
+pub const MAX_UNPAID_UNITS_PER_ITEM: i64 = 5;
+pub const UNPAID_HOLD_SECS: u64 = 600;
+
+/// 409 when this basket would take the buyer's unpaid holds past the caps.
+async fn check_holds(app: &AppState, buyer: &Buyer, lines: &[LineRow]) -> ApiResult<()> {
+    let held = store::unpaid_units(&app.db, buyer).await?;
+    let total: i64 =
+        held.iter().map(|(_, n)| n).sum::<i64>() + lines.iter().map(|l| l.quantity).sum::<i64>();
+    if total > MAX_UNPAID_UNITS {
+        return Err(ApiError::conflict(format!(
+            "at most {MAX_UNPAID_UNITS} units may be held in unpaid orders at once: pay for \
+             the pending ones, or send `payment_method_id` to pay now"
+        ))
+        .with("max_unpaid_units", MAX_UNPAID_UNITS));
+    }
+    for l in lines {
+        let before = held
+            .iter()
+            .find(|(id, _)| *id == l.item_id)
+            .map_or(0, |h| h.1);
+        if before + l.quantity > MAX_UNPAID_UNITS_PER_ITEM {
+            return Err(ApiError::conflict(format!(
+                "at most {MAX_UNPAID_UNITS_PER_ITEM} units of `{}` may be held in unpaid \
+                 orders at once: pay for the pending ones, or send `payment_method_id` to \
+                 pay now",
+                l.sku
+            ))
+            .with("max_unpaid_units_per_item", MAX_UNPAID_UNITS_PER_ITEM));
+        }
+    }
+    Ok(())
+}
+
 /// Runs work that moves money to its end in its own task, whatever happens to the
 /// request (a client hanging up drops the handler's future, not this task).
 pub async fn run_to_end(
@@ -150,6 +188,13 @@ pub async fn basket(
                 return Err(ApiError::bad_request(
                     "the cart is empty: add items or send `items`",
                 ));
+            }
+            // As for `items` (security round 2, L6: each line costs a query).
+            if lines.len() > MAX_LINES {
+                return Err(ApiError::bad_request(format!(
+                    "at most {MAX_LINES} lines per checkout: the cart holds {}",
+                    lines.len()
+                )));
             }
             for l in lines {
                 let item = item_for(app, caller, &l.sku, Some(&l.domain)).await?;
@@ -351,6 +396,17 @@ pub async fn place(
         Pay::Tokens => true,
         Pay::Usd => total_cents == 0,
     };
+    // A payment tried now either settles the order before this answer or needs the
+    // buyer's action (3-D Secure): only then is the full hold worth giving.
+    let payment_tried = req.payment_method_id.is_some();
+    if !paid_now && !payment_tried {
+        check_holds(app, &buyer, &basket.lines).await?;
+    }
+    let hold_secs = if payment_tried {
+        app.opts.reservation_secs
+    } else {
+        app.opts.reservation_secs.min(UNPAID_HOLD_SECS)
+    };
     let order = NewOrder {
         id: order_id.clone(),
         org_id: basket.org_id.clone(),
@@ -368,9 +424,8 @@ pub async fn place(
         customer_info: req.customer_info,
         shipping_address: req.shipping_address,
         email: req.buyer_email,
-        reserved_until: (!paid_now).then(|| {
-            chrono::Utc::now() + chrono::TimeDelta::seconds(app.opts.reservation_secs as i64)
-        }),
+        reserved_until: (!paid_now)
+            .then(|| chrono::Utc::now() + chrono::TimeDelta::seconds(hold_secs as i64)),
         at: crate::db::now(),
     };
     // The answer is built from what was written: no read after the write.

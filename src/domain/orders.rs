@@ -77,20 +77,30 @@ pub fn discount_of(kind: &str, value: f64, amount: i64) -> i64 {
 /// order is paid (its held units sold). A payment that arrives after the hold ended
 /// (the order expired or was canceled, its units back in stock) is refunded at the
 /// provider and the order marked `refunded`. `false` when the payment is not for an
-/// order of ours, or not for its total.
+/// order of ours: not for its total, in another currency, or another payment than the
+/// one the checkout attached to it (security round 2, L5).
 pub async fn confirm_payment(
     app: &AppState,
     order_id: &str,
     payment_id: &str,
     amount_cents: i64,
+    currency: Option<&str>,
 ) -> ApiResult<bool> {
     let Some(order) = store::get(&app.db, order_id).await? else {
         return Ok(false);
     };
-    if order.payment_type != "usd" || amount_cents != order.total_cents {
+    let other_payment = order.payment_id.as_deref().is_some_and(|p| p != payment_id);
+    let other_currency = currency.is_some_and(|c| !c.eq_ignore_ascii_case("usd"));
+    if order.payment_type != "usd"
+        || amount_cents != order.total_cents
+        || other_payment
+        || other_currency
+    {
         tracing::warn!(
             order = order_id,
+            payment = payment_id,
             amount_cents,
+            currency,
             total = order.total_cents,
             "a payment that does not match its order was ignored"
         );

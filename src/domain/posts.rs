@@ -4,6 +4,7 @@
 use serde_json::{Map, Value};
 
 use crate::auth::Caller;
+use crate::db::posts::Reader;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
@@ -81,6 +82,23 @@ pub async fn may_read(
         return team_previewer(app, c).await;
     }
     Ok(false)
+}
+
+/// The limit a post list puts on what it shows this caller: `None` for those who read
+/// every post (platform and permanent admins), else their id and whether they preview
+/// team posts, which `db::posts::list` applies as [`may_read`] does.
+pub async fn list_reader<'a>(
+    app: &AppState,
+    caller: Option<&'a Caller>,
+) -> ApiResult<Option<Reader<'a>>> {
+    Ok(match caller {
+        None => Some(Reader::default()),
+        Some(c) if c.is_admin() || permanent_admin(app, c) => None,
+        Some(c) => Some(Reader {
+            user_id: Some(&c.id),
+            team_previewer: team_previewer(app, c).await?,
+        }),
+    })
 }
 
 /// `posts/update`'s merge of `updates.data`: objects merge key by key at every depth,

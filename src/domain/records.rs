@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use crate::error::{ApiError, ApiResult};
+use crate::json_depth;
 
 /// Largest `data` object a record keeps, serialized.
 pub const MAX_DATA_BYTES: usize = 256 * 1024;
@@ -22,12 +23,21 @@ pub fn merge(stored: &Value, changes: &Map<String, Value>) -> ApiResult<Value> {
         }
     }
     let data = Value::Object(data);
-    check_size(&data)?;
+    check_data(&data)?;
     Ok(data)
 }
 
-/// 413 when `data` is larger than [`MAX_DATA_BYTES`].
-pub fn check_size(data: &Value) -> ApiResult<()> {
+/// 400 when `data` nests deeper than [`json_depth::MAX_DEPTH`] (checked first, without
+/// recursion: serialising it would recurse), 413 when it is larger than
+/// [`MAX_DATA_BYTES`].
+pub fn check_data(data: &Value) -> ApiResult<()> {
+    if json_depth::depth_of(data) > json_depth::MAX_DEPTH {
+        return Err(ApiError::bad_request(format!(
+            "`data` may nest at most {} levels",
+            json_depth::MAX_DEPTH
+        ))
+        .with("max_depth", json_depth::MAX_DEPTH));
+    }
     let size = serde_json::to_vec(data).map(|v| v.len()).unwrap_or(0);
     if size > MAX_DATA_BYTES {
         return Err(ApiError::new(

@@ -42,10 +42,41 @@ impl Open {
     }
 }
 
+/// Most nodes open at once (the doc included). Deeper block quotes and lists are not
+/// opened: their content goes into the deepest open node, so the document stays within
+/// `json_depth::MAX_DEPTH` (two JSON levels per node) however the markdown nests
+/// (security round 2, H1: 20,000 `>` once made a document that overflowed the stack).
+pub const MAX_NESTING: usize = 32;
+
+/// Whether a link or image target may be written into the document: relative, or
+/// `http`, `https` (and for links `mailto`). Editors render `href` as it is, so
+/// `javascript:` and `data:` never get there (security round 2, L4).
+pub fn safe_url(url: &str, allow_mailto: bool) -> bool {
+    // Browsers skip whitespace and control characters inside a scheme (`java\tscript:`).
+    let cleaned: String = url
+        .chars()
+        .filter(|c| !c.is_ascii_whitespace() && !c.is_control())
+        .collect();
+    let scheme_end = cleaned.find([':', '/', '?', '#']);
+    match scheme_end {
+        Some(at) if cleaned[at..].starts_with(':') => {
+            let scheme = cleaned[..at].to_ascii_lowercase();
+            scheme == "http" || scheme == "https" || (allow_mailto && scheme == "mailto")
+        }
+        _ => true,
+    }
+}
+
 /// The TipTap/ProseMirror JSON document of `markdown`.
 pub fn markdown_to_doc(markdown: &str) -> Value {
     let mut stack = vec![Open::new("doc", None)];
+    // Block quotes, lists and items not opened because [`MAX_NESTING`] was reached: their
+    // ends are skipped too (they are always the innermost, so a count suffices).
+    let mut not_opened = 0usize;
+    // Marks in force, at most one of each type (so a text node carries at most a handful,
+    // however deep emphasis nests), and for each mark tag seen whether it added one.
     let mut marks: Vec<Value> = Vec::new();
+    let mut mark_added: Vec<bool> = Vec::new();
     // Image alt text is collected while inside an image tag.
     let mut image: Option<(String, String, String)> = None;
 
@@ -82,6 +113,24 @@ pub fn markdown_to_doc(markdown: &str) -> Value {
             close_top(stack);
         }
     }
+    // Opens a block quote, list or item unless the nesting bound is reached.
+    fn open(stack: &mut Vec<Open>, not_opened: &mut usize, node: Open) {
+        if stack.len() >= MAX_NESTING {
+            *not_opened += 1;
+        } else {
+            stack.push(node);
+        }
+    }
+    fn add_mark(marks: &mut Vec<Value>, mark_added: &mut Vec<bool>, mark: Option<Value>) {
+        let added = mark.is_some_and(|m| {
+            let fresh = !marks.iter().any(|old| old["type"] == m["type"]);
+            if fresh {
+                marks.push(m);
+            }
+            fresh
+        });
+        mark_added.push(added);
+    }
 
     let options = Options::ENABLE_STRIKETHROUGH;
     for event in Parser::new_ext(markdown, options) {
@@ -93,6 +142,10 @@ pub fn markdown_to_doc(markdown: &str) -> Value {
                 }
                 Event::End(TagEnd::Image) => {
                     let (src, title, alt) = image.take().expect("inside an image");
+                    if !safe_url(&src, false) {
+                        text(&mut stack, &marks, &alt);
+                        continue;
+                    }
                     let mut attrs = json!({"src": src, "alt": alt});
                     if !title.is_empty() {
                         attrs["title"] = json!(title);
@@ -114,7 +167,9 @@ pub fn markdown_to_doc(markdown: &str) -> Value {
                     let level = if level == HeadingLevel::H1 { 1 } else { 2 };
                     stack.push(Open::new("heading", Some(json!({"level": level}))));
                 }
-                Tag::BlockQuote(_) => stack.push(Open::new("blockquote", None)),
+                Tag::BlockQuote(_) => {
+                    open(&mut stack, &mut not_opened, Open::new("blockquote", None))
+                }
                 Tag::CodeBlock(kind) => {
                     let language = match kind {
                         pulldown_cmark::CodeBlockKind::Fenced(l) if !l.is_empty() => {
@@ -124,28 +179,43 @@ pub fn markdown_to_doc(markdown: &str) -> Value {
                     };
                     stack.push(Open::new("codeBlock", Some(json!({"language": language}))));
                 }
-                Tag::List(None) => stack.push(Open::new("bulletList", None)),
-                Tag::List(Some(start)) => {
-                    stack.push(Open::new("orderedList", Some(json!({"start": start}))))
+                Tag::List(None) => open(&mut stack, &mut not_opened, Open::new("bulletList", None)),
+                Tag::List(Some(start)) => open(
+                    &mut stack,
+                    &mut not_opened,
+                    Open::new("orderedList", Some(json!({"start": start}))),
+                ),
+                Tag::Item => open(&mut stack, &mut not_opened, Open::new("listItem", None)),
+                Tag::Emphasis => {
+                    add_mark(&mut marks, &mut mark_added, Some(json!({"type": "italic"})))
                 }
-                Tag::Item => stack.push(Open::new("listItem", None)),
-                Tag::Emphasis => marks.push(json!({"type": "italic"})),
-                Tag::Strong => marks.push(json!({"type": "bold"})),
-                Tag::Strikethrough => marks.push(json!({"type": "strike"})),
+                Tag::Strong => add_mark(&mut marks, &mut mark_added, Some(json!({"type": "bold"}))),
+                Tag::Strikethrough => {
+                    add_mark(&mut marks, &mut mark_added, Some(json!({"type": "strike"})))
+                }
                 Tag::Link {
                     dest_url, title, ..
                 } => {
-                    let mut attrs = json!({"href": dest_url.to_string()});
-                    if !title.is_empty() {
-                        attrs["title"] = json!(title.to_string());
-                    }
-                    marks.push(json!({"type": "link", "attrs": attrs}));
+                    // An unsafe target leaves the text unlinked.
+                    let mark = safe_url(&dest_url, true).then(|| {
+                        let mut attrs = json!({"href": dest_url.to_string()});
+                        if !title.is_empty() {
+                            attrs["title"] = json!(title.to_string());
+                        }
+                        json!({"type": "link", "attrs": attrs})
+                    });
+                    add_mark(&mut marks, &mut mark_added, mark);
                 }
                 Tag::Image {
                     dest_url, title, ..
                 } => image = Some((dest_url.to_string(), title.to_string(), String::new())),
                 _ => {}
             },
+            Event::End(TagEnd::BlockQuote(_) | TagEnd::List(_) | TagEnd::Item)
+                if not_opened > 0 =>
+            {
+                not_opened -= 1;
+            }
             Event::End(end) => match end {
                 TagEnd::Paragraph
                 | TagEnd::Heading(_)
@@ -165,7 +235,9 @@ pub fn markdown_to_doc(markdown: &str) -> Value {
                     close_implicit(&mut stack, kind);
                     close_top(&mut stack);
                 }
-                TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Link => {
+                TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Link
+                    if mark_added.pop() == Some(true) =>
+                {
                     marks.pop();
                 }
                 _ => {}
@@ -179,7 +251,9 @@ pub fn markdown_to_doc(markdown: &str) -> Value {
             }
             Event::Code(t) => {
                 let mut with_code = marks.clone();
-                with_code.push(json!({"type": "code"}));
+                if !marks.iter().any(|m| m["type"] == "code") {
+                    with_code.push(json!({"type": "code"}));
+                }
                 text(&mut stack, &with_code, &t);
             }
             Event::SoftBreak => text(&mut stack, &marks, " "),
@@ -254,6 +328,61 @@ mod tests {
             image,
             &json!({"type": "image", "attrs": {"src": "https://example.com/cat.png", "alt": "a cat"}})
         );
+    }
+
+    #[test]
+    fn nesting_is_bounded_and_marks_do_not_pile_up() {
+        use crate::json_depth::{depth_of, MAX_DEPTH};
+        for markdown in [
+            format!("{} x", ">".repeat(20_000)),
+            format!("{}x", "- ".repeat(5_000)),
+            format!("{}x", "1. ".repeat(5_000)),
+            (0..300)
+                .map(|i| format!("{}- item\n", "  ".repeat(i)))
+                .collect(),
+            (0..300)
+                .map(|i| format!("{}> - 1. x\n", "    ".repeat(i % 3)))
+                .collect(),
+        ] {
+            let doc = markdown_to_doc(&markdown);
+            // Two levels per node, a text node with its marks, and `data.editorContent`
+            // around it must stay inside the bound of a stored `data`.
+            assert!(depth_of(&doc) + 2 <= MAX_DEPTH, "{}", depth_of(&doc));
+            assert!(doc.to_string().contains('x'), "the text survives");
+        }
+        // Emphasis nested 2,000 deep: each text node carries at most one mark per type.
+        let markdown = format!("{}x{}", "*a _".repeat(2_000), "_ b*".repeat(2_000));
+        let text = markdown_to_doc(&markdown).to_string();
+        assert!(
+            text.matches("\"italic\"").count() < 4 * 2_000,
+            "marks piled up"
+        );
+        assert!(text.len() < 100 * markdown.len(), "{} bytes", text.len());
+        let doc = markdown_to_doc(&format!("{}x{}", "[".repeat(3_000), "](/a)".repeat(3_000)));
+        assert!(depth_of(&doc) < 16);
+    }
+
+    #[test]
+    fn only_safe_link_and_image_targets_are_kept() {
+        for (url, link, image) in [
+            ("https://example.com/x", true, true),
+            ("HTTP://example.com", true, true),
+            ("/relative/path?q=1", true, true),
+            ("page#part", true, true),
+            ("mailto:me@example.com", true, false),
+            ("javascript:alert(1)", false, false),
+            ("JavaScript:alert(1)", false, false),
+            (" java\tscript:alert(1)", false, false),
+            ("data:text/html,<b>", false, false),
+            ("vbscript:x", false, false),
+        ] {
+            assert_eq!(safe_url(url, true), link, "{url}");
+            assert_eq!(safe_url(url, false), image, "{url}");
+        }
+        let doc = markdown_to_doc("[click](javascript:alert(1)) ![cat](javascript:x)");
+        let text = doc.to_string();
+        assert!(!text.contains("javascript"), "{text}");
+        assert!(text.contains("click") && text.contains("cat"), "{text}");
     }
 
     #[test]

@@ -122,17 +122,30 @@ async fn password_reset_with_the_emailed_code() {
     )
     .await
     .assert_ok();
-    // A password only goes with a reset code.
+    // A verification code may carry the password too (it replaces the one chosen at
+    // sign-up: the code proves the mailbox, security round 2, H3); a sign-in code not.
     let other = email("other");
     s.signup(&other).await;
     let vcode = s.verification_code(&other).await;
-    s.post(
-        "/api/users/verify",
-        None,
-        json!({"code": vcode, "password": "x"}),
-    )
-    .await
-    .assert_error(400);
+    let r = s
+        .post(
+            "/api/users/verify",
+            None,
+            json!({"code": vcode, "password": "chosen at verification"}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["password_changed"], json!(true));
+    for (password, status) in [("correct horse", 401), ("chosen at verification", 200)] {
+        let r = s
+            .post(
+                "/api/users/authenticate",
+                None,
+                json!({"email": other, "password": password}),
+            )
+            .await;
+        assert_eq!(r.status, status, "{password}: {}", r.body);
+    }
 }
 
 #[tokio::test]
@@ -572,10 +585,36 @@ async fn organization_templates_shape_the_emails() {
     )
     .await;
     let addr = email("brand");
+    let r = s
+        .post(
+            "/api/users/authenticate",
+            None,
+            json!({"email": addr, "password": "pw", "source": "brand.example"}),
+        )
+        .await;
+    r.assert_ok();
+    let signup_key = r.body["user"]["key"].as_str().unwrap().to_owned();
+    // The verification email of an unverified account is never dressed: whoever signed up
+    // may not own the mailbox (security round 2, H3).
+    let mail = s.wait_for_email(&addr, "/verify?code=").await;
+    assert!(!mail.contains("Brand"), "{mail}");
+    assert!(
+        mail.contains("From: plinth <noreply@plinth.localhost>"),
+        "{mail}"
+    );
     s.post(
-        "/api/users/authenticate",
+        "/api/users/verify",
+        Some(&signup_key),
+        json!({"code": code_in(&mail)}),
+    )
+    .await
+    .assert_ok();
+
+    // Verified, and signed up through the organization: its templates apply.
+    s.post(
+        "/api/users/authenticate-interstitial",
         None,
-        json!({"email": addr, "password": "pw", "source": "brand.example"}),
+        json!({"email": addr, "source": "brand.example"}),
     )
     .await
     .assert_ok();
@@ -584,7 +623,7 @@ async fn organization_templates_shape_the_emails() {
     assert!(mail.contains("Hi from Brand! Confirm here:"));
     let body_at = mail.find("Hi from Brand").unwrap();
     assert!(
-        mail[body_at..].contains("/verify?code="),
+        mail[body_at..].contains("/sign-in?code="),
         "link appended to the text"
     );
 

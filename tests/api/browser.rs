@@ -276,9 +276,11 @@ async fn the_console_is_one_page_under_a_strict_policy_with_nothing_from_elsewhe
     assert_eq!(header("x-frame-options"), "DENY");
     assert_eq!(header("referrer-policy"), "no-referrer");
     let csp = header("content-security-policy");
+    // The page's own script by its hash, nothing inline besides (security round 2, L8).
+    assert!(csp.contains("script-src 'sha256-"), "{csp}");
+    assert!(!csp.contains("script-src 'unsafe-inline'"), "{csp}");
     for directive in [
         "default-src 'none'",
-        "script-src 'unsafe-inline'",
         "connect-src 'self'",
         "frame-ancestors 'none'",
         "base-uri 'none'",

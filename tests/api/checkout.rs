@@ -670,6 +670,9 @@ async fn never_oversell_the_last_units() {
     let s = Server::start_with(options()).await;
     let admin = s.verified_user(&email("seller")).await;
     let domain = shop(&s, &admin, &[("LAST", 900, Some(30), 10)]).await;
+    // A priced item is claimable only as a tier's entitlement (security round 2, H4).
+    s.sql("UPDATE inventory_items SET min_tier = 10 WHERE sku = 'LAST'")
+        .await;
     let mut keys = Vec::new();
     for i in 0..64 {
         keys.push(s.funded_user(&email(&format!("race{i}"))).await);

@@ -335,13 +335,18 @@ impl Server {
         code_in(&text)
     }
 
-    /// Signs up and verifies; returns the key of a level-10 account (the first
+    /// Signs up and verifies as the client that signed up would (with its own key, so
+    /// the password stays); returns the key of a level-10 account (the first
     /// verification rotates the key: the sign-up key stops working).
     pub async fn verified_user(&self, email: &str) -> String {
         let (signup_key, _) = self.signup(email).await;
         let code = self.verification_code(email).await;
         let r = self
-            .post("/api/users/verify", None, json!({"code": code}))
+            .post(
+                "/api/users/verify",
+                Some(&signup_key),
+                json!({"code": code}),
+            )
             .await;
         r.assert_ok();
         let key = r.body["user"]["key"].as_str().unwrap().to_owned();

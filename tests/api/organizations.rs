@@ -313,18 +313,37 @@ async fn settings_visibility_templates_and_deletion() {
     .await
     .assert_error(400);
 
-    // The organization's template is used by sign-up with its domain as source.
+    // The organization's template dresses the mail of accounts that signed up with its
+    // domain as source, once they are verified (security round 2, H3).
     let addr = email("joiner");
+    let r = s
+        .post(
+            "/api/users/authenticate",
+            None,
+            json!({"email": addr, "password": "pw", "source": d}),
+        )
+        .await;
+    r.assert_ok();
+    let signup_key = r.body["user"]["key"].as_str().unwrap().to_owned();
+    let mail = s.wait_for_email(&addr, "/verify?code=").await;
+    assert!(!mail.contains("Join Vis"), "{mail}");
     s.post(
-        "/api/users/authenticate",
+        "/api/users/verify",
+        Some(&signup_key),
+        json!({"code": crate::common::code_in(&mail)}),
+    )
+    .await
+    .assert_ok();
+    s.post(
+        "/api/users/authenticate-interstitial",
         None,
-        json!({"email": addr, "password": "pw", "source": d}),
+        json!({"email": addr, "source": d}),
     )
     .await
     .assert_ok();
     let mail = s.wait_for_email(&addr, "Join Vis").await;
     assert!(mail.contains(&format!("From: Vis <hi@{d}>")) && mail.contains("Welcome aboard:"));
-    assert!(mail.contains("/verify?code="));
+    assert!(mail.contains("/sign-in?code="));
 
     // Waitlist toggle: explicit sets, omitted flips.
     let r = s

@@ -441,17 +441,36 @@ async fn m4_org_templates_cannot_dress_platform_mail_for_outsiders() {
         !mail.contains("Urgent") && !mail.contains("corp.example"),
         "{mail}"
     );
-    // A user who signed up through the organization gets its words, but never a
-    // sender outside its domain.
+    // A user who signed up through the organization gets its words once verified (the
+    // verification email itself is never dressed: round 2, H3), but never a sender
+    // outside its domain.
     let joiner = email("m4joiner");
+    let r = s
+        .post(
+            "/api/users/authenticate",
+            None,
+            json!({"email": joiner, "password": "pw", "source": evil}),
+        )
+        .await;
+    r.assert_ok();
+    let signup_key = r.body["user"]["key"].as_str().unwrap().to_owned();
+    let mail = s.wait_for_email(&joiner, "/verify?code=").await;
+    assert!(!mail.contains("Reply with the code"), "{mail}");
     s.post(
-        "/api/users/authenticate",
-        None,
-        json!({"email": joiner, "password": "pw", "source": evil}),
+        "/api/users/verify",
+        Some(&signup_key),
+        json!({"code": crate::common::code_in(&mail)}),
     )
     .await
     .assert_ok();
-    let mail = s.wait_for_email(&joiner, "/verify?code=").await;
+    s.post(
+        "/api/users/reset-password",
+        None,
+        json!({"email": joiner, "source": evil}),
+    )
+    .await
+    .assert_ok();
+    let mail = s.wait_for_email(&joiner, "/reset-password?code=").await;
     assert!(mail.contains("Reply with the code"), "{mail}");
     assert!(!mail.contains("security@corp.example"), "{mail}");
 }

@@ -41,6 +41,30 @@ fn upload_key(org_id: &str, filename: &str) -> String {
     )
 }
 
+/// Where the file of a catalog upload goes: under the organization's catalog, the only
+/// place (with its uploads) a download link copies from (security round 2, H2).
+fn catalog_key(org_id: &str, filename: &str) -> String {
+    format!(
+        "catalog/{org_id}/{}/{filename}",
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
+/// Largest catalog upload (a product file sold through downloads).
+pub const CATALOG_LIMIT: u64 = 1 << 30;
+
+#[derive(Deserialize, schemars::JsonSchema, Clone, Copy, Default, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// A member's file (at most 15 MB), under `orgs/<organization id>/uploads/`.
+    #[default]
+    Upload,
+    /// A product file for downloads (organization admins; `size` required, at most 1
+    /// GiB), under `catalog/<organization id>/`: put the answer's `key` into an item's
+    /// `data.download_asset.key`.
+    Catalog,
+}
+
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct PresignBody {
     filename: String,
@@ -50,6 +74,39 @@ pub struct PresignBody {
     /// many bytes on every storage backend (S3 signs `Content-Length`); without it the
     /// local backend still refuses more than 15 MB.
     size: Option<u64>,
+    /// `upload` (default) or `catalog`.
+    #[serde(default)]
+    purpose: Purpose,
+}
+
+/// The key and size bound of a presigned upload: `(key, max bytes, exact)`.
+async fn upload_target(
+    app: &AppState,
+    g: &OrgMember<PresignBody>,
+    filename: &str,
+) -> ApiResult<(String, u64, bool)> {
+    if g.body.purpose == Purpose::Upload {
+        let (max, exact) = upload_bound(app, g.body.size)?;
+        return Ok((upload_key(&g.org.id, filename), max, exact));
+    }
+    if !crate::auth::org_admin(app, &g.caller, &g.org.id).await? {
+        return Err(ApiError::forbidden(
+            "catalog uploads are for the organization's admins",
+        ));
+    }
+    match g.body.size {
+        Some(n) if (1..=CATALOG_LIMIT).contains(&n) => {
+            Ok((catalog_key(&g.org.id, filename), n, true))
+        }
+        Some(_) => Err(ApiError::new(
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            format!("`size` must be 1 to {CATALOG_LIMIT} bytes (1 GiB) for a catalog upload"),
+        )
+        .with("max_bytes", CATALOG_LIMIT)),
+        None => Err(ApiError::bad_request(
+            "a catalog upload needs `size` (the file's exact bytes)",
+        )),
+    }
 }
 
 /// `POST /api/data/generate-presigned-url` (OrgMember): a URL that accepts one `PUT` of
@@ -61,8 +118,7 @@ pub async fn generate_presigned_url(
 ) -> ApiResult {
     let filename = clean_filename(&g.body.filename, "filename")?;
     let ct = content_type(&g.body.content_type, "contentType")?;
-    let (max, exact) = upload_bound(&app, g.body.size)?;
-    let key = upload_key(&g.org.id, &filename);
+    let (key, max, exact) = upload_target(&app, &g, &filename).await?;
     let url = app
         .objects
         .presign_put(&key, &ct, max, exact, URL_TTL)
@@ -106,6 +162,12 @@ pub async fn generate_presigned_url_gcs(
     State(app): State<AppState>,
     g: OrgMember<PresignBody>,
 ) -> ApiResult {
+    if g.body.purpose == Purpose::Catalog {
+        return Err(ApiError::bad_request(
+            "catalog files live in the configured object store: use \
+             /api/data/generate-presigned-url with `purpose: \"catalog\"`",
+        ));
+    }
     let gcs = app.gcs.as_ref().ok_or_else(|| {
         ApiError::new(
             axum::http::StatusCode::SERVICE_UNAVAILABLE,

@@ -73,7 +73,7 @@ pub async fn thing_create(
     let category = text("category", &body.category, 100)?;
     let slug = crate::domain::posts::slug(&body.slug)?;
     let data = Value::Object(body.data.unwrap_or_default());
-    records::check_size(&data)?;
+    records::check_data(&data)?;
     let org_id = crate::auth::member_org(&app, &caller, body.domain.as_deref()).await?;
     let fields = ThingFields {
         title: &title,
