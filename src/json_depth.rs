@@ -175,4 +175,36 @@ mod tests {
         assert_eq!(parse_lenient(r#"{"a":[1]}"#).unwrap(), json!({"a": [1]}));
         assert!(parse_lenient("{").is_err());
     }
+
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            "[\\[\\]{}\"\\\\a-z]{0,6}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(12, 256, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z\\[{\"]{0,4}", inner, 0..6)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// The byte scan and the walk agree, brackets inside strings included, and a
+        /// truncated text is valid JSON no deeper than asked.
+        #[test]
+        fn the_scan_the_walk_and_the_truncation_agree(v in any_json(), max in 0usize..8) {
+            let text = serde_json::to_string(&v).unwrap();
+            proptest::prop_assert_eq!(depth_of_text(text.as_bytes()), depth_of(&v));
+            let cut: Value = serde_json::from_str(&truncate_text(&text, max)).unwrap();
+            proptest::prop_assert!(depth_of(&cut) <= max);
+            if depth_of(&v) <= max {
+                proptest::prop_assert_eq!(cut, v);
+            }
+        }
+    }
 }

@@ -37,15 +37,6 @@ pub const UNPAID_HOLD_SECS: u64 = 600;
 /// 409 when this basket would take the buyer's unpaid holds past the caps.
 async fn check_holds(app: &AppState, buyer: &Buyer, lines: &[LineRow]) -> ApiResult<()> {
     let held = store::unpaid_units(&app.db, buyer).await?;
-    let total: i64 =
-        held.iter().map(|(_, n)| n).sum::<i64>() + lines.iter().map(|l| l.quantity).sum::<i64>();
-    if total > MAX_UNPAID_UNITS {
-        return Err(ApiError::conflict(format!(
-            "at most {MAX_UNPAID_UNITS} units may be held in unpaid orders at once: pay for \
-             the pending ones, or send `payment_method_id` to pay now"
-        ))
-        .with("max_unpaid_units", MAX_UNPAID_UNITS));
-    }
     for l in lines {
         let before = held
             .iter()
@@ -60,6 +51,15 @@ async fn check_holds(app: &AppState, buyer: &Buyer, lines: &[LineRow]) -> ApiRes
             ))
             .with("max_unpaid_units_per_item", MAX_UNPAID_UNITS_PER_ITEM));
         }
+    }
+    let total: i64 =
+        held.iter().map(|(_, n)| n).sum::<i64>() + lines.iter().map(|l| l.quantity).sum::<i64>();
+    if total > MAX_UNPAID_UNITS {
+        return Err(ApiError::conflict(format!(
+            "at most {MAX_UNPAID_UNITS} units may be held in unpaid orders at once: pay for \
+             the pending ones, or send `payment_method_id` to pay now"
+        ))
+        .with("max_unpaid_units", MAX_UNPAID_UNITS));
     }
     Ok(())
 }

@@ -393,4 +393,59 @@ mod tests {
             assert_eq!(doc["type"], "doc", "{odd}");
         }
     }
+
+    /// Markdown nested any way a caller likes: block quotes, bullet and numbered lists,
+    /// emphasis, strong, strikethrough, links and images, to depths far past the bound.
+    fn nested_markdown() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let block = prop::sample::select(vec!["> ", "- ", "* ", "1. ", "  - ", "    ", ">- "]);
+        let inline = prop::sample::select(vec![
+            ("*", "*"),
+            ("_", "_"),
+            ("**", "**"),
+            ("~~", "~~"),
+            ("[", "](/a)"),
+            ("[", "](javascript:x)"),
+            ("![", "](https://e.x/i.png)"),
+            ("`", "`"),
+        ]);
+        (
+            prop::collection::vec(block, 0..3_000),
+            prop::collection::vec(inline, 0..600),
+            1usize..4,
+        )
+            .prop_map(|(blocks, inlines, lines)| {
+                let mut text = String::new();
+                for _ in 0..lines {
+                    text.push_str(&blocks.concat());
+                    inlines.iter().for_each(|(open, _)| text.push_str(open));
+                    text.push('x');
+                    inlines
+                        .iter()
+                        .rev()
+                        .for_each(|(_, close)| text.push_str(close));
+                    text.push('\n');
+                }
+                text
+            })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// Whatever the nesting, the document stays within the stored-data bound, its text
+        /// survives, it serialises and serde_json reads it back (it never could past 128).
+        #[test]
+        fn any_nesting_gives_a_bounded_readable_document(markdown in nested_markdown()) {
+            use crate::json_depth::{depth_of, MAX_DEPTH};
+            let doc = markdown_to_doc(&markdown);
+            proptest::prop_assert!(depth_of(&doc) + 2 <= MAX_DEPTH);
+            let text = serde_json::to_string(&doc).unwrap();
+            proptest::prop_assert!(text.contains('x'));
+            proptest::prop_assert!(!text.contains("\"href\":\"javascript"));
+            proptest::prop_assert!(!text.contains("\"src\":\"javascript"));
+            let back: Value = serde_json::from_str(&text).unwrap();
+            proptest::prop_assert_eq!(back, doc);
+        }
+    }
 }

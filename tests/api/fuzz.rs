@@ -315,3 +315,164 @@ async fn no_input_gets_a_5xx_or_drops_the_connection() {
         failures.join("\n")
     );
 }
+
+/// Markdown nested `depth` constructs deep in one of four ways: block quotes, bullet
+/// lists, a mix of quotes and bullet and numbered lists on one line, or inline emphasis,
+/// strong, strikethrough and links around one word.
+fn deep_markdown(rng: &mut Rng, style: usize, depth: usize) -> String {
+    const MIXED: &[&str] = &["> ", "- ", "1. ", "* ", ">- "];
+    const INLINE: &[(&str, &str)] = &[
+        ("*", "*"),
+        ("_", "_"),
+        ("**", "**"),
+        ("~~", "~~"),
+        ("[", "](/x)"),
+        ("[", "](javascript:x)"),
+    ];
+    match style % 4 {
+        0 => format!("{} x", ">".repeat(depth)),
+        1 => format!("{}x", "- ".repeat(depth)),
+        2 => {
+            let mut t: String = (0..depth).map(|_| *rng.pick(MIXED)).collect();
+            t.push('x');
+            t
+        }
+        _ => {
+            let inline: Vec<&(&str, &str)> = (0..depth).map(|_| rng.pick(INLINE)).collect();
+            let mut t = String::new();
+            inline.iter().for_each(|(open, _)| t.push_str(open));
+            t.push_str("deep");
+            inline.iter().rev().for_each(|(_, close)| t.push_str(close));
+            t
+        }
+    }
+}
+
+/// JSON text nested `depth` levels, arrays and objects mixed, keys the API reads (text,
+/// not a `Value`: building, serialising or dropping a deep `Value` would itself recurse).
+fn deep_json(rng: &mut Rng, depth: usize) -> String {
+    let (mut open, mut close) = (String::new(), Vec::new());
+    for _ in 1..depth {
+        if rng.next().is_multiple_of(2) {
+            open.push('[');
+            close.push("]");
+        } else {
+            open.push_str(&format!("{{\"{}\":", rng.pick(FIELDS)));
+            close.push("}");
+        }
+    }
+    close.reverse();
+    format!("{open}\"deep\"{}", close.concat())
+}
+
+/// Issue 32: every body a handler walks (markdown turned into nodes, `data` merged deep,
+/// slide documents, analytics and KV values, ...) gets nesting at the bound and far past
+/// it, in every field, on every route, with the fields most routes need filled in. No
+/// answer may be a 5xx or a dropped connection, and the server must keep answering: one
+/// stack overflow would abort the whole process.
+#[tokio::test]
+async fn deep_nesting_in_every_body_never_stops_the_server() {
+    let s = Server::start().await;
+    let admin = s.admin(&email("deepadmin")).await;
+    let (domain, _) = s.organization(&admin, "deep").await;
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let mut failures = Vec::new();
+    let mut calls = 0usize;
+    // Fields that take text (markdown) and fields that take objects or arrays.
+    let texts = ["markdown", "text", "body"];
+    let objects = [
+        "fields",
+        "data",
+        "updates",
+        "value",
+        "document",
+        "operations",
+        "events",
+        "items",
+        "metadata",
+        "properties",
+    ];
+    for route in ROUTES.iter().filter(|r| r.implemented()) {
+        // Routes that would take the caller's key or organization away from the rest.
+        if matches!(
+            route.path,
+            "/api/users/delete" | "/api/users/regenerate-key" | "/api/organizations/delete"
+        ) {
+            continue;
+        }
+        let method = Method::from_bytes(route.method.as_bytes()).unwrap();
+        let path = concrete(route.path, "00000000-0000-0000-0000-000000000000");
+        let text = |s: String| Value::String(s).to_string();
+        let mut cases: Vec<(&str, String)> = Vec::new();
+        for field in texts {
+            for style in 0..4 {
+                cases.push((field, text(deep_markdown(&mut rng, style, 20_000))));
+                cases.push((field, text(deep_markdown(&mut rng, style, 200))));
+            }
+        }
+        for field in objects {
+            cases.push((field, deep_json(&mut rng, 97)));
+            cases.push((field, deep_json(&mut rng, 101)));
+            cases.push((field, deep_json(&mut rng, 5_000)));
+            cases.push((
+                field,
+                format!(
+                    "{{\"markdown\":{},\"nested\":{}}}",
+                    text(deep_markdown(&mut rng, 2, 2_000)),
+                    deep_json(&mut rng, 60)
+                ),
+            ));
+        }
+        // What most routes require, so the deep field reaches the handler's walk.
+        let base = json!({"type": "NOTE", "domain": domain, "title": "t",
+                          "name": "deep", "key": "deep", "namespace": "deep"})
+        .to_string();
+        for (case, (field, deep)) in cases.into_iter().enumerate() {
+            let raw = format!("{},\"{field}\":{deep}}}", &base[..base.len() - 1]);
+            let url = format!("{}{path}", s.base);
+            let res = client
+                .request(method.clone(), &url)
+                .header("x-api-key", &admin)
+                .header("content-type", "application/json")
+                .body(raw)
+                .send()
+                .await;
+            calls += 1;
+            match res {
+                Err(e) => failures.push(format!(
+                    "{} {path} (case {case}, `{field}`): connection failed: {e}",
+                    route.method
+                )),
+                Ok(r) if r.status().is_server_error() => {
+                    let status = r.status();
+                    let text = r.text().await.unwrap_or_default();
+                    if !(status == 503 && text.contains("not configured")) {
+                        failures.push(format!(
+                            "{} {path} (case {case}, `{field}`): {status} {}",
+                            route.method,
+                            &text[..text.len().min(200)]
+                        ));
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
+        // Alive after every route's deep bodies, not only at the end.
+        let alive = client.get(format!("{}/api/status", s.base)).send().await;
+        if !alive.is_ok_and(|r| r.status().is_success()) {
+            failures.push(format!("the server stopped answering after {}", route.path));
+            break;
+        }
+    }
+    eprintln!("deep fuzz: {calls} calls");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -35,6 +35,7 @@ mod scaleout;
 mod scaleout_jobs;
 mod scaleout_start;
 mod security;
+mod security2;
 mod slide_helpers;
 mod slides;
 mod slides_findings;

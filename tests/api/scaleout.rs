@@ -380,3 +380,39 @@ async fn money_stays_exact_across_three_processes() {
         "a balance that is not the sum of its ledger"
     );
 }
+
+/// Security round 2: with `PLINTH_RATE_STORE` at its default (`local`), the `auth`
+/// category (sign-in, resets, verification mail, token exchange) is still counted in the
+/// shared store on PostgreSQL, so a brute-force client gains nothing from reaching more
+/// processes: 12 sign-ups spread over 2 processes allow the 5 of one window.
+#[tokio::test]
+async fn the_sign_in_window_holds_across_processes_by_default() {
+    if !needs_postgres("the_sign_in_window_holds_across_processes_by_default") {
+        return;
+    }
+    let s = Server::start_with(Options::default().env("PLINTH_RATE_LIMIT_MULTIPLIER", "1")).await;
+    let second = Process::serve(&s, &[("PLINTH_RATE_LIMIT_MULTIPLIER", "1")]);
+    let bases = [s.base.clone(), second.base.clone().unwrap()];
+    let mut allowed = 0;
+    for i in 0..12 {
+        let r = Server::read(
+            reqwest::Client::new()
+                .post(format!("{}/api/users/authenticate", bases[i % 2]))
+                .json(&json!({"email": email(&format!("brute{i}")), "password": "guess"}))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        match r.status.as_u16() {
+            200 => allowed += 1,
+            429 => {}
+            other => panic!("unexpected {other}: {}", r.body),
+        }
+    }
+    assert_eq!(allowed, 5, "one window of 5 over both processes");
+    // Reads stay each process's own (local leases): both still answer.
+    for base in &bases {
+        get_from(base, "/api/status", None, None).await.assert_ok();
+    }
+}
