@@ -601,10 +601,9 @@ where
                 "a checkout with this Idempotency-Key is still running; retry shortly",
             ));
         }
-        let body = match answer {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        };
+        let body = unseal(app, answer).ok_or_else(|| {
+            ApiError::internal("a recorded checkout answer does not decrypt with the master key")
+        })?;
         let status = StatusCode::from_u16(status as u16).unwrap_or(StatusCode::OK);
         return Ok(Reply::with_status(status, body).header("idempotent-replayed", "true"));
     }
@@ -618,11 +617,30 @@ where
             &scope,
             &key,
             reply.status.as_u16() as i64,
-            &Value::Object(reply.body.clone()),
+            &seal(app, &reply.body),
         )
         .await?;
     }
     Ok(reply)
+}
+
+/// A recorded answer as stored: encrypted under the master key, since checkout and
+/// purchase answers carry plaintext license keys and download tokens that are otherwise
+/// kept only as hashes (security round 2, L3).
+fn seal(app: &AppState, body: &Map<String, Value>) -> Value {
+    let plain = serde_json::to_vec(body).unwrap_or_default();
+    json!({"sealed": app.key.encrypt(&plain)})
+}
+
+/// The answer [`seal`] stored (answers recorded before sealing are read as they are).
+fn unseal(app: &AppState, stored: Value) -> Option<Map<String, Value>> {
+    match stored {
+        Value::Object(m) => match m.get("sealed").and_then(Value::as_str) {
+            Some(hex) if m.len() == 1 => serde_json::from_slice(&app.key.decrypt(hex)?).ok(),
+            _ => Some(m),
+        },
+        _ => Some(Map::new()),
+    }
 }
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]

@@ -1008,3 +1008,57 @@ async fn l5_a_payment_event_must_match_the_orders_payment_and_currency() {
         .assert_ok();
     assert_eq!(status().await, "paid");
 }
+
+#[tokio::test]
+async fn l3_recorded_purchase_answers_are_sealed() {
+    let s = Server::start().await;
+    let seller = s.verified_user(&email("l3seller")).await;
+    let buyer = s.funded_user(&email("l3buyer")).await;
+    let (shop, _) = s.organization(&seller, "l3").await;
+    s.post(
+        "/api/inventory/create",
+        Some(&seller),
+        json!({"domain": shop, "sku": "TOK", "slug": "tok", "price_cents": 900, "price_tokens": 30,
+               "unit_count": 2, "data": {"license_product_id": "prod-tok"}}),
+    )
+    .await
+    .assert_ok();
+    let purchase = || async {
+        Server::read(
+            s.raw(Method::POST, "/api/licenses/purchase")
+                .header("x-api-key", &buyer)
+                .header("idempotency-key", "l3-once")
+                .json(
+                    &json!({"items": [{"sku": "TOK", "quantity": 1}], "payment_type": "tokens",
+                              "domain": shop}),
+                )
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await
+    };
+    let first = purchase().await;
+    first.assert_ok();
+    let key = first.body["licenses"][0]["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Stored under the master key: the plaintext key is not in the table.
+    let like = format!("SELECT COUNT(*) FROM slide_idempotency WHERE response LIKE '%{key}%'");
+    let like = like.replace("response LIKE", "CAST(response AS TEXT) LIKE");
+    assert_eq!(s.sql_count(&like).await, 0);
+    assert_eq!(
+        s.sql_count(
+            "SELECT COUNT(*) FROM slide_idempotency WHERE CAST(response AS TEXT) LIKE '%sealed%'"
+        )
+        .await,
+        1
+    );
+    // The replay still answers the same key, and sells nothing twice.
+    let again = purchase().await;
+    again.assert_ok();
+    assert_eq!(again.header("idempotent-replayed").as_deref(), Some("true"));
+    assert_eq!(again.body["licenses"][0]["key"], json!(key));
+    assert_eq!(s.get("/api/licenses", Some(&buyer)).await.body["total"], 1);
+}
