@@ -520,7 +520,7 @@ pub async fn events(
         .iter()
         .map(|r| {
             json!({
-                "id": r.id,
+                "event_id": r.id,
                 "label": r.label,
                 "visitor_id": r.visitor_id,
                 "data": r.data.as_ref().map(|d| &d.0),

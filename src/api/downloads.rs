@@ -268,6 +268,8 @@ pub struct RevokeBody {
     /// The link's id (or send `token`).
     id: Option<String>,
     token: Option<String>,
+    /// Optional: the link names its organization (a link of another one is a 404).
+    domain: Option<String>,
 }
 
 /// The organization's link named by `id` or `token` (404 otherwise).
@@ -282,11 +284,24 @@ async fn link_of(app: &AppState, id: Option<&str>, token: Option<&str>) -> ApiRe
     found.ok_or_else(|| ApiError::not_found("download link not found"))
 }
 
-/// `POST /api/downloads/revoke` (OrgAdmin of `domain`): the link stops working at once;
-/// its clone is deleted by the next expiry run. Idempotent (`already_revoked`).
-pub async fn revoke(State(app): State<AppState>, g: OrgAdmin<RevokeBody>) -> ApiResult {
-    let l = link_of(&app, g.body.id.as_deref(), g.body.token.as_deref()).await?;
-    if l.organization_id != g.org.id {
+/// `POST /api/downloads/revoke` (OrgAdmin of the link's organization, which the link
+/// names: the spec's body is `id` or `token`): the link stops working at once; its clone
+/// is deleted by the next expiry run. Idempotent (`already_revoked`).
+pub async fn revoke(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    JsonBody(b): JsonBody<RevokeBody>,
+) -> ApiResult {
+    let l = link_of(&app, b.id.as_deref(), b.token.as_deref()).await?;
+    let org = crate::db::organizations::by_id(&app.db, &l.organization_id)
+        .await?
+        .filter(|o| {
+            b.domain
+                .as_deref()
+                .is_none_or(|d| d.trim().eq_ignore_ascii_case(&o.domain))
+        })
+        .ok_or_else(|| ApiError::not_found("download link not found"))?;
+    if !may_see(&app, &caller, &l).await? {
         return Err(ApiError::not_found("download link not found"));
     }
     let revoked = store::revoke(&app.db, &l.id).await?;
@@ -294,7 +309,7 @@ pub async fn revoke(State(app): State<AppState>, g: OrgAdmin<RevokeBody>) -> Api
         .await?
         .ok_or_else(|| ApiError::not_found("download link not found"))?;
     Ok(Reply::ok(json!({
-        "success": true, "already_revoked": !revoked, "data": link_json(&l, &g.org.domain),
+        "success": true, "already_revoked": !revoked, "data": link_json(&l, &org.domain),
     })))
 }
 

@@ -252,12 +252,16 @@ async fn discount(
     subtotal_cents: i64,
     pay: Pay,
 ) -> ApiResult<Option<(String, String, String, f64)>> {
-    let Some(code) = code
-        .map(|c| c.trim().to_uppercase())
-        .filter(|c| !c.is_empty())
-    else {
+    let Some(code) = code.map(|c| c.trim().to_uppercase()) else {
         return Ok(None);
     };
+    // The spec's table of null, omitted and empty: `""` fails validation (`null` and an
+    // omitted code mean no discount).
+    if code.is_empty() {
+        return Err(ApiError::bad_request(
+            "`discount_code` must not be empty: leave it out (or null) for no discount",
+        ));
+    }
     let d = carts::discount_by_code(&app.db, org_id, &code)
         .await?
         .ok_or_else(|| ApiError::bad_request(format!("unknown discount code `{code}`")))?;

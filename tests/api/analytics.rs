@@ -302,7 +302,7 @@ async fn tracked_hits_are_listed_and_counted() {
     r.assert_ok();
     let first: Vec<Value> = r.body["data"].as_array().unwrap().clone();
     assert_eq!(first.len(), 3);
-    assert_eq!(first[0]["id"], json!(with_attachment));
+    assert_eq!(first[0]["event_id"], json!(with_attachment));
     assert_eq!(first[1]["label"], json!("signup"));
     assert_eq!(
         first[2]["data"],
@@ -774,7 +774,7 @@ async fn attachments_are_one_per_event_private_and_expire() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["id"].clone(), e["attachment"].clone()))
+        .map(|e| (e["event_id"].clone(), e["attachment"].clone()))
         .collect();
     assert_eq!(
         has,
@@ -885,7 +885,7 @@ async fn the_dashboard_draws_the_stats_of_a_site() {
         s.sql(&format!(
             "UPDATE analytics_events SET created_at = '{}' WHERE id = '{}'",
             at.to_rfc3339(),
-            e["id"].as_str().unwrap()
+            e["event_id"].as_str().unwrap()
         ))
         .await;
     }

@@ -373,6 +373,22 @@ async fn discount_codes_at_checkout() {
             .assert_ok();
     }
     let line = json!([{"sku": "BOOK", "quantity": 1}]);
+    // The spec's table: an empty code fails validation; null means no discount.
+    checkout(
+        &s,
+        &a,
+        json!({"items": line, "payment_method_id": "pm_card_visa", "discount_code": ""}),
+    )
+    .await
+    .assert_error(400);
+    let r = checkout(
+        &s,
+        &a,
+        json!({"items": line, "payment_method_id": "pm_card_visa", "discount_code": null}),
+    )
+    .await;
+    r.assert_ok();
+    assert_eq!(r.body["data"]["discount_cents"], 0);
     let r = checkout(
         &s,
         &a,

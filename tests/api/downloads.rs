@@ -225,14 +225,31 @@ async fn links_clone_redeem_and_die(s: &Server, objects: PathBuf) {
     r.assert_ok();
     assert_eq!(r.body["already_revoked"], false);
     assert!(!r.body.to_string().contains(&revoked));
+    // The spec's body is `id` or `token`: the link names its organization.
     let again = s
         .post(
             "/api/downloads/revoke",
             Some(&admin),
-            json!({"domain": domain, "token": revoked}),
+            json!({"token": revoked}),
         )
         .await;
+    again.assert_ok();
     assert_eq!(again.body["already_revoked"], true);
+    // Someone else's admin, or a domain that is not the link's: as if it did not exist.
+    s.post(
+        "/api/downloads/revoke",
+        Some(&other),
+        json!({"token": revoked}),
+    )
+    .await
+    .assert_error(404);
+    s.post(
+        "/api/downloads/revoke",
+        Some(&admin),
+        json!({"token": revoked, "domain": "elsewhere.example"}),
+    )
+    .await
+    .assert_error(404);
     let res = http
         .get(format!("{}/api/downloads/{revoked}", s.base))
         .send()
