@@ -627,16 +627,35 @@ async fn m2_object_reads_stream_in_constant_memory_with_ranges() {
 
 #[tokio::test]
 async fn m2_public_reads_have_a_window_per_client_address() {
-    let s =
-        Server::start_with(Options::default().env("PLINTH_RATE_LIMIT_MULTIPLIER", "0.05")).await;
+    // Behind a trusted proxy, each client address its own window (L2: the proxy's
+    // address once stood for every client).
+    let s = Server::start_with(
+        Options::default()
+            .env("PLINTH_RATE_LIMIT_MULTIPLIER", "0.05")
+            .env("PLINTH_TRUSTED_PROXIES", "127.0.0.1"),
+    )
+    .await;
     let path = s.data_dir().join("objects/public/m2/small.bin");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, b"small").unwrap();
     let url = format!("{}/public/m2/small.bin", s.base);
+    let get = |client: &'static str| {
+        let url = url.clone();
+        async move {
+            reqwest::Client::new()
+                .get(&url)
+                .header("x-forwarded-for", client)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
     // 120 a minute at the base rate: 6 here.
     let mut statuses = Vec::new();
     for _ in 0..8 {
-        statuses.push(reqwest::get(&url).await.unwrap().status().as_u16());
+        statuses.push(get("198.51.100.1").await);
     }
     assert_eq!(
         statuses.iter().filter(|s| **s == 200).count(),
@@ -644,6 +663,49 @@ async fn m2_public_reads_have_a_window_per_client_address() {
         "{statuses:?}"
     );
     assert_eq!(statuses.last(), Some(&429));
+    assert_eq!(
+        get("198.51.100.2").await,
+        200,
+        "another client has its own window"
+    );
+}
+
+#[tokio::test]
+async fn l6_checkout_from_a_cart_takes_at_most_100_lines() {
+    let s = Server::start().await;
+    let seller = s.verified_user(&email("l6seller")).await;
+    let buyer = s.verified_user(&email("l6buyer")).await;
+    let (shop, _) = s.organization(&seller, "l6").await;
+    for i in 0..101 {
+        let sku = format!("c{i}");
+        s.post(
+            "/api/inventory/create",
+            Some(&seller),
+            json!({"domain": shop, "sku": sku, "slug": sku, "price_cents": 100, "unit_count": 1}),
+        )
+        .await
+        .assert_ok();
+        s.post(
+            "/api/marketplace/cart/add",
+            Some(&buyer),
+            json!({"domain": shop, "sku": sku, "quantity": 1}),
+        )
+        .await
+        .assert_ok();
+    }
+    let r = s
+        .post(
+            "/api/marketplace/checkout",
+            Some(&buyer),
+            json!({"payment_method_id": "pm_card_visa"}),
+        )
+        .await;
+    r.assert_error(400);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("100"),
+        "{}",
+        r.body
+    );
 }
 
 #[tokio::test]
