@@ -25,9 +25,11 @@ pub mod schema;
 pub mod server;
 pub mod slide_jobs;
 pub mod state;
+pub mod states;
 pub mod storage;
 pub mod store;
 pub mod usage;
+pub mod wire;
 
 use axum::http::HeaderValue;
 use axum::Router;

@@ -17,40 +17,16 @@ use crate::domain::checkout::{
 use crate::domain::licenses::{new_key, normalize, status};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::Reply;
+use crate::reply::{Answer, PrivateAnswer, Reply};
 use crate::state::AppState;
+use crate::states::LicenseStatus;
+use crate::wire::licenses::{
+    License, Minted, Regenerated, Revoked, Validated, Validation, ValidationCode,
+};
+use crate::wire::{Data, Page, True};
 
 /// Most keys one `create` mints (the spec's bulk limit).
 const MAX_GRANT: i64 = 100;
-
-/// A license as its owner and its organization's admins see it (`key` only on the
-/// detail and at mint).
-fn license_json(l: &LicenseRow, machines: Option<&[String]>, key: Option<&str>) -> Value {
-    let mut v = json!({
-        "id": l.id,
-        "domain": l.domain,
-        "organization_id": l.organization_id,
-        "inventory_item_id": l.item_id,
-        "order_id": l.order_id,
-        "user_id": l.user_id,
-        "status": status(&l.status, l.expires_at),
-        "product_id": l.product_id,
-        "activations_allowed": l.activations_allowed,
-        "activations_current": l.activations_current,
-        "expires_at": l.expires_at,
-        "data": l.data.0,
-        "created_at": l.created_at,
-        "updated_at": l.updated_at,
-    });
-    let m = v.as_object_mut().expect("an object");
-    if let Some(machines) = machines {
-        m.insert("machine_ids".into(), json!(machines));
-    }
-    if let Some(key) = key {
-        m.insert("key".into(), json!(key));
-    }
-    v
-}
 
 /// `n` fresh keys and their stored forms.
 fn mint(app: &AppState, n: i64) -> (Vec<String>, Vec<NewLicense>) {
@@ -70,15 +46,18 @@ fn mint(app: &AppState, n: i64) -> (Vec<String>, Vec<NewLicense>) {
 
 /// The licenses of an order as their minting answer shows them: with the plaintext keys
 /// just made (`keys` by license id; rows minted earlier for the order have none).
-async fn minted_json(
+async fn minted(
     app: &AppState,
     order_id: &str,
     keys: &std::collections::HashMap<String, String>,
-) -> ApiResult<Vec<Value>> {
+) -> ApiResult<Vec<License>> {
     Ok(store::by_order(&app.db, order_id)
         .await?
         .iter()
-        .filter_map(|l| keys.get(&l.id).map(|k| license_json(l, Some(&[]), Some(k))))
+        .filter_map(|l| {
+            keys.get(&l.id)
+                .map(|k| License::of(l, Some(Vec::new()), Some(k.clone())))
+        })
         .collect())
 }
 
@@ -110,7 +89,10 @@ pub struct CreateBody {
 
 /// `POST /api/licenses/create` (OrgAdmin): mints keys without payment, recorded against
 /// a zero-cost `admin_grant` order; the plaintext keys are in this answer only.
-pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> ApiResult {
+pub async fn create(
+    State(app): State<AppState>,
+    g: OrgAdmin<CreateBody>,
+) -> ApiResult<Answer<Minted>> {
     let count = g.body.count.unwrap_or(1);
     if !(1..=MAX_GRANT).contains(&count) {
         return Err(ApiError::bad_request(format!(
@@ -144,10 +126,13 @@ pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> Api
     };
     let order_id = store::grant(&app.db, &grant, &news).await?;
     let by_id = news.iter().map(|n| n.id.clone()).zip(keys).collect();
-    let data = minted_json(&app, &order_id, &by_id).await?;
-    Ok(Reply::ok(json!({
-        "success": true, "order_id": order_id, "count": data.len(), "data": data,
-    })))
+    let data = minted(&app, &order_id, &by_id).await?;
+    Ok(Answer(Minted {
+        success: True,
+        order_id,
+        count: data.len(),
+        data,
+    }))
 }
 
 /// An item's license terms: `(license_product_id, license_activations_allowed,
@@ -190,7 +175,7 @@ pub struct ValidateBody {
 pub async fn validate(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<ValidateBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Validation>> {
     let machine = body.machine.trim();
     if machine.is_empty() || machine.len() > 255 {
         return Err(ApiError::bad_request(
@@ -198,38 +183,46 @@ pub async fn validate(
         ));
     }
     let hash = crate::crypto::sha256_hex(normalize(&body.key).as_bytes());
-    let Some(l) = store::lookup(&app.db, &hash, machine).await? else {
-        return Ok(Reply::ok(json!({"valid": false})));
+    let invalid = Validation {
+        valid: false,
+        code: None,
+        license: None,
     };
-    if l.status != "active" || l.refunded {
-        return Ok(Reply::ok(json!({"valid": false})));
+    let Some(l) = store::lookup(&app.db, &hash, machine).await? else {
+        return Ok(Answer(invalid));
+    };
+    if l.status != LicenseStatus::Active || l.refunded {
+        return Ok(Answer(invalid));
     }
     let mut current = l.activations_current;
-    let code = if status(&l.status, l.expires_at) == "expired" {
-        "expired"
+    let code = if status(l.status, l.expires_at) == LicenseStatus::Expired {
+        ValidationCode::Expired
     } else if l.known {
-        "valid_known_machine"
+        ValidationCode::KnownMachine
     } else {
         match store::activate(&app.db, &l.id, machine).await? {
             Activation::Activated(n) => {
                 current = n;
-                "valid_activated"
+                ValidationCode::Activated
             }
-            Activation::Known => "valid_known_machine",
-            Activation::Limit => "activation_limit",
+            Activation::Known => ValidationCode::KnownMachine,
+            Activation::Limit => ValidationCode::ActivationLimit,
         }
     };
-    Ok(Reply::ok(json!({
-        "valid": code.starts_with("valid"),
-        "code": code,
-        "license": {
-            "id": l.id,
-            "product_id": l.product_id,
-            "expires_at": l.expires_at,
-            "activations_allowed": l.activations_allowed,
-            "activations_current": current,
-        },
-    })))
+    Ok(Answer(Validation {
+        valid: matches!(
+            code,
+            ValidationCode::Activated | ValidationCode::KnownMachine
+        ),
+        code: Some(code),
+        license: Some(Validated {
+            id: l.id,
+            product_id: l.product_id,
+            expires_at: l.expires_at,
+            activations_allowed: l.activations_allowed,
+            activations_current: current,
+        }),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -245,12 +238,14 @@ pub async fn revoke(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<RevokeBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Revoked>> {
     let l = managed(&app, &caller, &body.id).await?;
-    if l.status == "revoked" {
-        return Ok(Reply::ok(json!({
-            "success": true, "already_revoked": true, "data": license_json(&l, None, None),
-        })));
+    if l.status == LicenseStatus::Revoked {
+        return Ok(Answer(Revoked {
+            success: True,
+            already_revoked: true,
+            data: License::of(&l, None, None),
+        }));
     }
     let mut data = l.data.0.clone();
     if let Some(m) = data.as_object_mut() {
@@ -269,9 +264,11 @@ pub async fn revoke(
     }
     let revoked = store::revoke(&app.db, &l.id, &data).await?;
     let l = store::get(&app.db, &l.id).await?.ok_or_else(not_found)?;
-    Ok(Reply::ok(json!({
-        "success": true, "already_revoked": !revoked, "data": license_json(&l, None, None),
-    })))
+    Ok(Answer(Revoked {
+        success: True,
+        already_revoked: !revoked,
+        data: License::of(&l, None, None),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -288,9 +285,9 @@ pub async fn regenerate(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Regenerated>> {
     let l = managed(&app, &caller, &body.id).await?;
-    if l.status != "active" {
+    if l.status != LicenseStatus::Active {
         return Err(ApiError::conflict(format!(
             "only active or expired licenses are regenerated; this one is `{}`",
             l.status
@@ -308,11 +305,11 @@ pub async fn regenerate(
         ));
     }
     let fresh = store::get(&app.db, &new.id).await?.ok_or_else(not_found)?;
-    Ok(Reply::ok(json!({
-        "success": true,
-        "replaced_id": l.id,
-        "data": license_json(&fresh, Some(&[]), Some(&key)),
-    })))
+    Ok(Answer(Regenerated {
+        success: True,
+        replaced_id: l.id,
+        data: License::of(&fresh, Some(Vec::new()), Some(key)),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -331,7 +328,7 @@ pub async fn list(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Query(q): Query<ListQuery>,
-) -> ApiResult {
+) -> ApiResult<PrivateAnswer<Page<License>>> {
     let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 100)?;
     let org;
     let of = match q.domain.as_deref() {
@@ -342,11 +339,8 @@ pub async fn list(
         }
     };
     let (rows, total) = store::list(&app.db, of, limit, offset).await?;
-    let data: Vec<Value> = rows.iter().map(|l| license_json(l, None, None)).collect();
-    Ok(Reply::ok(json!({
-        "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
-    }))
-    .private())
+    let data = rows.iter().map(|l| License::of(l, None, None)).collect();
+    Ok(PrivateAnswer(Page::new(data, total, limit, offset)))
 }
 
 /// `GET /api/licenses/{id}` (Key: its owner, or an admin of its organization): the
@@ -355,7 +349,7 @@ pub async fn get(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
-) -> ApiResult {
+) -> ApiResult<PrivateAnswer<Data<License>>> {
     let l = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
     let owner = l.user_id.as_deref() == Some(caller.id.as_str());
     if !owner && !crate::auth::org_admin(&app, &caller, &l.organization_id).await? {
@@ -367,7 +361,9 @@ pub async fn get(
         .and_then(|b| String::from_utf8(b).ok())
         .ok_or_else(|| ApiError::internal("a license key does not decrypt with the master key"))?;
     let machines = store::machines(&app.db, &l.id).await?;
-    Ok(Reply::ok(json!({"data": license_json(&l, Some(&machines), Some(&key))})).private())
+    Ok(PrivateAnswer(Data {
+        data: License::of(&l, Some(machines), Some(key)),
+    }))
 }
 
 /// `POST /api/licenses/purchase` (API key or guest session): checks out `items` like the
@@ -396,8 +392,8 @@ pub async fn purchase(
                     ))),
                 })
                 .await?;
-            let minted = mint_for(&app, &who, &placed).await;
-            let minted = match minted {
+            let keys_by_id = mint_for(&app, &who, &placed).await;
+            let keys_by_id = match keys_by_id {
                 Ok(m) => m,
                 Err(e) => {
                     crate::domain::orders::refund(&app, &placed.row, "license keys not minted")
@@ -413,7 +409,7 @@ pub async fn purchase(
                     return Err(e);
                 }
             };
-            let keys = minted_json(&app, &placed.row.id, &minted).await?;
+            let keys = minted(&app, &placed.row.id, &keys_by_id).await?;
             let mut reply = placed.reply();
             reply.body.insert("licenses".into(), json!(keys));
             Ok(reply)

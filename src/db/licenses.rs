@@ -8,6 +8,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use crate::db::{now, BeginWrite, Db};
+use crate::states::LicenseStatus;
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -20,7 +21,7 @@ pub struct LicenseRow {
     pub user_id: Option<String>,
     pub issuer_id: Option<String>,
     pub key_cipher: String,
-    pub status: String,
+    pub status: LicenseStatus,
     pub product_id: Option<String>,
     pub activations_allowed: Option<i64>,
     pub activations_current: i64,
@@ -175,7 +176,7 @@ pub async fn machines(db: &Db, license_id: &str) -> sqlx::Result<Vec<String>> {
 #[derive(Debug, sqlx::FromRow)]
 pub struct Lookup {
     pub id: String,
-    pub status: String,
+    pub status: LicenseStatus,
     pub product_id: Option<String>,
     pub activations_allowed: Option<i64>,
     pub activations_current: i64,

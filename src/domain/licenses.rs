@@ -2,6 +2,8 @@
 //! first two led by the deployment's 3-character brand prefix, 19 random characters:
 //! 95 bits), and the outcome codes of a validation.
 
+use crate::states::LicenseStatus;
+
 /// Crockford's base32 alphabet (no I, L, O, U).
 const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
@@ -38,9 +40,12 @@ pub fn normalize(key: &str) -> String {
 }
 
 /// What a license reads as now: `expired` once its duration has passed.
-pub fn status(stored: &str, expires_at: Option<chrono::DateTime<chrono::Utc>>) -> &str {
+pub fn status(
+    stored: LicenseStatus,
+    expires_at: Option<chrono::DateTime<chrono::Utc>>,
+) -> LicenseStatus {
     match (stored, expires_at) {
-        ("active", Some(e)) if e <= chrono::Utc::now() => "expired",
+        (LicenseStatus::Active, Some(e)) if e <= chrono::Utc::now() => LicenseStatus::Expired,
         (s, _) => s,
     }
 }

@@ -1,0 +1,126 @@
+//! States, roles, kinds and formats as enums, stored as the text they always were: a
+//! typo in a state is a compile error, a transition is an exhaustive `match`, and the
+//! OpenAPI document lists the allowed values. Rows in `db/` decode straight into these
+//! (an unknown stored value is a decode error naming the type, never a silent miss).
+
+/// An enum of text values: serde (exactly these strings), JSON Schema (`enum`), and
+/// sqlx encoding and decoding as `TEXT` on both backends.
+#[macro_export]
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident {
+        $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)?
+    }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize,
+                 serde::Deserialize, schemars::JsonSchema)]
+        $vis enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+
+            pub fn parse(text: &str) -> Option<$name> {
+                match text { $($text => Some($name::$variant),)+ _ => None }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        $crate::text_enum!(@sqlx $name, sqlx::Sqlite, sqlx::sqlite::SqliteValueRef<'r>);
+        $crate::text_enum!(@sqlx $name, sqlx::Postgres, sqlx::postgres::PgValueRef<'r>);
+    };
+    (@sqlx $name:ident, $db:ty, $value:ty) => {
+        impl sqlx::Type<$db> for $name {
+            fn type_info() -> <$db as sqlx::Database>::TypeInfo {
+                <String as sqlx::Type<$db>>::type_info()
+            }
+            fn compatible(ty: &<$db as sqlx::Database>::TypeInfo) -> bool {
+                <String as sqlx::Type<$db>>::compatible(ty)
+            }
+        }
+        impl<'r> sqlx::Decode<'r, $db> for $name {
+            fn decode(value: $value) -> Result<Self, sqlx::error::BoxDynError> {
+                let text = <&str as sqlx::Decode<$db>>::decode(value)?;
+                $name::parse(text).ok_or_else(|| {
+                    format!("unknown {} `{text}`", stringify!($name)).into()
+                })
+            }
+        }
+        impl sqlx::Encode<'_, $db> for $name {
+            fn encode_by_ref(
+                &self,
+                buf: &mut <$db as sqlx::Database>::ArgumentBuffer,
+            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+                <&str as sqlx::Encode<$db>>::encode_by_ref(&self.as_str(), buf)
+            }
+        }
+    };
+}
+
+text_enum! {
+    /// A license as it reads now: `expired` is never stored, it is an `active` one past
+    /// its `expires_at` (`domain::licenses::status`).
+    pub enum LicenseStatus {
+        Active = "active",
+        Expired = "expired",
+        Revoked = "revoked",
+    }
+}
+
+text_enum! {
+    /// A download link as stored (`live` or `revoked`); its wire status adds `expired`
+    /// and `exhausted` ([`LinkState`]).
+    pub enum LinkStatus {
+        Live = "live",
+        Revoked = "revoked",
+    }
+}
+
+text_enum! {
+    /// A download link as its readers see it.
+    pub enum LinkState {
+        Live = "live",
+        Revoked = "revoked",
+        Expired = "expired",
+        Exhausted = "exhausted",
+    }
+}
+
+text_enum! {
+    /// An inventory unit.
+    pub enum UnitStatus {
+        Available = "available",
+        Unavailable = "unavailable",
+        /// Held by a pending (unpaid) order.
+        Reserved = "reserved",
+        Claimed = "claimed",
+        Sold = "sold",
+        Removed = "removed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_enums_round_trip_their_text() {
+        for s in LinkState::ALL {
+            assert_eq!(LinkState::parse(s.as_str()), Some(*s));
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
+        assert_eq!(LicenseStatus::parse("Active"), None);
+        let schema = serde_json::to_value(schemars::schema_for!(UnitStatus)).unwrap();
+        assert!(schema.to_string().contains("\"reserved\""), "{schema}");
+    }
+}

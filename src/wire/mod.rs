@@ -1,0 +1,83 @@
+//! The wire: the shape of every answer, as types. One module per area of the spec
+//! (`wire::licenses` for `/api/licenses*`), each answer a `#[derive(Serialize,
+//! JsonSchema)]` struct whose `///` field docs become the OpenAPI document's descriptions.
+//! Handlers build these from rows and domain values (`From`/`of` constructors live here,
+//! next to the shape), return them as `Answer<T>`, and the usage layer adds `_usage`.
+//! Rows in `db/` never know the wire format.
+//!
+//! Conventions: fields keep the names and order the spec and docs/api.md give; ids are
+//! strings with `format: uuid` where they are UUIDs; timestamps are RFC 3339 (`format:
+//! date-time`); an optional field that is left out when absent says so
+//! (`skip_serializing_if`), one that is `null` when absent is an `Option` without it.
+
+pub mod downloads;
+pub mod inventory;
+pub mod licenses;
+
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{Serialize, Serializer};
+
+/// The literal `true` (`success`): a type, so the document says `const: true`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct True;
+
+impl Serialize for True {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(true)
+    }
+}
+
+impl JsonSchema for True {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "True".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        schemars::json_schema!({"type": "boolean", "const": true})
+    }
+}
+
+/// One page of a list: `{data, count, total, limit, offset}`.
+#[derive(Serialize, JsonSchema)]
+pub struct Page<T> {
+    pub data: Vec<T>,
+    /// Items on this page.
+    pub count: usize,
+    /// Items in the whole list.
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+impl<T> Page<T> {
+    pub fn new(data: Vec<T>, total: i64, limit: i64, offset: i64) -> Page<T> {
+        Page {
+            count: data.len(),
+            data,
+            total,
+            limit,
+            offset,
+        }
+    }
+}
+
+/// `{data}`: one record.
+#[derive(Serialize, JsonSchema)]
+pub struct Data<T> {
+    pub data: T,
+}
+
+/// `{success: true, data}`: a record after a change.
+#[derive(Serialize, JsonSchema)]
+pub struct Saved<T> {
+    pub success: True,
+    pub data: T,
+}
+
+impl<T> Saved<T> {
+    pub fn new(data: T) -> Saved<T> {
+        Saved {
+            success: True,
+            data,
+        }
+    }
+}
