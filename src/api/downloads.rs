@@ -19,49 +19,15 @@ use crate::domain::checkout::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::Reply;
+use crate::reply::{Answer, PrivateAnswer, Reply};
 use crate::state::AppState;
+use crate::wire::downloads::{Issued, Link, Revoked};
+use crate::wire::{Data, Page, Saved, True};
 
 use crate::domain::downloads::{
     bounded, own_source, DownloadAsset, DEFAULT_EXPIRES_IN, DEFAULT_MAX_DOWNLOADS, MAX_EXPIRES_IN,
     URL_TTL,
 };
-
-/// A link as its organization's admins see it (never its token).
-fn link_json(l: &LinkRow, domain: &str) -> Value {
-    json!({
-        "id": l.id,
-        "domain": domain,
-        "inventory_item_id": l.item_id,
-        "order_id": l.order_id,
-        "user_id": l.user_id,
-        "source_s3_key": l.source_key,
-        "file_name": l.file_name,
-        "mime_type": l.mime_type,
-        "status": status(l),
-        "max_downloads": l.max_downloads,
-        "download_count": l.download_count,
-        "downloads_left": (l.max_downloads - l.download_count).max(0),
-        "expires_at": l.expires_at,
-        "last_download_at": l.last_download_at,
-        "clone_deleted": l.clone_deleted_at.is_some(),
-        "created_at": l.created_at,
-        "updated_at": l.updated_at,
-    })
-}
-
-/// `live`, `revoked`, `expired` or `exhausted`.
-fn status(l: &LinkRow) -> &'static str {
-    if l.status == "revoked" {
-        "revoked"
-    } else if l.download_count >= l.max_downloads {
-        "exhausted"
-    } else if l.expires_at <= chrono::Utc::now() {
-        "expired"
-    } else {
-        "live"
-    }
-}
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct CreateBody {
@@ -87,7 +53,10 @@ pub struct CreateBody {
 
 /// `POST /api/downloads/create` (OrgAdmin): a link without payment, with its own clone
 /// of the source; the token is in this answer only.
-pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> ApiResult {
+pub async fn create(
+    State(app): State<AppState>,
+    g: OrgAdmin<CreateBody>,
+) -> ApiResult<Answer<Saved<Issued>>> {
     let b = &g.body;
     if b.bucket.is_some() {
         return Err(ApiError::bad_request(
@@ -163,9 +132,7 @@ pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> Api
         },
     )
     .await?;
-    Ok(Reply::ok(
-        json!({"success": true, "data": issued_json(&app, &issued, &g.org.domain)}),
-    ))
+    Ok(Answer(Saved::new(issued_view(&app, issued, &g.org.domain))))
 }
 
 /// What a new link is made of.
@@ -232,11 +199,12 @@ async fn issue(app: &AppState, i: Issue<'_>) -> ApiResult<(LinkRow, String)> {
 }
 
 /// A link as its minting answer shows it: with its token and URL (the only time).
-fn issued_json(app: &AppState, (row, token): &(LinkRow, String), domain: &str) -> Value {
-    let mut data = link_json(row, domain);
-    data["token"] = json!(token);
-    data["url"] = json!(format!("{}/api/downloads/{token}", app.public_url));
-    data
+fn issued_view(app: &AppState, (row, token): (LinkRow, String), domain: &str) -> Issued {
+    Issued {
+        link: Link::of(&row, domain),
+        url: format!("{}/api/downloads/{token}", app.public_url),
+        token,
+    }
 }
 
 /// `GET /api/downloads/{token}` (Public): counts one download and answers 302 to a
@@ -291,7 +259,7 @@ pub async fn revoke(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(b): JsonBody<RevokeBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Revoked>> {
     let l = link_of(&app, b.id.as_deref(), b.token.as_deref()).await?;
     let org = crate::db::organizations::by_id(&app.db, &l.organization_id)
         .await?
@@ -308,9 +276,11 @@ pub async fn revoke(
     let l = store::get(&app.db, &l.id)
         .await?
         .ok_or_else(|| ApiError::not_found("download link not found"))?;
-    Ok(Reply::ok(json!({
-        "success": true, "already_revoked": !revoked, "data": link_json(&l, &org.domain),
-    })))
+    Ok(Answer(Revoked {
+        success: True,
+        already_revoked: !revoked,
+        data: Link::of(&l, &org.domain),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -325,14 +295,11 @@ pub async fn list(
     State(app): State<AppState>,
     Query(q): Query<ListQuery>,
     g: OrgAdmin<crate::extract::NoFields>,
-) -> ApiResult {
+) -> ApiResult<PrivateAnswer<Page<Link>>> {
     let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 100)?;
     let (rows, total) = store::list(&app.db, &g.org.id, limit, offset).await?;
-    let data: Vec<Value> = rows.iter().map(|l| link_json(l, &g.org.domain)).collect();
-    Ok(Reply::ok(json!({
-        "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
-    }))
-    .private())
+    let data = rows.iter().map(|l| Link::of(l, &g.org.domain)).collect();
+    Ok(PrivateAnswer(Page::new(data, total, limit, offset)))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -347,7 +314,7 @@ pub async fn link_status(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Query(q): Query<StatusQuery>,
-) -> ApiResult {
+) -> ApiResult<PrivateAnswer<Data<Link>>> {
     let l = link_of(&app, q.id.as_deref(), q.token.as_deref()).await?;
     if !may_see(&app, &caller, &l).await? {
         return Err(ApiError::not_found("download link not found"));
@@ -355,7 +322,9 @@ pub async fn link_status(
     let org = crate::db::organizations::by_id(&app.db, &l.organization_id)
         .await?
         .ok_or_else(|| ApiError::not_found("download link not found"))?;
-    Ok(Reply::ok(json!({"data": link_json(&l, &org.domain)})).private())
+    Ok(PrivateAnswer(Data {
+        data: Link::of(&l, &org.domain),
+    }))
 }
 
 /// Whether the caller administers the link's organization now (having issued it gives no
@@ -472,9 +441,9 @@ pub async fn purchase(
                     .await?;
                 return Err(e);
             }
-            let data: Vec<Value> = links
-                .iter()
-                .map(|l| issued_json(&app, l, &placed.row.domain))
+            let data: Vec<Issued> = links
+                .into_iter()
+                .map(|l| issued_view(&app, l, &placed.row.domain))
                 .collect();
             let mut reply = placed.reply();
             reply.body.insert("links".into(), json!(data));

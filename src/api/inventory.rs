@@ -14,61 +14,24 @@ use crate::domain::downloads::DownloadAsset;
 use crate::domain::records;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
-use crate::reply::Reply;
+use crate::reply::Answer;
 use crate::state::AppState;
+use crate::states::UnitStatus;
+use crate::wire::inventory::{Claimed, Item, ItemDetail, Unit, UnitsAdded};
+use crate::wire::{Data, Deleted, Page, Saved, True};
 
 /// Units one request may add.
 const MAX_UNITS: usize = 10_000;
 /// Matches a search filters in memory at most (the JSON-field filters apply to these).
 const SEARCH_CAP: i64 = 2_000;
-/// Statuses a unit may be given by hand; `claimed` and `sold` come from claims and orders.
-const UNIT_STATUSES: [&str; 2] = ["available", "unavailable"];
 
 fn not_found() -> ApiError {
     ApiError::not_found("inventory item not found")
 }
 
-/// An item as a caller sees it: outside the organization, `data` goes without its
-/// `download_asset` (where the seller's file lives; security round 2, H2).
-fn item_json(i: &ItemRow, member: bool) -> Value {
-    let mut v = item_fields(i);
-    if !member {
-        if let Some(data) = v["data"].as_object_mut() {
-            data.remove("download_asset");
-        }
-    }
-    v
-}
-
-/// A unit as a caller sees it: members of the organization and the unit's holder see its
-/// `data` and `holder_id`; anyone else only its id and status, so serials and keys of
-/// units for sale, and who bought what, stay private (security round 2, M5).
-fn unit_json(u: &UnitRow, member: bool, caller: Option<&Caller>) -> Value {
-    let holder = caller.is_some_and(|c| u.holder_id.as_deref() == Some(c.id.as_str()));
-    if member || holder {
-        json!(u)
-    } else {
-        json!({"id": u.id, "item_id": u.item_id, "status": u.status,
-               "created_at": u.created_at, "updated_at": u.updated_at})
-    }
-}
-
-fn item_fields(i: &ItemRow) -> Value {
-    json!({
-        "id": i.id,
-        "organization_id": i.organization_id,
-        "domain": i.domain,
-        "sku": i.sku,
-        "slug": i.slug,
-        "price_cents": i.price_cents,
-        "price_tokens": i.price_tokens,
-        "min_tier": i.min_tier,
-        "private": i.private,
-        "data": i.data.0,
-        "available_count": i.available_count,
-        "created_at": i.created_at,
-        "updated_at": i.updated_at,
-    })
+/// Whether the caller holds the unit (sees it whole).
+fn holds(caller: Option<&Caller>, u: &UnitRow) -> bool {
+    caller.is_some_and(|c| u.holder_id.as_deref() == Some(c.id.as_str()))
 }
 
 /// Whether the caller sees the organization's private items.
@@ -117,15 +80,13 @@ pub async fn list(
     State(app): State<AppState>,
     caller: MaybeCaller,
     Query(q): Query<ListQuery>,
-) -> ApiResult {
+) -> ApiResult<Answer<Page<Item>>> {
     let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 200)?;
     let org = org(&app, &q.domain).await?;
     let with_private = member(&app, caller.0.as_deref(), &org.id).await?;
     let (rows, total) = store::list(&app.db, &org.id, with_private, limit, offset).await?;
-    let data: Vec<Value> = rows.iter().map(|i| item_json(i, with_private)).collect();
-    Ok(Reply::ok(json!({
-        "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
-    })))
+    let data = rows.iter().map(|i| Item::of(i, with_private)).collect();
+    Ok(Answer(Page::new(data, total, limit, offset)))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -141,18 +102,21 @@ pub async fn get(
     caller: MaybeCaller,
     Path(id): Path<String>,
     Query(q): Query<ItemQuery>,
-) -> ApiResult {
+) -> ApiResult<Answer<Data<ItemDetail>>> {
     let caller = caller.0.as_deref();
     let item = visible(&app, caller, &id, q.domain.as_deref()).await?;
     let in_org = member(&app, caller, &item.organization_id).await?;
-    let units: Vec<Value> = store::units(&app.db, &item.id)
+    let units = store::units(&app.db, &item.id)
         .await?
         .iter()
-        .map(|u| unit_json(u, in_org, caller))
+        .map(|u| Unit::of(u, in_org || holds(caller, u)))
         .collect();
-    let mut v = item_json(&item, in_org);
-    v["units"] = json!(units);
-    Ok(Reply::ok(json!({ "data": v })))
+    Ok(Answer(Data {
+        data: ItemDetail {
+            item: Item::of(&item, in_org),
+            units,
+        },
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema, Default)]
@@ -192,7 +156,7 @@ pub async fn search(
     State(app): State<AppState>,
     caller: MaybeCaller,
     JsonBody(body): JsonBody<SearchBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Page<Item>>> {
     let (limit, offset) = crate::domain::validate::page(body.limit, body.offset, 50, 200)?;
     let org = org(&app, &body.domain).await?;
     let with_private = member(&app, caller.0.as_deref(), &org.id).await?;
@@ -213,16 +177,14 @@ pub async fn search(
         .iter()
         .filter(|i| body.filters.iter().all(|(k, v)| i.data.0.get(k) == Some(v)))
         .collect();
-    let total = matching.len();
-    let data: Vec<Value> = matching
+    let total = matching.len() as i64;
+    let data = matching
         .into_iter()
         .skip(offset as usize)
         .take(limit as usize)
-        .map(|i| item_json(i, with_private))
+        .map(|i| Item::of(i, with_private))
         .collect();
-    Ok(Reply::ok(json!({
-        "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
-    })))
+    Ok(Answer(Page::new(data, total, limit, offset)))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -239,7 +201,7 @@ pub async fn claim(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<ClaimBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Claimed>> {
     let org = org(&app, &body.domain).await?;
     let item = store::by_sku(&app.db, &org.id, body.sku.trim())
         .await?
@@ -277,10 +239,12 @@ pub async fn claim(
         Claim::AlreadyHeld => return Err(already_claimed()),
     };
     let item = store::get(&app.db, &item.id).await?.ok_or_else(not_found)?;
-    Ok(Reply::ok(json!({
-        "success": true, "unit": unit,
-        "data": item_json(&item, member(&app, Some(&caller), &item.organization_id).await?),
-    })))
+    let in_org = member(&app, Some(&caller), &item.organization_id).await?;
+    Ok(Answer(Claimed {
+        success: True,
+        unit: Unit::of(&unit, true),
+        data: Item::of(&item, in_org),
+    }))
 }
 
 fn already_claimed() -> ApiError {
@@ -367,7 +331,10 @@ pub struct CreateBody {
 }
 
 /// `POST /api/inventory/create` (OrgAdmin): 409 when the sku or slug is taken.
-pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> ApiResult {
+pub async fn create(
+    State(app): State<AppState>,
+    g: OrgAdmin<CreateBody>,
+) -> ApiResult<Answer<Saved<Item>>> {
     let b = g.body;
     let sku = b.sku.trim();
     if sku.is_empty() || sku.chars().count() > 100 {
@@ -397,9 +364,7 @@ pub async fn create(State(app): State<AppState>, g: OrgAdmin<CreateBody>) -> Api
     )
     .await?;
     let item = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
-    Ok(Reply::ok(
-        json!({"success": true, "data": item_json(&item, true)}),
-    ))
+    Ok(Answer(Saved::new(Item::of(&item, true))))
 }
 
 /// The item if the caller administers its organization (or the platform); 404 otherwise.
@@ -440,7 +405,7 @@ pub async fn update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(b): JsonBody<UpdateBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Item>>> {
     let mut item = administered(&app, &caller, &b.id).await?;
     let price_cents = b.price_cents.map(|p| price("price_cents", p)).transpose()?;
     let price_tokens = match b.price_tokens {
@@ -467,9 +432,7 @@ pub async fn update(
         let written = store::update(&app.db, &item.id, item.version, &change).await?;
         item = store::get(&app.db, &item.id).await?.ok_or_else(not_found)?;
         if written {
-            return Ok(Reply::ok(
-                json!({"success": true, "data": item_json(&item, true)}),
-            ));
+            return Ok(Answer(Saved::new(Item::of(&item, true))));
         }
     }
     Err(records::busy())
@@ -481,14 +444,12 @@ pub async fn delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Deleted>> {
     let item = administered(&app, &caller, &body.id).await?;
     if !store::remove(&app.db, &item.id, &caller.id).await? {
         return Err(not_found());
     }
-    Ok(Reply::ok(
-        json!({"success": true, "id": item.id, "deleted": true}),
-    ))
+    Ok(Answer(Deleted::new(item.id)))
 }
 
 /// The organization's item `id` (404 for another organization's).
@@ -520,7 +481,10 @@ pub struct UnitsAdd {
 }
 
 /// `POST /api/inventory/units/add` (OrgAdmin).
-pub async fn units_add(State(app): State<AppState>, g: OrgAdmin<UnitsAdd>) -> ApiResult {
+pub async fn units_add(
+    State(app): State<AppState>,
+    g: OrgAdmin<UnitsAdd>,
+) -> ApiResult<Answer<UnitsAdded>> {
     let item = item_of(&app, &g.org, &g.body.inventory_item_id).await?;
     let datas = unit_datas(g.body.count, g.body.units, "count")?;
     if datas.is_empty() {
@@ -528,9 +492,12 @@ pub async fn units_add(State(app): State<AppState>, g: OrgAdmin<UnitsAdd>) -> Ap
     }
     let ids = store::add_units(&app.db, &item.id, &datas).await?;
     let item = store::get(&app.db, &item.id).await?.ok_or_else(not_found)?;
-    Ok(Reply::ok(json!({
-        "success": true, "added": ids.len(), "unit_ids": ids, "data": item_json(&item, true),
-    })))
+    Ok(Answer(UnitsAdded {
+        success: True,
+        added: ids.len(),
+        unit_ids: ids,
+        data: Item::of(&item, true),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -538,38 +505,44 @@ pub struct UnitUpdate {
     id: String,
     /// Merged into the unit's data.
     data: Option<Map<String, Value>>,
-    /// `available` or `unavailable`.
-    status: Option<String>,
+    /// Only these two are set by hand; `claimed`, `sold` and `reserved` come from claims
+    /// and orders.
+    status: Option<ManualStatus>,
+}
+
+/// The statuses a unit may be given by hand.
+#[derive(Deserialize, schemars::JsonSchema, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+pub enum ManualStatus {
+    Available,
+    Unavailable,
 }
 
 /// `POST /api/inventory/units/update` (OrgAdmin): merges `data` and/or sets `status`.
-pub async fn units_update(State(app): State<AppState>, g: OrgAdmin<UnitUpdate>) -> ApiResult {
+pub async fn units_update(
+    State(app): State<AppState>,
+    g: OrgAdmin<UnitUpdate>,
+) -> ApiResult<Answer<Saved<Unit>>> {
     let unit = unit_of(&app, &g.org, &g.body.id).await?;
-    let status = match &g.body.status {
-        None => unit.status.clone(),
-        Some(s) if UNIT_STATUSES.contains(&s.as_str()) => {
-            if matches!(unit.status.as_str(), "claimed" | "sold") {
-                return Err(ApiError::conflict(format!(
-                    "the unit is {}; its status no longer changes by hand",
-                    unit.status
-                )));
-            }
-            s.clone()
+    let status = match g.body.status {
+        None => unit.status,
+        Some(_) if matches!(unit.status, UnitStatus::Claimed | UnitStatus::Sold) => {
+            return Err(ApiError::conflict(format!(
+                "the unit is {}; its status no longer changes by hand",
+                unit.status
+            )));
         }
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "`status` must be `available` or `unavailable`",
-            ))
-        }
+        Some(ManualStatus::Available) => UnitStatus::Available,
+        Some(ManualStatus::Unavailable) => UnitStatus::Unavailable,
     };
     let data = match &g.body.data {
         Some(changes) => records::merge(&unit.data.0, changes)?,
         None => unit.data.0.clone(),
     };
-    let unit = store::update_unit(&app.db, &unit.id, &data, &status)
+    let unit = store::update_unit(&app.db, &unit.id, &data, status)
         .await?
         .ok_or_else(|| ApiError::not_found("unit not found"))?;
-    Ok(Reply::ok(json!({"success": true, "data": unit})))
+    Ok(Answer(Saved::new(Unit::of(&unit, true))))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -578,12 +551,13 @@ pub struct UnitRemove {
 }
 
 /// `POST /api/inventory/units/remove` (OrgAdmin): a soft delete, in the ledger.
-pub async fn units_remove(State(app): State<AppState>, g: OrgAdmin<UnitRemove>) -> ApiResult {
+pub async fn units_remove(
+    State(app): State<AppState>,
+    g: OrgAdmin<UnitRemove>,
+) -> ApiResult<Answer<Deleted>> {
     let unit = unit_of(&app, &g.org, &g.body.id).await?;
     if !store::remove_unit(&app.db, &unit, &g.caller.id).await? {
         return Err(ApiError::not_found("unit not found"));
     }
-    Ok(Reply::ok(
-        json!({"success": true, "id": unit.id, "deleted": true}),
-    ))
+    Ok(Answer(Deleted::new(unit.id)))
 }

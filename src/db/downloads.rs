@@ -5,6 +5,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::db::{now, Db};
+use crate::states::LinkStatus;
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -21,7 +22,7 @@ pub struct LinkRow {
     pub mime_type: String,
     pub max_downloads: i64,
     pub download_count: i64,
-    pub status: String,
+    pub status: LinkStatus,
     pub expires_at: DateTime<Utc>,
     pub exhausted_at: Option<DateTime<Utc>>,
     pub last_download_at: Option<DateTime<Utc>>,

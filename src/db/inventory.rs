@@ -6,6 +6,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use crate::db::{now, BeginWrite, Db};
+use crate::states::UnitStatus;
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -26,14 +27,12 @@ pub struct ItemRow {
     pub available_count: i64,
 }
 
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct UnitRow {
     pub id: String,
     pub item_id: String,
-    #[schemars(with = "Value")]
     pub data: Json<Value>,
-    /// `available`, `unavailable`, `claimed`, `sold` or `removed`.
-    pub status: String,
+    pub status: UnitStatus,
     /// Who claimed or bought it.
     pub holder_id: Option<String>,
     pub created_at: DateTime<Utc>,
@@ -281,7 +280,7 @@ pub async fn update_unit(
     db: &Db,
     id: &str,
     data: &Value,
-    status: &str,
+    status: UnitStatus,
 ) -> sqlx::Result<Option<UnitRow>> {
     const SQL: &str = "UPDATE inventory_units SET data = $2, status = $3, updated_at = $4 \
         WHERE id = $1 AND deleted_at IS NULL \

@@ -81,3 +81,21 @@ impl<T> Saved<T> {
         }
     }
 }
+
+/// `{success: true, id, deleted: true}`: a record is gone.
+#[derive(Serialize, JsonSchema)]
+pub struct Deleted {
+    pub success: True,
+    pub id: String,
+    pub deleted: True,
+}
+
+impl Deleted {
+    pub fn new(id: String) -> Deleted {
+        Deleted {
+            success: True,
+            id,
+            deleted: True,
+        }
+    }
+}
