@@ -14,13 +14,15 @@ use serde_json::{json, Map, Value};
 
 use crate::auth::{Caller, MaybeCaller, Viewer};
 use crate::cache::{CachedPost, Stale};
-use crate::db::posts::{self as store, Filter, OwnedPost, PostFields, PostRow, PostView};
+use crate::db::posts::{self as store, Filter, OwnedPost, PostFields, PostRow};
 use crate::domain::posts::{self as rules, Readable};
 use crate::domain::{records, richtext};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
-use crate::reply::{prebuild, Answer, Prebuilt, Reply};
+use crate::reply::{prebuild, Answer, Prebuilt, PrivateAnswer};
 use crate::state::AppState;
+use crate::wire::posts::{AdminStats, Backlink, Post, Reception, ReceptionData, Referrer, Thread};
+use crate::wire::{Data, Deleted, Page, Saved, True};
 
 /// The type of a thread's opening post.
 const THREAD: &str = "THREAD";
@@ -69,24 +71,13 @@ fn page(limit: Option<i64>, offset: Option<i64>) -> ApiResult<(i64, i64)> {
     crate::domain::validate::page(limit, offset, 50, 200)
 }
 
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct PostList {
-    data: Vec<PostView>,
-    count: usize,
-    total: i64,
-    limit: i64,
-    offset: i64,
-}
-
-fn post_list(rows: Vec<PostRow>, total: i64, limit: i64, offset: i64) -> Answer<PostList> {
-    let data: Vec<PostView> = rows.iter().map(PostRow::view).collect();
-    Answer(PostList {
-        count: data.len(),
-        data,
+fn post_list(rows: Vec<PostRow>, total: i64, limit: i64, offset: i64) -> Answer<Page<Post>> {
+    Answer(Page::new(
+        rows.iter().map(Post::from).collect(),
         total,
         limit,
         offset,
-    })
+    ))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -112,7 +103,7 @@ pub async fn list(
     State(app): State<AppState>,
     caller: MaybeCaller,
     JsonBody(body): JsonBody<ListBody>,
-) -> ApiResult<Answer<PostList>> {
+) -> ApiResult<Answer<Page<Post>>> {
     let caller = caller.0.as_deref();
     let (limit, offset) = page(body.limit, body.offset)?;
     let post_type = post_type(&body.r#type)?;
@@ -178,13 +169,15 @@ async fn read(
     let answer = match cached.answer.get() {
         Some(bytes) => bytes.clone(),
         None => {
-            let bytes = prebuild(&json!({ "data": post.view() }))
-                .ok_or_else(|| ApiError::internal("a post answer that is not an object"))?;
+            let bytes = prebuild(&Data {
+                data: Post::from(post),
+            })
+            .ok_or_else(|| ApiError::internal("a post answer that is not an object"))?;
             cached.answer.get_or_init(|| bytes).clone()
         }
     };
     Ok(if post.published {
-        Prebuilt::<PostView>::public(answer)
+        Prebuilt::<Data<Post>>::public(answer)
     } else {
         Prebuilt::private(answer)
     }
@@ -250,7 +243,7 @@ pub async fn create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<CreateBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Post>>> {
     let post_type = post_type(&body.r#type)?;
     let org_id = crate::auth::member_org(&app, &caller, body.domain.as_deref()).await?;
     if let Some(thread) = &body.thread_id {
@@ -294,7 +287,7 @@ pub async fn create(
             team_post,
         })
         .await?;
-    Ok(Reply::ok(json!({"success": true, "data": post.view()})))
+    Ok(Answer(Saved::new(Post::from(&post))))
 }
 
 /// The post if the caller may change it: its owner or a platform administrator. A post
@@ -340,7 +333,7 @@ pub async fn update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<UpdateBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Post>>> {
     let mut post = owned(&app, &caller, &body.id).await?;
     let u = &body.updates;
     let slug = match &u.slug {
@@ -368,7 +361,7 @@ pub async fn update(
         let next = fields(slug.as_deref(), src.as_deref(), &data);
         if let Some(done) = store::write(&app.db, &post.id, post.version, &next).await? {
             app.caches.stale(Stale::Posts).await;
-            return Ok(Reply::ok(json!({"success": true, "data": done.view()})));
+            return Ok(Answer(Saved::new(Post::from(&done))));
         }
         post = store::get(&app.db, &post.id).await?.ok_or_else(not_found)?;
     }
@@ -381,14 +374,12 @@ pub async fn delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Deleted>> {
     let post = owned(&app, &caller, &body.id).await?;
     store::delete(&app.db, &post.id).await?;
     // Its replies go with it: every cached post is dropped.
     app.caches.stale(Stale::Posts).await;
-    Ok(Reply::ok(
-        json!({"success": true, "id": post.id, "deleted": true}),
-    ))
+    Ok(Answer(Deleted::new(post.id)))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -401,19 +392,18 @@ pub struct StatsBody {
 pub async fn admin_stats(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<StatsBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<AdminStats>> {
     let post_type = body.r#type.as_deref().map(post_type).transpose()?;
     let stats = store::stats(&app.db, post_type.as_deref()).await?;
-    let mut v = json!({ "type": post_type, "data": stats });
-    if post_type.is_none() {
-        let by_type: Map<String, Value> = store::counts_by_type(&app.db)
-            .await?
-            .into_iter()
-            .map(|(t, n)| (t, json!(n)))
-            .collect();
-        v["by_type"] = Value::Object(by_type);
-    }
-    Ok(Reply::ok(v))
+    let by_type = match post_type {
+        Some(_) => None,
+        None => Some(store::counts_by_type(&app.db).await?.into_iter().collect()),
+    };
+    Ok(Answer(AdminStats {
+        r#type: post_type,
+        data: stats.into(),
+        by_type,
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -429,7 +419,7 @@ pub async fn all_threads(
     State(app): State<AppState>,
     caller: MaybeCaller,
     JsonBody(body): JsonBody<PageBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Page<Thread>>> {
     let (limit, offset) = page(body.limit, body.offset)?;
     let filter = Filter {
         r#type: Some(THREAD),
@@ -440,15 +430,14 @@ pub async fn all_threads(
     };
     let (rows, total) = store::list(&app.db, &filter, limit, offset).await?;
     let counts = store::reply_counts(&app.db, filter.or_owner, limit, offset).await?;
-    let mut data = Vec::with_capacity(rows.len());
-    for r in &rows {
-        let mut v = serde_json::to_value(r.view()).map_err(ApiError::internal)?;
-        v["reply_count"] = json!(counts.get(&r.id).copied().unwrap_or(0));
-        data.push(v);
-    }
-    Ok(Reply::ok(json!({
-        "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
-    })))
+    let data = rows
+        .iter()
+        .map(|r| Thread {
+            post: Post::from(r),
+            reply_count: counts.get(&r.id).copied().unwrap_or(0),
+        })
+        .collect();
+    Ok(Answer(Page::new(data, total, limit, offset)))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -466,7 +455,7 @@ pub async fn all_thread_replies(
     State(app): State<AppState>,
     caller: MaybeCaller,
     JsonBody(body): JsonBody<RepliesBody>,
-) -> ApiResult<Answer<PostList>> {
+) -> ApiResult<Answer<Page<Post>>> {
     let (limit, offset) = page(body.limit, body.offset)?;
     let thread = store::get(&app.db, &body.id).await?.ok_or_else(not_found)?;
     if !rules::may_read(&app, caller.0.as_deref(), &readable(&thread)).await? {
@@ -495,7 +484,7 @@ pub async fn organization_posts(
     State(app): State<AppState>,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<OrgPostsBody>,
-) -> ApiResult<Answer<PostList>> {
+) -> ApiResult<Answer<Page<Post>>> {
     let (limit, offset) = page(body.limit, body.offset)?;
     let org = crate::db::organizations::by_id(&app.db, &id)
         .await?
@@ -516,24 +505,25 @@ pub async fn reception(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
-) -> ApiResult {
+) -> ApiResult<PrivateAnswer<Reception>> {
     let post = owned(&app, &caller, &id).await?;
     let (visits, referrers, backlinks) = store::reception(&app.db, &post.id).await?;
-    let visits: Map<String, Value> = visits
-        .into_iter()
-        .map(|(day, n)| (format!("{day}T00:00:00Z"), json!(n)))
-        .collect();
-    let referrers: Map<String, Value> = referrers
-        .into_iter()
-        .map(|(domain, n, seen)| (domain, json!({"visits": n, "seen_at": seen})))
-        .collect();
-    let backlinks: Map<String, Value> = backlinks
-        .into_iter()
-        .map(|(url, domain, seen)| (url, json!({"domain": domain, "seen_at": seen})))
-        .collect();
-    Ok(Reply::ok(json!({
-        "success": true,
-        "data": {"post_id": post.id, "visits": visits, "referrers": referrers, "backlinks": backlinks},
+    Ok(PrivateAnswer(Reception {
+        success: True,
+        data: ReceptionData {
+            post_id: post.id,
+            visits: visits
+                .into_iter()
+                .map(|(day, n)| (format!("{day}T00:00:00Z"), n))
+                .collect(),
+            referrers: referrers
+                .into_iter()
+                .map(|(domain, visits, seen_at)| (domain, Referrer { visits, seen_at }))
+                .collect(),
+            backlinks: backlinks
+                .into_iter()
+                .map(|(url, domain, seen_at)| (url, Backlink { domain, seen_at }))
+                .collect(),
+        },
     }))
-    .private())
 }

@@ -26,45 +26,6 @@ pub struct PostRow {
     pub updated_at: DateTime<Utc>,
 }
 
-/// A post on the wire.
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct PostView {
-    pub id: String,
-    pub r#type: String,
-    /// The author.
-    pub user_id: String,
-    pub organization_id: Option<String>,
-    /// The thread this post replies to.
-    pub thread_id: Option<String>,
-    pub slug: Option<String>,
-    pub src: Option<String>,
-    /// `title`, `body` (markdown), `description`, `public`, `private`, `teamPost`,
-    /// `reception_tracking`, `editorContent` (TipTap/ProseMirror JSON) and any other keys.
-    pub data: Value,
-    /// Readable by anybody (`data.public` true and `data.private` not).
-    pub published: bool,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-impl PostRow {
-    pub fn view(&self) -> PostView {
-        PostView {
-            id: self.id.clone(),
-            r#type: self.r#type.clone(),
-            user_id: self.user_id.clone(),
-            organization_id: self.organization_id.clone(),
-            thread_id: self.thread_id.clone(),
-            slug: self.slug.clone(),
-            src: self.src.clone(),
-            data: self.data.0.clone(),
-            published: self.published,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        }
-    }
-}
-
 /// The columns a write sets; `published`, `private` and `team_post` are copies of flags
 /// in `data`, kept so both databases filter on plain columns.
 pub struct PostFields<'a> {
@@ -373,7 +334,7 @@ pub async fn delete(db: &Db, id: &str) -> sqlx::Result<bool> {
 }
 
 /// Platform-wide counts, of one type or of all.
-#[derive(Debug, sqlx::FromRow, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, sqlx::FromRow)]
 pub struct Stats {
     pub total: i64,
     pub published: i64,

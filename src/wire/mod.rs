@@ -13,6 +13,7 @@
 pub mod downloads;
 pub mod inventory;
 pub mod licenses;
+pub mod posts;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
