@@ -5,15 +5,17 @@
 
 use axum::extract::{Path, State};
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::auth::{OrgMember, Viewer};
-use crate::db::documents::{self as store, DocumentRow, DocumentView};
+use crate::db::documents as store;
 use crate::domain::records;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
-use crate::reply::{Answer, Reply};
+use crate::reply::Answer;
 use crate::state::AppState;
+use crate::wire::documents::Document;
+use crate::wire::{Data, Deleted, Page, Saved};
 
 fn not_found() -> ApiError {
     ApiError::not_found("document not found")
@@ -43,46 +45,28 @@ pub struct ListBody {
     offset: Option<i64>,
 }
 
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct DocumentList {
-    data: Vec<DocumentView>,
-    count: usize,
-    total: i64,
-    limit: i64,
-    offset: i64,
-}
-
 /// `POST /api/documents` (OrgMember; GET with a query string too): the organization's
 /// documents, newest first, paged.
 pub async fn list(
     State(app): State<AppState>,
     g: OrgMember<ListBody>,
-) -> ApiResult<Answer<DocumentList>> {
+) -> ApiResult<Answer<Page<Document>>> {
     let (limit, offset) = crate::domain::validate::page(g.body.limit, g.body.offset, 50, 200)?;
     let doc_type = g.body.r#type.as_deref().map(doc_type).transpose()?;
     let (rows, total) = store::list(&app.db, &g.org.id, doc_type.as_deref(), limit, offset).await?;
-    let data: Vec<DocumentView> = rows.iter().map(DocumentRow::view).collect();
-    Ok(Answer(DocumentList {
-        count: data.len(),
-        data,
-        total,
-        limit,
-        offset,
-    }))
-}
-
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct DocumentAnswer {
-    data: DocumentView,
+    let data = rows.iter().map(Document::from).collect();
+    Ok(Answer(Page::new(data, total, limit, offset)))
 }
 
 /// `GET /api/documents/{id}` (Public).
 pub async fn get(
     State(app): State<AppState>,
     Path(id): Path<String>,
-) -> ApiResult<Answer<DocumentAnswer>> {
+) -> ApiResult<Answer<Data<Document>>> {
     let doc = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
-    Ok(Answer(DocumentAnswer { data: doc.view() }))
+    Ok(Answer(Data {
+        data: Document::from(&doc),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -94,13 +78,16 @@ pub struct CreateBody {
 }
 
 /// `POST /api/documents/create` (OrgMember).
-pub async fn create(State(app): State<AppState>, g: OrgMember<CreateBody>) -> ApiResult {
+pub async fn create(
+    State(app): State<AppState>,
+    g: OrgMember<CreateBody>,
+) -> ApiResult<Answer<Saved<Document>>> {
     let doc_type = doc_type(&g.body.r#type)?;
     let data = Value::Object(g.body.data.unwrap_or_default());
     records::check_data(&data)?;
     let id = store::create(&app.db, &g.org.id, &doc_type, &data, &g.caller.id).await?;
     let doc = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
-    Ok(Reply::ok(json!({"success": true, "data": doc.view()})))
+    Ok(Answer(Saved::new(Document::from(&doc))))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -112,7 +99,10 @@ pub struct UpdateBody {
 
 /// `POST /api/documents/update` (OrgMember): merges `data`; a document of another
 /// organization is a 404.
-pub async fn update(State(app): State<AppState>, g: OrgMember<UpdateBody>) -> ApiResult {
+pub async fn update(
+    State(app): State<AppState>,
+    g: OrgMember<UpdateBody>,
+) -> ApiResult<Answer<Saved<Document>>> {
     let doc = store::get(&app.db, &g.body.id)
         .await?
         .filter(|d| d.organization_id == g.org.id)
@@ -124,7 +114,7 @@ pub async fn update(State(app): State<AppState>, g: OrgMember<UpdateBody>) -> Ap
         let written = store::write_data(&app.db, &doc.id, doc.version, &data).await?;
         doc = store::get(&app.db, &doc.id).await?.ok_or_else(not_found)?;
         if written {
-            return Ok(Reply::ok(json!({"success": true, "data": doc.view()})));
+            return Ok(Answer(Saved::new(Document::from(&doc))));
         }
     }
     Err(records::busy())
@@ -136,13 +126,11 @@ pub async fn delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Deleted>> {
     let doc = store::get(&app.db, &body.id).await?.ok_or_else(not_found)?;
     if !crate::auth::in_org(&app, &caller, &doc.organization_id).await? {
         return Err(not_found());
     }
     store::delete(&app.db, &doc.id).await?;
-    Ok(Reply::ok(
-        json!({"success": true, "id": doc.id, "deleted": true}),
-    ))
+    Ok(Answer(Deleted::new(doc.id)))
 }

@@ -4,14 +4,16 @@
 
 use axum::extract::{Path, Query, State};
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::auth::{Caller, MaybeCaller, OrgMember, Viewer};
-use crate::db::events::{self as store, EventFields, EventRow, EventView};
+use crate::db::events::{self as store, EventFields, EventRow};
 use crate::domain::records;
 use crate::error::{ApiError, ApiResult};
-use crate::reply::{Answer, Reply};
+use crate::reply::Answer;
 use crate::state::AppState;
+use crate::wire::events::{Conflicts, Event};
+use crate::wire::{Data, Deleted, Page, Saved};
 
 /// The keys `updates` may change; any other is dropped (spec).
 const UPDATABLE: [&str; 5] = ["begins_at", "ends_at", "status", "visibility", "data"];
@@ -54,15 +56,6 @@ pub struct ListQuery {
     offset: Option<i64>,
 }
 
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct EventList {
-    data: Vec<EventView>,
-    count: usize,
-    total: i64,
-    limit: i64,
-    offset: i64,
-}
-
 /// `GET /api/events?domain=` (Public): in start order, paged; members of the
 /// organization (and platform admins) see all of its events, others the approved public
 /// ones.
@@ -70,7 +63,7 @@ pub async fn list(
     State(app): State<AppState>,
     caller: MaybeCaller,
     Query(q): Query<ListQuery>,
-) -> ApiResult<Answer<EventList>> {
+) -> ApiResult<Answer<Page<Event>>> {
     let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 100, 500)?;
     let org = crate::db::organizations::by_domain(&app.db, &q.domain)
         .await?
@@ -80,19 +73,8 @@ pub async fn list(
         None => false,
     };
     let (rows, total) = store::list(&app.db, &org.id, !member, limit, offset).await?;
-    let data: Vec<EventView> = rows.iter().map(EventRow::view).collect();
-    Ok(Answer(EventList {
-        count: data.len(),
-        data,
-        total,
-        limit,
-        offset,
-    }))
-}
-
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct EventAnswer {
-    data: EventView,
+    let data = rows.iter().map(Event::from).collect();
+    Ok(Answer(Page::new(data, total, limit, offset)))
 }
 
 /// The event if the caller may see it (404 otherwise).
@@ -110,9 +92,11 @@ pub async fn get(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
-) -> ApiResult<Answer<EventAnswer>> {
+) -> ApiResult<Answer<Data<Event>>> {
     let e = visible(&app, &caller, &id).await?;
-    Ok(Answer(EventAnswer { data: e.view() }))
+    Ok(Answer(Data {
+        data: Event::from(&e),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -130,7 +114,10 @@ pub struct CreateBody {
 }
 
 /// `POST /api/events/create` (OrgMember).
-pub async fn create(State(app): State<AppState>, g: OrgMember<CreateBody>) -> ApiResult {
+pub async fn create(
+    State(app): State<AppState>,
+    g: OrgMember<CreateBody>,
+) -> ApiResult<Answer<Saved<Event>>> {
     let (begins_at, ends_at) = records::range(&g.body.begins_at, &g.body.ends_at)?;
     let status = status(g.body.status.as_deref().unwrap_or("pending"))?;
     let visibility = visibility(g.body.visibility.as_deref().unwrap_or("private"))?;
@@ -145,7 +132,7 @@ pub async fn create(State(app): State<AppState>, g: OrgMember<CreateBody>) -> Ap
     };
     let id = store::create(&app.db, &g.org.id, &fields, &g.caller.id).await?;
     let e = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
-    Ok(Reply::ok(json!({"success": true, "data": e.view()})))
+    Ok(Answer(Saved::new(Event::from(&e))))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -191,7 +178,10 @@ fn apply(e: &EventRow, updates: &Map<String, Value>) -> ApiResult<(EventRow, Val
 
 /// `POST /api/events/update` (OrgMember): only the five allowed keys of `updates`
 /// count; an event of another organization is a 404.
-pub async fn update(State(app): State<AppState>, g: OrgMember<UpdateBody>) -> ApiResult {
+pub async fn update(
+    State(app): State<AppState>,
+    g: OrgMember<UpdateBody>,
+) -> ApiResult<Answer<Saved<Event>>> {
     let updates: Map<String, Value> = g
         .body
         .updates
@@ -214,7 +204,7 @@ pub async fn update(State(app): State<AppState>, g: OrgMember<UpdateBody>) -> Ap
         let written = store::write(&app.db, &e.id, e.version, &fields).await?;
         e = store::get(&app.db, &e.id).await?.ok_or_else(not_found)?;
         if written {
-            return Ok(Reply::ok(json!({"success": true, "data": e.view()})));
+            return Ok(Answer(Saved::new(Event::from(&e))));
         }
     }
     Err(records::busy())
@@ -226,15 +216,16 @@ pub struct DeleteBody {
 }
 
 /// `POST /api/events/delete` (OrgMember).
-pub async fn delete(State(app): State<AppState>, g: OrgMember<DeleteBody>) -> ApiResult {
+pub async fn delete(
+    State(app): State<AppState>,
+    g: OrgMember<DeleteBody>,
+) -> ApiResult<Answer<Deleted>> {
     let e = store::get(&app.db, &g.body.id)
         .await?
         .filter(|e| e.organization_id == g.org.id)
         .ok_or_else(not_found)?;
     store::delete(&app.db, &e.id).await?;
-    Ok(Reply::ok(
-        json!({"success": true, "id": e.id, "deleted": true}),
-    ))
+    Ok(Answer(Deleted::new(e.id)))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -245,15 +236,6 @@ pub struct RangeBody {
     ends_at: String,
 }
 
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct Conflicts {
-    /// Whether any event overlaps.
-    conflict: bool,
-    count: usize,
-    /// The overlapping events (cancelled and rejected ones aside), in start order.
-    data: Vec<EventView>,
-}
-
 /// `POST /api/events/conflicts` (OrgMember): the organization's events that overlap
 /// `[begins_at, ends_at)`; ranges that only touch do not overlap.
 pub async fn conflicts(
@@ -262,7 +244,7 @@ pub async fn conflicts(
 ) -> ApiResult<Answer<Conflicts>> {
     let (begins_at, ends_at) = records::range(&g.body.begins_at, &g.body.ends_at)?;
     let rows = store::overlapping(&app.db, &g.org.id, begins_at, ends_at).await?;
-    let data: Vec<EventView> = rows.iter().map(EventRow::view).collect();
+    let data: Vec<Event> = rows.iter().map(Event::from).collect();
     Ok(Answer(Conflicts {
         conflict: !data.is_empty(),
         count: data.len(),

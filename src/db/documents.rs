@@ -20,35 +20,6 @@ pub struct DocumentRow {
     pub updated_at: DateTime<Utc>,
 }
 
-/// A document on the wire.
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct DocumentView {
-    pub id: String,
-    pub organization_id: String,
-    /// The organization's domain.
-    pub domain: String,
-    pub r#type: String,
-    pub data: Value,
-    pub created_by: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-impl DocumentRow {
-    pub fn view(&self) -> DocumentView {
-        DocumentView {
-            id: self.id.clone(),
-            organization_id: self.organization_id.clone(),
-            domain: self.domain.clone(),
-            r#type: self.r#type.clone(),
-            data: self.data.0.clone(),
-            created_by: self.created_by.clone(),
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        }
-    }
-}
-
 macro_rules! select {
     ($tail:literal) => {
         concat!(

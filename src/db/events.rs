@@ -23,41 +23,6 @@ pub struct EventRow {
     pub updated_at: DateTime<Utc>,
 }
 
-/// An event on the wire.
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct EventView {
-    pub id: String,
-    pub organization_id: String,
-    /// The organization's domain.
-    pub domain: String,
-    pub begins_at: DateTime<Utc>,
-    pub ends_at: DateTime<Utc>,
-    pub status: String,
-    pub visibility: String,
-    pub data: Value,
-    pub created_by: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-impl EventRow {
-    pub fn view(&self) -> EventView {
-        EventView {
-            id: self.id.clone(),
-            organization_id: self.organization_id.clone(),
-            domain: self.domain.clone(),
-            begins_at: self.begins_at,
-            ends_at: self.ends_at,
-            status: self.status.clone(),
-            visibility: self.visibility.clone(),
-            data: self.data.0.clone(),
-            created_by: self.created_by.clone(),
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        }
-    }
-}
-
 /// The fields of a new event or of an event's next state.
 pub struct EventFields<'a> {
     pub begins_at: DateTime<Utc>,

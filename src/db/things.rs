@@ -23,37 +23,6 @@ pub struct ThingRow {
     pub updated_at: DateTime<Utc>,
 }
 
-/// A thing on the wire.
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct ThingView {
-    pub id: String,
-    pub title: String,
-    pub category: String,
-    pub slug: String,
-    /// The organization's domain, for things created under one.
-    pub domain: Option<String>,
-    pub user_id: Option<String>,
-    pub data: Value,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-impl ThingRow {
-    pub fn view(&self) -> ThingView {
-        ThingView {
-            id: self.id.clone(),
-            title: self.title.clone(),
-            category: self.category.clone(),
-            slug: self.slug.clone(),
-            domain: self.domain.clone(),
-            user_id: self.user_id.clone(),
-            data: self.data.0.clone(),
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        }
-    }
-}
-
 pub struct ThingFields<'a> {
     pub title: &'a str,
     pub category: &'a str,

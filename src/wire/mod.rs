@@ -10,10 +10,13 @@
 //! date-time`); an optional field that is left out when absent says so
 //! (`skip_serializing_if`), one that is `null` when absent is an `Option` without it.
 
+pub mod documents;
 pub mod downloads;
+pub mod events;
 pub mod inventory;
 pub mod licenses;
 pub mod posts;
+pub mod things;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};

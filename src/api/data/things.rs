@@ -7,15 +7,17 @@
 use axum::extract::{Query, State};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::auth::{Caller, Viewer};
-use crate::db::things::{self as store, ThingFields, ThingRow, ThingView};
+use crate::db::things::{self as store, ThingFields, ThingRow};
 use crate::domain::records;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::{Answer, Reply};
+use crate::reply::Answer;
 use crate::state::AppState;
+use crate::wire::things::{Thing, ThingMatches, ThingPage};
+use crate::wire::{Data, Deleted, Page, Saved};
 
 fn not_found() -> ApiError {
     ApiError::not_found("thing not found")
@@ -36,18 +38,15 @@ pub struct ThingQuery {
     id: String,
 }
 
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct ThingAnswer {
-    data: ThingView,
-}
-
 /// `GET /api/data/things?id=` (Public).
 pub async fn thing_get(
     State(app): State<AppState>,
     Query(q): Query<ThingQuery>,
-) -> ApiResult<Answer<ThingAnswer>> {
+) -> ApiResult<Answer<Data<Thing>>> {
     let t = store::get(&app.db, &q.id).await?.ok_or_else(not_found)?;
-    Ok(Answer(ThingAnswer { data: t.view() }))
+    Ok(Answer(Data {
+        data: Thing::from(&t),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -68,7 +67,7 @@ pub async fn thing_create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<ThingCreate>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Thing>>> {
     let title = text("title", &body.title, 300)?;
     let category = text("category", &body.category, 100)?;
     let slug = crate::domain::posts::slug(&body.slug)?;
@@ -83,7 +82,7 @@ pub async fn thing_create(
     };
     let id = store::create(&app.db, &fields, org_id.as_deref(), &caller.id).await?;
     let t = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
-    Ok(Reply::ok(json!({"success": true, "data": t.view()})))
+    Ok(Answer(Saved::new(Thing::from(&t))))
 }
 
 /// The thing if the caller may change it: its creator, a platform admin, or a member of
@@ -123,7 +122,7 @@ pub async fn thing_update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<ThingUpdate>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Thing>>> {
     let mut t = changeable(&app, &caller, &body.id, body.domain.as_deref()).await?;
     let u = &body.updates;
     let string = |k: &str| -> ApiResult<Option<&str>> {
@@ -163,7 +162,7 @@ pub async fn thing_update(
         let written = store::write(&app.db, &t.id, t.updated_at, &fields).await?;
         t = store::get(&app.db, &t.id).await?.ok_or_else(not_found)?;
         if written {
-            return Ok(Reply::ok(json!({"success": true, "data": t.view()})));
+            return Ok(Answer(Saved::new(Thing::from(&t))));
         }
     }
     Err(records::busy())
@@ -181,12 +180,10 @@ pub async fn thing_delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<ThingDelete>,
-) -> ApiResult {
+) -> ApiResult<Answer<Deleted>> {
     let t = changeable(&app, &caller, &body.id, body.domain.as_deref()).await?;
     store::delete(&app.db, &t.id).await?;
-    Ok(Reply::ok(
-        json!({"success": true, "id": t.id, "deleted": true}),
-    ))
+    Ok(Answer(Deleted::new(t.id)))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -215,7 +212,10 @@ fn parse_cursor(raw: &str) -> ApiResult<(DateTime<Utc>, String)> {
 }
 
 /// `GET /api/data/things/list` (Public): newest first, by `offset` or `cursor`.
-pub async fn things_list(State(app): State<AppState>, Query(q): Query<ListQuery>) -> ApiResult {
+pub async fn things_list(
+    State(app): State<AppState>,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Answer<ThingPage>> {
     let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 200)?;
     let after = q.cursor.as_deref().map(parse_cursor).transpose()?;
     let offset = if after.is_some() { 0 } else { offset };
@@ -230,11 +230,11 @@ pub async fn things_list(State(app): State<AppState>, Query(q): Query<ListQuery>
     let next = (rows.len() as i64 == limit)
         .then(|| rows.last().map(cursor_of))
         .flatten();
-    let data: Vec<ThingView> = rows.iter().map(ThingRow::view).collect();
-    Ok(Reply::ok(json!({
-        "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
-        "next_cursor": next,
-    })))
+    let data = rows.iter().map(Thing::from).collect();
+    Ok(Answer(ThingPage {
+        page: Page::new(data, total, limit, offset),
+        next_cursor: next,
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -247,7 +247,10 @@ pub struct SearchQuery {
 }
 
 /// `GET /api/data/things/list/search?search=` (Public): best match first.
-pub async fn things_search(State(app): State<AppState>, Query(q): Query<SearchQuery>) -> ApiResult {
+pub async fn things_search(
+    State(app): State<AppState>,
+    Query(q): Query<SearchQuery>,
+) -> ApiResult<Answer<ThingMatches>> {
     let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 20, 100)?;
     let words = crate::domain::validate::keywords(&q.search);
     if words.is_empty() {
@@ -256,10 +259,14 @@ pub async fn things_search(State(app): State<AppState>, Query(q): Query<SearchQu
         ));
     }
     let rows = store::search(&app.db, &words, limit, offset).await?;
-    let data: Vec<ThingView> = rows.iter().map(ThingRow::view).collect();
-    Ok(Reply::ok(json!({
-        "data": data, "count": data.len(), "limit": limit, "offset": offset, "search": words.join(" "),
-    })))
+    let data: Vec<Thing> = rows.iter().map(Thing::from).collect();
+    Ok(Answer(ThingMatches {
+        count: data.len(),
+        data,
+        limit,
+        offset,
+        search: words.join(" "),
+    }))
 }
 
 #[cfg(test)]
