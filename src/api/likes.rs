@@ -4,14 +4,15 @@
 
 use axum::extract::{Path, State};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::auth::{Caller, Viewer};
 use crate::db::likes::{self as store, LikeRow};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
-use crate::reply::{Answer, Reply};
+use crate::reply::Answer;
 use crate::state::AppState;
+use crate::wire::likes::{Like, Liker, LikesOf};
+use crate::wire::{Deleted, Saved};
 
 /// Likers listed by `GET /api/likes/{id}` (the count covers all).
 const LIKERS_SHOWN: i64 = 100;
@@ -32,22 +33,6 @@ fn entity_id(raw: &str) -> ApiResult<String> {
 
 fn already_liked(existing: &LikeRow) -> ApiError {
     ApiError::conflict("you already like this entity").with("id", existing.id.clone())
-}
-
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct Liker {
-    id: String,
-    username: Option<String>,
-    liked_at: chrono::DateTime<chrono::Utc>,
-}
-
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct LikesOf {
-    entity_id: String,
-    /// Every like of the entity.
-    count: i64,
-    /// The newest 100 likers.
-    users: Vec<Liker>,
 }
 
 /// `GET /api/likes/{id}` (Public; `id` is the liked entity's): the count and who liked.
@@ -82,13 +67,13 @@ pub async fn create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<CreateBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Like>>> {
     let entity = entity_id(&body.entity_id)?;
     if let Some(existing) = store::of(&app.db, &caller.id, &entity).await? {
         return Err(already_liked(&existing));
     }
     let like = store::create(&app.db, &caller.id, &entity).await?;
-    Ok(Reply::ok(json!({"success": true, "data": like})))
+    Ok(Answer(Saved::new(Like::from(&like))))
 }
 
 /// The like, if the caller owns it (or is a platform admin).
@@ -111,7 +96,7 @@ pub async fn update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<UpdateBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Like>>> {
     let like = owned(&app, &caller, &body.id).await?;
     let entity = entity_id(&body.entity_id)?;
     if let Some(existing) = store::of(&app.db, &like.user_id, &entity).await? {
@@ -122,7 +107,7 @@ pub async fn update(
     let like = store::set_entity(&app.db, &like.id, &entity)
         .await?
         .ok_or_else(not_found)?;
-    Ok(Reply::ok(json!({"success": true, "data": like})))
+    Ok(Answer(Saved::new(Like::from(&like))))
 }
 
 /// `POST /api/likes/delete` (Key, the like's owner).
@@ -130,10 +115,8 @@ pub async fn delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Deleted>> {
     let like = owned(&app, &caller, &body.id).await?;
     store::delete(&app.db, &like.id).await?;
-    Ok(Reply::ok(
-        json!({"success": true, "id": like.id, "deleted": true}),
-    ))
+    Ok(Answer(Deleted::new(like.id)))
 }

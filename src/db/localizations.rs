@@ -5,14 +5,13 @@ use chrono::{DateTime, Utc};
 use crate::db::{now, Db};
 use crate::with_db;
 
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct LocalizationRow {
     pub id: String,
     pub entity_id: String,
     pub language_tag: String,
     pub name: String,
     pub value: String,
-    /// Who created it (may change and delete it).
     pub user_id: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,

@@ -10,11 +10,14 @@
 //! date-time`); an optional field that is left out when absent says so
 //! (`skip_serializing_if`), one that is `null` when absent is an `Option` without it.
 
+pub mod data;
 pub mod documents;
 pub mod downloads;
 pub mod events;
 pub mod inventory;
 pub mod licenses;
+pub mod likes;
+pub mod localizations;
 pub mod posts;
 pub mod things;
 

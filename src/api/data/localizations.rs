@@ -4,14 +4,15 @@
 
 use axum::extract::{Path, State};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::auth::{Caller, Viewer};
 use crate::db::localizations::{self as store, LocalizationRow};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
-use crate::reply::{Answer, Reply};
+use crate::reply::Answer;
 use crate::state::AppState;
+use crate::wire::localizations::{Localization, Translations};
+use crate::wire::{Data, Deleted, Saved};
 
 /// Longest translated value.
 const MAX_VALUE_CHARS: usize = 64 * 1024;
@@ -57,18 +58,13 @@ fn value(raw: &str) -> ApiResult<&str> {
     Ok(raw)
 }
 
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct LocalizationAnswer {
-    data: LocalizationRow,
-}
-
 /// `GET /api/data/localizations/{id}` (Public).
 pub async fn localization_get(
     State(app): State<AppState>,
     Path(id): Path<String>,
-) -> ApiResult<Answer<LocalizationAnswer>> {
-    let data = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
-    Ok(Answer(LocalizationAnswer { data }))
+) -> ApiResult<Answer<Data<Localization>>> {
+    let row = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
+    Ok(Answer(Data { data: row.into() }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -89,7 +85,7 @@ pub async fn localization_create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<LocalizationCreate>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Localization>>> {
     let entity = short("entity_id", &body.entity_id, 200)?;
     let tag = language_tag(&body.language_tag)?;
     let name = short("name", &body.name, 200)?;
@@ -102,7 +98,7 @@ pub async fn localization_create(
         &caller.id,
     )
     .await?;
-    Ok(Reply::ok(json!({"success": true, "data": row})))
+    Ok(Answer(Saved::new(row.into())))
 }
 
 /// The localization if the caller created it (or is a platform admin).
@@ -124,12 +120,12 @@ pub async fn localization_update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<LocalizationUpdate>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Localization>>> {
     let l = owned(&app, &caller, &body.id).await?;
     let row = store::set_value(&app.db, &l.id, value(&body.value)?)
         .await?
         .ok_or_else(not_found)?;
-    Ok(Reply::ok(json!({"success": true, "data": row})))
+    Ok(Answer(Saved::new(row.into())))
 }
 
 /// `POST /api/data/localizations/delete` (Key, the creator).
@@ -137,24 +133,15 @@ pub async fn localization_delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Deleted>> {
     let l = owned(&app, &caller, &body.id).await?;
     store::delete(&app.db, &l.id).await?;
-    Ok(Reply::ok(
-        json!({"success": true, "id": l.id, "deleted": true}),
-    ))
+    Ok(Answer(Deleted::new(l.id)))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct EntityBody {
     entity_id: String,
-}
-
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct Translations {
-    entity_id: String,
-    data: Vec<LocalizationRow>,
-    count: usize,
 }
 
 /// `POST /api/data/localizations/get-by-entity-id` (Public): every translation of the
@@ -163,7 +150,11 @@ pub async fn localizations_of_entity(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<EntityBody>,
 ) -> ApiResult<Answer<Translations>> {
-    let data = store::of_entity(&app.db, body.entity_id.trim()).await?;
+    let data: Vec<Localization> = store::of_entity(&app.db, body.entity_id.trim())
+        .await?
+        .into_iter()
+        .map(Localization::from)
+        .collect();
     Ok(Answer(Translations {
         entity_id: body.entity_id.trim().to_owned(),
         count: data.len(),

@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use axum::extract::{Query, State};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::auth::{OrgMember, Viewer};
 use crate::db::files::{self as store, FileRow, NewFile};
@@ -24,8 +23,10 @@ use crate::domain::uploads::{
 use crate::domain::validate::clean_filename;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
-use crate::reply::Reply;
+use crate::reply::Answer;
 use crate::state::AppState;
+use crate::wire::data::{File, PublicDeleted, PublicUpload, Upload, UploadMethod};
+use crate::wire::{Deleted, Page, True};
 
 /// How long upload and download URLs stay valid.
 pub const URL_TTL: Duration = Duration::from_secs(15 * 60);
@@ -115,7 +116,7 @@ async fn upload_target(
 pub async fn generate_presigned_url(
     State(app): State<AppState>,
     g: OrgMember<PresignBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Upload>> {
     let filename = clean_filename(&g.body.filename, "filename")?;
     let ct = content_type(&g.body.content_type, "contentType")?;
     let (key, max, exact) = upload_target(&app, &g, &filename).await?;
@@ -142,16 +143,17 @@ pub async fn generate_presigned_url(
         },
     )
     .await?;
-    Ok(Reply::ok(json!({
-        "id": id,
-        "url": url,
-        "method": "PUT",
-        "headers": {"Content-Type": ct},
-        "key": key,
-        "max_bytes": max,
-        "expires_in": URL_TTL.as_secs(),
-        "download_url": download_url,
-    })))
+    Ok(Answer(Upload {
+        id,
+        url,
+        method: UploadMethod::Put,
+        headers: [("Content-Type".to_owned(), ct)].into(),
+        key,
+        bucket: None,
+        max_bytes: max,
+        expires_in: URL_TTL.as_secs(),
+        download_url,
+    }))
 }
 
 /// `POST /api/data/generate-presigned-url-gcs` (OrgMember): as `generate-presigned-url`,
@@ -161,7 +163,7 @@ pub async fn generate_presigned_url(
 pub async fn generate_presigned_url_gcs(
     State(app): State<AppState>,
     g: OrgMember<PresignBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Upload>> {
     if g.body.purpose == Purpose::Catalog {
         return Err(ApiError::bad_request(
             "catalog files live in the configured object store: use \
@@ -202,17 +204,24 @@ pub async fn generate_presigned_url_gcs(
         },
     )
     .await?;
-    Ok(Reply::ok(json!({
-        "id": id,
-        "url": url,
-        "method": "PUT",
-        "headers": {"Content-Type": ct, "x-goog-content-length-range": format!("{min},{max}")},
-        "key": key,
-        "bucket": gcs.bucket,
-        "max_bytes": max,
-        "expires_in": URL_TTL.as_secs(),
-        "download_url": download_url,
-    })))
+    Ok(Answer(Upload {
+        id,
+        url,
+        method: UploadMethod::Put,
+        headers: [
+            ("Content-Type".to_owned(), ct),
+            (
+                "x-goog-content-length-range".to_owned(),
+                format!("{min},{max}"),
+            ),
+        ]
+        .into(),
+        key,
+        bucket: Some(gcs.bucket.clone()),
+        max_bytes: max,
+        expires_in: URL_TTL.as_secs(),
+        download_url,
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -222,7 +231,7 @@ pub struct FilesQuery {
     offset: Option<i64>,
 }
 
-async fn file_json(app: &AppState, f: &FileRow) -> ApiResult<serde_json::Value> {
+async fn file_view(app: &AppState, f: &FileRow) -> ApiResult<File> {
     let url = match (&app.gcs, f.provider.as_str()) {
         (Some(gcs), "gcs") => Some(gcs.url("GET", &f.object_key, &Default::default(), URL_TTL)),
         (None, "gcs") => None,
@@ -233,19 +242,19 @@ async fn file_json(app: &AppState, f: &FileRow) -> ApiResult<serde_json::Value> 
                 .map_err(unavailable)?,
         ),
     };
-    Ok(json!({
-        "id": f.id,
-        "filename": f.filename,
-        "content_type": f.content_type,
-        "key": f.object_key,
-        "max_bytes": f.max_bytes,
-        "domain": f.domain,
-        "organization_id": f.organization_id,
-        "provider": f.provider,
-        "created_at": f.created_at,
-        "url": url,
-        "url_expires_in": URL_TTL.as_secs(),
-    }))
+    Ok(File {
+        id: f.id.clone(),
+        filename: f.filename.clone(),
+        content_type: f.content_type.clone(),
+        key: f.object_key.clone(),
+        max_bytes: f.max_bytes,
+        domain: f.domain.clone(),
+        organization_id: f.organization_id.clone(),
+        provider: f.provider.clone(),
+        created_at: f.created_at,
+        url,
+        url_expires_in: URL_TTL.as_secs(),
+    })
 }
 
 /// `GET /api/data` (V10): the caller's uploaded files, newest first, each with a read URL
@@ -254,16 +263,14 @@ pub async fn list(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Query(q): Query<FilesQuery>,
-) -> ApiResult {
+) -> ApiResult<Answer<Page<File>>> {
     let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 200)?;
     let (rows, total) = store::of_user(&app.db, &caller.id, limit, offset).await?;
     let mut data = Vec::with_capacity(rows.len());
     for f in &rows {
-        data.push(file_json(&app, f).await?);
+        data.push(file_view(&app, f).await?);
     }
-    Ok(Reply::ok(json!({
-        "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
-    })))
+    Ok(Answer(Page::new(data, total, limit, offset)))
 }
 
 /// `POST /api/data/delete` (Key; the uploader or a platform admin, 404 for anyone
@@ -273,7 +280,7 @@ pub async fn delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Deleted>> {
     let f = store::get(&app.db, &body.id)
         .await?
         .filter(|f| f.user_id == caller.id || caller.is_admin())
@@ -287,9 +294,7 @@ pub async fn delete(
             .map_err(unavailable)?;
     }
     store::delete(&app.db, &f.id).await?;
-    Ok(Reply::ok(
-        json!({"success": true, "id": f.id, "deleted": true}),
-    ))
+    Ok(Answer(Deleted::new(f.id)))
 }
 
 /// Deletes a GCS upload through a signed DELETE URL (no OAuth token needed); a missing
@@ -354,7 +359,7 @@ fn public_key(o: &PublicObject) -> ApiResult<String> {
 pub async fn admin_upload(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<PublicObject>,
-) -> ApiResult {
+) -> ApiResult<Answer<PublicUpload>> {
     let key = public_key(&body)?;
     let ct = match &body.content_type {
         Some(ct) => content_type(ct, "contentType")?,
@@ -365,25 +370,27 @@ pub async fn admin_upload(
         .presign_put(&key, &ct, PUBLIC_LIMIT, false, URL_TTL)
         .await
         .map_err(unavailable)?;
-    Ok(Reply::ok(json!({
-        "url": url,
-        "method": "PUT",
-        "headers": {"Content-Type": ct},
-        "key": key,
-        "max_bytes": PUBLIC_LIMIT,
-        "expires_in": URL_TTL.as_secs(),
-        "public_url": app.objects.public_url(&key),
-    })))
+    Ok(Answer(PublicUpload {
+        url,
+        method: UploadMethod::Put,
+        headers: [("Content-Type".to_owned(), ct)].into(),
+        public_url: app.objects.public_url(&key),
+        key,
+        max_bytes: PUBLIC_LIMIT,
+        expires_in: URL_TTL.as_secs(),
+    }))
 }
 
 /// `POST /api/data/admin/delete` (Admin100): deletes `public/<folder>/<file>`.
 pub async fn admin_delete(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<PublicObject>,
-) -> ApiResult {
+) -> ApiResult<Answer<PublicDeleted>> {
     let key = public_key(&body)?;
     app.objects.delete(&key).await.map_err(unavailable)?;
-    Ok(Reply::ok(
-        json!({"success": true, "key": key, "deleted": true}),
-    ))
+    Ok(Answer(PublicDeleted {
+        success: True,
+        key,
+        deleted: True,
+    }))
 }

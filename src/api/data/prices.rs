@@ -3,12 +3,13 @@
 
 use axum::extract::State;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::{Map, Value};
 
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::Reply;
+use crate::reply::Answer;
 use crate::state::AppState;
+use crate::wire::Data;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct LabelBody {
@@ -18,10 +19,14 @@ pub struct LabelBody {
 pub async fn price_by_label(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<LabelBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Data<Map<String, Value>>>> {
     let price = app
         .prices
         .get(&body.label)
         .ok_or_else(|| ApiError::not_found(format!("no price labelled `{}`", body.label.trim())))?;
-    Ok(Reply::ok(json!({ "data": Value::Object(price.clone()) })))
+    // A labelled price is the operator's object (`label`, `amount`, `currency` and any
+    // other keys they give), sent as it is.
+    Ok(Answer(Data {
+        data: price.clone(),
+    }))
 }
