@@ -5,15 +5,16 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::auth::Viewer;
 use crate::cache::Stale;
 use crate::db::kv as store;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::{prebuild, Prebuilt, Reply};
+use crate::reply::{prebuild, Answer, Prebuilt, PrivateAnswer};
 use crate::state::AppState;
+use crate::wire::kv::{Entry, EntryDeleted, Namespace, NamespaceDeleted, Namespaces};
+use crate::wire::{Data, Saved, True};
 
 /// Longest namespace name, key, and value (bytes of UTF-8).
 const MAX_NAMESPACE: usize = 128;
@@ -87,9 +88,19 @@ async fn owned(app: &AppState, caller_id: &str, raw: &str) -> ApiResult<String> 
 }
 
 /// `GET /api/kv/namespaces` (Admin100): the caller's namespaces.
-pub async fn namespaces(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
-    let data = store::namespaces(&app.db, &caller.id).await?;
-    Ok(Reply::ok(json!({"count": data.len(), "data": data})).private())
+pub async fn namespaces(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<PrivateAnswer<Namespaces>> {
+    let data: Vec<Namespace> = store::namespaces(&app.db, &caller.id)
+        .await?
+        .into_iter()
+        .map(Namespace::from)
+        .collect();
+    Ok(PrivateAnswer(Namespaces {
+        count: data.len(),
+        data,
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -104,10 +115,10 @@ pub async fn namespace_create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<NamespaceBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Namespace>>> {
     let n = namespace(&body.namespace)?;
     let created = store::create_namespace(&app.db, &n, &caller.id).await?;
-    Ok(Reply::ok(json!({"success": true, "data": created})))
+    Ok(Answer(Saved::new(created.into())))
 }
 
 /// `POST /api/kv/namespaces/delete` (Admin100, owner): only an empty namespace (409
@@ -116,7 +127,7 @@ pub async fn namespace_delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<NamespaceBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<NamespaceDeleted>> {
     let n = owned(&app, &caller.id, &body.namespace).await?;
     if !store::delete_namespace(&app.db, &n, &caller.id).await? {
         return Err(ApiError::conflict(
@@ -124,9 +135,11 @@ pub async fn namespace_delete(
         ));
     }
     app.caches.stale(Stale::KvNamespace(n.clone())).await;
-    Ok(Reply::ok(
-        json!({"success": true, "namespace": n, "deleted": true}),
-    ))
+    Ok(Answer(NamespaceDeleted {
+        success: True,
+        namespace: n,
+        deleted: True,
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -149,16 +162,11 @@ pub async fn entry_create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<EntryBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Entry>>> {
     let (k, v) = (key(&body.key)?, value(&body.value)?);
     let n = owned(&app, &caller.id, &body.namespace).await?;
     let entry = store::create(&app.db, &n, k, v).await?;
-    Ok(Reply::ok(json!({"success": true, "data": entry})))
-}
-
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct EntryAnswer {
-    data: store::Entry,
+    Ok(Answer(Saved::new(entry.into())))
 }
 
 /// `POST /api/kv/entries/get` (Admin100, owner). The answer comes from the read cache
@@ -168,7 +176,7 @@ pub async fn entry_get(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<KeyBody>,
-) -> ApiResult<Prebuilt<EntryAnswer>> {
+) -> ApiResult<Prebuilt<Data<Entry>>> {
     key(&body.key)?;
     let n = namespace_owned(body.namespace)?;
     let cache = &app.caches.kv;
@@ -182,8 +190,10 @@ pub async fn entry_get(
     let ticket = cache.ticket(&id);
     match store::get_owned(&app.db, &id.0, k, &caller.id).await? {
         Some(data) => {
-            let bytes = prebuild(&EntryAnswer { data })
-                .ok_or_else(|| ApiError::internal("a KV answer that is not an object"))?;
+            let bytes = prebuild(&Data {
+                data: Entry::from(data),
+            })
+            .ok_or_else(|| ApiError::internal("a KV answer that is not an object"))?;
             cache.fill(
                 ticket,
                 id,
@@ -205,14 +215,14 @@ pub async fn entry_update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<EntryBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Entry>>> {
     let (k, v) = (key(&body.key)?, value(&body.value)?);
     let n = owned(&app, &caller.id, &body.namespace).await?;
     let entry = store::update(&app.db, &n, k, v)
         .await?
         .ok_or_else(|| ApiError::not_found("entry not found"))?;
     app.caches.stale(kv_entry(&n, k)).await;
-    Ok(Reply::ok(json!({"success": true, "data": entry})))
+    Ok(Answer(Saved::new(entry.into())))
 }
 
 /// `POST /api/kv/entries/delete` (Admin100, owner).
@@ -220,14 +230,17 @@ pub async fn entry_delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<KeyBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<EntryDeleted>> {
     let k = key(&body.key)?;
     let n = owned(&app, &caller.id, &body.namespace).await?;
     if !store::delete(&app.db, &n, k).await? {
         return Err(ApiError::not_found("entry not found"));
     }
     app.caches.stale(kv_entry(&n, k)).await;
-    Ok(Reply::ok(
-        json!({"success": true, "namespace": n, "key": k, "deleted": true}),
-    ))
+    Ok(Answer(EntryDeleted {
+        success: True,
+        namespace: n,
+        key: k.to_owned(),
+        deleted: True,
+    }))
 }

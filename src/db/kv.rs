@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use crate::db::{now, Db};
 use crate::with_db;
 
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Namespace {
     pub name: String,
     pub created_at: DateTime<Utc>,
@@ -41,7 +41,7 @@ pub async fn delete_namespace(db: &Db, name: &str, owner_id: &str) -> sqlx::Resu
     Ok(n == 1)
 }
 
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Entry {
     pub namespace: String,
     pub key: String,

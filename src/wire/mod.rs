@@ -15,6 +15,7 @@ pub mod documents;
 pub mod downloads;
 pub mod events;
 pub mod inventory;
+pub mod kv;
 pub mod licenses;
 pub mod likes;
 pub mod localizations;
