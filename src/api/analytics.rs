@@ -19,8 +19,14 @@ use crate::domain::analytics::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::Reply;
+use crate::reply::{Answer, PrivateAnswer};
 use crate::state::AppState;
+use crate::wire::analytics::{
+    All, AttachmentUpload, Bucket, Counts, Event, Events, Granularity, LabelCount, Member,
+    MemberRemoved, Membership, Site, Stats, Tracked,
+};
+use crate::wire::data::UploadMethod;
+use crate::wire::{Data, Deleted, Saved, True};
 
 /// Largest caller `data` kept as sent (serialized UTF-8 bytes).
 const MAX_DATA: usize = 4096;
@@ -74,18 +80,6 @@ async fn site_for(
     ))
 }
 
-fn site_json(s: &SiteRow, standing: &Standing) -> Value {
-    json!({
-        "id": s.id,
-        "name": s.name,
-        "owner_id": s.owner_id,
-        "access_level": standing.access_level,
-        "is_owner": standing.is_owner,
-        "created_at": s.created_at,
-        "updated_at": s.updated_at,
-    })
-}
-
 fn name(raw: &str) -> ApiResult<String> {
     let n = raw.trim();
     if n.is_empty() || n.chars().count() > 200 {
@@ -105,7 +99,7 @@ pub async fn create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(b): JsonBody<CreateBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Site>>> {
     let name = name(&b.name)?;
     let id = uuid::Uuid::new_v4().to_string();
     let salt = hex::encode(crate::crypto::random_bytes::<32>());
@@ -114,9 +108,7 @@ pub async fn create(
         access_level: 100,
         is_owner: true,
     };
-    Ok(Reply::ok(
-        json!({"success": true, "data": site_json(&site, &owner)}),
-    ))
+    Ok(Answer(Saved::new(Site::of(&site, &owner))))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -131,16 +123,14 @@ pub async fn update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(b): JsonBody<UpdateBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Site>>> {
     let name = name(&b.name)?;
     let (_, standing) = site_for(&app, &caller, &b.id, Need::Admin).await?;
     let site = store::rename_site(&app.db, &b.id, &name)
         .await?
         .ok_or_else(not_found)?;
     app.analytics_sites.forget(&b.id);
-    Ok(Reply::ok(
-        json!({"success": true, "data": site_json(&site, &standing)}),
-    ))
+    Ok(Answer(Saved::new(Site::of(&site, &standing))))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -153,20 +143,21 @@ pub async fn delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(b): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Deleted>> {
     site_for(&app, &caller, &b.id, Need::Owner).await?;
     if !store::delete_site(&app.db, &b.id).await? {
         return Err(not_found());
     }
     app.analytics_sites.forget(&b.id);
-    Ok(Reply::ok(
-        json!({"success": true, "id": b.id, "deleted": true}),
-    ))
+    Ok(Answer(Deleted::new(b.id)))
 }
 
 /// `GET /api/analytics/sites` (V10): active sites the caller owns or is a member of.
-pub async fn list(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
-    let data: Vec<Value> = store::sites_of(&app.db, &caller.id)
+pub async fn list(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<PrivateAnswer<All<Site>>> {
+    let data = store::sites_of(&app.db, &caller.id)
         .await?
         .iter()
         .map(|l| {
@@ -174,10 +165,10 @@ pub async fn list(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiRes
                 access_level: l.access_level,
                 is_owner: l.is_owner,
             };
-            site_json(&l.site, &standing)
+            Site::of(&l.site, &standing)
         })
         .collect();
-    Ok(Reply::ok(json!({"count": data.len(), "data": data})).private())
+    Ok(PrivateAnswer(All::new(data)))
 }
 
 /// `GET /api/analytics/sites/{id}` (viewer, owner or platform admin).
@@ -185,9 +176,11 @@ pub async fn get(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
-) -> ApiResult {
+) -> ApiResult<PrivateAnswer<Data<Site>>> {
     let (site, standing) = site_for(&app, &caller, &id, Need::View).await?;
-    Ok(Reply::ok(json!({"data": site_json(&site, &standing)})).private())
+    Ok(PrivateAnswer(Data {
+        data: Site::of(&site, &standing),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -201,10 +194,14 @@ pub async fn members(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Query(q): Query<MembersQuery>,
-) -> ApiResult {
+) -> ApiResult<PrivateAnswer<All<Member>>> {
     site_for(&app, &caller, &q.site_id, Need::Admin).await?;
-    let data = store::members(&app.db, &q.site_id).await?;
-    Ok(Reply::ok(json!({"count": data.len(), "data": data})).private())
+    let data = store::members(&app.db, &q.site_id)
+        .await?
+        .into_iter()
+        .map(Member::from)
+        .collect();
+    Ok(PrivateAnswer(All::new(data)))
 }
 
 fn member_level(level: i64) -> ApiResult<i64> {
@@ -230,7 +227,7 @@ pub async fn member_add(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(b): JsonBody<AddMemberBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Membership>>> {
     let level = member_level(b.level)?;
     let (site, _) = site_for(&app, &caller, &b.site_id, Need::Owner).await?;
     let user = crate::db::users::by_email(&app.db, &b.email.trim().to_lowercase())
@@ -241,9 +238,12 @@ pub async fn member_add(
         return Err(ApiError::bad_request("the owner is not added as a member"));
     }
     store::add_member(&app.db, &site.id, &user.id, level).await?;
-    Ok(Reply::ok(json!({"success": true, "data": {
-        "site_id": site.id, "user_id": user.id, "email": user.email, "level": level,
-    }})))
+    Ok(Answer(Saved::new(Membership {
+        site_id: site.id,
+        user_id: user.id,
+        email: Some(user.email),
+        level,
+    })))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -259,7 +259,7 @@ pub async fn member_update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(b): JsonBody<MemberBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Membership>>> {
     let level = member_level(
         b.level
             .ok_or_else(|| ApiError::bad_request("`level` is required"))?,
@@ -268,9 +268,12 @@ pub async fn member_update(
     if !store::set_member_level(&app.db, &b.site_id, &b.user_id, level).await? {
         return Err(ApiError::not_found("not a member of this site"));
     }
-    Ok(Reply::ok(json!({"success": true, "data": {
-        "site_id": b.site_id, "user_id": b.user_id, "level": level,
-    }})))
+    Ok(Answer(Saved::new(Membership {
+        site_id: b.site_id,
+        user_id: b.user_id,
+        email: None,
+        level,
+    })))
 }
 
 /// `POST /api/analytics/sites/members/remove` (owner).
@@ -278,14 +281,17 @@ pub async fn member_remove(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(b): JsonBody<MemberBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<MemberRemoved>> {
     site_for(&app, &caller, &b.site_id, Need::Owner).await?;
     if !store::remove_member(&app.db, &b.site_id, &b.user_id).await? {
         return Err(ApiError::not_found("not a member of this site"));
     }
-    Ok(Reply::ok(
-        json!({"success": true, "site_id": b.site_id, "user_id": b.user_id, "removed": true}),
-    ))
+    Ok(Answer(MemberRemoved {
+        success: True,
+        site_id: b.site_id,
+        user_id: b.user_id,
+        removed: True,
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -310,7 +316,7 @@ pub async fn track(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     JsonBody(b): JsonBody<TrackBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Tracked>> {
     let label = match b.label.as_deref().map(normalize_label) {
         Some(l) if l.chars().count() > MAX_LABEL => {
             return Err(ApiError::bad_request(format!(
@@ -383,10 +389,20 @@ pub async fn track(
         .write(&site.id, vec![hit])
         .await
         .map_err(ApiError::internal)?;
-    Ok(Reply::ok(match token {
-        Some(t) => json!({"success": true, "event_id": id, "attachment_token": t,
-            "attachment_token_expires_at": now + Duration::minutes(ATTACHMENT_TOKEN_MINUTES)}),
-        None => json!({"success": true}),
+    let expires_at = now + Duration::minutes(ATTACHMENT_TOKEN_MINUTES);
+    Ok(Answer(match token {
+        Some(t) => Tracked {
+            success: True,
+            event_id: Some(id),
+            attachment_token: Some(t),
+            attachment_token_expires_at: Some(expires_at),
+        },
+        None => Tracked {
+            success: True,
+            event_id: None,
+            attachment_token: None,
+            attachment_token_expires_at: None,
+        },
     }))
 }
 
@@ -493,7 +509,7 @@ pub async fn events(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(b): JsonBody<EventsBody>,
-) -> ApiResult {
+) -> ApiResult<PrivateAnswer<Events>> {
     let range = window(b.from.as_deref(), b.to.as_deref())?;
     let limit = match b.limit.unwrap_or(50) {
         n if n < 1 => return Err(ApiError::bad_request("`limit` must be at least 1")),
@@ -516,20 +532,22 @@ pub async fn events(
     let next_cursor = more
         .then(|| page.last().map(|r| encode_cursor(r.created_at, &r.id)))
         .flatten();
-    let data: Vec<Value> = page
+    let data: Vec<Event> = page
         .iter()
-        .map(|r| {
-            json!({
-                "event_id": r.id,
-                "label": r.label,
-                "visitor_id": r.visitor_id,
-                "data": r.data.as_ref().map(|d| &d.0),
-                "created_at": r.created_at,
-                "attachment": r.attachment_key.is_some(),
-            })
+        .map(|r| Event {
+            event_id: r.id.clone(),
+            label: r.label.clone(),
+            visitor_id: r.visitor_id.clone(),
+            data: r.data.as_ref().map(|d| d.0.clone()),
+            created_at: r.created_at,
+            attachment: r.attachment_key.is_some(),
         })
         .collect();
-    Ok(Reply::ok(json!({"count": data.len(), "data": data, "next_cursor": next_cursor})).private())
+    Ok(PrivateAnswer(Events {
+        count: data.len(),
+        data,
+        next_cursor,
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -552,7 +570,7 @@ pub async fn stats(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(b): JsonBody<StatsBody>,
-) -> ApiResult {
+) -> ApiResult<PrivateAnswer<Stats>> {
     let (from, to) = window(b.from.as_deref(), b.to.as_deref())?;
     let patterns = LabelPattern::parse_all(&b.labels.unwrap_or_default())?;
     site_for(&app, &caller, &b.site_id, Need::View).await?;
@@ -587,30 +605,44 @@ pub async fn stats(
         } else {
             key.clone()
         };
-        buckets.push(json!({"time": time, "hits": c.hits, "visitors": c.visitors}));
+        buckets.push(Bucket {
+            time,
+            hits: c.hits,
+            visitors: c.visitors,
+        });
         if key >= last {
             break;
         }
         t += step;
     }
     let totals = tally.total();
-    let mut out = json!({
-        "site_id": b.site_id,
-        "from": from,
-        "to": to,
-        "granularity": if hourly { "hour" } else { "day" },
-        "buckets": buckets,
-        "totals": {"hits": totals.hits, "visitors": totals.visitors},
-    });
-    if b.include_labels {
-        let top: Vec<Value> = tally
+    let labels = b.include_labels.then(|| {
+        tally
             .top_labels(100)
             .into_iter()
-            .map(|(label, c)| json!({"label": label, "hits": c.hits, "visitors": c.visitors}))
-            .collect();
-        out["labels"] = json!(top);
-    }
-    Ok(Reply::ok(out).private())
+            .map(|(label, c)| LabelCount {
+                label,
+                hits: c.hits,
+                visitors: c.visitors,
+            })
+            .collect()
+    });
+    Ok(PrivateAnswer(Stats {
+        site_id: b.site_id,
+        from,
+        to,
+        granularity: if hourly {
+            Granularity::Hour
+        } else {
+            Granularity::Day
+        },
+        buckets,
+        totals: Counts {
+            hits: totals.hits,
+            visitors: totals.visitors,
+        },
+        labels,
+    }))
 }
 
 /// How long an attachment's upload URL stays valid.
@@ -637,7 +669,7 @@ pub async fn attachment_create(
     State(app): State<AppState>,
     Path(id): Path<String>,
     JsonBody(b): JsonBody<AttachmentBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<AttachmentUpload>> {
     use crate::domain::uploads::{content_type, unavailable, upload_bound};
     let file = crate::domain::validate::clean_filename(&b.file, "file")?;
     let ct = content_type(&b.r#type, "type")?;
@@ -680,15 +712,15 @@ pub async fn attachment_create(
             "this event already has its attachment",
         ));
     }
-    Ok(Reply::ok(json!({
-        "success": true,
-        "event_id": id,
-        "url": url,
-        "method": "PUT",
-        "headers": {"Content-Type": ct},
-        "max_bytes": max,
-        "expires_in": UPLOAD_TTL.as_secs(),
-    })))
+    Ok(Answer(AttachmentUpload {
+        success: True,
+        event_id: id,
+        url,
+        method: UploadMethod::Put,
+        headers: [("Content-Type".to_owned(), ct)].into(),
+        max_bytes: max,
+        expires_in: UPLOAD_TTL.as_secs(),
+    }))
 }
 
 /// `POST /api/analytics/events/{id}/attachment` (viewer, owner or platform admin): 302

@@ -103,7 +103,7 @@ pub async fn site_for_user(db: &Db, id: &str, user_id: &str) -> sqlx::Result<Opt
     with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(user_id).fetch_optional(p).await)
 }
 
-#[derive(Debug, sqlx::FromRow, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, sqlx::FromRow)]
 pub struct Member {
     pub user_id: String,
     pub email: String,

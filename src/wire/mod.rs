@@ -10,6 +10,7 @@
 //! date-time`); an optional field that is left out when absent says so
 //! (`skip_serializing_if`), one that is `null` when absent is an `Option` without it.
 
+pub mod analytics;
 pub mod data;
 pub mod documents;
 pub mod downloads;
