@@ -35,6 +35,18 @@ impl<T: Serialize> IntoResponse for Answer<T> {
     }
 }
 
+/// An [`Answer`] with `202 Accepted`: the work was taken, and goes on (telemetry events
+/// written, a job queued).
+pub struct Accepted<T>(pub T);
+
+impl<T: Serialize> IntoResponse for Accepted<T> {
+    fn into_response(self) -> Response {
+        let mut res = Answer(self.0).into_response();
+        *res.status_mut() = StatusCode::ACCEPTED;
+        res
+    }
+}
+
 /// An [`Answer`] that holds what only this caller may see: `Cache-Control: private,
 /// no-store`.
 pub struct PrivateAnswer<T>(pub T);

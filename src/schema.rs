@@ -29,6 +29,8 @@ pub struct Operation {
     pub raw_body: bool,
     /// The success body, for handlers that return an [`Answer`].
     pub response: Option<Schema>,
+    /// The success status when it is not 200 (`Accepted`: 202).
+    pub success_status: Option<u16>,
 }
 
 /// One handler argument's part of the operation.
@@ -86,6 +88,13 @@ impl DocReturn for Result<axum::response::Response, ApiError> {}
 impl<T: JsonSchema> DocReturn for Result<Answer<T>, ApiError> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
         op.response = Some(gen.subschema_for::<T>());
+    }
+}
+
+impl<T: JsonSchema> DocReturn for Result<crate::reply::Accepted<T>, ApiError> {
+    fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
+        op.response = Some(gen.subschema_for::<T>());
+        op.success_status = Some(202);
     }
 }
 

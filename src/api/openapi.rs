@@ -88,6 +88,12 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
             op["responses"]["200"]["content"]["application/json"]["schema"] =
                 json!({"allOf": [{"$ref": "#/components/schemas/Success"}, answer.to_value()]});
         }
+        if let Some(status) = doc.success_status.filter(|s| *s != 200) {
+            let responses = op["responses"].as_object_mut().expect("an object");
+            if let Some(ok) = responses.remove("200") {
+                responses.insert(status.to_string(), ok);
+            }
+        }
         if doc.raw_body {
             op["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"description": "the provider's signed event, checked byte for byte"}}}});
         } else if let Some(body) = doc.body {

@@ -4,7 +4,6 @@
 //! over `(product_id, day)`.
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -13,8 +12,13 @@ use crate::auth::MaybeCaller;
 use crate::db::telemetry::{self as store, Dimension, EventRow, Range};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::Reply;
+use crate::reply::{Accepted, Answer};
 use crate::state::AppState;
+use crate::wire::telemetry::{
+    Bucketing, Daily, Day, EventsAccepted, Funnel, Metric, QueryAnswer, QueryRow, Subscriptions,
+    Summary, Version,
+};
+use crate::wire::True;
 
 /// The spec's supported event names.
 pub const EVENT_NAMES: [&str; 9] = [
@@ -94,7 +98,7 @@ pub async fn events(
     State(app): State<AppState>,
     caller: MaybeCaller,
     JsonBody(body): JsonBody<EventsBody>,
-) -> ApiResult {
+) -> ApiResult<Accepted<EventsAccepted>> {
     let product = registered(&app, &body.product_id)?;
     let client = id("client_id", &body.client_id)?;
     if body.events.is_empty() || body.events.len() > MAX_EVENTS {
@@ -128,10 +132,11 @@ pub async fn events(
         .write(client, rows)
         .await
         .map_err(ApiError::internal)?;
-    Ok(Reply::status(
-        StatusCode::ACCEPTED,
-        json!({"success": true, "accepted": accepted, "duplicates": sent - accepted}),
-    ))
+    Ok(Accepted(EventsAccepted {
+        success: True,
+        accepted,
+        duplicates: sent - accepted,
+    }))
 }
 
 /// Event `i`'s time and data, once its fields pass the rules (400 naming the event).
@@ -213,18 +218,21 @@ fn range<'a>(
 
 /// `POST /api/telemetry/metrics/daily` (Admin100): every day of the range with its active
 /// clients and events (zeros included), and clients per `data.app_version`.
-pub async fn daily(State(app): State<AppState>, JsonBody(b): JsonBody<RangeBody>) -> ApiResult {
+pub async fn daily(
+    State(app): State<AppState>,
+    JsonBody(b): JsonBody<RangeBody>,
+) -> ApiResult<Answer<Daily>> {
     let (r, first, last) = range(&app, &b.product_id, &b.from, &b.to)?;
     let found = store::daily(&app.db, &r).await?;
     let mut found = found.into_iter().peekable();
-    let days: Vec<store::Day> = first
+    let days: Vec<Day> = first
         .iter_days()
         .take_while(|d| *d <= last)
         .map(|d| {
             let date = d.format("%Y-%m-%d").to_string();
             match found.next_if(|f| f.date == date) {
-                Some(f) => f,
-                None => store::Day {
+                Some(f) => f.into(),
+                None => Day {
                     date,
                     active_clients: 0,
                     events: 0,
@@ -233,14 +241,14 @@ pub async fn daily(State(app): State<AppState>, JsonBody(b): JsonBody<RangeBody>
         })
         .collect();
     let versions = store::versions(&app.db, &r).await?;
-    Ok(Reply::ok(json!({
-        "product_id": r.product_id,
-        "from": r.from,
-        "to": r.to,
-        "days": days,
-        "version_key": VERSION_KEY,
-        "versions": versions,
-    })))
+    Ok(Answer(Daily {
+        product_id: r.product_id.to_owned(),
+        from: r.from.to_owned(),
+        to: r.to.to_owned(),
+        days,
+        version_key: VERSION_KEY.to_owned(),
+        versions: versions.into_iter().map(Version::from).collect(),
+    }))
 }
 
 /// `dimension`: `"event_name"` or `{"property": "<data key>"}`.
@@ -263,11 +271,11 @@ pub struct QueryBody {
     /// `data` key → value (string, number or boolean); all must match. At most 10.
     filters: Option<Map<String, Value>>,
     /// `none` (default) or `day`.
-    bucket: Option<String>,
+    bucket: Option<Bucketing>,
     /// `"event_name"` or `{"property": "<data key>"}`; none by default.
     dimension: Option<DimensionIn>,
     /// `events` (default) or `unique_clients`.
-    metric: Option<String>,
+    metric: Option<Metric>,
     /// Rows at most, 1 to 1,000 (default 100).
     limit: Option<i64>,
 }
@@ -288,22 +296,15 @@ fn data_key<'a>(field: &str, k: &'a str) -> ApiResult<&'a str> {
 
 /// `POST /api/telemetry/metrics/query` (Admin100): `rows` of `{bucket?, dimension?,
 /// value}`, by bucket, then largest value first.
-pub async fn query(State(app): State<AppState>, JsonBody(b): JsonBody<QueryBody>) -> ApiResult {
+pub async fn query(
+    State(app): State<AppState>,
+    JsonBody(b): JsonBody<QueryBody>,
+) -> ApiResult<Answer<QueryAnswer>> {
     let (r, _, _) = range(&app, &b.product_id, &b.from, &b.to)?;
-    let by_day = match b.bucket.as_deref() {
-        None | Some("none") => false,
-        Some("day") => true,
-        Some(_) => return Err(ApiError::bad_request("`bucket` must be `none` or `day`")),
-    };
-    let unique_clients = match b.metric.as_deref() {
-        None | Some("events") => false,
-        Some("unique_clients") => true,
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "`metric` must be `events` or `unique_clients`",
-            ))
-        }
-    };
+    let bucket = b.bucket.unwrap_or(Bucketing::None);
+    let metric = b.metric.unwrap_or(Metric::Events);
+    let by_day = bucket == Bucketing::Day;
+    let unique_clients = metric == Metric::UniqueClients;
     let dimension = match &b.dimension {
         None => Dimension::None,
         Some(DimensionIn::Name(n)) if n == "event_name" => Dimension::EventName,
@@ -347,29 +348,24 @@ pub async fn query(State(app): State<AppState>, JsonBody(b): JsonBody<QueryBody>
         unique_clients,
         limit,
     };
-    let rows: Vec<Value> = store::query(&app.db, &q)
+    let dimensioned = !matches!(q.dimension, Dimension::None);
+    let rows = store::query(&app.db, &q)
         .await?
         .into_iter()
-        .map(|row| {
-            let mut m = Map::new();
-            if by_day {
-                m.insert("bucket".into(), json!(row.bucket));
-            }
-            if !matches!(q.dimension, Dimension::None) {
-                m.insert("dimension".into(), json!(row.dimension));
-            }
-            m.insert("value".into(), json!(row.value));
-            Value::Object(m)
+        .map(|row| QueryRow {
+            bucket: by_day.then_some(row.bucket),
+            dimension: dimensioned.then_some(row.dimension),
+            value: row.value,
         })
         .collect();
-    Ok(Reply::ok(json!({
-        "product_id": q.range.product_id,
-        "from": q.range.from,
-        "to": q.range.to,
-        "metric": if unique_clients { "unique_clients" } else { "events" },
-        "bucket": if by_day { "day" } else { "none" },
-        "rows": rows,
-    })))
+    Ok(Answer(QueryAnswer {
+        product_id: q.range.product_id.to_owned(),
+        from: q.range.from.to_owned(),
+        to: q.range.to.to_owned(),
+        metric,
+        bucket,
+        rows,
+    }))
 }
 
 /// `POST /api/telemetry/subscriptions/summary` (Admin100): the checkout funnel from the
@@ -377,21 +373,23 @@ pub async fn query(State(app): State<AppState>, JsonBody(b): JsonBody<QueryBody>
 pub async fn subscriptions_summary(
     State(app): State<AppState>,
     JsonBody(b): JsonBody<RangeBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Summary>> {
     let (r, _, _) = range(&app, &b.product_id, &b.from, &b.to)?;
     let (started, completed) = store::checkout_funnel(&app.db, &r).await?;
     let statuses = store::subscription_statuses(&app.db).await?;
     let total: i64 = statuses.iter().map(|(_, n)| n).sum();
-    let by_status: Map<String, Value> = statuses.into_iter().map(|(s, n)| (s, json!(n))).collect();
-    Ok(Reply::ok(json!({
-        "product_id": r.product_id,
-        "from": r.from,
-        "to": r.to,
-        "checkout": {
-            "started": started,
-            "completed": completed,
-            "conversion_rate": (started > 0).then(|| completed as f64 / started as f64),
+    Ok(Answer(Summary {
+        product_id: r.product_id.to_owned(),
+        from: r.from.to_owned(),
+        to: r.to.to_owned(),
+        checkout: Funnel {
+            started,
+            completed,
+            conversion_rate: (started > 0).then(|| completed as f64 / started as f64),
         },
-        "subscriptions": {"total": total, "by_status": by_status},
-    })))
+        subscriptions: Subscriptions {
+            total,
+            by_status: statuses.into_iter().collect(),
+        },
+    }))
 }

@@ -94,7 +94,7 @@ pub struct Range<'a> {
     pub to: &'a str,
 }
 
-#[derive(sqlx::FromRow, serde::Serialize, schemars::JsonSchema)]
+#[derive(sqlx::FromRow)]
 pub struct Day {
     /// `YYYY-MM-DD` (UTC).
     pub date: String,
@@ -110,7 +110,7 @@ pub async fn daily(db: &Db, r: &Range<'_>) -> sqlx::Result<Vec<Day>> {
     with_db!(db, p => sqlx::query_as(SQL).bind(r.product_id).bind(r.from).bind(r.to).fetch_all(p).await)
 }
 
-#[derive(sqlx::FromRow, serde::Serialize, schemars::JsonSchema)]
+#[derive(sqlx::FromRow)]
 pub struct Version {
     /// `data.app_version` as sent.
     pub version: String,

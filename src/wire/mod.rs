@@ -21,6 +21,7 @@ pub mod licenses;
 pub mod likes;
 pub mod localizations;
 pub mod posts;
+pub mod telemetry;
 pub mod things;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
