@@ -109,6 +109,16 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// A discount code's kind.
+    pub enum DiscountKind {
+        /// `value` is a percent off (0 to 100).
+        Percentage = "percentage",
+        /// `value` is cents off a USD order.
+        Fixed = "fixed",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::db::{now, Db};
+use crate::states::DiscountKind;
 use crate::with_db;
 
 /// A cart line with what the item looks like now.
@@ -159,13 +160,12 @@ pub async fn items_by_sku(db: &Db, sku: &str, domain: Option<&str>) -> sqlx::Res
     with_db!(db, p => sqlx::query_as(SQL).bind(sku).bind(domain).fetch_all(p).await)
 }
 
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Discount {
     pub id: String,
     pub organization_id: String,
     pub code: String,
-    /// `percentage` (value: percent off, 0 to 100) or `fixed` (value: cents off).
-    pub r#type: String,
+    pub r#type: DiscountKind,
     pub value: f64,
     pub expires_at: Option<DateTime<Utc>>,
     pub max_uses: Option<i64>,
@@ -184,7 +184,7 @@ macro_rules! discount_columns {
 
 pub struct DiscountFields<'a> {
     pub code: &'a str,
-    pub r#type: &'a str,
+    pub r#type: DiscountKind,
     pub value: f64,
     pub expires_at: Option<DateTime<Utc>>,
     pub max_uses: Option<i64>,

@@ -22,6 +22,7 @@ use crate::domain::orders::{discount_of, order_json};
 use crate::error::{ApiError, ApiResult};
 use crate::reply::Reply;
 use crate::state::AppState;
+use crate::states::DiscountKind;
 
 /// Largest quantity of one line.
 pub const MAX_QUANTITY: i64 = 1_000;
@@ -251,7 +252,7 @@ async fn discount(
     code: Option<&str>,
     subtotal_cents: i64,
     pay: Pay,
-) -> ApiResult<Option<(String, String, String, f64)>> {
+) -> ApiResult<Option<(String, String, DiscountKind, f64)>> {
     let Some(code) = code.map(|c| c.trim().to_uppercase()) else {
         return Ok(None);
     };
@@ -281,7 +282,7 @@ async fn discount(
         ))
         .with("min_order_cents", min));
     }
-    if pay == Pay::Tokens && d.r#type == "fixed" {
+    if pay == Pay::Tokens && d.r#type == DiscountKind::Fixed {
         return Err(ApiError::bad_request(format!(
             "the discount code `{code}` takes a fixed amount of cents off: it applies to USD checkouts"
         )));
@@ -389,7 +390,7 @@ pub async fn place(
     let off = |amount: i64| {
         discount
             .as_ref()
-            .map_or(0, |(_, _, kind, value)| discount_of(kind, *value, amount))
+            .map_or(0, |(_, _, kind, value)| discount_of(*kind, *value, amount))
     };
     let discount_cents = off(subtotal_cents);
     let discount_tokens = subtotal_tokens.map(off);

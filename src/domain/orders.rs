@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 use crate::db::orders::{self as store, LineRow, OrderRow};
 use crate::error::ApiResult;
 use crate::state::AppState;
+use crate::states::DiscountKind;
 
 /// Every status an order can have.
 pub const STATUSES: [&str; 7] = [
@@ -59,16 +60,12 @@ pub fn may_move(from: &str, to: &str, role: Role) -> Result<(), String> {
     })
 }
 
-/// A discount code's kinds: `percentage` (value: percent off, in (0, 100]) and `fixed`
-/// (value: cents off).
-pub const DISCOUNT_TYPES: [&str; 2] = ["percentage", "fixed"];
-
 /// What a discount takes off `amount` (cents, or tokens for a percentage): a percentage
 /// rounds half up, a fixed amount never takes more than the total.
-pub fn discount_of(kind: &str, value: f64, amount: i64) -> i64 {
+pub fn discount_of(kind: DiscountKind, value: f64, amount: i64) -> i64 {
     let off = match kind {
-        "percentage" => ((amount as f64) * value / 100.0).round() as i64,
-        _ => value as i64,
+        DiscountKind::Percentage => ((amount as f64) * value / 100.0).round() as i64,
+        DiscountKind::Fixed => value as i64,
     };
     off.clamp(0, amount)
 }
@@ -236,10 +233,10 @@ mod tests {
 
     #[test]
     fn discounts() {
-        assert_eq!(discount_of("percentage", 10.0, 1999), 200);
-        assert_eq!(discount_of("percentage", 100.0, 1999), 1999);
-        assert_eq!(discount_of("percentage", 12.5, 8), 1);
-        assert_eq!(discount_of("fixed", 500.0, 1999), 500);
-        assert_eq!(discount_of("fixed", 5000.0, 1999), 1999);
+        assert_eq!(discount_of(DiscountKind::Percentage, 10.0, 1999), 200);
+        assert_eq!(discount_of(DiscountKind::Percentage, 100.0, 1999), 1999);
+        assert_eq!(discount_of(DiscountKind::Percentage, 12.5, 8), 1);
+        assert_eq!(discount_of(DiscountKind::Fixed, 500.0, 1999), 500);
+        assert_eq!(discount_of(DiscountKind::Fixed, 5000.0, 1999), 1999);
     }
 }

@@ -20,6 +20,7 @@ pub mod kv;
 pub mod licenses;
 pub mod likes;
 pub mod localizations;
+pub mod marketplace;
 pub mod posts;
 pub mod telemetry;
 pub mod things;

@@ -13,51 +13,42 @@ pub use orders::{
 use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::auth::{takes_guests, Guest, OrgAdmin, Viewer};
-use crate::db::marketplace::{self as store, CartLine, Discount, DiscountFields, Owner};
+use crate::db::marketplace::{
+    self as store, CartLine, Discount as DiscountRow, DiscountFields, Owner,
+};
 use crate::domain::checkout::{item_for, quantity, MAX_QUANTITY};
-use crate::domain::orders::DISCOUNT_TYPES;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, NoFields};
-use crate::reply::Reply;
+use crate::reply::Answer;
 use crate::state::AppState;
-
-fn line_json(l: &CartLine) -> Value {
-    json!({
-        "sku": l.sku,
-        "domain": l.domain,
-        "inventory_item_id": l.item_id,
-        "quantity": l.quantity,
-        "price_cents": l.price_cents,
-        "price_tokens": l.price_tokens,
-        "available_count": l.available_count,
-        "added_at": l.added_at,
-    })
-}
+use crate::states::DiscountKind;
+use crate::wire::analytics::All;
+use crate::wire::marketplace::{Cart, Cleared, Discount, GuestSession, Line};
+use crate::wire::{Data, Deleted, Saved, True};
 
 /// `GET /api/marketplace/cart` (V10): the lines with today's prices and availability;
 /// `subtotal_tokens` is null when a line has no token price.
-pub async fn cart(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+pub async fn cart(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult<Answer<Cart>> {
     cart_of(&app, Owner::User(&caller.id)).await
 }
 
 /// A cart as every cart endpoint answers it.
-async fn cart_of(app: &AppState, owner: Owner<'_>) -> ApiResult {
+async fn cart_of(app: &AppState, owner: Owner<'_>) -> ApiResult<Answer<Cart>> {
     let lines = store::cart(&app.db, owner).await?;
     let subtotal_cents: i64 = lines.iter().map(|l| l.price_cents * l.quantity).sum();
     let subtotal_tokens: Option<i64> = lines
         .iter()
         .map(|l| l.price_tokens.map(|t| t * l.quantity))
         .sum();
-    let data: Vec<Value> = lines.iter().map(line_json).collect();
-    Ok(Reply::ok(json!({
-        "data": data,
-        "count": data.len(),
-        "subtotal_cents": subtotal_cents,
-        "subtotal_tokens": subtotal_tokens,
-    })))
+    let data: Vec<Line> = lines.iter().map(Line::from).collect();
+    Ok(Answer(Cart {
+        count: data.len(),
+        data,
+        subtotal_cents,
+        subtotal_tokens,
+    }))
 }
 
 /// The caller's cart line for a sku (and domain).
@@ -122,11 +113,14 @@ async fn remove_line(app: &AppState, owner: Owner<'_>, body: &SkuBody) -> ApiRes
     Ok(())
 }
 
-async fn clear_cart(app: &AppState, owner: Owner<'_>) -> ApiResult {
+async fn clear_cart(app: &AppState, owner: Owner<'_>) -> ApiResult<Answer<Cleared>> {
     let removed = store::clear(&app.db, owner).await?;
-    Ok(Reply::ok(
-        json!({"success": true, "removed": removed, "data": [], "count": 0}),
-    ))
+    Ok(Answer(Cleared {
+        success: True,
+        removed,
+        data: Vec::new(),
+        count: 0,
+    }))
 }
 
 /// `POST /api/marketplace/cart/add` (V10): adds to the line's quantity. Availability is
@@ -135,7 +129,7 @@ pub async fn cart_add(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<LineBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Cart>> {
     let item = item_for(&app, Some(&caller), &body.sku, body.domain.as_deref()).await?;
     let owner = Owner::User(&caller.id);
     add_line(&app, owner, &item.id, body.quantity).await?;
@@ -147,7 +141,7 @@ pub async fn cart_update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<LineBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Cart>> {
     let owner = Owner::User(&caller.id);
     set_line(&app, owner, &body).await?;
     cart_of(&app, owner).await
@@ -164,14 +158,17 @@ pub async fn cart_remove(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<SkuBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Cart>> {
     let owner = Owner::User(&caller.id);
     remove_line(&app, owner, &body).await?;
     cart_of(&app, owner).await
 }
 
 /// `POST /api/marketplace/cart/clear` (V10).
-pub async fn cart_clear(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+pub async fn cart_clear(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<Cleared>> {
     clear_cart(&app, Owner::User(&caller.id)).await
 }
 
@@ -191,7 +188,7 @@ pub struct SessionBody {
 pub async fn guest_session(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<SessionBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<GuestSession>> {
     let org = crate::db::organizations::by_domain(&app.db, &body.domain)
         .await?
         .ok_or_else(|| ApiError::not_found("organization not found"))?;
@@ -209,13 +206,15 @@ pub async fn guest_session(
         expires_at,
     )
     .await?;
-    Ok(Reply::ok(json!({
-        "token": token, "expires_at": expires_at, "domain": org.domain,
-    })))
+    Ok(Answer(GuestSession {
+        token,
+        expires_at,
+        domain: org.domain,
+    }))
 }
 
 /// `GET /api/marketplace/guest/cart` (guest session).
-pub async fn guest_cart(State(app): State<AppState>, guest: Guest) -> ApiResult {
+pub async fn guest_cart(State(app): State<AppState>, guest: Guest) -> ApiResult<Answer<Cart>> {
     cart_of(&app, Owner::Guest(&guest.id)).await
 }
 
@@ -225,7 +224,7 @@ pub async fn guest_cart_add(
     State(app): State<AppState>,
     guest: Guest,
     JsonBody(body): JsonBody<LineBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Cart>> {
     let item = item_for(&app, None, &body.sku, Some(&guest.domain)).await?;
     let owner = Owner::Guest(&guest.id);
     add_line(&app, owner, &item.id, body.quantity).await?;
@@ -237,7 +236,7 @@ pub async fn guest_cart_update(
     State(app): State<AppState>,
     guest: Guest,
     JsonBody(body): JsonBody<LineBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Cart>> {
     let owner = Owner::Guest(&guest.id);
     set_line(&app, owner, &body).await?;
     cart_of(&app, owner).await
@@ -248,14 +247,17 @@ pub async fn guest_cart_remove(
     State(app): State<AppState>,
     guest: Guest,
     JsonBody(body): JsonBody<SkuBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Cart>> {
     let owner = Owner::Guest(&guest.id);
     remove_line(&app, owner, &body).await?;
     cart_of(&app, owner).await
 }
 
 /// `POST /api/marketplace/guest/cart/clear` (guest session).
-pub async fn guest_cart_clear(State(app): State<AppState>, guest: Guest) -> ApiResult {
+pub async fn guest_cart_clear(
+    State(app): State<AppState>,
+    guest: Guest,
+) -> ApiResult<Answer<Cleared>> {
     clear_cart(&app, Owner::Guest(&guest.id)).await
 }
 
@@ -266,7 +268,7 @@ fn discount_not_found() -> ApiError {
 }
 
 /// The organization's discount `id`.
-async fn discount_of(app: &AppState, org_id: &str, id: &str) -> ApiResult<Discount> {
+async fn discount_of(app: &AppState, org_id: &str, id: &str) -> ApiResult<DiscountRow> {
     store::discount(&app.db, id)
         .await?
         .filter(|d| d.organization_id == org_id)
@@ -274,9 +276,16 @@ async fn discount_of(app: &AppState, org_id: &str, id: &str) -> ApiResult<Discou
 }
 
 /// `GET /api/marketplace/discounts?domain=` (OrgAdmin).
-pub async fn discounts(State(app): State<AppState>, g: OrgAdmin<NoFields>) -> ApiResult {
-    let data = store::discounts(&app.db, &g.org.id).await?;
-    Ok(Reply::ok(json!({"count": data.len(), "data": data})))
+pub async fn discounts(
+    State(app): State<AppState>,
+    g: OrgAdmin<NoFields>,
+) -> ApiResult<Answer<All<Discount>>> {
+    let data = store::discounts(&app.db, &g.org.id)
+        .await?
+        .into_iter()
+        .map(Discount::from)
+        .collect();
+    Ok(Answer(All::new(data)))
 }
 
 /// `GET /api/marketplace/discounts/{id}?domain=` (OrgAdmin).
@@ -284,9 +293,9 @@ pub async fn discount(
     State(app): State<AppState>,
     Path(id): Path<String>,
     g: OrgAdmin<NoFields>,
-) -> ApiResult {
+) -> ApiResult<Answer<Data<Discount>>> {
     let d = discount_of(&app, &g.org.id, &id).await?;
-    Ok(Reply::ok(json!({ "data": d })))
+    Ok(Answer(Data { data: d.into() }))
 }
 
 /// A code: trimmed, upper-cased, 1 to 64 of `A-Z 0-9 _ -` (matched case-insensitively).
@@ -305,16 +314,17 @@ fn code(raw: &str) -> ApiResult<String> {
     Ok(c)
 }
 
+/// A discount's kind, as sent (any case).
+fn kind(raw: &str) -> ApiResult<DiscountKind> {
+    DiscountKind::parse(&raw.trim().to_lowercase())
+        .ok_or_else(|| ApiError::bad_request("`type` must be `percentage` or `fixed`"))
+}
+
 /// Checks a discount's fields together.
 fn check(f: &DiscountFields<'_>) -> ApiResult<()> {
-    if !DISCOUNT_TYPES.contains(&f.r#type) {
-        return Err(ApiError::bad_request(
-            "`type` must be `percentage` or `fixed`",
-        ));
-    }
     let ok = match f.r#type {
-        "percentage" => f.value > 0.0 && f.value <= 100.0,
-        _ => f.value >= 1.0 && f.value.fract() == 0.0 && f.value <= 1e12,
+        DiscountKind::Percentage => f.value > 0.0 && f.value <= 100.0,
+        DiscountKind::Fixed => f.value >= 1.0 && f.value.fract() == 0.0 && f.value <= 1e12,
     };
     if !ok {
         return Err(ApiError::bad_request(
@@ -339,7 +349,8 @@ pub struct DiscountCreate {
     code: String,
     /// Percent off for `percentage`, cents off for `fixed`.
     value: f64,
-    /// `percentage` or `fixed`.
+    /// `percentage` or `fixed` (any case).
+    #[schemars(with = "DiscountKind")]
     r#type: String,
     /// RFC 3339; the code no longer applies after it.
     expires_at: Option<String>,
@@ -354,13 +365,12 @@ pub struct DiscountCreate {
 pub async fn discount_create(
     State(app): State<AppState>,
     g: OrgAdmin<DiscountCreate>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Discount>>> {
     let b = &g.body;
     let code = code(&b.code)?;
-    let t = b.r#type.trim().to_lowercase();
     let f = DiscountFields {
         code: &code,
-        r#type: &t,
+        r#type: kind(&b.r#type)?,
         value: b.value,
         expires_at: expiry(b.expires_at.as_deref())?,
         max_uses: b.max_uses,
@@ -368,7 +378,7 @@ pub async fn discount_create(
     };
     check(&f)?;
     let d = store::create_discount(&app.db, &g.org.id, &f).await?;
-    Ok(Reply::ok(json!({"success": true, "data": d})))
+    Ok(Answer(Saved::new(d.into())))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -376,6 +386,8 @@ pub struct DiscountUpdate {
     id: String,
     code: Option<String>,
     value: Option<f64>,
+    /// `percentage` or `fixed` (any case).
+    #[schemars(with = "Option<DiscountKind>")]
     r#type: Option<String>,
     /// `null` removes the expiry.
     #[serde(default, deserialize_with = "crate::extract::present")]
@@ -396,21 +408,21 @@ pub struct DiscountUpdate {
 pub async fn discount_update(
     State(app): State<AppState>,
     g: OrgAdmin<DiscountUpdate>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Discount>>> {
     let b = &g.body;
     let d = discount_of(&app, &g.org.id, &b.id).await?;
     let code = match &b.code {
         Some(c) => code(c)?,
         None => d.code.clone(),
     };
-    let t = b
-        .r#type
-        .as_deref()
-        .map(|t| t.trim().to_lowercase())
-        .unwrap_or(d.r#type.clone());
     let f = DiscountFields {
         code: &code,
-        r#type: &t,
+        r#type: b
+            .r#type
+            .as_deref()
+            .map(kind)
+            .transpose()?
+            .unwrap_or(d.r#type),
         value: b.value.unwrap_or(d.value),
         expires_at: match &b.expires_at {
             Some(e) => expiry(e.as_deref())?,
@@ -423,7 +435,7 @@ pub async fn discount_update(
     let d = store::update_discount(&app.db, &d.id, &f)
         .await?
         .ok_or_else(discount_not_found)?;
-    Ok(Reply::ok(json!({"success": true, "data": d})))
+    Ok(Answer(Saved::new(d.into())))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -435,10 +447,8 @@ pub struct DiscountDelete {
 pub async fn discount_delete(
     State(app): State<AppState>,
     g: OrgAdmin<DiscountDelete>,
-) -> ApiResult {
+) -> ApiResult<Answer<Deleted>> {
     let d = discount_of(&app, &g.org.id, &g.body.id).await?;
     store::delete_discount(&app.db, &d.id).await?;
-    Ok(Reply::ok(
-        json!({"success": true, "id": d.id, "deleted": true}),
-    ))
+    Ok(Answer(Deleted::new(d.id)))
 }
