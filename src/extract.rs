@@ -40,6 +40,27 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
+/// For a route that takes no fields: a body, when sent, must still be a JSON object
+/// (whitespace and `{}` are fine; its keys are ignored), with a JSON content type, as
+/// the OpenAPI document says. The usage layer has already read the body into memory.
+pub async fn object_or_empty(
+    req: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let (parts, body) = req.into_parts();
+    let req = Request::from_parts(parts.clone(), body);
+    let bytes = match read_json_bytes(req, &()).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    if let Err(e) = parse_object(&bytes) {
+        return e.into_response();
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
+}
+
 /// Reads the body as one JSON object (`{}` when empty), checking the content type.
 pub async fn read_object<S: Send + Sync>(
     req: Request,

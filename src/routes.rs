@@ -434,6 +434,7 @@ fn method_filter(m: &str) -> MethodFilter {
 /// and the JSON 404 fallback; `crate::app` adds the layers.
 pub fn router() -> Router<AppState> {
     let mut by_path: BTreeMap<&str, MethodRouter<AppState>> = BTreeMap::new();
+    let mut gen = schemars::SchemaGenerator::default();
     for spec in all() {
         let handler = spec
             .handler
@@ -441,6 +442,15 @@ pub fn router() -> Router<AppState> {
         let mut mr = handler(method_filter(spec.method));
         if let Some(also) = spec.also {
             mr = mr.merge(handler(method_filter(also)));
+        }
+        // A handler that reads no body still answers only what the document says it
+        // takes: nothing, or a JSON object (issue 33: `[null]` or `\0` passed before).
+        let takes_none = spec
+            .doc
+            .map(|d| d(&mut gen))
+            .is_some_and(|op| op.body.is_none() && !op.raw_body);
+        if takes_none && spec.method != "GET" {
+            mr = mr.layer(axum::middleware::from_fn(crate::extract::object_or_empty));
         }
         let entry = by_path.remove(spec.path).unwrap_or_default();
         by_path.insert(spec.path, entry.merge(mr));

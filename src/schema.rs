@@ -55,7 +55,9 @@ impl DocArg for Bytes {
 
 impl<T: JsonSchema> DocArg for JsonBody<T> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
-        op.body = Some(gen.subschema_for::<T>());
+        // Inline: request bodies are the operation's own (many are named `CreateBody`),
+        // so they take no name that could be numbered and move between releases.
+        op.body = Some(T::json_schema(gen));
     }
 }
 
@@ -68,7 +70,7 @@ impl<T: JsonSchema> DocArg for Query<T> {
 
 impl<T: JsonSchema, const ADMIN: bool> DocArg for InOrg<T, ADMIN> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
-        op.body = Some(gen.subschema_for::<T>());
+        op.body = Some(T::json_schema(gen));
         op.names_org = true;
     }
 }

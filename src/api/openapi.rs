@@ -1,27 +1,34 @@
 //! `GET /api/openapi.json` (an addition beyond the spec's list), generated from the
 //! route tables, `ROUTES` and `EXTRA_ROUTES` (paths, methods, tags, security, rate
-//! category and cost per operation) and, for every built endpoint, the request schema
-//! read off its handler's argument types (`crate::schema`). OpenAPI 3.1, so the schemas
-//! are JSON Schema 2020-12.
+//! category and cost per operation), the spec's own notes (`fixtures/spec_notes.tsv`:
+//! summaries and descriptions), and for every built endpoint the request and answer
+//! types of its handler (`crate::schema`). OpenAPI 3.1, so the schemas are JSON Schema
+//! 2020-12. Operation ids are the path in camelCase (`slidesExportsCreate`), stable
+//! across releases; every operation lists the statuses it answers, each error with the
+//! shared envelope.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use axum::extract::State;
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
 use crate::reply::Reply;
-use crate::routes::Access;
+use crate::routes::{Access, RouteSpec};
 use crate::state::AppState;
 
 /// How an organization is named in the body of an OrgMember/OrgAdmin route.
 fn org_ref() -> Value {
+    let name = json!({"type": "string", "minLength": 1, "pattern": "\\S"});
     json!({
         "type": "object",
         "description": "names the organization: `domain`, else `organizationId`, `organization_id` or `id`",
         "properties": {
-            "domain": {"type": "string"},
-            "organizationId": {"type": "string"},
-            "organization_id": {"type": "string"},
-            "id": {"type": "string"},
+            "domain": name,
+            "organizationId": name,
+            "organization_id": name,
+            "id": name,
         },
         "anyOf": [
             {"required": ["domain"]},
@@ -29,6 +36,141 @@ fn org_ref() -> Value {
             {"required": ["organization_id"]},
             {"required": ["id"]},
         ],
+    })
+}
+
+/// The operation id of a route: its path after `/api/` in camelCase, a path parameter
+/// as `By<Name>`, and the method appended for the second method of a row that takes two
+/// (`GET /api/posts/{id}` is `postsById`).
+pub fn operation_id(method: &str, path: &str, second: bool) -> String {
+    let mut id = String::new();
+    for seg in path.trim_start_matches("/api/").split('/') {
+        let (seg, by) = match seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            Some(p) => (p, true),
+            None => (seg, false),
+        };
+        if by {
+            id.push_str("By");
+        }
+        for word in seg.split(['-', '_', '.']).filter(|w| !w.is_empty()) {
+            let mut chars = word.chars();
+            if let Some(first) = chars.next() {
+                if id.is_empty() {
+                    id.extend(first.to_lowercase());
+                } else {
+                    id.extend(first.to_uppercase());
+                }
+                id.push_str(chars.as_str());
+            }
+        }
+    }
+    if second {
+        let m = method.to_ascii_lowercase();
+        id.push_str(&m[..1].to_uppercase());
+        id.push_str(&m[1..]);
+    }
+    id
+}
+
+/// The spec's request and notes columns, by method and our path.
+static NOTES: LazyLock<HashMap<(String, String), (String, String)>> = LazyLock::new(|| {
+    let spec_path: HashMap<(String, String), String> = include_str!("../../fixtures/endpoints.tsv")
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            Some((
+                (c.first()?.to_string(), c.get(1)?.to_string()),
+                c.get(2)?.to_string(),
+            ))
+        })
+        .collect();
+    let notes: HashMap<(String, String), (String, String)> =
+        include_str!("../../fixtures/spec_notes.tsv")
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let c: Vec<&str> = l.split('\t').collect();
+                Some((
+                    (c.first()?.to_string(), c.get(1)?.to_string()),
+                    (c.get(2)?.to_string(), c.get(3)?.to_string()),
+                ))
+            })
+            .collect();
+    spec_path
+        .into_iter()
+        .filter_map(|(ours, spec)| Some((ours.clone(), notes.get(&(ours.0, spec))?.clone())))
+        .collect()
+});
+
+/// A summary and description: the spec's notes (the path itself when it has none), its
+/// request column, and who may call the route.
+fn texts(r: &RouteSpec) -> (String, String) {
+    let (request, notes) = NOTES
+        .get(&(r.method.to_owned(), r.path.to_owned()))
+        .cloned()
+        .unwrap_or_default();
+    let summary = if notes.is_empty() {
+        format!("{} {}", r.method, r.path)
+    } else {
+        notes.trim_end_matches('.').to_owned()
+    };
+    let mut description = format!(
+        "Access: {}. Rate category: {}.",
+        r.access.name(),
+        r.category.name()
+    );
+    if !request.is_empty() && request != "none" {
+        description.push_str(&format!(" The spec's request: {request}."));
+    }
+    (summary, description)
+}
+
+/// The error answers an operation may give: the shared envelope for each.
+fn error_responses(r: &RouteSpec, takes_body: bool) -> Map<String, Value> {
+    let error = |what: &str| {
+        json!({"description": what, "headers": common_headers(),
+               "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}})
+    };
+    let mut out = Map::new();
+    out.insert(
+        "400".into(),
+        error("bad input: the message names the field"),
+    );
+    if r.access != Access::Public {
+        out.insert("401".into(), error("no valid API key"));
+        out.insert("403".into(), error("the key may not do this"));
+    }
+    out.insert("404".into(), error("not found, or not the caller's"));
+    out.insert("409".into(), error("conflicts with the current state"));
+    if takes_body {
+        out.insert("413".into(), error("the body is larger than 1 MiB"));
+        out.insert("415".into(), error("the body is not application/json"));
+    }
+    out.insert(
+        "429".into(),
+        error("rate limit reached: retry after `retry_after_ms`"),
+    );
+    out.insert(
+        "503".into(),
+        error("a service plinth depends on is unavailable"),
+    );
+    out.insert(
+        "default".into(),
+        error("any other error, in the same envelope"),
+    );
+    out
+}
+
+/// Headers on every answer of the JSON API.
+fn common_headers() -> Value {
+    let int = json!({"schema": {"type": "integer"}});
+    json!({
+        "x-request-id": {"description": "the client's, or a new one", "schema": {"type": "string"}},
+        "x-ratelimit-limit": int,
+        "x-ratelimit-remaining": int,
+        "x-ratelimit-interval-ms": int,
+        "x-tokens-cost": int,
     })
 }
 
@@ -69,20 +211,26 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
             Access::Custom => json!([{}, {"apiKey": []}]),
             _ => json!([{"apiKey": []}]),
         };
+        let (summary, description) = texts(r);
+        let takes_body = doc.body.is_some() || doc.raw_body || r.method != "GET";
+        let mut responses = error_responses(r, takes_body);
+        responses.insert(
+            "200".into(),
+            json!({"description": "success", "headers": common_headers(),
+                   "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Success"}}}}),
+        );
         let mut op = json!({
             "tags": [r.area],
-            "operationId": format!("{} {}", r.method, r.path),
-            "summary": format!("{} {}", r.method, r.path),
+            "operationId": operation_id(r.method, r.path, false),
+            "summary": summary,
+            "description": description,
             "parameters": params,
             "security": security,
             "x-access": r.access.name(),
             "x-rate-category": r.category.name(),
             "x-token-cost": app.routes.cost_of(r),
             "x-implemented": r.implemented(),
-            "responses": {
-                "200": {"description": "success", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Success"}}}},
-                "default": {"description": "error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
-            },
+            "responses": responses,
         });
         if let Some(answer) = doc.response {
             op["responses"]["200"]["content"]["application/json"]["schema"] =
@@ -111,11 +259,10 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
         let item = paths
             .entry(r.path.to_owned())
             .or_insert_with(|| Value::Object(Map::new()));
-        for m in std::iter::once(r.method).chain(r.also) {
+        for (i, m) in std::iter::once(r.method).chain(r.also).enumerate() {
             let mut op = op.clone();
             // Operation ids are unique per method (found by openapi-spec-validator).
-            op["operationId"] = json!(format!("{m} {}", r.path));
-            op["summary"] = op["operationId"].clone();
+            op["operationId"] = json!(operation_id(m, r.path, i > 0));
             item[m.to_lowercase()] = op;
         }
     }
@@ -123,10 +270,16 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
     if let Value::Object(common) = common_schemas() {
         schemas.extend(common);
     }
+    let mut areas: Vec<&str> = crate::routes::all().map(|r| r.area).collect();
+    areas.sort_unstable();
+    areas.dedup();
+    let tags: Vec<Value> = areas.iter().map(|a| json!({"name": a})).collect();
     Reply::ok(json!({
         "openapi": "3.1.0",
-        "info": {"title": "plinth", "version": "2.0.4"},
+        "info": {"title": "plinth", "version": "2.0.4",
+                 "description": "The JSON REST API of plinth: the spec's 216 endpoints and the additions in docs/api.md. Every answer is a JSON object with `_usage`; every error is `{error: true, message, _usage}`."},
         "servers": [{"url": app.public_url}],
+        "tags": tags,
         "paths": paths,
         "components": {
             "securitySchemes": {"apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"}},
@@ -161,4 +314,35 @@ fn common_schemas() -> Value {
             },
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::operation_id;
+
+    #[test]
+    fn operation_ids_are_camel_case_and_unique() {
+        assert_eq!(
+            operation_id("POST", "/api/slides/exports/create", false),
+            "slidesExportsCreate"
+        );
+        assert_eq!(operation_id("GET", "/api/posts/{id}", false), "postsById");
+        assert_eq!(operation_id("GET", "/api/documents", true), "documentsGet");
+        assert_eq!(
+            operation_id(
+                "POST",
+                "/api/credits/verify-apple-transaction-distritbution",
+                false
+            ),
+            "creditsVerifyAppleTransactionDistritbution"
+        );
+        let mut seen = std::collections::HashSet::new();
+        for r in crate::routes::all() {
+            for (i, m) in std::iter::once(r.method).chain(r.also).enumerate() {
+                let id = operation_id(m, r.path, i > 0);
+                assert!(seen.insert(id.clone()), "{id} twice ({m} {})", r.path);
+                assert!(id.chars().all(|c| c.is_ascii_alphanumeric()), "{id}");
+            }
+        }
+    }
 }

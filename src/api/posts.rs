@@ -307,6 +307,7 @@ async fn owned(app: &AppState, caller: &Arc<Caller>, id: &str) -> ApiResult<Post
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "PostUpdates")]
 pub struct Updates {
     /// Deep-merged into `data` (objects merge at every depth, `null` removes a key).
     data: Option<Map<String, Value>>,

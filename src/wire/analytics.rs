@@ -42,6 +42,7 @@ impl Site {
 
 /// `{count, data}`: every item, no paging.
 #[derive(Serialize, JsonSchema)]
+#[schemars(rename = "{T}List")]
 pub struct All<T> {
     pub count: usize,
     pub data: Vec<T>,
@@ -58,6 +59,7 @@ impl<T> All<T> {
 
 /// A direct member of a site (the owner is not one).
 #[derive(Serialize, JsonSchema)]
+#[schemars(rename = "SiteMember")]
 pub struct Member {
     pub user_id: String,
     #[schemars(email)]
@@ -117,6 +119,7 @@ pub struct Tracked {
 
 /// An event as `events` lists it.
 #[derive(Serialize, JsonSchema)]
+#[schemars(rename = "AnalyticsEvent")]
 pub struct Event {
     #[schemars(extend("format" = "uuid"))]
     pub event_id: String,

@@ -85,6 +85,7 @@ pub struct Issued {
 
 /// `revoke`.
 #[derive(Serialize, JsonSchema)]
+#[schemars(rename = "LinkRevoked")]
 pub struct Revoked {
     pub success: True,
     pub already_revoked: bool,

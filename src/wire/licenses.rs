@@ -110,6 +110,7 @@ pub struct Validated {
 
 /// `revoke`.
 #[derive(Serialize, JsonSchema)]
+#[schemars(rename = "LicenseRevoked")]
 pub struct Revoked {
     pub success: True,
     /// A second revoke changes nothing.

@@ -49,6 +49,7 @@ impl JsonSchema for True {
 
 /// One page of a list: `{data, count, total, limit, offset}`.
 #[derive(Serialize, JsonSchema)]
+#[schemars(rename = "{T}Page")]
 pub struct Page<T> {
     pub data: Vec<T>,
     /// Items on this page.
@@ -73,12 +74,14 @@ impl<T> Page<T> {
 
 /// `{data}`: one record.
 #[derive(Serialize, JsonSchema)]
+#[schemars(rename = "{T}Data")]
 pub struct Data<T> {
     pub data: T,
 }
 
 /// `{success: true, data}`: a record after a change.
 #[derive(Serialize, JsonSchema)]
+#[schemars(rename = "{T}Saved")]
 pub struct Saved<T> {
     pub success: True,
     pub data: T,

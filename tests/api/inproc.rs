@@ -297,6 +297,53 @@ async fn openapi_has_request_schemas_for_every_built_endpoint_and_main_responses
     assert!(required_names(doc, &answer("/api/credits/balance")).contains(&"balance".to_owned()));
     assert!(property_names(doc, &answer("/api/status")).contains(&"services".to_owned()));
 
+    // What generators need (issue 33): stable camelCase operation ids, schema names that
+    // are not numbered (they would move between releases), a tag per spec area, the
+    // spec's notes as summaries, and every error status in the shared envelope.
+    assert_eq!(
+        doc["paths"]["/api/slides/exports/create"]["post"]["operationId"],
+        "slidesExportsCreate"
+    );
+    let names: Vec<&String> = doc["components"]["schemas"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    let numbered: Vec<&&String> = names
+        .iter()
+        .filter(|n| n.ends_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert!(numbered.is_empty(), "numbered schema names: {numbered:?}");
+    let tags: Vec<&str> = doc["tags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        tags.contains(&"Slide decks") && tags.contains(&"Credits"),
+        "{tags:?}"
+    );
+    let status = &doc["paths"]["/api/status"]["get"];
+    assert_eq!(status["summary"], "health of the server and its services");
+    let mut ids = std::collections::HashSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let id = op["operationId"].as_str().unwrap();
+            assert!(
+                id.chars().all(|c| c.is_ascii_alphanumeric()) && ids.insert(id.to_owned()),
+                "{method} {path}: {id}"
+            );
+            for code in ["400", "404", "429", "default"] {
+                assert_eq!(
+                    op["responses"][code]["content"]["application/json"]["schema"]["$ref"],
+                    "#/components/schemas/Error",
+                    "{method} {path} {code}"
+                );
+            }
+        }
+    }
+
     validate_with_an_independent_validator(doc);
 }
 
