@@ -128,7 +128,9 @@ pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
 
 /// Typed view of a body object; the error names the offending field.
 pub fn from_object<T: DeserializeOwned>(object: Map<String, Value>) -> Result<T, ApiError> {
-    serde_path_to_error::deserialize(Value::Object(object)).map_err(|e| {
+    let mut value = Value::Object(object);
+    whole_numbers_as_integers(&mut value);
+    serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
         if path == "." {
@@ -137,6 +139,26 @@ pub fn from_object<T: DeserializeOwned>(object: Map<String, Value>) -> Result<T,
             ApiError::bad_request(format!("invalid field `{path}`: {inner}"))
         }
     })
+}
+
+/// `174.0` is an integer to JSON Schema (and to the OpenAPI document's clients), but
+/// serde refuses it for an `i64`: every whole number becomes an integer before a body is
+/// read into its type. Walked with a stack (the body is at most 100 levels deep anyway).
+fn whole_numbers_as_integers(value: &mut Value) {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Number(n) if n.is_f64() => {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                if f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64 {
+                    *v = Value::from(f as i64);
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            Value::Object(fields) => stack.extend(fields.values_mut()),
+            _ => {}
+        }
+    }
 }
 
 /// An integer sent as a JSON number or, in a query string read into a body (the GET

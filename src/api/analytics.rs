@@ -480,7 +480,8 @@ pub struct EventsBody {
     label: Option<String>,
     /// `next_cursor` of the previous page.
     cursor: Option<String>,
-    /// 1 to 100 (more is read as 100); 50 by default.
+    /// 1 to 100; 50 by default.
+    #[schemars(range(min = 1, max = 100))]
     limit: Option<i64>,
 }
 
@@ -512,8 +513,10 @@ pub async fn events(
 ) -> ApiResult<PrivateAnswer<Events>> {
     let range = window(b.from.as_deref(), b.to.as_deref())?;
     let limit = match b.limit.unwrap_or(50) {
-        n if n < 1 => return Err(ApiError::bad_request("`limit` must be at least 1")),
-        n => n.min(100),
+        n if !(1..=100).contains(&n) => {
+            return Err(ApiError::bad_request("`limit` must be 1 to 100"))
+        }
+        n => n,
     };
     let after = b.cursor.as_deref().map(decode_cursor).transpose()?;
     site_for(&app, &caller, &b.site_id, Need::View).await?;

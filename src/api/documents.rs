@@ -39,9 +39,12 @@ pub struct ListBody {
     /// 1 to 200, default 50.
     #[serde(default, deserialize_with = "crate::extract::lenient_i64")]
     #[schemars(with = "Option<i64>")]
+    #[schemars(range(min = 1, max = 200))]
     limit: Option<i64>,
     #[serde(default, deserialize_with = "crate::extract::lenient_i64")]
     #[schemars(with = "Option<i64>")]
+    /// 0 or more (default 0).
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 

@@ -286,7 +286,10 @@ pub async fn revoke(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListQuery {
     /// 1 to 100 (default 50).
+    #[schemars(range(min = 1, max = 100))]
     limit: Option<i64>,
+    /// 0 or more (default 0).
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 

@@ -52,7 +52,10 @@ pub struct ListQuery {
     /// The organization's domain.
     domain: String,
     /// 1 to 500, default 100.
+    #[schemars(range(min = 1, max = 500))]
     limit: Option<i64>,
+    /// 0 or more (default 0).
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 

@@ -71,7 +71,10 @@ pub struct ListQuery {
     /// The organization's domain.
     domain: String,
     /// 1 to 200, default 50.
+    #[schemars(range(min = 1, max = 200))]
     limit: Option<i64>,
+    /// 0 or more (default 0).
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 
@@ -145,7 +148,10 @@ pub struct SearchBody {
     #[serde(default, rename = "priceRange")]
     price_range: PriceRange,
     /// 1 to 200, default 50.
+    #[schemars(range(min = 1, max = 200))]
     limit: Option<i64>,
+    /// 0 or more (default 0).
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 

@@ -318,7 +318,10 @@ pub struct ListQuery {
     /// caller's own.
     domain: Option<String>,
     /// 1 to 100 (default 50).
+    #[schemars(range(min = 1, max = 100))]
     limit: Option<i64>,
+    /// 0 or more (default 0).
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 

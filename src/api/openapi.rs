@@ -39,6 +39,34 @@ fn org_ref() -> Value {
     })
 }
 
+/// A body schema that also names the organization: one object schema (the body's
+/// properties, the organization's four names, `anyOf` one of them), simpler for
+/// generators than an `allOf`.
+fn with_org_ref(mut body: Value) -> Value {
+    let org = org_ref();
+    let Some(b) = body.as_object_mut() else {
+        return json!({"allOf": [org, body]});
+    };
+    let names = org["properties"].as_object().cloned().unwrap_or_default();
+    if let Some(p) = b
+        .entry("properties")
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+    {
+        for (k, v) in names {
+            p.entry(k).or_insert(v);
+        }
+    }
+    b.insert("anyOf".into(), org["anyOf"].clone());
+    if let Some(d) = b.get("description").and_then(Value::as_str) {
+        let d = format!("{d} The body names the organization: `domain`, else `organizationId`, `organization_id` or `id`.");
+        b.insert("description".into(), json!(d));
+    } else {
+        b.insert("description".into(), org["description"].clone());
+    }
+    body
+}
+
 /// The operation id of a route: its path after `/api/` in camelCase, a path parameter
 /// as `By<Name>`, and the method appended for the second method of a row that takes two
 /// (`GET /api/posts/{id}` is `postsById`).
@@ -162,6 +190,36 @@ fn error_responses(r: &RouteSpec, takes_body: bool) -> Map<String, Value> {
     out
 }
 
+/// The fields of a body schema as query parameters of `op` (values are text there; a
+/// number is sent as a numeral). An organization guard needs `domain`.
+fn query_params(op: &mut Value, schema: &Value, names_org: bool) {
+    let parts: Vec<&Value> = match schema.get("allOf").and_then(Value::as_array) {
+        Some(all) => all.iter().collect(),
+        None => vec![schema],
+    };
+    let params = op["parameters"].as_array_mut().expect("an array");
+    for part in parts {
+        let required: Vec<&str> = part["required"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let Some(props) = part["properties"].as_object() else {
+            continue;
+        };
+        for (name, s) in props {
+            if params.iter().any(|p| p["name"] == *name) {
+                continue;
+            }
+            // Of the four ways to name the organization, a query string documents one.
+            if names_org && ["organizationId", "organization_id", "id"].contains(&name.as_str()) {
+                continue;
+            }
+            let needed = required.contains(&name.as_str()) || (names_org && name == "domain");
+            params.push(json!({"name": name, "in": "query", "required": needed, "schema": s}));
+        }
+    }
+}
+
 /// Headers on every answer of the JSON API.
 fn common_headers() -> Value {
     let int = json!({"schema": {"type": "integer"}});
@@ -244,17 +302,38 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
         }
         if doc.raw_body {
             op["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"description": "the provider's signed event, checked byte for byte"}}}});
-        } else if let Some(body) = doc.body {
+        } else if let Some(body) = &doc.body {
             let schema = if doc.names_org {
-                json!({"allOf": [org_ref(), body.to_value()]})
+                with_org_ref(body.as_value().clone())
             } else {
-                body.to_value()
+                body.as_value().clone()
             };
-            // An empty body counts as `{}` (docs/api.md).
+            // An empty body counts as `{}` (docs/api.md): required only when a field is.
+            let required = doc.names_org
+                || body
+                    .as_value()
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .is_some_and(|r| !r.is_empty());
             op["requestBody"] =
-                json!({"required": false, "content": {"application/json": {"schema": schema}}});
+                json!({"required": required, "content": {"application/json": {"schema": schema}}});
         } else if r.method == "POST" && r.implemented() {
             op["requestBody"] = json!({"required": false, "content": {"application/json": {"schema": {"type": "object", "description": "no fields; any are ignored"}}}});
+        }
+        // What this server is configured with, so a client (and a property tester) knows
+        // the values that pass: the registered telemetry products.
+        if r.path.starts_with("/api/telemetry/") {
+            let products: Vec<&str> = app
+                .opts
+                .telemetry_products
+                .iter()
+                .map(|p| p.trim())
+                .collect();
+            if let Some(p) = op
+                .pointer_mut("/requestBody/content/application~1json/schema/properties/product_id")
+            {
+                p["enum"] = json!(products);
+            }
         }
         let item = paths
             .entry(r.path.to_owned())
@@ -263,6 +342,14 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
             let mut op = op.clone();
             // Operation ids are unique per method (found by openapi-spec-validator).
             op["operationId"] = json!(operation_id(m, r.path, i > 0));
+            if m == "GET" {
+                // A GET reads what a body would carry from its query string (the
+                // organization guards do): the body's fields become query parameters.
+                if let Some(body) = op.as_object_mut().and_then(|o| o.remove("requestBody")) {
+                    let schema = &body["content"]["application/json"]["schema"];
+                    query_params(&mut op, schema, doc.names_org);
+                }
+            }
             item[m.to_lowercase()] = op;
         }
     }

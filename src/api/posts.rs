@@ -90,7 +90,10 @@ pub struct ListBody {
     username: Option<String>,
     email: Option<String>,
     /// 1 to 200, default 50.
+    #[schemars(range(min = 1, max = 200))]
     limit: Option<i64>,
+    /// 0 or more (default 0).
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 
@@ -410,7 +413,10 @@ pub async fn admin_stats(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct PageBody {
     /// 1 to 200, default 50.
+    #[schemars(range(min = 1, max = 200))]
     limit: Option<i64>,
+    /// 0 or more (default 0).
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 
@@ -446,7 +452,10 @@ pub struct RepliesBody {
     /// The thread.
     id: String,
     /// 1 to 200, default 50.
+    #[schemars(range(min = 1, max = 200))]
     limit: Option<i64>,
+    /// 0 or more (default 0).
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 
@@ -475,7 +484,10 @@ pub async fn all_thread_replies(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct OrgPostsBody {
     /// 1 to 200, default 50.
+    #[schemars(range(min = 1, max = 200))]
     limit: Option<i64>,
+    /// 0 or more (default 0).
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 

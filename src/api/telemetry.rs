@@ -277,6 +277,7 @@ pub struct QueryBody {
     /// `events` (default) or `unique_clients`.
     metric: Option<Metric>,
     /// Rows at most, 1 to 1,000 (default 100).
+    #[schemars(range(min = 1, max = 1000))]
     limit: Option<i64>,
 }
 

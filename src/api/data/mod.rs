@@ -227,7 +227,10 @@ pub async fn generate_presigned_url_gcs(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct FilesQuery {
     /// 1 to 200, default 50.
+    #[schemars(range(min = 1, max = 200))]
     limit: Option<i64>,
+    /// 0 or more (default 0).
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 

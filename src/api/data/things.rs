@@ -189,8 +189,10 @@ pub async fn thing_delete(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListQuery {
     /// 1 to 200, default 50.
+    #[schemars(range(min = 1, max = 200))]
     limit: Option<i64>,
     /// Skip this many (ignored with `cursor`).
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
     /// `next_cursor` of the previous page: the page after it (stable while things are added).
     cursor: Option<String>,
@@ -242,7 +244,10 @@ pub struct SearchQuery {
     /// Keywords: things whose title or category has every word (also as a prefix).
     search: String,
     /// 1 to 100, default 20.
+    #[schemars(range(min = 1, max = 100))]
     limit: Option<i64>,
+    /// 0 or more (default 0).
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 

@@ -42,7 +42,10 @@ pub struct ListQuery {
     /// Only orders with this status.
     status: Option<String>,
     /// 1 to 100 (default 20).
+    #[schemars(range(min = 1, max = 100))]
     limit: Option<i64>,
+    /// 0 or more (default 0).
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 
