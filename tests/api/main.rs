@@ -43,3 +43,4 @@ mod storage;
 mod stripe;
 mod telemetry;
 mod users;
+mod wire;
