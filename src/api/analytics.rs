@@ -91,6 +91,7 @@ fn name(raw: &str) -> ApiResult<String> {
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct CreateBody {
     /// 1 to 200 characters.
+    #[schemars(length(min = 1, max = 200), pattern(r"\S"))]
     name: String,
 }
 
@@ -115,6 +116,7 @@ pub async fn create(
 pub struct UpdateBody {
     id: String,
     /// 1 to 200 characters.
+    #[schemars(length(min = 1, max = 200), pattern(r"\S"))]
     name: String,
 }
 
@@ -217,8 +219,10 @@ fn member_level(level: i64) -> ApiResult<i64> {
 pub struct AddMemberBody {
     site_id: String,
     /// An existing verified account.
+    #[schemars(email)]
     email: String,
     /// 10 (viewer) or 100 (admin).
+    #[schemars(extend("enum" = [10, 100]))]
     level: i64,
 }
 
@@ -250,20 +254,24 @@ pub async fn member_add(
 pub struct MemberBody {
     site_id: String,
     user_id: String,
-    /// 10 (viewer) or 100 (admin); `members/update` only.
-    level: Option<i64>,
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct MemberLevelBody {
+    site_id: String,
+    user_id: String,
+    /// 10 (viewer) or 100 (admin).
+    #[schemars(extend("enum" = [10, 100]))]
+    level: i64,
 }
 
 /// `POST /api/analytics/sites/members/update` (owner).
 pub async fn member_update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    JsonBody(b): JsonBody<MemberBody>,
+    JsonBody(b): JsonBody<MemberLevelBody>,
 ) -> ApiResult<Answer<Saved<Membership>>> {
-    let level = member_level(
-        b.level
-            .ok_or_else(|| ApiError::bad_request("`level` is required"))?,
-    )?;
+    let level = member_level(b.level)?;
     site_for(&app, &caller, &b.site_id, Need::Owner).await?;
     if !store::set_member_level(&app.db, &b.site_id, &b.user_id, level).await? {
         return Err(ApiError::not_found("not a member of this site"));
@@ -473,8 +481,10 @@ fn window(from: Option<&str>, to: Option<&str>) -> ApiResult<(DateTime<Utc>, Dat
 pub struct EventsBody {
     site_id: String,
     /// ISO 8601 date or date-time; 30 days before `to` by default.
+    #[schemars(extend("format" = "date"))]
     from: Option<String>,
     /// ISO 8601 date or date-time; now by default.
+    #[schemars(extend("format" = "date"))]
     to: Option<String>,
     /// Only events with exactly this (normalized) label.
     label: Option<String>,
@@ -557,8 +567,10 @@ pub async fn events(
 pub struct StatsBody {
     site_id: String,
     /// ISO 8601 date or date-time; 30 days before `to` by default.
+    #[schemars(extend("format" = "date"))]
     from: Option<String>,
     /// ISO 8601 date or date-time; now by default.
+    #[schemars(extend("format" = "date"))]
     to: Option<String>,
     /// Up to 20 label patterns, `*` matching anything; only matching events count.
     labels: Option<Vec<String>>,
