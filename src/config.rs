@@ -49,22 +49,57 @@ pub enum JobsCommand {
     /// Jobs per queue by status, the oldest pending job's age, and jobs finished per
     /// minute over the last hour.
     Stats,
-    /// Jobs, newest first.
+    /// Jobs, newest first (the attachment-expiry runs only with --queue expiry or --all).
     List {
-        /// email, export, images or expiry.
+        /// email, export, images, expiry or callbacks.
         #[arg(long)]
         queue: Option<String>,
-        /// pending, running, done, failed or killed.
+        /// pending, scheduled, running, retrying, succeeded, failed or cancelled.
         #[arg(long)]
         status: Option<String>,
+        /// A job's id, the id its client holds (an export's job id, an asset id, an
+        /// email's id) or an email's recipient.
+        #[arg(long)]
+        search: Option<String>,
+        /// Include the attachment-expiry runs (queued every 30 s).
+        #[arg(long)]
+        all: bool,
         /// At most this many (1 to 500).
         #[arg(long, default_value_t = 50)]
         limit: i64,
     },
-    /// Runs a failed or killed job again, now, with its attempts reset.
-    Retry { id: String },
-    /// Kills a pending job so that it never runs.
-    Cancel { id: String },
+    /// One job with its arguments and every attempt's error: by its id, or by the id its
+    /// client holds (an export's job id from GET /api/slides/jobs/{id}, an asset id, an
+    /// email's id).
+    Show { id: String },
+    /// Runs failed or cancelled jobs again, now, with their attempts reset: the jobs named
+    /// (their ids or their clients'), or every one a selection finds.
+    Retry(Selection),
+    /// Cancels pending, scheduled or retrying jobs so that they never run.
+    Cancel(Selection),
+    /// Deletes finished jobs (succeeded, failed, cancelled) with their attempt records.
+    Discard(Selection),
+    /// Pauses a queue: no worker of any process starts a job of it (each process sees it
+    /// within a second); running jobs finish; new jobs wait.
+    Pause { queue: String },
+    /// Resumes a paused queue.
+    Resume { queue: String },
+    /// The processes that run workers, their pools and workers, and the jobs each holds.
+    Workers,
+}
+
+/// The jobs a bulk command acts on: named, or selected by queue and/or status.
+#[derive(Args, Debug)]
+pub struct Selection {
+    /// Job ids (apalis's, or the ids their clients hold).
+    pub ids: Vec<String>,
+    /// Instead of ids: every job of this queue (with --status, in that status; at most
+    /// 500, newest first).
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// Instead of ids: every job in this status (of --queue, or of every queue).
+    #[arg(long)]
+    pub status: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -112,7 +147,8 @@ pub struct Opts {
         global = true
     )]
     pub listen: String,
-    /// Directory for the SQLite database, objects, outbox and master key (created on start).
+    /// Directory for the SQLite database, objects, outbox and master key (created by
+    /// serve, worker and migrate; operator commands only open what is there).
     #[arg(long, env = "PLINTH_DATA_DIR", default_value = "./data", global = true)]
     pub data_dir: PathBuf,
     /// Database URL: sqlite://PATH or postgres://... [default: sqlite://<data-dir>/plinth.db]
@@ -121,6 +157,11 @@ pub struct Opts {
     /// Base URL of links in emails and of generated URLs [default: http://<listen>]
     #[arg(long, env = "PLINTH_PUBLIC_URL", global = true)]
     pub public_url: Option<String>,
+    /// Base URL of your application's own pages for the links in account emails
+    /// (`<app-url>/verify?code=`, `/reset-password?code=`, `/sign-in?code=`): set it when a
+    /// front end handles them [default: the public URL, whose pages plinth serves]
+    #[arg(long, env = "PLINTH_APP_URL", global = true)]
+    pub app_url: Option<String>,
     /// AES-256 key for data encrypted at rest, 64 hex characters [default: generated once
     /// into <data-dir>/master.key]
     #[arg(long, env = "PLINTH_MASTER_KEY", hide_env_values = true, global = true)]
@@ -219,6 +260,17 @@ pub struct Opts {
     /// Number of rate-limit actor shards.
     #[arg(long, env = "PLINTH_RATE_SHARDS", default_value_t = 8, global = true)]
     pub rate_shards: usize,
+    /// Origins whose browser pages may call the API (CORS), comma-separated: exact
+    /// origins (https://app.example.com) may call every route, with credentials; `*` lets
+    /// any origin read (GET, HEAD), never with credentials [default: none; the analytics
+    /// track route always answers other origins]
+    #[arg(
+        long,
+        env = "PLINTH_CORS_ORIGINS",
+        value_delimiter = ',',
+        global = true
+    )]
+    pub cors_origins: Vec<String>,
     /// Load balancers and proxies (IP addresses or CIDR blocks, comma-separated) whose
     /// `X-Forwarded-For` / `Forwarded` header names the client (src/client_ip.rs); from
     /// any other peer those headers are ignored.
@@ -328,13 +380,42 @@ pub struct Opts {
     )]
     pub image_concurrency: usize,
     /// Queues this process runs workers for, comma-separated: email, export, images,
-    /// expiry [default: all four]. `serve --no-workers` runs none.
+    /// expiry, callbacks [default: all five]. `serve --no-workers` runs none.
     #[arg(long, env = "PLINTH_QUEUES", value_delimiter = ',', global = true)]
     pub queues: Vec<String>,
     /// Workers per queue, e.g. `export=4,images=2,email=8` (overrides the
     /// PLINTH_*_CONCURRENCY flags for the queues it names; expiry is always 1).
     #[arg(long, env = "PLINTH_CONCURRENCY", value_delimiter = ',', global = true)]
     pub concurrency: Vec<String>,
+    /// Milliseconds between an idle worker's looks for jobs it was not woken for: jobs
+    /// queued by another process on SQLite (PostgreSQL tells every process at once),
+    /// retries and delayed jobs that came due [default: 100 on SQLite, 1000 on
+    /// PostgreSQL]. Jobs queued by this process wake its workers at once.
+    #[arg(long, env = "PLINTH_QUEUE_POLL_MS", global = true)]
+    pub queue_poll_ms: Option<u64>,
+    /// Waits between the attempts of an email whose delivery failed (the relay is down or
+    /// answers "try later"): exponential, each ±20 % at random; one more attempt than
+    /// waits. Units s, m, h.
+    #[arg(
+        long,
+        env = "PLINTH_EMAIL_BACKOFF",
+        default_value = "30s,2m,10m,1h,6h",
+        global = true
+    )]
+    pub email_backoff: Option<String>,
+    /// Waits between the attempts of a completion callback its receiver did not
+    /// acknowledge with a 2xx (each ±20 %); one more attempt than waits.
+    #[arg(
+        long,
+        env = "PLINTH_CALLBACK_BACKOFF",
+        default_value = "10s,1m,5m,30m,2h,8h,24h",
+        global = true
+    )]
+    pub callback_backoff: Option<String>,
+    /// Let completion callbacks reach loopback and private-network addresses (off: a
+    /// client could otherwise make this server call its internal network).
+    #[arg(long, env = "PLINTH_CALLBACK_PRIVATE_NETWORKS", global = true)]
+    pub callback_private_networks: bool,
     /// Seconds a stopping process (SIGTERM or Ctrl-C) gives in-flight requests and running
     /// jobs to finish; jobs still running then go back to their queue.
     #[arg(
@@ -432,6 +513,69 @@ pub struct Opts {
     /// Log format: text or json (RUST_LOG filters).
     #[arg(long, env = "PLINTH_LOG_FORMAT", default_value = "text", global = true)]
     pub log_format: String,
+}
+
+/// The options each command uses (the others are hidden from its `--help`; `serve`, the
+/// default command, and `plinth --help` show them all). By field name.
+const DATABASE: &[&str] = &["data_dir", "database_url", "master_key", "log_format"];
+const WORKER: &[&str] = &[
+    "production",
+    "public_url",
+    "smtp_url",
+    "s3_bucket",
+    "s3_endpoint",
+    "s3_region",
+    "s3_access_key_id",
+    "s3_secret_access_key",
+    "s3_path_style",
+    "queues",
+    "concurrency",
+    "email_concurrency",
+    "render_concurrency",
+    "image_concurrency",
+    "queue_poll_ms",
+    "email_backoff",
+    "callback_backoff",
+    "callback_private_networks",
+    "shutdown_timeout",
+    "metrics_listen",
+    "worker_name",
+    "monthly_interval_secs",
+    "job_retention_days",
+    "reservation_secs",
+    "rate_shards",
+];
+
+/// The command line, with each subcommand's `--help` listing only the options it uses
+/// (every option is global, so that `plinth --data-dir D users …` and
+/// `plinth users … --data-dir D` both work).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    // Every option is global (defined once, on `plinth`): a subcommand that holds its own
+    // copy of one is not given the root's, so a hidden copy hides it from that
+    // subcommand's help (and, being global too, from its subcommands'), while its value
+    // still reaches the root's matches.
+    let globals: Vec<clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .cloned()
+        .collect();
+    let only = |sc: clap::Command, keep: &[&str]| -> clap::Command {
+        globals
+            .iter()
+            .filter(|a| !keep.contains(&a.get_id().as_str()))
+            .fold(sc, |sc, a| sc.arg(a.clone().hide(true)))
+    };
+    let worker: Vec<&str> = DATABASE.iter().chain(WORKER).copied().collect();
+    let migrate: Vec<&str> = DATABASE.iter().chain(&["production"]).copied().collect();
+    let mut cmd = cmd
+        .mut_subcommand("worker", |sc| only(sc, &worker))
+        .mut_subcommand("migrate", |sc| only(sc, &migrate));
+    for name in ["users", "jobs", "analytics"] {
+        cmd = cmd.mut_subcommand(name, |sc| only(sc, DATABASE));
+    }
+    cmd.mut_subcommand("grants", |sc| only(sc, &["auth_token_key", "log_format"]))
 }
 
 /// Largest accepted token cost of one call.

@@ -132,9 +132,18 @@ pub async fn compose(
     }
 }
 
-/// Link for a one-time code: `<public url>/<page>?code=<code>`.
+/// Link for a one-time code: `<base>/<page>?code=<code>`, the base being
+/// `PLINTH_APP_URL` (the application's own pages) or else the public URL (plinth's pages,
+/// `api/pages.rs`).
 pub fn code_link(app: &AppState, page: &str, code: &str) -> String {
-    format!("{}/{page}?code={code}", app.public_url)
+    let base = app
+        .opts
+        .app_url
+        .as_deref()
+        .map(|u| u.trim().trim_end_matches('/'))
+        .filter(|u| !u.is_empty())
+        .unwrap_or(&app.public_url);
+    format!("{base}/{page}?code={code}")
 }
 
 /// Queues an email; `true` when it was accepted for delivery (the `emailed` field).

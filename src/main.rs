@@ -1,4 +1,4 @@
-use clap::Parser;
+use clap::FromArgMatches;
 
 // The request path allocates many small JSON values; glibc's allocator was a fifth of
 // the CPU under load (docs/benchmarks.md).
@@ -9,7 +9,8 @@ use plinth::server;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&plinth::config::command().get_matches())
+        .unwrap_or_else(|e| e.exit());
     server::init_logging(&cli.opts);
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => server::serve(cli.opts).await,

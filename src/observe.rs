@@ -66,6 +66,7 @@ pub fn install() -> anyhow::Result<()> {
     }
     let _ = RECORDER.set(handle.clone());
     describe();
+    metrics::gauge!("plinth_build_info", "version" => env!("CARGO_PKG_VERSION")).set(1.0);
     tokio::spawn(async move {
         loop {
             tokio::time::sleep(Duration::from_secs(5)).await;
@@ -100,7 +101,20 @@ fn describe() {
     describe_counter!("plinth_jobs_succeeded_total", "Job runs that succeeded");
     describe_counter!(
         "plinth_jobs_failed_total",
-        "Job runs that failed (error, panic or timeout)"
+        "Job runs that failed (error, panic or timeout) by queue and cause"
+    );
+    describe_counter!(
+        "plinth_jobs_retries_scheduled_total",
+        "Failed job runs whose job waits out its back-off for another attempt, by cause"
+    );
+    describe_counter!(
+        "plinth_jobs_dead_total",
+        "Jobs that failed for good (no attempt left, or a failure no attempt cures), by cause"
+    );
+    describe_histogram!(
+        "plinth_job_latency_seconds",
+        Unit::Seconds,
+        "How long a job waited for a worker: from due (queued, or its retry time) to started"
     );
     describe_counter!(
         "plinth_jobs_retried_total",
@@ -113,7 +127,7 @@ fn describe() {
     );
     describe_gauge!(
         "plinth_queue_depth",
-        "Jobs by queue and status (pending, running, failed); the same from every process"
+        "Jobs by queue and status (pending, scheduled, running, retrying, failed: failed for good or cancelled); the same from every process"
     );
     describe_gauge!(
         "plinth_queue_oldest_pending_seconds",
@@ -130,6 +144,10 @@ fn describe() {
     describe_gauge!(
         "plinth_db_pool_connections",
         "This process's database connections by state (in_use, idle)"
+    );
+    describe_gauge!(
+        "plinth_build_info",
+        "Always 1; the version of the running binary is its label"
     );
 }
 
@@ -149,7 +167,9 @@ pub async fn render(db: &Db) -> Option<String> {
             for q in queues {
                 for (status, n) in [
                     ("pending", q.pending),
+                    ("scheduled", q.scheduled),
                     ("running", q.running),
+                    ("retrying", q.retrying),
                     ("failed", q.failed),
                 ] {
                     metrics::gauge!("plinth_queue_depth", "queue" => q.queue, "status" => status)
@@ -162,7 +182,113 @@ pub async fn render(db: &Db) -> Option<String> {
         Ok(Err(e)) => tracing::warn!(error = %e, "queue depth for /metrics"),
         Err(_) => tracing::warn!("queue depth for /metrics timed out"),
     }
-    Some(handle.render())
+    let mut text = handle.render();
+    text.push_str(&process_metrics());
+    Some(text)
+}
+
+/// The process's CPU time, memory, open files, threads and start time, in the standard
+/// `process_*` names (what Prometheus client libraries export), read from `/proc/self` at
+/// scrape time; nothing where `/proc` is missing.
+fn process_metrics() -> String {
+    use std::fmt::Write;
+    // Linux exposes CPU times to user space in units of USER_HZ, 100 per second on every
+    // architecture this runs on.
+    const TICKS: f64 = 100.0;
+    let mut out = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, value: f64| {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+        );
+    };
+    if let Ok(stat) = std::fs::read_to_string("/proc/self/stat") {
+        // After the command name (in parentheses, which may hold spaces): state is
+        // field 3, utime 14, stime 15, num_threads 20, starttime 22.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let field = |n: usize| fields.get(n - 3).and_then(|v| v.parse::<f64>().ok());
+        if let (Some(user), Some(system)) = (field(14), field(15)) {
+            metric(
+                "process_cpu_seconds_total",
+                "counter",
+                "Total user and system CPU time spent in seconds.",
+                (user + system) / TICKS,
+            );
+        }
+        if let Some(threads) = field(20) {
+            metric(
+                "process_threads",
+                "gauge",
+                "Number of OS threads in the process.",
+                threads,
+            );
+        }
+        let boot = std::fs::read_to_string("/proc/stat").ok().and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("btime "))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+        });
+        if let (Some(boot), Some(start)) = (boot, field(22)) {
+            metric(
+                "process_start_time_seconds",
+                "gauge",
+                "Start time of the process since unix epoch in seconds.",
+                boot + start / TICKS,
+            );
+        }
+    }
+    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+        let kb = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+                .map(|k| k * 1024.0)
+        };
+        if let Some(rss) = kb("VmRSS:") {
+            metric(
+                "process_resident_memory_bytes",
+                "gauge",
+                "Resident memory size in bytes.",
+                rss,
+            );
+        }
+        if let Some(vm) = kb("VmSize:") {
+            metric(
+                "process_virtual_memory_bytes",
+                "gauge",
+                "Virtual memory size in bytes.",
+                vm,
+            );
+        }
+    }
+    if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
+        metric(
+            "process_open_fds",
+            "gauge",
+            "Number of open file descriptors.",
+            fds.count() as f64,
+        );
+    }
+    if let Ok(limits) = std::fs::read_to_string("/proc/self/limits") {
+        let max = limits
+            .lines()
+            .find(|l| l.starts_with("Max open files"))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|v| v.parse::<f64>().ok());
+        if let Some(max) = max {
+            metric(
+                "process_max_fds",
+                "gauge",
+                "Maximum number of open file descriptors.",
+                max,
+            );
+        }
+    }
+    out
 }
 
 /// One answer's metrics. Handles are kept per (route, method, status): the facade's
@@ -306,6 +432,30 @@ pub fn server_errors() -> (Vec<ServerError>, Vec<ErrorCount>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn process_metrics_come_from_proc() {
+        if !std::path::Path::new("/proc/self/stat").exists() {
+            return;
+        }
+        let text = process_metrics();
+        for name in [
+            "process_cpu_seconds_total",
+            "process_resident_memory_bytes",
+            "process_open_fds",
+            "process_max_fds",
+            "process_start_time_seconds",
+            "process_threads",
+        ] {
+            let line = text
+                .lines()
+                .find(|l| l.starts_with(&format!("{name} ")))
+                .unwrap_or_else(|| panic!("no {name} in {text}"));
+            let v: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+            assert!(v >= 0.0, "{line}");
+        }
+        assert!(text.contains("# TYPE process_cpu_seconds_total counter"));
+    }
 
     #[test]
     fn status_labels_are_the_codes() {

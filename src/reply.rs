@@ -47,6 +47,33 @@ impl<T: Serialize> IntoResponse for Accepted<T> {
     }
 }
 
+/// An [`Answer`] with headers of its own (`Location`, `Retry-After`).
+pub struct HeadedAnswer<T> {
+    pub body: T,
+    pub headers: axum::http::HeaderMap,
+}
+
+impl<T: Serialize> IntoResponse for HeadedAnswer<T> {
+    fn into_response(self) -> Response {
+        let mut res = Answer(self.body).into_response();
+        res.headers_mut().extend(self.headers);
+        res
+    }
+}
+
+/// A stream of server-sent events (`text/event-stream`) whose `data` are `T` objects:
+/// outside the envelope (the usage layer passes a body that is not JSON as it is).
+pub struct EventStream<T> {
+    pub response: Response,
+    pub of: std::marker::PhantomData<T>,
+}
+
+impl<T> IntoResponse for EventStream<T> {
+    fn into_response(self) -> Response {
+        self.response
+    }
+}
+
 /// An [`Answer`] that holds what only this caller may see: `Cache-Control: private,
 /// no-store`.
 pub struct PrivateAnswer<T>(pub T);
@@ -139,6 +166,16 @@ impl Reply {
 }
 
 impl Reply {
+    /// Adds a header whose value is made at run time (a `Location`).
+    pub fn header_value(
+        mut self,
+        name: axum::http::HeaderName,
+        value: axum::http::HeaderValue,
+    ) -> Self {
+        self.headers.insert(name, value);
+        self
+    }
+
     /// Adds a header to the answer.
     pub fn header(mut self, name: &'static str, value: &'static str) -> Self {
         self.headers.insert(

@@ -409,9 +409,17 @@ pub static EXTRA_ROUTES: &[RouteSpec] = &[
     route!(GET "/api/openapi.json", Public, Read, "Additions" => api::openapi::openapi),
     route!(GET "/api/admin/jobs/stats", Admin100, Read, "Additions" => api::admin::stats),
     route!(GET "/api/admin/jobs", Admin100, Read, "Additions" => api::admin::list),
+    route!(GET "/api/admin/jobs/{id}", Admin100, Read, "Additions" => api::admin::show),
     route!(POST "/api/admin/jobs/retry", Admin100, Write, "Additions" => api::admin::retry),
     route!(POST "/api/admin/jobs/cancel", Admin100, Write, "Additions" => api::admin::cancel),
+    route!(POST "/api/admin/jobs/bulk", Admin100, Write, "Additions" => api::admin::bulk),
+    route!(POST "/api/admin/queues/pause", Admin100, Write, "Additions" => api::admin::pause),
+    route!(POST "/api/admin/queues/resume", Admin100, Write, "Additions" => api::admin::resume),
+    route!(GET "/api/admin/workers", Admin100, Read, "Additions" => api::admin::workers),
     route!(GET "/api/admin/errors", Admin100, Read, "Additions" => api::ops::errors),
+    route!(GET "/api/slides/jobs/{id}/events", V10, Read, "Additions" => api::slides::job_events),
+    route!(GET "/api/slides/callbacks/secret", V10, Read, "Additions" => api::slides::callback_secret),
+    route!(POST "/api/slides/callbacks/secret/rotate", V10, Auth, "Additions" => api::slides::callback_secret_rotate),
 ];
 
 /// Every route: the spec's, then the additions.
@@ -472,12 +480,17 @@ pub fn ops<S: Clone + Send + Sync + 'static>(state: crate::observe::OpsState) ->
         .with_state(state)
 }
 
-/// Browser assets outside the JSON API: the analytics script and dashboard.
+/// Browser assets outside the JSON API: the analytics script and dashboard, the console,
+/// and the pages account emails link to.
 pub fn assets() -> Router<AppState> {
     Router::new()
         .route("/analytics/v1.js", get(api::analytics::script))
         .route("/analytics/dashboard", get(api::analytics::dashboard))
         .route("/console", get(api::console::page))
+        // The pages account emails link to (`mail::code_link`).
+        .route("/verify", get(api::pages::verify))
+        .route("/reset-password", get(api::pages::reset_password))
+        .route("/sign-in", get(api::pages::sign_in))
 }
 
 /// The simulated payment provider's hosted pages (HTML, outside the JSON API). They

@@ -31,6 +31,8 @@ pub struct Operation {
     pub response: Option<Schema>,
     /// The success status when it is not 200 (`Accepted`: 202).
     pub success_status: Option<u16>,
+    /// The success body is a stream of server-sent events whose `data` are `response`.
+    pub event_stream: bool,
 }
 
 /// One handler argument's part of the operation.
@@ -97,6 +99,19 @@ impl<T: JsonSchema> DocReturn for Result<crate::reply::Accepted<T>, ApiError> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
         op.response = Some(gen.subschema_for::<T>());
         op.success_status = Some(202);
+    }
+}
+
+impl<T: JsonSchema> DocReturn for Result<crate::reply::HeadedAnswer<T>, ApiError> {
+    fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
+        op.response = Some(gen.subschema_for::<T>());
+    }
+}
+
+impl<T: JsonSchema> DocReturn for Result<crate::reply::EventStream<T>, ApiError> {
+    fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
+        op.response = Some(gen.subschema_for::<T>());
+        op.event_stream = true;
     }
 }
 

@@ -18,9 +18,14 @@ use crate::state::{AppState, Inner, RouteIndex};
 
 pub fn init_logging(opts: &Opts) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        // apalis's own INFO lines ("Worker … stopped" at SIGTERM while jobs still drain,
+        // paused, resumed) are said better by plinth's.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,apalis_core=warn"));
+    // Colour only for a person at a terminal: never escape codes in a file or a pipe.
+    use std::io::IsTerminal;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     if opts.log_format == "json" {
         builder.json().init();
@@ -103,6 +108,89 @@ pub async fn open_database(
     }
     .map_err(|e| anyhow::anyhow!("setting up the job queue: {e}"))?;
     Ok((db, queue))
+}
+
+/// Where a SQLite URL's file is (`sqlite://PATH`, `sqlite:PATH`, with any `?options`).
+fn sqlite_path(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or(rest);
+    (!path.is_empty() && path != ":memory:").then(|| std::path::PathBuf::from(path))
+}
+
+/// What operator commands (`users set-level`, `jobs`, `analytics rebuild-rollups`) work
+/// on: the database and master key a server already made. Nothing is created: no data
+/// directory, no database file, no key file, no binding of a key to the database. Says
+/// on stderr which database it opened, and what it looked for when there is none.
+pub async fn open_operator_database(opts: &Opts) -> anyhow::Result<(Db, Queue)> {
+    let url = opts.database_url();
+    let shown = redact_url(&url);
+    let from = match &opts.database_url {
+        Some(_) => "--database-url (PLINTH_DATABASE_URL)".to_owned(),
+        None => format!("--data-dir {}", opts.data_dir.display()),
+    };
+    if let Some(path) = sqlite_path(&url) {
+        if !path.exists() {
+            anyhow::bail!(
+                "no database at {} (from {from}); nothing was created. Run this with the \
+                 server's --data-dir or --database-url",
+                path.display()
+            );
+        }
+    }
+    let key = match &opts.master_key {
+        Some(hex) => MasterKey::from_hex(hex).context("PLINTH_MASTER_KEY")?,
+        None => {
+            let path = opts.data_dir.join("master.key");
+            if !path.exists() {
+                anyhow::bail!(
+                    "no master key: PLINTH_MASTER_KEY is unset and {} does not exist; set \
+                     PLINTH_MASTER_KEY, or run this with the server's --data-dir",
+                    path.display()
+                );
+            }
+            MasterKey::load_or_create(&path)?.0
+        }
+    };
+    let db = Db::connect_existing(&url, &crate::config::process_name("cli"))
+        .await
+        .with_context(|| format!("opening the database {shown}"))?;
+    eprintln!("plinth: database {shown}");
+    db.migrate().await.context("running migrations")?;
+    // Compare with the key the database was set up with, never set one.
+    match crate::db::settings::get(&db, MASTER_KEY_CHECK).await? {
+        None => anyhow::bail!(
+            "the database {shown} was never set up by a plinth server (it has no master key \
+             check); start `plinth serve` or run `plinth migrate` on it first"
+        ),
+        Some(stored) if !crate::crypto::ct_eq(stored.as_bytes(), key.check_value().as_bytes()) => {
+            anyhow::bail!(
+                "the master key does not match the database {shown}: the database was set up with \
+                 another key. Use the PLINTH_MASTER_KEY (or --data-dir with master.key) its \
+                 server uses"
+            )
+        }
+        Some(_) => {}
+    }
+    let queue = match &db {
+        Db::Sqlite(p) => Queue::sqlite(p).await,
+        Db::Postgres(p) => Queue::postgres(p).await,
+    }
+    .map_err(|e| anyhow::anyhow!("opening the job queue: {e}"))?;
+    Ok((db, queue))
+}
+
+/// A database URL without its password, for messages.
+fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let creds = &url[scheme + 3..at];
+            let user = creds.split(':').next().unwrap_or_default();
+            format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
 }
 
 /// Local object storage keeps objects on one host's disk: with `serve` or `worker`
@@ -198,13 +286,44 @@ fn expiry_env(db: &Db, objects: &crate::storage::ObjectStore) -> plinth_workers:
     })
 }
 
+/// What the workers of this process (`role`: serve or worker) reach the outside through.
+fn ports(
+    opts: &Opts,
+    db: &Db,
+    objects: &crate::storage::ObjectStore,
+    key: &MasterKey,
+    mail: MailBackend,
+    (role, worker_prefix): (&'static str, &str),
+) -> plinth_workers::Ports {
+    plinth_workers::Ports {
+        mail,
+        slides: slide_env(db, objects),
+        expiry: expiry_env(db, objects),
+        callbacks: std::sync::Arc::new(crate::callbacks::Deliverer {
+            db: db.clone(),
+            objects: objects.clone(),
+            key: key.clone(),
+            private_ok: opts.callback_private_networks,
+        }),
+        control: std::sync::Arc::new(crate::slide_jobs::Control {
+            db: db.clone(),
+            name: crate::config::process_name(role),
+            role,
+            worker_prefix: worker_prefix.to_owned(),
+            started_at: chrono::Utc::now(),
+        }),
+    }
+}
+
 /// The worker pools of `--queues` and `--concurrency`; refused with a clear message on
-/// a name or number that is not one.
-pub fn worker_config(opts: &Opts) -> anyhow::Result<WorkerConfig> {
+/// a name or number that is not one. Also sets this process's email back-off
+/// (`--email-backoff`), refused the same way.
+pub fn worker_pools(opts: &Opts) -> anyhow::Result<Vec<(QueueName, usize)>> {
+    configure_backoff(opts)?;
     let parse = |name: &str, flag: &str| {
         QueueName::parse(name).with_context(|| {
             format!(
-                "unknown queue `{name}` in {flag}: the queues are email, export, images, expiry"
+                "unknown queue `{name}` in {flag}: the queues are email, export, images, expiry, callbacks"
             )
         })
     };
@@ -233,6 +352,7 @@ pub fn worker_config(opts: &Opts) -> anyhow::Result<WorkerConfig> {
                 QueueName::Export => opts.render_concurrency,
                 QueueName::Images => opts.image_concurrency,
                 QueueName::Expiry => 1,
+                QueueName::Callbacks => 4,
             };
             (q, n.max(1))
         })
@@ -259,13 +379,43 @@ pub fn worker_config(opts: &Opts) -> anyhow::Result<WorkerConfig> {
             ),
         }
     }
-    Ok(WorkerConfig {
+    Ok(queues)
+}
+
+/// The worker pools of this process over its database.
+fn worker_config(opts: &Opts, db: &Db, queues: Vec<(QueueName, usize)>) -> WorkerConfig {
+    WorkerConfig {
+        log: std::sync::Arc::new(crate::slide_jobs::JobRuns(db.clone())),
+        poll: opts
+            .queue_poll_ms
+            .map(|ms| Duration::from_millis(ms.clamp(10, 60_000))),
         name_prefix: opts.worker_name.clone().unwrap_or_else(|| {
             let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "plinth".into());
             format!("{host}-{}", std::process::id())
         }),
         queues,
-    })
+    }
+}
+
+/// `--email-backoff` and `--callback-backoff`: the waits between the attempts of an
+/// email and of a completion callback.
+fn configure_backoff(opts: &Opts) -> anyhow::Result<()> {
+    let parse = |text: Option<&str>, flag: &str, default: plinth_workers::Backoff| match text {
+        Some(t) => plinth_workers::Backoff::parse(t).map_err(|e| anyhow::anyhow!("{flag}: {e}")),
+        None => Ok(default),
+    };
+    let email = parse(
+        opts.email_backoff.as_deref(),
+        "--email-backoff (PLINTH_EMAIL_BACKOFF)",
+        plinth_workers::Backoff::email(),
+    )?;
+    let callbacks = parse(
+        opts.callback_backoff.as_deref(),
+        "--callback-backoff (PLINTH_CALLBACK_BACKOFF)",
+        plinth_workers::Backoff::callbacks(),
+    )?;
+    plinth_workers::configure_backoff(email, callbacks);
+    Ok(())
 }
 
 /// Installs the metrics recorder when the operator asked for metrics.
@@ -414,6 +564,18 @@ impl Built {
 /// Opens the database and queue, starts the actors and builds the state of an API
 /// reachable at `bound` (the listening address, for the default public URL).
 pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
+    // New emails get as many attempts as the email back-off has waits, plus one.
+    configure_backoff(&opts)?;
+    crate::CorsPolicy::check(&opts.cors_origins).map_err(anyhow::Error::msg)?;
+    if let Some(url) = opts.app_url.as_deref().filter(|u| !u.trim().is_empty()) {
+        let u = url.trim();
+        if !(u.starts_with("https://") || u.starts_with("http://")) || u.contains('?') {
+            anyhow::bail!(
+                "PLINTH_APP_URL must be an http(s) URL without a query, the base of your \
+                 application's /verify, /reset-password and /sign-in pages, not `{url}`"
+            );
+        }
+    }
     let (payments, store_verifier) = providers(&opts)?;
     let key = master_key(&opts)?;
     let auth_key = grant_key(&opts, &key)?;
@@ -515,6 +677,8 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     let caches = std::sync::Arc::new(crate::cache::Caches::new(db.clone(), credits.clone()));
     if let Db::Postgres(pool) = &db {
         tokio::spawn(crate::cache::listen(pool.clone(), caches.clone()));
+        // Waiting clients hear job changes made by every process.
+        tokio::spawn(crate::watch::listen(pool.clone()));
     }
     let state = AppState::new(Inner {
         exempt_domains: Opts::normalized_domains(&opts.exempt_domains),
@@ -560,8 +724,9 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
 /// `--shutdown-timeout` to finish, side by side; jobs still running then go back to
 /// their queue (`Queue::run_workers`).
 pub async fn serve(opts: Opts) -> anyhow::Result<()> {
-    let cfg = (!opts.no_workers)
-        .then(|| worker_config(&opts))
+    // Refused before anything starts: a bad --queues, --concurrency or --email-backoff.
+    let pools = (!opts.no_workers)
+        .then(|| worker_pools(&opts))
         .transpose()?;
     start_metrics(&opts)?;
     let listener = tokio::net::TcpListener::bind(&opts.listen)
@@ -570,6 +735,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
     let bound = listener.local_addr()?;
     let built = build(opts, &bound.to_string()).await?;
     let state = built.state.clone();
+    let cfg = pools.map(|q| worker_config(&state.opts, &state.db, q));
     let grace = Duration::from_secs(state.opts.shutdown_timeout);
 
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -582,9 +748,14 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
     watch_hosts(&state.opts, &state.db, stop_rx.clone());
     let workers = cfg.map(|cfg| {
         let queue = state.queue.clone();
-        let mail = state.mail.clone();
-        let env = slide_env(&state.db, &state.objects);
-        let expiry = expiry_env(&state.db, &state.objects);
+        let ports = ports(
+            &state.opts,
+            &state.db,
+            &state.objects,
+            &state.key,
+            state.mail.clone(),
+            ("serve", &cfg.name_prefix),
+        );
         let every = Duration::from_secs(state.opts.monthly_interval_secs.max(1));
         let periodic = tokio::spawn(crate::periodic::run(
             state.db.clone(),
@@ -596,7 +767,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         ));
         let stop = stop_rx.clone();
         tokio::spawn(async move {
-            queue.run_workers(cfg, mail, env, expiry, stop, grace).await;
+            queue.run_workers(cfg, ports, stop, grace).await;
             let _ = periodic.await;
         })
     });
@@ -604,6 +775,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
     // Tests and scripts read this line to learn the port when listening on port 0.
     println!("plinth listening on http://{bound}");
     tracing::info!(%bound, database = state.db.backend(), "plinth serving");
+    next_steps(&state).await;
 
     tokio::spawn(async move {
         shutdown_signal().await;
@@ -636,20 +808,61 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What to open next, printed once the server listens: the console, the OpenAPI
+/// document and, while no account is an administrator, how to make the first one (with
+/// the options that reach this database).
+async fn next_steps(state: &AppState) {
+    let base = &state.public_url;
+    let admins = crate::db::settings::administrators(&state.db)
+        .await
+        .unwrap_or(1);
+    let on = match &state.opts.database_url {
+        Some(url) => format!("--database-url '{}'", redact_url(url)),
+        None => format!("--data-dir {}", state.opts.data_dir.display()),
+    };
+    let first_admin = (admins == 0).then(|| {
+        format!(
+            "sign up (POST {base}/api/users/authenticate), then: plinth users set-level \
+             --email you@example.com --level 100 {on}"
+        )
+    });
+    if state.opts.log_format == "json" {
+        tracing::info!(
+            console = %format!("{base}/console"),
+            openapi = %format!("{base}/api/openapi.json"),
+            first_administrator = first_admin.as_deref().unwrap_or("-"),
+            "next steps"
+        );
+        return;
+    }
+    println!("plinth console: {base}/console (sign in with an administrator's API key)");
+    println!("plinth OpenAPI: {base}/api/openapi.json");
+    if let Some(steps) = first_admin {
+        println!("plinth first administrator: {steps}");
+    }
+}
+
 /// Only job workers (`--queues`, `--concurrency`), stopping as `serve` does.
 pub async fn worker(opts: Opts) -> anyhow::Result<()> {
-    let cfg = worker_config(&opts)?;
+    let pools = worker_pools(&opts)?;
     start_metrics(&opts)?;
     let key = master_key(&opts)?;
     let me = crate::config::process_name("worker");
     let (db, queue) = open_database(&opts, &me, &key).await?;
+    let cfg = worker_config(&opts, &db, pools);
     check_object_storage(&opts, &db).await?;
     let mail = mail_backend(&opts)?;
     // Workers only read and write objects; links are made by the API processes.
     let objects =
         crate::storage::ObjectStore::from_config(&opts, &key, &opts.public_url(&opts.listen))?;
-    let env = slide_env(&db, &objects);
-    let expiry = expiry_env(&db, &objects);
+    let ports = ports(
+        &opts,
+        &db,
+        &objects,
+        &key,
+        mail,
+        ("worker", &cfg.name_prefix),
+    );
     let credits = CreditAccounts::start(
         credit_shards(&db, &opts),
         std::sync::Arc::new(crate::db::credits::DbCredits(db.clone())),
@@ -682,9 +895,7 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     ));
     let grace = Duration::from_secs(opts.shutdown_timeout);
     let run = tokio::spawn(async move {
-        queue
-            .run_workers(cfg, mail, env, expiry, stop_rx, grace)
-            .await;
+        queue.run_workers(cfg, ports, stop_rx, grace).await;
         let _ = periodic.await;
     });
     println!("plinth worker running");
@@ -726,7 +937,46 @@ pub fn mint_grant(
     Ok(())
 }
 
+/// `plinth migrate`. On PostgreSQL it never binds the database to a generated key file:
+/// without `PLINTH_MASTER_KEY` it works only on a database already set up with the key
+/// file in `--data-dir` (a key generated here would differ from the one the servers get
+/// from their secret store, and they would all be refused).
 pub async fn migrate(opts: Opts) -> anyhow::Result<()> {
+    let url = opts.database_url();
+    let postgres = url.starts_with("postgres://") || url.starts_with("postgresql://");
+    if postgres && opts.master_key.is_none() {
+        let path = opts.data_dir.join("master.key");
+        let db = Db::connect(&url, &crate::config::process_name("migrate"))
+            .await
+            .context("connecting to the database")?;
+        db.migrate().await.context("running migrations")?;
+        let stored = crate::db::settings::get(&db, MASTER_KEY_CHECK).await?;
+        let file_key = path
+            .exists()
+            .then(|| MasterKey::load_or_create(&path).map(|(k, _)| k))
+            .transpose()?;
+        match (stored, file_key) {
+            (Some(stored), Some(key))
+                if crate::crypto::ct_eq(stored.as_bytes(), key.check_value().as_bytes()) => {}
+            (Some(_), _) => anyhow::bail!(
+                "the database was set up with another key: run plinth migrate with the \
+                 PLINTH_MASTER_KEY its servers use"
+            ),
+            (None, _) => anyhow::bail!(
+                "plinth migrate on PostgreSQL needs PLINTH_MASTER_KEY (64 hex characters, the \
+                 one every server will use): without it the database would be bound to a key \
+                 generated here, and servers started with their own key would be refused. \
+                 The migrations ran; no key was bound"
+            ),
+        }
+        let queue = match &db {
+            Db::Postgres(p) => Queue::postgres(p).await,
+            Db::Sqlite(p) => Queue::sqlite(p).await,
+        };
+        queue.map_err(|e| anyhow::anyhow!("setting up the job queue: {e}"))?;
+        println!("migrations applied ({})", db.backend());
+        return Ok(());
+    }
     let key = master_key(&opts)?;
     let (db, _) = open_database(&opts, &crate::config::process_name("migrate"), &key).await?;
     println!("migrations applied ({})", db.backend());
@@ -734,8 +984,7 @@ pub async fn migrate(opts: Opts) -> anyhow::Result<()> {
 }
 
 pub async fn rebuild_rollups(opts: Opts) -> anyhow::Result<()> {
-    let key = master_key(&opts)?;
-    let (db, _) = open_database(&opts, &crate::config::process_name("cli"), &key).await?;
+    let (db, _) = open_operator_database(&opts).await?;
     let until = crate::domain::analytics::hour_of(chrono::Utc::now());
     let read = crate::db::analytics::rebuild_rollups(&db, until).await?;
     println!("analytics rollups rebuilt from {read} events (up to {until})");
@@ -746,8 +995,7 @@ pub async fn set_level(opts: Opts, email: &str, level: i64) -> anyhow::Result<()
     if ![0, 10, 20, 30, 40, 100].contains(&level) {
         anyhow::bail!("level must be one of 0, 10, 20, 30, 40, 100");
     }
-    let key = master_key(&opts)?;
-    let (db, _) = open_database(&opts, &crate::config::process_name("cli"), &key).await?;
+    let (db, _) = open_operator_database(&opts).await?;
     let email = email.trim().to_lowercase();
     if !crate::db::users::set_level_by_email(&db, &email, level).await? {
         anyhow::bail!("no account with email {email}");

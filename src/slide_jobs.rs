@@ -38,6 +38,7 @@ impl SlideEnv for Env {
             let job = match store::start_job(&self.db, job_id, owner, lease_until()).await? {
                 store::Started::Claimed(job) => job,
                 store::Started::Ended => return Ok(Start::Ended),
+                store::Started::Cancelled => return Ok(Start::Cancelled),
                 store::Started::Leased(until) => {
                     let left = (until - chrono::Utc::now()).to_std().unwrap_or_default();
                     return Ok(Start::Leased(left));
@@ -188,7 +189,68 @@ impl SlideEnv for Env {
     }
 }
 
-/// Idempotency records of deck changes, in `slide_idempotency`.
+/// Where the workers' lifecycle layer records every run (`db::jobs::finish_run`).
+pub struct JobRuns(pub Db);
+
+impl plinth_workers::JobLog for JobRuns {
+    fn finish<'a>(
+        &'a self,
+        run: &'a plinth_workers::RunRecord,
+    ) -> BoxFuture<'a, Result<(), plinth_workers::BoxDynError>> {
+        async move { Ok(crate::db::jobs::finish_run(&self.0, run).await?) }.boxed()
+    }
+}
+
+/// Queue pauses and this process's heartbeat (`db::jobs`), for the workers' control loop.
+pub struct Control {
+    pub db: Db,
+    /// `plinth-serve:<host>:<pid>` and the like (`config::process_name`).
+    pub name: String,
+    /// `serve` or `worker`.
+    pub role: &'static str,
+    /// The prefix of this process's worker names.
+    pub worker_prefix: String,
+    pub started_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl plinth_workers::control::Control for Control {
+    fn paused(
+        &self,
+    ) -> BoxFuture<'_, Result<Vec<plinth_workers::QueueName>, plinth_workers::BoxDynError>> {
+        async move { Ok(crate::db::jobs::paused(&self.db).await?) }.boxed()
+    }
+
+    fn beat<'a>(
+        &'a self,
+        pools: &'a [(plinth_workers::QueueName, usize)],
+    ) -> BoxFuture<'a, Result<(), plinth_workers::BoxDynError>> {
+        async move {
+            let pools: Vec<serde_json::Value> = pools
+                .iter()
+                .map(|(q, n)| json!({"queue": q.name(), "concurrency": n}))
+                .collect();
+            let row = crate::db::jobs::ProcessRow {
+                name: self.name.clone(),
+                role: self.role.to_owned(),
+                host: crate::config::host_name(),
+                pid: i64::from(std::process::id()),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                worker_prefix: self.worker_prefix.clone(),
+                pools: serde_json::Value::Array(pools).to_string(),
+                started_at: self.started_at,
+                last_seen: chrono::Utc::now(),
+            };
+            Ok(crate::db::jobs::beat(&self.db, &row).await?)
+        }
+        .boxed()
+    }
+
+    fn gone(&self) -> BoxFuture<'_, Result<(), plinth_workers::BoxDynError>> {
+        async move { Ok(crate::db::jobs::gone(&self.db, &self.name).await?) }.boxed()
+    }
+}
+
+/// Idempotency records of deck changes, in `idempotency_records`.
 pub struct Idempotency(pub Db);
 
 impl IdempotencyStore for Idempotency {

@@ -62,8 +62,8 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
     let uri = req.uri().clone();
     let path = uri.path();
     let (parts, body) = req.into_parts();
-    let mut req = match read_body(&parts.headers, body).await {
-        Ok(bytes) => Request::from_parts(parts, Body::from(bytes)),
+    let (mut req, sent) = match read_body(&parts.headers, body).await {
+        Ok(bytes) => (Request::from_parts(parts, Body::from(bytes.clone())), bytes),
         Err(e) => {
             let mut resp = finish(e.into_response(), &Usage::default(), &method, path).await;
             // The rest of the body stays unread: the connection cannot be reused.
@@ -99,6 +99,18 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         ..Usage::default()
     };
     let route = entry.map_or("unmatched", |e| e.spec.path);
+    // A repeat of a request already answered under its idempotency key gets the recorded
+    // answer before anything is counted: retrying safely uses up no rate window.
+    let idempotency_header = req
+        .headers()
+        .get(crate::domain::idempotency::HEADER)
+        .cloned();
+    if let Some(replay) = replay_keyed(&app, entry, key, idempotency_header, &sent).await {
+        if let Some(started) = started {
+            crate::observe::http(route, &method, replay.status(), started);
+        }
+        return finish(replay, &usage, &method, path).await;
+    }
     let (caller, admitted) = admit(&app, entry, key, ip, &mut usage).await;
     let resp = match admitted {
         Ok(charged) => {
@@ -137,6 +149,39 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         crate::observe::http(route, &method, resp.status(), started);
     }
     finish(resp, &usage, &method, path).await
+}
+
+/// The recorded answer for a repeat of an answered request to a route that takes an
+/// idempotency key (`domain::idempotency::recorded_answer`), for a caller whose key is
+/// valid and who may call the route; None for everything else (most requests: no key).
+async fn replay_keyed(
+    app: &AppState,
+    entry: Option<RouteEntry>,
+    key: Option<&str>,
+    header: Option<HeaderValue>,
+    body: &[u8],
+) -> Option<Response> {
+    let entry = entry.filter(|e| e.spec.method == "POST")?;
+    crate::domain::idempotency::hash_route(entry.spec.path)?;
+    let key = key.filter(|k| !k.is_empty())?;
+    let caller = auth::resolve(app, key).await.ok()??;
+    let allowed = match entry.spec.access {
+        Access::V10 => caller.level >= LEVEL_VERIFIED,
+        Access::Admin100 => caller.level >= LEVEL_ADMIN,
+        _ => true,
+    };
+    if !allowed {
+        return None;
+    }
+    crate::domain::idempotency::recorded_answer(
+        app,
+        entry.spec.path,
+        &caller.id,
+        header.as_ref(),
+        body,
+    )
+    .await
+    .map(IntoResponse::into_response)
 }
 
 /// A chunked body over the limit is still read (and dropped) up to this size, so that

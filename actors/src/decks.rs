@@ -43,7 +43,7 @@ pub enum Claim {
     Done(Recorded),
 }
 
-/// Where idempotency records live (the `slide_idempotency` table). `claim` is atomic
+/// Where idempotency records live (the `idempotency_records` table). `claim` is atomic
 /// across processes: of two claims of one key, one gets [`Claim::Claimed`]. A claim whose
 /// holder never answers (its process died) may be taken over after a while by a claim
 /// with the same request hash.

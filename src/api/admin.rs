@@ -1,8 +1,9 @@
 //! Job control for operators (Admin100; additions beyond the spec, docs/api.md): queue
-//! counts and throughput, failed jobs, retry and cancel. `plinth jobs` does the same from
-//! the command line (`src/jobs_cli.rs`); both read `db::jobs`.
+//! counts, throughput and latency, jobs by status with search, one job with every
+//! attempt, retry and cancel. `plinth jobs` does the same from the command line
+//! (`src/jobs_cli.rs`); both read `db::jobs`.
 
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -13,18 +14,27 @@ use crate::extract::{IdBody, JsonBody};
 use crate::reply::Answer;
 use crate::state::AppState;
 
-/// One queue's jobs by status.
+/// One queue's jobs by status (docs/api.md, "Job control").
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct QueueView {
-    /// `email`, `export`, `images` or `expiry`.
+    /// `email`, `export`, `images`, `expiry` or `callbacks`.
     queue: &'static str,
+    /// Due, waiting for a worker.
     pending: i64,
+    /// Waiting for their time (not due yet).
+    scheduled: i64,
+    /// Held by a worker.
     running: i64,
-    done: i64,
+    /// Failed, waiting out the back-off before their next attempt.
+    retrying: i64,
+    succeeded: i64,
+    /// Failed for good.
     failed: i64,
-    killed: i64,
+    cancelled: i64,
     /// Seconds since the oldest pending job was due; null when none is.
     oldest_pending_secs: Option<f64>,
+    /// Paused by an operator: no worker of any process starts a job of it.
+    paused: bool,
 }
 
 /// Jobs that finished in one minute.
@@ -33,17 +43,32 @@ pub struct MinuteView {
     /// The start of the minute.
     minute: DateTime<Utc>,
     queue: &'static str,
-    done: i64,
-    /// Failed for good or killed.
+    succeeded: i64,
+    /// Failed for good, or cancelled.
     failed: i64,
+}
+
+/// Runs that started in one minute and how long their jobs waited for a worker.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct LatencyView {
+    /// The start of the minute.
+    minute: DateTime<Utc>,
+    queue: String,
+    runs: i64,
+    /// Average wait from due to started, in milliseconds.
+    avg_wait_ms: f64,
+    /// Longest wait, in milliseconds.
+    max_wait_ms: i64,
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct StatsAnswer {
-    /// All four queues, always.
+    /// Every queue, always.
     queues: Vec<QueueView>,
     /// The last 60 minutes, oldest first; minutes without a finished job are left out.
     throughput: Vec<MinuteView>,
+    /// The last 60 minutes, oldest first; minutes without a run are left out.
+    latency: Vec<LatencyView>,
 }
 
 /// `GET /api/admin/jobs/stats` (Admin100).
@@ -54,11 +79,14 @@ pub async fn stats(State(app): State<AppState>) -> ApiResult<Answer<StatsAnswer>
         .map(|c| QueueView {
             queue: c.queue,
             pending: c.pending,
+            scheduled: c.scheduled,
             running: c.running,
-            done: c.done,
+            retrying: c.retrying,
+            succeeded: c.succeeded,
             failed: c.failed,
-            killed: c.killed,
+            cancelled: c.cancelled,
             oldest_pending_secs: c.oldest_pending_secs,
+            paused: c.paused,
         })
         .collect();
     let throughput = store::throughput(&app.db, 60)
@@ -67,26 +95,49 @@ pub async fn stats(State(app): State<AppState>) -> ApiResult<Answer<StatsAnswer>
         .map(|t| MinuteView {
             minute: t.minute,
             queue: t.queue,
-            done: t.done,
+            succeeded: t.succeeded,
             failed: t.failed,
         })
         .collect();
-    Ok(Answer(StatsAnswer { queues, throughput }))
+    let latency = store::latency(&app.db, 60)
+        .await?
+        .into_iter()
+        .map(|l| LatencyView {
+            minute: l.minute,
+            queue: l.queue,
+            runs: l.runs,
+            avg_wait_ms: l.avg_wait_ms,
+            max_wait_ms: l.max_wait_ms,
+        })
+        .collect();
+    Ok(Answer(StatsAnswer {
+        queues,
+        throughput,
+        latency,
+    }))
 }
 
 /// A job as operators see it.
 #[derive(Serialize, schemars::JsonSchema)]
-pub struct JobView {
+pub struct QueueJob {
+    /// apalis's id (a ULID).
     id: String,
     queue: &'static str,
-    /// `pending`, `running`, `done`, `failed` or `killed`.
+    /// `pending`, `scheduled`, `running`, `retrying`, `succeeded`, `failed` or
+    /// `cancelled`.
     status: String,
     /// apalis's own status (`Pending`, `Queued`, `Running`, `Done`, `Failed`, `Killed`).
     apalis_status: String,
+    /// Runs so far.
     attempts: i64,
+    /// Runs it may have in all.
     max_attempts: i64,
+    /// When it was queued.
+    created_at: Option<DateTime<Utc>>,
     /// When it is (or was) due.
     run_at: Option<DateTime<Utc>>,
+    /// When its next attempt runs (a scheduled or retrying job).
+    next_attempt_at: Option<DateTime<Utc>>,
     done_at: Option<DateTime<Utc>>,
     /// The worker that holds (or last held) it.
     worker: Option<String>,
@@ -94,9 +145,12 @@ pub struct JobView {
     last_error: Option<String>,
     /// The job's arguments; an email shows its recipient (`to`) only.
     args: Option<Value>,
+    /// The id the job's client holds: an export's job id (`GET /api/slides/jobs/{id}`),
+    /// an image check's asset id, an email's id (its Message-ID).
+    client_id: Option<String>,
 }
 
-impl From<store::JobRow> for JobView {
+impl From<store::JobRow> for QueueJob {
     fn from(j: store::JobRow) -> Self {
         Self {
             id: j.id,
@@ -105,21 +159,29 @@ impl From<store::JobRow> for JobView {
             apalis_status: j.apalis_status,
             attempts: j.attempts,
             max_attempts: j.max_attempts,
+            created_at: j.created_at,
             run_at: j.run_at,
+            next_attempt_at: j.next_attempt_at,
             done_at: j.done_at,
             worker: j.worker,
             last_error: j.last_error,
             args: j.args,
+            client_id: j.client_id,
         }
     }
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListQuery {
-    /// `email`, `export`, `images` or `expiry` (apalis's names are accepted too).
+    /// `email`, `export`, `images`, `expiry` or `callbacks` (apalis's names are accepted
+    /// too).
     queue: Option<String>,
-    /// `pending`, `running`, `done`, `failed` or `killed`.
+    /// `pending`, `scheduled`, `running`, `retrying`, `succeeded`, `failed` or
+    /// `cancelled` (`done` and `killed` are read as `succeeded` and `cancelled`).
     status: Option<String>,
+    /// A job's id, the id its client holds (an export's job id, an asset id, an email's
+    /// id) or an email's recipient: exact values only.
+    search: Option<String>,
     /// 1 to 500; 50 when absent.
     #[serde(default, deserialize_with = "crate::extract::lenient_i64")]
     #[schemars(with = "Option<i64>")]
@@ -129,10 +191,10 @@ pub struct ListQuery {
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct JobList {
     /// Newest first.
-    jobs: Vec<JobView>,
+    jobs: Vec<QueueJob>,
 }
 
-/// `GET /api/admin/jobs` (Admin100): jobs by queue and status, newest first.
+/// `GET /api/admin/jobs` (Admin100): jobs by queue, status and search, newest first.
 pub async fn list(
     State(app): State<AppState>,
     Query(q): Query<ListQuery>,
@@ -146,6 +208,10 @@ pub async fn list(
         .map(|name| store::status(&name))
         .transpose()
         .map_err(ApiError::bad_request)?;
+    let search = given(&q.search)
+        .map(|t| store::search_term(&t))
+        .transpose()
+        .map_err(ApiError::bad_request)?;
     let limit = q.limit.unwrap_or(store::LIST_DEFAULT);
     if !(1..=store::LIST_MAX).contains(&limit) {
         return Err(ApiError::bad_request(format!(
@@ -153,16 +219,95 @@ pub async fn list(
             store::LIST_MAX
         )));
     }
-    let jobs = store::list(&app.db, queue, status, limit).await?;
+    let jobs = store::list(&app.db, queue, status, search.as_deref(), limit).await?;
     Ok(Answer(JobList {
-        jobs: jobs.into_iter().map(JobView::from).collect(),
+        jobs: jobs.into_iter().map(QueueJob::from).collect(),
+    }))
+}
+
+/// One run of a job.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct AttemptView {
+    /// 1 for the first run.
+    attempt: i64,
+    worker: String,
+    started_at: DateTime<Utc>,
+    finished_at: DateTime<Utc>,
+    /// How long the job waited for a worker before this run (from due to started).
+    waited_ms: i64,
+    /// `succeeded`, `retrying` (failed; another attempt follows), `failed` (for good) or
+    /// `cancelled`.
+    outcome: String,
+    /// A short label of the failure: `smtp`, `smtp_rejected`, `render`, `asset`,
+    /// `storage`, `timeout`, `panic`...
+    cause: Option<String>,
+    error: Option<String>,
+    /// When the next attempt was due (a retry).
+    next_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct JobDetail {
+    job: QueueJob,
+    /// Every recorded run, first first.
+    attempts: Vec<AttemptView>,
+    /// Other jobs the same client id names (an image checked again), newest first.
+    others: Vec<String>,
+}
+
+/// The job `id` names: apalis's id, else the newest job of that client id; 404 when none.
+async fn resolve(app: &AppState, id: &str) -> ApiResult<(store::JobRow, Vec<String>)> {
+    let term = id.trim();
+    if term.is_empty() {
+        return Err(ApiError::bad_request("`id` must not be empty"));
+    }
+    let found = if let Some(job) = store::get(&app.db, term).await? {
+        vec![job]
+    } else if store::search_term(term).is_ok() {
+        store::find(&app.db, term).await?
+    } else {
+        Vec::new()
+    };
+    let mut found = found.into_iter();
+    let job = found
+        .next()
+        .ok_or_else(|| ApiError::not_found(format!("no job with id `{term}`")))?;
+    Ok((job, found.map(|j| j.id).collect()))
+}
+
+/// `GET /api/admin/jobs/{id}` (Admin100): one job, by apalis's id or its client's id,
+/// with every recorded attempt.
+pub async fn show(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Answer<JobDetail>> {
+    let (job, others) = resolve(&app, &id).await?;
+    let attempts = store::attempts(&app.db, &job.id)
+        .await?
+        .into_iter()
+        .map(|a| AttemptView {
+            attempt: a.attempt,
+            worker: a.worker,
+            started_at: a.started_at,
+            finished_at: a.finished_at,
+            waited_ms: a.waited_ms,
+            outcome: a.outcome,
+            cause: a.cause,
+            error: a.error,
+            next_at: a.next_at,
+        })
+        .collect();
+    Ok(Answer(JobDetail {
+        job: job.into(),
+        attempts,
+        others,
     }))
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct JobAnswer {
     /// The job after the change.
-    job: JobView,
+    job: QueueJob,
 }
 
 /// 404 for an unknown id, 409 (with the job's `status`) for one in the wrong state.
@@ -178,31 +323,276 @@ fn answer(id: &str, outcome: Outcome, allowed: &str, verb: &str) -> ApiResult<An
     }
 }
 
-fn job_id(body: &IdBody) -> ApiResult<&str> {
-    let id = body.id.trim();
-    if id.is_empty() {
-        return Err(ApiError::bad_request("`id` must not be empty"));
-    }
-    Ok(id)
-}
-
-/// `POST /api/admin/jobs/retry` (Admin100): a failed or killed job runs again, now, with
-/// its attempts reset.
+/// `POST /api/admin/jobs/retry` (Admin100): a failed or cancelled job runs again, now,
+/// with its attempts reset. `id` is apalis's id or the client's.
 pub async fn retry(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<IdBody>,
 ) -> ApiResult<Answer<JobAnswer>> {
-    let id = job_id(&body)?;
-    let outcome = store::retry(&app.db, id).await?;
-    answer(id, outcome, "failed or killed", "retried")
+    let (job, _) = resolve(&app, &body.id).await?;
+    let outcome = store::retry(&app.db, &job.id).await?;
+    answer(&job.id, outcome, "failed or cancelled", "retried")
 }
 
-/// `POST /api/admin/jobs/cancel` (Admin100): a pending job is killed and never runs.
+/// `POST /api/admin/jobs/cancel` (Admin100): a pending, scheduled or retrying job is
+/// cancelled and never runs. `id` is apalis's id or the client's.
 pub async fn cancel(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<IdBody>,
 ) -> ApiResult<Answer<JobAnswer>> {
-    let id = job_id(&body)?;
-    let outcome = store::cancel(&app.db, id).await?;
-    answer(id, outcome, "pending", "cancelled")
+    let (job, _) = resolve(&app, &body.id).await?;
+    let outcome = store::cancel(&app.db, &job.id).await?;
+    answer(
+        &job.id,
+        outcome,
+        "pending, scheduled or retrying",
+        "cancelled",
+    )
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct QueueBody {
+    /// `email`, `export`, `images`, `expiry` or `callbacks`.
+    queue: String,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct QueueAnswer {
+    queue: &'static str,
+    /// Paused now.
+    paused: bool,
+    /// False when it already was as asked.
+    changed: bool,
+}
+
+fn queue_of(body: &QueueBody) -> ApiResult<plinth_workers::QueueName> {
+    store::queue(&body.queue).map_err(ApiError::bad_request)
+}
+
+/// `POST /api/admin/queues/pause` (Admin100): no worker of any process starts a job of
+/// the queue (each process sees it within a second); running jobs finish; new jobs wait.
+pub async fn pause(
+    State(app): State<AppState>,
+    crate::auth::Viewer(caller): crate::auth::Viewer,
+    JsonBody(body): JsonBody<QueueBody>,
+) -> ApiResult<Answer<QueueAnswer>> {
+    let queue = queue_of(&body)?;
+    let changed = store::pause(&app.db, queue, &caller.id).await?;
+    Ok(Answer(QueueAnswer {
+        queue: queue.name(),
+        paused: true,
+        changed,
+    }))
+}
+
+/// `POST /api/admin/queues/resume` (Admin100): the queue's workers take jobs again.
+pub async fn resume(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<QueueBody>,
+) -> ApiResult<Answer<QueueAnswer>> {
+    let queue = queue_of(&body)?;
+    let changed = store::resume(&app.db, queue).await?;
+    Ok(Answer(QueueAnswer {
+        queue: queue.name(),
+        paused: false,
+        changed,
+    }))
+}
+
+/// A pool of a process.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PoolView {
+    queue: String,
+    /// Jobs it runs at once.
+    concurrency: i64,
+}
+
+/// An apalis worker of a process.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct WorkerView {
+    name: String,
+    queue: &'static str,
+    /// Its last heartbeat (every 5 s).
+    last_seen: Option<DateTime<Utc>>,
+    started_at: Option<DateTime<Utc>>,
+    /// Paused with its queue.
+    paused: bool,
+    /// The jobs it holds (running, or fetched to run next).
+    jobs: Vec<QueueJob>,
+}
+
+/// A process that runs workers (`plinth serve` with workers, or `plinth worker`).
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ProcessView {
+    /// `plinth-<role>:<host>:<pid>`.
+    name: String,
+    /// `serve` or `worker`.
+    role: String,
+    host: String,
+    pid: i64,
+    version: String,
+    started_at: DateTime<Utc>,
+    /// Its last heartbeat (every 5 s).
+    last_seen: DateTime<Utc>,
+    /// Heard from in the last 20 s.
+    alive: bool,
+    pools: Vec<PoolView>,
+    /// Its workers that beat in the last minute.
+    workers: Vec<WorkerView>,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct WorkersAnswer {
+    processes: Vec<ProcessView>,
+    /// Workers seen in the last minute that belong to no listed process (an older
+    /// version's, or one whose process stopped).
+    other_workers: Vec<WorkerView>,
+}
+
+/// `GET /api/admin/workers` (Admin100): every process that runs workers, its pools and
+/// workers, and the jobs each worker holds now.
+pub async fn workers(State(app): State<AppState>) -> ApiResult<Answer<WorkersAnswer>> {
+    let processes = store::processes(&app.db).await?;
+    let paused = store::paused(&app.db).await?;
+    let mut workers: Vec<Option<store::WorkerRow>> = store::workers(&app.db, 60)
+        .await?
+        .into_iter()
+        .map(Some)
+        .collect();
+    let view = |w: store::WorkerRow| WorkerView {
+        paused: paused.iter().any(|q| q.name() == w.queue),
+        name: w.name,
+        queue: w.queue,
+        last_seen: w.last_seen,
+        started_at: w.started_at,
+        jobs: w.jobs.into_iter().map(QueueJob::from).collect(),
+    };
+    let now = Utc::now();
+    let mut out = Vec::new();
+    for p in processes {
+        let prefix = format!("{}-", p.worker_prefix);
+        let mine: Vec<WorkerView> = workers
+            .iter_mut()
+            .filter(|w| w.as_ref().is_some_and(|w| w.name.starts_with(&prefix)))
+            .filter_map(Option::take)
+            .map(view)
+            .collect();
+        out.push(ProcessView {
+            alive: now - p.last_seen < chrono::TimeDelta::seconds(20),
+            pools: serde_json::from_str(&p.pools).unwrap_or_default(),
+            name: p.name,
+            role: p.role,
+            host: p.host,
+            pid: p.pid,
+            version: p.version,
+            started_at: p.started_at,
+            last_seen: p.last_seen,
+            workers: mine,
+        });
+    }
+    Ok(Answer(WorkersAnswer {
+        processes: out,
+        other_workers: workers.into_iter().flatten().map(view).collect(),
+    }))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct BulkBody {
+    /// `retry` (failed or cancelled jobs), `cancel` (pending, scheduled or retrying ones)
+    /// or `discard` (delete finished ones: succeeded, failed, cancelled).
+    action: String,
+    /// The jobs (apalis's ids or clients'), at most 500. Or, instead, a selection:
+    ids: Option<Vec<String>>,
+    /// With `status`: every job of this queue in that status (at most 500, newest first).
+    queue: Option<String>,
+    /// With `queue`, or alone (every queue).
+    status: Option<String>,
+}
+
+/// A job a bulk action left as it was.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Skipped {
+    id: String,
+    /// Its status, or null when there is no such job.
+    status: Option<String>,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct BulkAnswer {
+    action: String,
+    /// apalis's ids of the jobs the action applied to.
+    changed: Vec<String>,
+    /// The others: unknown ids, or jobs in a status the action does not apply to.
+    skipped: Vec<Skipped>,
+}
+
+/// `POST /api/admin/jobs/bulk` (Admin100): retry, cancel or discard many jobs at once,
+/// named (`ids`) or selected (`queue` and/or `status`): each one conditional, as the
+/// single actions are.
+pub async fn bulk(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<BulkBody>,
+) -> ApiResult<Answer<BulkAnswer>> {
+    let action = body.action.trim().to_ascii_lowercase();
+    if !["retry", "cancel", "discard"].contains(&action.as_str()) {
+        return Err(ApiError::bad_request(
+            "`action` must be retry, cancel or discard",
+        ));
+    }
+    let ids: Vec<String> = match (&body.ids, &body.queue, &body.status) {
+        (Some(ids), None, None) => {
+            if ids.is_empty() || ids.len() > store::LIST_MAX as usize {
+                return Err(ApiError::bad_request(format!(
+                    "`ids` must list 1 to {} jobs",
+                    store::LIST_MAX
+                )));
+            }
+            ids.clone()
+        }
+        (None, queue, status) if queue.is_some() || status.is_some() => {
+            let queue = queue
+                .as_deref()
+                .map(store::queue)
+                .transpose()
+                .map_err(ApiError::bad_request)?;
+            let status = status
+                .as_deref()
+                .map(store::status)
+                .transpose()
+                .map_err(ApiError::bad_request)?;
+            store::list(&app.db, queue, status, None, store::LIST_MAX)
+                .await?
+                .into_iter()
+                .map(|j| j.id)
+                .collect()
+        }
+        _ => {
+            return Err(ApiError::bad_request(
+                "send either `ids`, or `queue` and/or `status`",
+            ))
+        }
+    };
+    let act = store::Action::parse(&action).unwrap_or(store::Action::Retry);
+    let mut changed = Vec::new();
+    let mut skipped = Vec::new();
+    for id in ids {
+        let Some(job) = store::resolve(&app.db, &id).await? else {
+            skipped.push(Skipped { id, status: None });
+            continue;
+        };
+        let outcome = store::act(&app.db, act, &job.id).await?;
+        match outcome {
+            Outcome::Changed(_) => changed.push(job.id),
+            Outcome::NotFound => skipped.push(Skipped { id, status: None }),
+            Outcome::Conflict(j) => skipped.push(Skipped {
+                id: j.id,
+                status: Some(j.status),
+            }),
+        }
+    }
+    Ok(Answer(BulkAnswer {
+        action,
+        changed,
+        skipped,
+    }))
 }

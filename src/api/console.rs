@@ -1,8 +1,10 @@
 //! The operator console (`GET /console`, docs/operations.md "The console"): one static
 //! page for platform administrators (level 100). It signs in with an API key kept in the
-//! tab's session storage and draws from the Admin100 job and error endpoints
-//! (`/api/admin/jobs/stats`, `/api/admin/jobs`, `/api/admin/jobs/retry`,
-//! `/api/admin/errors`); the page itself is public and holds no data.
+//! tab's session storage and draws from the Admin100 job, worker and error endpoints
+//! (`/api/admin/jobs/stats`, `/api/admin/jobs`, `/api/admin/jobs/{id}`,
+//! `/api/admin/jobs/retry`, `/api/admin/jobs/bulk`, `/api/admin/queues/pause|resume`,
+//! `/api/admin/workers`, `/api/admin/errors`); the page itself is public and holds no
+//! data.
 
 /// The page (`assets/console.html`): inline CSS and script, no external request; its
 /// policy allows that script alone (by hash), requests only to this origin (the key must

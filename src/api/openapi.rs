@@ -291,8 +291,15 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
             "responses": responses,
         });
         if let Some(answer) = doc.response {
-            op["responses"]["200"]["content"]["application/json"]["schema"] =
-                json!({"allOf": [{"$ref": "#/components/schemas/Success"}, answer.to_value()]});
+            if doc.event_stream {
+                op["responses"]["200"]["content"] = json!({"text/event-stream": {
+                    "schema": {"type": "string", "description": "server-sent events; the `data` of each is the JSON object below"},
+                    "x-event-data": answer.to_value(),
+                }});
+            } else {
+                op["responses"]["200"]["content"]["application/json"]["schema"] =
+                    json!({"allOf": [{"$ref": "#/components/schemas/Success"}, answer.to_value()]});
+            }
         }
         if let Some(status) = doc.success_status.filter(|s| *s != 200) {
             let responses = op["responses"].as_object_mut().expect("an object");

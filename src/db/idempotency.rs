@@ -1,6 +1,7 @@
-//! Idempotency records: the recorded answer of a mutation under its key, per scope
-//! (a deck's changes, a buyer's checkouts). The table is `slide_idempotency`, named for
-//! its first user; the upkeep sweep prunes records after `domain::idempotency::KEPT`.
+//! Idempotency records (`idempotency_records`): the recorded answer of a mutation under
+//! its key, per scope (a deck's changes, a buyer's checkouts), with the hash of the
+//! request it answers; the upkeep sweep prunes records after
+//! `domain::idempotency::KEPT`. The rules are `domain::idempotency`'s.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -18,32 +19,26 @@ pub async fn load(
     since: DateTime<Utc>,
 ) -> sqlx::Result<Option<(String, i64, Value)>> {
     let row: Option<(String, i64, Json<Value>)> = with_db!(db, p => sqlx::query_as(
-        "SELECT request_hash, status, response FROM slide_idempotency \
+        "SELECT request_hash, status, response FROM idempotency_records \
          WHERE scope = $1 AND key = $2 AND created_at >= $3"
     ).bind(scope).bind(key).bind(since).fetch_optional(p).await)?;
     Ok(row.map(|(h, s, r)| (h, s, r.0)))
 }
 
-/// Records an answer; replaces an expired record of the same key (saved before
-/// `expired_before`), never a live one.
-pub async fn save(
+/// The recorded answer (status, body) of the request with hash `hash` under `key`, saved
+/// after `since`, whatever its scope (the hash names the route, the caller and the body):
+/// what the usage layer replays before a request is counted.
+pub async fn recorded(
     db: &Db,
-    scope: &str,
     key: &str,
     hash: &str,
-    status: i64,
-    response: &Value,
-    expired_before: DateTime<Utc>,
-) -> sqlx::Result<()> {
-    with_db!(db, p => sqlx::query("INSERT INTO slide_idempotency (scope, key, request_hash, status, response, created_at) \
-        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope, key) DO UPDATE SET \
-        request_hash = excluded.request_hash, status = excluded.status, \
-        response = excluded.response, created_at = excluded.created_at \
-        WHERE slide_idempotency.created_at < $7")
-        .bind(scope).bind(key).bind(hash).bind(status).bind(Json(response)).bind(now())
-        .bind(expired_before)
-        .execute(p).await.map(|_| ()))?;
-    Ok(())
+    since: DateTime<Utc>,
+) -> sqlx::Result<Option<(i64, Value)>> {
+    let row: Option<(i64, Json<Value>)> = with_db!(db, p => sqlx::query_as(
+        "SELECT status, response FROM idempotency_records \
+         WHERE key = $1 AND request_hash = $2 AND status <> 0 AND created_at >= $3 LIMIT 1"
+    ).bind(key).bind(hash).bind(since).fetch_optional(p).await)?;
+    Ok(row.map(|(s, r)| (s, r.0)))
 }
 
 /// Status of a record whose request is still running (no answer yet).
@@ -75,12 +70,12 @@ pub async fn claim(
     stale_before: Option<DateTime<Utc>>,
 ) -> sqlx::Result<Option<(String, i64, Value)>> {
     const CLAIM: &str =
-        "INSERT INTO slide_idempotency (scope, key, request_hash, status, response, created_at) \
+        "INSERT INTO idempotency_records (scope, key, request_hash, status, response, created_at) \
         VALUES ($1, $2, $3, 0, 'null', $4) ON CONFLICT (scope, key) DO UPDATE SET \
         request_hash = excluded.request_hash, status = 0, response = 'null', \
-        created_at = excluded.created_at WHERE slide_idempotency.created_at < $5 \
-        OR (slide_idempotency.status = 0 AND slide_idempotency.created_at < $6 \
-            AND slide_idempotency.request_hash = excluded.request_hash)";
+        created_at = excluded.created_at WHERE idempotency_records.created_at < $5 \
+        OR (idempotency_records.status = 0 AND idempotency_records.created_at < $6 \
+            AND idempotency_records.request_hash = excluded.request_hash)";
     let stale_before = stale_before.unwrap_or(expired_before);
     // The row in the way may be abandoned (deleted) between the claim and the read: then
     // claim again rather than report a claim this call does not hold.
@@ -107,7 +102,7 @@ pub async fn finish(
     status: i64,
     response: &Value,
 ) -> sqlx::Result<()> {
-    const SQL: &str = "UPDATE slide_idempotency SET status = $3, response = $4 \
+    const SQL: &str = "UPDATE idempotency_records SET status = $3, response = $4 \
         WHERE scope = $1 AND key = $2 AND status = 0";
     with_db!(db, p => sqlx::query(SQL).bind(scope).bind(key).bind(status).bind(Json(response))
         .execute(p).await.map(|_| ()))
@@ -115,6 +110,7 @@ pub async fn finish(
 
 /// Gives a claimed key up (its request failed on our side and may be retried).
 pub async fn abandon(db: &Db, scope: &str, key: &str) -> sqlx::Result<()> {
-    const SQL: &str = "DELETE FROM slide_idempotency WHERE scope = $1 AND key = $2 AND status = 0";
+    const SQL: &str =
+        "DELETE FROM idempotency_records WHERE scope = $1 AND key = $2 AND status = 0";
     with_db!(db, p => sqlx::query(SQL).bind(scope).bind(key).execute(p).await.map(|_| ()))
 }

@@ -4,6 +4,7 @@
 //! body once per backend so each gets its own row and argument types.
 
 pub mod analytics;
+pub mod callbacks;
 pub mod credits;
 pub mod documents;
 pub mod downloads;
@@ -88,6 +89,16 @@ impl Db {
     /// `process` names the process's sessions on PostgreSQL (`application_name`, seen in
     /// `pg_stat_activity`): `plinth-serve:<host>:<pid>` and the like (docs/scaling.md).
     pub async fn connect(url: &str, process: &str) -> anyhow::Result<Db> {
+        Self::open(url, process, true).await
+    }
+
+    /// Like [`Db::connect`], but a SQLite file that does not exist is an error, never
+    /// created (operator commands).
+    pub async fn connect_existing(url: &str, process: &str) -> anyhow::Result<Db> {
+        Self::open(url, process, false).await
+    }
+
+    async fn open(url: &str, process: &str, create: bool) -> anyhow::Result<Db> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             // A hung statement must not hold a credit shard (and the requests behind it)
             // indefinitely: 30 s is far above any query plinth makes (finding M9).
@@ -102,7 +113,7 @@ impl Db {
             Ok(Db::Postgres(pool))
         } else if url.starts_with("sqlite:") {
             let opts = SqliteConnectOptions::from_str(url)?
-                .create_if_missing(true)
+                .create_if_missing(create)
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
                 .foreign_keys(true)

@@ -114,3 +114,11 @@ pub async fn plinth_hosts(db: &Db) -> sqlx::Result<Vec<String>> {
         }
     }
 }
+
+/// How many accounts are platform administrators (level 100): none on a fresh
+/// deployment, which `serve` then says how to make.
+pub async fn administrators(db: &Db) -> sqlx::Result<i64> {
+    with_db!(db, p => sqlx::query_scalar(
+        "SELECT COUNT(*) FROM users WHERE level >= 100 AND deleted_at IS NULL"
+    ).fetch_one(p).await)
+}

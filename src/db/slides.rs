@@ -368,6 +368,9 @@ pub async fn start_validation(db: &Db, id: &str) -> sqlx::Result<Option<AssetRow
             tx.push_image_check(id).await?;
         }
         tx.commit().await?;
+        if moved > 0 {
+            plinth_workers::wake(plinth_workers::QueueName::Images);
+        }
         Ok::<(), sqlx::Error>(())
     })?;
     asset(db, id).await
@@ -416,11 +419,13 @@ pub struct JobRow {
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
     pub updated_at: DateTime<Utc>,
+    /// Where the completion event goes (issue 34), if the client asked for one.
+    pub callback_url: Option<String>,
 }
 
 const JOB_COLUMNS: &str =
     "id, deck_id, revision_id, format, status, done, total, attempts, error, \
-     artifacts, requested_by, created_at, started_at, finished_at, updated_at";
+     artifacts, requested_by, created_at, started_at, finished_at, updated_at, callback_url";
 
 /// Writes a pending export and queues it, in one transaction: the row and its task
 /// exist together or not at all.
@@ -430,21 +435,24 @@ pub async fn create_job(
     revision_id: &str,
     format: &str,
     requested_by: &str,
+    callback_url: Option<&str>,
 ) -> sqlx::Result<JobRow> {
     use plinth_workers::Enqueue;
     let sql = format!(
         "INSERT INTO slide_jobs (id, deck_id, revision_id, format, status, artifacts, requested_by, \
-         created_at, updated_at) VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $7) RETURNING {JOB_COLUMNS}"
+         created_at, updated_at, callback_url) VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, $7, $8) \
+         RETURNING {JOB_COLUMNS}"
     );
     let id = uuid::Uuid::new_v4().to_string();
     with_db!(db, p => {
         let mut tx = p.begin_write().await?;
         let row: JobRow = sqlx::query_as(AssertSqlSafe(sql.as_str()))
             .bind(&id).bind(deck_id).bind(revision_id).bind(format).bind(Json(json!([])))
-            .bind(requested_by).bind(now())
+            .bind(requested_by).bind(now()).bind(callback_url)
             .fetch_one(&mut *tx).await?;
         tx.push_export(&id).await?;
         tx.commit().await?;
+        plinth_workers::wake(plinth_workers::QueueName::Export);
         Ok(row)
     })
 }
@@ -454,13 +462,47 @@ pub async fn job(db: &Db, id: &str) -> sqlx::Result<Option<JobRow>> {
     with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(id).fetch_optional(p).await)
 }
 
-/// Cancels a job that has not ended: whether it did, and the row after.
+/// Cancels a job that has not ended: whether it did, and the row after. A job no worker
+/// has taken yet is cancelled in the queue too (its task, found by the client's job id,
+/// its idempotency key there), in the same transaction, so operators see it `cancelled`
+/// rather than a run that found nothing to do; a running one stops at its next slide.
 pub async fn cancel_job(db: &Db, id: &str) -> sqlx::Result<Option<(bool, JobRow)>> {
+    const KILL_SQLITE: &str = "UPDATE Jobs SET status = 'Killed', done_at = strftime('%s', 'now'), \
+        last_result = '{\"Err\":\"cancelled by its client\"}' WHERE job_type = 'slide-export' \
+        AND idempotency_key = $1 AND (status = 'Pending' OR (status = 'Failed' AND attempts < max_attempts))";
+    const KILL_PG: &str = "UPDATE apalis.jobs SET status = 'Killed', done_at = now(), \
+        last_result = '{\"Err\":\"cancelled by its client\"}'::jsonb WHERE job_type = 'slide-export' \
+        AND idempotency_key = $1 AND (status = 'Pending' OR (status = 'Failed' AND attempts < max_attempts))";
     let now = now();
-    let n = with_db!(db, p => sqlx::query("UPDATE slide_jobs SET status = 'cancelled', finished_at = $2, updated_at = $2 \
-        WHERE id = $1 AND status IN ('pending', 'running')")
-        .bind(id).bind(now).execute(p).await.map(|r| r.rows_affected()))?;
-    Ok(job(db, id).await?.map(|j| (n > 0, j)))
+    let kill = match db {
+        Db::Sqlite(_) => KILL_SQLITE,
+        Db::Postgres(_) => KILL_PG,
+    };
+    let (cancelled, call) = with_db!(db, p => {
+        let mut tx = p.begin_write().await?;
+        let ended: Option<(Option<String>,)> = sqlx::query_as("UPDATE slide_jobs SET status = 'cancelled', \
+            finished_at = $2, updated_at = $2 WHERE id = $1 AND status IN ('pending', 'running') \
+            RETURNING callback_url")
+            .bind(id).bind(now).fetch_optional(&mut *tx).await?;
+        if ended.is_some() {
+            sqlx::query(kill).bind(id).execute(&mut *tx).await?;
+        }
+        // The completion event is queued with the end, or not at all.
+        let call = matches!(ended, Some((Some(_),)));
+        if call {
+            use plinth_workers::Enqueue;
+            tx.push_callback(id).await?;
+        }
+        tx.commit().await?;
+        (ended.is_some(), call)
+    });
+    if call {
+        plinth_workers::wake(plinth_workers::QueueName::Callbacks);
+    }
+    if cancelled {
+        crate::watch::changed(id);
+    }
+    Ok(job(db, id).await?.map(|j| (cancelled, j)))
 }
 
 /// What [`start_job`] found.
@@ -469,8 +511,10 @@ pub enum Started {
     Claimed(Box<JobRow>),
     /// Another run holds a live lease on it until then.
     Leased(DateTime<Utc>),
-    /// Ended (succeeded, failed, cancelled) or unknown.
+    /// Ended (succeeded or failed) or unknown.
     Ended,
+    /// Cancelled by its client.
+    Cancelled,
 }
 
 /// Claims a job for the run `owner` until `lease_until`: a pending job, or a running one
@@ -493,6 +537,7 @@ pub async fn start_job(
     let claimed: Option<JobRow> = with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str()))
         .bind(id).bind(now).bind(owner).bind(lease_until).fetch_optional(p).await)?;
     if let Some(row) = claimed {
+        crate::watch::changed(id);
         return Ok(Started::Claimed(Box::new(row)));
     }
     let lease: Option<(String, Option<DateTime<Utc>>)> = with_db!(db, p => sqlx::query_as(
@@ -501,6 +546,7 @@ pub async fn start_job(
     Ok(match lease {
         // Lapsed between the two statements: the caller asks again at once.
         Some((status, until)) if status == "running" => Started::Leased(until.unwrap_or(now)),
+        Some((status, _)) if status == "cancelled" => Started::Cancelled,
         _ => Started::Ended,
     })
 }
@@ -514,6 +560,7 @@ pub async fn renew_job(
     lease_until: DateTime<Utc>,
     progress: Option<(i64, i64)>,
 ) -> sqlx::Result<bool> {
+    let reported = progress.is_some();
     let n = match progress {
         Some((done, total)) => {
             with_db!(db, p => sqlx::query("UPDATE slide_jobs SET done = $4, total = $5, \
@@ -527,14 +574,23 @@ pub async fn renew_job(
             .bind(id).bind(owner).bind(lease_until)
             .execute(p).await.map(|r| r.rows_affected()))?,
     };
+    if reported && n > 0 {
+        crate::watch::changed(id);
+    }
     Ok(n > 0)
 }
 
-/// Lets the lease of the run `owner` lapse now, so a retry claims the job at once.
+/// Gives the job up from the run `owner` (it failed and is retried, or its process
+/// stops): the job is `pending` again (nobody holds it) and the next run claims it at
+/// once. Its progress stays until that run reports its own.
 pub async fn release_job(db: &Db, id: &str, owner: &str) -> sqlx::Result<()> {
-    with_db!(db, p => sqlx::query("UPDATE slide_jobs SET lease_until = NULL \
-        WHERE id = $1 AND status = 'running' AND lease_owner = $2")
-        .bind(id).bind(owner).execute(p).await.map(|_| ()))
+    let n = with_db!(db, p => sqlx::query("UPDATE slide_jobs SET status = 'pending', lease_owner = NULL, \
+        lease_until = NULL, updated_at = $3 WHERE id = $1 AND status = 'running' AND lease_owner = $2")
+        .bind(id).bind(owner).bind(now()).execute(p).await.map(|r| r.rows_affected()))?;
+    if n > 0 {
+        crate::watch::changed(id);
+    }
+    Ok(())
 }
 
 /// Ends a running job held by the run `owner`, publishing its artifacts; false when the
@@ -547,13 +603,30 @@ pub async fn finish_job(
     artifacts: &Value,
     error: Option<&str>,
 ) -> sqlx::Result<bool> {
+    use plinth_workers::Enqueue;
     let now = now();
-    let n = with_db!(db, p => sqlx::query("UPDATE slide_jobs SET status = $2, artifacts = $3, error = $4, \
-        done = CASE WHEN $2 = 'succeeded' THEN total ELSE done END, finished_at = $5, updated_at = $5, \
-        lease_until = NULL WHERE id = $1 AND status = 'running' AND lease_owner = $6")
-        .bind(id).bind(status).bind(Json(artifacts)).bind(error).bind(now).bind(owner)
-        .execute(p).await.map(|r| r.rows_affected()))?;
-    Ok(n > 0)
+    let ended: Option<(Option<String>,)> = with_db!(db, p => {
+        let mut tx = p.begin_write().await?;
+        let ended: Option<(Option<String>,)> = sqlx::query_as("UPDATE slide_jobs SET status = $2, \
+            artifacts = $3, error = $4, done = CASE WHEN $2 = 'succeeded' THEN total ELSE done END, \
+            finished_at = $5, updated_at = $5, lease_until = NULL \
+            WHERE id = $1 AND status = 'running' AND lease_owner = $6 RETURNING callback_url")
+            .bind(id).bind(status).bind(Json(artifacts)).bind(error).bind(now).bind(owner)
+            .fetch_optional(&mut *tx).await?;
+        // The completion event is queued with the end, or not at all.
+        if let Some((Some(_),)) = &ended {
+            tx.push_callback(id).await?;
+        }
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>(ended)
+    })?;
+    if let Some((callback,)) = &ended {
+        crate::watch::changed(id);
+        if callback.is_some() {
+            plinth_workers::wake(plinth_workers::QueueName::Callbacks);
+        }
+    }
+    Ok(ended.is_some())
 }
 
 /// Whether some export of this revision succeeded (publishing requires one).
@@ -697,11 +770,25 @@ pub async fn sweep(
             reason = 'validation did not finish; call assets/complete to try again', updated_at = $2 \
             WHERE status = 'validating' AND updated_at < $1")
             .bind(stuck_before).bind(now).execute(p).await?.rows_affected();
-        let jobs = sqlx::query("UPDATE slide_jobs SET status = 'failed', \
+        let mut tx = p.begin_write().await?;
+        let failed: Vec<(String, Option<String>)> = sqlx::query_as("UPDATE slide_jobs SET status = 'failed', \
             error = 'the export did not finish in time', finished_at = $3, updated_at = $3 \
-            WHERE (status = 'running' AND updated_at < $1) OR (status = 'pending' AND created_at < $2)")
-            .bind(stuck_before).bind(pending_before).bind(now).execute(p).await?.rows_affected();
-        let idempotency = sqlx::query("DELETE FROM slide_idempotency WHERE created_at < $1")
+            WHERE (status = 'running' AND updated_at < $1) OR (status = 'pending' AND created_at < $2) \
+            RETURNING id, callback_url")
+            .bind(stuck_before).bind(pending_before).bind(now).fetch_all(&mut *tx).await?;
+        for (id, _) in failed.iter().filter(|(_, url)| url.is_some()) {
+            use plinth_workers::Enqueue;
+            tx.push_callback(id).await?;
+        }
+        tx.commit().await?;
+        for (id, _) in &failed {
+            crate::watch::changed(id);
+        }
+        if failed.iter().any(|(_, url)| url.is_some()) {
+            plinth_workers::wake(plinth_workers::QueueName::Callbacks);
+        }
+        let jobs = failed.len() as u64;
+        let idempotency = sqlx::query("DELETE FROM idempotency_records WHERE created_at < $1")
             .bind(records_before).execute(p).await?.rows_affected();
         Ok(Swept { assets, jobs, idempotency })
     })

@@ -559,11 +559,12 @@ fn not_placed(r: Result<(), NotPlaced>) -> ApiResult<()> {
     }
 }
 
-/// Runs a checkout behind its `Idempotency-Key` header (1 to 255 characters): a repeat
-/// with the same body replays the first answer (`Idempotent-Replayed: true`) for 24
-/// hours, a different body under the same key is a 422, and a repeat while the first
-/// runs is a 409. Answers on our side (5xx) are not kept, so a retry runs again, except
-/// an outcome the credit ledger could not tell, which replays.
+/// Runs a checkout behind its `Idempotency-Key` header (1 to 255 characters): the one
+/// idempotency mechanism (`domain::idempotency::run`): a repeat with the same body
+/// replays the first answer (`Idempotent-Replayed: true`) for 24 hours, a different body
+/// under the same key is a 422, and a repeat while the first runs is a 409. Answers on
+/// our side (5xx) are not kept, so a retry runs again, except an outcome the credit
+/// ledger could not tell, which replays.
 pub async fn idempotent<F>(
     app: &AppState,
     headers: &HeaderMap,
@@ -574,78 +575,16 @@ pub async fn idempotent<F>(
 where
     F: std::future::Future<Output = ApiResult<Reply>>,
 {
-    use crate::db::idempotency as keys;
-    let Some(key) = headers.get("idempotency-key") else {
+    use crate::domain::idempotency as keys;
+    let Some(key) = keys::header_key(headers.get(keys::HEADER))? else {
         return run.await;
     };
-    let key = key
-        .to_str()
-        .ok()
-        .filter(|k| !k.is_empty() && k.len() <= 255)
-        .ok_or_else(|| {
-            ApiError::bad_request("`Idempotency-Key` must be 1 to 255 visible characters")
-        })?
-        .to_owned();
     let json = match serde_json::to_value(body).map_err(ApiError::internal)? {
         Value::Object(m) => m,
         _ => Map::new(),
     };
-    let hash = crate::domain::idempotency::request_hash("checkout", &scope, &json);
-    let expired_before = chrono::Utc::now() - crate::domain::idempotency::KEPT;
-    if let Some((recorded_hash, status, answer)) =
-        keys::begin(&app.db, &scope, &key, &hash, expired_before).await?
-    {
-        if recorded_hash != hash {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "this Idempotency-Key was already used with a different request",
-            ));
-        }
-        if status == keys::IN_PROGRESS {
-            return Err(ApiError::conflict(
-                "a checkout with this Idempotency-Key is still running; retry shortly",
-            ));
-        }
-        let body = unseal(app, answer).ok_or_else(|| {
-            ApiError::internal("a recorded checkout answer does not decrypt with the master key")
-        })?;
-        let status = StatusCode::from_u16(status as u16).unwrap_or(StatusCode::OK);
-        return Ok(Reply::with_status(status, body).header("idempotent-replayed", "true"));
-    }
-    let reply = run.await.unwrap_or_else(Reply::from);
-    let unknown = reply.body.get("outcome_unknown") == Some(&Value::Bool(true));
-    if reply.status.is_server_error() && !unknown {
-        keys::abandon(&app.db, &scope, &key).await?;
-    } else {
-        keys::finish(
-            &app.db,
-            &scope,
-            &key,
-            reply.status.as_u16() as i64,
-            &seal(app, &reply.body),
-        )
-        .await?;
-    }
-    Ok(reply)
-}
-
-/// A recorded answer as stored: encrypted under the master key, since checkout and
-/// purchase answers carry plaintext license keys and download tokens that are otherwise
-/// kept only as hashes (security round 2, L3).
-fn seal(app: &AppState, body: &Map<String, Value>) -> Value {
-    let plain = serde_json::to_vec(body).unwrap_or_default();
-    json!({"sealed": app.key.encrypt(&plain)})
-}
-
-/// The answer [`seal`] stored (answers recorded before sealing are read as they are).
-fn unseal(app: &AppState, stored: Value) -> Option<Map<String, Value>> {
-    match stored {
-        Value::Object(m) => match m.get("sealed").and_then(Value::as_str) {
-            Some(hex) if m.len() == 1 => serde_json::from_slice(&app.key.decrypt(hex)?).ok(),
-            _ => Some(m),
-        },
-        _ => Some(Map::new()),
-    }
+    let hash = keys::request_hash("checkout", &scope, &json);
+    keys::run(app, keys::Keyed { scope, key, hash }, run).await
 }
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]

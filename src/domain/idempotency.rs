@@ -1,10 +1,21 @@
-//! Idempotency keys of mutations: the key's rules, the hash that tells a repeat of a
-//! request from a different request under the same key, and how long a record answers.
-//! Deck changes use it today (through the deck actors); checkout and purchases will.
+//! Idempotency keys of mutations, one mechanism for deck changes and checkouts: the key's
+//! rules (from the `Idempotency-Key` header or the body's `idempotency_key`, one key),
+//! the hash that tells a repeat of a request from a different request under the same
+//! key, the claim / finish / abandon protocol over `idempotency_records`
+//! (`db::idempotency`), the answers a repeat gets (a replay, 409 while the first still
+//! runs, 422 for another request), and the recorded answer the usage layer replays
+//! before a request is counted in a rate window.
+//!
+//! Deck changes run the protocol through the deck actors (they also keep changes to one
+//! deck in order); checkouts and purchases through [`run`]. The HTTP side (reading the
+//! key off a request, mapping the actors' errors) is `src/api/idempotent.rs`.
 
+use axum::http::StatusCode;
 use serde_json::{Map, Value};
 
 use crate::error::{ApiError, ApiResult};
+use crate::reply::Reply;
+use crate::state::AppState;
 
 /// How long a recorded answer replays; older records are expired and pruned.
 pub const KEPT: chrono::TimeDelta = chrono::TimeDelta::hours(24);
@@ -17,7 +28,39 @@ pub const STALE_CLAIM: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
 /// What a repeat that finds its key in progress is told to wait (`Retry-After`).
 pub const RETRY_IN_PROGRESS_SECS: u64 = 1;
 
-/// The `idempotency_key` a mutation may carry: 1 to 255 characters.
+/// The header carrying a key.
+pub const HEADER: &str = "idempotency-key";
+
+/// The routes that take an `idempotency_key` (every mutating slide route), by path, with
+/// the name their requests are hashed under (kept from before the header was read, so
+/// that records made then still replay).
+pub const KEYED_ROUTES: &[(&str, &str)] = &[
+    ("/api/slides/create", "create"),
+    ("/api/slides/update", "update"),
+    ("/api/slides/delete", "delete"),
+    ("/api/slides/revisions/restore", "restore"),
+    ("/api/slides/assets/create", "assets/create"),
+    ("/api/slides/assets/complete", "assets/complete"),
+    ("/api/slides/assets/delete", "assets/delete"),
+    ("/api/slides/exports/create", "exports/create"),
+    ("/api/slides/jobs/cancel", "jobs/cancel"),
+    ("/api/slides/publish", "publish"),
+    ("/api/slides/unpublish", "unpublish"),
+];
+
+/// The hash name of a keyed route, by path.
+pub fn hash_route(path: &str) -> Option<&'static str> {
+    KEYED_ROUTES
+        .iter()
+        .find(|(p, _)| *p == path)
+        .map(|(_, name)| *name)
+}
+
+fn valid(key: &str) -> bool {
+    !key.is_empty() && key.len() <= 255 && key.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+}
+
+/// The `idempotency_key` a mutation's body may carry: 1 to 255 characters.
 pub fn idempotency_key(body: &Map<String, Value>) -> ApiResult<Option<String>> {
     match body.get("idempotency_key") {
         None | Some(Value::Null) => Ok(None),
@@ -25,6 +68,34 @@ pub fn idempotency_key(body: &Map<String, Value>) -> ApiResult<Option<String>> {
         Some(_) => Err(ApiError::bad_request(
             "`idempotency_key` must be a string of 1 to 255 characters",
         )),
+    }
+}
+
+/// The `Idempotency-Key` header: 1 to 255 visible ASCII characters.
+pub fn header_key(header: Option<&axum::http::HeaderValue>) -> ApiResult<Option<String>> {
+    let Some(value) = header else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .filter(|k| valid(k))
+        .map(|k| Some(k.to_owned()))
+        .ok_or_else(|| {
+            ApiError::bad_request("`Idempotency-Key` must be 1 to 255 visible characters")
+        })
+}
+
+/// The one key of a request: the header's or the body's; both are the same key, so two
+/// different values are a 400.
+pub fn key_of(header: Option<String>, body: Option<String>) -> ApiResult<Option<String>> {
+    match (header, body) {
+        (Some(h), Some(b)) if h != b => Err(ApiError::bad_request(
+            "the Idempotency-Key header and the body's `idempotency_key` differ; they are one \
+             key: send it once, or the same in both",
+        )),
+        (Some(h), _) => Ok(Some(h)),
+        (None, b) => Ok(b),
     }
 }
 
@@ -59,10 +130,209 @@ fn canonical(v: &Value, out: &mut String) {
     }
 }
 
+/// The hash of a request: its route, its caller (or scope) and its body without the key.
 pub fn request_hash(route: &str, caller: &str, body: &Map<String, Value>) -> String {
     let mut body = body.clone();
     body.remove("idempotency_key");
     let mut text = format!("{route}\n{caller}\n");
     canonical(&Value::Object(body), &mut text);
     crate::crypto::sha256_hex(text.as_bytes())
+}
+
+/// A repeat's answer: the recorded one, marked `Idempotent-Replayed: true`.
+pub fn replayed(status: u16, body: Value) -> Reply {
+    let body = match body {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    Reply::with_status(status, body).header("idempotent-replayed", "true")
+}
+
+/// A repeat while the first request with its key still runs: 409 with when to ask again
+/// (the IETF Idempotency-Key draft's answer).
+pub fn in_progress(message: &str) -> Reply {
+    let err = ApiError::conflict(message.to_owned())
+        .with("retry_after_ms", RETRY_IN_PROGRESS_SECS * 1000);
+    Reply::from(err).header("retry-after", "1")
+}
+
+/// The same key with another request: 422.
+pub fn reused(message: &str) -> ApiError {
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message.to_owned())
+}
+
+/// A request under a key: where its record lives and what it is.
+pub struct Keyed {
+    /// The record's scope (a deck's changes, a buyer's checkouts).
+    pub scope: String,
+    pub key: String,
+    /// `request_hash` of the request.
+    pub hash: String,
+}
+
+/// Runs `work` once under its key: a repeat with the same request replays the first
+/// answer for 24 hours, a different request under the same key is a 422, and a repeat
+/// while the first runs is a 409. Answers on our side (5xx) are not kept, so a retry runs
+/// again, except an outcome the credit ledger could not tell (`outcome_unknown`), which
+/// replays. Checkouts and purchases use it; deck changes run the same protocol in the
+/// deck actors.
+pub async fn run<F>(app: &AppState, keyed: Keyed, work: F) -> ApiResult<Reply>
+where
+    F: std::future::Future<Output = ApiResult<Reply>>,
+{
+    use crate::db::idempotency as records;
+    let expired_before = chrono::Utc::now() - KEPT;
+    if let Some((hash, status, answer)) = records::begin(
+        &app.db,
+        &keyed.scope,
+        &keyed.key,
+        &keyed.hash,
+        expired_before,
+    )
+    .await?
+    {
+        if hash != keyed.hash {
+            return Err(reused(
+                "this Idempotency-Key was already used with a different request",
+            ));
+        }
+        if status == records::IN_PROGRESS {
+            return Ok(in_progress(
+                "a request with this Idempotency-Key is still running; retry shortly",
+            ));
+        }
+        let answer = unseal(app, answer).ok_or_else(|| {
+            ApiError::internal("a recorded answer does not decrypt with the master key")
+        })?;
+        return Ok(replayed(status as u16, Value::Object(answer)));
+    }
+    let reply = work.await.unwrap_or_else(Reply::from);
+    let unknown = reply.body.get("outcome_unknown") == Some(&Value::Bool(true));
+    if reply.status.is_server_error() && !unknown {
+        records::abandon(&app.db, &keyed.scope, &keyed.key).await?;
+    } else {
+        records::finish(
+            &app.db,
+            &keyed.scope,
+            &keyed.key,
+            reply.status.as_u16() as i64,
+            &seal(app, &reply.body),
+        )
+        .await?;
+    }
+    Ok(reply)
+}
+
+/// A recorded answer as stored by [`run`]: encrypted under the master key, since checkout
+/// and purchase answers carry plaintext license keys and download tokens that are
+/// otherwise kept only as hashes (security round 2, L3). Deck changes' answers, recorded
+/// by the deck actors, carry no secret and are kept as they are.
+fn seal(app: &AppState, body: &Map<String, Value>) -> Value {
+    let plain = serde_json::to_vec(body).unwrap_or_default();
+    serde_json::json!({"sealed": app.key.encrypt(&plain)})
+}
+
+/// The answer [`seal`] stored (answers recorded before sealing are read as they are).
+fn unseal(app: &AppState, stored: Value) -> Option<Map<String, Value>> {
+    match stored {
+        Value::Object(m) => match m.get("sealed").and_then(Value::as_str) {
+            Some(hex) if m.len() == 1 => serde_json::from_slice(&app.key.decrypt(hex)?).ok(),
+            _ => Some(m),
+        },
+        _ => Some(Map::new()),
+    }
+}
+
+/// The recorded answer to replay for a request to a keyed route, found before the request
+/// is counted in a rate window (a replay uses up nothing): `None` unless the request
+/// carries a key (header or body, the same one), its route takes one and the same caller
+/// already made the same request under it and got a final answer.
+pub async fn recorded_answer(
+    app: &AppState,
+    path: &str,
+    caller_id: &str,
+    header: Option<&axum::http::HeaderValue>,
+    body: &[u8],
+) -> Option<Reply> {
+    let route = hash_route(path)?;
+    let header = header_key(header).ok()?;
+    // Most requests carry no key: nothing is parsed for them.
+    if header.is_none() && !body.windows(15).any(|w| w == b"idempotency_key") {
+        return None;
+    }
+    let json = match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => m,
+        _ if body.iter().all(u8::is_ascii_whitespace) => Map::new(),
+        _ => return None,
+    };
+    let key = key_of(header, idempotency_key(&json).ok()?).ok()??;
+    let hash = request_hash(route, caller_id, &json);
+    let since = chrono::Utc::now() - KEPT;
+    let (status, answer) = crate::db::idempotency::recorded(&app.db, &key, &hash, since)
+        .await
+        .ok()??;
+    let location = (route == "exports/create")
+        .then(|| {
+            let id = answer.get("id")?.as_str()?;
+            let deck = answer.get("deck_id")?.as_str()?;
+            axum::http::HeaderValue::from_str(&format!("/api/slides/jobs/{id}?deck_id={deck}")).ok()
+        })
+        .flatten();
+    let reply = replayed(status as u16, answer);
+    Some(match location {
+        Some(l) if (200..300).contains(&status) => {
+            reply.header_value(axum::http::header::LOCATION, l)
+        }
+        _ => reply,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn header_and_body_are_one_key() {
+        assert_eq!(
+            key_of(Some("a".into()), None).unwrap().as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            key_of(None, Some("b".into())).unwrap().as_deref(),
+            Some("b")
+        );
+        assert_eq!(
+            key_of(Some("c".into()), Some("c".into()))
+                .unwrap()
+                .as_deref(),
+            Some("c")
+        );
+        assert!(key_of(Some("c".into()), Some("d".into())).is_err());
+        assert_eq!(key_of(None, None).unwrap(), None);
+        let bad = axum::http::HeaderValue::from_static("");
+        assert!(header_key(Some(&bad)).is_err());
+        let long = axum::http::HeaderValue::from_str(&"k".repeat(256)).unwrap();
+        assert!(header_key(Some(&long)).is_err());
+    }
+
+    #[test]
+    fn the_key_is_not_part_of_the_hash() {
+        let a = json!({"deck_id": "d", "format": "pdf", "idempotency_key": "k1"});
+        let b = json!({"format": "pdf", "deck_id": "d"});
+        let (Value::Object(a), Value::Object(b)) = (a, b) else {
+            unreachable!()
+        };
+        assert_eq!(
+            request_hash("exports/create", "u", &a),
+            request_hash("exports/create", "u", &b)
+        );
+        assert_ne!(
+            request_hash("exports/create", "u", &a),
+            request_hash("exports/create", "v", &a)
+        );
+        assert_eq!(hash_route("/api/slides/revisions/restore"), Some("restore"));
+        assert_eq!(hash_route("/api/slides/jobs/{id}"), None);
+    }
 }

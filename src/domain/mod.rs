@@ -6,6 +6,7 @@ pub mod analytics;
 pub mod checkout;
 pub mod decks;
 pub mod downloads;
+pub mod exports;
 pub mod grants;
 pub mod idempotency;
 pub mod idp;

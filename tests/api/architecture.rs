@@ -58,7 +58,9 @@ fn handler_modules_do_not_import_each_other() {
                     .chars()
                     .take_while(|c| c.is_alphanumeric() || *c == '_')
                     .collect();
-                if module != own && own != "mod" {
+                // `idempotent` is the one shared piece of the HTTP layer (it holds no
+                // handler): the key of a request and the answers of a keyed change.
+                if module != own && own != "mod" && module != "idempotent" {
                     broken.push(format!("{}:{n}: {}", file.display(), line.trim()));
                 }
                 rest = after;
@@ -120,8 +122,7 @@ fn data_access_knows_nothing_of_http() {
     let mentions = |line: &str, w: &str| {
         line.match_indices(w).any(|(at, _)| {
             w.ends_with("::")
-                || !line[at + w.len()..]
-                    .starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                || !line[at + w.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
         })
     };
     let mut broken = Vec::new();

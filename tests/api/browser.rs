@@ -329,6 +329,8 @@ async fn the_console_shows_queues_throughput_failed_jobs_and_5xx_and_retries_a_j
     // From now on email cannot be delivered: each sign-up's verification email fails
     // every attempt and ends failed.
     s.set_env("PLINTH_SMTP_URL", "smtp://127.0.0.1:1");
+    // Two attempts a second apart (the real back-off waits minutes to hours).
+    s.set_env("PLINTH_EMAIL_BACKOFF", "1s");
     s.restart();
     let signups = 3;
     for i in 0..signups {
@@ -372,7 +374,7 @@ async fn the_console_shows_queues_throughput_failed_jobs_and_5xx_and_retries_a_j
                 .unwrap()
                 .iter()
                 .find(|v| v["queue"] == json!(q))
-                .map_or(0, |v| v["done"].as_i64().unwrap())
+                .map_or(0, |v| v["succeeded"].as_i64().unwrap())
         };
         if done("export") >= 6 && done("images") >= 2 {
             break;
@@ -458,14 +460,15 @@ async fn the_console_shows_queues_throughput_failed_jobs_and_5xx_and_retries_a_j
             .unwrap_or_else(|| panic!("no row for {name}: {drawn}"));
         serde_json::from_value(row.clone()).unwrap()
     };
-    for name in ["email", "export", "images", "expiry"] {
+    for name in ["email", "export", "images", "expiry", "callbacks"] {
         queue(name);
     }
-    // Queue, Pending, Running, Failed, Killed, Done, Oldest pending.
+    // Queue, Pending, Scheduled, Running, Retrying, Failed, Cancelled, Succeeded, Oldest
+    // pending, (pause button).
     let n = |v: &str| v.parse::<u64>().unwrap();
-    assert!(n(&queue("email")[3]) >= signups as u64, "{drawn}");
-    assert!(n(&queue("export")[5]) >= 6, "{drawn}");
-    assert!(n(&queue("images")[5]) >= 2, "{drawn}");
+    assert!(n(&queue("email")[5]) >= signups as u64, "{drawn}");
+    assert!(n(&queue("export")[7]) >= 6, "{drawn}");
+    assert!(n(&queue("images")[7]) >= 2, "{drawn}");
     assert!(n(drawn["done_hour"].as_str().unwrap()) >= 8, "{drawn}");
     assert!(drawn["done_bars"].as_u64().unwrap() >= 1, "{drawn}");
     assert!(drawn["failed_bars"].as_u64().unwrap() >= 1, "{drawn}");
@@ -593,5 +596,273 @@ async fn the_console_shows_queues_throughput_failed_jobs_and_5xx_and_retries_a_j
         "return !document.getElementById('signin').hidden && sessionStorage.length === 0;",
     )
     .await;
+    browser.quit().await;
+}
+
+/// The console at Oban Web's level, in headless Chromium against real jobs: a queue
+/// paused from the page waits in every worker (the process list shows its workers
+/// paused), the jobs are listed by status and found by their client's id, a job's detail
+/// shows its arguments and attempts, ticked jobs are cancelled and retried in bulk, the
+/// queue resumed from the page runs them, and a job is discarded from its detail.
+/// `PLINTH_BLESS=1` saves docs/console-jobs.png and docs/console-workers.png.
+#[tokio::test]
+async fn the_console_pauses_queues_lists_workers_shows_a_job_and_acts_in_bulk() {
+    use crate::common::email;
+    use crate::slide_helpers::{create_md, id, start_export};
+    use std::time::{Duration, Instant};
+
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let s = crate::common::Server::start().await;
+    let admin = s.admin(&email("console-ops")).await;
+    browser.window(1280, 1500).await;
+    browser.goto(&format!("{}/console", s.base)).await;
+    browser.fill("#key", &admin).await;
+    browser.click("#signin-button").await;
+    let wait = |what: &'static str, script: String| {
+        let browser = &browser;
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                let v = browser.exec(&script).await;
+                if v == json!(true) {
+                    return;
+                }
+                if Instant::now() >= deadline {
+                    let page = browser
+                        .exec("return [document.getElementById('jobs').textContent, document.getElementById('jobs-notice').textContent, document.getElementById('jobs-error').textContent, document.getElementById('error').textContent, document.getElementById('status').value, document.getElementById('queue').value];")
+                        .await;
+                    panic!("the console never showed {what}: {page}");
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    wait(
+        "its data",
+        "return document.body.getAttribute('data-loaded') === 'true';".into(),
+    )
+    .await;
+    // No refresh redraws a table between finding an element and clicking it: refreshes
+    // come from the page's own actions only, and clicks in tables are made in the page.
+    browser.click("#auto").await;
+    let click = |css: String| {
+        let browser = &browser;
+        async move {
+            let found = browser
+                .exec(&format!(
+                    "var e = document.querySelector({}); if (!e) return false; e.click(); return true;",
+                    serde_json::to_string(&css).unwrap()
+                ))
+                .await;
+            assert_eq!(found, json!(true), "nothing matches {css}");
+        }
+    };
+
+    // Pause the export queue from its row.
+    click("#queues button[data-queue=export]".into()).await;
+    wait(
+        "the export queue paused",
+        "return !!document.querySelector('#queues tr[data-queue=export][data-paused=true]');"
+            .into(),
+    )
+    .await;
+    let stats = s.get("/api/admin/jobs/stats", Some(&admin)).await;
+    let export_q = stats.body["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["queue"] == json!("export"))
+        .unwrap()
+        .clone();
+    assert_eq!(export_q["paused"], json!(true), "{export_q}");
+    // Give the workers their second to see it, then queue three exports: they wait.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let deck = id(&create_md(&s, &admin, "# Console\n\n- one\n\n---\n\n## Two").await);
+    let mut exports = Vec::new();
+    for _ in 0..3 {
+        exports.push(start_export(&s, &admin, &deck, "pdf").await);
+    }
+    browser.exec("document.getElementById('status').value = 'pending'; document.getElementById('status').dispatchEvent(new Event('change')); return true;").await;
+    wait(
+        "three pending exports",
+        "return document.querySelectorAll('#jobs tbody tr[data-id]').length === 3;".into(),
+    )
+    .await;
+    // The process list: this server, its export worker paused.
+    wait(
+        "the paused export worker",
+        "return Array.prototype.some.call(document.querySelectorAll('#processes tr.worker'), function (tr) {
+           return tr.textContent.indexOf('export') >= 0 && tr.textContent.indexOf('paused') >= 0; })
+           && document.querySelectorAll('#processes tr[data-process]').length >= 1;"
+            .into(),
+    )
+    .await;
+    if std::env::var_os("PLINTH_BLESS").is_some() {
+        let shot = browser.screenshot().await;
+        std::fs::write(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/docs/console-workers.png"),
+            &shot,
+        )
+        .unwrap();
+    }
+
+    // Found by the id its client holds; the detail shows it, with no attempt yet.
+    browser.fill("#search", &exports[0]).await;
+    browser.click("#search-button").await;
+    wait(
+        "the searched export alone",
+        "return document.querySelectorAll('#jobs tbody tr[data-id]').length === 1
+           && document.querySelector('#jobs tbody').textContent.indexOf('client') >= 0;"
+            .into(),
+    )
+    .await;
+    click("#jobs tbody button[data-open]".into()).await;
+    wait(
+        "the job's detail",
+        format!(
+            "return !document.getElementById('detail').hidden
+               && document.getElementById('detail-fields').textContent.indexOf('{}') >= 0
+               && document.getElementById('detail-args').textContent.indexOf('job_id') >= 0
+               && document.getElementById('attempts').textContent.indexOf('No attempt yet') >= 0;",
+            exports[0]
+        ),
+    )
+    .await;
+    browser.click("#detail-close").await;
+
+    // Tick the other two and cancel them together.
+    browser.exec("document.getElementById('search').value = ''; document.getElementById('status').value = 'pending'; document.getElementById('status').dispatchEvent(new Event('change')); return true;").await;
+    wait(
+        "three pending exports again",
+        "return document.querySelectorAll('#jobs tbody tr[data-id]').length === 3;".into(),
+    )
+    .await;
+    let ids: Vec<String> = serde_json::from_value(
+        browser
+            .exec("return Array.prototype.map.call(document.querySelectorAll('#jobs tbody tr[data-id]'), function (tr) { return tr.getAttribute('data-id'); });")
+            .await,
+    )
+    .unwrap();
+    let first_job = s
+        .get(&format!("/api/admin/jobs/{}", exports[0]), Some(&admin))
+        .await
+        .body["job"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let others: Vec<&String> = ids.iter().filter(|i| **i != first_job).collect();
+    assert_eq!(others.len(), 2, "{ids:?}");
+    for id in &others {
+        click(format!("#jobs tbody input[data-id=\"{id}\"]")).await;
+    }
+    browser.click("#bulk-cancel").await;
+    wait(
+        "two cancelled",
+        "return document.getElementById('jobs-notice').textContent.indexOf('2 jobs cancelled') >= 0;".into(),
+    )
+    .await;
+    for id in &others {
+        let r = s.get(&format!("/api/admin/jobs/{id}"), Some(&admin)).await;
+        assert_eq!(r.body["job"]["status"], json!("cancelled"), "{}", r.body);
+    }
+
+    // Retry them in bulk from the cancelled list, then resume the queue from its row.
+    browser.exec("document.getElementById('status').value = 'cancelled'; document.getElementById('status').dispatchEvent(new Event('change')); return true;").await;
+    wait(
+        "two cancelled listed",
+        "return document.querySelectorAll('#jobs tbody tr[data-id]').length === 2;".into(),
+    )
+    .await;
+    click("#jobs thead input[type=checkbox]".into()).await;
+    browser.click("#bulk-retry").await;
+    wait(
+        "two retried",
+        "return document.getElementById('jobs-notice').textContent.indexOf('2 jobs queued again') >= 0;".into(),
+    )
+    .await;
+    click("#queues button[data-queue=export]".into()).await;
+    wait(
+        "the export queue resumed",
+        "return !!document.querySelector('#queues tr[data-queue=export]')
+           && !document.querySelector('#queues tr[data-queue=export][data-paused=true]');"
+            .into(),
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for e in &exports {
+        loop {
+            let r = s
+                .get(
+                    &format!("/api/slides/jobs/{e}?deck_id={deck}"),
+                    Some(&admin),
+                )
+                .await;
+            if r.body["status"] == json!("succeeded") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{}", r.body);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    // The queue records each success a moment after its work shows (apalis acknowledges
+    // after the handler returns).
+    loop {
+        let r = s
+            .get(
+                "/api/admin/jobs?queue=export&status=succeeded",
+                Some(&admin),
+            )
+            .await;
+        if r.body["jobs"].as_array().unwrap().len() == 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", r.body);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The detail of a succeeded job: its attempt, then discarded from the detail.
+    browser.exec("document.getElementById('status').value = 'succeeded'; document.getElementById('queue').value = 'export'; document.getElementById('status').dispatchEvent(new Event('change')); return true;").await;
+    wait(
+        "the succeeded exports",
+        "return document.querySelectorAll('#jobs tbody tr[data-id]').length === 3;".into(),
+    )
+    .await;
+    click(format!("#jobs tbody button[data-open=\"{first_job}\"]")).await;
+    wait(
+        "the attempt",
+        "return !document.getElementById('detail').hidden
+           && document.getElementById('attempts').textContent.indexOf('succeeded') >= 0
+           && document.getElementById('attempts').textContent.indexOf(' ms') >= 0;"
+            .into(),
+    )
+    .await;
+    if std::env::var_os("PLINTH_BLESS").is_some() {
+        let shot = browser.screenshot().await;
+        std::fs::write(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/docs/console-jobs.png"),
+            &shot,
+        )
+        .unwrap();
+    }
+    browser.click("#detail-discard").await;
+    wait(
+        "the job gone",
+        "return document.getElementById('detail').hidden
+           && document.querySelectorAll('#jobs tbody tr[data-id]').length === 2;"
+            .into(),
+    )
+    .await;
+    s.get(&format!("/api/admin/jobs/{first_job}"), Some(&admin))
+        .await
+        .assert_error(404);
+    assert_eq!(
+        browser
+            .exec("return document.getElementById('error').textContent + document.getElementById('jobs-error').textContent;")
+            .await,
+        json!("")
+    );
     browser.quit().await;
 }

@@ -566,6 +566,16 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // A failed test shows what the server logged, since its data dir goes with it.
+        if std::thread::panicking() {
+            let log =
+                std::fs::read_to_string(self.data_dir().join("server.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            eprintln!("--- server.log (last {} lines)", tail.len());
+            for line in tail.iter().rev() {
+                eprintln!("{line}");
+            }
+        }
         if let Some((admin, name)) = self.pg_db.take() {
             // Drop runs inside the test's runtime: use a thread with its own.
             let _ = std::thread::spawn(move || {

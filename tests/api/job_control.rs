@@ -88,7 +88,14 @@ fn cli_err(out: &std::process::Output) -> String {
 
 #[tokio::test]
 async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
-    let s = Server::start_with(Options::default().env("PLINTH_NO_WORKERS", "true")).await;
+    // Emails get 3 attempts, a second apart (the real back-off is minutes to hours).
+    let backoff = ("PLINTH_EMAIL_BACKOFF", "1s,1s");
+    let s = Server::start_with(
+        Options::default()
+            .env("PLINTH_NO_WORKERS", "true")
+            .env(backoff.0, backoff.1),
+    )
+    .await;
     // An admin without a delivered email: signed up (its verification email waits in the
     // queue), raised by the CLI.
     let admin_email = email("jobadmin");
@@ -124,7 +131,7 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
     let export = start_export(&s, &admin, &deck, "html").await;
     let export_path = format!("/api/slides/jobs/{export}?deck_id={deck}");
 
-    // Stats: all four queues, the two emails and the export pending.
+    // Stats: every queue, the two emails and the export pending.
     let stats = s.get("/api/admin/jobs/stats", Some(&admin)).await;
     stats.assert_ok();
     let names: Vec<&str> = stats.body["queues"]
@@ -133,7 +140,7 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
         .iter()
         .map(|q| q["queue"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["email", "export", "images", "expiry"]);
+    assert_eq!(names, ["email", "export", "images", "expiry", "callbacks"]);
     let mail = queue(&stats, "email");
     assert!(mail["pending"].as_i64().unwrap() >= 2, "{mail}");
     assert_eq!(mail["running"], json!(0));
@@ -164,11 +171,34 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
     let admin_job = email_job(&s, &admin, &admin_email).await;
     let user_job = email_job(&s, &admin, &user_email).await;
     assert_eq!(admin_job["attempts"], json!(0));
-    assert_eq!(admin_job["max_attempts"], json!(5));
+    assert_eq!(admin_job["max_attempts"], json!(3));
+    // The client's id of an email is its own id (its Message-ID): it finds the job too.
+    let client_id = admin_job["client_id"].as_str().unwrap();
+    let found = jobs(&s, &admin, &format!("?search={client_id}")).await;
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["id"], admin_job["id"]);
+    let by_recipient = jobs(&s, &admin, &format!("?search={admin_email}")).await;
+    assert!(by_recipient.iter().any(|j| j["id"] == admin_job["id"]));
+    // Only whole ids are searched, never text inside an email.
+    s.get("/api/admin/jobs?search=%3Fcode%3D", Some(&admin))
+        .await
+        .assert_error(400);
+    assert!(jobs(&s, &admin, "?search=code").await.is_empty());
     let exports = jobs(&s, &admin, "?queue=slide-export").await;
     assert_eq!(exports.len(), 1);
     assert_eq!(exports[0]["args"], json!({ "job_id": export }));
+    assert_eq!(exports[0]["client_id"], json!(export));
     let export_job = exports[0]["id"].as_str().unwrap().to_owned();
+    // One id: the job is found by the id its client holds.
+    let shown = s
+        .get(&format!("/api/admin/jobs/{export}"), Some(&admin))
+        .await;
+    shown.assert_ok();
+    assert_eq!(shown.body["job"]["id"], json!(export_job));
+    assert_eq!(shown.body["attempts"], json!([]));
+    s.get("/api/admin/jobs/01NOSUCHJOB0000000000000000", Some(&admin))
+        .await
+        .assert_error(404);
     assert!(jobs(&s, &admin, "?status=done").await.is_empty());
     assert_eq!(jobs(&s, &admin, "?limit=1").await.len(), 1);
     for (query, needle) in [
@@ -189,18 +219,18 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
         );
     }
 
-    // Cancel: a pending job is killed; the export's own row fails for its client.
+    // Cancel: a pending job is cancelled; the export's own row fails for its client.
     let (user_id, admin_id) = (
         user_job["id"].as_str().unwrap(),
         admin_job["id"].as_str().unwrap(),
     );
     let r = act(&s, &admin, "cancel", user_id).await;
     r.assert_ok();
-    assert_eq!(r.body["job"]["status"], json!("killed"));
+    assert_eq!(r.body["job"]["status"], json!("cancelled"));
     assert_eq!(r.body["job"]["last_error"], json!("cancelled by operator"));
     let again = act(&s, &admin, "cancel", user_id).await;
     again.assert_error(409);
-    assert_eq!(again.body["status"], json!("killed"));
+    assert_eq!(again.body["status"], json!("cancelled"));
     act(&s, &admin, "cancel", "01NOSUCHJOB")
         .await
         .assert_error(404);
@@ -217,7 +247,7 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
         .as_str()
         .unwrap()
         .contains("cancelled by an operator"));
-    // Retry applies to failed and killed jobs only.
+    // Retry applies to failed and cancelled jobs only.
     let r = act(&s, &admin, "retry", admin_id).await;
     r.assert_error(409);
     assert_eq!(r.body["status"], json!("pending"));
@@ -225,25 +255,69 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
         .await
         .assert_error(404);
 
-    // A worker whose SMTP relay refuses: the admin's email fails for good (5 attempts);
-    // the cancelled jobs are never tried.
-    let failing = Process::worker_env(&s, "ops", &[], &[("PLINTH_SMTP_URL", "smtp://127.0.0.1:1")]);
+    // A worker whose SMTP relay refuses: the admin's email is retried after its back-off
+    // and fails for good after 3 attempts; the cancelled jobs are never tried.
+    let failing = Process::worker_env(
+        &s,
+        "ops",
+        &[],
+        &[("PLINTH_SMTP_URL", "smtp://127.0.0.1:1"), backoff],
+    );
+    let retrying = wait_job(&s, &admin, admin_id, |j| j["status"] == json!("retrying")).await;
+    assert!(retrying["next_attempt_at"].is_string(), "{retrying}");
     let failed = wait_job(&s, &admin, admin_id, |j| j["status"] == json!("failed")).await;
     drop(failing);
-    assert_eq!(failed["attempts"], json!(5), "{failed}");
+    assert_eq!(failed["attempts"], json!(3), "{failed}");
     assert!(
-        failed["last_error"].as_str().is_some_and(|e| !e.is_empty()),
+        failed["last_error"]
+            .as_str()
+            .is_some_and(|e| e.contains("127.0.0.1")),
         "{failed}"
+    );
+    // Every attempt with its error, the waits between them kept.
+    let detail = s
+        .get(&format!("/api/admin/jobs/{admin_id}"), Some(&admin))
+        .await;
+    detail.assert_ok();
+    let runs = detail.body["attempts"].as_array().unwrap();
+    let outcomes: Vec<&str> = runs
+        .iter()
+        .map(|a| a["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        outcomes,
+        ["retrying", "retrying", "failed"],
+        "{}",
+        detail.body
+    );
+    for pair in runs.windows(2) {
+        let next: chrono::DateTime<chrono::Utc> =
+            pair[0]["next_at"].as_str().unwrap().parse().unwrap();
+        let started: chrono::DateTime<chrono::Utc> =
+            pair[1]["started_at"].as_str().unwrap().parse().unwrap();
+        let ended: chrono::DateTime<chrono::Utc> =
+            pair[0]["finished_at"].as_str().unwrap().parse().unwrap();
+        assert!(started >= next, "an attempt came early: {}", detail.body);
+        assert!(
+            (started - ended).num_milliseconds() >= 700,
+            "no back-off between attempts: {}",
+            detail.body
+        );
+    }
+    assert!(
+        runs.iter()
+            .all(|a| a["cause"] == json!("smtp")
+                && a["error"].as_str().unwrap().contains("127.0.0.1"))
     );
     let listed = jobs(&s, &admin, "?queue=email&status=failed").await;
     assert!(listed.iter().any(|j| j["id"] == json!(admin_id)));
     let untouched = job(&s, &admin, user_id).await;
-    assert_eq!(untouched["status"], json!("killed"));
+    assert_eq!(untouched["status"], json!("cancelled"));
     assert_eq!(untouched["attempts"], json!(0));
     let stats = s.get("/api/admin/jobs/stats", Some(&admin)).await;
     assert!(queue(&stats, "email")["failed"].as_i64().unwrap() >= 1);
-    assert!(queue(&stats, "email")["killed"].as_i64().unwrap() >= 1);
-    assert_eq!(queue(&stats, "export")["killed"], json!(1));
+    assert!(queue(&stats, "email")["cancelled"].as_i64().unwrap() >= 1);
+    assert_eq!(queue(&stats, "export")["cancelled"], json!(1));
     let minutes = stats.body["throughput"].as_array().unwrap();
     assert!(
         minutes
@@ -266,13 +340,21 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
         out.contains("QUEUE") && out.contains("export") && out.contains("expiry"),
         "{out}"
     );
+    // `killed` is read as `cancelled` (the older word).
     let out = cli_ok(&s.cli(&["jobs", "list", "--queue", "email", "--status", "killed"]));
     assert!(out.contains(user_id), "{out}");
     assert!(!out.contains(admin_id), "{out}");
+    let out = cli_ok(&s.cli(&["jobs", "show", admin_id]));
+    assert!(
+        out.contains("smtp") && out.contains("retrying") && out.contains("ATTEMPT"),
+        "{out}"
+    );
+    let out = cli_ok(&s.cli(&["jobs", "show", &export]));
+    assert!(out.contains(&export_job), "{out}");
     let err = cli_err(&s.cli(&["jobs", "retry", "01NOSUCHJOB"]));
     assert!(err.contains("no job with id"), "{err}");
     let err = cli_err(&s.cli(&["jobs", "cancel", user_id]));
-    assert!(err.contains("killed"), "{err}");
+    assert!(err.contains("cancelled"), "{err}");
     let err = cli_err(&s.cli(&["jobs", "list", "--queue", "nope"]));
     assert!(err.contains("unknown queue"), "{err}");
     let out = cli_ok(&s.cli(&["jobs", "retry", &export_job]));
@@ -296,7 +378,7 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
     // cancelled emails never run.
     let _worker = Process::worker_env(&s, "ops", &[], &[]);
     s.wait_for_email(&admin_email, "?code=").await;
-    let done = wait_job(&s, &admin, admin_id, |j| j["status"] == json!("done")).await;
+    let done = wait_job(&s, &admin, admin_id, |j| j["status"] == json!("succeeded")).await;
     assert_eq!(done["attempts"], json!(1), "{done}");
     assert_eq!(done["last_error"], json!(null));
     let finished = poll(&s, &export_path, &admin, ended).await;
@@ -312,7 +394,7 @@ async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
     );
     for id in [user_id, late_id] {
         let j = job(&s, &admin, id).await;
-        assert_eq!(j["status"], json!("killed"), "{j}");
+        assert_eq!(j["status"], json!("cancelled"), "{j}");
         assert_eq!(j["attempts"], json!(0), "{j}");
     }
 }
@@ -331,7 +413,7 @@ async fn finished_jobs_past_the_retention_are_deleted() {
     let admin = s.admin(&email("retention")).await;
     let deadline = Instant::now() + Duration::from_secs(60);
     let done = loop {
-        let done = jobs(&s, &admin, "?queue=expiry&status=done&limit=500").await;
+        let done = jobs(&s, &admin, "?queue=expiry&status=succeeded&limit=500").await;
         if done.len() >= 4 {
             break done;
         }
@@ -387,4 +469,167 @@ async fn finished_jobs_past_the_retention_are_deleted() {
         .collect();
     assert!(listed.contains(recent) && listed.len() > 2, "{listed:?}");
     assert!(old.iter().all(|o| !listed.contains(o)), "{listed:?}");
+}
+
+/// Pausing a queue (`plinth jobs pause`, `POST /api/admin/queues/pause`): no worker of any
+/// process starts its jobs until it is resumed; the process list shows every process
+/// with its pools and workers; bulk actions cancel, retry and discard many jobs at once.
+#[tokio::test]
+async fn a_paused_queue_waits_in_every_process_and_bulk_actions_apply_to_many() {
+    let s = Server::start().await;
+    let admin = s.admin(&email("pauser")).await;
+    let out = cli_ok(&s.cli(&["jobs", "pause", "export"]));
+    assert!(out.contains("paused"), "{out}");
+    let out = cli_ok(&s.cli(&["jobs", "pause", "export"]));
+    assert!(out.contains("already"), "{out}");
+    let stats = s.get("/api/admin/jobs/stats", Some(&admin)).await;
+    assert_eq!(queue(&stats, "export")["paused"], json!(true));
+    assert_eq!(queue(&stats, "email")["paused"], json!(false));
+    // The serve process sees the pause within a second; a worker started now, at once.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let _worker = Process::worker(&s, "paused");
+    let deck = id(&create_md(&s, &admin, "# Paused").await);
+    let mut exports = Vec::new();
+    for _ in 0..3 {
+        exports.push(start_export(&s, &admin, &deck, "html").await);
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for e in &exports {
+        let v = s
+            .get(
+                &format!("/api/slides/jobs/{e}?deck_id={deck}"),
+                Some(&admin),
+            )
+            .await;
+        assert_eq!(v.body["status"], json!("pending"), "{}", v.body);
+    }
+
+    // Both processes are listed with their pools and workers.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let listed = loop {
+        let r = s.get("/api/admin/workers", Some(&admin)).await;
+        r.assert_ok();
+        let procs = r.body["processes"].as_array().unwrap().clone();
+        if procs.len() >= 2
+            && procs
+                .iter()
+                .all(|p| !p["workers"].as_array().unwrap().is_empty())
+        {
+            break procs;
+        }
+        assert!(Instant::now() < deadline, "{}", r.body);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let roles: Vec<&str> = listed.iter().map(|p| p["role"].as_str().unwrap()).collect();
+    assert!(
+        roles.contains(&"serve") && roles.contains(&"worker"),
+        "{roles:?}"
+    );
+    for p in &listed {
+        assert_eq!(p["alive"], json!(true), "{p}");
+        assert!(p["pools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|pool| pool["queue"] == json!("export")));
+        let export_workers: Vec<&Value> = p["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["queue"] == json!("export"))
+            .collect();
+        assert!(!export_workers.is_empty(), "{p}");
+        assert!(export_workers.iter().all(|w| w["paused"] == json!(true)));
+    }
+    let out = cli_ok(&s.cli(&["jobs", "workers"]));
+    assert!(
+        out.contains("paused queues: export") && out.contains("plinth-worker"),
+        "{out}"
+    );
+
+    // Bulk: cancel the three waiting exports by selection, retry them by their clients'
+    // ids, and refuse what does not apply.
+    let r = s
+        .post(
+            "/api/admin/jobs/bulk",
+            Some(&admin),
+            json!({"action": "cancel", "queue": "export", "status": "pending"}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["changed"].as_array().unwrap().len(), 3, "{}", r.body);
+    let r = s
+        .post(
+            "/api/admin/jobs/bulk",
+            Some(&admin),
+            json!({"action": "retry", "ids": [exports[0], exports[1], "01NOSUCHJOB0000000000000000"]}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["changed"].as_array().unwrap().len(), 2, "{}", r.body);
+    assert_eq!(
+        r.body["skipped"],
+        json!([{"id": "01NOSUCHJOB0000000000000000", "status": null}])
+    );
+    for bad in [
+        json!({"action": "explode", "ids": ["x"]}),
+        json!({"action": "retry"}),
+        json!({"action": "retry", "ids": []}),
+    ] {
+        s.post("/api/admin/jobs/bulk", Some(&admin), bad)
+            .await
+            .assert_error(400);
+    }
+
+    // Resumed over HTTP: the retried exports run.
+    let r = s
+        .post(
+            "/api/admin/queues/resume",
+            Some(&admin),
+            json!({"queue": "export"}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(
+        r.body,
+        json!({"_usage": r.body["_usage"], "queue": "export", "paused": false, "changed": true})
+    );
+    for e in &exports[..2] {
+        let done = poll(
+            &s,
+            &format!("/api/slides/jobs/{e}?deck_id={deck}"),
+            &admin,
+            ended,
+        )
+        .await;
+        assert_eq!(done["status"], json!("succeeded"), "{done}");
+    }
+    // Discard: finished jobs go with their records; the CLI takes a selection too.
+    let out = cli_ok(&s.cli(&[
+        "jobs",
+        "discard",
+        "--queue",
+        "export",
+        "--status",
+        "cancelled",
+    ]));
+    assert!(out.contains("deleted"), "{out}");
+    let r = s
+        .get(&format!("/api/admin/jobs/{}", exports[2]), Some(&admin))
+        .await;
+    r.assert_error(404);
+    let err = cli_err(&s.cli(&[
+        "jobs",
+        "discard",
+        &exports[0],
+        "01NOSUCHJOB0000000000000000",
+    ]));
+    assert!(err.contains("no job with id"), "{err}");
+    assert!(
+        s.get(&format!("/api/admin/jobs/{}", exports[0]), Some(&admin))
+            .await
+            .status
+            .as_u16()
+            == 404
+    );
 }

@@ -128,8 +128,8 @@ async fn metrics_need_the_token_and_count_answers_refusals_jobs_and_actors() {
         .unwrap()
             >= 1.0
     );
-    for queue in ["email", "export", "images", "expiry"] {
-        for status in ["pending", "running", "failed"] {
+    for queue in ["email", "export", "images", "expiry", "callbacks"] {
+        for status in ["pending", "scheduled", "running", "retrying", "failed"] {
             assert!(
                 sample(
                     &text,
@@ -157,6 +157,36 @@ async fn metrics_need_the_token_and_count_answers_refusals_jobs_and_actors() {
     let idle = sample(&text, "plinth_db_pool_connections", &[("state", "idle")]).unwrap();
     assert!(in_use + idle >= 1.0);
     assert!(text.contains("# TYPE plinth_http_request_duration_seconds histogram"));
+    // What every Prometheus target is expected to say: its build and its process.
+    assert_eq!(
+        sample(
+            &text,
+            "plinth_build_info",
+            &[("version", env!("CARGO_PKG_VERSION"))]
+        ),
+        Some(1.0)
+    );
+    assert!(sample(&text, "process_cpu_seconds_total", &[]).unwrap() > 0.0);
+    assert!(sample(&text, "process_resident_memory_bytes", &[]).unwrap() > 1e6);
+    let open = sample(&text, "process_open_fds", &[]).unwrap();
+    assert!(open >= 3.0 && open < sample(&text, "process_max_fds", &[]).unwrap());
+    let started = sample(&text, "process_start_time_seconds", &[]).unwrap();
+    let now = chrono::Utc::now().timestamp() as f64;
+    assert!(
+        started > now - 600.0 && started <= now + 1.0,
+        "{started} vs {now}"
+    );
+    assert!(text.contains("# TYPE process_cpu_seconds_total counter"));
+    // Jobs: the wait for a worker per queue.
+    assert!(
+        sample(
+            &text,
+            "plinth_job_latency_seconds_count",
+            &[("queue", "email")]
+        )
+        .unwrap()
+            >= 1.0
+    );
 
     // The separate listener serves the same without a token, and the probes.
     let private = format!("http://127.0.0.1:{port}");

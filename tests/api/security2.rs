@@ -1107,12 +1107,12 @@ async fn l3_recorded_purchase_answers_are_sealed() {
         .unwrap()
         .to_owned();
     // Stored under the master key: the plaintext key is not in the table.
-    let like = format!("SELECT COUNT(*) FROM slide_idempotency WHERE response LIKE '%{key}%'");
+    let like = format!("SELECT COUNT(*) FROM idempotency_records WHERE response LIKE '%{key}%'");
     let like = like.replace("response LIKE", "CAST(response AS TEXT) LIKE");
     assert_eq!(s.sql_count(&like).await, 0);
     assert_eq!(
         s.sql_count(
-            "SELECT COUNT(*) FROM slide_idempotency WHERE CAST(response AS TEXT) LIKE '%sealed%'"
+            "SELECT COUNT(*) FROM idempotency_records WHERE CAST(response AS TEXT) LIKE '%sealed%'"
         )
         .await,
         1

@@ -190,7 +190,7 @@ async fn m11_stuck_validations_and_exports_are_failed_by_the_sweep() {
         "replayed within the day"
     );
     s.sql(&format!(
-        "UPDATE slide_idempotency SET created_at = '{long_ago}' WHERE key = 'k-m11'"
+        "UPDATE idempotency_records SET created_at = '{long_ago}' WHERE key = 'k-m11'"
     ))
     .await;
     s.restart();

@@ -25,7 +25,15 @@ pub struct ExpiryTask {
 }
 
 pub async fn run(task: ExpiryTask, env: Data<Env>) -> Result<(), BoxDynError> {
-    let deleted = env.expire().await.map_err(BoxDynError::from)?;
-    tracing::info!(deleted, queued_at = %task.queued_at, "attachment expiry ran");
+    let deleted = env
+        .expire()
+        .await
+        .map_err(|e| crate::retry::JobError::retry("expiry", e))?;
+    // Routine work, every 30 s: at DEBUG unless something went.
+    if deleted > 0 {
+        tracing::info!(deleted, "attachment expiry deleted objects");
+    } else {
+        tracing::debug!(queued_at = %task.queued_at, "attachment expiry ran");
+    }
     Ok(())
 }

@@ -4,24 +4,32 @@
 //! (PDF, PNG, HTML), slide image validation and attachment expiry. Each has its own worker
 //! pool and concurrency, so `plinth worker` processes can be scaled per queue.
 
+pub mod callbacks;
+pub mod control;
 pub mod expiry;
+pub mod lifecycle;
 mod mail;
 pub mod metrics;
+pub mod retry;
 pub mod slides;
+pub mod wake;
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use apalis::layers::retry::backoff::{ExponentialBackoffMaker, MakeBackoff};
-use apalis::layers::retry::{HasherRng, RetryPolicy};
 use apalis::prelude::*;
 use apalis_postgres::PostgresStorage;
 use apalis_sqlite::SqliteStorage;
 use serde::{Deserialize, Serialize};
 
 pub use apalis::prelude::BoxDynError;
+pub use callbacks::{CallbackEnv, CallbackTask};
 pub use expiry::{ExpiryEnv, ExpiryTask};
+pub use lifecycle::{JobLog, Outcome, RunRecord};
 pub use mail::{mailbox_domain, valid_mailbox, MailBackend, MailStatus};
+pub use retry::{Backoff, JobError};
 pub use slides::{ExportTask, ImageTask, SlideEnv};
+pub use wake::wake;
 
 /// One email. `id` names the outbox file and the Message-ID, so a delivery that runs
 /// twice (retry after a crash) overwrites instead of duplicating in the outbox, and SMTP
@@ -44,6 +52,7 @@ const EMAIL_QUEUE: &str = "email";
 const EXPORT_QUEUE: &str = "slide-export";
 const IMAGE_QUEUE: &str = "slide-images";
 const EXPIRY_QUEUE: &str = "expiry";
+const CALLBACK_QUEUE: &str = "callbacks";
 
 /// The queues by the names operators use (`--queues`, `--concurrency`, `plinth jobs`,
 /// metrics labels); `table_name` is the queue's name in apalis's job table.
@@ -53,14 +62,17 @@ pub enum QueueName {
     Export,
     Images,
     Expiry,
+    /// Completion callbacks to clients' endpoints.
+    Callbacks,
 }
 
 impl QueueName {
-    pub const ALL: [QueueName; 4] = [
+    pub const ALL: [QueueName; 5] = [
         QueueName::Email,
         QueueName::Export,
         QueueName::Images,
         QueueName::Expiry,
+        QueueName::Callbacks,
     ];
 
     pub fn name(self) -> &'static str {
@@ -69,6 +81,7 @@ impl QueueName {
             QueueName::Export => "export",
             QueueName::Images => "images",
             QueueName::Expiry => "expiry",
+            QueueName::Callbacks => "callbacks",
         }
     }
 
@@ -78,6 +91,7 @@ impl QueueName {
             QueueName::Export => EXPORT_QUEUE,
             QueueName::Images => IMAGE_QUEUE,
             QueueName::Expiry => EXPIRY_QUEUE,
+            QueueName::Callbacks => CALLBACK_QUEUE,
         }
     }
 
@@ -89,11 +103,56 @@ impl QueueName {
             .find(|q| q.name() == s || q.table_name() == s)
     }
 }
-/// A job is tried at most this many times in all (in-process retries included).
-const EMAIL_MAX_ATTEMPTS: usize = 5;
 /// Slide jobs count their own attempts (see `slides::MAX_ATTEMPTS`); the queue's limit
 /// is a backstop one above it so that the last run can record the failure.
 const SLIDE_MAX_ATTEMPTS: usize = slides::MAX_ATTEMPTS as usize + 1;
+
+/// The waits between attempts of each queue (`retry::Backoff`), set once per process
+/// from its configuration (`configure_backoff`); the defaults otherwise.
+struct Schedules {
+    email: Arc<Backoff>,
+    slides: Arc<Backoff>,
+    callbacks: Arc<Backoff>,
+}
+
+static SCHEDULES: OnceLock<Schedules> = OnceLock::new();
+
+fn schedules() -> &'static Schedules {
+    SCHEDULES.get_or_init(|| Schedules {
+        email: Arc::new(Backoff::email()),
+        slides: Arc::new(Backoff::slides()),
+        callbacks: Arc::new(Backoff::callbacks()),
+    })
+}
+
+/// Sets this process's email and callback back-offs (`PLINTH_EMAIL_BACKOFF`,
+/// `PLINTH_CALLBACK_BACKOFF`); the first call wins.
+pub fn configure_backoff(email: Backoff, callbacks: Backoff) {
+    let _ = SCHEDULES.set(Schedules {
+        email: Arc::new(email),
+        slides: Arc::new(Backoff::slides()),
+        callbacks: Arc::new(callbacks),
+    });
+}
+
+/// Attempts a new job of `queue` gets in all.
+pub fn max_attempts(queue: QueueName) -> usize {
+    match queue {
+        QueueName::Email | QueueName::Callbacks => backoff(queue).max_attempts(),
+        QueueName::Export | QueueName::Images => SLIDE_MAX_ATTEMPTS,
+        QueueName::Expiry => 1,
+    }
+}
+
+/// The back-off of a queue's failed attempts (expiry runs once: the next round queues
+/// another).
+pub fn backoff(queue: QueueName) -> Arc<Backoff> {
+    match queue {
+        QueueName::Email => schedules().email.clone(),
+        QueueName::Callbacks => schedules().callbacks.clone(),
+        QueueName::Export | QueueName::Images | QueueName::Expiry => schedules().slides.clone(),
+    }
+}
 
 #[derive(Clone)]
 pub enum Queue {
@@ -102,12 +161,14 @@ pub enum Queue {
         export: SqliteStorage<ExportTask>,
         images: SqliteStorage<ImageTask>,
         expiry: SqliteStorage<ExpiryTask>,
+        callbacks: SqliteStorage<CallbackTask>,
     },
     Postgres {
         email: PostgresStorage<EmailJob>,
         export: PostgresStorage<ExportTask>,
         images: PostgresStorage<ImageTask>,
         expiry: PostgresStorage<ExpiryTask>,
+        callbacks: PostgresStorage<CallbackTask>,
     },
 }
 
@@ -117,12 +178,17 @@ pub struct QueueStatus {
     pub ok: bool,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct WorkerConfig {
     /// Unique per process; see `worker_name`.
     pub name_prefix: String,
     /// The queues this process runs, each with its number of concurrent jobs.
     pub queues: Vec<(QueueName, usize)>,
+    /// Where every run is recorded (`lifecycle`).
+    pub log: lifecycle::Log,
+    /// How often an idle worker looks for jobs it was not woken for (queued by another
+    /// process, retries that came due); the backend's default when None.
+    pub poll: Option<Duration>,
 }
 
 impl WorkerConfig {
@@ -137,7 +203,7 @@ impl WorkerConfig {
 /// The names of every worker this process started (a worker restarted by the monitor
 /// takes a new one), so that a stop can hand their unfinished jobs back at once.
 #[derive(Clone, Default)]
-struct WorkerNames(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+struct WorkerNames(std::sync::Arc<std::sync::Mutex<Vec<(String, QueueName)>>>);
 
 impl WorkerNames {
     fn new_name(&self, prefix: &str, queue: QueueName) -> String {
@@ -145,12 +211,18 @@ impl WorkerNames {
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(name.clone());
+            .push((name.clone(), queue));
         name
     }
 
     fn all(&self) -> Vec<String> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        let names = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        names.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    fn queue_of(&self, name: &str) -> Option<QueueName> {
+        let names = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        names.iter().find(|(n, _)| n == name).map(|(_, q)| *q)
     }
 }
 
@@ -182,26 +254,22 @@ async fn deliver(job: EmailJob, mail: Data<MailBackend>) -> Result<(), BoxDynErr
     mail.deliver(&job.id, &job.email).await
 }
 
+/// One worker of a queue. A failed run is not retried in the worker: the lifecycle layer
+/// schedules the next attempt in the job's row after the queue's back-off (a wait of
+/// hours must not hold a worker slot, and must survive a restart), and apalis fetches it
+/// again when it is due. The lifecycle layer is outside the panic and timeout layers, so
+/// those count as failures too.
 macro_rules! worker {
-    ($name:expr, $backend:expr, $data:expr, $concurrency:expr, $timeout:expr, $queue:expr, $handler:expr) => {{
-        let backoff = ExponentialBackoffMaker::new(
-            Duration::from_millis(200),
-            Duration::from_secs(10),
-            0.5,
-            HasherRng::default(),
-        )
-        .expect("valid backoff bounds")
-        .make_backoff();
+    ($name:expr, $backend:expr, $data:expr, $concurrency:expr, $timeout:expr, $queue:expr, $log:expr, $handler:expr) => {{
         WorkerBuilder::new($name)
             .backend($backend)
             .data($data)
             .concurrency($concurrency)
-            // Retry outside catch_panic, so a panicking job is retried like a failing
-            // one (apalis warns about the other order; review finding M11).
-            .retry(RetryPolicy::retries(2).with_backoff(backoff))
-            // Inside the retry, so that each run is counted; outside the panic and timeout
-            // layers, so that those count as failures.
-            .layer(metrics::JobMetrics($queue.name()))
+            .layer(lifecycle::Lifecycle {
+                queue: $queue,
+                backoff: backoff($queue),
+                log: $log.clone(),
+            })
             .catch_panic()
             .timeout($timeout)
             .build($handler)
@@ -234,41 +302,160 @@ macro_rules! push {
     };
 }
 
+/// How long an idle SQLite worker goes without looking for jobs queued by another
+/// process (jobs of its own process wake it at once: `wake`).
+const SQLITE_POLL: Duration = Duration::from_millis(100);
+/// PostgreSQL hears new jobs by LISTEN/NOTIFY (any process) and its own process's wakes;
+/// this slower poll finds retries and delayed jobs that came due.
+const PG_POLL: Duration = Duration::from_secs(1);
+
+/// How many jobs a worker fetches at once: as many as it runs (apalis's default, 10,
+/// would hold jobs in one process's buffer, out of reach of idle processes and of a
+/// pause).
+fn batch(concurrency: usize) -> usize {
+    concurrency.clamp(1, 10)
+}
+
+/// A SQLite storage as a worker's backend: woken by this process's new jobs, polled for
+/// the others'.
+fn sqlite_backend<T>(
+    s: SqliteStorage<T>,
+    queue: QueueName,
+    poll: Option<Duration>,
+    concurrency: usize,
+) -> PollWith<SqliteStorage<T>, Strategy> {
+    s.with_config(sqlite_config(queue.table_name()).batch_size(batch(concurrency)))
+        .poll_with_strategy(
+            Strategy::new()
+                .apply(wake::Wakes::new(queue))
+                .interval(poll.unwrap_or(SQLITE_POLL)),
+        )
+}
+
+type PgBackend<T> =
+    PollWith<PollWith<PostgresStorage<T>, StreamStrategy<apalis_postgres::Pubsub>>, Strategy>;
+
+/// A PostgreSQL storage as a worker's backend: LISTEN/NOTIFY, this process's wakes and a
+/// slow poll.
+fn pg_backend<T>(
+    s: PostgresStorage<T>,
+    queue: QueueName,
+    poll: Option<Duration>,
+    concurrency: usize,
+) -> PgBackend<T> {
+    s.with_config(postgres_config(queue.table_name()).batch_size(batch(concurrency)))
+        .with_pubsub()
+        .poll_with_strategy(
+            Strategy::new()
+                .apply(wake::Wakes::new(queue))
+                .interval(poll.unwrap_or(PG_POLL)),
+        )
+}
+
 /// The worker pools this process runs (`WorkerConfig::queues`) over the storages of one
-/// backend, under one apalis [`Monitor`]; `$poll` is how that backend learns of new jobs.
-/// Every (re)start takes a fresh worker name (see `worker_name`).
+/// backend, under one apalis [`Monitor`]; `$backend` makes a storage a worker's backend
+/// (how it learns of new jobs). Every (re)start takes a fresh worker name (see
+/// `worker_name`).
 macro_rules! monitor {
-    ($email:ident, $export:ident, $images:ident, $expiry:ident, $cfg:expr, $names:expr, $mail:expr, $env:expr, $xenv:expr, $($poll:tt)*) => {{
-        let (cfg, names, mail, env, xenv) = ($cfg, $names, $mail, $env, $xenv);
+    ($email:ident, $export:ident, $images:ident, $expiry:ident, $callbacks:ident, $cfg:expr, $names:expr, $ports:expr, $backend:ident) => {{
+        let (cfg, names, ports): (&WorkerConfig, &WorkerNames, Ports) = ($cfg, $names, $ports);
+        let (mail, env, xenv, cenv) = (ports.mail, ports.slides, ports.expiry, ports.callbacks);
+        let log = cfg.log.clone();
+        let poll = cfg.poll;
         // Exports of large decks take a while; the timeout only stops runaway jobs.
         let (mail_timeout, slide_timeout) = (Duration::from_secs(60), Duration::from_secs(600));
         let mut monitor = Monitor::new();
         if let Some(c) = cfg.concurrency(QueueName::Email) {
-            let (p, n) = (cfg.name_prefix.clone(), names.clone());
+            let (p, n, l) = (cfg.name_prefix.clone(), names.clone(), log.clone());
             monitor = monitor.register(move |_| {
-                worker!(n.new_name(&p, QueueName::Email), $email.clone() $($poll)*, mail.clone(), c, mail_timeout, QueueName::Email, deliver)
+                worker!(
+                    n.new_name(&p, QueueName::Email),
+                    $backend($email.clone(), QueueName::Email, poll, c),
+                    mail.clone(),
+                    c,
+                    mail_timeout,
+                    QueueName::Email,
+                    l,
+                    deliver
+                )
             });
         }
         if let Some(c) = cfg.concurrency(QueueName::Export) {
-            let (p, n, e) = (cfg.name_prefix.clone(), names.clone(), env.clone());
+            let (p, n, e, l) = (
+                cfg.name_prefix.clone(),
+                names.clone(),
+                env.clone(),
+                log.clone(),
+            );
             monitor = monitor.register(move |_| {
-                worker!(n.new_name(&p, QueueName::Export), $export.clone() $($poll)*, e.clone(), c, slide_timeout, QueueName::Export, slides::run_export)
+                worker!(
+                    n.new_name(&p, QueueName::Export),
+                    $backend($export.clone(), QueueName::Export, poll, c),
+                    e.clone(),
+                    c,
+                    slide_timeout,
+                    QueueName::Export,
+                    l,
+                    slides::run_export
+                )
             });
         }
         if let Some(c) = cfg.concurrency(QueueName::Images) {
-            let (p, n) = (cfg.name_prefix.clone(), names.clone());
+            let (p, n, l) = (cfg.name_prefix.clone(), names.clone(), log.clone());
             monitor = monitor.register(move |_| {
-                worker!(n.new_name(&p, QueueName::Images), $images.clone() $($poll)*, env.clone(), c, slide_timeout, QueueName::Images, slides::run_image_check)
+                worker!(
+                    n.new_name(&p, QueueName::Images),
+                    $backend($images.clone(), QueueName::Images, poll, c),
+                    env.clone(),
+                    c,
+                    slide_timeout,
+                    QueueName::Images,
+                    l,
+                    slides::run_image_check
+                )
             });
         }
         if cfg.concurrency(QueueName::Expiry).is_some() {
-            let (p, n) = (cfg.name_prefix.clone(), names.clone());
+            let (p, n, l) = (cfg.name_prefix.clone(), names.clone(), log.clone());
             monitor = monitor.register(move |_| {
-                worker!(n.new_name(&p, QueueName::Expiry), $expiry.clone() $($poll)*, xenv.clone(), 1, slide_timeout, QueueName::Expiry, expiry::run)
+                worker!(
+                    n.new_name(&p, QueueName::Expiry),
+                    $backend($expiry.clone(), QueueName::Expiry, poll, 1),
+                    xenv.clone(),
+                    1,
+                    slide_timeout,
+                    QueueName::Expiry,
+                    l,
+                    expiry::run
+                )
+            });
+        }
+        if let Some(c) = cfg.concurrency(QueueName::Callbacks) {
+            let (p, n, l) = (cfg.name_prefix.clone(), names.clone(), log.clone());
+            monitor = monitor.register(move |_| {
+                worker!(
+                    n.new_name(&p, QueueName::Callbacks),
+                    $backend($callbacks.clone(), QueueName::Callbacks, poll, c),
+                    cenv.clone(),
+                    c,
+                    mail_timeout,
+                    QueueName::Callbacks,
+                    l,
+                    callbacks::run
+                )
             });
         }
         monitor
     }};
+}
+
+/// What the workers reach the outside through (the server implements each).
+pub struct Ports {
+    pub mail: MailBackend,
+    pub slides: slides::Env,
+    pub expiry: expiry::Env,
+    pub callbacks: callbacks::Env,
+    pub control: control::Env,
 }
 
 impl Queue {
@@ -284,6 +471,7 @@ impl Queue {
             export: SqliteStorage::new(pool).with_config(sqlite_config(EXPORT_QUEUE)),
             images: SqliteStorage::new(pool).with_config(sqlite_config(IMAGE_QUEUE)),
             expiry: SqliteStorage::new(pool).with_config(sqlite_config(EXPIRY_QUEUE)),
+            callbacks: SqliteStorage::new(pool).with_config(sqlite_config(CALLBACK_QUEUE)),
         })
     }
 
@@ -295,6 +483,7 @@ impl Queue {
             export: PostgresStorage::new(pool).with_config(postgres_config(EXPORT_QUEUE)),
             images: PostgresStorage::new(pool).with_config(postgres_config(IMAGE_QUEUE)),
             expiry: PostgresStorage::new(pool).with_config(postgres_config(EXPIRY_QUEUE)),
+            callbacks: PostgresStorage::new(pool).with_config(postgres_config(CALLBACK_QUEUE)),
         })
     }
 
@@ -311,10 +500,11 @@ impl Queue {
             email,
         };
         let task = TaskBuilder::new(job)
-            .max_attempts(EMAIL_MAX_ATTEMPTS)
+            .max_attempts(backoff(QueueName::Email).max_attempts())
             .build();
         push!(self, email, task);
         metrics::enqueued(QueueName::Email.name());
+        wake::wake(QueueName::Email);
         Ok(())
     }
 
@@ -325,6 +515,7 @@ impl Queue {
             .build();
         push!(self, expiry, task);
         metrics::enqueued(QueueName::Expiry.name());
+        wake::wake(QueueName::Expiry);
         Ok(())
     }
 
@@ -352,9 +543,7 @@ impl Queue {
     pub async fn run_workers(
         &self,
         cfg: WorkerConfig,
-        mail: MailBackend,
-        env: slides::Env,
-        expiry_env: expiry::Env,
+        ports: Ports,
         mut shutdown: tokio::sync::watch::Receiver<bool>,
         grace: Duration,
     ) {
@@ -362,31 +551,56 @@ impl Queue {
             return;
         }
         let names = WorkerNames::default();
-        // SQLite is polled (100 ms); PostgreSQL hears new jobs by LISTEN/NOTIFY, with a
-        // slower poll for retries and delayed jobs.
-        let fast = Duration::from_millis(100);
-        let slow = Duration::from_secs(1);
+        let env = ports.slides.clone();
+        let registry = control::Registry::default();
+        // The paused queues are known before any worker starts: a worker of a paused
+        // queue never takes a job, not even in its first poll.
+        registry.load(&ports.control).await;
+        let control_task = tokio::spawn(control::run(
+            ports.control.clone(),
+            registry.clone(),
+            cfg.queues.clone(),
+            shutdown.clone(),
+        ));
         let monitor = match self.clone() {
             Queue::Sqlite {
                 email,
                 export,
                 images,
                 expiry,
+                callbacks,
             } => {
-                monitor!(email, export, images, expiry, &cfg, &names, mail, env.clone(), expiry_env, .poll_with_interval(fast))
+                monitor!(
+                    email,
+                    export,
+                    images,
+                    expiry,
+                    callbacks,
+                    &cfg,
+                    &names,
+                    ports,
+                    sqlite_backend
+                )
             }
             Queue::Postgres {
                 email,
                 export,
                 images,
                 expiry,
-            } => monitor!(
-                email, export, images, expiry, &cfg, &names, mail, env.clone(), expiry_env,
-                .with_pubsub().poll_with_interval(slow)
-            ),
+                callbacks,
+            } => {
+                monitor!(email, export, images, expiry, callbacks, &cfg, &names, ports, pg_backend)
+            }
         };
+        let draining = registry.clone();
         let signal = async move {
             let _ = shutdown.wait_for(|stop| *stop).await;
+            let running = draining.running();
+            tracing::info!(
+                running,
+                grace_secs = grace.as_secs(),
+                "workers stopping: taking no new job, draining the running ones"
+            );
             Ok(())
         };
         let queues: Vec<String> = cfg
@@ -395,6 +609,12 @@ impl Queue {
             .map(|(q, n)| format!("{}={n}", q.name()))
             .collect();
         tracing::info!(?queues, "workers starting");
+        let monitor = {
+            let (registry, names) = (registry.clone(), names.clone());
+            monitor.on_event(move |ctx, event| {
+                registry.on_event(ctx, event, names.queue_of(ctx.name()))
+            })
+        };
         if let Err(e) = monitor
             .should_restart(restart_after)
             .with_terminator(async move { tokio::time::sleep(grace).await })
@@ -411,6 +631,7 @@ impl Queue {
                 tracing::error!(error = %e, "could not return unfinished jobs to their queues; they run again after the workers' heartbeats lapse")
             }
         }
+        let _ = control_task.await;
         tracing::info!("workers stopped");
     }
 
@@ -451,19 +672,23 @@ impl Queue {
     }
 }
 
-/// A slide task for a queue, encoded as both storages store it (JSON bytes).
-fn slide_task<T: Serialize>(args: &T) -> Result<Task<Vec<u8>>, sqlx::Error> {
+/// A slide task for a queue, encoded as both storages store it (JSON bytes). `key`, when
+/// given, is the task's idempotency key: the client's id of the job (an export), so that
+/// the job is found by the id its client holds and is queued at most once.
+fn slide_task<T: Serialize>(args: &T, key: Option<&str>) -> Result<Task<Vec<u8>>, sqlx::Error> {
     let bytes = serde_json::to_vec(args).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-    Ok(TaskBuilder::new(bytes)
-        .max_attempts(SLIDE_MAX_ATTEMPTS)
-        .build())
+    let task = TaskBuilder::new(bytes).max_attempts(SLIDE_MAX_ATTEMPTS);
+    Ok(match key {
+        Some(k) => task.idempotency_key(k).build(),
+        None => task.build(),
+    })
 }
 
 /// Queues slide work on a connection inside the caller's transaction, so the row a
 /// client polls and the task that runs it commit together or not at all (no `pending`
 /// row that no worker will ever run, no task for a row that was rolled back). Both apalis
 /// storages expose their push as a function over any executor; the queue tables live in
-/// the API's database.
+/// the API's database. The caller wakes the queue's workers (`wake`) once it committed.
 pub trait Enqueue: Send {
     /// Pushes one slide task onto `queue` of this connection's backend.
     fn push_slide(
@@ -476,19 +701,45 @@ pub trait Enqueue: Send {
         &mut self,
         job_id: &str,
     ) -> impl std::future::Future<Output = Result<(), sqlx::Error>> + Send {
-        let task = slide_task(&ExportTask {
-            job_id: job_id.to_owned(),
-        });
+        let task = slide_task(
+            &ExportTask {
+                job_id: job_id.to_owned(),
+            },
+            Some(job_id),
+        );
         async move { self.push_slide(QueueName::Export, task?).await }
+    }
+
+    /// Queues the delivery of a new completion event of export `job_id` (its id is made
+    /// here, the same for every attempt).
+    fn push_callback(
+        &mut self,
+        job_id: &str,
+    ) -> impl std::future::Future<Output = Result<(), sqlx::Error>> + Send {
+        let event = CallbackTask {
+            event_id: format!("evt_{}", uuid::Uuid::new_v4().simple()),
+            job_id: job_id.to_owned(),
+        };
+        let task = serde_json::to_vec(&event)
+            .map_err(|e| sqlx::Error::Encode(Box::new(e)))
+            .map(|bytes| {
+                TaskBuilder::new(bytes)
+                    .max_attempts(max_attempts(QueueName::Callbacks))
+                    .build()
+            });
+        async move { self.push_slide(QueueName::Callbacks, task?).await }
     }
 
     fn push_image_check(
         &mut self,
         asset_id: &str,
     ) -> impl std::future::Future<Output = Result<(), sqlx::Error>> + Send {
-        let task = slide_task(&ImageTask {
-            asset_id: asset_id.to_owned(),
-        });
+        let task = slide_task(
+            &ImageTask {
+                asset_id: asset_id.to_owned(),
+            },
+            None,
+        );
         async move { self.push_slide(QueueName::Images, task?).await }
     }
 }

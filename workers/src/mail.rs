@@ -8,6 +8,7 @@ use lettre::message::Body;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde::Serialize;
 
+use crate::retry::JobError;
 use crate::Email;
 
 #[derive(Clone)]
@@ -70,6 +71,9 @@ impl MailBackend {
         }
     }
 
+    /// Delivers one email. A failure is a [`JobError`]: a relay that cannot be reached
+    /// or answers "try later" (4xx) is retried after the email back-off; a relay that
+    /// refuses the message for good (5xx), or an address that does not parse, is not.
     pub async fn deliver(&self, id: &str, email: &Email) -> Result<(), BoxDynError> {
         let domain = email
             .from
@@ -77,27 +81,52 @@ impl MailBackend {
             .next()
             .unwrap_or("plinth.localhost")
             .trim_end_matches('>');
+        let invalid = |e: &dyn std::fmt::Display| JobError::permanent("invalid_email", e);
         let message = Message::builder()
             .message_id(Some(format!("<{id}@{domain}>")))
-            .from(email.from.parse()?)
-            .to(email.to.parse()?)
+            .from(email.from.parse().map_err(|e| invalid(&e))?)
+            .to(email.to.parse().map_err(|e| invalid(&e))?)
             .subject(email.subject.clone())
             .header(ContentType::TEXT_PLAIN)
-            .body(body(&email.text))?;
+            .body(body(&email.text))
+            .map_err(|e| invalid(&e))?;
         match self {
             MailBackend::Outbox(dir) => {
                 // Write then rename: a reader never sees half a message, and a second run
                 // of the same job replaces the file rather than adding another.
                 let tmp = dir.join(format!(".{id}.tmp"));
-                tokio::fs::write(&tmp, message.formatted()).await?;
-                tokio::fs::rename(&tmp, dir.join(format!("{id}.eml"))).await?;
+                let outbox = |e: std::io::Error| {
+                    JobError::retry("outbox", format!("writing the outbox: {e}"))
+                };
+                tokio::fs::write(&tmp, message.formatted())
+                    .await
+                    .map_err(outbox)?;
+                tokio::fs::rename(&tmp, dir.join(format!("{id}.eml")))
+                    .await
+                    .map_err(outbox)?;
             }
-            MailBackend::Smtp { transport, .. } => {
-                transport.send(message).await?;
+            MailBackend::Smtp { transport, host } => {
+                transport
+                    .send(message)
+                    .await
+                    .map_err(|e| smtp_error(host, &e))?;
             }
         }
-        tracing::info!(id, to = %email.to, subject = %email.subject, "email delivered");
+        tracing::debug!(id, to = %email.to, "email delivered");
         Ok(())
+    }
+}
+
+/// What an SMTP failure means for the job, naming the relay.
+fn smtp_error(host: &str, e: &lettre::transport::smtp::Error) -> JobError {
+    let text = match std::error::Error::source(e) {
+        Some(source) => format!("SMTP relay {host}: {e}: {source}"),
+        None => format!("SMTP relay {host}: {e}"),
+    };
+    if e.is_permanent() {
+        JobError::permanent("smtp_rejected", text)
+    } else {
+        JobError::retry("smtp", text)
     }
 }
 

@@ -27,6 +27,8 @@ use plinth_slides::Deck;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::retry::{cancelled, JobError};
+
 /// Queue payloads: just the id of the row in the API's tables.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ExportTask {
@@ -121,6 +123,8 @@ pub enum Start {
     Leased(Duration),
     /// The job ended (succeeded, failed, cancelled) or is unknown: nothing to do.
     Ended,
+    /// The job's client (or an operator) cancelled it before it ran.
+    Cancelled,
 }
 
 /// The server side of slide jobs: rows in the API's tables and object storage. `owner`
@@ -172,8 +176,9 @@ enum Outcome {
     Done,
     /// Cancelled, or the lease was lost to another run.
     Stopped,
-    /// The deck cannot be rendered: not worth a retry.
-    Failed(String),
+    /// The deck cannot be rendered (`render`) or an image it needs is not usable
+    /// (`asset`): not worth a retry. The cause and the reason the client reads.
+    Failed(&'static str, String),
 }
 
 /// The longest a run waits for another run's live lease to end (the job's own timeout is
@@ -186,15 +191,20 @@ pub async fn run_export(task: ExportTask, env: Data<Env>) -> Result<(), BoxDynEr
     let owner = uuid::Uuid::new_v4().to_string();
     let waiting_since = std::time::Instant::now();
     let work = loop {
-        match env.start_export(job_id, &owner).await? {
+        match env
+            .start_export(job_id, &owner)
+            .await
+            .map_err(|e| JobError::retry("storage", e))?
+        {
             Start::Run(work) => break work,
             Start::Ended => return Ok(()),
+            Start::Cancelled => return Err(cancelled("the export was cancelled before it ran")),
             // A duplicate delivery while another run holds the job: if that run is alive
             // it ends the job (then `Ended`), if it died its lease lapses and this run
             // takes over. Returning now would lose the job in the second case.
             Start::Leased(left) => {
                 if waiting_since.elapsed() > LEASE_WAIT {
-                    return Err("the job is held by another run".into());
+                    return Err(JobError::retry("lease", "the job is held by another run").into());
                 }
                 let pause = left.clamp(Duration::from_millis(200), RENEW_EVERY);
                 tokio::time::sleep(pause).await;
@@ -216,13 +226,11 @@ async fn run_leased(
 ) -> Result<(), BoxDynError> {
     let owner = owner.to_owned();
     if work.attempt > MAX_ATTEMPTS {
-        env.fail(
-            job_id,
-            &owner,
-            &format!("gave up after {MAX_ATTEMPTS} attempts"),
-        )
-        .await?;
-        return Ok(());
+        let reason = format!("gave up after {MAX_ATTEMPTS} attempts");
+        env.fail(job_id, &owner, &reason)
+            .await
+            .map_err(|e| JobError::retry("storage", e))?;
+        return Err(JobError::permanent("attempts", reason).into());
     }
     let run = Run {
         env,
@@ -255,30 +263,44 @@ async fn run_leased(
     let outcome = match outcome {
         Ok(o) => o,
         // Storage or database trouble: retried by the queue, unless this was the last try.
-        Err(e) if work.attempt >= MAX_ATTEMPTS => Outcome::Failed(format!("export failed: {e}")),
+        Err(e) if work.attempt >= MAX_ATTEMPTS => {
+            Outcome::Failed("storage", format!("export failed: {e}"))
+        }
         Err(e) => {
             remove(env, &artifacts).await;
             if let Err(e) = env.release(job_id, &owner).await {
                 tracing::warn!(error = %e, job_id, "lease not released; a retry waits for it");
             }
-            return Err(e);
+            return Err(JobError::retry("storage", e).into());
         }
     };
+    let storage = |e: BoxDynError| JobError::retry("storage", e);
     match outcome {
         Outcome::Done => {
-            if env.succeed(job_id, &owner, &artifacts).await? {
+            if env
+                .succeed(job_id, &owner, &artifacts)
+                .await
+                .map_err(storage)?
+            {
                 remove_superseded(env, &work, job_id, &artifacts).await;
             } else {
                 remove(env, &artifacts).await;
             }
+            Ok(())
         }
-        Outcome::Stopped => remove(env, &artifacts).await,
-        Outcome::Failed(reason) => {
+        // Cancelled by its client (or an operator), or taken over by another run (whose
+        // result is the one apalis keeps: this run no longer holds the job).
+        Outcome::Stopped => {
             remove(env, &artifacts).await;
-            env.fail(job_id, &owner, &reason).await?;
+            Err(cancelled("the export was cancelled while it ran"))
+        }
+        // What the client reads as `failed` is a failed job for operators too.
+        Outcome::Failed(cause, reason) => {
+            remove(env, &artifacts).await;
+            env.fail(job_id, &owner, &reason).await.map_err(storage)?;
+            Err(JobError::permanent(cause, reason).into())
         }
     }
-    Ok(())
 }
 
 /// The exports of this process that started and did not return, (job id, run owner): a
@@ -393,13 +415,16 @@ async fn export(
     let mut images: Images = HashMap::new();
     for id in work.content.asset_ids() {
         let Some(img) = work.images.get(&id) else {
-            return Ok(Outcome::Failed(format!("image asset {id} does not exist")));
+            return Ok(Outcome::Failed(
+                "asset",
+                format!("image asset {id} does not exist"),
+            ));
         };
         if img.status != "ready" {
-            return Ok(Outcome::Failed(format!(
-                "image asset {id} is not ready (status {})",
-                img.status
-            )));
+            return Ok(Outcome::Failed(
+                "asset",
+                format!("image asset {id} is not ready (status {})", img.status),
+            ));
         }
         let bytes = match env.get_object(&img.object_key, img.size).await? {
             Fetched::Bytes(b)
@@ -408,15 +433,17 @@ async fn export(
                 b
             }
             Fetched::Missing => {
-                return Ok(Outcome::Failed(format!(
-                    "image asset {id} has no stored file"
-                )))
+                return Ok(Outcome::Failed(
+                    "asset",
+                    format!("image asset {id} has no stored file"),
+                ))
             }
             // Replaced through its upload URL after validation (L4).
             _ => {
-                return Ok(Outcome::Failed(format!(
-                    "image asset {id} changed after it was validated; upload it again"
-                )))
+                return Ok(Outcome::Failed(
+                    "asset",
+                    format!("image asset {id} changed after it was validated; upload it again"),
+                ))
             }
         };
         images.insert(
@@ -447,7 +474,9 @@ async fn export(
                 };
                 let png = match png {
                     Ok(p) => p,
-                    Err(e) => return Ok(Outcome::Failed(format!("slide {}: {e}", i + 1))),
+                    Err(e) => {
+                        return Ok(Outcome::Failed("render", format!("slide {}: {e}", i + 1)))
+                    }
                 };
                 let name = format!("slide-{:03}.png", i + 1);
                 let a = Artifact {
@@ -507,7 +536,7 @@ async fn export(
             let pdf = match pdf? {
                 Ok(p) => p,
                 Err(RenderError::Cancelled) => return Ok(Outcome::Stopped),
-                Err(e) => return Ok(Outcome::Failed(e.to_string())),
+                Err(e) => return Ok(Outcome::Failed("render", e.to_string())),
             };
             if !run.progress(total, total).await? {
                 return Ok(Outcome::Stopped);
@@ -538,7 +567,12 @@ async fn export(
                 .await?;
             artifacts.push(a);
         }
-        other => return Ok(Outcome::Failed(format!("unknown export format `{other}`"))),
+        other => {
+            return Ok(Outcome::Failed(
+                "render",
+                format!("unknown export format `{other}`"),
+            ))
+        }
     }
     if !run.progress(total, total).await? {
         return Ok(Outcome::Stopped);
@@ -546,9 +580,12 @@ async fn export(
     Ok(Outcome::Done)
 }
 
+/// An image check: a rejected file is the check's verdict (the asset says why), not a
+/// failure of the job; storage or database trouble is retried.
 pub async fn run_image_check(task: ImageTask, env: Data<Env>) -> Result<(), BoxDynError> {
     let env: &Env = &env;
-    let Some(asset) = env.load_asset(&task.asset_id).await? else {
+    let storage = |e: BoxDynError| JobError::retry("storage", e);
+    let Some(asset) = env.load_asset(&task.asset_id).await.map_err(storage)? else {
         return Ok(());
     };
     if !asset.pending {
@@ -557,7 +594,11 @@ pub async fn run_image_check(task: ImageTask, env: Data<Env>) -> Result<(), BoxD
     // Read at most the declared size (itself within the limit): anything larger is
     // refused on its size alone, before a byte of it is read (M7).
     let bound = asset.size.min(asset.max_size);
-    let verdict = match env.get_object(&asset.object_key, bound).await? {
+    let verdict = match env
+        .get_object(&asset.object_key, bound)
+        .await
+        .map_err(storage)?
+    {
         Fetched::Missing => Verdict::Rejected("no file was uploaded to the upload URL".into()),
         Fetched::TooLarge { size } => Verdict::Rejected(format!(
             "the file is {size} bytes but {} were declared",
@@ -566,7 +607,9 @@ pub async fn run_image_check(task: ImageTask, env: Data<Env>) -> Result<(), BoxD
         // Decoding is CPU work: off the async threads.
         Fetched::Bytes(bytes) => tokio::task::spawn_blocking(move || judge(&asset, &bytes)).await?,
     };
-    env.judge_asset(&task.asset_id, &verdict).await?;
+    env.judge_asset(&task.asset_id, &verdict)
+        .await
+        .map_err(storage)?;
     Ok(())
 }
 

@@ -1,53 +1,26 @@
-//! Exports and their jobs: create, poll, cancel.
+//! Exports and their jobs: create, read (at once, or waiting for a change: `?wait=N`),
+//! follow as server-sent events, cancel.
+
+use std::time::Instant;
+
+use axum::http::{header, HeaderMap, HeaderValue};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
 
 use super::*;
+use crate::domain::exports::{ended, JobView};
+use crate::reply::{EventStream, HeadedAnswer, PrivateAnswer};
 
-async fn job_json(app: &AppState, job: &JobRow) -> ApiResult<Value> {
-    let progress = if job.status == "succeeded" {
-        1.0
-    } else if job.total > 0 {
-        job.done as f64 / job.total as f64
-    } else {
-        0.0
-    };
-    let mut artifacts = Vec::new();
-    if job.status == "succeeded" {
-        let list: Vec<plinth_workers::slides::Artifact> =
-            serde_json::from_value(job.artifacts.0.clone()).unwrap_or_default();
-        for a in list {
-            let url = app
-                .objects
-                .presign_get(&a.key, DOWNLOAD_TTL)
-                .await
-                .map_err(unavailable("object storage"))?;
-            artifacts.push(json!({
-                "name": a.name,
-                "content_type": a.content_type,
-                "size": a.size,
-                "slide": a.slide,
-                "url": url,
-            }));
-        }
-    }
-    Ok(json!({
-        "id": job.id,
-        "deck_id": job.deck_id,
-        "revision_id": job.revision_id,
-        "kind": "export",
-        "format": job.format,
-        "status": job.status,
-        "progress": progress,
-        "slides_done": job.done,
-        "slides_total": job.total,
-        "attempts": job.attempts,
-        "error": job.error,
-        "artifacts": artifacts,
-        "artifacts_expire_at": (job.status == "succeeded").then(|| chrono::Utc::now() + DOWNLOAD_TTL),
-        "requested_by": job.requested_by,
-        "created_at": job.created_at,
-        "started_at": job.started_at,
-        "finished_at": job.finished_at,
-    }))
+/// The job as its client reads it, with fresh artifact URLs.
+async fn job_view(app: &AppState, job: &JobRow) -> ApiResult<JobView> {
+    crate::domain::exports::job_view(&app.objects, job)
+        .await
+        .map_err(unavailable("object storage"))
+}
+
+/// Where a client reads a job: `Location` of `exports/create`.
+fn job_location(job_id: &str, deck_id: &str) -> Option<HeaderValue> {
+    HeaderValue::from_str(&format!("/api/slides/jobs/{job_id}?deck_id={deck_id}")).ok()
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -57,9 +30,13 @@ pub struct ExportCreate {
     format: String,
     /// Default: the deck's current revision.
     revision_id: Option<String>,
+    /// An http(s) URL that receives a signed event when the job ends (succeeded, failed
+    /// or cancelled): docs/api.md, "Completion callbacks".
+    callback_url: Option<String>,
 }
 
-/// `POST /api/slides/exports/create` (Editor): queues rendering of a revision.
+/// `POST /api/slides/exports/create` (Editor): queues rendering of a revision. Answers
+/// the job with `Location: /api/slides/jobs/{id}?deck_id=` (also on a replay).
 pub async fn export_create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
@@ -76,7 +53,14 @@ pub async fn export_create(
         None => None,
         Some(r) => Some(required("revision_id", r)?),
     };
-    on_deck(
+    let callback_url = body
+        .callback_url
+        .as_deref()
+        .map(|u| crate::callbacks::check_url(u, app.opts.callback_private_networks))
+        .transpose()
+        .map_err(ApiError::bad_request)?
+        .map(|u| u.to_string());
+    let reply = on_deck(
         &app,
         &caller,
         &sent,
@@ -88,11 +72,30 @@ pub async fn export_create(
             let rev = deck_revision(&a, &deck, &revision_id).await?;
             // The row and its queued task commit together: nothing is left pending that
             // no worker will run.
-            let job = store::create_job(&a.db, &deck.id, &rev.summary.id, &format, &c.id).await?;
-            Ok(Reply::ok(job_json(&a, &job).await?))
+            let job = store::create_job(
+                &a.db,
+                &deck.id,
+                &rev.summary.id,
+                &format,
+                &c.id,
+                callback_url.as_deref(),
+            )
+            .await?;
+            Ok(Reply::ok(job_view(&a, &job).await?))
         },
     )
-    .await
+    .await?;
+    let created = reply.status.is_success();
+    let location = reply
+        .body
+        .get("id")
+        .and_then(Value::as_str)
+        .zip(reply.body.get("deck_id").and_then(Value::as_str))
+        .and_then(|(job, deck)| job_location(job, deck));
+    Ok(match location {
+        Some(l) if created => reply.header_value(header::LOCATION, l),
+        _ => reply,
+    })
 }
 
 async fn deck_job(app: &AppState, deck: &DeckRow, job_id: &str) -> ApiResult<JobRow> {
@@ -102,16 +105,212 @@ async fn deck_job(app: &AppState, deck: &DeckRow, job_id: &str) -> ApiResult<Job
         .ok_or_else(|| ApiError::not_found("job not found"))
 }
 
-/// `GET /api/slides/jobs/{id}?deck_id=` (Editor).
+/// The longest `?wait=` (seconds).
+const MAX_WAIT_SECS: u64 = 60;
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct JobQuery {
+    deck_id: Option<String>,
+    /// Seconds (0 to 60) to wait for the job to change state before answering: the
+    /// answer comes as soon as its status changes (or at once when it has ended), else
+    /// after this long with the job as it is.
+    wait: Option<String>,
+}
+
+fn wait_of(wait: Option<&str>) -> ApiResult<Option<std::time::Duration>> {
+    let Some(w) = wait.map(str::trim).filter(|w| !w.is_empty()) else {
+        return Ok(None);
+    };
+    match w.parse::<u64>() {
+        Ok(n) if n <= MAX_WAIT_SECS => Ok((n > 0).then(|| std::time::Duration::from_secs(n))),
+        _ => Err(ApiError::bad_request(format!(
+            "`wait` must be a number of seconds from 0 to {MAX_WAIT_SECS}"
+        ))),
+    }
+}
+
+/// How often a waiter reads its job again although nothing woke it (`watch::fallback`).
+fn fallback(app: &AppState) -> std::time::Duration {
+    let sqlite = matches!(app.db, crate::db::Db::Sqlite(_));
+    let exports_here = !app.opts.no_workers
+        && (app.opts.queues.iter().all(|q| q.trim().is_empty())
+            || app.opts.queues.iter().any(|q| {
+                plinth_workers::QueueName::parse(q) == Some(plinth_workers::QueueName::Export)
+            }));
+    crate::watch::fallback(sqlite, exports_here)
+}
+
+/// `GET /api/slides/jobs/{id}?deck_id=&wait=` (Editor). A job that has not ended answers
+/// `Retry-After: 1`; with `wait`, the answer waits for the job's next change of status
+/// (woken by the change itself: docs/api.md, "Waiting for a job").
 pub async fn job(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
-    Query(q): Query<DeckQuery>,
-) -> ApiResult {
+    Query(q): Query<JobQuery>,
+) -> ApiResult<HeadedAnswer<JobView>> {
+    let wait = wait_of(q.wait.as_deref())?;
     let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
-    let job = deck_job(&app, &deck, &id).await?;
-    Ok(Reply::ok(job_json(&app, &job).await?))
+    // Watching starts before the first read, so a change between the read and the wait
+    // is not missed.
+    let watch = wait.map(|_| crate::watch::watch(&id));
+    let mut job = deck_job(&app, &deck, &id).await?;
+    if let (Some(wait), Some(watch)) = (wait, &watch) {
+        let deadline = Instant::now() + wait;
+        let first = job.status.clone();
+        let every = fallback(&app);
+        while !ended(&job.status) && job.status == first {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                break;
+            };
+            let notified = watch.notify().notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(left.min(every)) => {}
+            }
+            job = deck_job(&app, &deck, &id).await?;
+        }
+    }
+    drop(watch);
+    let mut headers = HeaderMap::new();
+    if !ended(&job.status) {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    Ok(HeadedAnswer {
+        body: job_view(&app, &job).await?,
+        headers,
+    })
+}
+
+/// How long one event stream lasts before the client is asked to reconnect.
+const STREAM_FOR: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+/// A comment line this often keeps proxies from closing a quiet stream.
+const KEEP_ALIVE: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// One server-sent event.
+fn sse(seq: u64, view: &JobView) -> bytes::Bytes {
+    let data = serde_json::to_string(view).unwrap_or_else(|_| "{}".into());
+    bytes::Bytes::from(format!("id: {seq}\nevent: job\ndata: {data}\n\n"))
+}
+
+struct Follow {
+    app: AppState,
+    deck: DeckRow,
+    id: String,
+    watch: crate::watch::Watch,
+    /// What the last event said: (status, done, total).
+    last: Option<(String, i64, i64)>,
+    seq: u64,
+    until: Instant,
+    done: bool,
+}
+
+/// The next chunk of a job's event stream: an event when the job changed (the first
+/// one at once), a keep-alive comment when quiet, nothing once the job ended.
+async fn next_event(mut f: Follow) -> Option<(Result<bytes::Bytes, std::io::Error>, Follow)> {
+    if f.done || Instant::now() > f.until {
+        return None;
+    }
+    let every = fallback(&f.app);
+    let quiet_until = Instant::now() + KEEP_ALIVE;
+    let notify = f.watch.notifier();
+    loop {
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let job = match deck_job(&f.app, &f.deck, &f.id).await {
+            Ok(j) => j,
+            // Gone (its deck deleted): the stream ends.
+            Err(_) => return None,
+        };
+        let now = (job.status.clone(), job.done, job.total);
+        if f.last.as_ref() != Some(&now) {
+            f.last = Some(now);
+            f.done = ended(&job.status);
+            f.seq += 1;
+            let view = job_view(&f.app, &job).await.ok()?;
+            return Some((Ok(sse(f.seq, &view)), f));
+        }
+        let Some(left) = quiet_until.checked_duration_since(Instant::now()) else {
+            return Some((Ok(bytes::Bytes::from_static(b": keep-alive\n\n")), f));
+        };
+        tokio::select! {
+            _ = notified => {}
+            _ = tokio::time::sleep(left.min(every)) => {}
+        }
+    }
+}
+
+/// `GET /api/slides/jobs/{id}/events?deck_id=` (Editor; an addition): the job as
+/// server-sent events (`event: job`, `data`: the job as `GET /api/slides/jobs/{id}`
+/// answers it), one at once and one per change of its status or progress, until it
+/// ends (or after 15 minutes: reconnect). Woken by the job's own changes, like `wait`.
+pub async fn job_events(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+    Query(q): Query<DeckQuery>,
+) -> ApiResult<EventStream<JobView>> {
+    let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
+    let watch = crate::watch::watch(&id);
+    deck_job(&app, &deck, &id).await?;
+    let follow = Follow {
+        app,
+        deck,
+        id,
+        watch,
+        last: None,
+        seq: 0,
+        until: Instant::now() + STREAM_FOR,
+        done: false,
+    };
+    let stream = futures::stream::unfold(follow, next_event);
+    let response = axum::response::Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .header("x-accel-buffering", "no")
+        .body(axum::body::Body::from_stream(stream))
+        .map_err(ApiError::internal)?;
+    Ok(EventStream {
+        response,
+        of: std::marker::PhantomData,
+    })
+}
+
+/// The account's secret for verifying completion callbacks.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct CallbackSecret {
+    /// `whsec_...`: the HMAC-SHA256 key of the `Plinth-Signature` header of every
+    /// completion event of this account's exports.
+    secret: String,
+    /// When it was made (a rotation makes a new one).
+    created_at: DateTime<Utc>,
+}
+
+/// `GET /api/slides/callbacks/secret` (V10; an addition): the caller's callback signing
+/// secret, made on first use.
+pub async fn callback_secret(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<PrivateAnswer<CallbackSecret>> {
+    let (secret, created_at) = crate::callbacks::secret(&app.db, &app.key, &caller.id)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(PrivateAnswer(CallbackSecret { secret, created_at }))
+}
+
+/// `POST /api/slides/callbacks/secret/rotate` (V10; an addition): a new secret; events
+/// signed from now on (retries of earlier ones included) use it.
+pub async fn callback_secret_rotate(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<PrivateAnswer<CallbackSecret>> {
+    let (secret, created_at) = crate::callbacks::rotate(&app.db, &app.key, &caller.id)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(PrivateAnswer(CallbackSecret { secret, created_at }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -152,7 +351,7 @@ pub async fn job_cancel(
                 ))
                 .with("status", job.status));
             }
-            Ok(Reply::ok(job_json(&a, &job).await?))
+            Ok(Reply::ok(job_view(&a, &job).await?))
         },
     )
     .await

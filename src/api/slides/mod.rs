@@ -148,12 +148,13 @@ fn unavailable(what: &str) -> impl Fn(crate::storage::StorageError) -> ApiError 
 
 // ---- idempotent changes ----
 
-use crate::domain::idempotency::{idempotency_key, request_hash};
+use crate::domain::idempotency::request_hash;
 
-/// The body of a deck mutation: typed, plus the JSON as sent and its `idempotency_key`
-/// (a repeat is told from a different request by a hash of what was sent). An
-/// `operations` array past the limit is refused by a skim of the raw bytes before
-/// anything is parsed (H4).
+/// The body of a deck mutation: typed, plus the JSON as sent and its idempotency key
+/// (the `Idempotency-Key` header or the body's `idempotency_key`: `api::idempotent`; a
+/// repeat is told from a different request by a hash of what was sent). An `operations`
+/// array past the limit is refused by a skim of the raw bytes before anything is parsed
+/// (H4).
 pub struct DeckChange<T>(T, Sent);
 
 /// What the idempotency check of a change needs.
@@ -168,6 +169,7 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
     type Rejection = ApiError;
 
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let headers = req.headers().clone();
         let bytes = crate::extract::read_json_bytes(req, state).await?;
         if too_many_operations(&bytes) {
             return Err(ApiError::new(
@@ -179,7 +181,7 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
             ));
         }
         let json = crate::extract::parse_object(&bytes)?;
-        let key = idempotency_key(&json)?;
+        let key = crate::api::idempotent::key(&headers, &json)?;
         Ok(DeckChange(from_object(json.clone())?, Sent { key, json }))
     }
 }
@@ -192,7 +194,7 @@ impl<T: schemars::JsonSchema> crate::schema::DocArg for DeckChange<T> {
                 "type": "object",
                 "properties": {"idempotency_key": {
                     "type": "string", "minLength": 1, "maxLength": 255,
-                    "description": "a repeat with the same key and body replays the first answer for 24 hours; the same key with another body is a 422"
+                    "description": "a repeat with the same key and body replays the first answer for 24 hours (not counted in a rate window); the same key with another body is a 422; the Idempotency-Key header is the same key (both, different: 400)"
                 }}
             }]
         }));
@@ -259,36 +261,7 @@ where
         (reply.status.as_u16(), Value::Object(reply.body))
     }
     .boxed();
-    use crate::domain::idempotency::RETRY_IN_PROGRESS_SECS;
-    use plinth_actors::decks::ChangeError;
-    let answer = match app.decks.run(scope, sent.key.clone(), hash, work).await {
-        Ok(a) => a,
-        Err(e @ ChangeError::KeyReused) => {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                e.to_string(),
-            ))
-        }
-        // The first request with this key still runs (here or in another process): the
-        // IETF Idempotency-Key draft's 409, with when to ask again.
-        Err(e @ ChangeError::InProgress) => {
-            let err = ApiError::conflict(e.to_string())
-                .with("retry_after_ms", RETRY_IN_PROGRESS_SECS * 1000);
-            return Ok(Reply::from(err).header("retry-after", "1"));
-        }
-        Err(other) => return Err(ApiError::internal(other)),
-    };
-    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
-    let body = match answer.body {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
-    let reply = Reply::with_status(status, body);
-    Ok(if answer.replayed {
-        reply.header("idempotent-replayed", "true")
-    } else {
-        reply
-    })
+    crate::api::idempotent::answer(app.decks.run(scope, sent.key.clone(), hash, work).await)
 }
 
 /// Who may make a change to a deck.

@@ -1,0 +1,316 @@
+//! Completion callbacks (docs/api.md, "Completion callbacks"): the server's side of the
+//! `callbacks` queue. When an export with a `callback_url` ends, a delivery task is
+//! queued with the end (`db::slides`); a worker builds the event from the job as it is
+//! then, signs it as Stripe signs webhooks (`Plinth-Signature: t=<unix>,v1=<hex
+//! HMAC-SHA256 of "<t>.<body>">`) with the job's owner's secret, and POSTs it. Anything
+//! but a 2xx is a failed attempt, retried after the callback back-off with the same event
+//! id (at least once; receivers drop repeats by `id`); a 410 ends the retries.
+//!
+//! Callback URLs must be http or https; an address on the loopback, a private network,
+//! link-local or the like is refused (at `exports/create` and again, after the name is
+//! resolved, at each delivery, which then connects only to the address it checked)
+//! unless `PLINTH_CALLBACK_PRIVATE_NETWORKS` allows it.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use plinth_workers::{BoxDynError, CallbackTask, JobError};
+
+use crate::crypto::MasterKey;
+use crate::db::Db;
+use crate::domain::exports::{ended, job_view, Event, EventData};
+use crate::storage::ObjectStore;
+
+/// How long a receiver has to answer.
+const TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest callback URL.
+const MAX_URL: usize = 2048;
+
+/// The header carrying the signature.
+pub const SIGNATURE_HEADER: &str = "plinth-signature";
+
+/// Whether an address is one a callback must not reach by default: loopback, private,
+/// link-local, shared (CGNAT), unspecified, multicast or broadcast, and IPv6's
+/// equivalents (an IPv4-mapped address counts as its IPv4 address).
+pub fn internal(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || (o[0] == 100 && (64..128).contains(&o[1]))
+                || o[0] == 0
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return internal(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+        }
+    }
+}
+
+/// A callback URL as a client gives it: http(s), a host, at most 2048 characters, no
+/// credentials; an internal IP literal only when allowed. The error is the message the
+/// client reads.
+pub fn check_url(text: &str, private_ok: bool) -> Result<reqwest::Url, String> {
+    let text = text.trim();
+    if text.is_empty() || text.len() > MAX_URL {
+        return Err(format!(
+            "`callback_url` must be an http or https URL of at most {MAX_URL} characters"
+        ));
+    }
+    let url = reqwest::Url::parse(text).map_err(|e| format!("`callback_url` is not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err("`callback_url` must be an http or https URL".into());
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err("`callback_url` may not carry credentials".into());
+    }
+    let host = match url.host_str() {
+        Some(h) if !h.is_empty() => h,
+        _ => return Err("`callback_url` needs a host".into()),
+    };
+    let literal = if host.eq_ignore_ascii_case("localhost") {
+        Some(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST))
+    } else {
+        host.trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<IpAddr>()
+            .ok()
+    };
+    if let Some(ip) = literal {
+        if internal(ip) && !private_ok {
+            return Err(
+                "`callback_url` points at a loopback or private address; this server does not \
+                 call those (PLINTH_CALLBACK_PRIVATE_NETWORKS)"
+                    .into(),
+            );
+        }
+    }
+    Ok(url)
+}
+
+/// A new signing secret: `whsec_` and 32 random bytes in hex.
+fn new_secret() -> String {
+    format!("whsec_{}", hex::encode(crate::crypto::random_bytes::<32>()))
+}
+
+/// The account's callback secret (made on first use) and when it was made.
+pub async fn secret(
+    db: &Db,
+    key: &MasterKey,
+    user_id: &str,
+) -> anyhow::Result<(String, chrono::DateTime<chrono::Utc>)> {
+    let stored = match crate::db::callbacks::secret(db, user_id).await? {
+        Some(s) => s,
+        None => {
+            let fresh = key.encrypt(new_secret().as_bytes());
+            crate::db::callbacks::secret_or_insert(db, user_id, &fresh).await?
+        }
+    };
+    let plain = key
+        .decrypt(&stored.0)
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| anyhow::anyhow!("a callback secret does not decrypt"))?;
+    Ok((plain, stored.1))
+}
+
+/// Replaces the account's secret: events signed from now on use the new one.
+pub async fn rotate(
+    db: &Db,
+    key: &MasterKey,
+    user_id: &str,
+) -> anyhow::Result<(String, chrono::DateTime<chrono::Utc>)> {
+    let plain = new_secret();
+    let (_, at) =
+        crate::db::callbacks::replace(db, user_id, &key.encrypt(plain.as_bytes())).await?;
+    Ok((plain, at))
+}
+
+/// The workers' port: delivers completion events.
+pub struct Deliverer {
+    pub db: Db,
+    pub objects: ObjectStore,
+    pub key: MasterKey,
+    /// `PLINTH_CALLBACK_PRIVATE_NETWORKS`.
+    pub private_ok: bool,
+}
+
+impl plinth_workers::CallbackEnv for Deliverer {
+    fn deliver<'a>(
+        &'a self,
+        task: &'a CallbackTask,
+        attempt: usize,
+    ) -> BoxFuture<'a, Result<(), BoxDynError>> {
+        async move { Ok(self.send(task, attempt).await?) }.boxed()
+    }
+}
+
+impl Deliverer {
+    async fn send(&self, task: &CallbackTask, attempt: usize) -> Result<(), JobError> {
+        let storage = |e: &dyn std::fmt::Display| JobError::retry("storage", e);
+        let Some(job) = crate::db::slides::job(&self.db, &task.job_id)
+            .await
+            .map_err(|e| storage(&e))?
+        else {
+            // Gone with its deck: nobody to tell about it.
+            return Ok(());
+        };
+        let Some(target) = job.callback_url.clone() else {
+            return Ok(());
+        };
+        // Retried by an operator since: the next end sends its own event.
+        if !ended(&job.status) {
+            return Ok(());
+        }
+        let url = check_url(&target, true).map_err(|e| JobError::permanent("callback_url", e))?;
+        let (secret, _) = secret(&self.db, &self.key, &job.requested_by)
+            .await
+            .map_err(|e| storage(&e))?;
+        let view = job_view(&self.objects, &job)
+            .await
+            .map_err(|e| storage(&e))?;
+        let t = chrono::Utc::now().timestamp();
+        let event = Event {
+            id: task.event_id.clone(),
+            kind: format!("export.{}", job.status),
+            created: t,
+            attempt,
+            data: EventData { job: view },
+        };
+        let body = serde_json::to_vec(&event).map_err(|e| storage(&e))?;
+        let signature = crate::payments::sign_event(&secret, t, &body);
+        let client = self.client_for(&url).await?;
+        let answer = client
+            .post(url.clone())
+            .header("content-type", "application/json")
+            .header("user-agent", "plinth-callbacks/1")
+            .header("plinth-event-id", &task.event_id)
+            .header(SIGNATURE_HEADER, signature)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| {
+                JobError::retry(
+                    "callback_unreachable",
+                    format!("POST {}: {e}", redacted(&url)),
+                )
+            })?;
+        let status = answer.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let text = format!("POST {} answered {status}", redacted(&url));
+        if status == reqwest::StatusCode::GONE {
+            // The receiver says it will never take this event: no more attempts.
+            return Err(JobError::permanent("callback_gone", text));
+        }
+        Err(JobError::retry("callback_http", text))
+    }
+
+    /// A client that connects only to an address checked here (the URL's host resolved
+    /// once, internal addresses refused unless allowed), with no redirects followed.
+    async fn client_for(&self, url: &reqwest::Url) -> Result<reqwest::Client, JobError> {
+        let host = url.host_str().unwrap_or_default().to_owned();
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let port = url.port_or_known_default().unwrap_or(443);
+        let resolved: Vec<SocketAddr> = tokio::net::lookup_host((bare, port))
+            .await
+            .map_err(|e| JobError::retry("callback_unreachable", format!("resolving {host}: {e}")))?
+            .collect();
+        let allowed: Vec<SocketAddr> = resolved
+            .iter()
+            .copied()
+            .filter(|a| self.private_ok || !internal(a.ip()))
+            .collect();
+        let Some(addr) = allowed.first().copied() else {
+            return Err(if resolved.is_empty() {
+                JobError::retry("callback_unreachable", format!("{host} has no address"))
+            } else {
+                JobError::permanent(
+                    "callback_url",
+                    format!("{host} resolves to a loopback or private address; not called"),
+                )
+            });
+        };
+        reqwest::Client::builder()
+            .timeout(TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .resolve(&host, addr)
+            .build()
+            .map_err(|e| JobError::retry("callback_unreachable", e))
+    }
+}
+
+/// A URL for a log line: scheme, host, port and path only (a query may hold a token).
+fn redacted(url: &reqwest::Url) -> String {
+    format!(
+        "{}://{}{}{}",
+        url.scheme(),
+        url.host_str().unwrap_or_default(),
+        url.port().map(|p| format!(":{p}")).unwrap_or_default(),
+        url.path()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_addresses_are_recognised() {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fd00::1",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(internal(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["93.184.216.34", "2606:2800:220:1::1", "8.8.8.8"] {
+            assert!(!internal(ip.parse().unwrap()), "{ip}");
+        }
+    }
+
+    #[test]
+    fn callback_urls_are_checked() {
+        assert!(check_url("https://hooks.example.com/plinth?t=1", false).is_ok());
+        assert!(check_url("http://127.0.0.1:9000/cb", true).is_ok());
+        for bad in [
+            "",
+            "ftp://example.com/x",
+            "https://user:pw@example.com/",
+            "http://127.0.0.1:9000/cb",
+            "http://localhost/cb",
+            "http://[::1]/cb",
+            "http://169.254.169.254/latest",
+            "not a url",
+        ] {
+            assert!(check_url(bad, false).is_err(), "{bad}");
+        }
+        let long = format!("https://example.com/{}", "a".repeat(MAX_URL));
+        assert!(check_url(&long, true).is_err());
+        let u = reqwest::Url::parse("https://h.example:8443/p/a?token=secret").unwrap();
+        assert_eq!(redacted(&u), "https://h.example:8443/p/a");
+    }
+}

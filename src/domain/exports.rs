@@ -1,0 +1,128 @@
+//! A slide export job as its client reads it: the answer of `GET /api/slides/jobs/{id}`,
+//! the `data` of its event stream and the `data.job` of its completion callback, built
+//! once here from the job's row (fresh signed artifact URLs on every build).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::db::slides::JobRow;
+use crate::storage::{ObjectStore, StorageError};
+
+/// Artifact download URLs (spec: five minutes).
+pub const ARTIFACT_URL_TTL: Duration = Duration::from_secs(5 * 60);
+
+/// A file an export produced.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct ArtifactView {
+    pub name: String,
+    pub content_type: String,
+    pub size: u64,
+    /// The slide (1-based) of a PNG; null for a whole-deck file.
+    pub slide: Option<usize>,
+    /// A signed download URL, valid five minutes (`artifacts_expire_at`).
+    pub url: String,
+}
+
+/// An export job as its client reads it (docs/slides.md, "Exports").
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct JobView {
+    pub id: String,
+    pub deck_id: String,
+    pub revision_id: String,
+    /// Always `export`.
+    pub kind: &'static str,
+    /// `html`, `pdf` or `png`.
+    pub format: String,
+    /// `pending`, `running`, `succeeded`, `failed` or `cancelled`.
+    pub status: String,
+    /// 0 to 1.
+    pub progress: f64,
+    pub slides_done: i64,
+    pub slides_total: i64,
+    /// Runs of the job so far.
+    pub attempts: i64,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Once succeeded: the files, with fresh signed URLs on every read.
+    pub artifacts: Vec<ArtifactView>,
+    pub artifacts_expire_at: Option<DateTime<Utc>>,
+    pub requested_by: String,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Where the completion event is POSTed (docs/api.md, "Completion callbacks").
+    pub callback_url: Option<String>,
+}
+
+/// Whether a job's status is final.
+pub fn ended(status: &str) -> bool {
+    matches!(status, "succeeded" | "failed" | "cancelled")
+}
+
+pub async fn job_view(objects: &ObjectStore, job: &JobRow) -> Result<JobView, StorageError> {
+    let progress = if job.status == "succeeded" {
+        1.0
+    } else if job.total > 0 {
+        job.done as f64 / job.total as f64
+    } else {
+        0.0
+    };
+    let mut artifacts = Vec::new();
+    if job.status == "succeeded" {
+        let list: Vec<plinth_workers::slides::Artifact> =
+            serde_json::from_value(job.artifacts.0.clone()).unwrap_or_default();
+        for a in list {
+            let url = objects.presign_get(&a.key, ARTIFACT_URL_TTL).await?;
+            artifacts.push(ArtifactView {
+                name: a.name,
+                content_type: a.content_type,
+                size: a.size,
+                slide: a.slide,
+                url,
+            });
+        }
+    }
+    Ok(JobView {
+        id: job.id.clone(),
+        deck_id: job.deck_id.clone(),
+        revision_id: job.revision_id.clone(),
+        kind: "export",
+        format: job.format.clone(),
+        status: job.status.clone(),
+        progress,
+        slides_done: job.done,
+        slides_total: job.total,
+        attempts: job.attempts,
+        error: job.error.clone(),
+        artifacts,
+        artifacts_expire_at: (job.status == "succeeded").then(|| Utc::now() + ARTIFACT_URL_TTL),
+        requested_by: job.requested_by.clone(),
+        created_at: job.created_at,
+        started_at: job.started_at,
+        finished_at: job.finished_at,
+        callback_url: job.callback_url.clone(),
+    })
+}
+
+/// The completion event POSTed to a job's `callback_url`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Event {
+    /// `evt_...`: the same on every delivery attempt of this event (drop repeats by it).
+    pub id: String,
+    /// `export.succeeded`, `export.failed` or `export.cancelled`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// When this attempt was made, Unix seconds (the signature's `t`).
+    pub created: i64,
+    /// 1 on the first delivery attempt.
+    pub attempt: usize,
+    pub data: EventData,
+}
+
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct EventData {
+    /// The job as `GET /api/slides/jobs/{id}` answers it now.
+    pub job: JobView,
+}

@@ -1,0 +1,150 @@
+//! Waiting for a slide job to change, without polling: `GET /api/slides/jobs/{id}?wait=N`
+//! and the job's event stream wait here, woken by the job's own writes.
+//!
+//! Every write that changes what a job's client reads (its status or progress, in
+//! `db::slides` and `db::jobs`) calls [`changed`] once it committed, which wakes this
+//! process's waiters on that job. Writes made by other processes reach this one through
+//! PostgreSQL: a trigger on `slide_jobs` sends `NOTIFY plinth_jobs '<job id>'` with the
+//! write (migration 0026), and [`listen`] hears it. On SQLite only the process that wrote
+//! knows at once; a waiter also reads its job again every [`fallback`] interval, so a
+//! `plinth worker` process on the same file is seen within half a second.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+/// The waiters of each job that has any: a notifier and how many hold it.
+type Waiters = HashMap<String, (Arc<Notify>, usize)>;
+static WAITERS: LazyLock<Mutex<Waiters>> = LazyLock::new(Default::default);
+
+/// Wakes this process's waiters on `job_id` (call it after the change committed).
+pub fn changed(job_id: &str) {
+    let map = WAITERS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((notify, _)) = map.get(job_id) {
+        notify.notify_waiters();
+    }
+}
+
+/// A waiter's hold on a job's notifier; dropping it lets the entry go.
+pub struct Watch {
+    job_id: String,
+    notify: Arc<Notify>,
+}
+
+/// Starts watching `job_id`: create the [`Watch`] first, then read the job, then wait on
+/// [`Watch::notify`] (enabled before the read), so no change between the read and the
+/// wait is missed.
+pub fn watch(job_id: &str) -> Watch {
+    let mut map = WAITERS.lock().unwrap_or_else(|e| e.into_inner());
+    let entry = map
+        .entry(job_id.to_owned())
+        .or_insert_with(|| (Arc::new(Notify::new()), 0));
+    entry.1 += 1;
+    Watch {
+        job_id: job_id.to_owned(),
+        notify: entry.0.clone(),
+    }
+}
+
+impl Watch {
+    pub fn notify(&self) -> &Notify {
+        &self.notify
+    }
+
+    /// The notifier itself, for a waiter that must not borrow the watch.
+    pub fn notifier(&self) -> Arc<Notify> {
+        self.notify.clone()
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let mut map = WAITERS.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(entry) = map.get_mut(&self.job_id) {
+            entry.1 = entry.1.saturating_sub(1);
+            if entry.1 == 0 {
+                map.remove(&self.job_id);
+            }
+        }
+    }
+}
+
+/// How many jobs this process's clients are waiting on (for tests and metrics).
+pub fn watched() -> usize {
+    WAITERS.lock().unwrap_or_else(|e| e.into_inner()).len()
+}
+
+/// How often a waiter reads its job again although nothing woke it: often where another
+/// process may change the job unheard (SQLite, this process running no export workers),
+/// else rarely (a safety net only).
+pub fn fallback(sqlite: bool, exports_here: bool) -> Duration {
+    if sqlite && !exports_here {
+        Duration::from_millis(500)
+    } else {
+        Duration::from_secs(10)
+    }
+}
+
+/// The channel the `slide_jobs` trigger notifies.
+pub const CHANNEL: &str = "plinth_jobs";
+
+/// Listens for job changes made by any process on PostgreSQL and wakes this process's
+/// waiters; reconnects after a lost connection (the waiters' fallback reads cover the
+/// gap).
+pub async fn listen(pool: sqlx::PgPool) {
+    loop {
+        match sqlx::postgres::PgListener::connect_with(&pool).await {
+            Ok(mut listener) => {
+                if let Err(e) = listener.listen(CHANNEL).await {
+                    tracing::warn!(error = %e, "LISTEN plinth_jobs failed; retrying");
+                } else {
+                    loop {
+                        match listener.recv().await {
+                            Ok(n) => changed(n.payload()),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "job notifications lost; reconnecting");
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "job notifications: cannot connect; retrying"),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_change_wakes_the_waiters_of_that_job_and_entries_go_with_them() {
+        let before = watched();
+        let a = watch("job-a");
+        let b = watch("job-a");
+        let other = watch("job-b");
+        assert_eq!(watched(), before + 2);
+        let notify = a.notifier();
+        let notified = notify.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        changed("job-b");
+        changed("job-c");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), notified.as_mut())
+                .await
+                .is_err(),
+            "woken by another job"
+        );
+        changed("job-a");
+        tokio::time::timeout(Duration::from_millis(200), notified)
+            .await
+            .expect("woken");
+        drop((a, b, other));
+        assert_eq!(watched(), before);
+    }
+}

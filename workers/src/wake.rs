@@ -1,0 +1,116 @@
+//! In-process wake-ups: a job this process queues wakes this process's idle workers of
+//! its queue at once, after the job is committed (apalis would otherwise see it on its
+//! next poll: every 100 ms on SQLite). A poll strategy ([`Wakes`]) that apalis's poll
+//! loop drives next to the interval (and, on PostgreSQL, next to LISTEN/NOTIFY, which
+//! carries jobs queued by other processes).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{LazyLock, Mutex};
+use std::task::{Context, Poll, Waker};
+
+use apalis::prelude::{PollSnapshot, PollStrategy};
+
+use crate::QueueName;
+
+#[derive(Default)]
+struct Signal {
+    /// Bumped by every wake-up.
+    generation: AtomicU64,
+    /// The tasks of this process's workers of the queue that wait for one.
+    wakers: Mutex<Vec<Waker>>,
+}
+
+static SIGNALS: LazyLock<Vec<Signal>> =
+    LazyLock::new(|| QueueName::ALL.iter().map(|_| Signal::default()).collect());
+
+fn signal(queue: QueueName) -> &'static Signal {
+    let at = QueueName::ALL
+        .iter()
+        .position(|q| *q == queue)
+        .unwrap_or_default();
+    &SIGNALS[at]
+}
+
+/// Wakes this process's workers of `queue`: call it once the transaction that queued a
+/// job has committed.
+pub fn wake(queue: QueueName) {
+    let s = signal(queue);
+    s.generation.fetch_add(1, Ordering::SeqCst);
+    let wakers = std::mem::take(&mut *s.wakers.lock().unwrap_or_else(|e| e.into_inner()));
+    for w in wakers {
+        w.wake();
+    }
+}
+
+/// The poll strategy of one worker: ready whenever [`wake`] was called for its queue
+/// since it last looked.
+pub struct Wakes {
+    queue: QueueName,
+    seen: u64,
+}
+
+impl Wakes {
+    pub fn new(queue: QueueName) -> Self {
+        Self {
+            queue,
+            seen: signal(queue).generation.load(Ordering::SeqCst),
+        }
+    }
+}
+
+impl PollStrategy for Wakes {
+    fn poll_drive(&mut self, cx: &mut Context<'_>, _: &PollSnapshot) -> Poll<Option<()>> {
+        let s = signal(self.queue);
+        let now = s.generation.load(Ordering::SeqCst);
+        if now != self.seen {
+            self.seen = now;
+            return Poll::Ready(Some(()));
+        }
+        {
+            let mut wakers = s.wakers.lock().unwrap_or_else(|e| e.into_inner());
+            if !wakers.iter().any(|w| w.will_wake(cx.waker())) {
+                wakers.push(cx.waker().clone());
+            }
+        }
+        // A wake-up between the first look and the registration is not lost.
+        let now = s.generation.load(Ordering::SeqCst);
+        if now != self.seen {
+            self.seen = now;
+            return Poll::Ready(Some(()));
+        }
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Arc;
+
+    struct Count(AtomicUsize);
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn a_wake_reaches_a_waiting_worker_of_its_queue_only() {
+        let count = Arc::new(Count(AtomicUsize::new(0)));
+        let waker = Waker::from(count.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut images = Wakes::new(QueueName::Images);
+        let snap = PollSnapshot::default();
+        assert!(images.poll_drive(&mut cx, &snap).is_pending());
+        // Registered once however often it is polled.
+        assert!(images.poll_drive(&mut cx, &snap).is_pending());
+        wake(QueueName::Expiry);
+        assert_eq!(count.0.load(Ordering::SeqCst), 0);
+        assert!(images.poll_drive(&mut cx, &snap).is_pending());
+        wake(QueueName::Images);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        assert!(images.poll_drive(&mut cx, &snap).is_ready());
+        assert!(images.poll_drive(&mut cx, &snap).is_pending());
+    }
+}
