@@ -105,7 +105,7 @@ pub struct InOrg<T, const ADMIN: bool> {
     pub org: crate::db::organizations::OrgRow,
     pub caller: Arc<Caller>,
     /// `member` or `admin`; `None` for a platform admin who is not a member.
-    pub role: Option<String>,
+    pub role: Option<crate::states::OrgRole>,
     pub body: T,
 }
 
@@ -166,13 +166,13 @@ where
         .ok_or_else(|| ApiError::not_found("organization not found"))?;
         let role = crate::db::organizations::role_of(&app.db, &org.id, &caller.id).await?;
         if !caller.is_admin() {
-            match role.as_deref() {
+            match role {
                 None => {
                     return Err(ApiError::forbidden(
                         "you are not a member of this organization",
                     ))
                 }
-                Some("admin") => {}
+                Some(crate::states::OrgRole::Admin) => {}
                 Some(_) if ADMIN => {
                     return Err(ApiError::forbidden(
                         "this requires an admin of the organization",
@@ -204,10 +204,8 @@ pub async fn in_org(app: &AppState, caller: &Caller, org_id: &str) -> Result<boo
 /// rather than its organization.
 pub async fn org_admin(app: &AppState, caller: &Caller, org_id: &str) -> Result<bool, ApiError> {
     Ok(caller.is_admin()
-        || crate::db::organizations::role_of(&app.db, org_id, &caller.id)
-            .await?
-            .as_deref()
-            == Some("admin"))
+        || crate::db::organizations::role_of(&app.db, org_id, &caller.id).await?
+            == Some(crate::states::OrgRole::Admin))
 }
 
 /// The organization `domain` names, for a caller who administers it: 404 when there is

@@ -958,9 +958,13 @@ pub async fn migrate(opts: Opts) -> anyhow::Result<()> {
         match (stored, file_key) {
             (Some(stored), Some(key))
                 if crate::crypto::ct_eq(stored.as_bytes(), key.check_value().as_bytes()) => {}
-            (Some(_), _) => anyhow::bail!(
-                "the database was set up with another key: run plinth migrate with the \
-                 PLINTH_MASTER_KEY its servers use"
+            (Some(_), file_key) => anyhow::bail!(
+                "the database was set up with another key than {}: run plinth migrate with \
+                 the PLINTH_MASTER_KEY its servers use",
+                match file_key {
+                    Some(_) => format!("{} (PLINTH_MASTER_KEY is unset)", path.display()),
+                    None => "none (PLINTH_MASTER_KEY is unset and there is no master.key)".into(),
+                }
             ),
             (None, _) => anyhow::bail!(
                 "plinth migrate on PostgreSQL needs PLINTH_MASTER_KEY (64 hex characters, the \

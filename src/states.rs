@@ -110,6 +110,24 @@ text_enum! {
 }
 
 text_enum! {
+    /// A waitlist entry.
+    pub enum WaitlistStatus {
+        Pending = "pending",
+        /// Admitted: the email has a (verified) account.
+        Accepted = "accepted",
+    }
+}
+
+text_enum! {
+    /// A member's role in an organization.
+    pub enum OrgRole {
+        /// Manages the organization, its members and its records.
+        Admin = "admin",
+        Member = "member",
+    }
+}
+
+text_enum! {
     /// A discount code's kind.
     pub enum DiscountKind {
         /// `value` is a percent off (0 to 100).

@@ -409,7 +409,7 @@ pub async fn authenticate_agent(
         .ok_or_else(|| ApiError::internal("agent account vanished"))?;
     Ok(Reply::ok(json!({
         "apiKey": key,
-        "user": user.to_json(Some(&user_key(&app, &user)?)),
+        "user": crate::wire::users::User::of(&user, Some(&user_key(&app, &user)?)),
         "subscription": {"id": subscription, "product_id": plan.product_id, "level": plan.level},
     })))
 }

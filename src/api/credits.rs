@@ -20,6 +20,11 @@ use crate::extract::{IdBody, JsonBody};
 use crate::reply::{Answer, Reply};
 use crate::routes::{Category, ROUTES};
 use crate::state::AppState;
+use crate::wire::credits::{
+    Account, AccountCheck, AccountCreated, BalanceByEmail, BalanceByUser, BonusDistributed,
+    Deducted, History, MonthlyDistributed, Sent, StoreCredited, Transaction, VendorDistributed,
+};
+use crate::wire::True;
 
 /// Bonuses payable by `distribute-bonus` (`fixtures/bonuses.json`), each once per account.
 static BONUSES: LazyLock<HashMap<String, i64>> = LazyLock::new(|| {
@@ -76,12 +81,15 @@ pub async fn history(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Query(page): Query<Page>,
-) -> ApiResult {
+) -> ApiResult<Answer<History>> {
     let (limit, offset) = crate::domain::validate::page(page.limit, page.offset, 50, 200)?;
     let (rows, total) = store::history(&app.db, &caller.id, limit, offset).await?;
-    Ok(Reply::ok(
-        json!({"data": rows, "total": total, "limit": limit, "offset": offset}),
-    ))
+    Ok(Answer(History {
+        data: rows.into_iter().map(Transaction::from).collect(),
+        total,
+        limit,
+        offset,
+    }))
 }
 
 /// `GET /api/credits/balance`.
@@ -112,23 +120,23 @@ pub async fn check(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<AccountCheck>> {
     let account = store::account_by_id(&app.db, &body.id).await?;
     let valid = account
         .as_ref()
         .is_some_and(|a| a.user_id == caller.id || caller.is_admin());
-    Ok(Reply::ok(json!({
-        "valid": valid,
-        "account_id": body.id,
-        "user_id": account.filter(|_| valid).map(|a| a.user_id),
-    })))
+    Ok(Answer(AccountCheck {
+        valid,
+        account_id: body.id,
+        user_id: account.filter(|_| valid).map(|a| a.user_id),
+    }))
 }
 
 /// `POST /api/credits/create-account-by-user-id` (admin): idempotent.
 pub async fn create_account_by_user_id(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<AccountCreated>> {
     users_db::by_id(&app.db, &body.id)
         .await?
         .ok_or_else(|| ApiError::not_found("user not found"))?;
@@ -137,11 +145,16 @@ pub async fn create_account_by_user_id(
     let account = store::account(&app.db, &body.id)
         .await?
         .ok_or_else(|| ApiError::internal("credit account missing after creation"))?;
-    Ok(Reply::ok(json!({
-        "success": true,
-        "created": created,
-        "data": {"id": account.id, "user_id": account.user_id, "balance": account.balance, "created_at": account.created_at},
-    })))
+    Ok(Answer(AccountCreated {
+        success: True,
+        created,
+        data: Account {
+            id: account.id,
+            user_id: account.user_id,
+            balance: account.balance,
+            created_at: account.created_at,
+        },
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -154,7 +167,7 @@ pub async fn deduct(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<DeductBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Deducted>> {
     check_amount("credit", body.credit)?;
     let applied = apply(
         &app,
@@ -162,12 +175,12 @@ pub async fn deduct(
     )
     .await?
     .ok_or_else(|| ApiError::internal("deduct has no idempotency key"))?;
-    Ok(Reply::ok(json!({
-        "success": true,
-        "deducted": body.credit,
-        "balance": balance_after(&applied, &caller.id),
-        "transaction_id": first_transaction(&applied),
-    })))
+    Ok(Answer(Deducted {
+        success: True,
+        deducted: body.credit,
+        balance: balance_after(&applied, &caller.id),
+        transaction_id: first_transaction(&applied),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -182,7 +195,7 @@ pub async fn distribute_bonus(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<BonusBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<BonusDistributed>> {
     let amount = *BONUSES.get(body.bonus_name.trim()).ok_or_else(|| {
         let mut names: Vec<_> = BONUSES.keys().cloned().collect();
         names.sort();
@@ -205,13 +218,13 @@ pub async fn distribute_bonus(
     )
     .await?;
     let balance = current_balance(&app, &caller.id).await?;
-    Ok(Reply::ok(json!({
-        "success": true,
-        "bonus": name,
-        "amount": if applied.is_some() { amount } else { 0 },
-        "already_distributed": applied.is_none(),
-        "balance": balance,
-    })))
+    Ok(Answer(BonusDistributed {
+        success: True,
+        bonus: name.to_owned(),
+        amount: if applied.is_some() { amount } else { 0 },
+        already_distributed: applied.is_none(),
+        balance,
+    }))
 }
 
 /// `POST /api/credits/distribute-to-user-id` (admin): the monthly allotment by tier,
@@ -219,18 +232,18 @@ pub async fn distribute_bonus(
 pub async fn distribute_to_user_id(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<MonthlyDistributed>> {
     let user = users_db::by_id(&app.db, &body.id)
         .await?
         .ok_or_else(|| ApiError::not_found("user not found"))?;
     let (amount, repeat) = distribute_monthly(&app, &user).await?;
-    Ok(Reply::ok(json!({
-        "success": true,
-        "amount": if repeat { 0 } else { amount },
-        "already_distributed": repeat,
-        "month": chrono::Utc::now().format("%Y-%m").to_string(),
-        "balance": current_balance(&app, &user.id).await?,
-    })))
+    Ok(Answer(MonthlyDistributed {
+        success: True,
+        amount: if repeat { 0 } else { amount },
+        already_distributed: repeat,
+        month: chrono::Utc::now().format("%Y-%m").to_string(),
+        balance: current_balance(&app, &user.id).await?,
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -242,27 +255,32 @@ pub struct EmailBody {
 pub async fn get_balance_by_email(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<EmailBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<BalanceByEmail>> {
     let email = parse_email(&body.email)?;
     let user = users_db::by_email(&app.db, &email)
         .await?
         .ok_or_else(|| ApiError::not_found("no account with that email"))?;
     let balance = current_balance(&app, &user.id).await?;
-    Ok(Reply::ok(
-        json!({"balance": balance, "user_id": user.id, "email": email}),
-    ))
+    Ok(Answer(BalanceByEmail {
+        balance,
+        user_id: user.id,
+        email,
+    }))
 }
 
 /// `POST /api/credits/get-balance-by-user-id` (admin).
 pub async fn get_balance_by_user_id(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<BalanceByUser>> {
     users_db::by_id(&app.db, &body.id)
         .await?
         .ok_or_else(|| ApiError::not_found("user not found"))?;
     let balance = current_balance(&app, &body.id).await?;
-    Ok(Reply::ok(json!({"balance": balance, "user_id": body.id})))
+    Ok(Answer(BalanceByUser {
+        balance,
+        user_id: body.id,
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -292,20 +310,20 @@ pub async fn send(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<SendBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Sent>> {
     check_amount("amount", body.amount)?;
     let to = recipient(&app, &body).await?;
     if to.id == caller.id {
         return Err(ApiError::bad_request("you cannot send tokens to yourself"));
     }
     let applied = transfer(&app, &caller, &to, body.amount).await?;
-    Ok(Reply::ok(json!({
-        "success": true,
-        "amount": body.amount,
-        "recipient_id": to.id,
-        "balance": balance_after(&applied, &caller.id),
-        "transaction_id": first_transaction(&applied),
-    })))
+    Ok(Answer(Sent {
+        success: True,
+        amount: body.amount,
+        recipient_id: to.id,
+        balance: balance_after(&applied, &caller.id),
+        transaction_id: first_transaction(&applied),
+    }))
 }
 
 async fn transfer(
@@ -353,7 +371,7 @@ pub struct VendorBody {
 pub async fn vendor_distribution_to_email(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<VendorBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<VendorDistributed>> {
     check_amount("amount_cents", body.amount_cents)?;
     if body.vendor_id.trim().is_empty() {
         return Err(ApiError::bad_request("`vendorId` must not be empty"));
@@ -381,13 +399,14 @@ pub async fn vendor_distribution_to_email(
         )],
     )
     .await?;
-    Ok(Reply::ok(json!({
-        "success": true,
-        "tokens": if applied.is_some() { tokens } else { 0 },
-        "already_distributed": applied.is_none(),
-        "user_id": user.id,
-        "balance": current_balance(&app, &user.id).await?,
-    })))
+    let balance = current_balance(&app, &user.id).await?;
+    Ok(Answer(VendorDistributed {
+        success: True,
+        tokens: if applied.is_some() { tokens } else { 0 },
+        already_distributed: applied.is_none(),
+        user_id: user.id,
+        balance,
+    }))
 }
 
 /// Every endpoint with its token cost, rate category and base limit.
@@ -444,7 +463,7 @@ pub async fn verify_apple_transaction(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<StoreBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<StoreCredited>> {
     let id = body.transaction_id.trim();
     if id.is_empty() {
         return Err(ApiError::bad_request("`transactionId` must not be empty"));
@@ -466,12 +485,13 @@ pub async fn verify_apple_transaction(
     {
         Ok(()) => {}
         Err(Some(owner)) if owner == caller.id => {
-            return Ok(Reply::ok(json!({
-                "success": true,
-                "already_distributed": true,
-                "tokens": 0,
-                "balance": current_balance(&app, &caller.id).await?,
-            })))
+            return Ok(Answer(StoreCredited {
+                success: True,
+                already_distributed: true,
+                product_id: None,
+                tokens: 0,
+                balance: current_balance(&app, &caller.id).await?,
+            }))
         }
         Err(_) => {
             return Err(ApiError::conflict(
@@ -504,11 +524,11 @@ pub async fn verify_apple_transaction(
         // It may still land: keep the claim, so no other account can take it (M9).
         Err(e @ CreditError::Unknown(_)) => return Err(credit_error(e)),
     }
-    Ok(Reply::ok(json!({
-        "success": true,
-        "already_distributed": false,
-        "product_id": product,
-        "tokens": tokens,
-        "balance": current_balance(&app, &caller.id).await?,
-    })))
+    Ok(Answer(StoreCredited {
+        success: True,
+        already_distributed: false,
+        product_id: Some(product),
+        tokens,
+        balance: current_balance(&app, &caller.id).await?,
+    }))
 }

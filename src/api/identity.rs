@@ -16,8 +16,9 @@ use crate::domain::idp::verify_id_token;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::mail::{self, Kind};
-use crate::reply::Reply;
+use crate::reply::Answer;
 use crate::state::AppState;
+use crate::wire::users::{SignedIn, TokenSignedIn, User};
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct IdTokenBody {
@@ -33,7 +34,7 @@ pub struct IdTokenBody {
 pub async fn authenticate_google_client(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<IdTokenBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<SignedIn>> {
     if body.token.trim().is_empty() {
         return Err(ApiError::bad_request("`token` must not be empty"));
     }
@@ -82,11 +83,11 @@ pub async fn authenticate_google_client(
             (user, key, false, emailed)
         }
     };
-    Ok(Reply::ok(json!({
-        "user": user.to_json(Some(&key)),
-        "existing": existing,
-        "emailed": emailed,
-    })))
+    Ok(Answer(SignedIn {
+        user: User::of(&user, Some(&key)),
+        existing,
+        emailed,
+    }))
 }
 
 /// Seeds `data.name` and `data.avatar_url` of a new account from the provider's claims.
@@ -122,7 +123,7 @@ pub struct TokenBody {
 pub async fn authenticate_token(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<TokenBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<TokenSignedIn>> {
     let token = body.token.trim();
     if token.is_empty() || hex::decode(token).is_err() {
         return Err(ApiError::bad_request("`token` must be a hex string"));
@@ -141,10 +142,10 @@ pub async fn authenticate_token(
             (user, k, false)
         }
     };
-    Ok(Reply::ok(json!({
-        "key": api_key,
-        "apiKey": api_key,
-        "existing": existing,
-        "user": user.to_json(Some(&api_key)),
-    })))
+    Ok(Answer(TokenSignedIn {
+        user: User::of(&user, Some(&api_key)),
+        key: api_key.clone(),
+        api_key,
+        existing,
+    }))
 }

@@ -377,10 +377,8 @@ pub async fn create(
 async fn administered(app: &AppState, caller: &Caller, id: &str) -> ApiResult<ItemRow> {
     let item = store::get(&app.db, id).await?.ok_or_else(not_found)?;
     if caller.is_admin()
-        || crate::db::organizations::role_of(&app.db, &item.organization_id, &caller.id)
-            .await?
-            .as_deref()
-            == Some("admin")
+        || crate::db::organizations::role_of(&app.db, &item.organization_id, &caller.id).await?
+            == Some(crate::states::OrgRole::Admin)
     {
         Ok(item)
     } else {

@@ -2,15 +2,21 @@
 
 use axum::extract::State;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::auth::{OrgAdmin, OrgMember, Viewer};
-use crate::db::organizations::{self as store, MemberChange, Membership, OrgRow};
+use crate::db::organizations::{self as store, MemberChange, OrgRow};
 use crate::domain::validate::parse_domain;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody, NoFields};
-use crate::reply::Reply;
+use crate::reply::Answer;
 use crate::state::AppState;
+use crate::states::OrgRole;
+use crate::wire::organizations::{
+    AutomaticMembership, OrgDeleted, OrgMember as MemberView, OrgMemberAdded, OrgMemberRemoved,
+    OrgMembers, OrgRoleChanged, Organization, PublicAccessToggled, WaitlistToggled,
+};
+use crate::wire::{Data, Saved, True};
 
 /// Keys of `data` whose values must be email templates (`{from, subject, text}`).
 const TEMPLATE_KEYS: [&str; 3] = ["email", "email_reset_password", "email_send_password"];
@@ -85,9 +91,12 @@ async fn merge_data(
 /// `GET /api/organizations` (V10): every organization (the spec: "lists all
 /// organizations") with its id, domain, name and public flag; `data` and the caller's
 /// `role` only for the caller's own organizations (all, for platform admins).
-pub async fn list(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+pub async fn list(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<Data<Vec<Organization>>>> {
     let orgs = store::list(&app.db, &caller.id, true).await?;
-    let roles: std::collections::HashMap<String, String> = store::memberships(&app.db, &caller.id)
+    let roles: std::collections::HashMap<String, OrgRole> = store::memberships(&app.db, &caller.id)
         .await?
         .into_iter()
         .map(|m| (m.org.id, m.role))
@@ -95,19 +104,12 @@ pub async fn list(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiRes
     let data: Vec<_> = orgs
         .iter()
         .map(|o| match roles.get(&o.id) {
-            Some(role) => {
-                let mut v = o.to_json();
-                v["role"] = json!(role);
-                v
-            }
-            None if caller.is_admin() => o.to_json(),
-            None => json!({
-                "id": o.id, "domain": o.domain, "name": o.name,
-                "is_public": o.is_public, "created_at": o.created_at,
-            }),
+            Some(role) => Organization::full(o, Some(*role)),
+            None if caller.is_admin() => Organization::full(o, None),
+            None => Organization::public(o),
         })
         .collect();
-    Ok(Reply::ok(json!({ "data": data })))
+    Ok(Answer(Data { data }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -123,7 +125,7 @@ pub async fn create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<CreateBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<Organization>>> {
     let domain = parse_domain(&body.domain)?;
     let data = body.data.unwrap_or_default();
     check_data(&data)?;
@@ -138,9 +140,10 @@ pub async fn create(
         &caller.id,
     )
     .await?;
-    let mut v = org.to_json();
-    v["role"] = json!("admin");
-    Ok(Reply::ok(json!({"success": true, "data": v})))
+    Ok(Answer(Saved::new(Organization::full(
+        &org,
+        Some(OrgRole::Admin),
+    ))))
 }
 
 /// `POST /api/organizations/get-by-id` (V10): private organizations only for members
@@ -149,7 +152,7 @@ pub async fn get_by_id(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Data<Organization>>> {
     let not_found = || ApiError::not_found("organization not found");
     let org = store::by_id(&app.db, &body.id)
         .await?
@@ -158,9 +161,9 @@ pub async fn get_by_id(
     if !org.is_public && role.is_none() && !caller.is_admin() {
         return Err(not_found());
     }
-    let mut v = org.to_json();
-    v["role"] = json!(role);
-    Ok(Reply::ok(json!({ "data": v })))
+    Ok(Answer(Data {
+        data: Organization::full(&org, role),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -171,7 +174,10 @@ pub struct UpdateBody {
 
 /// `POST /api/organizations/update` (OrgAdmin): shallow-merges `data` (settings and
 /// the email templates; `null` removes a key) and sets `name`.
-pub async fn update(State(app): State<AppState>, g: OrgAdmin<UpdateBody>) -> ApiResult {
+pub async fn update(
+    State(app): State<AppState>,
+    g: OrgAdmin<UpdateBody>,
+) -> ApiResult<Answer<Saved<Organization>>> {
     let changes = g.body.data.unwrap_or_default();
     let mut merged = g.org.data.0.as_object().cloned().unwrap_or_default();
     merged.extend(changes.clone());
@@ -192,24 +198,35 @@ pub async fn update(State(app): State<AppState>, g: OrgAdmin<UpdateBody>) -> Api
         }
     })
     .await?;
-    Ok(Reply::ok(json!({"success": true, "data": org.to_json()})))
+    Ok(Answer(Saved::new(Organization::full(&org, None))))
 }
 
 /// `POST /api/organizations/delete` (OrgAdmin): the organization, its memberships and
 /// its waitlist.
-pub async fn delete(State(app): State<AppState>, g: OrgAdmin<NoFields>) -> ApiResult {
+pub async fn delete(
+    State(app): State<AppState>,
+    g: OrgAdmin<NoFields>,
+) -> ApiResult<Answer<OrgDeleted>> {
     store::delete(&app.db, &g.org.id).await?;
-    Ok(Reply::ok(json!({"success": true, "id": g.org.id})))
+    Ok(Answer(OrgDeleted {
+        success: True,
+        id: g.org.id,
+    }))
 }
 
 /// `POST /api/organizations/toggle-public-access` (OrgAdmin).
-pub async fn toggle_public_access(State(app): State<AppState>, g: OrgAdmin<NoFields>) -> ApiResult {
+pub async fn toggle_public_access(
+    State(app): State<AppState>,
+    g: OrgAdmin<NoFields>,
+) -> ApiResult<Answer<PublicAccessToggled>> {
     let org = store::toggle_public(&app.db, &g.org.id)
         .await?
         .ok_or_else(|| ApiError::not_found("organization not found"))?;
-    Ok(Reply::ok(
-        json!({"success": true, "is_public": org.is_public, "data": org.to_json()}),
-    ))
+    Ok(Answer(PublicAccessToggled {
+        success: True,
+        is_public: org.is_public,
+        data: Organization::full(&org, None),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -222,7 +239,7 @@ pub struct WaitlistToggleBody {
 pub async fn waitlist_toggle(
     State(app): State<AppState>,
     g: OrgAdmin<WaitlistToggleBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<WaitlistToggled>> {
     let explicit = g.body.waitlist_support;
     let org = merge_data(&app, g.org, None, |data| {
         let now = data.get("waitlist_support") == Some(&Value::Bool(true));
@@ -232,18 +249,22 @@ pub async fn waitlist_toggle(
         );
     })
     .await?;
-    Ok(Reply::ok(json!({
-        "success": true,
-        "waitlist_support": org.waitlist_enabled(),
-        "data": org.to_json(),
-    })))
+    Ok(Answer(WaitlistToggled {
+        success: True,
+        waitlist_support: org.waitlist_enabled(),
+        data: Organization::full(&org, None),
+    }))
 }
 
 /// `POST|GET /api/organizations/membership` (V10): the caller's memberships.
-pub async fn membership(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+pub async fn membership(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<Data<Vec<Organization>>>> {
     let orgs = store::memberships(&app.db, &caller.id).await?;
-    let data: Vec<_> = orgs.iter().map(Membership::to_json).collect();
-    Ok(Reply::ok(json!({ "data": data })))
+    Ok(Answer(Data {
+        data: orgs.iter().map(Organization::from).collect(),
+    }))
 }
 
 /// `POST /api/organizations/membership/automatic` (V10): joins, as a member, the
@@ -251,7 +272,7 @@ pub async fn membership(State(app): State<AppState>, Viewer(caller): Viewer) -> 
 pub async fn membership_automatic(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-) -> ApiResult {
+) -> ApiResult<Answer<AutomaticMembership>> {
     if !caller.user.verified {
         return Err(ApiError::forbidden("verify your email first"));
     }
@@ -261,21 +282,25 @@ pub async fn membership_automatic(
         .ok_or_else(|| {
             ApiError::not_found(format!("no organization has the domain {email_domain}"))
         })?;
-    let joined = store::add_member(&app.db, &org.id, &caller.id, "member", true).await?;
+    let joined = store::add_member(&app.db, &org.id, &caller.id, OrgRole::Member, true).await?;
     let role = store::role_of(&app.db, &org.id, &caller.id).await?;
-    let mut v = org.to_json();
-    v["role"] = json!(role);
-    Ok(Reply::ok(
-        json!({"success": true, "joined": joined, "data": v}),
-    ))
+    Ok(Answer(AutomaticMembership {
+        success: True,
+        joined,
+        data: Organization::full(&org, role),
+    }))
 }
 
 /// `POST /api/organizations/users` (OrgMember): the members and their roles.
-pub async fn users(State(app): State<AppState>, g: OrgMember<NoFields>) -> ApiResult {
+pub async fn users(
+    State(app): State<AppState>,
+    g: OrgMember<NoFields>,
+) -> ApiResult<Answer<OrgMembers>> {
     let members = store::members(&app.db, &g.org.id).await?;
-    Ok(Reply::ok(
-        json!({"data": members, "organization": g.org.to_json()}),
-    ))
+    Ok(Answer(OrgMembers {
+        data: members.into_iter().map(MemberView::from).collect(),
+        organization: Organization::full(&g.org, None),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -285,18 +310,22 @@ pub struct AddBody {
 
 /// `POST /api/organizations/users/add` (OrgAdmin): adds an existing account, by email,
 /// as a member. Adding a member again changes nothing (`already_member: true`).
-pub async fn users_add(State(app): State<AppState>, g: OrgAdmin<AddBody>) -> ApiResult {
+pub async fn users_add(
+    State(app): State<AppState>,
+    g: OrgAdmin<AddBody>,
+) -> ApiResult<Answer<OrgMemberAdded>> {
     let email = crate::domain::accounts::parse_email(&g.body.email)?;
     let user = crate::db::users::by_email(&app.db, &email)
         .await?
         .ok_or_else(|| ApiError::not_found("no account with that email"))?;
-    let added = store::add_member(&app.db, &g.org.id, &user.id, "member", false).await?;
-    Ok(Reply::ok(json!({
-        "success": true,
-        "already_member": !added,
-        "user_id": user.id,
-        "members": store::members(&app.db, &g.org.id).await?,
-    })))
+    let added = store::add_member(&app.db, &g.org.id, &user.id, OrgRole::Member, false).await?;
+    let members = store::members(&app.db, &g.org.id).await?;
+    Ok(Answer(OrgMemberAdded {
+        success: True,
+        already_member: !added,
+        user_id: user.id,
+        members: members.into_iter().map(MemberView::from).collect(),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -317,35 +346,50 @@ fn member_change_result(change: MemberChange) -> Result<(), ApiError> {
 
 /// `POST /api/organizations/users/remove` (OrgMember): an admin removes any member; a
 /// member may only remove themself (leave). The last admin cannot go (409).
-pub async fn users_remove(State(app): State<AppState>, g: OrgMember<MemberBody>) -> ApiResult {
-    let is_org_admin = g.role.as_deref() == Some("admin") || g.caller.is_admin();
+pub async fn users_remove(
+    State(app): State<AppState>,
+    g: OrgMember<MemberBody>,
+) -> ApiResult<Answer<OrgMemberRemoved>> {
+    let is_org_admin = g.role == Some(OrgRole::Admin) || g.caller.is_admin();
     if g.body.user_id != g.caller.id && !is_org_admin {
         return Err(ApiError::forbidden(
             "only an organization admin can remove other members",
         ));
     }
     member_change_result(store::change_member(&app.db, &g.org.id, &g.body.user_id, None).await?)?;
-    Ok(Reply::ok(
-        json!({"success": true, "user_id": g.body.user_id}),
-    ))
+    Ok(Answer(OrgMemberRemoved {
+        success: True,
+        user_id: g.body.user_id,
+    }))
 }
 
 /// `POST /api/organizations/users/promote` (OrgAdmin).
-pub async fn users_promote(State(app): State<AppState>, g: OrgAdmin<MemberBody>) -> ApiResult {
-    member_change_result(
-        store::change_member(&app.db, &g.org.id, &g.body.user_id, Some("admin")).await?,
-    )?;
-    Ok(Reply::ok(
-        json!({"success": true, "user_id": g.body.user_id, "role": "admin"}),
-    ))
+pub async fn users_promote(
+    State(app): State<AppState>,
+    g: OrgAdmin<MemberBody>,
+) -> ApiResult<Answer<OrgRoleChanged>> {
+    set_role(&app, g, OrgRole::Admin).await
 }
 
 /// `POST /api/organizations/users/demote` (OrgAdmin): not the last admin (409).
-pub async fn users_demote(State(app): State<AppState>, g: OrgAdmin<MemberBody>) -> ApiResult {
+pub async fn users_demote(
+    State(app): State<AppState>,
+    g: OrgAdmin<MemberBody>,
+) -> ApiResult<Answer<OrgRoleChanged>> {
+    set_role(&app, g, OrgRole::Member).await
+}
+
+async fn set_role(
+    app: &AppState,
+    g: OrgAdmin<MemberBody>,
+    role: OrgRole,
+) -> ApiResult<Answer<OrgRoleChanged>> {
     member_change_result(
-        store::change_member(&app.db, &g.org.id, &g.body.user_id, Some("member")).await?,
+        store::change_member(&app.db, &g.org.id, &g.body.user_id, Some(role)).await?,
     )?;
-    Ok(Reply::ok(
-        json!({"success": true, "user_id": g.body.user_id, "role": "member"}),
-    ))
+    Ok(Answer(OrgRoleChanged {
+        success: True,
+        user_id: g.body.user_id,
+        role,
+    }))
 }

@@ -5,7 +5,6 @@
 
 use axum::extract::State;
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::auth::{Caller, Viewer};
 use crate::db::public_access as store;
@@ -13,8 +12,12 @@ use crate::domain::posts::email_domain;
 use crate::domain::validate::parse_domain;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::Reply;
+use crate::reply::Answer;
 use crate::state::AppState;
+use crate::wire::public_access::{
+    AccessAdded, AccessDomain, AccessDomains, AccessRemoved, AccessStatus,
+};
+use crate::wire::True;
 
 /// The caller's permanent admin domain, or 403.
 fn admin_domain(app: &AppState, caller: &Caller) -> Result<String, ApiError> {
@@ -29,19 +32,32 @@ fn admin_domain(app: &AppState, caller: &Caller) -> Result<String, ApiError> {
 }
 
 /// `POST /api/public-access/list`: permanent admin domains and granted partner domains.
-pub async fn list(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+pub async fn list(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<AccessDomains>> {
     admin_domain(&app, &caller)?;
     let mut data: Vec<_> = app
         .admin_domains
         .iter()
-        .map(|d| json!({"domain": d, "permanent": true}))
+        .map(|d| AccessDomain {
+            domain: d.clone(),
+            permanent: true,
+            added_by: None,
+            created_at: None,
+        })
         .collect();
     for g in store::list(&app.db).await? {
         if !app.admin_domains.contains(&g.domain) {
-            data.push(json!({"domain": g.domain, "permanent": false, "added_by": g.added_by, "created_at": g.created_at}));
+            data.push(AccessDomain {
+                domain: g.domain,
+                permanent: false,
+                added_by: Some(g.added_by),
+                created_at: Some(g.created_at),
+            });
         }
     }
-    Ok(Reply::ok(json!({ "data": data })))
+    Ok(Answer(AccessDomains { data }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -64,7 +80,7 @@ pub async fn add_domain(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<DomainBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<AccessAdded>> {
     let own = admin_domain(&app, &caller)?;
     check_source(&own, &body.source)?;
     let domain = parse_domain(&body.domain)?;
@@ -73,9 +89,11 @@ pub async fn add_domain(
     } else {
         store::add(&app.db, &domain, &caller.id).await?
     };
-    Ok(Reply::ok(
-        json!({"success": true, "domain": domain, "added": added}),
-    ))
+    Ok(Answer(AccessAdded {
+        success: True,
+        domain,
+        added,
+    }))
 }
 
 /// `POST /api/public-access/remove-domain`: permanent admin domains cannot be removed.
@@ -83,7 +101,7 @@ pub async fn remove_domain(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<DomainBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<AccessRemoved>> {
     let own = admin_domain(&app, &caller)?;
     check_source(&own, &body.source)?;
     let domain = parse_domain(&body.domain)?;
@@ -95,18 +113,24 @@ pub async fn remove_domain(
     if !store::remove(&app.db, &domain).await? {
         return Err(ApiError::not_found("that domain has no access"));
     }
-    Ok(Reply::ok(json!({"success": true, "domain": domain})))
+    Ok(Answer(AccessRemoved {
+        success: True,
+        domain,
+    }))
 }
 
 /// `POST /api/public-access/status` (Key): always about the caller (a body email is
 /// ignored). `accepted`: the caller's email domain is granted or a permanent admin
 /// domain; `canPreviewTeamPosts`: accepted and verified.
-pub async fn status(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+pub async fn status(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<AccessStatus>> {
     let domain = email_domain(&caller);
     let accepted = app.admin_domains.contains(&domain) || store::contains(&app.db, &domain).await?;
-    Ok(Reply::ok(json!({
-        "accepted": accepted,
-        "canPreviewTeamPosts": accepted && caller.user.verified,
-        "domain": domain,
-    })))
+    Ok(Answer(AccessStatus {
+        accepted,
+        can_preview_team_posts: accepted && caller.user.verified,
+        domain,
+    }))
 }

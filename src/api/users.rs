@@ -14,12 +14,18 @@ use crate::crypto;
 use crate::db::users as store;
 use crate::domain::accounts::{
     self, apply_exemption, create_account, email_code, modify_data, parse_email, parse_source,
-    parse_username, public_json, user_key, Proof,
+    parse_username, user_key, Proof,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
-use crate::reply::{prebuild, Prebuilt, Reply};
+use crate::reply::{prebuild, Answer, Prebuilt, Reply};
 use crate::state::AppState;
+use crate::wire::users::{
+    CodeUsed, KeyRegenerated, LinkEmailed, PublicProfile, PublicUser, ResetRequested, SignedIn,
+    User, UserAnswer, UserDeleted, UserList, UserSaved, UsersBySource, VerificationResent,
+    VerificationState,
+};
+use crate::wire::{Acknowledged, True};
 
 /// Fields of the account that the server manages; `update` refuses them in `updates`.
 const SERVER_MANAGED: &[&str] = &[
@@ -62,7 +68,7 @@ pub struct AuthenticateBody {
 pub async fn authenticate(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<AuthenticateBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<SignedIn>> {
     let email = parse_email(&body.email)?;
     if body.password.is_empty() {
         return Err(ApiError::bad_request("`password` must not be empty"));
@@ -75,21 +81,21 @@ pub async fn authenticate(
         }
         let user = apply_exemption(&app, user, source.as_deref()).await?;
         let key = user_key(&app, &user)?;
-        return Ok(Reply::ok(json!({
-            "user": user.to_json(Some(&key)),
-            "existing": true,
-            "emailed": false,
-        })));
+        return Ok(Answer(SignedIn {
+            user: User::of(&user, Some(&key)),
+            existing: true,
+            emailed: false,
+        }));
     }
 
     let (user, key) =
         create_account(&app, &email, Some(&body.password), source.as_deref(), false).await?;
     let emailed = email_code(&app, &user, source.as_deref(), "verify").await?;
-    Ok(Reply::ok(json!({
-        "user": user.to_json(Some(&key)),
-        "existing": false,
-        "emailed": emailed,
-    })))
+    Ok(Answer(SignedIn {
+        user: User::of(&user, Some(&key)),
+        existing: false,
+        emailed,
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -104,14 +110,14 @@ pub struct InterstitialBody {
 pub async fn authenticate_interstitial(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<InterstitialBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<LinkEmailed>> {
     let email = parse_email(&body.email)?;
     let source = parse_source(body.source);
     let emailed = match store::by_email(&app.db, &email).await? {
         Some(user) => email_code(&app, &user, source.as_deref(), "signin").await?,
         None => false,
     };
-    Ok(Reply::ok(json!({ "emailed": emailed })))
+    Ok(Answer(LinkEmailed { emailed }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -135,7 +141,7 @@ pub async fn verify(
     State(app): State<AppState>,
     caller: MaybeCaller,
     JsonBody(body): JsonBody<VerifyBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<CodeUsed>> {
     let code = body.code.trim();
     if code.is_empty() {
         return Err(ApiError::bad_request("`code` must not be empty"));
@@ -196,12 +202,12 @@ pub async fn verify(
     let (user, key) = accounts::verify_with_code(&app, &hash, proof, new_password.as_deref())
         .await?
         .ok_or_else(invalid)?;
-    Ok(Reply::ok(json!({
-        "success": true,
-        "purpose": row.purpose,
-        "password_changed": new_password.is_some(),
-        "user": user.to_json(Some(&key)),
-    })))
+    Ok(Answer(CodeUsed {
+        success: True,
+        purpose: row.purpose,
+        password_changed: new_password.is_some(),
+        user: User::of(&user, Some(&key)),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -216,7 +222,7 @@ pub async fn verify_resend(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<EmailSourceBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<VerificationResent>> {
     let email = parse_email(&body.email)?;
     let user = if email == caller.user.email {
         store::by_id(&app.db, &caller.id).await?
@@ -229,11 +235,17 @@ pub async fn verify_resend(
     }
     .ok_or_else(|| ApiError::not_found("no account with that email"))?;
     if user.verified {
-        return Ok(Reply::ok(json!({"emailed": false, "verified": true})));
+        return Ok(Answer(VerificationResent {
+            emailed: false,
+            verified: true,
+        }));
     }
     let source = parse_source(body.source);
     let emailed = email_code(&app, &user, source.as_deref(), "verify").await?;
-    Ok(Reply::ok(json!({"emailed": emailed, "verified": false})))
+    Ok(Answer(VerificationResent {
+        emailed,
+        verified: false,
+    }))
 }
 
 /// `POST /api/users/reset-password`: emails a reset code (link ends in `?code=`). The
@@ -241,49 +253,44 @@ pub async fn verify_resend(
 pub async fn reset_password(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<EmailSourceBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<ResetRequested>> {
     let email = parse_email(&body.email)?;
     let source = parse_source(body.source);
     if let Some(user) = store::by_email(&app.db, &email).await? {
         email_code(&app, &user, source.as_deref(), "reset").await?;
     }
-    Ok(Reply::ok(json!({
-        "success": true,
-        "message": "if an account exists for that email, a reset link was sent",
-    })))
+    Ok(Answer(ResetRequested {
+        success: True,
+        message: "if an account exists for that email, a reset link was sent".into(),
+    }))
 }
 
 /// `POST /api/users/verify-check-by-id` (admin).
 pub async fn verify_check_by_id(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<VerificationState>> {
     let user = store::by_id(&app.db, &body.id)
         .await?
         .ok_or_else(|| ApiError::not_found("user not found"))?;
-    Ok(Reply::ok(json!({
-        "id": user.id,
-        "verified": user.verified,
-        "level": user.level,
-    })))
+    Ok(Answer(VerificationState {
+        id: user.id,
+        verified: user.verified,
+        level: user.level,
+    }))
 }
 
 /// `GET /api/users/viewer`: the caller's own profile, key included.
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct ViewerAnswer {
-    user: crate::db::users::UserView,
-}
-
 pub async fn viewer(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-) -> ApiResult<Prebuilt<ViewerAnswer>> {
+) -> ApiResult<Prebuilt<UserAnswer>> {
     if let Some(bytes) = caller.viewer_answer.get() {
         return Ok(Prebuilt::public(bytes.clone()));
     }
     let key = user_key(&app, &caller.user)?;
-    let bytes = prebuild(&ViewerAnswer {
-        user: caller.user.view(Some(&key)),
+    let bytes = prebuild(&UserAnswer {
+        user: User::of(&caller.user, Some(&key)),
     })
     .ok_or_else(|| ApiError::internal("a viewer answer that is not an object"))?;
     Ok(Prebuilt::public(
@@ -295,11 +302,13 @@ pub async fn viewer(
 pub async fn public_get_by_id(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<PublicProfile>> {
     let user = store::by_id(&app.db, &body.id)
         .await?
         .ok_or_else(|| ApiError::not_found("user not found"))?;
-    Ok(Reply::ok(json!({ "user": public_json(&user) })))
+    Ok(Answer(PublicProfile {
+        user: PublicUser::from(&user),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -311,20 +320,27 @@ pub struct UsernameBody {
 pub async fn public_get_by_username(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<UsernameBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<PublicProfile>> {
     let username = body.username.trim().to_lowercase();
     let user = store::by_username(&app.db, &username)
         .await?
         .ok_or_else(|| ApiError::not_found("user not found"))?;
-    Ok(Reply::ok(json!({ "user": public_json(&user) })))
+    Ok(Answer(PublicProfile {
+        user: PublicUser::from(&user),
+    }))
 }
 
 /// `POST /api/users/get-by-id` (admin): the full profile, without the key.
-pub async fn get_by_id(State(app): State<AppState>, JsonBody(body): JsonBody<IdBody>) -> ApiResult {
+pub async fn get_by_id(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult<Answer<UserAnswer>> {
     let user = store::by_id(&app.db, &body.id)
         .await?
         .ok_or_else(|| ApiError::not_found("user not found"))?;
-    Ok(Reply::ok(json!({ "user": user.to_json(None) })))
+    Ok(Answer(UserAnswer {
+        user: User::of(&user, None),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -334,13 +350,18 @@ pub struct Page {
 }
 
 /// `GET /api/users` (admin): newest first; `limit` (default 100, max 1000), `offset`.
-pub async fn list(State(app): State<AppState>, Query(page): Query<Page>) -> ApiResult {
+pub async fn list(
+    State(app): State<AppState>,
+    Query(page): Query<Page>,
+) -> ApiResult<Answer<UserList>> {
     let (limit, offset) = crate::domain::validate::page(page.limit, page.offset, 100, 1000)?;
     let (users, total) = store::list(&app.db, limit, offset).await?;
-    let data: Vec<_> = users.iter().map(|u| u.to_json(None)).collect();
-    Ok(Reply::ok(
-        json!({"data": data, "total": total, "limit": limit, "offset": offset}),
-    ))
+    Ok(Answer(UserList {
+        data: users.iter().map(|u| User::of(u, None)).collect(),
+        total,
+        limit,
+        offset,
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -353,12 +374,14 @@ pub async fn list_by_source(
     State(app): State<AppState>,
     Query(query): Query<SourceQuery>,
     JsonBody(body): JsonBody<SourceQuery>,
-) -> ApiResult {
+) -> ApiResult<Answer<UsersBySource>> {
     let source = parse_source(body.source.or(query.source))
         .ok_or_else(|| ApiError::bad_request("`source` is required"))?;
     let users = store::list_by_source(&app.db, &source).await?;
-    let data: Vec<_> = users.iter().map(|u| u.to_json(None)).collect();
-    Ok(Reply::ok(json!({"data": data, "source": source})))
+    Ok(Answer(UsersBySource {
+        data: users.iter().map(|u| User::of(u, None)).collect(),
+        source,
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -384,7 +407,7 @@ pub async fn update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<UpdateBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<UserSaved>> {
     may_manage(&caller, &body.id)?;
     let Value::Object(updates) = body.updates else {
         return Err(ApiError::bad_request("`updates` must be a JSON object"));
@@ -425,9 +448,10 @@ pub async fn update(
     } else {
         None
     };
-    Ok(Reply::ok(
-        json!({"success": true, "user": user.to_json(key.as_deref())}),
-    ))
+    Ok(Answer(UserSaved {
+        success: True,
+        user: User::of(&user, key.as_deref()),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -440,7 +464,7 @@ pub async fn update_viewer_password(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<PasswordBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Acknowledged>> {
     if body.password.is_empty() {
         return Err(ApiError::bad_request("`password` must not be empty"));
     }
@@ -449,7 +473,7 @@ pub async fn update_viewer_password(
         .await
         .map_err(ApiError::internal)?;
     store::set_password(&app.db, &caller.id, &hash).await?;
-    Ok(Reply::ok(json!({"success": true})))
+    Ok(Answer(Acknowledged { success: True }))
 }
 
 /// `POST /api/users/update-viewer-username`: 409 when taken.
@@ -457,24 +481,29 @@ pub async fn update_viewer_username(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<UsernameBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<UserSaved>> {
     let username = parse_username(&body.username)?;
     let user = store::set_username(&app.db, &caller.id, &username).await?;
     app.caches.stale(Stale::User(user.id.to_owned())).await;
     let key = user_key(&app, &user)?;
-    Ok(Reply::ok(
-        json!({"success": true, "user": user.to_json(Some(&key))}),
-    ))
+    Ok(Answer(UserSaved {
+        success: True,
+        user: User::of(&user, Some(&key)),
+    }))
 }
 
 /// `POST /api/users/regenerate-key`: a fresh key; the old one stops working at once.
-pub async fn regenerate_key(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+pub async fn regenerate_key(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<KeyRegenerated>> {
     let (key, hash, cipher) = accounts::new_key(&app);
     let user = store::set_key(&app.db, &caller.id, &hash, &cipher).await?;
     app.caches.stale(Stale::User(user.id.to_owned())).await;
-    Ok(Reply::ok(
-        json!({"key": key, "user": user.to_json(Some(&key))}),
-    ))
+    Ok(Answer(KeyRegenerated {
+        user: User::of(&user, Some(&key)),
+        key,
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -489,7 +518,7 @@ pub async fn sync_wallet(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<WalletBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<UserSaved>> {
     let address = body.wallet_address.trim();
     if address.is_empty() || address.len() > 256 {
         return Err(ApiError::bad_request(
@@ -505,19 +534,24 @@ pub async fn sync_wallet(
     .await?;
     app.caches.stale(Stale::User(user.id.to_owned())).await;
     let key = user_key(&app, &user)?;
-    Ok(Reply::ok(
-        json!({"success": true, "user": user.to_json(Some(&key))}),
-    ))
+    Ok(Answer(UserSaved {
+        success: True,
+        user: User::of(&user, Some(&key)),
+    }))
 }
 
 /// `POST /api/users/desync-wallet`.
-pub async fn desync_wallet(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+pub async fn desync_wallet(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<UserSaved>> {
     let user = store::set_wallet(&app.db, &caller.id, None, None).await?;
     app.caches.stale(Stale::User(user.id.to_owned())).await;
     let key = user_key(&app, &user)?;
-    Ok(Reply::ok(
-        json!({"success": true, "user": user.to_json(Some(&key))}),
-    ))
+    Ok(Answer(UserSaved {
+        success: True,
+        user: User::of(&user, Some(&key)),
+    }))
 }
 
 /// `POST /api/users/delete`: the caller's own account (or any, for an admin), with all
@@ -526,7 +560,7 @@ pub async fn delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<UserDeleted>> {
     let id = body.id;
     may_manage(&caller, &id)?;
     match store::delete(&app.db, &id).await? {
@@ -542,7 +576,7 @@ pub async fn delete(
         }
     }
     app.caches.stale(Stale::Deleted(id.to_owned())).await;
-    Ok(Reply::ok(json!({"success": true, "id": id})))
+    Ok(Answer(UserDeleted { success: True, id }))
 }
 
 /// `GET /api/users/viewer/likes`.
@@ -555,11 +589,10 @@ pub async fn viewer_likes(State(app): State<AppState>, Viewer(caller): Viewer) -
 pub async fn viewer_organizations(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-) -> ApiResult {
+) -> ApiResult<crate::reply::Answer<crate::wire::Data<Vec<crate::wire::organizations::Organization>>>>
+{
     let orgs = crate::db::organizations::memberships(&app.db, &caller.id).await?;
-    let data: Vec<_> = orgs
-        .iter()
-        .map(crate::db::organizations::Membership::to_json)
-        .collect();
-    Ok(Reply::ok(json!({ "data": data })))
+    Ok(crate::reply::Answer(crate::wire::Data {
+        data: orgs.iter().map(Into::into).collect(),
+    }))
 }

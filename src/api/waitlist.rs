@@ -15,8 +15,14 @@ use crate::db::waitlist::{self as store, Entry};
 use crate::domain::accounts::{create_account_for, parse_email};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, NoFields};
-use crate::reply::Reply;
+use crate::reply::Answer;
 use crate::state::AppState;
+use crate::states::WaitlistStatus::{Accepted, Pending};
+use crate::wire::waitlist::{
+    WaitlistAccepted, WaitlistAcceptedAll, WaitlistEntry, WaitlistPage, WaitlistRevoked,
+    WaitlistStanding,
+};
+use crate::wire::True;
 
 pub const LIST_DEFAULT: i64 = 50;
 pub const LIST_MAX: i64 = 200;
@@ -35,10 +41,7 @@ async fn can_manage(app: &AppState, caller: &Caller, org: &OrgRow) -> ApiResult<
     {
         return Ok(true);
     }
-    Ok(orgs::role_of(&app.db, &org.id, &caller.id)
-        .await?
-        .as_deref()
-        == Some("admin"))
+    Ok(orgs::role_of(&app.db, &org.id, &caller.id).await? == Some(crate::states::OrgRole::Admin))
 }
 
 async fn manager(app: &AppState, caller: &Arc<Caller>, domain: &str) -> ApiResult<OrgRow> {
@@ -59,7 +62,10 @@ pub struct DomainEmail {
 
 /// `POST /api/waitlist/add` (Public): 400 malformed email, 404 unknown organization,
 /// 403 waitlist off; `{success: true}` for new and duplicate emails alike.
-pub async fn add(State(app): State<AppState>, JsonBody(body): JsonBody<DomainEmail>) -> ApiResult {
+pub async fn add(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<DomainEmail>,
+) -> ApiResult<Answer<crate::wire::Acknowledged>> {
     let email = parse_email(&body.email)?;
     let org = org_by_domain(&app, &body.domain).await?;
     if !org.waitlist_enabled() {
@@ -68,7 +74,7 @@ pub async fn add(State(app): State<AppState>, JsonBody(body): JsonBody<DomainEma
         ));
     }
     store::add(&app.db, &org.id, &email).await?;
-    Ok(Reply::ok(json!({"success": true})))
+    Ok(Answer(crate::wire::Acknowledged { success: True }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -84,7 +90,7 @@ pub async fn list_by_domain(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Query(q): Query<ListQuery>,
-) -> ApiResult {
+) -> ApiResult<Answer<WaitlistPage>> {
     let domain = q
         .domain
         .filter(|d| !d.trim().is_empty())
@@ -99,9 +105,11 @@ pub async fn list_by_domain(
     let limit = limit.min(LIST_MAX);
     let org = manager(&app, &caller, &domain).await?;
     let data = store::list(&app.db, &org.id, limit, offset).await?;
-    Ok(Reply::ok(
-        json!({"data": data, "limit": limit, "offset": offset}),
-    ))
+    Ok(Answer(WaitlistPage {
+        data: data.into_iter().map(WaitlistEntry::from).collect(),
+        limit,
+        offset,
+    }))
 }
 
 /// Creates the account of an accepted email (VERIFIED, with no password and a key no
@@ -145,22 +153,27 @@ pub async fn accept_by_email(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<DomainEmail>,
-) -> ApiResult {
+) -> ApiResult<Answer<WaitlistAccepted>> {
     let email = parse_email(&body.email)?;
     let org = manager(&app, &caller, &body.domain).await?;
     let current = entry(&app, &org, &email).await?;
     let exemptions = admit(&app, &org, &email).await?;
-    match store::transition(&app.db, &org.id, &email, "pending", "accepted").await? {
-        Some(e) => Ok(Reply::ok(
-            json!({"success": true, "data": e, "exemptions": exemptions}),
-        )),
-        None => Ok(Reply::ok(json!({
-            "success": true,
-            "already_accepted": true,
-            "data": store::get(&app.db, &org.id, &email).await?.unwrap_or(current),
-            "exemptions": exemptions,
-        }))),
-    }
+    let (entry, already) =
+        match store::transition(&app.db, &org.id, &email, Pending, Accepted).await? {
+            Some(e) => (e, None),
+            None => (
+                store::get(&app.db, &org.id, &email)
+                    .await?
+                    .unwrap_or(current),
+                Some(True),
+            ),
+        };
+    Ok(Answer(WaitlistAccepted {
+        success: True,
+        already_accepted: already,
+        data: entry.into(),
+        exemptions,
+    }))
 }
 
 /// `POST /api/waitlist/revoke-by-email`: accepted → pending (the account is kept);
@@ -169,24 +182,31 @@ pub async fn revoke_by_email(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<DomainEmail>,
-) -> ApiResult {
+) -> ApiResult<Answer<WaitlistRevoked>> {
     let email = parse_email(&body.email)?;
     let org = manager(&app, &caller, &body.domain).await?;
     let current = entry(&app, &org, &email).await?;
-    match store::transition(&app.db, &org.id, &email, "accepted", "pending").await? {
-        Some(e) => Ok(Reply::ok(json!({"success": true, "data": e}))),
-        None => Ok(Reply::ok(
-            json!({"success": true, "already_pending": true, "data": current}),
-        )),
-    }
+    let (entry, already) =
+        match store::transition(&app.db, &org.id, &email, Accepted, Pending).await? {
+            Some(e) => (e, None),
+            None => (current, Some(True)),
+        };
+    Ok(Answer(WaitlistRevoked {
+        success: True,
+        already_pending: already,
+        data: entry.into(),
+    }))
 }
 
 /// `POST /api/waitlist/accept-all` (OrgAdmin or Admin100): every pending entry.
-pub async fn accept_all(State(app): State<AppState>, g: OrgAdmin<NoFields>) -> ApiResult {
+pub async fn accept_all(
+    State(app): State<AppState>,
+    g: OrgAdmin<NoFields>,
+) -> ApiResult<Answer<WaitlistAcceptedAll>> {
     let mut accepted = 0;
     for email in store::pending_emails(&app.db, &g.org.id).await? {
         admit(&app, &g.org, &email).await?;
-        if store::transition(&app.db, &g.org.id, &email, "pending", "accepted")
+        if store::transition(&app.db, &g.org.id, &email, Pending, Accepted)
             .await?
             .is_some()
         {
@@ -194,9 +214,11 @@ pub async fn accept_all(State(app): State<AppState>, g: OrgAdmin<NoFields>) -> A
         }
     }
     let total = store::count(&app.db, &g.org.id).await?;
-    Ok(Reply::ok(
-        json!({"success": true, "accepted": accepted, "total": total}),
-    ))
+    Ok(Answer(WaitlistAcceptedAll {
+        success: True,
+        accepted,
+        total,
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -211,7 +233,7 @@ pub async fn status(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<StatusBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<WaitlistStanding>> {
     let org = org_by_domain(&app, &body.domain).await?;
     let mut subject = caller.user.email.clone();
     if let Some(raw) = body.email.filter(|e| !e.trim().is_empty()) {
@@ -221,8 +243,10 @@ pub async fn status(
         }
     }
     let entry = store::get(&app.db, &org.id, &subject).await?;
-    let accepted = entry.as_ref().is_some_and(|e| e.status == "accepted");
-    Ok(Reply::ok(
-        json!({"success": true, "data": entry, "accepted": accepted}),
-    ))
+    let accepted = entry.as_ref().is_some_and(|e| e.status == Accepted);
+    Ok(Answer(WaitlistStanding {
+        success: True,
+        data: entry.map(WaitlistEntry::from),
+        accepted,
+    }))
 }

@@ -1,10 +1,11 @@
 //! Organizations and memberships.
 
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 use sqlx::types::Json;
 
 use crate::db::{now, BeginWrite, Db};
+use crate::states::OrgRole;
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -29,18 +30,6 @@ macro_rules! org_columns {
 }
 
 impl OrgRow {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "domain": self.domain,
-            "name": self.name,
-            "data": self.data.0,
-            "is_public": self.is_public,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-        })
-    }
-
     pub fn waitlist_enabled(&self) -> bool {
         self.data.0.get("waitlist_support") == Some(&Value::Bool(true))
     }
@@ -143,8 +132,8 @@ pub async fn delete(db: &Db, id: &str) -> sqlx::Result<bool> {
     Ok(n > 0)
 }
 
-pub async fn role_of(db: &Db, org_id: &str, user_id: &str) -> sqlx::Result<Option<String>> {
-    let row: Option<(String,)> = with_db!(db, p => sqlx::query_as(
+pub async fn role_of(db: &Db, org_id: &str, user_id: &str) -> sqlx::Result<Option<OrgRole>> {
+    let row: Option<(OrgRole,)> = with_db!(db, p => sqlx::query_as(
         "SELECT role FROM organization_members WHERE organization_id = $1 AND user_id = $2"
     ).bind(org_id).bind(user_id).fetch_optional(p).await)?;
     Ok(row.map(|r| r.0))
@@ -154,16 +143,7 @@ pub async fn role_of(db: &Db, org_id: &str, user_id: &str) -> sqlx::Result<Optio
 pub struct Membership {
     #[sqlx(flatten)]
     pub org: OrgRow,
-    pub role: String,
-}
-
-impl Membership {
-    /// The organization as lists show it, with the member's `role`.
-    pub fn to_json(&self) -> Value {
-        let mut v = self.org.to_json();
-        v["role"] = json!(self.role);
-        v
-    }
+    pub role: OrgRole,
 }
 
 /// The organizations a user belongs to, with the user's role in each.
@@ -177,12 +157,12 @@ pub async fn memberships(db: &Db, user_id: &str) -> sqlx::Result<Vec<Membership>
     with_db!(db, p => sqlx::query_as(SQL).bind(user_id).fetch_all(p).await)
 }
 
-#[derive(Debug, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, sqlx::FromRow)]
 pub struct Member {
     pub user_id: String,
     pub email: String,
     pub username: Option<String>,
-    pub role: String,
+    pub role: OrgRole,
     pub joined_at: DateTime<Utc>,
 }
 
@@ -200,7 +180,7 @@ pub async fn add_member(
     db: &Db,
     org_id: &str,
     user_id: &str,
-    role: &str,
+    role: OrgRole,
     self_joined: bool,
 ) -> sqlx::Result<bool> {
     let n = with_db!(db, p => sqlx::query(
@@ -232,7 +212,7 @@ pub async fn change_member(
     db: &Db,
     org_id: &str,
     user_id: &str,
-    new_role: Option<&str>,
+    new_role: Option<OrgRole>,
 ) -> sqlx::Result<MemberChange> {
     let is_pg = matches!(db, Db::Postgres(_));
     with_db!(db, p => {
@@ -245,13 +225,13 @@ pub async fn change_member(
             sqlx::query("UPDATE organizations SET updated_at = updated_at WHERE id = $1")
                 .bind(org_id).execute(&mut *tx).await?;
         }
-        let role: Option<(String,)> = sqlx::query_as(
+        let role: Option<(OrgRole,)> = sqlx::query_as(
             "SELECT role FROM organization_members WHERE organization_id = $1 AND user_id = $2",
         ).bind(org_id).bind(user_id).fetch_optional(&mut *tx).await?;
         let Some((role,)) = role else {
             return Ok(MemberChange::NotMember);
         };
-        if role == "admin" && new_role != Some("admin") {
+        if role == OrgRole::Admin && new_role != Some(OrgRole::Admin) {
             let (admins,): (i64,) = sqlx::query_as(
                 "SELECT COUNT(*) FROM organization_members WHERE organization_id = $1 AND role = 'admin'",
             ).bind(org_id).fetch_one(&mut *tx).await?;

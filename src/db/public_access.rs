@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use crate::db::{now, Db};
 use crate::with_db;
 
-#[derive(Debug, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, sqlx::FromRow)]
 pub struct Granted {
     pub domain: String,
     pub added_by: Option<String>,

@@ -38,53 +38,6 @@ macro_rules! user_columns {
     };
 }
 
-impl UserRow {
-    /// The profile as its owner sees it: every field but `hash` and `wallet_signature`,
-    /// with the API key when the caller is entitled to it.
-    /// The account as its owner and administrators see it; `key` only for the owner.
-    pub fn view(&self, key: Option<&str>) -> UserView {
-        UserView {
-            id: self.id.clone(),
-            email: self.email.clone(),
-            username: self.username.clone(),
-            level: self.level,
-            verified: self.verified,
-            data: self.data.0.clone(),
-            wallet_address: self.wallet_address.clone(),
-            source: self.source.clone(),
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-            deleted_at: self.deleted_at,
-            key: key.map(str::to_owned),
-        }
-    }
-
-    pub fn to_json(&self, key: Option<&str>) -> Value {
-        serde_json::to_value(self.view(key)).unwrap_or_default()
-    }
-}
-
-/// An account on the wire (`GET /api/users/viewer` and the admin reads).
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct UserView {
-    pub id: String,
-    pub email: String,
-    pub username: Option<String>,
-    /// 0 unverified, 10 verified, 100 platform administrator.
-    pub level: i64,
-    pub verified: bool,
-    /// Free-form JSON the account keeps (`users/update` merges into it).
-    pub data: Value,
-    pub wallet_address: Option<String>,
-    pub source: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    pub deleted_at: Option<DateTime<Utc>>,
-    /// The API key, shown to its owner only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-}
-
 pub struct NewUser<'a> {
     pub email: &'a str,
     pub key_hash: &'a str,

@@ -3,14 +3,15 @@
 use chrono::{DateTime, Utc};
 
 use crate::db::{now, Db};
+use crate::states::WaitlistStatus;
 use crate::with_db;
 
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Entry {
     pub id: String,
     pub organization_id: String,
     pub email: String,
-    pub status: String,
+    pub status: WaitlistStatus,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -46,8 +47,8 @@ pub async fn transition(
     db: &Db,
     org_id: &str,
     email: &str,
-    from: &str,
-    to: &str,
+    from: WaitlistStatus,
+    to: WaitlistStatus,
 ) -> sqlx::Result<Option<Entry>> {
     const SQL: &str = "UPDATE waitlist_entries SET status = $4, updated_at = $5 \
         WHERE organization_id = $1 AND email = $2 AND status = $3 \

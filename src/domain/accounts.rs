@@ -45,21 +45,6 @@ pub fn is_exempt(user: &UserRow) -> bool {
         .is_some_and(|a| a.iter().any(|t| t == EXEMPT_ALL_EMAILS))
 }
 
-/// The profile anyone may see: no email, key, level or server-managed tags.
-pub fn public_json(user: &UserRow) -> Value {
-    let mut data = user.data.0.clone();
-    if let Some(m) = data.as_object_mut() {
-        m.remove("exemptions");
-    }
-    json!({
-        "id": user.id,
-        "username": user.username,
-        "data": data,
-        "wallet_address": user.wallet_address,
-        "created_at": user.created_at,
-    })
-}
-
 /// Read-modify-write of `data` with an optimistic version check, retried on a lost race,
 /// so concurrent merges never drop each other's keys.
 pub async fn modify_data(

@@ -11,6 +11,7 @@
 //! (`skip_serializing_if`), one that is `null` when absent is an `Option` without it.
 
 pub mod analytics;
+pub mod credits;
 pub mod data;
 pub mod documents;
 pub mod downloads;
@@ -21,9 +22,13 @@ pub mod licenses;
 pub mod likes;
 pub mod localizations;
 pub mod marketplace;
+pub mod organizations;
 pub mod posts;
+pub mod public_access;
 pub mod telemetry;
 pub mod things;
+pub mod users;
+pub mod waitlist;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
@@ -77,6 +82,12 @@ impl<T> Page<T> {
 #[schemars(rename = "{T}Data")]
 pub struct Data<T> {
     pub data: T,
+}
+
+/// `{success: true}` and nothing else.
+#[derive(Serialize, JsonSchema)]
+pub struct Acknowledged {
+    pub success: True,
 }
 
 /// `{success: true, data}`: a record after a change.

@@ -439,7 +439,7 @@ async fn migrate_on_postgresql_never_binds_a_generated_key() {
     // Bound now: without the key (and no key file) it is refused again, naming why.
     let out = migrate(None);
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("another master key"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("set up with another key"));
     let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
         "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
     )))

@@ -93,11 +93,8 @@ async fn open(app: &AppState, caller: &Caller, deck_id: &str) -> ApiResult<(Deck
     let role = match &deck.organization_id {
         None if deck.owner_id == caller.id => Some(Role::Owner),
         None => None,
-        Some(org) => match crate::db::organizations::role_of(&app.db, org, &caller.id)
-            .await?
-            .as_deref()
-        {
-            Some("admin") => Some(Role::OrgAdmin),
+        Some(org) => match crate::db::organizations::role_of(&app.db, org, &caller.id).await? {
+            Some(crate::states::OrgRole::Admin) => Some(Role::OrgAdmin),
             Some(_) => Some(Role::OrgMember),
             None => None,
         },
