@@ -86,6 +86,29 @@ impl<T: Serialize> IntoResponse for PrivateAnswer<T> {
     }
 }
 
+/// The answer of a change recorded for replays (deck changes run behind an idempotency
+/// key): a `T` the first time, the recorded JSON of that same `T` on a replay. Only the
+/// document sees `T`; the bytes are the [`Reply`] either way.
+pub struct Recorded<T> {
+    reply: Reply,
+    of: std::marker::PhantomData<T>,
+}
+
+impl<T> From<Reply> for Recorded<T> {
+    fn from(reply: Reply) -> Self {
+        Self {
+            reply,
+            of: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T> IntoResponse for Recorded<T> {
+    fn into_response(self) -> Response {
+        self.reply.into_response()
+    }
+}
+
 /// An answer serialised earlier (a cached one): the bytes of a `T` object, sent as they
 /// are; `private` adds `Cache-Control: private, no-store` like [`PrivateAnswer`].
 pub struct Prebuilt<T> {

@@ -35,22 +35,6 @@ impl DeckRow {
     pub fn presentation_key(&self) -> &str {
         self.data.0["presentation_key"].as_str().unwrap_or("")
     }
-
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "version": self.version,
-            "title": self.title,
-            "scope": if self.organization_id.is_some() { "organization" } else { "personal" },
-            "domain": self.domain,
-            "organization_id": self.organization_id,
-            "owner_id": self.owner_id,
-            "data": self.data.0,
-            "revision_id": self.current_revision_id,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-        })
-    }
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -82,30 +66,9 @@ const SUMMARY_COLUMNS: &str =
 const REVISION_COLUMNS: &str =
     "id, deck_id, version, source, restored_from, created_by, created_at, slide_count, content";
 
-impl RevisionSummary {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "deck_id": self.deck_id,
-            "version": self.version,
-            "source": self.source,
-            "restored_from": self.restored_from,
-            "created_by": self.created_by,
-            "created_at": self.created_at,
-            "slide_count": self.slide_count,
-        })
-    }
-}
-
 impl RevisionRow {
     pub fn id(&self) -> &str {
         &self.summary.id
-    }
-
-    pub fn to_json(&self) -> Value {
-        let mut v = self.summary.to_json();
-        v["content"] = self.content.0.clone();
-        v
     }
 }
 
@@ -300,26 +263,6 @@ pub struct AssetRow {
 
 const ASSET_COLUMNS: &str = "id, deck_id, created_by, file, type, size, sha256, object_key, \
      status, reason, format, width, height, created_at, updated_at";
-
-impl AssetRow {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "deck_id": self.deck_id,
-            "file": self.file,
-            "type": self.mime,
-            "size": self.size,
-            "sha256": self.sha256,
-            "status": self.status,
-            "reason": self.reason,
-            "format": self.format,
-            "width": self.width,
-            "height": self.height,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-        })
-    }
-}
 
 pub struct NewAsset<'a> {
     pub id: &'a str,
@@ -653,19 +596,6 @@ pub struct PublicationRow {
 
 const PUBLICATION_COLUMNS: &str =
     "id, deck_id, revision_id, status, content, created_by, created_at, revoked_at";
-
-impl PublicationRow {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "deck_id": self.deck_id,
-            "revision_id": self.revision_id,
-            "status": self.status,
-            "created_at": self.created_at,
-            "revoked_at": self.revoked_at,
-        })
-    }
-}
 
 pub enum Published {
     Done(PublicationRow),

@@ -25,6 +25,7 @@ pub mod marketplace;
 pub mod organizations;
 pub mod posts;
 pub mod public_access;
+pub mod slides;
 pub mod telemetry;
 pub mod things;
 pub mod users;

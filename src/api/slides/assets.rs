@@ -28,7 +28,7 @@ pub async fn asset_create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     DeckChange(req, sent): DeckChange<AssetCreate>,
-) -> ApiResult {
+) -> ApiResult<Recorded<Asset>> {
     let deck_id = required("deck_id", &req.deck_id)?;
     let file = crate::domain::validate::clean_filename(&req.file, "file")?;
     // Short names (`png`, `jpg`, `svg`) are accepted for the MIME type they stand for.
@@ -84,15 +84,17 @@ pub async fn asset_create(
                 },
             )
             .await?;
-            let mut v = row.to_json();
-            v["upload_url"] = json!(url);
-            v["upload_method"] = json!("PUT");
-            v["upload_headers"] = json!({ "Content-Type": mime });
-            v["upload_expires_at"] = json!(chrono::Utc::now() + UPLOAD_TTL);
-            Ok(Reply::ok(v))
+            Ok(Reply::ok(Asset {
+                upload_url: Some(url),
+                upload_method: Some("PUT"),
+                upload_headers: Some(json!({ "Content-Type": mime })),
+                upload_expires_at: Some(chrono::Utc::now() + UPLOAD_TTL),
+                ..Asset::from(&row)
+            }))
         },
     )
     .await
+    .map(Recorded::from)
 }
 
 /// The asset, if it belongs to the deck.
@@ -108,7 +110,7 @@ pub async fn asset_complete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<AssetRef>,
-) -> ApiResult {
+) -> ApiResult<Recorded<Asset>> {
     let deck_id = required("deck_id", &body.deck_id)?;
     let asset_id = required("asset_id", &body.asset_id)?;
     on_deck(
@@ -128,10 +130,11 @@ pub async fn asset_complete(
             } else {
                 asset
             };
-            Ok(Reply::ok(asset.to_json()))
+            Ok(Reply::ok(Asset::from(&asset)))
         },
     )
     .await
+    .map(Recorded::from)
 }
 
 /// `GET /api/slides/assets/{id}?deck_id=` (Editor): status and, when ready, a URL valid
@@ -141,20 +144,20 @@ pub async fn asset_get(
     Viewer(caller): Viewer,
     Path(id): Path<String>,
     Query(q): Query<DeckQuery>,
-) -> ApiResult {
+) -> ApiResult<Answer<Asset>> {
     let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
     let asset = deck_asset(&app, &deck, &id).await?;
-    let mut v = asset.to_json();
+    let mut v = Asset::from(&asset);
     if asset.status == "ready" {
         let url = app
             .objects
             .presign_get(&asset.object_key, DOWNLOAD_TTL)
             .await
             .map_err(unavailable("object storage"))?;
-        v["url"] = json!(url);
-        v["url_expires_at"] = json!(chrono::Utc::now() + DOWNLOAD_TTL);
+        v.url = Some(url);
+        v.url_expires_at = Some(chrono::Utc::now() + DOWNLOAD_TTL);
     }
-    Ok(Reply::ok(v))
+    Ok(Answer(v))
 }
 
 /// `POST /api/slides/assets/delete` (Editor): only an image no retained revision uses.
@@ -162,7 +165,7 @@ pub async fn asset_delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<AssetRef>,
-) -> ApiResult {
+) -> ApiResult<Recorded<AssetDeleted>> {
     let deck_id = required("deck_id", &body.deck_id)?;
     let asset_id = required("asset_id", &body.asset_id)?;
     on_deck(
@@ -188,10 +191,13 @@ pub async fn asset_delete(
                     tracing::warn!(error = %e, key, "asset object not deleted");
                 }
             });
-            Ok(Reply::ok(
-                json!({ "success": true, "id": asset.id, "deleted": true }),
-            ))
+            Ok(Reply::ok(AssetDeleted {
+                success: True,
+                id: asset.id,
+                deleted: True,
+            }))
         },
     )
     .await
+    .map(Recorded::from)
 }

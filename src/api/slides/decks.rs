@@ -47,7 +47,7 @@ pub async fn create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<CreateBody>,
-) -> ApiResult {
+) -> ApiResult<Recorded<SlideDeck>> {
     let (mut deck, source) = content_of(body.content, true)
         .await?
         .ok_or_else(|| ApiError::bad_request("send one of `document`, `markdown` or `template`"))?;
@@ -77,13 +77,20 @@ pub async fn create(
         Ok(deck_reply(&deck_row, &rev))
     })
     .await
+    .map(Recorded::from)
 }
 
 /// `GET /api/slides` (V10): personal decks and decks of the caller's organizations.
-pub async fn list(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+pub async fn list(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<SlideDecks>> {
     let decks = store::list(&app.db, &caller.id).await?;
-    let data: Vec<Value> = decks.iter().map(DeckRow::to_json).collect();
-    Ok(Reply::ok(json!({ "data": data, "count": data.len() })))
+    let data: Vec<SlideDeck> = decks.iter().map(SlideDeck::from).collect();
+    Ok(Answer(SlideDecks {
+        count: data.len(),
+        data,
+    }))
 }
 
 /// `GET /api/slides/{id}`: the deck and its current revision.
@@ -91,17 +98,17 @@ pub async fn get(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
-) -> ApiResult {
+) -> ApiResult<Answer<SlideDeck>> {
     let (deck, role) = open(&app, &caller, &id).await?;
     let rev = store::revision(&app.db, &deck.id, &deck.current_revision_id)
         .await?
         .ok_or_else(deck_not_found)?;
-    let mut reply = deck_reply(&deck, &rev);
-    reply.body.insert("role".into(), json!(role.name()));
-    if let Some(p) = store::active_publication_of(&app.db, &deck.id).await? {
-        reply.body.insert("publication".into(), p.to_json());
-    }
-    Ok(reply)
+    let publication = store::active_publication_of(&app.db, &deck.id).await?;
+    Ok(Answer(SlideDeck {
+        role: Some(role.name()),
+        publication: publication.as_ref().map(Publication::from),
+        ..SlideDeck::with_revision(&deck, &rev)
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -127,7 +134,7 @@ pub async fn update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<UpdateBody>,
-) -> ApiResult {
+) -> ApiResult<Recorded<SlideDeck>> {
     let id = required("id", &body.id)?;
     let expected = version(body.expected_version)?;
     let replacement = content_of(body.content, false).await?;
@@ -194,6 +201,7 @@ pub async fn update(
         },
     )
     .await
+    .map(Recorded::from)
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -209,7 +217,7 @@ pub async fn delete(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<DeleteBody>,
-) -> ApiResult {
+) -> ApiResult<Recorded<SlideDeckDeleted>> {
     let id = required("id", &body.id)?;
     let expected = version(body.expected_version)?;
     on_deck(
@@ -222,16 +230,17 @@ pub async fn delete(
         move |a, _, deck| async move {
             let revoked = store::active_publication_of(&a.db, &deck.id).await?;
             if store::delete_deck(&a.db, &deck.id, expected).await? {
-                Ok(Reply::ok(json!({
-                    "success": true,
-                    "id": deck.id,
-                    "deleted": true,
-                    "revoked_publications": revoked.map(|p| vec![p.id]).unwrap_or_default(),
-                })))
+                Ok(Reply::ok(SlideDeckDeleted {
+                    success: True,
+                    id: deck.id,
+                    deleted: True,
+                    revoked_publications: revoked.map(|p| vec![p.id]).unwrap_or_default(),
+                }))
             } else {
                 Err(stale_or_gone(&a, &deck.id).await)
             }
         },
     )
     .await
+    .map(Recorded::from)
 }

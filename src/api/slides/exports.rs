@@ -41,7 +41,7 @@ pub async fn export_create(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<ExportCreate>,
-) -> ApiResult {
+) -> ApiResult<Recorded<JobView>> {
     let deck_id = required("deck_id", &body.deck_id)?;
     let format = required("format", &body.format)?.to_ascii_lowercase();
     if !FORMATS.contains(&format.as_str()) {
@@ -92,10 +92,10 @@ pub async fn export_create(
         .and_then(Value::as_str)
         .zip(reply.body.get("deck_id").and_then(Value::as_str))
         .and_then(|(job, deck)| job_location(job, deck));
-    Ok(match location {
+    Ok(Recorded::from(match location {
         Some(l) if created => reply.header_value(header::LOCATION, l),
         _ => reply,
-    })
+    }))
 }
 
 async fn deck_job(app: &AppState, deck: &DeckRow, job_id: &str) -> ApiResult<JobRow> {
@@ -325,7 +325,7 @@ pub async fn job_cancel(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<JobRef>,
-) -> ApiResult {
+) -> ApiResult<Recorded<JobView>> {
     let deck_id = required("deck_id", &body.deck_id)?;
     let job_id = required("job_id", &body.job_id)?;
     let (deck, role) = open(&app, &caller, &deck_id).await?;
@@ -355,4 +355,5 @@ pub async fn job_cancel(
         },
     )
     .await
+    .map(Recorded::from)
 }

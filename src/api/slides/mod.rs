@@ -34,6 +34,13 @@ use plinth_slides::{Deck, Operation};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use crate::reply::{Answer, Recorded};
+use crate::wire::slides::{
+    self as wire, Asset, AssetDeleted, Presentation, Publication, Revision, Revisions, SlideDeck,
+    SlideDeckDeleted, SlideDecks,
+};
+use crate::wire::True;
+
 use crate::auth::{Caller, Viewer};
 use crate::db::slides::{
     self as store, DeckRow, JobRow, NewAsset, NewRevision, Published, Unpublished,
@@ -459,10 +466,7 @@ async fn check_assets(app: &AppState, deck_id: Option<&str>, deck: &Deck) -> Api
 }
 
 fn deck_reply(deck: &DeckRow, revision: &store::RevisionRow) -> Reply {
-    let mut v = deck.to_json();
-    v["content"] = revision.content.0.clone();
-    v["revision"] = revision.summary.to_json();
-    Reply::ok(v)
+    Reply::ok(SlideDeck::with_revision(deck, revision))
 }
 
 // ---- queries ----

@@ -54,7 +54,7 @@ pub async fn publish(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<PublishBody>,
-) -> ApiResult {
+) -> ApiResult<Recorded<Publication>> {
     let deck_id = required("deck_id", &body.deck_id)?;
     let revision_id = required("revision_id", &body.revision_id)?;
     let expected = version(body.expected_version)?;
@@ -79,16 +79,16 @@ pub async fn publish(
             match store::publish(&a.db, &deck.id, expected, &rev.summary.id, &content, &c.id)
                 .await?
             {
-                Published::Done(p) => {
-                    let mut v = p.to_json();
-                    v["url"] = json!(format!("{}/api/slides/public/{}", a.public_url, p.id));
-                    Ok(Reply::ok(v))
-                }
+                Published::Done(p) => Ok(Reply::ok(Publication {
+                    url: Some(format!("{}/api/slides/public/{}", a.public_url, p.id)),
+                    ..Publication::from(&p)
+                })),
                 Published::StaleVersion => Err(stale_or_gone(&a, &deck.id).await),
             }
         },
     )
     .await
+    .map(Recorded::from)
 }
 
 /// `POST /api/slides/unpublish` (manager): revokes the active publication.
@@ -96,7 +96,7 @@ pub async fn unpublish(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<UnpublishBody>,
-) -> ApiResult {
+) -> ApiResult<Recorded<wire::Unpublished>> {
     let deck_id = required("deck_id", &body.deck_id)?;
     let expected = version(body.expected_version)?;
     on_deck(
@@ -111,28 +111,33 @@ pub async fn unpublish(
                 Unpublished::Revoked(ids) if ids.is_empty() => {
                     Err(ApiError::not_found("the deck has no active publication"))
                 }
-                Unpublished::Revoked(ids) => Ok(Reply::ok(json!({
-                    "success": true,
-                    "deck_id": deck.id,
-                    "status": "revoked",
-                    "revoked_publications": ids,
-                }))),
+                Unpublished::Revoked(ids) => Ok(Reply::ok(wire::Unpublished {
+                    success: True,
+                    deck_id: deck.id,
+                    status: "revoked",
+                    revoked_publications: ids,
+                })),
                 Unpublished::StaleVersion => Err(stale_or_gone(&a, &deck.id).await),
             }
         },
     )
     .await
+    .map(Recorded::from)
 }
 
 /// `GET /api/slides/public/{id}` (Public): an active publication's audience content.
-pub async fn public(State(app): State<AppState>, Path(id): Path<String>) -> ApiResult {
+pub async fn public(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Answer<Publication>> {
     let p = store::publication(&app.db, &id)
         .await?
         .filter(|p| p.status == "active")
         .ok_or_else(|| ApiError::not_found("publication not found"))?;
-    let mut v = p.to_json();
-    v["content"] = audience_json(&app, &p.deck_id, &p.content.0).await?;
-    Ok(Reply::ok(v))
+    Ok(Answer(Publication {
+        content: Some(audience_json(&app, &p.deck_id, &p.content.0).await?),
+        ..Publication::from(&p)
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -146,7 +151,7 @@ pub struct PresentBody {
 pub async fn present(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<PresentBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Presentation>> {
     let deck = match uuid::Uuid::parse_str(&body.id) {
         Ok(_) => store::deck(&app.db, &body.id).await?,
         Err(_) => None,
@@ -158,10 +163,10 @@ pub async fn present(
     let rev = store::revision(&app.db, &deck.id, &deck.current_revision_id)
         .await?
         .ok_or_else(deck_not_found)?;
-    Ok(Reply::ok(json!({
-        "deck_id": deck.id,
-        "version": deck.version,
-        "revision_id": rev.summary.id,
-        "content": audience_json(&app, &deck.id, &rev.content.0).await?,
-    })))
+    Ok(Answer(Presentation {
+        content: audience_json(&app, &deck.id, &rev.content.0).await?,
+        deck_id: deck.id,
+        version: deck.version,
+        revision_id: rev.summary.id,
+    }))
 }

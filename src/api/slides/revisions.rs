@@ -15,20 +15,20 @@ pub async fn revisions(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Query(q): Query<RevisionsQuery>,
-) -> ApiResult {
+) -> ApiResult<Answer<Revisions>> {
     let deck_id = deck_id_of(&q.deck_id)?;
     let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 200)?;
     let (deck, _) = open(&app, &caller, deck_id).await?;
     let (revs, total) = store::revisions(&app.db, &deck.id, limit, offset).await?;
-    let data: Vec<Value> = revs.iter().map(store::RevisionSummary::to_json).collect();
-    Ok(Reply::ok(json!({
-        "data": data,
-        "count": data.len(),
-        "total": total,
-        "limit": limit,
-        "offset": offset,
-        "version": deck.version,
-    })))
+    let data: Vec<Revision> = revs.iter().map(Revision::from).collect();
+    Ok(Answer(Revisions {
+        count: data.len(),
+        data,
+        total,
+        limit,
+        offset,
+        version: deck.version,
+    }))
 }
 
 /// `GET /api/slides/revisions/{id}?deck_id=` (Editor): one revision with its content.
@@ -37,10 +37,10 @@ pub async fn revision(
     Viewer(caller): Viewer,
     Path(id): Path<String>,
     Query(q): Query<DeckQuery>,
-) -> ApiResult {
+) -> ApiResult<Answer<Revision>> {
     let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
     let rev = deck_revision(&app, &deck, &id).await?;
-    Ok(Reply::ok(rev.to_json()))
+    Ok(Answer(Revision::from(&rev)))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -56,7 +56,7 @@ pub async fn restore(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<RevisionChange>,
-) -> ApiResult {
+) -> ApiResult<Recorded<SlideDeck>> {
     let deck_id = required("deck_id", &body.deck_id)?;
     let revision_id = required("revision_id", &body.revision_id)?;
     let expected = version(body.expected_version)?;
@@ -90,4 +90,5 @@ pub async fn restore(
         },
     )
     .await
+    .map(Recorded::from)
 }

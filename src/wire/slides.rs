@@ -1,0 +1,283 @@
+//! `/api/slides*` answers (export jobs: `domain::exports::JobView`).
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::True;
+use crate::db::slides::{AssetRow, DeckRow, PublicationRow, RevisionRow, RevisionSummary};
+
+/// A deck. Reads and changes of one deck carry its `content` and current `revision`;
+/// `GET /api/slides/{id}` adds the caller's `role` and the active `publication`.
+#[derive(Serialize, JsonSchema)]
+pub struct SlideDeck {
+    #[schemars(extend("format" = "uuid"))]
+    pub id: String,
+    /// Goes up by one with each change; changes name it as `expected_version`.
+    pub version: i64,
+    pub title: Option<String>,
+    /// `personal` or `organization`.
+    pub scope: &'static str,
+    pub domain: Option<String>,
+    pub organization_id: Option<String>,
+    #[schemars(extend("format" = "uuid"))]
+    pub owner_id: String,
+    /// A JSON object.
+    pub data: Value,
+    #[schemars(extend("format" = "uuid"))]
+    pub revision_id: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    /// The deck document (docs/slides.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<Revision>,
+    /// `owner`, `org_admin`, `org_member` or `platform_admin`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub publication: Option<Publication>,
+}
+
+impl From<&DeckRow> for SlideDeck {
+    fn from(d: &DeckRow) -> SlideDeck {
+        SlideDeck {
+            id: d.id.clone(),
+            version: d.version,
+            title: d.title.clone(),
+            scope: if d.organization_id.is_some() {
+                "organization"
+            } else {
+                "personal"
+            },
+            domain: d.domain.clone(),
+            organization_id: d.organization_id.clone(),
+            owner_id: d.owner_id.clone(),
+            data: d.data.0.clone(),
+            revision_id: d.current_revision_id.clone(),
+            created_at: d.created_at,
+            updated_at: d.updated_at,
+            content: None,
+            revision: None,
+            role: None,
+            publication: None,
+        }
+    }
+}
+
+impl SlideDeck {
+    /// The deck with its current revision and content.
+    pub fn with_revision(d: &DeckRow, r: &RevisionRow) -> SlideDeck {
+        SlideDeck {
+            content: Some(r.content.0.clone()),
+            revision: Some(Revision::from(&r.summary)),
+            ..SlideDeck::from(d)
+        }
+    }
+}
+
+/// `GET /api/slides`.
+#[derive(Serialize, JsonSchema)]
+pub struct SlideDecks {
+    pub data: Vec<SlideDeck>,
+    pub count: usize,
+}
+
+/// `delete`.
+#[derive(Serialize, JsonSchema)]
+pub struct SlideDeckDeleted {
+    pub success: True,
+    #[schemars(extend("format" = "uuid"))]
+    pub id: String,
+    pub deleted: True,
+    /// Publications the deletion revoked.
+    pub revoked_publications: Vec<String>,
+}
+
+/// A revision; `content` only when one revision is read.
+#[derive(Serialize, JsonSchema)]
+pub struct Revision {
+    #[schemars(extend("format" = "uuid"))]
+    pub id: String,
+    #[schemars(extend("format" = "uuid"))]
+    pub deck_id: String,
+    pub version: i64,
+    /// How it was written: `document`, `markdown`, `template`, `operations` or `restore`.
+    pub source: String,
+    pub restored_from: Option<String>,
+    pub created_by: String,
+    pub created_at: DateTime<Utc>,
+    pub slide_count: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<Value>,
+}
+
+impl From<&RevisionSummary> for Revision {
+    fn from(r: &RevisionSummary) -> Revision {
+        Revision {
+            id: r.id.clone(),
+            deck_id: r.deck_id.clone(),
+            version: r.version,
+            source: r.source.clone(),
+            restored_from: r.restored_from.clone(),
+            created_by: r.created_by.clone(),
+            created_at: r.created_at,
+            slide_count: r.slide_count,
+            content: None,
+        }
+    }
+}
+
+impl From<&RevisionRow> for Revision {
+    fn from(r: &RevisionRow) -> Revision {
+        Revision {
+            content: Some(r.content.0.clone()),
+            ..Revision::from(&r.summary)
+        }
+    }
+}
+
+/// `GET /api/slides/revisions`: newest first.
+#[derive(Serialize, JsonSchema)]
+pub struct Revisions {
+    pub data: Vec<Revision>,
+    pub count: usize,
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+    /// The deck's current version.
+    pub version: i64,
+}
+
+/// A publication; `url` (its audience address) after `publish`.
+#[derive(Serialize, JsonSchema)]
+pub struct Publication {
+    #[schemars(extend("format" = "uuid"))]
+    pub id: String,
+    #[schemars(extend("format" = "uuid"))]
+    pub deck_id: String,
+    #[schemars(extend("format" = "uuid"))]
+    pub revision_id: String,
+    /// `active` or `revoked`.
+    pub status: String,
+    pub created_at: DateTime<Utc>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Audience content (`public/{id}`): the deck without notes or hidden slides, and
+    /// `images`, short-lived URLs by asset id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<Value>,
+}
+
+impl From<&PublicationRow> for Publication {
+    fn from(p: &PublicationRow) -> Publication {
+        Publication {
+            id: p.id.clone(),
+            deck_id: p.deck_id.clone(),
+            revision_id: p.revision_id.clone(),
+            status: p.status.clone(),
+            created_at: p.created_at,
+            revoked_at: p.revoked_at,
+            url: None,
+            content: None,
+        }
+    }
+}
+
+/// `unpublish`.
+#[derive(Serialize, JsonSchema)]
+pub struct Unpublished {
+    pub success: True,
+    #[schemars(extend("format" = "uuid"))]
+    pub deck_id: String,
+    /// `revoked`.
+    pub status: &'static str,
+    pub revoked_publications: Vec<String>,
+}
+
+/// `present`: the current revision as audience content.
+#[derive(Serialize, JsonSchema)]
+pub struct Presentation {
+    #[schemars(extend("format" = "uuid"))]
+    pub deck_id: String,
+    pub version: i64,
+    #[schemars(extend("format" = "uuid"))]
+    pub revision_id: String,
+    /// The deck without notes or hidden slides, and `images`, short-lived URLs by asset id.
+    pub content: Value,
+}
+
+/// An image asset of a deck. `assets/create` adds where and how to upload it; a read of
+/// a `ready` asset adds a short-lived `url`.
+#[derive(Serialize, JsonSchema)]
+pub struct Asset {
+    #[schemars(extend("format" = "uuid"))]
+    pub id: String,
+    #[schemars(extend("format" = "uuid"))]
+    pub deck_id: String,
+    pub file: String,
+    #[serde(rename = "type")]
+    pub mime: String,
+    pub size: i64,
+    pub sha256: String,
+    /// `pending_upload`, `validating`, `ready` or `rejected`.
+    pub status: String,
+    pub reason: Option<String>,
+    pub format: Option<String>,
+    pub width: Option<i64>,
+    pub height: Option<i64>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upload_url: Option<String>,
+    /// `PUT`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upload_method: Option<&'static str>,
+    /// Headers the upload must send.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upload_headers: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upload_expires_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url_expires_at: Option<DateTime<Utc>>,
+}
+
+impl From<&AssetRow> for Asset {
+    fn from(a: &AssetRow) -> Asset {
+        Asset {
+            id: a.id.clone(),
+            deck_id: a.deck_id.clone(),
+            file: a.file.clone(),
+            mime: a.mime.clone(),
+            size: a.size,
+            sha256: a.sha256.clone(),
+            status: a.status.clone(),
+            reason: a.reason.clone(),
+            format: a.format.clone(),
+            width: a.width,
+            height: a.height,
+            created_at: a.created_at,
+            updated_at: a.updated_at,
+            upload_url: None,
+            upload_method: None,
+            upload_headers: None,
+            upload_expires_at: None,
+            url: None,
+            url_expires_at: None,
+        }
+    }
+}
+
+/// `assets/delete`.
+#[derive(Serialize, JsonSchema)]
+pub struct AssetDeleted {
+    pub success: True,
+    #[schemars(extend("format" = "uuid"))]
+    pub id: String,
+    pub deleted: True,
+}
