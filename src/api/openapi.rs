@@ -339,7 +339,13 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
             if let Some(p) = op
                 .pointer_mut("/requestBody/content/application~1json/schema/properties/product_id")
             {
-                p["enum"] = json!(products);
+                if products.is_empty() {
+                    // No product is registered, so every value is refused: `not: {}` says
+                    // so where an empty `enum` would (generators reject an empty enum).
+                    p["not"] = json!({});
+                } else {
+                    p["enum"] = json!(products);
+                }
             }
         }
         let item = paths
@@ -368,7 +374,7 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
     areas.sort_unstable();
     areas.dedup();
     let tags: Vec<Value> = areas.iter().map(|a| json!({"name": a})).collect();
-    Reply::ok(json!({
+    let mut doc = json!({
         "openapi": "3.1.0",
         "info": {"title": "plinth", "version": "2.0.4",
                  "description": "The JSON REST API of plinth: the spec's 216 endpoints and the additions in docs/api.md. Every answer is a JSON object with `_usage`; every error is `{error: true, message, _usage}`."},
@@ -379,7 +385,52 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
             "securitySchemes": {"apiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"}},
             "schemas": schemas,
         },
-    }))
+    });
+    objects_for_boolean_schemas(&mut doc);
+    Reply::ok(doc)
+}
+
+/// Keywords whose value is one schema, and those whose value maps names to schemas.
+const SCHEMA_KEYWORDS: [&str; 8] = [
+    "schema",
+    "items",
+    "additionalProperties",
+    "unevaluatedProperties",
+    "propertyNames",
+    "contains",
+    "not",
+    "if",
+];
+const SCHEMA_MAPS: [&str; 4] = ["properties", "patternProperties", "$defs", "schemas"];
+
+/// JSON Schema lets `true` stand for "any value" (schemars writes it for `serde_json::Value`),
+/// but common client generators (openapi-python-client among them) accept only object
+/// schemas: `{}` means the same and every tool reads it. Iterative, like every walk here.
+fn objects_for_boolean_schemas(doc: &mut Value) {
+    let mut stack = vec![doc];
+    while let Some(v) = stack.pop() {
+        let Value::Object(m) = v else {
+            if let Value::Array(a) = v {
+                stack.extend(a.iter_mut());
+            }
+            continue;
+        };
+        for (k, child) in m.iter_mut() {
+            let is_schema_map = SCHEMA_MAPS.contains(&k.as_str());
+            if SCHEMA_KEYWORDS.contains(&k.as_str()) && *child == Value::Bool(true) {
+                *child = json!({});
+            } else if is_schema_map {
+                if let Value::Object(entries) = child {
+                    for s in entries.values_mut() {
+                        if *s == Value::Bool(true) {
+                            *s = json!({});
+                        }
+                    }
+                }
+            }
+            stack.push(child);
+        }
+    }
 }
 
 /// The envelope every answer shares.

@@ -3,7 +3,8 @@
 //! fuzzing phases as a platform administrator, with an organization and the ids it
 //! cannot create itself, and checks every answer against the document: no server error,
 //! a documented status, content type, schema and headers. `.ci/run` installs it; where it
-//! is missing the test says so and skips.
+//! is missing the test says so and skips. A client generated from the same document by
+//! openapi-python-client drives a whole flow (tests/clients/flow.py).
 //!
 //! The request-side checks (`positive_data_acceptance`, `negative_data_rejection`) are
 //! left out until every request schema states what its handler enforces (docs/api.md
@@ -97,4 +98,60 @@ async fn schemathesis_finds_no_answer_that_differs_from_the_document() {
         "schemathesis found faults:\n{}",
         &said[said.len().saturating_sub(20_000)..]
     );
+}
+
+/// A client generated from the document by a mainstream generator (openapi-python-client,
+/// PyPI) compiles and drives a real flow (tests/clients/flow.py): sign up, verify, create
+/// a deck, export it, wait for the job, download the PDF.
+#[tokio::test]
+async fn a_generated_python_client_signs_up_exports_a_deck_and_downloads_the_pdf() {
+    let generator = "openapi-python-client";
+    if !Command::new(generator)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipping the generated client: `pip install openapi-python-client` to run it");
+        return;
+    }
+    let s = Server::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let doc = s.get("/api/openapi.json", None).await;
+    doc.assert_ok();
+    let path = dir.path().join("openapi.json");
+    std::fs::write(&path, serde_json::to_vec(&doc.body).unwrap()).unwrap();
+    let out = Command::new(generator)
+        .args(["generate", "--meta", "none", "--path"])
+        .arg(&path)
+        .arg("--output-path")
+        .arg(dir.path().join("plinth_client"))
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "the generator refused the document:\n{said}"
+    );
+    // It generates with warnings for what it cannot model; none may be left.
+    assert!(!said.contains("Warning"), "the generator warned:\n{said}");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/flow.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(&s.base)
+        .arg(s.data_dir().join("outbox"))
+        .arg(email("generated"))
+        .env("PYTHONPATH", dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the generated client's flow failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("bytes"));
 }

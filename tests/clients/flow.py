@@ -1,0 +1,79 @@
+"""A client generated from plinth's OpenAPI document by openapi-python-client drives a
+whole flow, as an app would: sign up, verify the email (the code from the outbox), create
+a deck, export it to PDF, wait for the job, download the PDF. Run by tests/api/wire.rs
+with the generated package `plinth_client` on PYTHONPATH.
+
+Usage: flow.py BASE_URL OUTBOX_DIR EMAIL
+"""
+import pathlib
+import re
+import sys
+import time
+
+import httpx
+
+from plinth_client import AuthenticatedClient, Client
+from plinth_client.api.slide_decks import slides_create, slides_exports_create, slides_jobs_by_id
+from plinth_client.api.users import users_authenticate, users_verify
+from plinth_client.models import (
+    Error,
+    SlidesCreateBody,
+    SlidesExportsCreateBody,
+    UsersAuthenticateBody,
+    UsersVerifyBody,
+)
+
+BASE, OUTBOX, EMAIL = sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3]
+
+
+def ok(answer, what):
+    if answer is None or isinstance(answer, Error):
+        sys.exit(f"{what} failed: {answer}")
+    return answer
+
+
+def code_from_outbox(to):
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        for f in sorted(OUTBOX.glob("*.eml")):
+            text = f.read_text()
+            if f"To: {to}" in text and "?code=" in text:
+                return re.search(r"\?code=([A-Za-z0-9]+)", text).group(1)
+        time.sleep(0.05)
+    sys.exit("no verification email")
+
+
+def authed(key):
+    return AuthenticatedClient(base_url=BASE, token=key, prefix="", auth_header_name="x-api-key")
+
+
+signed = ok(users_authenticate.sync(
+    client=Client(base_url=BASE),
+    body=UsersAuthenticateBody(email=EMAIL, password="correct horse battery"),
+), "sign-up")
+assert signed.existing is False, signed
+# Verify as the client that signed up (its key proves it, so the password stays); the
+# first verification rotates the key.
+verified = ok(users_verify.sync(
+    client=authed(signed.user.key), body=UsersVerifyBody(code=code_from_outbox(EMAIL))
+), "verify")
+assert verified.user.verified is True and verified.user.level == 10, verified
+client = authed(verified.user.key)
+
+# Ids are UUIDs in answers (`format: uuid`, so Python UUIDs); requests take them as text.
+deck = ok(slides_create.sync(
+    client=client, body=SlidesCreateBody(markdown="# From a generated client\n\n- one\n- two\n"),
+), "deck create")
+job = ok(slides_exports_create.sync(
+    client=client, body=SlidesExportsCreateBody(deck_id=str(deck.id), format_="pdf"),
+), "export")
+deadline = time.time() + 60
+while job.status not in ("succeeded", "failed", "cancelled"):
+    assert time.time() < deadline, job
+    job = ok(slides_jobs_by_id.sync(str(job.id), client=client, deck_id=str(deck.id), wait="30"),
+             "job read")
+assert job.status == "succeeded", job
+url = job.artifacts[0].url
+pdf = httpx.get(url).content
+assert pdf.startswith(b"%PDF"), pdf[:20]
+print(f"deck {deck.id} job {job.id} pdf {len(pdf)} bytes")
