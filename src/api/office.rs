@@ -9,8 +9,10 @@ use crate::auth::Viewer;
 use crate::db::office as store;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
-use crate::reply::Reply;
+use crate::reply::Answer;
 use crate::state::AppState;
+use crate::wire::office::{OfficeApplication, OfficeDeleted, OfficeStanding};
+use crate::wire::{Data, Saved, True};
 
 pub const STATUSES: &[&str] = &["pending", "approved", "rejected"];
 
@@ -25,7 +27,7 @@ pub async fn apply(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<ApplyBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<OfficeApplication>>> {
     let data = body.data.unwrap_or_else(|| json!({}));
     if !data.is_object() {
         return Err(ApiError::bad_request("`data` must be a JSON object"));
@@ -36,19 +38,28 @@ pub async fn apply(
             Some(_) => ApiError::conflict("you have already applied; see /api/users/office/status"),
             None => e.into(),
         })?;
-    Ok(Reply::ok(json!({"success": true, "data": application})))
+    Ok(Answer(Saved::new(application.into())))
 }
 
 /// `POST /api/users/office/status` (V10): the caller's application, or `data: null`.
-pub async fn status(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+pub async fn status(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<OfficeStanding>> {
     let application = store::by_user(&app.db, &caller.id).await?;
     let status = application.as_ref().map(|a| a.status.clone());
-    Ok(Reply::ok(json!({"data": application, "status": status})))
+    Ok(Answer(OfficeStanding {
+        data: application.map(Into::into),
+        status,
+    }))
 }
 
 /// `GET /api/users/office` (admin): every application, newest first.
-pub async fn list(State(app): State<AppState>) -> ApiResult {
-    Ok(Reply::ok(json!({"data": store::list(&app.db).await?})))
+pub async fn list(State(app): State<AppState>) -> ApiResult<Answer<Data<Vec<OfficeApplication>>>> {
+    let rows = store::list(&app.db).await?;
+    Ok(Answer(Data {
+        data: rows.into_iter().map(Into::into).collect(),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -69,7 +80,7 @@ pub struct Updates {
 pub async fn update(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<UpdateBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Saved<OfficeApplication>>> {
     let current = store::by_id(&app.db, &body.id)
         .await?
         .ok_or_else(|| ApiError::not_found("application not found"))?;
@@ -100,13 +111,19 @@ pub async fn update(
     let application = store::update(&app.db, &body.id, &status, &data)
         .await?
         .ok_or_else(|| ApiError::not_found("application not found"))?;
-    Ok(Reply::ok(json!({"success": true, "data": application})))
+    Ok(Answer(Saved::new(application.into())))
 }
 
 /// `POST /api/users/office/delete` (admin).
-pub async fn delete(State(app): State<AppState>, JsonBody(body): JsonBody<IdBody>) -> ApiResult {
+pub async fn delete(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<IdBody>,
+) -> ApiResult<Answer<OfficeDeleted>> {
     if !store::delete(&app.db, &body.id).await? {
         return Err(ApiError::not_found("application not found"));
     }
-    Ok(Reply::ok(json!({"success": true, "id": body.id})))
+    Ok(Answer(OfficeDeleted {
+        success: True,
+        id: body.id,
+    }))
 }

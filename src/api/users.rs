@@ -6,7 +6,7 @@
 use axum::extract::{Query, State};
 use chrono::Utc;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::auth::{Caller, MaybeCaller, Viewer};
 use crate::cache::Stale;
@@ -18,7 +18,7 @@ use crate::domain::accounts::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
-use crate::reply::{prebuild, Answer, Prebuilt, Reply};
+use crate::reply::{prebuild, Answer, Prebuilt};
 use crate::state::AppState;
 use crate::wire::users::{
     CodeUsed, KeyRegenerated, LinkEmailed, PublicProfile, PublicUser, ResetRequested, SignedIn,
@@ -580,9 +580,14 @@ pub async fn delete(
 }
 
 /// `GET /api/users/viewer/likes`.
-pub async fn viewer_likes(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+pub async fn viewer_likes(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<crate::wire::Data<Vec<crate::wire::likes::Like>>>> {
     let likes = crate::db::likes::by_user(&app.db, &caller.id).await?;
-    Ok(Reply::ok(json!({ "data": likes })))
+    Ok(Answer(crate::wire::Data {
+        data: likes.iter().map(Into::into).collect(),
+    }))
 }
 
 /// `GET /api/users/viewer/organizations`: organizations with the caller's role.

@@ -22,6 +22,7 @@ pub mod licenses;
 pub mod likes;
 pub mod localizations;
 pub mod marketplace;
+pub mod office;
 pub mod organizations;
 pub mod posts;
 pub mod public_access;

@@ -153,9 +153,20 @@ pub async fn job(
     let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
     // Watching starts before the first read, so a change between the read and the wait
     // is not missed.
+    // A notification wakes only a waiter already registered (`Notify::notify_waiters`),
+    // so each wake-up is registered before the read it follows: a change made during a
+    // read then wakes the wait after it instead of being lost until the fallback read.
     let watch = wait.map(|_| crate::watch::watch(&id));
+    let next = || {
+        watch.as_ref().map(|w| {
+            let mut n = Box::pin(w.notifier().notified_owned());
+            n.as_mut().enable();
+            n
+        })
+    };
+    let mut woken = next();
     let mut job = deck_job(&app, &deck, &id).await?;
-    if let (Some(wait), Some(watch)) = (wait, &watch) {
+    if let (Some(wait), Some(_)) = (wait, &watch) {
         let deadline = Instant::now() + wait;
         let first = job.status.clone();
         let every = fallback(&app);
@@ -163,16 +174,17 @@ pub async fn job(
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                 break;
             };
-            let notified = watch.notify().notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            tokio::select! {
-                _ = notified => {}
-                _ = tokio::time::sleep(left.min(every)) => {}
+            if let Some(w) = woken.as_mut() {
+                tokio::select! {
+                    _ = w => {}
+                    _ = tokio::time::sleep(left.min(every)) => {}
+                }
             }
+            woken = next();
             job = deck_job(&app, &deck, &id).await?;
         }
     }
+    drop(woken);
     drop(watch);
     let mut headers = HeaderMap::new();
     if !ended(&job.status) {
