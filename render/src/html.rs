@@ -5,11 +5,13 @@
 use std::fmt::Write;
 
 use base64::Engine;
-use plinth_slides::{spans, Block, Deck, Layout, Theme};
+use plinth_slides::{
+    link_allowed, spans, Align, Block, Deck, Layout, ListItem, Theme, MAX_NESTING,
+};
 
 use crate::image::format_of;
 use crate::layout::palette;
-use crate::{visible, Images};
+use crate::{visible, Image, Images};
 
 pub fn render(deck: &Deck, images: &Images) -> String {
     let pal = palette(deck.theme);
@@ -23,7 +25,7 @@ pub fn render(deck: &Deck, images: &Images) -> String {
     out.push_str("</title>\n<style>\n");
     let _ = write!(
         out,
-        r#":root {{ color-scheme: {scheme}; --bg: {bg}; --text: {text}; --title: {title}; --accent: {accent}; --code-bg: {code_bg}; --code-text: {code_text}; --inline-code-bg: {inline}; --muted: {muted}; }}
+        r#":root {{ color-scheme: {scheme}; --bg: {bg}; --text: {text}; --title: {title}; --accent: {accent}; --code-bg: {code_bg}; --code-text: {code_text}; --inline-code-bg: {inline}; --muted: {muted}; --stripe: {stripe}; --rule: {rule}; --quote-bar: {quote_bar}; }}
 html {{ scroll-snap-type: y mandatory; background: #0b0d10; }}
 body {{ margin: 0; }}
 main {{ display: flex; flex-direction: column; align-items: center; gap: 2vh; padding: 2vh 0; }}
@@ -44,6 +46,18 @@ pre {{ margin: 0; padding: calc(26 * var(--u)); background: var(--code-bg); bord
 pre code {{ background: none; padding: 0; }}
 figure {{ margin: 0; flex: 1 1 0; min-height: calc(160 * var(--u)); display: flex; justify-content: center; }}
 figure img {{ max-width: 100%; max-height: 100%; object-fit: contain; }}
+li > ul, li > ol {{ margin-top: calc(10 * var(--u)); font-size: 0.9em; }}
+li.task {{ list-style: none; margin-left: -1.2em; }}
+li.task input {{ width: .8em; height: .8em; margin: 0 .35em 0 0; accent-color: var(--accent); vertical-align: -0.05em; }}
+blockquote {{ margin: 0; padding: calc(10 * var(--u)) 0 calc(10 * var(--u)) calc(38 * var(--u)); border-left: calc(8 * var(--u)) solid var(--quote-bar); display: flex; flex-direction: column; gap: calc(18 * var(--u)); text-align: left; }}
+table {{ border-collapse: collapse; font-size: calc(29 * var(--u)); line-height: 1.3; align-self: flex-start; }}
+.layout-title table {{ align-self: center; }}
+th, td {{ padding: calc(9 * var(--u)) calc(17 * var(--u)); text-align: left; border-bottom: calc(1 * var(--u)) solid var(--rule); }}
+th {{ background: var(--code-bg); color: var(--title); border-bottom: calc(3 * var(--u)) solid var(--accent); }}
+tbody tr:nth-child(even) {{ background: var(--stripe); }}
+hr {{ width: 100%; border: 0; height: calc(3 * var(--u)); background: var(--muted); margin: calc(8 * var(--u)) 0; }}
+a {{ color: var(--accent); }}
+img.inline {{ height: 1em; vertical-align: -0.15em; margin: 0 .08em; }}
 .missing {{ flex: 0 0 auto; padding: calc(30 * var(--u)); background: var(--code-bg); color: var(--muted); font-style: italic; border-radius: calc(12 * var(--u)); }}
 @media print {{ html {{ background: none; }} main {{ padding: 0; gap: 0; }} section.slide {{ width: 100vw; box-shadow: none; break-after: page; }} }}
 </style>
@@ -69,6 +83,9 @@ figure img {{ max-width: 100%; max-height: 100%; object-fit: contain; }}
         code_text = pal.code_text.hex(),
         inline = pal.inline_code_bg.hex(),
         muted = pal.muted.hex(),
+        stripe = pal.stripe.hex(),
+        rule = pal.rule.hex(),
+        quote_bar = pal.quote_bar.hex(),
     );
 
     for (i, slide) in visible(deck).into_iter().enumerate() {
@@ -84,65 +101,10 @@ figure img {{ max-width: 100%; max-height: 100%; object-fit: contain; }}
         );
         if let Some(title) = slide.title.as_deref().filter(|t| !t.trim().is_empty()) {
             out.push_str("<h1>");
-            marked(&mut out, title);
+            marked(&mut out, title, images);
             out.push_str("</h1>\n");
         }
-        for block in &slide.blocks {
-            match block {
-                Block::Heading { text } => {
-                    out.push_str("<h2>");
-                    marked(&mut out, text);
-                    out.push_str("</h2>\n");
-                }
-                Block::Text { text } => {
-                    out.push_str("<p>");
-                    marked(&mut out, text);
-                    out.push_str("</p>\n");
-                }
-                Block::Bullets { items, ordered } => {
-                    let tag = if *ordered { "ol" } else { "ul" };
-                    let _ = write!(out, "<{tag}>");
-                    for item in items {
-                        out.push_str("<li>");
-                        marked(&mut out, item);
-                        out.push_str("</li>");
-                    }
-                    let _ = writeln!(out, "</{tag}>");
-                }
-                Block::Code { code, language } => {
-                    out.push_str("<pre><code");
-                    if let Some(lang) = language.as_deref().filter(|l| !l.is_empty()) {
-                        out.push_str(" class=\"language-");
-                        escape_into(&mut out, lang);
-                        out.push('"');
-                    }
-                    out.push('>');
-                    escape_into(&mut out, code.trim_end_matches('\n'));
-                    out.push_str("</code></pre>\n");
-                }
-                Block::Image { asset_id, alt } => {
-                    let alt = alt.as_deref().unwrap_or("");
-                    match images.get(asset_id) {
-                        Some(image) => {
-                            let mime = format_of(image).map_or(image.mime.as_str(), |f| f.mime());
-                            out.push_str("<figure><img alt=\"");
-                            escape_into(&mut out, alt);
-                            out.push_str("\" src=\"data:");
-                            escape_into(&mut out, mime);
-                            out.push_str(";base64,");
-                            base64::engine::general_purpose::STANDARD
-                                .encode_string(&image.bytes, &mut out);
-                            out.push_str("\"></figure>\n");
-                        }
-                        None => {
-                            out.push_str("<div class=\"missing\">[image: ");
-                            escape_into(&mut out, if alt.is_empty() { "unavailable" } else { alt });
-                            out.push_str("]</div>\n");
-                        }
-                    }
-                }
-            }
-        }
+        blocks_html(&mut out, &slide.blocks, images, 0);
         out.push_str("</div>\n</section>\n");
     }
 
@@ -178,12 +140,171 @@ figure img {{ max-width: 100%; max-height: 100%; object-fit: contain; }}
     out
 }
 
-/// Inline marks as `<strong>`, `<em>` and `<code>`.
-fn marked(out: &mut String, text: &str) {
+fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize) {
+    for block in blocks {
+        match block {
+            Block::Heading { text } => {
+                out.push_str("<h2>");
+                marked(out, text, images);
+                out.push_str("</h2>\n");
+            }
+            Block::Text { text } => {
+                out.push_str("<p>");
+                marked(out, text, images);
+                out.push_str("</p>\n");
+            }
+            Block::Bullets {
+                items,
+                ordered,
+                start,
+            } => list_html(out, items, *ordered, *start, images, 1),
+            Block::Code { code, language } => {
+                out.push_str("<pre><code");
+                if let Some(lang) = language.as_deref().filter(|l| !l.is_empty()) {
+                    out.push_str(" class=\"language-");
+                    escape_into(out, lang);
+                    out.push('"');
+                }
+                out.push('>');
+                escape_into(out, code.trim_end_matches('\n'));
+                out.push_str("</code></pre>\n");
+            }
+            Block::Image { asset_id, alt } => {
+                let alt = alt.as_deref().unwrap_or("");
+                match images.get(asset_id) {
+                    Some(image) => {
+                        out.push_str("<figure>");
+                        img(out, image, alt, None);
+                        out.push_str("</figure>\n");
+                    }
+                    None => {
+                        out.push_str("<div class=\"missing\">[image: ");
+                        escape_into(out, if alt.is_empty() { "unavailable" } else { alt });
+                        out.push_str("]</div>\n");
+                    }
+                }
+            }
+            Block::Quote { blocks } => {
+                out.push_str("<blockquote>\n");
+                if depth < MAX_NESTING {
+                    blocks_html(out, blocks, images, depth + 1);
+                }
+                out.push_str("</blockquote>\n");
+            }
+            Block::Table {
+                align,
+                header,
+                rows,
+            } => {
+                let style = |c: usize| match align.get(c).copied().unwrap_or_default() {
+                    Align::Center => " style=\"text-align:center\"",
+                    Align::Right => " style=\"text-align:right\"",
+                    Align::Left | Align::Auto => "",
+                };
+                out.push_str("<table>\n<thead><tr>");
+                for (c, cell) in header.iter().enumerate() {
+                    let _ = write!(out, "<th{}>", style(c));
+                    marked(out, cell, images);
+                    out.push_str("</th>");
+                }
+                out.push_str("</tr></thead>\n<tbody>\n");
+                for row in rows {
+                    out.push_str("<tr>");
+                    for (c, cell) in row.iter().enumerate() {
+                        let _ = write!(out, "<td{}>", style(c));
+                        marked(out, cell, images);
+                        out.push_str("</td>");
+                    }
+                    out.push_str("</tr>\n");
+                }
+                out.push_str("</tbody>\n</table>\n");
+            }
+            Block::Rule => out.push_str("<hr>\n"),
+        }
+    }
+}
+
+fn list_html(
+    out: &mut String,
+    items: &[ListItem],
+    ordered: bool,
+    start: Option<u64>,
+    images: &Images,
+    level: usize,
+) {
+    let tag = if ordered { "ol" } else { "ul" };
+    let _ = write!(out, "<{tag}");
+    if let Some(n) = start.filter(|_| ordered) {
+        let _ = write!(out, " start=\"{n}\"");
+    }
+    out.push('>');
+    for item in items {
+        match item.checked {
+            Some(done) => {
+                out.push_str("<li class=\"task\"><input type=\"checkbox\" disabled");
+                if done {
+                    out.push_str(" checked");
+                }
+                out.push_str("> ");
+            }
+            None => out.push_str("<li>"),
+        }
+        marked(out, &item.text, images);
+        if let Some(sub) = item.list.as_ref().filter(|_| level < MAX_NESTING) {
+            list_html(out, &sub.items, sub.ordered, sub.start, images, level + 1);
+        }
+        out.push_str("</li>");
+    }
+    let _ = writeln!(out, "</{tag}>");
+}
+
+fn img(out: &mut String, image: &Image, alt: &str, class: Option<&str>) {
+    let mime = format_of(image).map_or(image.mime.as_str(), |f| f.mime());
+    out.push_str("<img");
+    if let Some(c) = class {
+        let _ = write!(out, " class=\"{c}\"");
+    }
+    out.push_str(" alt=\"");
+    escape_into(out, alt);
+    out.push_str("\" src=\"data:");
+    escape_into(out, mime);
+    out.push_str(";base64,");
+    base64::engine::general_purpose::STANDARD.encode_string(&image.bytes, out);
+    out.push_str("\">");
+}
+
+/// Inline marks as `<strong>`, `<em>`, `<s>`, `<code>`, `<a>` and inline `<img>`; line
+/// breaks in the text stay line breaks (`white-space: pre-line`).
+fn marked(out: &mut String, text: &str, images: &Images) {
+    let mut open_link: Option<String> = None;
     for span in spans(text) {
+        if open_link != span.link {
+            if open_link.take().is_some() {
+                out.push_str("</a>");
+            }
+            // Only allowed schemes reach here (validation), checked again anyway.
+            if let Some(url) = span.link.as_deref().filter(|u| link_allowed(u)) {
+                out.push_str("<a href=\"");
+                escape_into(out, url);
+                out.push_str("\">");
+                open_link = Some(url.to_owned());
+            }
+        }
+        if let Some(id) = &span.image {
+            match images.get(id) {
+                Some(image) => img(out, image, &span.text, Some("inline")),
+                None => {
+                    out.push('[');
+                    escape_into(out, &span.text);
+                    out.push(']');
+                }
+            }
+            continue;
+        }
         let tags: Vec<&str> = [
             (span.bold, "strong"),
             (span.italic, "em"),
+            (span.strike, "s"),
             (span.code, "code"),
         ]
         .iter()
@@ -197,6 +318,9 @@ fn marked(out: &mut String, text: &str) {
         for t in tags.iter().rev() {
             let _ = write!(out, "</{t}>");
         }
+    }
+    if open_link.is_some() {
+        out.push_str("</a>");
     }
 }
 

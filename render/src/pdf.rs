@@ -8,11 +8,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use printpdf::{
-    Color, DictItem, ExternalStream, ExternalXObject, FontId, ImageCompression,
-    ImageOptimizationOptions, LinePoint, Mm, Op, ParsedFont, PdfDocument, PdfFont, PdfFontHandle,
-    PdfPage, PdfSaveOptions, Point, Polygon, PolygonRing, Pt, Px, RawImage, RawImageData,
-    RawImageFormat, Rect, Rgb, TextItem, TextMatrix, WindingOrder, XObject, XObjectId,
-    XObjectTransform,
+    Actions, BorderArray, Color, DictItem, ExternalStream, ExternalXObject, FontId,
+    ImageCompression, ImageOptimizationOptions, LinePoint, LinkAnnotation, Mm, Op, ParsedFont,
+    PdfDocument, PdfFont, PdfFontHandle, PdfPage, PdfSaveOptions, Point, Polygon, PolygonRing, Pt,
+    Px, RawImage, RawImageData, RawImageFormat, Rect, Rgb, TextItem, TextMatrix, WindingOrder,
+    XObject, XObjectId, XObjectTransform,
 };
 use resvg::tiny_skia;
 
@@ -57,7 +57,7 @@ pub fn render(
         let mut text_open = false;
         let mut current_font: Option<(Face, f32)> = None;
         for item in &page.items {
-            let is_text = matches!(item, Item::Text { .. });
+            let is_text = matches!(item, Item::Text { .. } | Item::Link { .. });
             if text_open && !is_text {
                 ops.push(Op::EndTextSection);
                 text_open = false;
@@ -109,6 +109,30 @@ pub fn render(
                         items: vec![TextItem::Text(text.clone())],
                     });
                     used_chars[face.index()].extend(text.chars());
+                }
+                Item::Link {
+                    x,
+                    y: top,
+                    w,
+                    h,
+                    url,
+                } => {
+                    ops.push(Op::LinkAnnotation {
+                        link: LinkAnnotation::new(
+                            Rect {
+                                x: Pt(x * PT_PER_UNIT),
+                                y: Pt(y(top + h)),
+                                width: Pt(w * PT_PER_UNIT),
+                                height: Pt(h * PT_PER_UNIT),
+                                mode: None,
+                                winding_order: None,
+                            },
+                            Actions::Uri(url.clone()),
+                            Some(BorderArray::Solid([0.0, 0.0, 0.0])),
+                            None,
+                            None,
+                        ),
+                    });
                 }
                 Item::Image {
                     x,

@@ -104,6 +104,8 @@ pub fn render(page: &Page, images: &Images, size: Size) -> String {
                 base64::engine::general_purpose::STANDARD.encode_string(&image.bytes, &mut out);
                 out.push_str(r#""/>"#);
             }
+            // Links matter in PDF and HTML only.
+            Item::Link { .. } => {}
         }
     }
     out.push_str("</svg>");

@@ -54,10 +54,12 @@ fn sample() -> (Deck, Images) {
                             "Call `render_deck` to export".into(),
                         ],
                         ordered: false,
+                        start: None,
                     },
                     Block::Bullets {
                         items: vec!["First step".into(), "Second step".into()],
                         ordered: true,
+                        start: None,
                     },
                 ],
             ),
@@ -248,8 +250,10 @@ fn dark_theme_and_other_sizes() {
 
 #[test]
 fn overflowing_content_shrinks_onto_the_page() {
-    let items: Vec<String> = (1..=30)
-        .map(|i| format!("Point number {i} with **some** words to make it wrap a bit further"))
+    let items: Vec<plinth_slides::ListItem> = (1..=30)
+        .map(|i| {
+            format!("Point number {i} with **some** words to make it wrap a bit further").into()
+        })
         .collect();
     let deck = Deck {
         title: None,
@@ -259,6 +263,7 @@ fn overflowing_content_shrinks_onto_the_page() {
             vec![Block::Bullets {
                 items,
                 ordered: true,
+                start: None,
             }],
         )],
     };
@@ -466,4 +471,136 @@ fn inspect_refuses_bombs_and_junk() {
     assert!(e.contains("external"), "{e}");
     let huge_svg = br#"<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"/>"#;
     assert!(inspect_image(huge_svg).is_err());
+}
+
+/// Every CommonMark + GFM construct a slide shows, through markdown, in all three
+/// formats.
+const EVERYTHING: &str = r#"---
+title: Everything
+---
+
+## Lists and quotes
+
+- one **bold**
+  1. two
+     - three *deep*
+       - [x] ticked task
+       - [ ] open task
+  2. again
+- four ~~struck~~
+
+3. third
+4. fourth
+
+> Quoted wisdom
+>
+> > nested quote
+
+---
+
+## Table and links
+
+| Format | 20 slides | Per *slide* |
+|:-------|----------:|:-----------:|
+| PDF    | 0.06 s    | `3 ms`      |
+| PNG    | ~~0.58 s~~ | 29 ms      |
+
+See [the docs](https://example.com/docs) and `inline code`.
+
+***
+
+Logo ![logo](asset:6f1c2a3e-0000-4000-8000-000000000001) inline.
+"#;
+
+#[test]
+fn every_markdown_construct_renders_everywhere() {
+    let deck = plinth_slides::parse_markdown(EVERYTHING).unwrap();
+    let (_, images) = sample();
+    for slide in visible(&deck) {
+        let png = slide_png(&deck, slide, &images, Size::default()).unwrap();
+        let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
+        let colours: HashSet<[u8; 3]> = img.pixels().map(|p| p.0).collect();
+        assert!(colours.len() > 20, "slide {} looks blank", slide.id);
+    }
+    // The inline image is drawn (the gradient's blue channel is 160).
+    let png = slide_png(&deck, &deck.slides[1], &images, Size::default()).unwrap();
+    let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
+    assert!(
+        img.pixels()
+            .filter(|p| p.0[2] == 160 && p.0[0] > 60)
+            .count()
+            > 50
+    );
+
+    let svg = slide_svg(&deck, &deck.slides[0], &images, Size::default());
+    for needle in ["•", "▪", "✓", "3.", "4.", "Quoted wisdom", "nested quote"] {
+        assert!(svg.contains(needle), "{needle} missing from the SVG");
+    }
+
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    assert!(
+        String::from_utf8_lossy(&pdf).contains("https://example.com/docs"),
+        "no link annotation"
+    );
+    if let Some(text) = pdftotext(&pdf) {
+        for needle in [
+            "one bold",
+            "two",
+            "three deep",
+            "ticked task",
+            "open task",
+            "four struck",
+            "third",
+            "Quoted wisdom",
+            "nested quote",
+            "Format",
+            "20 slides",
+            "Per slide",
+            "0.06 s",
+            "3 ms",
+            "0.58 s",
+            "the docs",
+            "inline code",
+        ] {
+            assert!(
+                text.contains(needle),
+                "{needle:?} missing from PDF text:\n{text}"
+            );
+        }
+    }
+
+    let html = deck_html(&deck, &images);
+    for needle in [
+        "<li>one <strong>bold</strong><ol><li>two<ul><li>three <em>deep</em><ul><li class=\"task\"><input type=\"checkbox\" disabled checked> ticked task</li>",
+        "<ol start=\"3\">",
+        "<s>struck</s>",
+        "<blockquote>\n<p>Quoted wisdom</p>\n<blockquote>\n<p>nested quote</p>",
+        "<th style=\"text-align:right\">20 slides</th>",
+        "<td style=\"text-align:center\"><code>3 ms</code></td>",
+        "<a href=\"https://example.com/docs\">the docs</a>",
+        "<hr>",
+        "<img class=\"inline\" alt=\"logo\" src=\"data:image/png;base64,",
+    ] {
+        assert!(html.contains(needle), "{needle:?} missing from HTML");
+    }
+}
+
+#[test]
+fn deep_documents_render_without_recursing_past_the_limit() {
+    // The deepest valid nesting renders everywhere.
+    let md = format!(
+        "# Deep\n\n{}x\n\n{}\n",
+        "> ".repeat(plinth_slides::MAX_NESTING),
+        (0..plinth_slides::MAX_NESTING)
+            .map(|i| format!("{}- level {}\n", "  ".repeat(i), i + 1))
+            .collect::<String>()
+    );
+    let deck = plinth_slides::parse_markdown(&md).unwrap();
+    let images = Images::new();
+    slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    if let Some(text) = pdftotext(&pdf) {
+        assert!(text.contains("level 8"), "{text}");
+    }
+    assert!(deck_html(&deck, &images).contains("level 8"));
 }

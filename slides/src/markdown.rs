@@ -2,11 +2,30 @@
 //! front matter sets the deck title and theme, HTML comments carry notes and directives.
 //! Each slide's body is CommonMark, parsed with pulldown-cmark.
 
-use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Parser, Tag, TagEnd};
+use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
-use crate::{Block, Deck, Invalid, Layout, Slide, Theme, MAX_MARKDOWN_BYTES};
+use crate::{
+    Align, Block, Deck, Invalid, Layout, List, ListItem, Slide, Theme, MAX_MARKDOWN_BYTES,
+    MAX_NESTING,
+};
+
+/// Maps an image reference to an asset id.
+pub type ResolveImage = dyn Fn(&str) -> Option<String>;
+
+/// How a markdown deck is read.
+#[derive(Default, Clone, Copy)]
+pub struct ParseOptions<'a> {
+    /// Maps an image reference that is not `asset:<asset id>` (a file name such as
+    /// `chart.png`) to an asset id; without it, or when it answers `None`, the image is
+    /// refused with its line.
+    pub resolve_image: Option<&'a ResolveImage>,
+}
 
 pub fn parse_markdown(source: &str) -> Result<Deck, Invalid> {
+    parse_markdown_with(source, &ParseOptions::default())
+}
+
+pub fn parse_markdown_with(source: &str, opts: &ParseOptions) -> Result<Deck, Invalid> {
     if source.len() > MAX_MARKDOWN_BYTES {
         return Err(Invalid(format!(
             "markdown is larger than {MAX_MARKDOWN_BYTES} bytes"
@@ -91,7 +110,7 @@ pub fn parse_markdown(source: &str) -> Result<Deck, Invalid> {
     }
     for (first_line, chunk) in chunks {
         let text = chunk.join("\n");
-        deck.slides.push(parse_slide(&text, first_line)?);
+        deck.slides.push(parse_slide(&text, first_line, opts)?);
     }
     if deck
         .slides
@@ -137,23 +156,131 @@ fn fence_marker(trimmed: &str) -> Option<String> {
 #[derive(Default)]
 struct Inline {
     text: String,
+    /// Images of the paragraph, as (asset id, alt).
+    images: Vec<(String, String)>,
+    /// Whether anything but images (and white space) was collected.
+    other: bool,
 }
 
 impl Inline {
     fn push_text(&mut self, t: &str) {
-        for c in t.chars() {
-            if "*_`\\".contains(c) {
-                self.text.push('\\');
-            }
-            self.text.push(c);
+        if !t.trim().is_empty() {
+            self.other = true;
         }
+        escape_into(&mut self.text, t);
     }
     fn take(&mut self) -> String {
+        self.images.clear();
+        self.other = false;
         std::mem::take(&mut self.text).trim().to_owned()
     }
 }
 
-fn parse_slide(text: &str, first_line: usize) -> Result<Slide, Invalid> {
+fn escape_into(out: &mut String, t: &str) {
+    for c in t.chars() {
+        if crate::ESCAPABLE.contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+}
+
+/// A link or image target as the inline marks carry it: no spaces or brackets.
+fn encode_url(url: &str) -> String {
+    let mut out = String::with_capacity(url.len());
+    for c in url.trim().chars() {
+        match c {
+            ' ' => out.push_str("%20"),
+            '(' => out.push_str("%28"),
+            ')' => out.push_str("%29"),
+            '[' => out.push_str("%5B"),
+            ']' => out.push_str("%5D"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// An open container while a slide's events are walked.
+enum Frame {
+    Quote(Vec<Block>),
+    List {
+        ordered: bool,
+        start: Option<u64>,
+        items: Vec<ListItem>,
+    },
+    Item(ListItem),
+    Table {
+        align: Vec<Align>,
+        header: Vec<String>,
+        rows: Vec<Vec<String>>,
+        row: Vec<String>,
+    },
+}
+
+fn kind(block: &Block) -> &'static str {
+    match block {
+        Block::Heading { .. } => "a heading",
+        Block::Text { .. } => "text",
+        Block::Bullets { .. } => "a list",
+        Block::Code { .. } => "a code block",
+        Block::Image { .. } => "an image",
+        Block::Quote { .. } => "a block quote",
+        Block::Table { .. } => "a table",
+        Block::Rule => "a rule",
+    }
+}
+
+/// Puts a finished block where it belongs: the slide, the open block quote, or the
+/// open list item (which takes text only).
+fn emit(slide: &mut Slide, stack: &mut [Frame], block: Block, line: usize) -> Result<(), Invalid> {
+    match stack.last_mut() {
+        None => slide.blocks.push(block),
+        Some(Frame::Quote(blocks)) => blocks.push(block),
+        Some(Frame::Item(item)) => match block {
+            Block::Text { text } if item.list.is_none() => {
+                if !item.text.is_empty() {
+                    item.text.push('\n');
+                }
+                item.text.push_str(&text);
+            }
+            Block::Text { .. } => {
+                return Err(Invalid(format!(
+                    "invalid markdown on line {line}: text after a nested list in the same list item is not supported"
+                )))
+            }
+            other => {
+                return Err(Invalid(format!(
+                    "invalid markdown on line {line}: {} inside a list item is not supported (list items hold text and one nested list)",
+                    kind(&other)
+                )))
+            }
+        },
+        Some(Frame::List { .. }) | Some(Frame::Table { .. }) => {
+            return Err(Invalid(format!(
+                "invalid markdown on line {line}: {} is not supported here",
+                kind(&block)
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// Text collected so far belongs to the open list item (tight lists have no
+/// paragraphs).
+fn flush_item(stack: &mut [Frame], inline: &mut Inline) {
+    if let Some(Frame::Item(item)) = stack.last_mut() {
+        let t = inline.take();
+        if !t.is_empty() {
+            if !item.text.is_empty() {
+                item.text.push('\n');
+            }
+            item.text.push_str(&t);
+        }
+    }
+}
+
+fn parse_slide(text: &str, first_line: usize, opts: &ParseOptions) -> Result<Slide, Invalid> {
     let mut slide = Slide {
         id: String::new(),
         layout: Layout::Content,
@@ -163,18 +290,20 @@ fn parse_slide(text: &str, first_line: usize) -> Result<Slide, Invalid> {
         hidden: false,
     };
     let mut inline = Inline::default();
-    let mut list: Option<(bool, Vec<String>)> = None;
-    let mut depth = 0usize;
+    let mut stack: Vec<Frame> = Vec::new();
     let mut code: Option<(Option<String>, String)> = None;
     let mut image: Option<(String, String)> = None; // (asset id, alt being collected)
+    let mut link: Option<String> = None;
     let mut html = String::new();
     // Byte offset of each line start, so an event's line number is a binary search
     // rather than a rescan of the text before it.
     let line_starts: Vec<usize> = std::iter::once(0)
         .chain(text.match_indices('\n').map(|(i, _)| i + 1))
         .collect();
+    let options =
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
 
-    for (event, range) in Parser::new(text).into_offset_iter() {
+    for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
         let line = first_line + line_starts.partition_point(|&s| s <= range.start) - 1;
         match event {
             Event::Start(Tag::CodeBlock(kind)) => {
@@ -191,102 +320,255 @@ fn parse_slide(text: &str, first_line: usize) -> Result<Slide, Invalid> {
                     if body.ends_with('\n') {
                         body.pop();
                     }
-                    slide.blocks.push(Block::Code {
+                    let block = Block::Code {
                         language,
                         code: body,
-                    });
+                    };
+                    emit(&mut slide, &mut stack, block, line)?;
                 }
             }
             Event::Text(t) if code.is_some() => code.as_mut().expect("in code").1.push_str(&t),
             Event::Text(t) if image.is_some() => image.as_mut().expect("in image").1.push_str(&t),
+            Event::Code(t) if image.is_some() => image.as_mut().expect("in image").1.push_str(&t),
             Event::Text(t) => inline.push_text(&t),
             Event::Code(t) => {
+                inline.other = true;
                 inline.text.push('`');
                 inline.text.push_str(&t.replace('`', "'"));
                 inline.text.push('`');
             }
             Event::Start(Tag::Strong) | Event::End(TagEnd::Strong) => inline.text.push_str("**"),
             Event::Start(Tag::Emphasis) | Event::End(TagEnd::Emphasis) => inline.text.push('*'),
+            Event::Start(Tag::Strikethrough) | Event::End(TagEnd::Strikethrough) => {
+                inline.text.push_str("~~")
+            }
             Event::SoftBreak => inline.text.push(' '),
             Event::HardBreak => inline.text.push('\n'),
-            Event::End(TagEnd::Heading(level)) => {
-                let t = inline.take();
-                if slide.title.is_none() && slide.blocks.is_empty() && level <= HeadingLevel::H2 {
-                    slide.title = Some(t);
-                } else {
-                    slide.blocks.push(Block::Heading { text: t });
+            Event::Start(Tag::Link { dest_url, .. }) => {
+                let url = encode_url(&dest_url);
+                if !crate::link_allowed(&url) {
+                    return Err(Invalid(format!(
+                        "invalid markdown on line {line}: link `{dest_url}` is not supported (links go to http, https or mailto addresses)"
+                    )));
+                }
+                inline.other = true;
+                inline.text.push('[');
+                link = Some(url);
+            }
+            Event::End(TagEnd::Link) => {
+                if let Some(url) = link.take() {
+                    inline.text.push_str("](");
+                    inline.text.push_str(&url);
+                    inline.text.push(')');
                 }
             }
-            Event::End(TagEnd::Paragraph) | Event::End(TagEnd::BlockQuote(_)) => {
+            Event::End(TagEnd::Heading(level)) => {
                 let t = inline.take();
-                if !t.is_empty() {
-                    match &mut list {
-                        // A loose list item wraps its text in a paragraph.
-                        Some(_) => inline.text = t,
-                        None => slide.blocks.push(Block::Text { text: t }),
+                if stack.is_empty()
+                    && slide.title.is_none()
+                    && slide.blocks.is_empty()
+                    && level <= HeadingLevel::H2
+                {
+                    slide.title = Some(t);
+                } else {
+                    emit(&mut slide, &mut stack, Block::Heading { text: t }, line)?;
+                }
+            }
+            Event::End(TagEnd::Paragraph) => {
+                let in_text = matches!(
+                    stack.last(),
+                    Some(Frame::Item(_)) | Some(Frame::Table { .. })
+                );
+                if !inline.other && !inline.images.is_empty() && !in_text {
+                    // A paragraph of images only: image blocks.
+                    for (asset_id, alt) in std::mem::take(&mut inline.images) {
+                        let alt = alt.trim().to_owned();
+                        let block = Block::Image {
+                            asset_id,
+                            alt: (!alt.is_empty()).then_some(alt),
+                        };
+                        emit(&mut slide, &mut stack, block, line)?;
+                    }
+                    inline.take();
+                } else {
+                    let t = inline.take();
+                    if !t.is_empty() {
+                        emit(&mut slide, &mut stack, Block::Text { text: t }, line)?;
+                    }
+                }
+            }
+            Event::Start(Tag::BlockQuote(_)) => {
+                flush_item(&mut stack, &mut inline);
+                if nesting(&stack) >= MAX_NESTING {
+                    return Err(too_deep(line));
+                }
+                stack.push(Frame::Quote(Vec::new()));
+            }
+            Event::End(TagEnd::BlockQuote(_)) => {
+                if let Some(Frame::Quote(blocks)) = stack.pop() {
+                    if !blocks.is_empty() {
+                        emit(&mut slide, &mut stack, Block::Quote { blocks }, line)?;
                     }
                 }
             }
             Event::Start(Tag::List(first)) => {
-                depth += 1;
-                match &mut list {
-                    None => list = Some((first.is_some(), Vec::new())),
-                    Some((_, items)) => {
-                        // Nested list: close the parent item's text first.
-                        let t = inline.take();
-                        if !t.is_empty() {
-                            items.push(t);
+                flush_item(&mut stack, &mut inline);
+                if nesting(&stack) >= MAX_NESTING {
+                    return Err(too_deep(line));
+                }
+                stack.push(Frame::List {
+                    ordered: first.is_some(),
+                    start: first.filter(|&n| n != 1),
+                    items: Vec::new(),
+                });
+            }
+            Event::End(TagEnd::List(_)) => {
+                let Some(Frame::List {
+                    ordered,
+                    start,
+                    items,
+                }) = stack.pop()
+                else {
+                    continue;
+                };
+                match stack.last_mut() {
+                    Some(Frame::Item(item)) => {
+                        if item.list.is_some() {
+                            return Err(Invalid(format!(
+                                "invalid markdown on line {line}: a list item holds one nested list (here a second one starts with another marker)"
+                            )));
                         }
+                        item.list = Some(List {
+                            items,
+                            ordered,
+                            start,
+                        });
                     }
+                    _ => {
+                        let block = Block::Bullets {
+                            items,
+                            ordered,
+                            start,
+                        };
+                        emit(&mut slide, &mut stack, block, line)?;
+                    }
+                }
+            }
+            Event::Start(Tag::Item) => stack.push(Frame::Item(ListItem::default())),
+            Event::TaskListMarker(done) => {
+                if let Some(Frame::Item(item)) = stack.last_mut() {
+                    item.checked = Some(done);
                 }
             }
             Event::End(TagEnd::Item) => {
-                let t = inline.take();
-                if !t.is_empty() {
-                    list.as_mut().expect("item in list").1.push(t);
-                }
-            }
-            Event::End(TagEnd::List(_)) => {
-                // Only the outermost list ends the block (nested ones are flattened).
-                depth -= 1;
-                if depth == 0 {
-                    if let Some((ordered, items)) = list.take() {
-                        if !items.is_empty() {
-                            slide.blocks.push(Block::Bullets { items, ordered });
-                        }
+                flush_item(&mut stack, &mut inline);
+                if let Some(Frame::Item(item)) = stack.pop() {
+                    if let Some(Frame::List { items, .. }) = stack.last_mut() {
+                        items.push(item);
                     }
                 }
             }
+            Event::Start(Tag::Table(aligns)) => {
+                flush_item(&mut stack, &mut inline);
+                if matches!(stack.last(), Some(Frame::Item(_))) {
+                    return Err(Invalid(format!(
+                        "invalid markdown on line {line}: a table inside a list item is not supported (list items hold text and one nested list)"
+                    )));
+                }
+                stack.push(Frame::Table {
+                    align: aligns
+                        .iter()
+                        .map(|a| match a {
+                            Alignment::None => Align::Auto,
+                            Alignment::Left => Align::Left,
+                            Alignment::Center => Align::Center,
+                            Alignment::Right => Align::Right,
+                        })
+                        .collect(),
+                    header: Vec::new(),
+                    rows: Vec::new(),
+                    row: Vec::new(),
+                });
+            }
+            Event::End(TagEnd::TableCell) => {
+                let t = inline.take();
+                if let Some(Frame::Table { row, .. }) = stack.last_mut() {
+                    row.push(t);
+                }
+            }
+            Event::End(TagEnd::TableHead) => {
+                if let Some(Frame::Table { header, row, .. }) = stack.last_mut() {
+                    *header = std::mem::take(row);
+                }
+            }
+            Event::End(TagEnd::TableRow) => {
+                if let Some(Frame::Table { rows, row, .. }) = stack.last_mut() {
+                    rows.push(std::mem::take(row));
+                }
+            }
+            Event::End(TagEnd::Table) => {
+                if let Some(Frame::Table {
+                    mut align,
+                    header,
+                    rows,
+                    ..
+                }) = stack.pop()
+                {
+                    while align.last() == Some(&Align::Auto) {
+                        align.pop();
+                    }
+                    let block = Block::Table {
+                        align,
+                        header,
+                        rows,
+                    };
+                    emit(&mut slide, &mut stack, block, line)?;
+                }
+            }
+            Event::Rule => emit(&mut slide, &mut stack, Block::Rule, line)?,
             Event::Start(Tag::Image { dest_url, .. }) => {
-                // Text collected before the image stays a paragraph of its own.
-                let before = inline.take();
-                if !before.is_empty() && list.is_none() {
-                    slide.blocks.push(Block::Text { text: before });
+                if link.is_some() {
+                    return Err(Invalid(format!(
+                        "invalid markdown on line {line}: an image inside a link is not supported"
+                    )));
                 }
                 let url = dest_url.trim();
                 let id = url.strip_prefix("asset:").unwrap_or(url);
-                if uuid::Uuid::parse_str(id).is_err() {
-                    return Err(Invalid(format!(
-                        "invalid markdown on line {line}: images must reference an uploaded asset as `asset:<asset id>`, not `{url}`"
-                    )));
-                }
-                image = Some((id.to_owned(), String::new()));
+                let id = if uuid::Uuid::parse_str(id).is_ok() {
+                    id.to_owned()
+                } else {
+                    match opts.resolve_image.and_then(|r| r(url)) {
+                        Some(id) => id,
+                        None => {
+                            return Err(Invalid(format!(
+                                "invalid markdown on line {line}: images must reference an uploaded asset as `asset:<asset id>`, not `{url}`"
+                            )))
+                        }
+                    }
+                };
+                image = Some((id, String::new()));
             }
             Event::End(TagEnd::Image) => {
                 if let Some((asset_id, alt)) = image.take() {
-                    let alt = alt.trim().to_owned();
-                    slide.blocks.push(Block::Image {
-                        asset_id,
-                        alt: (!alt.is_empty()).then_some(alt),
-                    });
+                    inline.text.push_str("![");
+                    escape_into(&mut inline.text, alt.trim());
+                    inline.text.push_str("](asset:");
+                    inline.text.push_str(&asset_id);
+                    inline.text.push(')');
+                    inline.images.push((asset_id, alt));
                 }
             }
             Event::Html(h) | Event::InlineHtml(h) => {
                 html.push_str(&h);
                 let t = html.trim();
+                if is_line_break(t) {
+                    html.clear();
+                    inline.text.push('\n');
+                    continue;
+                }
                 if !t.starts_with("<!--") {
                     return Err(Invalid(format!(
-                        "invalid markdown on line {line}: raw HTML is not supported (only `<!-- … -->` comments)"
+                        "invalid markdown on line {line}: raw HTML is not supported (only `<!-- … -->` comments and `<br>`)"
                     )));
                 }
                 if let Some(body) = comment_body(t) {
@@ -299,6 +581,25 @@ fn parse_slide(text: &str, first_line: usize) -> Result<Slide, Invalid> {
         }
     }
     Ok(slide)
+}
+
+fn nesting(stack: &[Frame]) -> usize {
+    stack
+        .iter()
+        .filter(|f| matches!(f, Frame::Quote(_) | Frame::List { .. }))
+        .count()
+}
+
+fn too_deep(line: usize) -> Invalid {
+    Invalid(format!(
+        "invalid markdown on line {line}: block quotes and lists nest at most {MAX_NESTING} levels deep"
+    ))
+}
+
+/// `<br>`, `<br/>` and `<br />`, which Marp also allows.
+fn is_line_break(t: &str) -> bool {
+    let t = t.to_ascii_lowercase();
+    matches!(t.as_str(), "<br>" | "<br/>" | "<br />")
 }
 
 /// The text of a complete `<!-- … -->` comment, or `None` while it is still open.
@@ -366,8 +667,20 @@ mod tests {
         assert_eq!(
             s.blocks[0],
             Block::Bullets {
-                items: vec!["one".into(), "two".into(), "nested".into()],
-                ordered: false
+                items: vec![
+                    "one".into(),
+                    ListItem {
+                        text: "two".into(),
+                        checked: None,
+                        list: Some(List {
+                            items: vec!["nested".into()],
+                            ordered: false,
+                            start: None
+                        })
+                    }
+                ],
+                ordered: false,
+                start: None
             }
         );
         assert!(matches!(&s.blocks[2], Block::Code { code, .. } if code == "let x = 1;\n---"));
@@ -387,6 +700,14 @@ mod tests {
             .unwrap_err()
             .0
             .contains("asset:"));
+        assert!(parse_markdown("[x](javascript:alert(1))")
+            .unwrap_err()
+            .0
+            .contains("line 1: link"));
+        assert!(parse_markdown("# t\n\n- a\n\n  ```\n  code\n  ```\n")
+            .unwrap_err()
+            .0
+            .contains("line 5: a code block inside a list item"));
         assert!(parse_markdown("<div>x</div>")
             .unwrap_err()
             .0
@@ -409,5 +730,203 @@ mod tests {
         assert_eq!(deck.slides[0].notes.as_deref(), Some("n"));
         assert_eq!(comment_body("<!---->"), Some(""));
         assert_eq!(comment_body("<!-- a"), None);
+    }
+
+    fn one(md: &str) -> Vec<Block> {
+        parse_markdown(md).unwrap().slides.remove(0).blocks
+    }
+
+    fn item(text: &str, list: Option<List>) -> ListItem {
+        ListItem {
+            text: text.into(),
+            checked: None,
+            list,
+        }
+    }
+
+    #[test]
+    fn lists_nest_three_levels_mixed() {
+        let blocks = one("# t\n\n- a\n  1. b\n     - c\n       - [x] d\n  2. e\n- f\n");
+        let d = List {
+            items: vec![ListItem {
+                text: "d".into(),
+                checked: Some(true),
+                list: None,
+            }],
+            ordered: false,
+            start: None,
+        };
+        let b = item(
+            "b",
+            Some(List {
+                items: vec![item("c", Some(d))],
+                ordered: false,
+                start: None,
+            }),
+        );
+        let expected = Block::Bullets {
+            items: vec![
+                item(
+                    "a",
+                    Some(List {
+                        items: vec![b, item("e", None)],
+                        ordered: true,
+                        start: None,
+                    }),
+                ),
+                item("f", None),
+            ],
+            ordered: false,
+            start: None,
+        };
+        assert_eq!(blocks, vec![expected]);
+        // Loose items keep their paragraphs; ordered lists keep their start.
+        let blocks = one("# t\n\n3. one\n\n   more\n\n4. two\n");
+        assert_eq!(
+            blocks,
+            vec![Block::Bullets {
+                items: vec![item("one\nmore", None), item("two", None)],
+                ordered: true,
+                start: Some(3)
+            }]
+        );
+        // Task lists.
+        let blocks = one("# t\n\n- [ ] open\n- [x] done\n");
+        let Block::Bullets { items, .. } = &blocks[0] else {
+            panic!("{blocks:?}")
+        };
+        assert_eq!(items[0].checked, Some(false));
+        assert_eq!(items[1].checked, Some(true));
+    }
+
+    #[test]
+    fn quotes_tables_rules_and_inline_marks() {
+        let blocks = one("# t\n\n> quoted **bold**\n>\n> - x\n>\n> > deeper\n\n***\n");
+        assert_eq!(
+            blocks,
+            vec![
+                Block::Quote {
+                    blocks: vec![
+                        Block::Text {
+                            text: "quoted **bold**".into()
+                        },
+                        Block::Bullets {
+                            items: vec!["x".into()],
+                            ordered: false,
+                            start: None
+                        },
+                        Block::Quote {
+                            blocks: vec![Block::Text {
+                                text: "deeper".into()
+                            }]
+                        }
+                    ]
+                },
+                Block::Rule
+            ]
+        );
+        let blocks = one(
+            "# t\n\n| Format | 20 slides | Per *slide* |\n|:--|--:|:-:|\n| PDF | 0.06 s | `3 ms` |\n| PNG | ~~0.58 s~~ | 29 ms |\n",
+        );
+        assert_eq!(
+            blocks,
+            vec![Block::Table {
+                align: vec![Align::Left, Align::Right, Align::Center],
+                header: vec!["Format".into(), "20 slides".into(), "Per *slide*".into()],
+                rows: vec![
+                    vec!["PDF".into(), "0.06 s".into(), "`3 ms`".into()],
+                    vec!["PNG".into(), "~~0.58 s~~".into(), "29 ms".into()],
+                ],
+            }]
+        );
+        let blocks = one("# t\n\nSee [the *docs*](https://example.com/a_(b)) or <https://x.org>, ~~old~~ 2*3 [x]\n");
+        let Block::Text { text } = &blocks[0] else {
+            panic!()
+        };
+        let spans = crate::spans(text);
+        let linked: Vec<_> = spans
+            .iter()
+            .filter_map(|s| s.link.as_deref().map(|l| (s.text.as_str(), l, s.italic)))
+            .collect();
+        assert_eq!(
+            linked,
+            vec![
+                ("the ", "https://example.com/a_%28b%29", false),
+                ("docs", "https://example.com/a_%28b%29", true),
+                ("https://x.org", "https://x.org", false)
+            ]
+        );
+        assert!(spans.iter().any(|s| s.strike && s.text == "old"));
+        assert_eq!(
+            crate::plain(text),
+            "See the docs or https://x.org, old 2*3 [x]"
+        );
+    }
+
+    #[test]
+    fn images_inline_and_as_blocks() {
+        let id = "0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10";
+        let blocks = one(&format!("# t\n\n![a]({id}) ![b](asset:{id})\n\nLogo ![c]({id}) here\n\n- ![d](asset:{id}) item\n"));
+        assert!(matches!(&blocks[0], Block::Image { alt: Some(a), .. } if a == "a"));
+        assert!(matches!(&blocks[1], Block::Image { alt: Some(a), .. } if a == "b"));
+        let Block::Text { text } = &blocks[2] else {
+            panic!("{blocks:?}")
+        };
+        let img: Vec<_> = crate::spans(text)
+            .into_iter()
+            .filter(|s| s.image.is_some())
+            .collect();
+        assert_eq!(img.len(), 1);
+        assert_eq!(img[0].image.as_deref(), Some(id));
+        assert_eq!(img[0].text, "c");
+        let deck = parse_markdown(&format!("# t\n\n- ![d](asset:{id}) item\n")).unwrap();
+        assert_eq!(deck.asset_ids(), vec![id.to_owned()]);
+        // File names resolve only through the caller's resolver.
+        assert!(parse_markdown("![](chart.png)").is_err());
+        let resolve = |name: &str| (name == "chart.png").then(|| id.to_owned());
+        let opts = ParseOptions {
+            resolve_image: Some(&resolve),
+        };
+        let deck = parse_markdown_with("![](chart.png)", &opts).unwrap();
+        assert_eq!(deck.asset_ids(), vec![id.to_owned()]);
+    }
+
+    #[test]
+    fn nesting_is_bounded_and_fast() {
+        for (src, what) in [
+            (format!("# t\n\n{}x\n", "> ".repeat(20_000)), "quotes"),
+            (format!("# t\n\n{}x\n", "- ".repeat(20_000)), "bullets"),
+            (format!("# t\n\n{}x\n", "1. ".repeat(20_000)), "numbers"),
+            (
+                format!(
+                    "# t\n\n{}",
+                    (0..20_000)
+                        .map(|i| format!("{}- x\n", "  ".repeat(i)))
+                        .collect::<String>()
+                        .chars()
+                        .take(500_000)
+                        .collect::<String>()
+                ),
+                "indented",
+            ),
+        ] {
+            let t = std::time::Instant::now();
+            let e = parse_markdown(&src).unwrap_err();
+            assert!(e.0.contains("nest at most 8 levels"), "{what}: {e}");
+            let line = if what == "indented" {
+                "line 11"
+            } else {
+                "line 3"
+            };
+            assert!(e.0.contains(line), "{what}: {e}");
+            assert!(
+                t.elapsed().as_secs_f64() < 5.0,
+                "{what} took {:?}",
+                t.elapsed()
+            );
+        }
+        // Eight levels are fine.
+        assert!(parse_markdown(&format!("# t\n\n{}x\n", "> ".repeat(8))).is_ok());
+        assert!(parse_markdown(&format!("# t\n\n{}x\n", "> ".repeat(9))).is_err());
     }
 }

@@ -27,6 +27,16 @@ fn markdownish() -> impl Strategy<Value = String> {
         Just("layout: title".to_owned()),
         Just("![a](asset:0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10)".to_owned()),
         Just("<div>".to_owned()),
+        Just("> ".to_owned()),
+        Just("  ".to_owned()),
+        Just("~~".to_owned()),
+        Just("- [x] ".to_owned()),
+        Just("| a | *b* |\n|:-|--:|\n| c | d |\n".to_owned()),
+        Just("[l](https://example.com/x)".to_owned()),
+        Just("](".to_owned()),
+        Just("[".to_owned()),
+        Just("***\n".to_owned()),
+        Just("<br>".to_owned()),
         "\\PC{0,12}",
     ];
     prop::collection::vec(piece, 0..60).prop_map(|p| p.concat())
