@@ -6,11 +6,12 @@ use std::fmt::Write;
 
 use base64::Engine;
 use plinth_slides::{
-    link_allowed, spans, Align, Block, Deck, Layout, ListItem, Theme, MAX_NESTING,
+    link_allowed, spans, Align, Aspect, Background, BackgroundFit, BackgroundPosition, Block, Deck,
+    Layout, ListItem, Slide, Theme, MAX_NESTING,
 };
 
 use crate::image::format_of;
-use crate::layout::palette;
+use crate::layout::{palette, slide_palette};
 use crate::{visible, Image, Images};
 
 pub fn render(deck: &Deck, images: &Images) -> String {
@@ -29,8 +30,17 @@ pub fn render(deck: &Deck, images: &Images) -> String {
 html {{ scroll-snap-type: y mandatory; background: #0b0d10; }}
 body {{ margin: 0; }}
 main {{ display: flex; flex-direction: column; align-items: center; gap: 2vh; padding: 2vh 0; }}
-section.slide {{ scroll-snap-align: center; width: min(96vw, calc(96vh * 16 / 9)); aspect-ratio: 16 / 9; container-type: inline-size; background: var(--bg); color: var(--text); overflow: hidden; box-shadow: 0 2px 12px rgba(0,0,0,.4); }}
-.frame {{ --u: calc(100cqw / 1920); box-sizing: border-box; height: 100%; padding: calc(80 * var(--u)) calc(110 * var(--u)); display: flex; flex-direction: column; gap: calc(30 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(34 * var(--u)); line-height: 1.35; }}
+section.slide {{ position: relative; scroll-snap-align: center; width: min(96vw, calc(96vh * {aw} / {ah})); aspect-ratio: {aw} / {ah}; container-type: inline-size; background: var(--bg); color: var(--text); overflow: hidden; box-shadow: 0 2px 12px rgba(0,0,0,.4); }}
+section.slide > * {{ --u: calc(100cqw / {units}); }}
+.bg {{ position: absolute; top: 0; bottom: 0; background-position: center; background-repeat: no-repeat; }}
+.chrome {{ position: absolute; left: calc(110 * var(--u)); right: calc(110 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(24 * var(--u)); line-height: 1.2; color: var(--muted); white-space: nowrap; overflow: hidden; }}
+header.chrome {{ top: calc(26 * var(--u)); }}
+footer.chrome {{ bottom: calc(26 * var(--u)); }}
+.page-number {{ position: absolute; right: calc(110 * var(--u)); bottom: calc(26 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(24 * var(--u)); color: var(--muted); }}
+figure.sized {{ flex: 0 0 auto; align-self: flex-start; max-width: 100%; }}
+.layout-title figure.sized {{ align-self: center; }}
+figure.sized img {{ width: 100%; height: 100%; }}
+.frame {{ position: absolute; top: 0; bottom: 0; box-sizing: border-box; padding: calc(80 * var(--u)) calc(110 * var(--u)); display: flex; flex-direction: column; gap: calc(30 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(34 * var(--u)); line-height: 1.35; }}
 .layout-title .frame {{ justify-content: center; text-align: center; }}
 h1 {{ margin: 0 0 calc(16 * var(--u)); font-size: calc(60 * var(--u)); line-height: 1.2; color: var(--title); }}
 .layout-title h1 {{ font-size: calc(84 * var(--u)); }}
@@ -86,6 +96,21 @@ img.inline {{ height: 1em; vertical-align: -0.15em; margin: 0 .08em; }}
         stripe = pal.stripe.hex(),
         rule = pal.rule.hex(),
         quote_bar = pal.quote_bar.hex(),
+        aw = if deck.aspect == Some(Aspect::Standard) {
+            4
+        } else {
+            16
+        },
+        ah = if deck.aspect == Some(Aspect::Standard) {
+            3
+        } else {
+            9
+        },
+        units = if deck.aspect == Some(Aspect::Standard) {
+            1440
+        } else {
+            1920
+        },
     );
 
     for (i, slide) in visible(deck).into_iter().enumerate() {
@@ -95,9 +120,39 @@ img.inline {{ height: 1em; vertical-align: -0.15em; margin: 0 .08em; }}
         };
         let _ = write!(
             out,
-            "<section class=\"slide {layout}\" id=\"slide-{}\" aria-label=\"Slide {}\">\n<div class=\"frame\">\n",
+            "<section class=\"slide {layout}\" id=\"slide-{}\" aria-label=\"Slide {}\"",
             i + 1,
             i + 1
+        );
+        // The slide's own colours (a theme of its own, or set colours) as variables.
+        let own = slide_palette(deck, slide);
+        if slide.theme.is_some()
+            || slide.background_color.is_some()
+            || slide.color.is_some()
+            || deck.background_color.is_some()
+            || deck.color.is_some()
+        {
+            let _ = write!(
+                out,
+                " style=\"--bg: {}; --text: {}; --title: {}; --accent: {}; --code-bg: {}; --code-text: {}; --inline-code-bg: {}; --muted: {}; --stripe: {}; --rule: {}; --quote-bar: {};\"",
+                own.background.hex(),
+                own.text.hex(),
+                own.title.hex(),
+                own.accent.hex(),
+                own.code_bg.hex(),
+                own.code_text.hex(),
+                own.inline_code_bg.hex(),
+                own.muted.hex(),
+                own.stripe.hex(),
+                own.rule.hex(),
+                own.quote_bar.hex(),
+            );
+        }
+        out.push_str(">\n");
+        let (left, right) = backgrounds_html(&mut out, slide, images);
+        let _ = writeln!(
+            out,
+            "<div class=\"frame\" style=\"left: {left}%; right: {right}%\">"
         );
         if let Some(title) = slide.title.as_deref().filter(|t| !t.trim().is_empty()) {
             out.push_str("<h1>");
@@ -105,7 +160,21 @@ img.inline {{ height: 1em; vertical-align: -0.15em; margin: 0 .08em; }}
             out.push_str("</h1>\n");
         }
         blocks_html(&mut out, &slide.blocks, images, 0);
-        out.push_str("</div>\n</section>\n");
+        out.push_str("</div>\n");
+        for (text, tag) in [
+            (slide.header.as_ref().or(deck.header.as_ref()), "header"),
+            (slide.footer.as_ref().or(deck.footer.as_ref()), "footer"),
+        ] {
+            if let Some(text) = text.filter(|t| !t.trim().is_empty()) {
+                let _ = write!(out, "<{tag} class=\"chrome\">");
+                marked(&mut out, text, images);
+                let _ = writeln!(out, "</{tag}>");
+            }
+        }
+        if slide.paginate.unwrap_or(deck.paginate) {
+            let _ = writeln!(out, "<span class=\"page-number\">{}</span>", i + 1);
+        }
+        out.push_str("</section>\n");
     }
 
     // Arrow keys, Page Up/Down and space move a slide at a time; scrolling snaps too.
@@ -169,9 +238,27 @@ fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize
                 escape_into(out, code.trim_end_matches('\n'));
                 out.push_str("</code></pre>\n");
             }
-            Block::Image { asset_id, alt } => {
+            Block::Image {
+                asset_id,
+                alt,
+                width,
+                height,
+            } => {
                 let alt = alt.as_deref().unwrap_or("");
                 match images.get(asset_id) {
+                    Some(image) if width.is_some() || height.is_some() => {
+                        // Sized like the layout: slide pixels in units of the slide.
+                        out.push_str("<figure class=\"sized\" style=\"");
+                        if let Some(w) = width {
+                            let _ = write!(out, "width:calc({w} * var(--u));");
+                        }
+                        if let Some(h) = height {
+                            let _ = write!(out, "height:calc({h} * var(--u));");
+                        }
+                        out.push_str("\">");
+                        img(out, image, alt, None);
+                        out.push_str("</figure>\n");
+                    }
                     Some(image) => {
                         out.push_str("<figure>");
                         img(out, image, alt, None);
@@ -222,6 +309,64 @@ fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize
             Block::Rule => out.push_str("<hr>\n"),
         }
     }
+}
+
+/// Background images as absolutely placed boxes; answers the content's left and right
+/// insets in percent of the slide width.
+fn backgrounds_html(out: &mut String, slide: &Slide, images: &Images) -> (u32, u32) {
+    let (mut left, mut right) = (0u32, 0u32);
+    let mut boxes: Vec<(u32, u32, &Background)> = Vec::new();
+    for position in [BackgroundPosition::Left, BackgroundPosition::Right] {
+        let bgs: Vec<&Background> = slide
+            .backgrounds
+            .iter()
+            .filter(|b| b.position == position)
+            .collect();
+        let Some(first) = bgs.first() else { continue };
+        let share = first.split.unwrap_or(50).clamp(10, 90) as u32;
+        let start = if position == BackgroundPosition::Left {
+            left += share;
+            left - share
+        } else {
+            right += share;
+            100 - right
+        };
+        let n = bgs.len() as u32;
+        for (i, bg) in bgs.into_iter().enumerate() {
+            boxes.push((start + share * i as u32 / n, share / n, bg));
+        }
+    }
+    let full: Vec<&Background> = slide
+        .backgrounds
+        .iter()
+        .filter(|b| b.position == BackgroundPosition::Full)
+        .collect();
+    let n = full.len() as u32;
+    let mut all: Vec<(u32, u32, &Background)> = full
+        .into_iter()
+        .enumerate()
+        .map(|(i, bg)| (100 * i as u32 / n, 100 / n, bg))
+        .collect();
+    all.extend(boxes);
+    for (x, w, bg) in all {
+        let Some(image) = images.get(&bg.asset_id) else {
+            continue;
+        };
+        let mime = format_of(image).map_or(image.mime.as_str(), |f| f.mime());
+        let fit = match bg.fit {
+            BackgroundFit::Cover => "cover",
+            BackgroundFit::Contain => "contain",
+        };
+        let _ = write!(
+            out,
+            "<div class=\"bg\" style=\"left: {x}%; width: {w}%; background-size: {fit}; background-image: url(data:"
+        );
+        escape_into(out, mime);
+        out.push_str(";base64,");
+        base64::engine::general_purpose::STANDARD.encode_string(&image.bytes, out);
+        out.push_str(")\"></div>\n");
+    }
+    (left, right)
 }
 
 fn list_html(

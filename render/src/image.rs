@@ -288,7 +288,12 @@ pub fn natural_sizes(slide: &Slide, images: &Images) -> NaturalSizes {
             }
         }
     };
+    for bg in &slide.backgrounds {
+        add(&bg.asset_id);
+    }
     let mut texts: Vec<&str> = slide.title.as_deref().into_iter().collect();
+    texts.extend(slide.header.as_deref());
+    texts.extend(slide.footer.as_deref());
     walk_blocks(&slide.blocks, 0, &mut |block| {
         if let Block::Image { asset_id, .. } = block {
             add(asset_id);

@@ -9,7 +9,9 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use plinth_slides::{spans, Block, Deck, Layout, Slide};
+use plinth_slides::{
+    parse_color, spans, Background, BackgroundFit, BackgroundPosition, Block, Deck, Layout, Slide,
+};
 
 use crate::fonts::{metrics, Face};
 use crate::Size;
@@ -46,6 +48,8 @@ pub enum Item {
         w: f32,
         h: f32,
         asset_id: String,
+        /// Only this box (x, y, w, h) of the image shows.
+        clip: Option<[f32; 4]>,
     },
     /// A clickable area (PDF link annotation); draws nothing.
     Link {
@@ -94,23 +98,60 @@ const SCALES: [f32; 10] = [1.0, 0.92, 0.85, 0.78, 0.72, 0.66, 0.6, 0.55, 0.5, 0.
 const MIN_CODE_SIZE: f32 = 13.0;
 
 pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Page {
-    let pal = palette(deck.theme);
+    let pal = slide_palette(deck, slide);
+    let pal = &pal;
     let width = CANVAS_HEIGHT * size.width as f32 / size.height as f32;
     let height = CANVAS_HEIGHT;
     // Narrow canvases get narrower margins so text keeps some room.
     let margin_x = MARGIN_X.min(width * 0.06);
+
+    // Background images: a split beside the content, or the whole slide behind it.
+    let mut items = Vec::new();
+    let mut content = (0.0, width);
+    for position in [BackgroundPosition::Left, BackgroundPosition::Right] {
+        let bgs: Vec<&Background> = slide
+            .backgrounds
+            .iter()
+            .filter(|b| b.position == position)
+            .collect();
+        let Some(first) = bgs.first() else { continue };
+        let share = width * first.split.unwrap_or(50).clamp(10, 90) as f32 / 100.0;
+        let (x0, x1) = if position == BackgroundPosition::Left {
+            let area = (content.0, content.0 + share);
+            content.0 += share;
+            area
+        } else {
+            let area = (content.1 - share, content.1);
+            content.1 -= share;
+            area
+        };
+        backgrounds(&bgs, (x0, x1), height, sizes, &mut items);
+    }
+    let full: Vec<&Background> = slide
+        .backgrounds
+        .iter()
+        .filter(|b| b.position == BackgroundPosition::Full)
+        .collect();
+    if !full.is_empty() {
+        let mut behind = Vec::new();
+        backgrounds(&full, (0.0, width), height, sizes, &mut behind);
+        behind.append(&mut items);
+        items = behind;
+    }
+
+    let content_w = content.1 - content.0;
+    let margin_x = margin_x.min(content_w * 0.08);
     let frame = Frame {
-        left: margin_x,
+        left: content.0 + margin_x,
         top: MARGIN_Y,
-        width: width - 2.0 * margin_x,
+        width: content_w - 2.0 * margin_x,
         height: height - 2.0 * MARGIN_Y,
         centered: slide.layout == Layout::Title,
     };
 
-    let mut items = Vec::new();
     let mut fitted = None;
     for scale in SCALES {
-        let stack = build(slide, &pal, sizes, &frame, scale);
+        let stack = build(slide, pal, sizes, &frame, scale);
         if stack.height <= frame.height + 0.5 {
             fitted = Some(stack);
             break;
@@ -118,19 +159,21 @@ pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Pag
     }
     let overflowed = fitted.is_none();
     let stack =
-        fitted.unwrap_or_else(|| build(slide, &pal, sizes, &frame, SCALES[SCALES.len() - 1]));
+        fitted.unwrap_or_else(|| build(slide, pal, sizes, &frame, SCALES[SCALES.len() - 1]));
     let top = if frame.centered {
         frame.top + ((frame.height - stack.height) / 2.0).max(0.0)
     } else {
         frame.top
     };
-    for item in stack.items {
-        items.push(translate(item, frame.left, top));
-    }
+    let mut content_items: Vec<Item> = stack
+        .items
+        .into_iter()
+        .map(|item| translate(item, frame.left, top))
+        .collect();
     if overflowed {
         // At the floor scale what still does not fit is cut rather than drawn off the
         // page: boxes are clipped to the page, text lines and images below it dropped.
-        items = items
+        content_items = content_items
             .into_iter()
             .filter_map(|item| match item {
                 Item::Rect {
@@ -152,11 +195,152 @@ pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Pag
             })
             .collect();
     }
+    items.extend(content_items);
+    chrome(
+        deck,
+        slide,
+        pal,
+        sizes,
+        (content.0 + margin_x, content.1 - margin_x),
+        &mut items,
+    );
     Page {
         width,
         height,
         background: pal.background,
         items,
+    }
+}
+
+/// The slide's colours: its theme (or the deck's), then the deck's and the slide's own
+/// background and text colours.
+pub fn slide_palette(deck: &Deck, slide: &Slide) -> Palette {
+    let mut pal = palette(slide.theme.unwrap_or(deck.theme));
+    let rgb = |c: Option<&String>| {
+        c.and_then(|c| parse_color(c))
+            .map(|(r, g, b)| Color(r, g, b))
+    };
+    // A slide in the other theme (Marp's `invert`) swaps the deck's own colours.
+    let inverted = slide.theme.is_some_and(|t| t != deck.theme);
+    let (deck_bg, deck_text) = if inverted {
+        (deck.color.as_ref(), deck.background_color.as_ref())
+    } else {
+        (deck.background_color.as_ref(), deck.color.as_ref())
+    };
+    if let Some(c) = rgb(slide.background_color.as_ref().or(deck_bg)) {
+        pal.background = c;
+    }
+    if let Some(c) = rgb(slide.color.as_ref().or(deck_text)) {
+        pal.text = c;
+        pal.title = c;
+    }
+    pal
+}
+
+/// Background images side by side in an area, each covering (cropped to) or contained
+/// in its share.
+fn backgrounds(
+    bgs: &[&Background],
+    (x0, x1): (f32, f32),
+    height: f32,
+    sizes: &NaturalSizes,
+    items: &mut Vec<Item>,
+) {
+    let each = (x1 - x0) / bgs.len() as f32;
+    for (i, bg) in bgs.iter().enumerate() {
+        let Some(n) = sizes
+            .get(&bg.asset_id)
+            .filter(|n| n.width > 0.0 && n.height > 0.0)
+        else {
+            continue;
+        };
+        let area = (x0 + i as f32 * each, 0.0, each, height);
+        let k = match bg.fit {
+            BackgroundFit::Cover => (area.2 / n.width).max(area.3 / n.height),
+            BackgroundFit::Contain => (area.2 / n.width).min(area.3 / n.height),
+        };
+        let (w, h) = (n.width * k, n.height * k);
+        items.push(Item::Image {
+            x: area.0 + (area.2 - w) / 2.0,
+            y: area.1 + (area.3 - h) / 2.0,
+            w,
+            h,
+            asset_id: bg.asset_id.clone(),
+            clip: (bg.fit == BackgroundFit::Cover).then_some([area.0, area.1, area.2, area.3]),
+        });
+    }
+}
+
+const CHROME_SIZE: f32 = 24.0;
+
+/// Header, footer and page number, in the margins.
+fn chrome(
+    deck: &Deck,
+    slide: &Slide,
+    pal: &Palette,
+    sizes: &NaturalSizes,
+    (left, right): (f32, f32),
+    items: &mut Vec<Item>,
+) {
+    let ctx = Ctx { pal, sizes };
+    let size = CHROME_SIZE;
+    let w = (right - left).max(size);
+    let header = slide.header.as_ref().or(deck.header.as_ref());
+    let footer = slide.footer.as_ref().or(deck.footer.as_ref());
+    let paginate = slide.paginate.unwrap_or(deck.paginate);
+    let number = paginate
+        .then(|| {
+            deck.slides
+                .iter()
+                .filter(|s| !s.hidden)
+                .position(|s| s.id == slide.id)
+        })
+        .flatten()
+        .map(|i| (i + 1).to_string());
+    let number_w = number
+        .as_ref()
+        .map_or(0.0, |n| metrics(Face::Regular).width(n) * size + size);
+    for (text, baseline, max_w) in [
+        (header, 50.0, w),
+        (footer, CANVAS_HEIGHT - 34.0, w - number_w),
+    ] {
+        let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+            continue;
+        };
+        let glyphs = marked_glyphs(text, Face::Regular, size, &ctx);
+        // One line: what does not fit is cut.
+        let p = Paragraph::new(
+            &glyphs,
+            max_w.max(size),
+            size,
+            1.2,
+            TextAlign::Left,
+            pal.muted,
+            pal,
+        );
+        let first = p.first_baseline;
+        items.extend(
+            p.items
+                .into_iter()
+                .filter(|it| match it {
+                    Item::Text { y, .. }
+                    | Item::Link { y, .. }
+                    | Item::Rect { y, .. }
+                    | Item::Image { y, .. } => *y < 1.2 * size,
+                })
+                .map(|it| translate(it, left, baseline - first)),
+        );
+    }
+    if let Some(n) = number {
+        let m = metrics(Face::Regular);
+        items.push(Item::Text {
+            x: right - m.width(&n) * size,
+            y: CANVAS_HEIGHT - 34.0,
+            size,
+            face: Face::Regular,
+            fill: pal.muted,
+            text: n,
+        });
     }
 }
 
@@ -284,6 +468,7 @@ fn stack_pieces(pieces: Vec<Piece>, gaps: &[f32], cw: f32, share: f32) -> (Vec<I
                     w,
                     h,
                     asset_id,
+                    clip: None,
                 });
                 h
             }
@@ -353,7 +538,45 @@ fn block_piece(block: &Block, ctx: &Ctx, cw: f32, centered: bool, s: f32, depth:
             Piece::Fixed { items: out, height }
         }
         Block::Code { code, .. } => code_block(code, pal, cw, centered, s),
-        Block::Image { asset_id, alt } => match ctx.sizes.get(asset_id) {
+        Block::Image {
+            asset_id,
+            width,
+            height,
+            ..
+        } if width.is_some() || height.is_some() => {
+            match ctx
+                .sizes
+                .get(asset_id)
+                .filter(|n| n.width > 0.0 && n.height > 0.0)
+            {
+                Some(n) => {
+                    let aspect = n.width / n.height;
+                    let (w, h) = match (width, height) {
+                        (Some(w), Some(h)) => (*w as f32, *h as f32),
+                        (Some(w), None) => (*w as f32, *w as f32 / aspect),
+                        (None, Some(h)) => (*h as f32 * aspect, *h as f32),
+                        (None, None) => (n.width, n.height),
+                    };
+                    // Scaled with the slide, and never wider than the column.
+                    let k = s.min(cw / w);
+                    let (w, h) = (w * k, h * k);
+                    let x = if centered { (cw - w) / 2.0 } else { 0.0 };
+                    Piece::Fixed {
+                        items: vec![Item::Image {
+                            x,
+                            y: 0.0,
+                            w,
+                            h,
+                            asset_id: asset_id.clone(),
+                            clip: None,
+                        }],
+                        height: h,
+                    }
+                }
+                None => placeholder(None, pal, cw, s),
+            }
+        }
+        Block::Image { asset_id, alt, .. } => match ctx.sizes.get(asset_id) {
             Some(n) if n.width > 0.0 && n.height > 0.0 => Piece::Image {
                 asset_id: asset_id.clone(),
                 natural: (n.width, n.height),
@@ -966,6 +1189,7 @@ impl Paragraph {
                         w: first.adv,
                         h: *h,
                         asset_id: asset_id.to_string(),
+                        clip: None,
                     });
                 } else {
                     if first.code {
@@ -1125,12 +1349,14 @@ fn translate(item: Item, dx: f32, dy: f32) -> Item {
             w,
             h,
             asset_id,
+            clip,
         } => Item::Image {
             x: x + dx,
             y: y + dy,
             w,
             h,
             asset_id,
+            clip: clip.map(|[cx, cy, cw, ch]| [cx + dx, cy + dy, cw, ch]),
         },
         Item::Link { x, y, w, h, url } => Item::Link {
             x: x + dx,

@@ -11,6 +11,7 @@ impl Color {
     }
 }
 
+#[derive(Debug, Clone)]
 pub struct Palette {
     pub background: Color,
     pub text: Color,

@@ -140,7 +140,21 @@ pub fn render(
                     w,
                     h,
                     asset_id,
+                    clip,
                 } => {
+                    if let Some([cx, cy, cw, ch]) = clip {
+                        ops.push(Op::SaveGraphicsState);
+                        ops.push(Op::DrawRectangle {
+                            rectangle: Rect {
+                                x: Pt(cx * PT_PER_UNIT),
+                                y: Pt(y(cy + ch)),
+                                width: Pt(cw * PT_PER_UNIT),
+                                height: Pt(ch * PT_PER_UNIT),
+                                mode: Some(printpdf::PaintMode::Clip),
+                                winding_order: Some(WindingOrder::NonZero),
+                            },
+                        });
+                    }
                     let n = placed.len();
                     let entry = placed
                         .entry(asset_id.clone())
@@ -160,6 +174,9 @@ pub fn render(
                             no_auto_scale: true,
                         },
                     });
+                    if clip.is_some() {
+                        ops.push(Op::RestoreGraphicsState);
+                    }
                 }
             }
         }

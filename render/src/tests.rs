@@ -16,6 +16,7 @@ fn slide(title: &str, blocks: Vec<Block>) -> Slide {
         blocks,
         notes: None,
         hidden: false,
+        ..Slide::default()
     }
 }
 
@@ -85,11 +86,14 @@ fn sample() -> (Deck, Images) {
                         Block::Image {
                             asset_id: LOGO.into(),
                             alt: Some("gradient".into()),
+                            width: None,
+                            height: None,
                         },
                     ],
                 )
             },
         ],
+        ..Deck::default()
     };
     deck.fill_ids();
     deck.validate().unwrap();
@@ -266,6 +270,7 @@ fn overflowing_content_shrinks_onto_the_page() {
                 start: None,
             }],
         )],
+        ..Deck::default()
     };
     let page = layout::page(&deck, &deck.slides[0], &Default::default(), Size::default());
     assert!(!page.items.is_empty());
@@ -305,13 +310,18 @@ fn svg_images_and_missing_images() {
                 Block::Image {
                     asset_id: svg_id.into(),
                     alt: None,
+                    width: None,
+                    height: None,
                 },
                 Block::Image {
                     asset_id: missing.into(),
                     alt: Some("lost one".into()),
+                    width: None,
+                    height: None,
                 },
             ],
         )],
+        ..Deck::default()
     };
     let mut images = Images::new();
     images.insert(
@@ -422,8 +432,11 @@ fn inspect_accepts_the_four_formats() {
                 vec![Block::Image {
                     asset_id: LOGO.into(),
                     alt: None,
+                    width: None,
+                    height: None,
                 }],
             )],
+            ..Deck::default()
         };
         slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap();
         let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
@@ -603,4 +616,77 @@ fn deep_documents_render_without_recursing_past_the_limit() {
         assert!(text.contains("level 8"), "{text}");
     }
     assert!(deck_html(&deck, &images).contains("level 8"));
+}
+
+const MARP_DECK: &str = r#"---
+marp: true
+theme: gaia
+size: 4:3
+paginate: true
+header: "**Acme** roadmap"
+footer: Confidential
+---
+
+<!-- _class: lead -->
+<!-- _paginate: false -->
+
+# Roadmap
+
+---
+
+## Split
+
+![bg left:40%](6f1c2a3e-0000-4000-8000-000000000001)
+
+- point
+
+---
+
+<!-- _class: invert -->
+
+## Sized
+
+![w:300](6f1c2a3e-0000-4000-8000-000000000001)
+"#;
+
+#[test]
+fn marp_decks_render_with_their_settings() {
+    let deck = plinth_slides::parse_markdown(MARP_DECK).unwrap();
+    let (_, images) = sample();
+    let png = slide_png(&deck, &deck.slides[1], &images, Size::default()).unwrap();
+    let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
+    assert_eq!((img.width(), img.height()), (1440, 1080), "size: 4:3");
+    // The split background: the gradient on the left, gaia's background on the right.
+    assert_eq!(img.get_pixel(200, 540).0[2], 160);
+    assert_eq!(img.get_pixel(1400, 540).0, [0xff, 0xf8, 0xe1]);
+    // The inverted slide swaps gaia's colours.
+    let png = slide_png(&deck, &deck.slides[2], &images, Size::default()).unwrap();
+    let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
+    assert_eq!(img.get_pixel(2, 2).0, [0x45, 0x5a, 0x64]);
+
+    let svg = slide_svg(&deck, &deck.slides[1], &images, Size::default());
+    assert!(svg.contains(">Confidential<") && svg.contains("roadmap<") && svg.contains(">2<"));
+    let first = slide_svg(&deck, &deck.slides[0], &images, Size::default());
+    assert!(!first.contains(">1<"), "_paginate: false");
+
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    if let Some(text) = pdftotext(&pdf) {
+        for needle in ["Acme roadmap", "Confidential", "Split", "3"] {
+            assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+        }
+    }
+    let html = deck_html(&deck, &images);
+    for needle in [
+        "aspect-ratio: 4 / 3",
+        "<header class=\"chrome\"><strong>Acme</strong> roadmap</header>",
+        "<footer class=\"chrome\">Confidential</footer>",
+        "<span class=\"page-number\">2</span>",
+        "<div class=\"bg\" style=\"left: 0%; width: 40%; background-size: cover; background-image: url(data:image/png;base64,",
+        "<div class=\"frame\" style=\"left: 40%; right: 0%\">",
+        "--bg: #455a64",
+        "<figure class=\"sized\" style=\"width:calc(450 * var(--u));\">",
+    ] {
+        assert!(html.contains(needle), "{needle:?} missing from HTML");
+    }
+    assert!(!html.contains("<span class=\"page-number\">1</span>"));
 }

@@ -10,7 +10,9 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-pub use markdown::{parse_markdown, parse_markdown_with, ParseOptions, ResolveImage};
+pub use markdown::{
+    parse_markdown, parse_markdown_report, parse_markdown_with, ParseOptions, ResolveImage,
+};
 pub use templates::{template, TemplateInfo, TEMPLATES};
 
 /// Limits enforced on every saved deck (also listed by `capabilities`).
@@ -23,7 +25,7 @@ pub const MAX_ID_CHARS: usize = 64;
 /// insert, a batch costs at most `MAX_OPERATIONS × MAX_SLIDES` steps (H4).
 pub const MAX_OPERATIONS: usize = 500;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Deck {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -31,6 +33,65 @@ pub struct Deck {
     #[serde(default)]
     pub theme: Theme,
     pub slides: Vec<Slide>,
+    /// Slide shape: `16:9` (default) or `4:3`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aspect: Option<Aspect>,
+    /// Page numbers on every slide (a slide's own `paginate` wins).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paginate: bool,
+    /// Inline-marked text at the top / bottom of every slide (a slide's own wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footer: Option<String>,
+    /// Background and text colours for every slide, as CSS colours (`#rrggbb`, `#rgb`,
+    /// `rgb(r, g, b)` or a basic colour name); a slide's own win.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_color: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Aspect {
+    #[default]
+    #[serde(rename = "16:9")]
+    Wide,
+    #[serde(rename = "4:3")]
+    Standard,
+}
+
+/// A slide background image (Marp's `![bg]`): the whole slide, or a split beside the
+/// content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Background {
+    pub asset_id: String,
+    #[serde(default)]
+    pub position: BackgroundPosition,
+    /// `cover` (default) fills its area and crops; `contain` shows all of it.
+    #[serde(default)]
+    pub fit: BackgroundFit,
+    /// Share of the slide width a `left` or `right` split takes, 10 to 90 (default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<u8>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackgroundPosition {
+    #[default]
+    Full,
+    Left,
+    Right,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackgroundFit {
+    #[default]
+    Cover,
+    Contain,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,7 +112,7 @@ pub enum Layout {
     Title,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Slide {
     /// Stable within the deck; slide operations address slides by it. Filled in
@@ -69,6 +130,23 @@ pub struct Slide {
     pub notes: Option<String>,
     #[serde(default)]
     pub hidden: bool,
+    /// This slide in the other theme (Marp's `invert` class) or a set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<Theme>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paginate: Option<bool>,
+    /// Overrides the deck's; an empty string removes it on this slide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_color: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    /// Background images, side by side when there are several in one area.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backgrounds: Vec<Background>,
 }
 
 /// Text in `text`, `heading`, list items, table cells and titles may carry inline marks
@@ -100,6 +178,12 @@ pub enum Block {
         asset_id: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         alt: Option<String>,
+        /// Drawn size in pixels of a 1920×1080 slide (one given: the other follows
+        /// the image's shape); still scaled down to fit.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        width: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        height: Option<u32>,
     },
     /// A block quote: any blocks, drawn indented behind an accent bar.
     Quote {
@@ -259,6 +343,17 @@ impl Deck {
             return invalid(format!("a deck has at most {MAX_SLIDES} slides"));
         }
         check_text("title", self.title.as_deref())?;
+        for (what, text) in [("header", &self.header), ("footer", &self.footer)] {
+            if let Some(t) = text {
+                check_marked(what, t)?;
+            }
+        }
+        for (what, c) in [
+            ("background_color", &self.background_color),
+            ("color", &self.color),
+        ] {
+            check_color(what, c.as_deref())?;
+        }
         let mut ids = HashSet::new();
         for (i, slide) in self.slides.iter().enumerate() {
             let at = format!("slide {} ({})", i + 1, slide.id);
@@ -283,6 +378,31 @@ impl Deck {
             check_text(&format!("{at} notes"), slide.notes.as_deref())?;
             let mut count = 0;
             check_blocks(&at, &slide.blocks, 0, &mut count)?;
+            for (what, text) in [("header", &slide.header), ("footer", &slide.footer)] {
+                if let Some(t) = text {
+                    check_marked(&format!("{at} {what}"), t)?;
+                }
+            }
+            for (what, c) in [
+                ("background_color", &slide.background_color),
+                ("color", &slide.color),
+            ] {
+                check_color(&format!("{at} {what}"), c.as_deref())?;
+            }
+            if slide.backgrounds.len() > 8 {
+                return invalid(format!("{at}: at most 8 background images"));
+            }
+            for bg in &slide.backgrounds {
+                if uuid::Uuid::parse_str(&bg.asset_id).is_err() {
+                    return invalid(format!(
+                        "{at}: background asset_id `{}` is not an asset id",
+                        bg.asset_id
+                    ));
+                }
+                if bg.split.is_some_and(|p| !(10..=90).contains(&p)) {
+                    return invalid(format!("{at}: a background split is 10 to 90 (percent)"));
+                }
+            }
             if let Some(title) = slide.title.as_deref() {
                 check_marks(&format!("{at} title"), title)?;
             }
@@ -301,6 +421,9 @@ impl Deck {
             }
         };
         for slide in &self.slides {
+            for bg in &slide.backgrounds {
+                add(&bg.asset_id);
+            }
             let mut texts: Vec<&str> = Vec::new();
             if let Some(t) = slide.title.as_deref() {
                 texts.push(t);
@@ -325,14 +448,35 @@ impl Deck {
                 inline_images(t, &mut add);
             }
         }
+        for t in [&self.header, &self.footer].into_iter().flatten() {
+            inline_images(t, &mut add);
+        }
+        for slide in &self.slides {
+            for t in [&slide.header, &slide.footer].into_iter().flatten() {
+                inline_images(t, &mut add);
+            }
+        }
         out
+    }
+
+    /// The deck without its slides.
+    fn clone_settings(&self) -> Deck {
+        Deck {
+            title: self.title.clone(),
+            theme: self.theme,
+            slides: Vec::new(),
+            aspect: self.aspect,
+            paginate: self.paginate,
+            header: self.header.clone(),
+            footer: self.footer.clone(),
+            background_color: self.background_color.clone(),
+            color: self.color.clone(),
+        }
     }
 
     /// What an audience may see: hidden slides and speaker notes removed.
     pub fn audience(&self) -> Deck {
         Deck {
-            title: self.title.clone(),
-            theme: self.theme,
             slides: self
                 .slides
                 .iter()
@@ -342,6 +486,7 @@ impl Deck {
                     ..s.clone()
                 })
                 .collect(),
+            ..self.clone_settings()
         }
     }
 
@@ -457,6 +602,71 @@ fn check_text(at: &str, text: Option<&str>) -> Result<(), Invalid> {
     }
 }
 
+fn check_color(at: &str, c: Option<&str>) -> Result<(), Invalid> {
+    match c {
+        Some(c) if parse_color(c).is_none() => invalid(format!(
+            "{at}: `{c}` is not a colour (#rrggbb, #rgb, rgb(r, g, b) or a basic name such as white)"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A CSS colour plinth can draw: `#rrggbb`, `#rgb`, `rgb(r, g, b)` or a basic name.
+pub fn parse_color(c: &str) -> Option<(u8, u8, u8)> {
+    let c = c.trim().to_ascii_lowercase();
+    if let Some(hex) = c.strip_prefix('#') {
+        if !hex.chars().all(|d| d.is_ascii_hexdigit()) {
+            return None;
+        }
+        let v = |s: &str| u8::from_str_radix(s, 16).ok();
+        return match hex.len() {
+            3 => {
+                let d: Vec<u8> = hex.chars().filter_map(|d| v(&d.to_string())).collect();
+                Some((d[0] * 17, d[1] * 17, d[2] * 17))
+            }
+            6 => Some((v(&hex[0..2])?, v(&hex[2..4])?, v(&hex[4..6])?)),
+            _ => None,
+        };
+    }
+    if let Some(args) = c.strip_prefix("rgb(").and_then(|r| r.strip_suffix(')')) {
+        let parts: Vec<u8> = args
+            .split(',')
+            .map(|p| p.trim().parse::<u8>())
+            .collect::<Result<_, _>>()
+            .ok()?;
+        return (parts.len() == 3).then(|| (parts[0], parts[1], parts[2]));
+    }
+    Some(match c.as_str() {
+        "white" => (255, 255, 255),
+        "black" => (0, 0, 0),
+        "red" => (255, 0, 0),
+        "green" => (0, 128, 0),
+        "blue" => (0, 0, 255),
+        "yellow" => (255, 255, 0),
+        "orange" => (255, 165, 0),
+        "purple" => (128, 0, 128),
+        "gray" | "grey" => (128, 128, 128),
+        "silver" => (192, 192, 192),
+        "navy" => (0, 0, 128),
+        "teal" => (0, 128, 128),
+        "maroon" => (128, 0, 0),
+        "olive" => (128, 128, 0),
+        "lime" => (0, 255, 0),
+        "aqua" | "cyan" => (0, 255, 255),
+        "fuchsia" | "magenta" => (255, 0, 255),
+        "pink" => (255, 192, 203),
+        "brown" => (165, 42, 42),
+        "beige" => (245, 245, 220),
+        "whitesmoke" => (245, 245, 245),
+        "lightgray" | "lightgrey" => (211, 211, 211),
+        "darkgray" | "darkgrey" => (169, 169, 169),
+        "dimgray" | "dimgrey" => (105, 105, 105),
+        "skyblue" => (135, 206, 235),
+        "gold" => (255, 215, 0),
+        _ => return None,
+    })
+}
+
 /// How deep block quotes and lists may nest inside one another (a top-level list is
 /// level 1). Every walk over blocks is bounded by it, so no document can exhaust the
 /// stack.
@@ -487,7 +697,19 @@ fn check_blocks(
                 check_text(at, Some(code))?;
                 check_text(at, language.as_deref())?;
             }
-            Block::Image { asset_id, alt } => {
+            Block::Image {
+                asset_id,
+                alt,
+                width,
+                height,
+            } => {
+                if [width, height]
+                    .into_iter()
+                    .flatten()
+                    .any(|&v| v == 0 || v > 8192)
+                {
+                    return invalid(format!("{at}: image width and height are 1 to 8192"));
+                }
                 if uuid::Uuid::parse_str(asset_id).is_err() {
                     return invalid(format!(
                         "{at}: image asset_id `{asset_id}` is not an asset id"

@@ -5,8 +5,8 @@
 use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 use crate::{
-    Align, Block, Deck, Invalid, Layout, List, ListItem, Slide, Theme, MAX_MARKDOWN_BYTES,
-    MAX_NESTING,
+    Align, Aspect, Background, BackgroundFit, BackgroundPosition, Block, Deck, Invalid, Layout,
+    List, ListItem, Slide, Theme, MAX_MARKDOWN_BYTES, MAX_NESTING,
 };
 
 /// Maps an image reference to an asset id.
@@ -26,40 +26,102 @@ pub fn parse_markdown(source: &str) -> Result<Deck, Invalid> {
 }
 
 pub fn parse_markdown_with(source: &str, opts: &ParseOptions) -> Result<Deck, Invalid> {
+    parse_markdown_report(source, opts).map(|(deck, _)| deck)
+}
+
+/// Like [`parse_markdown_with`], and also what was read but has no effect (Marp
+/// settings plinth does not draw), one line each, for the caller to show.
+pub fn parse_markdown_report(
+    source: &str,
+    opts: &ParseOptions,
+) -> Result<(Deck, Vec<String>), Invalid> {
     if source.len() > MAX_MARKDOWN_BYTES {
         return Err(Invalid(format!(
             "markdown is larger than {MAX_MARKDOWN_BYTES} bytes"
         )));
     }
     let lines: Vec<&str> = source.lines().collect();
-    let mut deck = Deck {
-        title: None,
-        theme: Theme::Light,
-        slides: Vec::new(),
-    };
+    let mut deck = Deck::default();
+    let mut warnings = Vec::new();
     let mut start = 0;
+    // Marp settings every slide inherits unless it sets its own.
+    let mut inherited = Directives::default();
+    let mut heading_divider: Option<usize> = None;
     if let Some(end) = front_matter_end(&lines) {
-        for line in &lines[1..end] {
+        let mut marp_theme = None;
+        for (n, line) in lines.iter().enumerate().take(end).skip(1) {
+            let at = n + 1;
+            if line.starts_with([' ', '\t', '-']) || line.trim().is_empty() {
+                continue; // the rest of a multi-line value
+            }
             let Some((key, value)) = line.split_once(':') else {
                 continue;
             };
-            let value = value.trim().trim_matches('"').to_owned();
+            let value = unquote(value);
+            let bad = |what: &str| Invalid(format!("front matter line {at}: {what}"));
             match key.trim() {
                 "title" => deck.title = Some(value),
-                "theme" => {
-                    deck.theme = match value.as_str() {
-                        "light" => Theme::Light,
-                        "dark" => Theme::Dark,
-                        other => {
-                            return Err(Invalid(format!(
-                                "front matter line {}: unknown theme `{other}` (light or dark)",
-                                1 + lines.iter().position(|l| l == line).unwrap_or(0)
-                            )))
-                        }
+                "theme" => match value.as_str() {
+                    "light" => deck.theme = Theme::Light,
+                    "dark" => deck.theme = Theme::Dark,
+                    "default" | "gaia" | "uncover" => marp_theme = Some(value.clone()),
+                    other => {
+                        return Err(bad(&format!(
+                        "unknown theme `{other}` (light, dark, or Marp's default, gaia, uncover)"
+                    )))
                     }
+                },
+                "marp" => {}
+                "paginate" => {
+                    deck.paginate =
+                        yes_no(&value).ok_or_else(|| bad("paginate is true or false"))?
                 }
-                _ => {}
+                "header" => deck.header = Some(value),
+                "footer" => deck.footer = Some(value),
+                "size" => {
+                    deck.aspect = Some(match value.as_str() {
+                        "16:9" => Aspect::Wide,
+                        "4:3" => Aspect::Standard,
+                        other => return Err(bad(&format!("unknown size `{other}` (16:9 or 4:3)"))),
+                    })
+                }
+                "backgroundColor" | "background_color" => {
+                    color(&value).map_err(|e| bad(&e))?;
+                    deck.background_color = Some(value);
+                }
+                "color" => {
+                    color(&value).map_err(|e| bad(&e))?;
+                    deck.color = Some(value);
+                }
+                "class" => inherited.class = Some(value),
+                "headingDivider" => {
+                    heading_divider = Some(
+                        value
+                            .trim_start_matches('[')
+                            .split([',', ']'])
+                            .filter_map(|v| v.trim().parse::<usize>().ok())
+                            .max()
+                            .filter(|&n| (1..=6).contains(&n))
+                            .ok_or_else(|| bad("headingDivider is a heading level, 1 to 6"))?,
+                    )
+                }
+                other => warnings.push(format!(
+                    "front matter line {at}: `{other}` is not supported and has no effect"
+                )),
             }
+        }
+        match marp_theme.as_deref() {
+            Some("gaia") => {
+                // Gaia's warm light colours, unless the deck sets its own.
+                deck.background_color
+                    .get_or_insert_with(|| "#fff8e1".into());
+                deck.color.get_or_insert_with(|| "#455a64".into());
+            }
+            // Uncover centres every slide.
+            Some("uncover") if inherited.class.is_none() => {
+                inherited.class = Some("lead".into());
+            }
+            _ => {}
         }
         start = end + 1;
     }
@@ -86,6 +148,15 @@ pub fn parse_markdown_with(source: &str, opts: &ParseOptions) -> Result<Deck, In
                 } else if line.trim_end() == "---" {
                     chunks.push((n + 2, Vec::new()));
                     continue;
+                } else if heading_divider.is_some_and(|d| {
+                    let level = line.chars().take_while(|&c| c == '#').count();
+                    (1..=d).contains(&level) && line[level..].starts_with([' ', '\t'])
+                }) && chunks
+                    .last()
+                    .is_some_and(|c| c.1.iter().any(|l| !l.trim().is_empty()))
+                {
+                    // Marp's headingDivider: a new slide before each such heading.
+                    chunks.push((n + 1, Vec::new()));
                 }
             }
         }
@@ -110,7 +181,13 @@ pub fn parse_markdown_with(source: &str, opts: &ParseOptions) -> Result<Deck, In
     }
     for (first_line, chunk) in chunks {
         let text = chunk.join("\n");
-        deck.slides.push(parse_slide(&text, first_line, opts)?);
+        let (mut slide, local, mut global) = parse_slide(&text, first_line, opts, &mut warnings)?;
+        global.layout_set = false;
+        inherited.merge(global);
+        let mut applied = inherited.clone();
+        applied.merge(local);
+        applied.apply(&mut slide, &deck, first_line, &mut warnings);
+        deck.slides.push(slide);
     }
     if deck
         .slides
@@ -121,7 +198,90 @@ pub fn parse_markdown_with(source: &str, opts: &ParseOptions) -> Result<Deck, In
     }
     deck.fill_ids();
     deck.validate()?;
-    Ok(deck)
+    Ok((deck, warnings))
+}
+
+fn unquote(value: &str) -> String {
+    let v = value.trim();
+    let v = v
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+        .unwrap_or(v);
+    v.to_owned()
+}
+
+fn yes_no(v: &str) -> Option<bool> {
+    match v {
+        "true" | "yes" | "on" => Some(true),
+        "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+fn color(v: &str) -> Result<(), String> {
+    crate::parse_color(v).map(|_| ()).ok_or_else(|| {
+        format!("`{v}` is not a colour (#rrggbb, #rgb, rgb(r, g, b) or a basic name such as white)")
+    })
+}
+
+/// Marp directives read from comments: `key: value` applies to this slide and the
+/// ones after it, `_key: value` to this slide only.
+#[derive(Default, Clone)]
+struct Directives {
+    /// The slide chose its layout with `<!-- layout: … -->` (a class does not change it).
+    layout_set: bool,
+    class: Option<String>,
+    paginate: Option<bool>,
+    header: Option<String>,
+    footer: Option<String>,
+    background_color: Option<String>,
+    color: Option<String>,
+}
+
+impl Directives {
+    fn merge(&mut self, other: Directives) {
+        macro_rules! take {
+            ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f; } )* };
+        }
+        take!(class, paginate, header, footer, background_color, color);
+        self.layout_set |= other.layout_set;
+    }
+
+    fn apply(self, slide: &mut Slide, deck: &Deck, line: usize, warnings: &mut Vec<String>) {
+        if let Some(class) = &self.class {
+            for c in class.split_whitespace() {
+                match c {
+                    "lead" if !self.layout_set => slide.layout = Layout::Title,
+                    "lead" => {}
+                    "invert" => {
+                        slide.theme = Some(match deck.theme {
+                            Theme::Light => Theme::Dark,
+                            Theme::Dark => Theme::Light,
+                        })
+                    }
+                    other => warnings.push(format!(
+                        "slide at line {line}: class `{other}` is not supported and has no effect"
+                    )),
+                }
+            }
+        }
+        if self.paginate.is_some_and(|p| p != deck.paginate) {
+            slide.paginate = self.paginate;
+        }
+        if self.header.is_some() && self.header != deck.header {
+            slide.header = self.header;
+        }
+        if self.footer.is_some() && self.footer != deck.footer {
+            slide.footer = self.footer;
+        }
+        if self.background_color.is_some() && self.background_color != deck.background_color {
+            slide.background_color = self.background_color;
+        }
+        if self.color.is_some() && self.color != deck.color {
+            slide.color = self.color;
+        }
+    }
 }
 
 /// Front matter: the first line is `---`, a later `---` closes it, and every line in
@@ -133,6 +293,7 @@ fn front_matter_end(lines: &[&str]) -> Option<usize> {
     let end = lines.iter().skip(1).position(|l| l.trim_end() == "---")? + 1;
     let all_pairs = lines[1..end].iter().all(|l| {
         l.trim().is_empty()
+            || l.starts_with([' ', '\t', '-'])
             || l.split_once(':').is_some_and(|(k, _)| {
                 !k.is_empty()
                     && k.chars()
@@ -156,8 +317,8 @@ fn fence_marker(trimmed: &str) -> Option<String> {
 #[derive(Default)]
 struct Inline {
     text: String,
-    /// Images of the paragraph, as (asset id, alt).
-    images: Vec<(String, String)>,
+    /// Images of the paragraph, as (asset id, alt, width, height).
+    images: Vec<(String, String, Option<u32>, Option<u32>)>,
     /// Whether anything but images (and white space) was collected.
     other: bool,
 }
@@ -280,15 +441,14 @@ fn flush_item(stack: &mut [Frame], inline: &mut Inline) {
     }
 }
 
-fn parse_slide(text: &str, first_line: usize, opts: &ParseOptions) -> Result<Slide, Invalid> {
-    let mut slide = Slide {
-        id: String::new(),
-        layout: Layout::Content,
-        title: None,
-        blocks: Vec::new(),
-        notes: None,
-        hidden: false,
-    };
+fn parse_slide(
+    text: &str,
+    first_line: usize,
+    opts: &ParseOptions,
+    warnings: &mut Vec<String>,
+) -> Result<(Slide, Directives, Directives), Invalid> {
+    let mut found = Found::default();
+    let mut slide = Slide::default();
     let mut inline = Inline::default();
     let mut stack: Vec<Frame> = Vec::new();
     let mut code: Option<(Option<String>, String)> = None;
@@ -381,11 +541,13 @@ fn parse_slide(text: &str, first_line: usize, opts: &ParseOptions) -> Result<Sli
                 );
                 if !inline.other && !inline.images.is_empty() && !in_text {
                     // A paragraph of images only: image blocks.
-                    for (asset_id, alt) in std::mem::take(&mut inline.images) {
+                    for (asset_id, alt, width, height) in std::mem::take(&mut inline.images) {
                         let alt = alt.trim().to_owned();
                         let block = Block::Image {
                             asset_id,
                             alt: (!alt.is_empty()).then_some(alt),
+                            width,
+                            height,
                         };
                         emit(&mut slide, &mut stack, block, line)?;
                     }
@@ -550,12 +712,29 @@ fn parse_slide(text: &str, first_line: usize, opts: &ParseOptions) -> Result<Sli
             }
             Event::End(TagEnd::Image) => {
                 if let Some((asset_id, alt)) = image.take() {
+                    let keys = image_keys(&alt);
+                    for t in &keys.ignored {
+                        warnings.push(format!(
+                            "line {line}: image keyword `{t}` is not supported and has no effect"
+                        ));
+                    }
+                    if keys.bg {
+                        slide.backgrounds.push(Background {
+                            asset_id,
+                            position: keys.position,
+                            fit: keys.fit,
+                            split: keys.split,
+                        });
+                        continue;
+                    }
                     inline.text.push_str("![");
-                    escape_into(&mut inline.text, alt.trim());
+                    escape_into(&mut inline.text, keys.alt.trim());
                     inline.text.push_str("](asset:");
                     inline.text.push_str(&asset_id);
                     inline.text.push(')');
-                    inline.images.push((asset_id, alt));
+                    inline
+                        .images
+                        .push((asset_id, keys.alt, keys.width, keys.height));
                 }
             }
             Event::Html(h) | Event::InlineHtml(h) => {
@@ -574,13 +753,13 @@ fn parse_slide(text: &str, first_line: usize, opts: &ParseOptions) -> Result<Sli
                 if let Some(body) = comment_body(t) {
                     let body = body.trim().to_owned();
                     html.clear();
-                    directive(&mut slide, &body, line)?;
+                    directive(&mut slide, &mut found, &body, line, warnings)?;
                 }
             }
             _ => {}
         }
     }
-    Ok(slide)
+    Ok((slide, found.local, found.global))
 }
 
 fn nesting(stack: &[Frame]) -> usize {
@@ -613,9 +792,46 @@ fn comment_body(t: &str) -> Option<&str> {
 }
 
 /// `hidden`, `layout: title|content`, `notes: …`; any other comment is speaker notes.
-fn directive(slide: &mut Slide, body: &str, line: usize) -> Result<(), Invalid> {
+/// What one slide's comments set.
+#[derive(Default)]
+struct Found {
+    /// `_key: value`: this slide only.
+    local: Directives,
+    /// `key: value`: this slide and the ones after it.
+    global: Directives,
+}
+
+const MARP_IGNORED: &[&str] = &[
+    "theme",
+    "style",
+    "size",
+    "marp",
+    "math",
+    "lang",
+    "headingDivider",
+    "backgroundImage",
+    "backgroundPosition",
+    "backgroundRepeat",
+    "backgroundSize",
+    "transition",
+];
+
+/// `hidden`, `layout: title|content`, `notes: …`, Marp's `fit` and directives
+/// (`class`, `paginate`, `header`, `footer`, `backgroundColor`, `color`, each also with a
+/// leading `_` for this slide only); any other comment is speaker notes.
+fn directive(
+    slide: &mut Slide,
+    found: &mut Found,
+    body: &str,
+    line: usize,
+    warnings: &mut Vec<String>,
+) -> Result<(), Invalid> {
     if body == "hidden" || body == "hidden: true" {
         slide.hidden = true;
+        return Ok(());
+    }
+    if body == "fit" {
+        // Marp's fitting heading: every plinth slide is fitted anyway.
         return Ok(());
     }
     if let Some(layout) = body.strip_prefix("layout:") {
@@ -628,6 +844,51 @@ fn directive(slide: &mut Slide, body: &str, line: usize) -> Result<(), Invalid> 
                 )))
             }
         };
+        found.local.layout_set = true;
+        return Ok(());
+    }
+    let pairs: Option<Vec<(&str, String)>> = body
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (k, v) = l.split_once(':')?;
+            let k = k.trim();
+            let bare = k.strip_prefix('_').unwrap_or(k);
+            let known = matches!(
+                bare,
+                "class" | "paginate" | "header" | "footer" | "backgroundColor" | "color"
+            ) || MARP_IGNORED.contains(&bare);
+            known.then(|| (k, unquote(v)))
+        })
+        .collect();
+    if let Some(pairs) = pairs.filter(|p| !p.is_empty()) {
+        for (key, value) in pairs {
+            let (target, bare) = match key.strip_prefix('_') {
+                Some(bare) => (&mut found.local, bare),
+                None => (&mut found.global, key),
+            };
+            let bad = |what: &str| Invalid(format!("invalid markdown on line {line}: {what}"));
+            match bare {
+                "class" => target.class = Some(value),
+                "paginate" => {
+                    target.paginate =
+                        Some(yes_no(&value).ok_or_else(|| bad("paginate is true or false"))?)
+                }
+                "header" => target.header = Some(value),
+                "footer" => target.footer = Some(value),
+                "backgroundColor" => {
+                    color(&value).map_err(|e| bad(&e))?;
+                    target.background_color = Some(value);
+                }
+                "color" => {
+                    color(&value).map_err(|e| bad(&e))?;
+                    target.color = Some(value);
+                }
+                other => warnings.push(format!(
+                    "line {line}: directive `{other}` is not supported here and has no effect"
+                )),
+            }
+        }
         return Ok(());
     }
     let note = body.strip_prefix("notes:").unwrap_or(body).trim();
@@ -639,6 +900,75 @@ fn directive(slide: &mut Slide, body: &str, line: usize) -> Result<(), Invalid> 
         notes.push_str(note);
     }
     Ok(())
+}
+
+/// Marp's image keywords in the alt text: `bg` (with `left`, `right`, `left:40%`,
+/// `fit`/`contain`, `cover`), `w:300`, `h:200`, `width:300px`, `height:200px`. What is
+/// left is the alt text.
+#[derive(Default)]
+struct ImageKeys {
+    bg: bool,
+    position: BackgroundPosition,
+    split: Option<u8>,
+    fit: BackgroundFit,
+    width: Option<u32>,
+    height: Option<u32>,
+    alt: String,
+    ignored: Vec<String>,
+}
+
+const MARP_FILTERS: &[&str] = &[
+    "blur",
+    "brightness",
+    "contrast",
+    "drop-shadow",
+    "grayscale",
+    "hue-rotate",
+    "invert",
+    "opacity",
+    "saturate",
+    "sepia",
+];
+
+fn image_keys(alt: &str) -> ImageKeys {
+    let mut k = ImageKeys::default();
+    let tokens: Vec<&str> = alt.split_whitespace().collect();
+    k.bg = tokens.contains(&"bg");
+    // Marp sizes are CSS pixels of a 1280×720 slide; plinth's are of 1920×1080.
+    let px = |v: &str| -> Option<u32> {
+        let n: f32 = v.strip_suffix("px").unwrap_or(v).parse().ok()?;
+        (n > 0.0 && n < 10_000.0).then(|| (n * 1.5).round() as u32)
+    };
+    let mut alt_words = Vec::new();
+    for t in tokens {
+        let (key, value) = t.split_once(':').unwrap_or((t, ""));
+        match key {
+            "bg" => {}
+            "w" | "width" if px(value).is_some() => k.width = px(value),
+            "h" | "height" if px(value).is_some() => k.height = px(value),
+            "left" | "right" if k.bg => {
+                k.position = if key == "left" {
+                    BackgroundPosition::Left
+                } else {
+                    BackgroundPosition::Right
+                };
+                k.split = value
+                    .strip_suffix('%')
+                    .and_then(|p| p.parse::<f32>().ok())
+                    .map(|p| p.round().clamp(10.0, 90.0) as u8);
+            }
+            "fit" | "contain" if k.bg => k.fit = BackgroundFit::Contain,
+            "cover" if k.bg => k.fit = BackgroundFit::Cover,
+            "auto" | "vertical" if k.bg => k.ignored.push(t.to_owned()),
+            f if MARP_FILTERS.contains(&f) => k.ignored.push(t.to_owned()),
+            _ if k.bg && t.ends_with('%') && t[..t.len() - 1].parse::<f32>().is_ok() => {
+                k.ignored.push(t.to_owned())
+            }
+            _ => alt_words.push(t),
+        }
+    }
+    k.alt = alt_words.join(" ");
+    k
 }
 
 #[cfg(test)]
@@ -928,5 +1258,120 @@ mod tests {
         // Eight levels are fine.
         assert!(parse_markdown(&format!("# t\n\n{}x\n", "> ".repeat(8))).is_ok());
         assert!(parse_markdown(&format!("# t\n\n{}x\n", "> ".repeat(9))).is_err());
+    }
+
+    const MARP: &str = r#"---
+marp: true
+theme: gaia
+paginate: true
+header: "**Acme** roadmap"
+footer: Confidential
+size: 4:3
+class: invert
+style: |
+  section { font-size: 30px; }
+---
+
+<!-- _class: lead -->
+<!-- _paginate: false -->
+
+# Roadmap
+
+![bg left:40% fit](0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10)
+
+Say hello first.
+
+<!-- Presenter: speak slowly -->
+
+---
+
+<!-- backgroundColor: #123456 -->
+<!-- _footer: "" -->
+
+## Numbers
+
+![w:300 h:200 Chart](0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10)
+
+---
+
+## Still blue
+
+![bg sepia](0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10)
+"#;
+
+    #[test]
+    fn marp_decks_import_as_written() {
+        let (deck, warnings) = parse_markdown_report(MARP, &ParseOptions::default()).unwrap();
+        assert_eq!(deck.aspect, Some(Aspect::Standard));
+        assert!(deck.paginate);
+        assert_eq!(deck.header.as_deref(), Some("**Acme** roadmap"));
+        assert_eq!(deck.footer.as_deref(), Some("Confidential"));
+        assert_eq!(deck.background_color.as_deref(), Some("#fff8e1"));
+        assert_eq!(deck.color.as_deref(), Some("#455a64"));
+        assert_eq!(deck.slides.len(), 3, "{deck:#?}");
+        let s = &deck.slides[0];
+        assert_eq!(s.layout, Layout::Title);
+        assert_eq!(
+            s.theme, None,
+            "_class replaces the global class, as in Marp"
+        );
+        assert_eq!(s.paginate, Some(false));
+        assert_eq!(s.notes.as_deref(), Some("Presenter: speak slowly"));
+        assert_eq!(
+            s.backgrounds,
+            vec![Background {
+                asset_id: "0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10".into(),
+                position: BackgroundPosition::Left,
+                fit: BackgroundFit::Contain,
+                split: Some(40),
+            }]
+        );
+        assert_eq!(
+            s.blocks,
+            vec![Block::Text {
+                text: "Say hello first.".into()
+            }]
+        );
+        let s = &deck.slides[1];
+        assert_eq!(s.layout, Layout::Content, "_class is for one slide");
+        assert_eq!(s.theme, Some(Theme::Dark), "class: invert is global");
+        assert_eq!(s.background_color.as_deref(), Some("#123456"));
+        assert_eq!(s.footer.as_deref(), Some(""));
+        assert_eq!(s.paginate, None);
+        assert!(matches!(
+            &s.blocks[0],
+            Block::Image { alt: Some(a), width: Some(450), height: Some(300), .. } if a == "Chart"
+        ));
+        let s = &deck.slides[2];
+        assert_eq!(s.background_color.as_deref(), Some("#123456"), "inherited");
+        assert_eq!(s.footer, None);
+        assert_eq!(s.backgrounds.len(), 1);
+        assert!(
+            warnings.iter().any(|w| w.contains("`style`")),
+            "{warnings:?}"
+        );
+        assert!(warnings.iter().any(|w| w.contains("sepia")), "{warnings:?}");
+        // The deck's JSON round-trips.
+        let json = serde_json::to_value(&deck).unwrap();
+        assert_eq!(Deck::from_json(json).unwrap(), deck);
+
+        assert!(parse_markdown("---\ntheme: fancy\n---\n# x")
+            .unwrap_err()
+            .0
+            .contains("line 2"));
+        assert!(
+            parse_markdown("# x\n\n<!-- backgroundColor: notacolour -->")
+                .unwrap_err()
+                .0
+                .contains("line 3")
+        );
+        let deck =
+            parse_markdown("---\nheadingDivider: 2\n---\n# One\n\ntext\n\n## Two\n\n### three\n")
+                .unwrap();
+        assert_eq!(deck.slides.len(), 2);
+        let deck = parse_markdown("---\ntheme: uncover\n---\n# One\n").unwrap();
+        assert_eq!(deck.slides[0].layout, Layout::Title);
+        let deck = parse_markdown("# <!-- fit --> Big\n").unwrap();
+        assert_eq!(deck.slides[0].notes, None);
     }
 }
