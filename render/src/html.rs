@@ -60,7 +60,7 @@ li > ul, li > ol {{ margin-top: calc(10 * var(--u)); font-size: 0.9em; }}
 li.task {{ list-style: none; margin-left: -1.2em; }}
 li.task input {{ width: .8em; height: .8em; margin: 0 .35em 0 0; accent-color: var(--accent); vertical-align: -0.05em; }}
 blockquote {{ margin: 0; padding: calc(10 * var(--u)) 0 calc(10 * var(--u)) calc(38 * var(--u)); border-left: calc(8 * var(--u)) solid var(--quote-bar); display: flex; flex-direction: column; gap: calc(18 * var(--u)); text-align: left; }}
-table {{ border-collapse: collapse; font-size: calc(29 * var(--u)); line-height: 1.3; align-self: flex-start; }}
+table {{ border-collapse: collapse; font-size: calc(31 * var(--u)); line-height: 1.3; align-self: flex-start; }}
 .layout-title table {{ align-self: center; }}
 th, td {{ padding: calc(9 * var(--u)) calc(17 * var(--u)); text-align: left; border-bottom: calc(1 * var(--u)) solid var(--rule); }}
 th {{ background: var(--code-bg); color: var(--title); border-bottom: calc(3 * var(--u)) solid var(--accent); }}
@@ -159,7 +159,7 @@ img.inline {{ height: 1em; vertical-align: -0.15em; margin: 0 .08em; }}
             marked(&mut out, title, images);
             out.push_str("</h1>\n");
         }
-        blocks_html(&mut out, &slide.blocks, images, 0);
+        blocks_html(&mut out, &slide.blocks, images, 0, own.dark);
         out.push_str("</div>\n");
         for (text, tag) in [
             (slide.header.as_ref().or(deck.header.as_ref()), "header"),
@@ -209,7 +209,7 @@ img.inline {{ height: 1em; vertical-align: -0.15em; margin: 0 .08em; }}
     out
 }
 
-fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize) {
+fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize, dark: bool) {
     for block in blocks {
         match block {
             Block::Heading { text } => {
@@ -235,7 +235,21 @@ fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize
                     out.push('"');
                 }
                 out.push('>');
-                escape_into(out, code.trim_end_matches('\n'));
+                match crate::highlight::highlight(code, language.as_deref(), dark) {
+                    Some(lines) => {
+                        for (i, line) in lines.iter().enumerate() {
+                            if i > 0 {
+                                out.push('\n');
+                            }
+                            for (colour, text) in line {
+                                let _ = write!(out, "<span style=\"color:{}\">", colour.hex());
+                                escape_into(out, text);
+                                out.push_str("</span>");
+                            }
+                        }
+                    }
+                    None => escape_into(out, code.trim_end_matches('\n')),
+                }
                 out.push_str("</code></pre>\n");
             }
             Block::Image {
@@ -274,7 +288,7 @@ fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize
             Block::Quote { blocks } => {
                 out.push_str("<blockquote>\n");
                 if depth < MAX_NESTING {
-                    blocks_html(out, blocks, images, depth + 1);
+                    blocks_html(out, blocks, images, depth + 1, dark);
                 }
                 out.push_str("</blockquote>\n");
             }

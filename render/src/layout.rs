@@ -10,10 +10,12 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use plinth_slides::{
-    parse_color, spans, Background, BackgroundFit, BackgroundPosition, Block, Deck, Layout, Slide,
+    parse_color, spans, walk_blocks, Background, BackgroundFit, BackgroundPosition, Block, Deck,
+    Layout, Slide,
 };
 
 use crate::fonts::{metrics, Face};
+use crate::highlight;
 use crate::Size;
 
 /// Canvas height in layout units; at 1080p a unit is a pixel.
@@ -149,17 +151,33 @@ pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Pag
         centered: slide.layout == Layout::Title,
     };
 
+    let mut code = HashMap::new();
+    walk_blocks(&slide.blocks, 0, &mut |block| {
+        if let Block::Code {
+            code: text,
+            language,
+        } = block
+        {
+            if let Some(lines) = highlight::highlight(text, language.as_deref(), pal.dark) {
+                code.insert(block as *const Block as usize, lines);
+            }
+        }
+    });
+    let ctx = Ctx {
+        pal,
+        sizes,
+        code: &code,
+    };
     let mut fitted = None;
     for scale in SCALES {
-        let stack = build(slide, pal, sizes, &frame, scale);
+        let stack = build(slide, &ctx, &frame, scale);
         if stack.height <= frame.height + 0.5 {
             fitted = Some(stack);
             break;
         }
     }
     let overflowed = fitted.is_none();
-    let stack =
-        fitted.unwrap_or_else(|| build(slide, pal, sizes, &frame, SCALES[SCALES.len() - 1]));
+    let stack = fitted.unwrap_or_else(|| build(slide, &ctx, &frame, SCALES[SCALES.len() - 1]));
     let top = if frame.centered {
         frame.top + ((frame.height - stack.height) / 2.0).max(0.0)
     } else {
@@ -282,7 +300,12 @@ fn chrome(
     (left, right): (f32, f32),
     items: &mut Vec<Item>,
 ) {
-    let ctx = Ctx { pal, sizes };
+    let code = HashMap::new();
+    let ctx = Ctx {
+        pal,
+        sizes,
+        code: &code,
+    };
     let size = CHROME_SIZE;
     let w = (right - left).max(size);
     let header = slide.header.as_ref().or(deck.header.as_ref());
@@ -375,10 +398,14 @@ enum Piece {
 struct Ctx<'a> {
     pal: &'a Palette,
     sizes: &'a NaturalSizes,
+    /// Highlighted code blocks, by the block's address (computed once per slide, not
+    /// once per fitting step).
+    code: &'a HashMap<usize, Vec<highlight::Line>>,
 }
 
-fn build(slide: &Slide, pal: &Palette, sizes: &NaturalSizes, frame: &Frame, s: f32) -> Stack {
-    let ctx = Ctx { pal, sizes };
+fn build(slide: &Slide, ctx: &Ctx, frame: &Frame, s: f32) -> Stack {
+    let pal = ctx.pal;
+    let ctx = *ctx;
     let cw = frame.width;
     let centered = frame.centered;
     let mut pieces = Vec::new();
@@ -537,7 +564,10 @@ fn block_piece(block: &Block, ctx: &Ctx, cw: f32, centered: bool, s: f32, depth:
             }
             Piece::Fixed { items: out, height }
         }
-        Block::Code { code, .. } => code_block(code, pal, cw, centered, s),
+        Block::Code { code, .. } => {
+            let colours = ctx.code.get(&(block as *const Block as usize));
+            code_block(code, colours, pal, cw, centered, s)
+        }
         Block::Image {
             asset_id,
             width,
@@ -773,7 +803,7 @@ fn table(
 ) -> Piece {
     use plinth_slides::Align;
     let pal = ctx.pal;
-    let size = TEXT_SIZE * s * 0.85;
+    let size = TEXT_SIZE * s * 0.9;
     let pad_x = 0.6 * size;
     let pad_y = 0.32 * size;
     let columns = header.len().max(1);
@@ -893,13 +923,27 @@ fn table(
     }
 }
 
-fn code_block(code: &str, pal: &Palette, cw: f32, centered: bool, s: f32) -> Piece {
+fn code_block(
+    code: &str,
+    colours: Option<&Vec<highlight::Line>>,
+    pal: &Palette,
+    cw: f32,
+    centered: bool,
+    s: f32,
+) -> Piece {
     let mono = metrics(Face::Mono);
     let lines: Vec<String> = code
         .trim_end_matches(['\n', '\r'])
         .split('\n')
         .map(|l| clean(&l.replace('\t', "    ")))
         .collect();
+    // Highlighted runs, when they spell the same lines.
+    let colours = colours.filter(|c| {
+        c.len() == lines.len()
+            && c.iter().zip(&lines).all(|(runs, l)| {
+                runs.iter().map(|(_, t)| t.chars().count()).sum::<usize>() == l.chars().count()
+            })
+    });
     let widest = lines.iter().map(|l| mono.width(l)).fold(0.0, f32::max);
     let pad = 26.0 * s;
     let avail = cw - 2.0 * pad;
@@ -929,14 +973,47 @@ fn code_block(code: &str, pal: &Palette, cw: f32, centered: bool, s: f32) -> Pie
         if text.trim().is_empty() {
             continue;
         }
-        items.push(Item::Text {
-            x: box_x + pad,
-            y: pad + i as f32 * line_h + baseline,
-            size,
-            face: Face::Mono,
-            fill: pal.code_text,
-            text,
-        });
+        let y = pad + i as f32 * line_h + baseline;
+        let runs: Vec<(Color, String)> = match colours {
+            Some(c) => {
+                // Cut the runs where the truncated line ends.
+                let keep = if text.ends_with('…') && text != *line {
+                    text.chars().count() - 1
+                } else {
+                    usize::MAX
+                };
+                let mut left = keep;
+                let mut runs = Vec::new();
+                for (colour, t) in &c[i] {
+                    if left == 0 {
+                        break;
+                    }
+                    let part: String = t.chars().take(left).collect();
+                    left -= part.chars().count();
+                    runs.push((*colour, part));
+                }
+                if keep != usize::MAX {
+                    runs.push((pal.code_text, "…".to_owned()));
+                }
+                runs
+            }
+            None => vec![(pal.code_text, text)],
+        };
+        let mut x = box_x + pad;
+        for (colour, t) in runs {
+            let w = mono.width(&t) * size;
+            if !t.trim().is_empty() {
+                items.push(Item::Text {
+                    x,
+                    y,
+                    size,
+                    face: Face::Mono,
+                    fill: colour,
+                    text: t,
+                });
+            }
+            x += w;
+        }
     }
     Piece::Fixed { items, height }
 }

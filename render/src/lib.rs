@@ -5,6 +5,7 @@
 //! are the DejaVu faces embedded in the binary ([`fonts`]); system fonts are never used.
 
 mod fonts;
+mod highlight;
 mod html;
 mod image;
 mod layout;
@@ -16,6 +17,7 @@ use std::collections::HashMap;
 
 use plinth_slides::{Aspect, Deck, Slide};
 
+pub use crate::highlight::{knows as highlights_language, warm_up as warm_up_highlighting};
 pub use crate::image::{inspect_image, ImageInfo, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE};
 
 /// An uploaded image, already validated by [`inspect_image`].

@@ -2,7 +2,7 @@
 
 use plinth_slides::Theme;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Color(pub u8, pub u8, pub u8);
 
 impl Color {
@@ -26,6 +26,8 @@ pub struct Palette {
     /// Lines between table rows.
     pub rule: Color,
     pub quote_bar: Color,
+    /// Dark theme: code is highlighted with a dark theme.
+    pub dark: bool,
 }
 
 pub fn palette(theme: Theme) -> Palette {
@@ -42,6 +44,7 @@ pub fn palette(theme: Theme) -> Palette {
             stripe: Color(0xf6, 0xf8, 0xfa),
             rule: Color(0xd0, 0xd7, 0xde),
             quote_bar: Color(0xa8, 0xc5, 0xf7),
+            dark: false,
         },
         Theme::Dark => Palette {
             background: Color(0x16, 0x1b, 0x22),
@@ -55,6 +58,7 @@ pub fn palette(theme: Theme) -> Palette {
             stripe: Color(0x1c, 0x22, 0x2b),
             rule: Color(0x30, 0x36, 0x3d),
             quote_bar: Color(0x2f, 0x6f, 0xeb),
+            dark: true,
         },
     }
 }

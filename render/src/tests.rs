@@ -690,3 +690,37 @@ fn marp_decks_render_with_their_settings() {
     }
     assert!(!html.contains("<span class=\"page-number\">1</span>"));
 }
+
+#[test]
+fn code_is_highlighted_in_every_format() {
+    let md = "# Code\n\n```rust\nfn main() {\n    let x = \"hi\"; // note\n}\n```\n\n```nosuchlang\nplain text\n```\n";
+    for theme in ["light", "dark"] {
+        let deck =
+            plinth_slides::parse_markdown(&format!("---\ntheme: {theme}\n---\n{md}")).unwrap();
+        let images = Images::new();
+        let page = layout::page(&deck, &deck.slides[0], &Default::default(), Size::default());
+        let code_colours: HashSet<_> = page
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                layout::Item::Text {
+                    face: crate::fonts::Face::Mono,
+                    fill,
+                    ..
+                } => Some(*fill),
+                _ => None,
+            })
+            .collect();
+        assert!(code_colours.len() >= 4, "{theme}: {code_colours:?}");
+        let html = deck_html(&deck, &images);
+        assert!(html.contains("<span style=\"color:#"), "{theme}");
+        assert!(
+            html.contains("plain text</code>"),
+            "unknown languages stay plain"
+        );
+        let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+        if let Some(text) = pdftotext(&pdf) {
+            assert!(text.contains("let x = \"hi\"; // note"), "{text}");
+        }
+    }
+}
