@@ -724,3 +724,75 @@ fn code_is_highlighted_in_every_format() {
         }
     }
 }
+
+/// Timings for `fixtures/decks/bench20-rich.md` (tables, nested lists, quotes, six
+/// highlighted code slides, backgrounds, header, footer, page numbers). Run with
+/// `cargo test --release -p plinth-render bench_rich_deck -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_rich_deck() {
+    use std::time::Instant;
+    let t = Instant::now();
+    crate::highlight::warm_up();
+    let load = t.elapsed();
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/decks/bench20-rich.md"
+    ))
+    .unwrap();
+    let t = Instant::now();
+    let deck = plinth_slides::parse_markdown(&src).unwrap();
+    let parse = t.elapsed();
+    assert_eq!(deck.slides.len(), 20);
+    let mut images = Images::new();
+    for (id, file) in [
+        ("11111111-1111-4111-8111-111111111111", "chart.png"),
+        ("22222222-2222-4222-8222-222222222222", "photo.jpg"),
+    ] {
+        let bytes = std::fs::read(format!(
+            "{}/../fixtures/decks/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let info = inspect_image(&bytes).unwrap();
+        images.insert(
+            id.into(),
+            Image {
+                mime: info.mime.into(),
+                bytes,
+            },
+        );
+    }
+    let mut pdf_ms = Vec::new();
+    for _ in 0..7 {
+        let t = Instant::now();
+        let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+        pdf_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(pdf.len() > 10_000);
+    }
+    let mut png_ms = Vec::new();
+    for slide in visible(&deck) {
+        let t = Instant::now();
+        slide_png(&deck, slide, &images, Size::default()).unwrap();
+        png_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let t = Instant::now();
+    let html = deck_html(&deck, &images);
+    let html_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v[v.len() / 2]
+    };
+    let first_pdf = pdf_ms[0];
+    eprintln!(
+        "syntax set + themes load {:.1} ms; parse {:.2} ms; PDF 20 pages first {:.1} ms, median {:.1} ms; PNG median {:.1} ms/slide, max {:.1}; HTML {:.1} ms ({} bytes)",
+        load.as_secs_f64() * 1000.0,
+        parse.as_secs_f64() * 1000.0,
+        first_pdf,
+        median(&mut pdf_ms),
+        median(&mut png_ms.clone()),
+        png_ms.iter().cloned().fold(0.0, f64::max),
+        html_ms,
+        html.len()
+    );
+}
