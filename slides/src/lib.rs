@@ -15,6 +15,11 @@ pub use markdown::{
 };
 pub use templates::{template, TemplateInfo, TEMPLATES};
 
+/// Block types a deck may use (for `capabilities`).
+pub const BLOCK_TYPES: &[&str] = &[
+    "heading", "text", "bullets", "code", "image", "quote", "table", "rule",
+];
+
 /// Limits enforced on every saved deck (also listed by `capabilities`).
 pub const MAX_SLIDES: usize = 200;
 pub const MAX_BLOCKS_PER_SLIDE: usize = 40;

@@ -47,17 +47,27 @@ pub fn parse_markdown_report(
     // Marp settings every slide inherits unless it sets its own.
     let mut inherited = Directives::default();
     let mut heading_divider: Option<usize> = None;
+    let mut first_local = Directives::default();
     if let Some(end) = front_matter_end(&lines) {
         let mut marp_theme = None;
         for (n, line) in lines.iter().enumerate().take(end).skip(1) {
             let at = n + 1;
-            if line.starts_with([' ', '\t', '-']) || line.trim().is_empty() {
-                continue; // the rest of a multi-line value
+            if line.starts_with([' ', '\t', '-', '#']) || line.trim().is_empty() {
+                continue; // the rest of a multi-line value, or a comment
             }
             let Some((key, value)) = line.split_once(':') else {
                 continue;
             };
-            let value = unquote(value);
+            let mut value = yaml_scalar(value);
+            if value.is_empty() {
+                // A YAML list (`class:` then `  - invert` lines) reads as its items.
+                let items: Vec<String> = lines[n + 1..end]
+                    .iter()
+                    .take_while(|l| l.starts_with([' ', '\t', '-']))
+                    .filter_map(|l| l.trim().strip_prefix('-').map(yaml_scalar))
+                    .collect();
+                value = items.join(" ");
+            }
             let bad = |what: &str| Invalid(format!("front matter line {at}: {what}"));
             match key.trim() {
                 "title" => deck.title = Some(value),
@@ -104,6 +114,19 @@ pub fn parse_markdown_report(
                             .filter(|&n| (1..=6).contains(&n))
                             .ok_or_else(|| bad("headingDivider is a heading level, 1 to 6"))?,
                     )
+                }
+                local if local.starts_with('_') => {
+                    // A local directive here is the first slide's.
+                    let mut found = Found::default();
+                    let mut scratch = Slide::default();
+                    directive(
+                        &mut scratch,
+                        &mut found,
+                        &format!("{local}: {value}"),
+                        at,
+                        &mut warnings,
+                    )?;
+                    first_local.merge(found.local);
                 }
                 other => warnings.push(format!(
                     "front matter line {at}: `{other}` is not supported and has no effect"
@@ -185,6 +208,7 @@ pub fn parse_markdown_report(
         global.layout_set = false;
         inherited.merge(global);
         let mut applied = inherited.clone();
+        applied.merge(std::mem::take(&mut first_local));
         applied.merge(local);
         applied.apply(&mut slide, &deck, first_line, &mut warnings);
         deck.slides.push(slide);
@@ -201,20 +225,29 @@ pub fn parse_markdown_report(
     Ok((deck, warnings))
 }
 
-fn unquote(value: &str) -> String {
+/// A one-line YAML value: quotes removed, a trailing ` # comment` dropped (a value that
+/// starts with `#`, such as a colour, is kept as Marp keeps it).
+fn yaml_scalar(value: &str) -> String {
     let v = value.trim();
-    let v = v
-        .strip_prefix('"')
-        .and_then(|v| v.strip_suffix('"'))
-        .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-        .unwrap_or(v);
-    v.to_owned()
+    for q in ['"', '\''] {
+        if let Some(rest) = v.strip_prefix(q) {
+            if let Some(end) = rest.find(q) {
+                return rest[..end].to_owned();
+            }
+        }
+    }
+    let cut = v
+        .char_indices()
+        .find(|&(i, c)| c == '#' && i > 0 && v[..i].ends_with([' ', '\t']))
+        .map_or(v, |(i, _)| &v[..i]);
+    cut.trim().to_owned()
 }
 
 fn yes_no(v: &str) -> Option<bool> {
     match v {
         "true" | "yes" | "on" => Some(true),
-        "false" | "no" | "off" => Some(false),
+        // Marp's `skip` and `hold` hide the number too.
+        "false" | "no" | "off" | "skip" | "hold" => Some(false),
         _ => None,
     }
 }
@@ -293,11 +326,11 @@ fn front_matter_end(lines: &[&str]) -> Option<usize> {
     let end = lines.iter().skip(1).position(|l| l.trim_end() == "---")? + 1;
     let all_pairs = lines[1..end].iter().all(|l| {
         l.trim().is_empty()
-            || l.starts_with([' ', '\t', '-'])
+            || l.starts_with([' ', '\t', '-', '#'])
             || l.split_once(':').is_some_and(|(k, _)| {
                 !k.is_empty()
                     && k.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
             })
     });
     (all_pairs && end > 1).then_some(end)
@@ -745,6 +778,16 @@ fn parse_slide(
                     inline.text.push('\n');
                     continue;
                 }
+                if t.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("<style")) {
+                    // Marp's inline theme CSS: plinth draws its own themes.
+                    if t.to_ascii_lowercase().contains("</style>") {
+                        html.clear();
+                        warnings.push(format!(
+                            "line {line}: a <style> element has no effect (plinth draws its own themes)"
+                        ));
+                    }
+                    continue;
+                }
                 if !t.starts_with("<!--") {
                     return Err(Invalid(format!(
                         "invalid markdown on line {line}: raw HTML is not supported (only `<!-- … -->` comments and `<br>`)"
@@ -858,7 +901,7 @@ fn directive(
                 bare,
                 "class" | "paginate" | "header" | "footer" | "backgroundColor" | "color"
             ) || MARP_IGNORED.contains(&bare);
-            known.then(|| (k, unquote(v)))
+            known.then(|| (k, yaml_scalar(v)))
         })
         .collect();
     if let Some(pairs) = pairs.filter(|p| !p.is_empty()) {
@@ -1255,6 +1298,25 @@ mod tests {
                 t.elapsed()
             );
         }
+        // Inline marks nested 20,000 deep: parsed (or refused) quickly, never recursed.
+        for (open, close) in [
+            ("*", "*"),
+            ("_", "_"),
+            ("**", "**"),
+            ("~~", "~~"),
+            ("[", "](https://x.y)"),
+        ] {
+            let src = format!("# t\n\n{}x{}\n", open.repeat(20_000), close.repeat(20_000));
+            let t = std::time::Instant::now();
+            if let Ok(deck) = parse_markdown(&src) {
+                for block in &deck.slides[0].blocks {
+                    for text in crate::block_texts(block) {
+                        let _ = crate::spans(text);
+                    }
+                }
+            }
+            assert!(t.elapsed().as_secs_f64() < 5.0, "{open}: {:?}", t.elapsed());
+        }
         // Eight levels are fine.
         assert!(parse_markdown(&format!("# t\n\n{}x\n", "> ".repeat(8))).is_ok());
         assert!(parse_markdown(&format!("# t\n\n{}x\n", "> ".repeat(9))).is_err());
@@ -1371,6 +1433,26 @@ Say hello first.
         assert_eq!(deck.slides.len(), 2);
         let deck = parse_markdown("---\ntheme: uncover\n---\n# One\n").unwrap();
         assert_eq!(deck.slides[0].layout, Layout::Title);
+        // Front matter as people write it: YAML comments, dotted keys, lists, local
+        // directives, `#` colours; `<style>` is read and has no effect.
+        let (deck, warnings) = parse_markdown_report(
+            "---\nmarp: true          # enable Marp\n#theme: gaia\nmarkdown.marp.enableHtml: true\npaginate: true # numbers\nbackgroundColor: #f0f8ff\nheader: \"Team #1\"\nclass:\n  - invert\n_class: lead\n_paginate: skip\n---\n\n<style>\nsection { color: red; }\n\nh1 { color: blue; }\n</style>\n\n# One\n\n---\n\n## Two\n",
+            &ParseOptions::default(),
+        )
+        .unwrap();
+        assert!(deck.paginate);
+        assert_eq!(deck.background_color.as_deref(), Some("#f0f8ff"));
+        assert_eq!(deck.header.as_deref(), Some("Team #1"));
+        assert_eq!(deck.slides.len(), 2, "{deck:#?}");
+        assert_eq!(deck.slides[0].layout, Layout::Title);
+        assert_eq!(deck.slides[0].theme, None, "_class replaces class");
+        assert_eq!(deck.slides[0].paginate, Some(false));
+        assert_eq!(deck.slides[1].theme, Some(Theme::Dark));
+        assert_eq!(deck.slides[1].layout, Layout::Content);
+        assert!(
+            warnings.iter().any(|w| w.contains("<style>")),
+            "{warnings:?}"
+        );
         let deck = parse_markdown("# <!-- fit --> Big\n").unwrap();
         assert_eq!(deck.slides[0].notes, None);
     }
