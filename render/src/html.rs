@@ -46,7 +46,9 @@ h1 {{ margin: 0 0 calc(16 * var(--u)); font-size: calc(60 * var(--u)); line-heig
 .layout-title h1 {{ font-size: calc(84 * var(--u)); }}
 h1::after {{ content: ""; display: block; width: calc(96 * var(--u)); height: calc(6 * var(--u)); margin-top: calc(16 * var(--u)); border-radius: calc(3 * var(--u)); background: var(--accent); }}
 .layout-title h1::after {{ margin-left: auto; margin-right: auto; }}
-h2 {{ margin: 0; font-size: calc(46 * var(--u)); line-height: 1.2; }}
+h2, h3, h4, h5, h6 {{ margin: 0; font-size: calc(46 * var(--u)); line-height: 1.2; }}
+h3 {{ font-size: calc(40 * var(--u)); }}
+h4, h5, h6 {{ font-size: calc(36 * var(--u)); }}
 p {{ margin: 0; white-space: pre-line; }}
 ul, ol {{ margin: 0; padding-left: calc(60 * var(--u)); display: flex; flex-direction: column; gap: calc(12 * var(--u)); }}
 .layout-title ul, .layout-title ol {{ align-self: center; text-align: left; }}
@@ -212,10 +214,12 @@ img.inline {{ height: 1em; vertical-align: -0.15em; margin: 0 .08em; }}
 fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize, dark: bool) {
     for block in blocks {
         match block {
-            Block::Heading { text } => {
-                out.push_str("<h2>");
+            Block::Heading { text, level } => {
+                // h1 is the slide title; headings in the body are h2 to h6.
+                let h = level.unwrap_or(2).clamp(2, 6);
+                let _ = write!(out, "<h{h}>");
                 marked(out, text, images);
-                out.push_str("</h2>\n");
+                let _ = writeln!(out, "</h{h}>");
             }
             Block::Text { text } => {
                 out.push_str("<p>");

@@ -518,8 +518,12 @@ fn align(centered: bool) -> TextAlign {
 fn block_piece(block: &Block, ctx: &Ctx, cw: f32, centered: bool, s: f32, depth: usize) -> Piece {
     let pal = ctx.pal;
     match block {
-        Block::Heading { text } => {
-            let size = HEADING_SIZE * s;
+        Block::Heading { text, level } => {
+            let size = s * match level.unwrap_or(2) {
+                0..=2 => HEADING_SIZE,
+                3 => 40.0,
+                _ => 36.0,
+            };
             let p = Paragraph::new(
                 &marked_glyphs(text, Face::Bold, size, ctx),
                 cw,

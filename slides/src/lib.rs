@@ -162,6 +162,9 @@ pub struct Slide {
 pub enum Block {
     Heading {
         text: String,
+        /// 1 to 6, as `#` to `######` (default 2); 3 and below are drawn smaller.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<u8>,
     },
     Text {
         text: String,
@@ -696,7 +699,13 @@ fn check_blocks(
             ));
         }
         match block {
-            Block::Heading { text } | Block::Text { text } => check_marked(at, text)?,
+            Block::Heading { text, level } => {
+                if level.is_some_and(|l| !(1..=6).contains(&l)) {
+                    return invalid(format!("{at}: a heading level is 1 to 6"));
+                }
+                check_marked(at, text)?
+            }
+            Block::Text { text } => check_marked(at, text)?,
             Block::Bullets { items, .. } => check_list(at, items, depth + 1)?,
             Block::Code { code, language } => {
                 check_text(at, Some(code))?;
@@ -842,7 +851,7 @@ pub fn block_texts(block: &Block) -> Vec<&str> {
     }
     let mut out = Vec::new();
     match block {
-        Block::Heading { text } | Block::Text { text } => out.push(text.as_str()),
+        Block::Heading { text, .. } | Block::Text { text } => out.push(text.as_str()),
         Block::Bullets { items: list, .. } => items(list, 1, &mut out),
         Block::Table { header, rows, .. } => {
             out.extend(header.iter().map(String::as_str));

@@ -564,7 +564,11 @@ fn parse_slide(
                 {
                     slide.title = Some(t);
                 } else {
-                    emit(&mut slide, &mut stack, Block::Heading { text: t }, line)?;
+                    let block = Block::Heading {
+                        text: t,
+                        level: Some(level as u8),
+                    };
+                    emit(&mut slide, &mut stack, block, line)?;
                 }
             }
             Event::End(TagEnd::Paragraph) => {
@@ -1234,6 +1238,19 @@ mod tests {
             crate::plain(text),
             "See the docs or https://x.org, old 2*3 [x]"
         );
+    }
+
+    #[test]
+    fn headings_keep_their_level() {
+        let blocks = one("# Title\n\n## Two\n\n### Three\n\n###### Six\n");
+        let levels: Vec<_> = blocks
+            .iter()
+            .map(|b| match b {
+                Block::Heading { level, .. } => *level,
+                _ => None,
+            })
+            .collect();
+        assert_eq!(levels, vec![Some(2), Some(3), Some(6)]);
     }
 
     #[test]
