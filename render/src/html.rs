@@ -59,6 +59,7 @@ pre code {{ background: none; padding: 0; }}
 figure {{ margin: 0; flex: 1 1 0; min-height: calc(160 * var(--u)); display: flex; justify-content: center; }}
 figure img {{ max-width: 100%; max-height: 100%; object-fit: contain; }}
 li > ul, li > ol {{ margin-top: calc(10 * var(--u)); font-size: 0.9em; }}
+.item-blocks {{ display: flex; flex-direction: column; gap: calc(10 * var(--u)); margin-top: calc(10 * var(--u)); font-size: 0.9em; }}
 li.task {{ list-style: none; margin-left: -1.2em; }}
 li.task input {{ width: .8em; height: .8em; margin: 0 .35em 0 0; accent-color: var(--accent); vertical-align: -0.05em; }}
 blockquote {{ margin: 0; padding: calc(10 * var(--u)) 0 calc(10 * var(--u)) calc(38 * var(--u)); border-left: calc(8 * var(--u)) solid var(--quote-bar); display: flex; flex-direction: column; gap: calc(18 * var(--u)); text-align: left; }}
@@ -230,7 +231,7 @@ fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize
                 items,
                 ordered,
                 start,
-            } => list_html(out, items, *ordered, *start, images, 1),
+            } => list_html(out, items, (*ordered, *start), images, depth + 1, dark),
             Block::Code { code, language } => {
                 out.push_str("<pre><code");
                 if let Some(lang) = language.as_deref().filter(|l| !l.is_empty()) {
@@ -387,13 +388,14 @@ fn backgrounds_html(out: &mut String, slide: &Slide, images: &Images) -> (u32, u
     (left, right)
 }
 
+/// A list at `depth` (the quotes and lists it sits in, itself included; bounded).
 fn list_html(
     out: &mut String,
     items: &[ListItem],
-    ordered: bool,
-    start: Option<u64>,
+    (ordered, start): (bool, Option<u64>),
     images: &Images,
-    level: usize,
+    depth: usize,
+    dark: bool,
 ) {
     let tag = if ordered { "ol" } else { "ul" };
     let _ = write!(out, "<{tag}");
@@ -413,8 +415,20 @@ fn list_html(
             None => out.push_str("<li>"),
         }
         marked(out, &item.text, images);
-        if let Some(sub) = item.list.as_ref().filter(|_| level < MAX_NESTING) {
-            list_html(out, &sub.items, sub.ordered, sub.start, images, level + 1);
+        if !item.blocks.is_empty() && depth < MAX_NESTING {
+            out.push_str("<div class=\"item-blocks\">");
+            blocks_html(out, &item.blocks, images, depth, dark);
+            out.push_str("</div>");
+        }
+        if let Some(sub) = item.list.as_ref().filter(|_| depth < MAX_NESTING) {
+            list_html(
+                out,
+                &sub.items,
+                (sub.ordered, sub.start),
+                images,
+                depth + 1,
+                dark,
+            );
         }
         out.push_str("</li>");
     }

@@ -559,8 +559,15 @@ fn block_piece(block: &Block, ctx: &Ctx, cw: f32, centered: bool, s: f32, depth:
             ordered,
             start,
         } => {
-            let (mut out, height, widest) =
-                list(items, *ordered, start.unwrap_or(1), ctx, cw, s, 1);
+            let (mut out, height, widest) = list(
+                items,
+                *ordered,
+                start.unwrap_or(1),
+                ctx,
+                cw,
+                s,
+                (1, depth + 1),
+            );
             // A centred list stays a left-aligned column, centred as a whole.
             if centered {
                 let dx = ((cw - widest) / 2.0).max(0.0);
@@ -673,6 +680,8 @@ fn quote(blocks: &[Block], ctx: &Ctx, cw: f32, s: f32, depth: usize) -> Piece {
 const BULLETS: [&str; 3] = ["•", "◦", "▪"];
 
 /// A list and its nested lists: items, height, and the widest line (for centring).
+/// `level` is the list's own nesting (for bullet shapes), `depth` all the quotes and
+/// lists it sits in (bounded).
 fn list(
     items: &[plinth_slides::ListItem],
     ordered: bool,
@@ -680,7 +689,7 @@ fn list(
     ctx: &Ctx,
     cw: f32,
     s: f32,
-    level: usize,
+    (level, depth): (usize, usize),
 ) -> (Vec<Item>, f32, f32) {
     let pal = ctx.pal;
     let size = TEXT_SIZE * s * if level > 1 { 0.9 } else { 1.0 };
@@ -770,19 +779,35 @@ fn list(
         }
         out.extend(p.items.into_iter().map(|it| translate(it, text_x, y)));
         y += p.height;
+        let column = (cw - text_x).max(size);
+        if !item.blocks.is_empty() && depth < plinth_slides::MAX_NESTING {
+            // The item's blocks, in its column; images at most 320 units tall.
+            let mut pieces = Vec::new();
+            let mut gaps = Vec::new();
+            for block in &item.blocks {
+                pieces.push(block_piece(block, ctx, column, false, s, depth));
+                gaps.push(gap);
+            }
+            gaps.pop();
+            let (block_items, h) = stack_pieces(pieces, &gaps, column, 320.0 * s);
+            y += gap;
+            out.extend(block_items.into_iter().map(|it| translate(it, text_x, y)));
+            widest = widest.max(text_x + column);
+            y += h;
+        }
         if let Some(sub) = item
             .list
             .as_ref()
-            .filter(|_| level < plinth_slides::MAX_NESTING)
+            .filter(|_| depth < plinth_slides::MAX_NESTING)
         {
             let (sub_items, h, w) = list(
                 &sub.items,
                 sub.ordered,
                 sub.start.unwrap_or(1),
                 ctx,
-                (cw - text_x).max(size),
+                column,
                 s,
-                level + 1,
+                (level + 1, depth + 1),
             );
             y += gap * 0.6;
             out.extend(sub_items.into_iter().map(|it| translate(it, text_x, y)));

@@ -796,3 +796,36 @@ fn bench_rich_deck() {
         html.len()
     );
 }
+
+#[test]
+fn list_items_with_blocks_render_in_their_column() {
+    let md = "# Steps\n\n1. Install:\n   ```bash\n   cargo install plinth\n   ```\n   then run it\n2. Remember:\n   > small steps\n";
+    let deck = plinth_slides::parse_markdown(md).unwrap();
+    let images = Images::new();
+    let page = layout::page(&deck, &deck.slides[0], &Default::default(), Size::default());
+    let x_of = |needle: &str| {
+        page.items.iter().find_map(|i| match i {
+            layout::Item::Text { x, text, .. } if text.contains(needle) => Some(*x),
+            _ => None,
+        })
+    };
+    let (item_x, code_x) = (x_of("Install:").unwrap(), x_of("install").unwrap());
+    assert!(code_x > item_x, "code sits in the item's column");
+    slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    if let Some(text) = pdftotext(&pdf) {
+        for needle in [
+            "Install:",
+            "cargo install plinth",
+            "then run it",
+            "small steps",
+        ] {
+            assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+        }
+    }
+    let html = deck_html(&deck, &images);
+    assert!(
+        html.contains("<li>Install:<div class=\"item-blocks\"><pre><code class=\"language-bash\">")
+    );
+    assert!(html.contains("<blockquote>\n<p>small steps</p>"));
+}

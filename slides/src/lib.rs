@@ -232,13 +232,16 @@ pub struct List {
     pub start: Option<u64>,
 }
 
-/// One list item. In JSON a plain item is a string; an item with a check box or a
-/// nested list is an object `{"text", "checked"?, "list"?}`.
+/// One list item. In JSON a plain item is a string; an item with a check box, blocks
+/// or a nested list is an object `{"text", "checked"?, "blocks"?, "list"?}`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct ListItem {
     pub text: String,
     /// A task-list item: `Some(true)` is ticked.
     pub checked: Option<bool>,
+    /// Blocks after the text (code, quotes, tables, images, more paragraphs), drawn in
+    /// the item's column.
+    pub blocks: Vec<Block>,
     pub list: Option<List>,
 }
 
@@ -266,18 +269,21 @@ struct FullItem {
     text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     checked: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    blocks: Vec<Block>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     list: Option<List>,
 }
 
 impl Serialize for ListItem {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.checked.is_none() && self.list.is_none() {
+        if self.checked.is_none() && self.list.is_none() && self.blocks.is_empty() {
             return s.serialize_str(&self.text);
         }
         FullItem {
             text: self.text.clone(),
             checked: self.checked,
+            blocks: self.blocks.clone(),
             list: self.list.clone(),
         }
         .serialize(s)
@@ -304,6 +310,7 @@ impl<'de> Deserialize<'de> for ListItem {
                 Ok(ListItem {
                     text: full.text,
                     checked: full.checked,
+                    blocks: full.blocks,
                     list: full.list,
                 })
             }
@@ -706,7 +713,7 @@ fn check_blocks(
                 check_marked(at, text)?
             }
             Block::Text { text } => check_marked(at, text)?,
-            Block::Bullets { items, .. } => check_list(at, items, depth + 1)?,
+            Block::Bullets { items, .. } => check_list(at, items, depth + 1, count)?,
             Block::Code { code, language } => {
                 check_text(at, Some(code))?;
                 check_text(at, language.as_deref())?;
@@ -769,7 +776,13 @@ fn check_blocks(
     Ok(())
 }
 
-fn check_list(at: &str, items: &[ListItem], level: usize) -> Result<(), Invalid> {
+/// A list at `level` (the quotes and lists it sits in, itself included).
+fn check_list(
+    at: &str,
+    items: &[ListItem],
+    level: usize,
+    count: &mut usize,
+) -> Result<(), Invalid> {
     if level > MAX_NESTING {
         return too_deep(at);
     }
@@ -778,8 +791,9 @@ fn check_list(at: &str, items: &[ListItem], level: usize) -> Result<(), Invalid>
     }
     for item in items {
         check_marked(at, &item.text)?;
+        check_blocks(at, &item.blocks, level, count)?;
         if let Some(list) = &item.list {
-            check_list(at, &list.items, level + 1)?;
+            check_list(at, &list.items, level + 1, count)?;
         }
     }
     Ok(())
@@ -826,12 +840,23 @@ pub fn link_allowed(url: &str) -> bool {
 /// Calls `f` on every block, nested ones included, in document order; stops
 /// descending past [`MAX_NESTING`] (deeper documents never validate).
 pub fn walk_blocks<'a>(blocks: &'a [Block], depth: usize, f: &mut dyn FnMut(&'a Block)) {
+    fn items<'a>(list: &'a [ListItem], level: usize, f: &mut dyn FnMut(&'a Block)) {
+        for item in list {
+            walk_blocks(&item.blocks, level, f);
+            if let Some(l) = item.list.as_ref().filter(|_| level < MAX_NESTING) {
+                items(&l.items, level + 1, f);
+            }
+        }
+    }
+    if depth > MAX_NESTING {
+        return;
+    }
     for block in blocks {
         f(block);
-        if let Block::Quote { blocks } = block {
-            if depth < MAX_NESTING {
-                walk_blocks(blocks, depth + 1, f);
-            }
+        match block {
+            Block::Quote { blocks } if depth < MAX_NESTING => walk_blocks(blocks, depth + 1, f),
+            Block::Bullets { items: list, .. } if depth < MAX_NESTING => items(list, depth + 1, f),
+            _ => {}
         }
     }
 }

@@ -432,23 +432,19 @@ fn emit(slide: &mut Slide, stack: &mut [Frame], block: Block, line: usize) -> Re
         None => slide.blocks.push(block),
         Some(Frame::Quote(blocks)) => blocks.push(block),
         Some(Frame::Item(item)) => match block {
-            Block::Text { text } if item.list.is_none() => {
+            _ if item.list.is_some() => {
+                return Err(Invalid(format!(
+                    "invalid markdown on line {line}: {} after a nested list in the same list item is not supported",
+                    kind(&block)
+                )))
+            }
+            Block::Text { text } if item.blocks.is_empty() => {
                 if !item.text.is_empty() {
                     item.text.push('\n');
                 }
                 item.text.push_str(&text);
             }
-            Block::Text { .. } => {
-                return Err(Invalid(format!(
-                    "invalid markdown on line {line}: text after a nested list in the same list item is not supported"
-                )))
-            }
-            other => {
-                return Err(Invalid(format!(
-                    "invalid markdown on line {line}: {} inside a list item is not supported (list items hold text and one nested list)",
-                    kind(&other)
-                )))
-            }
+            other => item.blocks.push(other),
         },
         Some(Frame::List { .. }) | Some(Frame::Table { .. }) => {
             return Err(Invalid(format!(
@@ -461,17 +457,28 @@ fn emit(slide: &mut Slide, stack: &mut [Frame], block: Block, line: usize) -> Re
 }
 
 /// Text collected so far belongs to the open list item (tight lists have no
-/// paragraphs).
-fn flush_item(stack: &mut [Frame], inline: &mut Inline) {
+/// paragraphs): its text, or a text block after its blocks.
+fn flush_item(stack: &mut [Frame], inline: &mut Inline, line: usize) -> Result<(), Invalid> {
     if let Some(Frame::Item(item)) = stack.last_mut() {
         let t = inline.take();
-        if !t.is_empty() {
+        if t.is_empty() {
+            return Ok(());
+        }
+        if item.list.is_some() {
+            return Err(Invalid(format!(
+                "invalid markdown on line {line}: text after a nested list in the same list item is not supported"
+            )));
+        }
+        if item.blocks.is_empty() {
             if !item.text.is_empty() {
                 item.text.push('\n');
             }
             item.text.push_str(&t);
+        } else {
+            item.blocks.push(Block::Text { text: t });
         }
     }
+    Ok(())
 }
 
 fn parse_slide(
@@ -500,6 +507,7 @@ fn parse_slide(
         let line = first_line + line_starts.partition_point(|&s| s <= range.start) - 1;
         match event {
             Event::Start(Tag::CodeBlock(kind)) => {
+                flush_item(&mut stack, &mut inline, line)?;
                 let lang = match kind {
                     CodeBlockKind::Fenced(l) if !l.trim().is_empty() => {
                         Some(l.split_whitespace().next().unwrap_or_default().to_owned())
@@ -597,7 +605,7 @@ fn parse_slide(
                 }
             }
             Event::Start(Tag::BlockQuote(_)) => {
-                flush_item(&mut stack, &mut inline);
+                flush_item(&mut stack, &mut inline, line)?;
                 if nesting(&stack) >= MAX_NESTING {
                     return Err(too_deep(line));
                 }
@@ -611,7 +619,7 @@ fn parse_slide(
                 }
             }
             Event::Start(Tag::List(first)) => {
-                flush_item(&mut stack, &mut inline);
+                flush_item(&mut stack, &mut inline, line)?;
                 if nesting(&stack) >= MAX_NESTING {
                     return Err(too_deep(line));
                 }
@@ -660,7 +668,7 @@ fn parse_slide(
                 }
             }
             Event::End(TagEnd::Item) => {
-                flush_item(&mut stack, &mut inline);
+                flush_item(&mut stack, &mut inline, line)?;
                 if let Some(Frame::Item(item)) = stack.pop() {
                     if let Some(Frame::List { items, .. }) = stack.last_mut() {
                         items.push(item);
@@ -668,12 +676,7 @@ fn parse_slide(
                 }
             }
             Event::Start(Tag::Table(aligns)) => {
-                flush_item(&mut stack, &mut inline);
-                if matches!(stack.last(), Some(Frame::Item(_))) {
-                    return Err(Invalid(format!(
-                        "invalid markdown on line {line}: a table inside a list item is not supported (list items hold text and one nested list)"
-                    )));
-                }
+                flush_item(&mut stack, &mut inline, line)?;
                 stack.push(Frame::Table {
                     align: aligns
                         .iter()
@@ -724,7 +727,10 @@ fn parse_slide(
                     emit(&mut slide, &mut stack, block, line)?;
                 }
             }
-            Event::Rule => emit(&mut slide, &mut stack, Block::Rule, line)?,
+            Event::Rule => {
+                flush_item(&mut stack, &mut inline, line)?;
+                emit(&mut slide, &mut stack, Block::Rule, line)?
+            }
             Event::Start(Tag::Image { dest_url, .. }) => {
                 if link.is_some() {
                     return Err(Invalid(format!(
@@ -1049,6 +1055,7 @@ mod tests {
                     ListItem {
                         text: "two".into(),
                         checked: None,
+                        blocks: Vec::new(),
                         list: Some(List {
                             items: vec!["nested".into()],
                             ordered: false,
@@ -1081,10 +1088,12 @@ mod tests {
             .unwrap_err()
             .0
             .contains("line 1: link"));
-        assert!(parse_markdown("# t\n\n- a\n\n  ```\n  code\n  ```\n")
-            .unwrap_err()
-            .0
-            .contains("line 5: a code block inside a list item"));
+        assert!(
+            parse_markdown("# t\n\n- a\n  - b\n\n  ```\n  code\n  ```\n")
+                .unwrap_err()
+                .0
+                .contains("line 6: a code block after a nested list")
+        );
         assert!(parse_markdown("<div>x</div>")
             .unwrap_err()
             .0
@@ -1117,6 +1126,7 @@ mod tests {
         ListItem {
             text: text.into(),
             checked: None,
+            blocks: Vec::new(),
             list,
         }
     }
@@ -1128,6 +1138,7 @@ mod tests {
             items: vec![ListItem {
                 text: "d".into(),
                 checked: Some(true),
+                blocks: Vec::new(),
                 list: None,
             }],
             ordered: false,
@@ -1238,6 +1249,36 @@ mod tests {
             crate::plain(text),
             "See the docs or https://x.org, old 2*3 [x]"
         );
+    }
+
+    #[test]
+    fn list_items_hold_blocks() {
+        let blocks = one(
+            "# t\n\n1. Install:\n   ```bash\n   cargo install plinth\n   ```\n   then run it\n2. Quote:\n   > wise\n",
+        );
+        let Block::Bullets { items, .. } = &blocks[0] else {
+            panic!("{blocks:?}")
+        };
+        assert_eq!(items[0].text, "Install:");
+        assert_eq!(
+            items[0].blocks,
+            vec![
+                Block::Code {
+                    language: Some("bash".into()),
+                    code: "cargo install plinth".into()
+                },
+                Block::Text {
+                    text: "then run it".into()
+                }
+            ]
+        );
+        assert!(matches!(&items[1].blocks[0], Block::Quote { .. }));
+        // Blocks count towards the slide's limit and the nesting bound.
+        let deep = format!("# t\n\n{}x\n", "- > ".repeat(5));
+        assert!(parse_markdown(&deep)
+            .unwrap_err()
+            .0
+            .contains("nest at most"));
     }
 
     #[test]
