@@ -733,7 +733,7 @@ fn code_is_highlighted_in_every_format() {
 fn bench_rich_deck() {
     use std::time::Instant;
     let t = Instant::now();
-    crate::highlight::warm_up();
+    crate::highlight::highlight("x", Some("txt"), false);
     let load = t.elapsed();
     let src = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -763,6 +763,45 @@ fn bench_rich_deck() {
             },
         );
     }
+    // Highlighting alone: cold (each language's patterns compile on first use), then warm.
+    let code: Vec<(String, Option<String>)> = deck
+        .slides
+        .iter()
+        .flat_map(|s| s.blocks.iter())
+        .filter_map(|b| match b {
+            Block::Code { code, language } => Some((code.clone(), language.clone())),
+            _ => None,
+        })
+        .collect();
+    for (c, l) in &code {
+        let t = Instant::now();
+        crate::highlight::highlight(c, l.as_deref(), false).unwrap();
+        eprintln!(
+            "  {:?} cold {:.1} ms",
+            l,
+            t.elapsed().as_secs_f64() * 1000.0
+        );
+    }
+    let mut hl = Vec::new();
+    for _ in 0..2 {
+        let t = Instant::now();
+        for (c, l) in &code {
+            crate::highlight::highlight(c, l.as_deref(), false).unwrap();
+        }
+        hl.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    eprintln!(
+        "highlighting {} code blocks again: {:.1} ms, {:.1} ms",
+        code.len(),
+        hl[0],
+        hl[1]
+    );
+    let t = Instant::now();
+    crate::highlight::warm_up();
+    eprintln!(
+        "warm_up (16 languages, 5 of them already compiled): {:.1} ms",
+        t.elapsed().as_secs_f64() * 1000.0
+    );
     let mut pdf_ms = Vec::new();
     for _ in 0..7 {
         let t = Instant::now();
