@@ -834,7 +834,9 @@ fn check_marks(at: &str, text: &str) -> Result<(), Invalid> {
 pub fn link_allowed(url: &str) -> bool {
     let lower = url.to_ascii_lowercase();
     LINK_SCHEMES.iter().any(|s| lower.starts_with(s))
-        && !url.chars().any(|c| c.is_control() || c.is_whitespace())
+        && !url
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || matches!(c, '\\' | '"' | '<' | '>'))
 }
 
 /// Calls `f` on every block, nested ones included, in document order; stops
@@ -1219,6 +1221,10 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.0.contains("not allowed"), "{e}");
+        for url in ["https://a\\", "https://a\"b", "https://a<b"] {
+            assert!(!link_allowed(url), "{url}");
+        }
+        assert!(link_allowed("HTTPS://example.com/a_%28b%29?q=1#x"));
         let e = Deck::from_json(
             json!({"slides":[{"blocks":[{"type":"table","header":["a","b"],"rows":[["1"]]}]}]}),
         )

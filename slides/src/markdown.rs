@@ -389,6 +389,10 @@ fn encode_url(url: &str) -> String {
             ')' => out.push_str("%29"),
             '[' => out.push_str("%5B"),
             ']' => out.push_str("%5D"),
+            '"' => out.push_str("%22"),
+            '<' => out.push_str("%3C"),
+            '>' => out.push_str("%3E"),
+            '\\' => out.push_str("%5C"),
             c => out.push(c),
         }
     }
@@ -1279,6 +1283,19 @@ mod tests {
             .unwrap_err()
             .0
             .contains("nest at most"));
+    }
+
+    #[test]
+    fn ragged_table_rows_are_evened_out() {
+        let blocks = one("# t\n\n| a | b |\n|--|--|\n| 1 |\n| 1 | 2 | 3 |\n");
+        assert_eq!(
+            blocks,
+            vec![Block::Table {
+                align: vec![],
+                header: vec!["a".into(), "b".into()],
+                rows: vec![vec!["1".into(), "".into()], vec!["1".into(), "2".into()]],
+            }]
+        );
     }
 
     #[test]
