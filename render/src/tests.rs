@@ -868,3 +868,50 @@ fn list_items_with_blocks_render_in_their_column() {
     );
     assert!(html.contains("<blockquote>\n<p>small steps</p>"));
 }
+
+/// A Marp-style deck that names its images by file, resolved the way a CLI or the
+/// server would (a closure that borrows its own table).
+#[test]
+fn marp_style_fixture_renders_with_file_images() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/decks");
+    let files = [
+        ("chart.png", "6f1c2a3e-0000-4000-8000-00000000000a"),
+        ("photo.jpg", "6f1c2a3e-0000-4000-8000-00000000000b"),
+    ];
+    let table: Vec<(String, String)> = files
+        .iter()
+        .map(|(f, id)| (f.to_string(), id.to_string()))
+        .collect();
+    let resolve = |name: &str| {
+        table
+            .iter()
+            .find(|(f, _)| f == name)
+            .map(|(_, id)| id.clone())
+    };
+    let opts = plinth_slides::ParseOptions {
+        resolve_image: Some(&resolve),
+    };
+    let src = std::fs::read_to_string(format!("{dir}/marp-style.md")).unwrap();
+    let (deck, warnings) = plinth_slides::parse_markdown_report(&src, &opts).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let mut images = Images::new();
+    for (file, id) in files {
+        let bytes = std::fs::read(format!("{dir}/{file}")).unwrap();
+        let mime = inspect_image(&bytes).unwrap().mime.to_owned();
+        images.insert(id.into(), Image { mime, bytes });
+    }
+    assert_eq!(deck.asset_ids().len(), 2);
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    if let Some(text) = pdftotext(&pdf) {
+        for needle in [
+            "Roadmap 2027",
+            "Split background",
+            "Confidential",
+            "nested point",
+        ] {
+            assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+        }
+    }
+    let html = deck_html(&deck, &images);
+    assert_eq!(html.matches("class=\"bg\"").count(), 2);
+}

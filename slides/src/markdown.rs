@@ -10,7 +10,7 @@ use crate::{
 };
 
 /// Maps an image reference to an asset id.
-pub type ResolveImage = dyn Fn(&str) -> Option<String>;
+pub type ResolveImage<'a> = dyn Fn(&str) -> Option<String> + 'a;
 
 /// How a markdown deck is read.
 #[derive(Default, Clone, Copy)]
@@ -18,7 +18,7 @@ pub struct ParseOptions<'a> {
     /// Maps an image reference that is not `asset:<asset id>` (a file name such as
     /// `chart.png`) to an asset id; without it, or when it answers `None`, the image is
     /// refused with its line.
-    pub resolve_image: Option<&'a ResolveImage>,
+    pub resolve_image: Option<&'a ResolveImage<'a>>,
 }
 
 pub fn parse_markdown(source: &str) -> Result<Deck, Invalid> {
