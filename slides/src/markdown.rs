@@ -50,6 +50,8 @@ pub fn parse_markdown_report(
     let mut first_local = Directives::default();
     if let Some(end) = front_matter_end(&lines) {
         let mut marp_theme = None;
+        let mut unknown_theme: Option<(usize, String)> = None;
+        let mut is_marp = false;
         for (n, line) in lines.iter().enumerate().take(end).skip(1) {
             let at = n + 1;
             if line.starts_with([' ', '\t', '-', '#']) || line.trim().is_empty() {
@@ -75,13 +77,9 @@ pub fn parse_markdown_report(
                     "light" => deck.theme = Theme::Light,
                     "dark" => deck.theme = Theme::Dark,
                     "default" | "gaia" | "uncover" => marp_theme = Some(value.clone()),
-                    other => {
-                        return Err(bad(&format!(
-                        "unknown theme `{other}` (light, dark, or Marp's default, gaia, uncover)"
-                    )))
-                    }
+                    other => unknown_theme = Some((at, other.to_owned())),
                 },
-                "marp" => {}
+                "marp" => is_marp = yes_no(&value) == Some(true),
                 "paginate" => {
                     deck.paginate =
                         yes_no(&value).ok_or_else(|| bad("paginate is true or false"))?
@@ -131,6 +129,19 @@ pub fn parse_markdown_report(
                 other => warnings.push(format!(
                     "front matter line {at}: `{other}` is not supported and has no effect"
                 )),
+            }
+        }
+        if let Some((at, name)) = unknown_theme {
+            // A Marp deck with a custom theme still imports (Marp falls back to its
+            // default too); elsewhere an unknown theme is a mistake worth a 400.
+            if is_marp {
+                warnings.push(format!(
+                    "front matter line {at}: theme `{name}` is not one plinth has; the deck uses light"
+                ));
+            } else {
+                return Err(Invalid(format!(
+                    "front matter line {at}: unknown theme `{name}` (light, dark, or Marp's default, gaia, uncover)"
+                )));
             }
         }
         match marp_theme.as_deref() {
@@ -1496,6 +1507,13 @@ Say hello first.
             .unwrap_err()
             .0
             .contains("line 2"));
+        let (deck, warnings) = parse_markdown_report(
+            "---\ntheme: corporate\nmarp: true\n---\n# x",
+            &ParseOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(deck.theme, Theme::Light);
+        assert!(warnings[0].contains("`corporate`"), "{warnings:?}");
         assert!(
             parse_markdown("# x\n\n<!-- backgroundColor: notacolour -->")
                 .unwrap_err()
