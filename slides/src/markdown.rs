@@ -475,6 +475,20 @@ fn emit(slide: &mut Slide, stack: &mut [Frame], block: Block, line: usize) -> Re
 /// paragraphs): its text, or a text block after its blocks.
 fn flush_item(stack: &mut [Frame], inline: &mut Inline, line: usize) -> Result<(), Invalid> {
     if let Some(Frame::Item(item)) = stack.last_mut() {
+        if !inline.other && !inline.images.is_empty() && item.list.is_none() {
+            // An item that is only images (`- ![w:200](a.png)`): image blocks in it.
+            for (asset_id, alt, width, height) in std::mem::take(&mut inline.images) {
+                let alt = alt.trim().to_owned();
+                item.blocks.push(Block::Image {
+                    asset_id,
+                    alt: (!alt.is_empty()).then_some(alt),
+                    width,
+                    height,
+                });
+            }
+            inline.take();
+            return Ok(());
+        }
         let t = inline.take();
         if t.is_empty() {
             return Ok(());
@@ -595,10 +609,7 @@ fn parse_slide(
                 }
             }
             Event::End(TagEnd::Paragraph) => {
-                let in_text = matches!(
-                    stack.last(),
-                    Some(Frame::Item(_)) | Some(Frame::Table { .. })
-                );
+                let in_text = matches!(stack.last(), Some(Frame::Table { .. }));
                 if !inline.other && !inline.images.is_empty() && !in_text {
                     // A paragraph of images only: image blocks.
                     for (asset_id, alt, width, height) in std::mem::take(&mut inline.images) {
@@ -1340,6 +1351,19 @@ mod tests {
         assert_eq!(img[0].text, "c");
         let deck = parse_markdown(&format!("# t\n\n- ![d](asset:{id}) item\n")).unwrap();
         assert_eq!(deck.asset_ids(), vec![id.to_owned()]);
+        // An item that is only an image holds it as a block, sized as written.
+        let blocks = one(&format!("# t\n\n- ![w:200](asset:{id})\n- text\n"));
+        let Block::Bullets { items, .. } = &blocks[0] else {
+            panic!("{blocks:?}")
+        };
+        assert!(matches!(
+            &items[0].blocks[..],
+            [Block::Image {
+                width: Some(300),
+                ..
+            }]
+        ));
+        assert_eq!(items[0].text, "");
         // File names resolve only through the caller's resolver.
         assert!(parse_markdown("![](chart.png)").is_err());
         let resolve = |name: &str| (name == "chart.png").then(|| id.to_owned());
