@@ -342,7 +342,8 @@ fn backgrounds_html(out: &mut String, slide: &Slide, images: &Images) -> (u32, u
             .filter(|b| b.position == position)
             .collect();
         let Some(first) = bgs.first() else { continue };
-        let share = first.split.unwrap_or(50).clamp(10, 90) as u32;
+        let share = (first.split.unwrap_or(50).clamp(10, 90) as u32)
+            .min(90u32.saturating_sub(left + right));
         let start = if position == BackgroundPosition::Left {
             left += share;
             left - share

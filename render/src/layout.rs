@@ -117,7 +117,10 @@ pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Pag
             .filter(|b| b.position == position)
             .collect();
         let Some(first) = bgs.first() else { continue };
-        let share = width * first.split.unwrap_or(50).clamp(10, 90) as f32 / 100.0;
+        // The content keeps at least a tenth of the width whatever the splits add up to.
+        let share = (width * first.split.unwrap_or(50).clamp(10, 90) as f32 / 100.0)
+            .min(content.1 - content.0 - width * 0.1)
+            .max(0.0);
         let (x0, x1) = if position == BackgroundPosition::Left {
             let area = (content.0, content.0 + share);
             content.0 += share;

@@ -915,3 +915,52 @@ fn marp_style_fixture_renders_with_file_images() {
     let html = deck_html(&deck, &images);
     assert_eq!(html.matches("class=\"bg\"").count(), 2);
 }
+
+/// Documents at the edges of what validation accepts render without panicking and
+/// keep their text on the page.
+#[test]
+fn edge_documents_render() {
+    let id = LOGO;
+    let wide: Vec<String> = (0..30).map(|i| format!("column{i}withalongword")).collect();
+    let item = |depth: usize| {
+        (0..depth).fold(serde_json::json!("leaf"), |inner, _| {
+            serde_json::json!({"text": "", "blocks": [{"type": "code", "code": "x"}],
+                               "list": {"items": [inner]}})
+        })
+    };
+    let docs = [
+        serde_json::json!({"slides": [{"blocks": [{"type": "table", "header": wide, "rows": [wide.clone()]}]}]}),
+        serde_json::json!({"slides": [{"blocks": [{"type": "table", "header": [""], "rows": [[""]]}]}]}),
+        serde_json::json!({"slides": [{"blocks": [{"type": "bullets", "items": [item(7)]}]}]}),
+        serde_json::json!({"aspect": "4:3", "paginate": true, "header": "h", "footer": "f", "slides": [
+            {"backgrounds": [
+                {"asset_id": id, "position": "left", "split": 90},
+                {"asset_id": id, "position": "right", "split": 90},
+                {"asset_id": id}, {"asset_id": id, "fit": "contain"}],
+             "blocks": [{"type": "text", "text": "squeezed ![i](asset:6f1c2a3e-0000-4000-8000-000000000001) [l](https://x.y)"}]}]}),
+        serde_json::json!({"slides": [{"layout": "title", "title": "[T](https://t.example) `c` ~~s~~", "blocks": [
+            {"type": "image", "asset_id": id, "width": 8192, "height": 1},
+            {"type": "image", "asset_id": "6f1c2a3e-0000-4000-8000-0000000000ff", "width": 10},
+            {"type": "quote", "blocks": [{"type": "table", "header": ["a"], "rows": []}, {"type": "rule"}]},
+            {"type": "code", "language": "rust", "code": "\t\u{7}fn x() {}\n".repeat(60)}]}]}),
+    ];
+    let (_, images) = sample();
+    for doc in docs {
+        let deck = Deck::from_json(doc.clone()).unwrap_or_else(|e| panic!("{e}: {doc}"));
+        for slide in visible(&deck) {
+            let size = deck_size(&deck, Size::default());
+            let page = layout::page(&deck, slide, &image::natural_sizes(slide, &images), size);
+            for item in &page.items {
+                if let layout::Item::Text { y, x, .. } = item {
+                    assert!(
+                        *y <= page.height && *x >= 0.0 && *x <= page.width,
+                        "{doc}: text at {x},{y}"
+                    );
+                }
+            }
+            slide_png(&deck, slide, &images, Size::default()).unwrap();
+        }
+        deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+        deck_html(&deck, &images);
+    }
+}
