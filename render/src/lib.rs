@@ -4,6 +4,7 @@
 //! PDF writers only translate its display list, so both outputs look the same. Fonts
 //! are the DejaVu faces embedded in the binary ([`fonts`]); system fonts are never used.
 
+mod coverage;
 mod fonts;
 mod highlight;
 mod html;
@@ -17,6 +18,7 @@ use std::collections::HashMap;
 
 use plinth_slides::{Aspect, Deck, Slide};
 
+pub use crate::coverage::{missing_glyphs, MissingGlyphs};
 pub use crate::highlight::{knows as highlights_language, warm_up as warm_up_highlighting};
 pub use crate::image::{inspect_image, ImageInfo, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE};
 
