@@ -2,7 +2,9 @@
 //! front matter sets the deck title and theme, HTML comments carry notes and directives.
 //! Each slide's body is CommonMark, parsed with pulldown-cmark.
 
-use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{
+    Alignment, CodeBlockKind, Event, HeadingLevel, LinkType, Options, Parser, Tag, TagEnd,
+};
 
 use crate::{
     Align, Aspect, Background, BackgroundFit, BackgroundPosition, Block, Deck, Invalid, Layout,
@@ -574,8 +576,15 @@ fn parse_slide(
             }
             Event::SoftBreak => inline.text.push(' '),
             Event::HardBreak => inline.text.push('\n'),
-            Event::Start(Tag::Link { dest_url, .. }) => {
-                let url = encode_url(&dest_url);
+            Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                ..
+            }) => {
+                let mut url = encode_url(&dest_url);
+                if link_type == LinkType::Email && !url.starts_with("mailto:") {
+                    url.insert_str(0, "mailto:");
+                }
                 if !crate::link_allowed(&url) {
                     return Err(Invalid(format!(
                         "invalid markdown on line {line}: link `{dest_url}` is not supported (links go to http, https or mailto addresses)"
@@ -1271,6 +1280,13 @@ mod tests {
             ]
         );
         assert!(spans.iter().any(|s| s.strike && s.text == "old"));
+        let blocks = one("# t\n\nWrite to <team@example.com>.\n");
+        let Block::Text { text: mail } = &blocks[0] else {
+            panic!()
+        };
+        assert!(crate::spans(mail)
+            .iter()
+            .any(|s| s.link.as_deref() == Some("mailto:team@example.com")));
         assert_eq!(
             crate::plain(text),
             "See the docs or https://x.org, old 2*3 [x]"
