@@ -5,11 +5,14 @@
 use std::fmt::Write;
 
 use base64::Engine;
-use plinth_slides::{spans, Block, Deck, Layout, Theme};
+use plinth_slides::{
+    link_allowed, spans, Align, Aspect, Background, BackgroundFit, BackgroundPosition, Block, Deck,
+    Layout, ListItem, Slide, Theme, MAX_NESTING,
+};
 
 use crate::image::format_of;
-use crate::layout::palette;
-use crate::{visible, Images};
+use crate::layout::{palette, slide_palette};
+use crate::{visible, Image, Images};
 
 pub fn render(deck: &Deck, images: &Images) -> String {
     let pal = palette(deck.theme);
@@ -23,18 +26,29 @@ pub fn render(deck: &Deck, images: &Images) -> String {
     out.push_str("</title>\n<style>\n");
     let _ = write!(
         out,
-        r#":root {{ color-scheme: {scheme}; --bg: {bg}; --text: {text}; --title: {title}; --accent: {accent}; --code-bg: {code_bg}; --code-text: {code_text}; --inline-code-bg: {inline}; --muted: {muted}; }}
+        r#":root {{ color-scheme: {scheme}; --bg: {bg}; --text: {text}; --title: {title}; --accent: {accent}; --code-bg: {code_bg}; --code-text: {code_text}; --inline-code-bg: {inline}; --muted: {muted}; --stripe: {stripe}; --rule: {rule}; --quote-bar: {quote_bar}; }}
 html {{ scroll-snap-type: y mandatory; background: #0b0d10; }}
 body {{ margin: 0; }}
 main {{ display: flex; flex-direction: column; align-items: center; gap: 2vh; padding: 2vh 0; }}
-section.slide {{ scroll-snap-align: center; width: min(96vw, calc(96vh * 16 / 9)); aspect-ratio: 16 / 9; container-type: inline-size; background: var(--bg); color: var(--text); overflow: hidden; box-shadow: 0 2px 12px rgba(0,0,0,.4); }}
-.frame {{ --u: calc(100cqw / 1920); box-sizing: border-box; height: 100%; padding: calc(80 * var(--u)) calc(110 * var(--u)); display: flex; flex-direction: column; gap: calc(30 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(34 * var(--u)); line-height: 1.35; }}
+section.slide {{ position: relative; scroll-snap-align: center; width: min(96vw, calc(96vh * {aw} / {ah})); aspect-ratio: {aw} / {ah}; container-type: inline-size; background: var(--bg); color: var(--text); overflow: hidden; box-shadow: 0 2px 12px rgba(0,0,0,.4); }}
+section.slide > * {{ --u: calc(100cqw / {units}); }}
+.bg {{ position: absolute; top: 0; bottom: 0; background-position: center; background-repeat: no-repeat; }}
+.chrome {{ position: absolute; left: calc(110 * var(--u)); right: calc(110 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(24 * var(--u)); line-height: 1.2; color: var(--muted); white-space: nowrap; overflow: hidden; }}
+header.chrome {{ top: calc(26 * var(--u)); }}
+footer.chrome {{ bottom: calc(26 * var(--u)); }}
+.page-number {{ position: absolute; right: calc(110 * var(--u)); bottom: calc(26 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(24 * var(--u)); color: var(--muted); }}
+figure.sized {{ flex: 0 0 auto; align-self: flex-start; max-width: 100%; }}
+.layout-title figure.sized {{ align-self: center; }}
+figure.sized img {{ width: 100%; height: 100%; }}
+.frame {{ position: absolute; top: 0; bottom: 0; box-sizing: border-box; padding: calc(80 * var(--u)) calc(110 * var(--u)); display: flex; flex-direction: column; gap: calc(30 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(34 * var(--u)); line-height: 1.35; }}
 .layout-title .frame {{ justify-content: center; text-align: center; }}
 h1 {{ margin: 0 0 calc(16 * var(--u)); font-size: calc(60 * var(--u)); line-height: 1.2; color: var(--title); }}
 .layout-title h1 {{ font-size: calc(84 * var(--u)); }}
 h1::after {{ content: ""; display: block; width: calc(96 * var(--u)); height: calc(6 * var(--u)); margin-top: calc(16 * var(--u)); border-radius: calc(3 * var(--u)); background: var(--accent); }}
 .layout-title h1::after {{ margin-left: auto; margin-right: auto; }}
-h2 {{ margin: 0; font-size: calc(46 * var(--u)); line-height: 1.2; }}
+h2, h3, h4, h5, h6 {{ margin: 0; font-size: calc(46 * var(--u)); line-height: 1.2; }}
+h3 {{ font-size: calc(40 * var(--u)); }}
+h4, h5, h6 {{ font-size: calc(36 * var(--u)); }}
 p {{ margin: 0; white-space: pre-line; }}
 ul, ol {{ margin: 0; padding-left: calc(60 * var(--u)); display: flex; flex-direction: column; gap: calc(12 * var(--u)); }}
 .layout-title ul, .layout-title ol {{ align-self: center; text-align: left; }}
@@ -44,6 +58,19 @@ pre {{ margin: 0; padding: calc(26 * var(--u)); background: var(--code-bg); bord
 pre code {{ background: none; padding: 0; }}
 figure {{ margin: 0; flex: 1 1 0; min-height: calc(160 * var(--u)); display: flex; justify-content: center; }}
 figure img {{ max-width: 100%; max-height: 100%; object-fit: contain; }}
+li > ul, li > ol {{ margin-top: calc(10 * var(--u)); font-size: 0.9em; }}
+.item-blocks {{ display: flex; flex-direction: column; gap: calc(10 * var(--u)); margin-top: calc(10 * var(--u)); font-size: 0.9em; }}
+li.task {{ list-style: none; margin-left: -1.2em; }}
+li.task input {{ width: .8em; height: .8em; margin: 0 .35em 0 0; accent-color: var(--accent); vertical-align: -0.05em; }}
+blockquote {{ margin: 0; padding: calc(10 * var(--u)) 0 calc(10 * var(--u)) calc(38 * var(--u)); border-left: calc(8 * var(--u)) solid var(--quote-bar); display: flex; flex-direction: column; gap: calc(18 * var(--u)); text-align: left; }}
+table {{ border-collapse: collapse; font-size: calc(31 * var(--u)); line-height: 1.3; align-self: flex-start; }}
+.layout-title table {{ align-self: center; }}
+th, td {{ padding: calc(9 * var(--u)) calc(17 * var(--u)); text-align: left; border-bottom: calc(1 * var(--u)) solid var(--rule); }}
+th {{ background: var(--code-bg); color: var(--title); border-bottom: calc(3 * var(--u)) solid var(--accent); }}
+tbody tr:nth-child(even) {{ background: var(--stripe); }}
+hr {{ width: 100%; border: 0; height: calc(3 * var(--u)); background: var(--muted); margin: calc(8 * var(--u)) 0; }}
+a {{ color: var(--accent); }}
+img.inline {{ height: 1em; vertical-align: -0.15em; margin: 0 .08em; }}
 .missing {{ flex: 0 0 auto; padding: calc(30 * var(--u)); background: var(--code-bg); color: var(--muted); font-style: italic; border-radius: calc(12 * var(--u)); }}
 @media print {{ html {{ background: none; }} main {{ padding: 0; gap: 0; }} section.slide {{ width: 100vw; box-shadow: none; break-after: page; }} }}
 </style>
@@ -69,6 +96,24 @@ figure img {{ max-width: 100%; max-height: 100%; object-fit: contain; }}
         code_text = pal.code_text.hex(),
         inline = pal.inline_code_bg.hex(),
         muted = pal.muted.hex(),
+        stripe = pal.stripe.hex(),
+        rule = pal.rule.hex(),
+        quote_bar = pal.quote_bar.hex(),
+        aw = if deck.aspect == Some(Aspect::Standard) {
+            4
+        } else {
+            16
+        },
+        ah = if deck.aspect == Some(Aspect::Standard) {
+            3
+        } else {
+            9
+        },
+        units = if deck.aspect == Some(Aspect::Standard) {
+            1440
+        } else {
+            1920
+        },
     );
 
     for (i, slide) in visible(deck).into_iter().enumerate() {
@@ -78,72 +123,61 @@ figure img {{ max-width: 100%; max-height: 100%; object-fit: contain; }}
         };
         let _ = write!(
             out,
-            "<section class=\"slide {layout}\" id=\"slide-{}\" aria-label=\"Slide {}\">\n<div class=\"frame\">\n",
+            "<section class=\"slide {layout}\" id=\"slide-{}\" aria-label=\"Slide {}\"",
             i + 1,
             i + 1
         );
+        // The slide's own colours (a theme of its own, or set colours) as variables.
+        let own = slide_palette(deck, slide);
+        if slide.theme.is_some()
+            || slide.background_color.is_some()
+            || slide.color.is_some()
+            || deck.background_color.is_some()
+            || deck.color.is_some()
+        {
+            let _ = write!(
+                out,
+                " style=\"--bg: {}; --text: {}; --title: {}; --accent: {}; --code-bg: {}; --code-text: {}; --inline-code-bg: {}; --muted: {}; --stripe: {}; --rule: {}; --quote-bar: {};\"",
+                own.background.hex(),
+                own.text.hex(),
+                own.title.hex(),
+                own.accent.hex(),
+                own.code_bg.hex(),
+                own.code_text.hex(),
+                own.inline_code_bg.hex(),
+                own.muted.hex(),
+                own.stripe.hex(),
+                own.rule.hex(),
+                own.quote_bar.hex(),
+            );
+        }
+        out.push_str(">\n");
+        let (left, right) = backgrounds_html(&mut out, slide, images);
+        let _ = writeln!(
+            out,
+            "<div class=\"frame\" style=\"left: {left}%; right: {right}%\">"
+        );
         if let Some(title) = slide.title.as_deref().filter(|t| !t.trim().is_empty()) {
             out.push_str("<h1>");
-            marked(&mut out, title);
+            marked(&mut out, title, images);
             out.push_str("</h1>\n");
         }
-        for block in &slide.blocks {
-            match block {
-                Block::Heading { text } => {
-                    out.push_str("<h2>");
-                    marked(&mut out, text);
-                    out.push_str("</h2>\n");
-                }
-                Block::Text { text } => {
-                    out.push_str("<p>");
-                    marked(&mut out, text);
-                    out.push_str("</p>\n");
-                }
-                Block::Bullets { items, ordered } => {
-                    let tag = if *ordered { "ol" } else { "ul" };
-                    let _ = write!(out, "<{tag}>");
-                    for item in items {
-                        out.push_str("<li>");
-                        marked(&mut out, item);
-                        out.push_str("</li>");
-                    }
-                    let _ = writeln!(out, "</{tag}>");
-                }
-                Block::Code { code, language } => {
-                    out.push_str("<pre><code");
-                    if let Some(lang) = language.as_deref().filter(|l| !l.is_empty()) {
-                        out.push_str(" class=\"language-");
-                        escape_into(&mut out, lang);
-                        out.push('"');
-                    }
-                    out.push('>');
-                    escape_into(&mut out, code.trim_end_matches('\n'));
-                    out.push_str("</code></pre>\n");
-                }
-                Block::Image { asset_id, alt } => {
-                    let alt = alt.as_deref().unwrap_or("");
-                    match images.get(asset_id) {
-                        Some(image) => {
-                            let mime = format_of(image).map_or(image.mime.as_str(), |f| f.mime());
-                            out.push_str("<figure><img alt=\"");
-                            escape_into(&mut out, alt);
-                            out.push_str("\" src=\"data:");
-                            escape_into(&mut out, mime);
-                            out.push_str(";base64,");
-                            base64::engine::general_purpose::STANDARD
-                                .encode_string(&image.bytes, &mut out);
-                            out.push_str("\"></figure>\n");
-                        }
-                        None => {
-                            out.push_str("<div class=\"missing\">[image: ");
-                            escape_into(&mut out, if alt.is_empty() { "unavailable" } else { alt });
-                            out.push_str("]</div>\n");
-                        }
-                    }
-                }
+        blocks_html(&mut out, &slide.blocks, images, 0, own.dark);
+        out.push_str("</div>\n");
+        for (text, tag) in [
+            (slide.header.as_ref().or(deck.header.as_ref()), "header"),
+            (slide.footer.as_ref().or(deck.footer.as_ref()), "footer"),
+        ] {
+            if let Some(text) = text.filter(|t| !t.trim().is_empty()) {
+                let _ = write!(out, "<{tag} class=\"chrome\">");
+                marked(&mut out, text, images);
+                let _ = writeln!(out, "</{tag}>");
             }
         }
-        out.push_str("</div>\n</section>\n");
+        if slide.paginate.unwrap_or(deck.paginate) {
+            let _ = writeln!(out, "<span class=\"page-number\">{}</span>", i + 1);
+        }
+        out.push_str("</section>\n");
     }
 
     // Arrow keys, Page Up/Down and space move a slide at a time; scrolling snaps too.
@@ -178,12 +212,277 @@ figure img {{ max-width: 100%; max-height: 100%; object-fit: contain; }}
     out
 }
 
-/// Inline marks as `<strong>`, `<em>` and `<code>`.
-fn marked(out: &mut String, text: &str) {
+fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize, dark: bool) {
+    for block in blocks {
+        match block {
+            Block::Heading { text, level } => {
+                // h1 is the slide title; headings in the body are h2 to h6.
+                let h = level.unwrap_or(2).clamp(2, 6);
+                let _ = write!(out, "<h{h}>");
+                marked(out, text, images);
+                let _ = writeln!(out, "</h{h}>");
+            }
+            Block::Text { text } => {
+                out.push_str("<p>");
+                marked(out, text, images);
+                out.push_str("</p>\n");
+            }
+            Block::Bullets {
+                items,
+                ordered,
+                start,
+            } => list_html(out, items, (*ordered, *start), images, depth + 1, dark),
+            Block::Code { code, language } => {
+                out.push_str("<pre><code");
+                if let Some(lang) = language.as_deref().filter(|l| !l.is_empty()) {
+                    out.push_str(" class=\"language-");
+                    escape_into(out, lang);
+                    out.push('"');
+                }
+                out.push('>');
+                match crate::highlight::highlight(code, language.as_deref(), dark) {
+                    Some(lines) => {
+                        for (i, line) in lines.iter().enumerate() {
+                            if i > 0 {
+                                out.push('\n');
+                            }
+                            for (colour, text) in line {
+                                let _ = write!(out, "<span style=\"color:{}\">", colour.hex());
+                                escape_into(out, text);
+                                out.push_str("</span>");
+                            }
+                        }
+                    }
+                    None => escape_into(out, code.trim_end_matches('\n')),
+                }
+                out.push_str("</code></pre>\n");
+            }
+            Block::Image {
+                asset_id,
+                alt,
+                width,
+                height,
+            } => {
+                let alt = alt.as_deref().unwrap_or("");
+                match images.get(asset_id) {
+                    Some(image) if width.is_some() || height.is_some() => {
+                        // Sized like the layout: slide pixels in units of the slide.
+                        out.push_str("<figure class=\"sized\" style=\"");
+                        if let Some(w) = width {
+                            let _ = write!(out, "width:calc({w} * var(--u));");
+                        }
+                        if let Some(h) = height {
+                            let _ = write!(out, "height:calc({h} * var(--u));");
+                        }
+                        out.push_str("\">");
+                        img(out, image, alt, None);
+                        out.push_str("</figure>\n");
+                    }
+                    Some(image) => {
+                        out.push_str("<figure>");
+                        img(out, image, alt, None);
+                        out.push_str("</figure>\n");
+                    }
+                    None => {
+                        out.push_str("<div class=\"missing\">[image: ");
+                        escape_into(out, if alt.is_empty() { "unavailable" } else { alt });
+                        out.push_str("]</div>\n");
+                    }
+                }
+            }
+            Block::Quote { blocks } => {
+                out.push_str("<blockquote>\n");
+                if depth < MAX_NESTING {
+                    blocks_html(out, blocks, images, depth + 1, dark);
+                }
+                out.push_str("</blockquote>\n");
+            }
+            Block::Table {
+                align,
+                header,
+                rows,
+            } => {
+                let style = |c: usize| match align.get(c).copied().unwrap_or_default() {
+                    Align::Center => " style=\"text-align:center\"",
+                    Align::Right => " style=\"text-align:right\"",
+                    Align::Left | Align::Auto => "",
+                };
+                out.push_str("<table>\n<thead><tr>");
+                for (c, cell) in header.iter().enumerate() {
+                    let _ = write!(out, "<th{}>", style(c));
+                    marked(out, cell, images);
+                    out.push_str("</th>");
+                }
+                out.push_str("</tr></thead>\n<tbody>\n");
+                for row in rows {
+                    out.push_str("<tr>");
+                    for (c, cell) in row.iter().enumerate() {
+                        let _ = write!(out, "<td{}>", style(c));
+                        marked(out, cell, images);
+                        out.push_str("</td>");
+                    }
+                    out.push_str("</tr>\n");
+                }
+                out.push_str("</tbody>\n</table>\n");
+            }
+            Block::Rule => out.push_str("<hr>\n"),
+        }
+    }
+}
+
+/// Background images as absolutely placed boxes; answers the content's left and right
+/// insets in percent of the slide width.
+fn backgrounds_html(out: &mut String, slide: &Slide, images: &Images) -> (u32, u32) {
+    let (mut left, mut right) = (0u32, 0u32);
+    let mut boxes: Vec<(u32, u32, &Background)> = Vec::new();
+    for position in [BackgroundPosition::Left, BackgroundPosition::Right] {
+        let bgs: Vec<&Background> = slide
+            .backgrounds
+            .iter()
+            .filter(|b| b.position == position)
+            .collect();
+        let Some(first) = bgs.first() else { continue };
+        let share = (first.split.unwrap_or(50).clamp(10, 90) as u32)
+            .min(90u32.saturating_sub(left + right));
+        let start = if position == BackgroundPosition::Left {
+            left += share;
+            left - share
+        } else {
+            right += share;
+            100 - right
+        };
+        let n = bgs.len() as u32;
+        for (i, bg) in bgs.into_iter().enumerate() {
+            boxes.push((start + share * i as u32 / n, share / n, bg));
+        }
+    }
+    let full: Vec<&Background> = slide
+        .backgrounds
+        .iter()
+        .filter(|b| b.position == BackgroundPosition::Full)
+        .collect();
+    let n = full.len() as u32;
+    let mut all: Vec<(u32, u32, &Background)> = full
+        .into_iter()
+        .enumerate()
+        .map(|(i, bg)| (100 * i as u32 / n, 100 / n, bg))
+        .collect();
+    all.extend(boxes);
+    for (x, w, bg) in all {
+        let Some(image) = images.get(&bg.asset_id) else {
+            continue;
+        };
+        let mime = format_of(image).map_or(image.mime.as_str(), |f| f.mime());
+        let fit = match bg.fit {
+            BackgroundFit::Cover => "cover",
+            BackgroundFit::Contain => "contain",
+        };
+        let _ = write!(
+            out,
+            "<div class=\"bg\" style=\"left: {x}%; width: {w}%; background-size: {fit}; background-image: url(data:"
+        );
+        escape_into(out, mime);
+        out.push_str(";base64,");
+        base64::engine::general_purpose::STANDARD.encode_string(&image.bytes, out);
+        out.push_str(")\"></div>\n");
+    }
+    (left, right)
+}
+
+/// A list at `depth` (the quotes and lists it sits in, itself included; bounded).
+fn list_html(
+    out: &mut String,
+    items: &[ListItem],
+    (ordered, start): (bool, Option<u64>),
+    images: &Images,
+    depth: usize,
+    dark: bool,
+) {
+    let tag = if ordered { "ol" } else { "ul" };
+    let _ = write!(out, "<{tag}");
+    if let Some(n) = start.filter(|_| ordered) {
+        let _ = write!(out, " start=\"{n}\"");
+    }
+    out.push('>');
+    for item in items {
+        match item.checked {
+            Some(done) => {
+                out.push_str("<li class=\"task\"><input type=\"checkbox\" disabled");
+                if done {
+                    out.push_str(" checked");
+                }
+                out.push_str("> ");
+            }
+            None => out.push_str("<li>"),
+        }
+        marked(out, &item.text, images);
+        if !item.blocks.is_empty() && depth < MAX_NESTING {
+            out.push_str("<div class=\"item-blocks\">");
+            blocks_html(out, &item.blocks, images, depth, dark);
+            out.push_str("</div>");
+        }
+        if let Some(sub) = item.list.as_ref().filter(|_| depth < MAX_NESTING) {
+            list_html(
+                out,
+                &sub.items,
+                (sub.ordered, sub.start),
+                images,
+                depth + 1,
+                dark,
+            );
+        }
+        out.push_str("</li>");
+    }
+    let _ = writeln!(out, "</{tag}>");
+}
+
+fn img(out: &mut String, image: &Image, alt: &str, class: Option<&str>) {
+    let mime = format_of(image).map_or(image.mime.as_str(), |f| f.mime());
+    out.push_str("<img");
+    if let Some(c) = class {
+        let _ = write!(out, " class=\"{c}\"");
+    }
+    out.push_str(" alt=\"");
+    escape_into(out, alt);
+    out.push_str("\" src=\"data:");
+    escape_into(out, mime);
+    out.push_str(";base64,");
+    base64::engine::general_purpose::STANDARD.encode_string(&image.bytes, out);
+    out.push_str("\">");
+}
+
+/// Inline marks as `<strong>`, `<em>`, `<s>`, `<code>`, `<a>` and inline `<img>`; line
+/// breaks in the text stay line breaks (`white-space: pre-line`).
+fn marked(out: &mut String, text: &str, images: &Images) {
+    let mut open_link: Option<String> = None;
     for span in spans(text) {
+        if open_link != span.link {
+            if open_link.take().is_some() {
+                out.push_str("</a>");
+            }
+            // Only allowed schemes reach here (validation), checked again anyway.
+            if let Some(url) = span.link.as_deref().filter(|u| link_allowed(u)) {
+                out.push_str("<a href=\"");
+                escape_into(out, url);
+                out.push_str("\">");
+                open_link = Some(url.to_owned());
+            }
+        }
+        if let Some(id) = &span.image {
+            match images.get(id) {
+                Some(image) => img(out, image, &span.text, Some("inline")),
+                None => {
+                    out.push('[');
+                    escape_into(out, &span.text);
+                    out.push(']');
+                }
+            }
+            continue;
+        }
         let tags: Vec<&str> = [
             (span.bold, "strong"),
             (span.italic, "em"),
+            (span.strike, "s"),
             (span.code, "code"),
         ]
         .iter()
@@ -197,6 +496,9 @@ fn marked(out: &mut String, text: &str) {
         for t in tags.iter().rev() {
             let _ = write!(out, "</{t}>");
         }
+    }
+    if open_link.is_some() {
+        out.push_str("</a>");
     }
 }
 

@@ -10,7 +10,7 @@ use resvg::usvg;
 use crate::fonts::{FONT_DB, SANS_FAMILY};
 use crate::layout::{Natural, NaturalSizes};
 use crate::{Image, Images};
-use plinth_slides::{Block, Slide};
+use plinth_slides::{block_texts, spans, walk_blocks, Block, Slide};
 
 pub const MAX_IMAGE_PIXELS: u64 = 40_000_000;
 pub const MAX_IMAGE_SIDE: u32 = 16_384;
@@ -281,13 +281,31 @@ pub fn natural_size(image: &Image) -> Option<Natural> {
 /// Natural sizes of the images one slide uses.
 pub fn natural_sizes(slide: &Slide, images: &Images) -> NaturalSizes {
     let mut out = NaturalSizes::new();
-    for block in &slide.blocks {
-        if let Block::Image { asset_id, .. } = block {
-            if out.contains_key(asset_id) {
-                continue;
+    let mut add = |id: &str| {
+        if !out.contains_key(id) {
+            if let Some(n) = images.get(id).and_then(natural_size) {
+                out.insert(id.to_owned(), n);
             }
-            if let Some(n) = images.get(asset_id).and_then(natural_size) {
-                out.insert(asset_id.clone(), n);
+        }
+    };
+    for bg in &slide.backgrounds {
+        add(&bg.asset_id);
+    }
+    let mut texts: Vec<&str> = slide.title.as_deref().into_iter().collect();
+    texts.extend(slide.header.as_deref());
+    texts.extend(slide.footer.as_deref());
+    walk_blocks(&slide.blocks, 0, &mut |block| {
+        if let Block::Image { asset_id, .. } = block {
+            add(asset_id);
+        }
+        texts.extend(block_texts(block));
+    });
+    for text in texts {
+        if text.contains("](") {
+            for span in spans(text) {
+                if let Some(id) = &span.image {
+                    add(id);
+                }
             }
         }
     }

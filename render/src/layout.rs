@@ -7,10 +7,15 @@
 //! by step until it fits.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
-use plinth_slides::{spans, Block, Deck, Layout, Slide};
+use plinth_slides::{
+    parse_color, spans, walk_blocks, Background, BackgroundFit, BackgroundPosition, Block, Deck,
+    Layout, Slide,
+};
 
 use crate::fonts::{metrics, Face};
+use crate::highlight;
 use crate::Size;
 
 /// Canvas height in layout units; at 1080p a unit is a pixel.
@@ -45,6 +50,16 @@ pub enum Item {
         w: f32,
         h: f32,
         asset_id: String,
+        /// Only this box (x, y, w, h) of the image shows.
+        clip: Option<[f32; 4]>,
+    },
+    /// A clickable area (PDF link annotation); draws nothing.
+    Link {
+        x: f32,
+        y: f32,
+        w: f32,
+        h: f32,
+        url: String,
     },
 }
 
@@ -85,43 +100,101 @@ const SCALES: [f32; 10] = [1.0, 0.92, 0.85, 0.78, 0.72, 0.66, 0.6, 0.55, 0.5, 0.
 const MIN_CODE_SIZE: f32 = 13.0;
 
 pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Page {
-    let pal = palette(deck.theme);
+    let pal = slide_palette(deck, slide);
+    let pal = &pal;
     let width = CANVAS_HEIGHT * size.width as f32 / size.height as f32;
     let height = CANVAS_HEIGHT;
     // Narrow canvases get narrower margins so text keeps some room.
     let margin_x = MARGIN_X.min(width * 0.06);
+
+    // Background images: a split beside the content, or the whole slide behind it.
+    let mut items = Vec::new();
+    let mut content = (0.0, width);
+    for position in [BackgroundPosition::Left, BackgroundPosition::Right] {
+        let bgs: Vec<&Background> = slide
+            .backgrounds
+            .iter()
+            .filter(|b| b.position == position)
+            .collect();
+        let Some(first) = bgs.first() else { continue };
+        // The content keeps at least a tenth of the width whatever the splits add up to.
+        let share = (width * first.split.unwrap_or(50).clamp(10, 90) as f32 / 100.0)
+            .min(content.1 - content.0 - width * 0.1)
+            .max(0.0);
+        let (x0, x1) = if position == BackgroundPosition::Left {
+            let area = (content.0, content.0 + share);
+            content.0 += share;
+            area
+        } else {
+            let area = (content.1 - share, content.1);
+            content.1 -= share;
+            area
+        };
+        backgrounds(&bgs, (x0, x1), height, sizes, &mut items);
+    }
+    let full: Vec<&Background> = slide
+        .backgrounds
+        .iter()
+        .filter(|b| b.position == BackgroundPosition::Full)
+        .collect();
+    if !full.is_empty() {
+        let mut behind = Vec::new();
+        backgrounds(&full, (0.0, width), height, sizes, &mut behind);
+        behind.append(&mut items);
+        items = behind;
+    }
+
+    let content_w = content.1 - content.0;
+    let margin_x = margin_x.min(content_w * 0.08);
     let frame = Frame {
-        left: margin_x,
+        left: content.0 + margin_x,
         top: MARGIN_Y,
-        width: width - 2.0 * margin_x,
+        width: content_w - 2.0 * margin_x,
         height: height - 2.0 * MARGIN_Y,
         centered: slide.layout == Layout::Title,
     };
 
-    let mut items = Vec::new();
+    let mut code = HashMap::new();
+    walk_blocks(&slide.blocks, 0, &mut |block| {
+        if let Block::Code {
+            code: text,
+            language,
+        } = block
+        {
+            if let Some(lines) = highlight::highlight(text, language.as_deref(), pal.dark) {
+                code.insert(block as *const Block as usize, lines);
+            }
+        }
+    });
+    let ctx = Ctx {
+        pal,
+        sizes,
+        code: &code,
+    };
     let mut fitted = None;
     for scale in SCALES {
-        let stack = build(slide, &pal, sizes, &frame, scale);
+        let stack = build(slide, &ctx, &frame, scale);
         if stack.height <= frame.height + 0.5 {
             fitted = Some(stack);
             break;
         }
     }
     let overflowed = fitted.is_none();
-    let stack =
-        fitted.unwrap_or_else(|| build(slide, &pal, sizes, &frame, SCALES[SCALES.len() - 1]));
+    let stack = fitted.unwrap_or_else(|| build(slide, &ctx, &frame, SCALES[SCALES.len() - 1]));
     let top = if frame.centered {
         frame.top + ((frame.height - stack.height) / 2.0).max(0.0)
     } else {
         frame.top
     };
-    for item in stack.items {
-        items.push(translate(item, frame.left, top));
-    }
+    let mut content_items: Vec<Item> = stack
+        .items
+        .into_iter()
+        .map(|item| translate(item, frame.left, top))
+        .collect();
     if overflowed {
         // At the floor scale what still does not fit is cut rather than drawn off the
         // page: boxes are clipped to the page, text lines and images below it dropped.
-        items = items
+        content_items = content_items
             .into_iter()
             .filter_map(|item| match item {
                 Item::Rect {
@@ -143,11 +216,157 @@ pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Pag
             })
             .collect();
     }
+    items.extend(content_items);
+    chrome(
+        deck,
+        slide,
+        pal,
+        sizes,
+        (content.0 + margin_x, content.1 - margin_x),
+        &mut items,
+    );
     Page {
         width,
         height,
         background: pal.background,
         items,
+    }
+}
+
+/// The slide's colours: its theme (or the deck's), then the deck's and the slide's own
+/// background and text colours.
+pub fn slide_palette(deck: &Deck, slide: &Slide) -> Palette {
+    let mut pal = palette(slide.theme.unwrap_or(deck.theme));
+    let rgb = |c: Option<&String>| {
+        c.and_then(|c| parse_color(c))
+            .map(|(r, g, b)| Color(r, g, b))
+    };
+    // A slide in the other theme (Marp's `invert`) swaps the deck's own colours.
+    let inverted = slide.theme.is_some_and(|t| t != deck.theme);
+    let (deck_bg, deck_text) = if inverted {
+        (deck.color.as_ref(), deck.background_color.as_ref())
+    } else {
+        (deck.background_color.as_ref(), deck.color.as_ref())
+    };
+    if let Some(c) = rgb(slide.background_color.as_ref().or(deck_bg)) {
+        pal.background = c;
+    }
+    if let Some(c) = rgb(slide.color.as_ref().or(deck_text)) {
+        pal.text = c;
+        pal.title = c;
+    }
+    pal
+}
+
+/// Background images side by side in an area, each covering (cropped to) or contained
+/// in its share.
+fn backgrounds(
+    bgs: &[&Background],
+    (x0, x1): (f32, f32),
+    height: f32,
+    sizes: &NaturalSizes,
+    items: &mut Vec<Item>,
+) {
+    let each = (x1 - x0) / bgs.len() as f32;
+    for (i, bg) in bgs.iter().enumerate() {
+        let Some(n) = sizes
+            .get(&bg.asset_id)
+            .filter(|n| n.width > 0.0 && n.height > 0.0)
+        else {
+            continue;
+        };
+        let area = (x0 + i as f32 * each, 0.0, each, height);
+        let k = match bg.fit {
+            BackgroundFit::Cover => (area.2 / n.width).max(area.3 / n.height),
+            BackgroundFit::Contain => (area.2 / n.width).min(area.3 / n.height),
+        };
+        let (w, h) = (n.width * k, n.height * k);
+        items.push(Item::Image {
+            x: area.0 + (area.2 - w) / 2.0,
+            y: area.1 + (area.3 - h) / 2.0,
+            w,
+            h,
+            asset_id: bg.asset_id.clone(),
+            clip: (bg.fit == BackgroundFit::Cover).then_some([area.0, area.1, area.2, area.3]),
+        });
+    }
+}
+
+const CHROME_SIZE: f32 = 24.0;
+
+/// Header, footer and page number, in the margins.
+fn chrome(
+    deck: &Deck,
+    slide: &Slide,
+    pal: &Palette,
+    sizes: &NaturalSizes,
+    (left, right): (f32, f32),
+    items: &mut Vec<Item>,
+) {
+    let code = HashMap::new();
+    let ctx = Ctx {
+        pal,
+        sizes,
+        code: &code,
+    };
+    let size = CHROME_SIZE;
+    let w = (right - left).max(size);
+    let header = slide.header.as_ref().or(deck.header.as_ref());
+    let footer = slide.footer.as_ref().or(deck.footer.as_ref());
+    let paginate = slide.paginate.unwrap_or(deck.paginate);
+    let number = paginate
+        .then(|| {
+            deck.slides
+                .iter()
+                .filter(|s| !s.hidden)
+                .position(|s| s.id == slide.id)
+        })
+        .flatten()
+        .map(|i| (i + 1).to_string());
+    let number_w = number
+        .as_ref()
+        .map_or(0.0, |n| metrics(Face::Regular).width(n) * size + size);
+    for (text, baseline, max_w) in [
+        (header, 50.0, w),
+        (footer, CANVAS_HEIGHT - 34.0, w - number_w),
+    ] {
+        let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
+            continue;
+        };
+        let glyphs = marked_glyphs(text, Face::Regular, size, &ctx);
+        // One line: what does not fit is cut.
+        let p = Paragraph::new(
+            &glyphs,
+            max_w.max(size),
+            size,
+            1.2,
+            TextAlign::Left,
+            pal.muted,
+            pal,
+        );
+        let first = p.first_baseline;
+        items.extend(
+            p.items
+                .into_iter()
+                .filter(|it| match it {
+                    Item::Text { y, .. }
+                    | Item::Link { y, .. }
+                    | Item::Rect { y, .. }
+                    | Item::Image { y, .. } => *y < 1.2 * size,
+                })
+                .map(|it| translate(it, left, baseline - first)),
+        );
+    }
+    if let Some(n) = number {
+        let m = metrics(Face::Regular);
+        items.push(Item::Text {
+            x: right - m.width(&n) * size,
+            y: CANVAS_HEIGHT - 34.0,
+            size,
+            face: Face::Regular,
+            fill: pal.muted,
+            text: n,
+        });
     }
 }
 
@@ -177,7 +396,19 @@ enum Piece {
     },
 }
 
-fn build(slide: &Slide, pal: &Palette, sizes: &NaturalSizes, frame: &Frame, s: f32) -> Stack {
+/// What block layout needs besides the block: colours and image sizes.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    pal: &'a Palette,
+    sizes: &'a NaturalSizes,
+    /// Highlighted code blocks, by the block's address (computed once per slide, not
+    /// once per fitting step).
+    code: &'a HashMap<usize, Vec<highlight::Line>>,
+}
+
+fn build(slide: &Slide, ctx: &Ctx, frame: &Frame, s: f32) -> Stack {
+    let pal = ctx.pal;
+    let ctx = *ctx;
     let cw = frame.width;
     let centered = frame.centered;
     let mut pieces = Vec::new();
@@ -190,8 +421,8 @@ fn build(slide: &Slide, pal: &Palette, sizes: &NaturalSizes, frame: &Frame, s: f
             TITLE_SIZE
         };
         // The markdown front door keeps inline marks (and their escapes) in titles too.
-        let glyphs = marked_glyphs(title, Face::Bold, size);
-        let mut text = Paragraph::new(&glyphs, cw, size, 1.2, centered, pal.title, pal);
+        let glyphs = marked_glyphs(title, Face::Bold, size, &ctx);
+        let mut text = Paragraph::new(&glyphs, cw, size, 1.2, align(centered), pal.title, pal);
         let rule_w = 96.0 * s;
         let rule_x = if centered { (cw - rule_w) / 2.0 } else { 0.0 };
         let rule_y = text.height + 16.0 * s;
@@ -211,7 +442,7 @@ fn build(slide: &Slide, pal: &Palette, sizes: &NaturalSizes, frame: &Frame, s: f
     }
 
     for block in &slide.blocks {
-        pieces.push(block_piece(block, pal, sizes, cw, centered, s));
+        pieces.push(block_piece(block, &ctx, cw, centered, s, 0));
         gaps.push(BLOCK_GAP * s);
     }
     gaps.pop();
@@ -234,7 +465,12 @@ fn build(slide: &Slide, pal: &Palette, sizes: &NaturalSizes, frame: &Frame, s: f
     } else {
         0.0
     };
+    let (items, height) = stack_pieces(pieces, &gaps, cw, share);
+    Stack { items, height }
+}
 
+/// Pieces one below the other, images at most `share` tall.
+fn stack_pieces(pieces: Vec<Piece>, gaps: &[f32], cw: f32, share: f32) -> (Vec<Item>, f32) {
     let mut items = Vec::new();
     let mut y = 0.0;
     for (i, piece) in pieces.into_iter().enumerate() {
@@ -262,32 +498,41 @@ fn build(slide: &Slide, pal: &Palette, sizes: &NaturalSizes, frame: &Frame, s: f
                     w,
                     h,
                     asset_id,
+                    clip: None,
                 });
                 h
             }
         };
         y += height + gaps.get(i).copied().unwrap_or(0.0);
     }
-    Stack { items, height: y }
+    (items, y)
 }
 
-fn block_piece(
-    block: &Block,
-    pal: &Palette,
-    sizes: &NaturalSizes,
-    cw: f32,
-    centered: bool,
-    s: f32,
-) -> Piece {
+fn align(centered: bool) -> TextAlign {
+    if centered {
+        TextAlign::Center
+    } else {
+        TextAlign::Left
+    }
+}
+
+/// One block at `depth` (the block quotes it sits in). Validation bounds the depth and
+/// the walk checks it again, so the recursion is bounded either way.
+fn block_piece(block: &Block, ctx: &Ctx, cw: f32, centered: bool, s: f32, depth: usize) -> Piece {
+    let pal = ctx.pal;
     match block {
-        Block::Heading { text } => {
-            let size = HEADING_SIZE * s;
+        Block::Heading { text, level } => {
+            let size = s * match level.unwrap_or(2) {
+                0..=2 => HEADING_SIZE,
+                3 => 40.0,
+                _ => 36.0,
+            };
             let p = Paragraph::new(
-                &marked_glyphs(text, Face::Bold, size),
+                &marked_glyphs(text, Face::Bold, size, ctx),
                 cw,
                 size,
                 1.2,
-                centered,
+                align(centered),
                 pal.text,
                 pal,
             );
@@ -299,11 +544,11 @@ fn block_piece(
         Block::Text { text } => {
             let size = TEXT_SIZE * s;
             let p = Paragraph::new(
-                &marked_glyphs(text, Face::Regular, size),
+                &marked_glyphs(text, Face::Regular, size, ctx),
                 cw,
                 size,
                 1.35,
-                centered,
+                align(centered),
                 pal.text,
                 pal,
             );
@@ -312,9 +557,70 @@ fn block_piece(
                 height: p.height,
             }
         }
-        Block::Bullets { items, ordered } => bullets(items, *ordered, pal, cw, centered, s),
-        Block::Code { code, .. } => code_block(code, pal, cw, centered, s),
-        Block::Image { asset_id, alt } => match sizes.get(asset_id) {
+        Block::Bullets {
+            items,
+            ordered,
+            start,
+        } => {
+            let (mut out, height, widest) = list(
+                items,
+                *ordered,
+                start.unwrap_or(1),
+                ctx,
+                cw,
+                s,
+                (1, depth + 1),
+            );
+            // A centred list stays a left-aligned column, centred as a whole.
+            if centered {
+                let dx = ((cw - widest) / 2.0).max(0.0);
+                out = out.into_iter().map(|it| translate(it, dx, 0.0)).collect();
+            }
+            Piece::Fixed { items: out, height }
+        }
+        Block::Code { code, .. } => {
+            let colours = ctx.code.get(&(block as *const Block as usize));
+            code_block(code, colours, pal, cw, centered, s)
+        }
+        Block::Image {
+            asset_id,
+            width,
+            height,
+            ..
+        } if width.is_some() || height.is_some() => {
+            match ctx
+                .sizes
+                .get(asset_id)
+                .filter(|n| n.width > 0.0 && n.height > 0.0)
+            {
+                Some(n) => {
+                    let aspect = n.width / n.height;
+                    let (w, h) = match (width, height) {
+                        (Some(w), Some(h)) => (*w as f32, *h as f32),
+                        (Some(w), None) => (*w as f32, *w as f32 / aspect),
+                        (None, Some(h)) => (*h as f32 * aspect, *h as f32),
+                        (None, None) => (n.width, n.height),
+                    };
+                    // Scaled with the slide, and never wider than the column.
+                    let k = s.min(cw / w);
+                    let (w, h) = (w * k, h * k);
+                    let x = if centered { (cw - w) / 2.0 } else { 0.0 };
+                    Piece::Fixed {
+                        items: vec![Item::Image {
+                            x,
+                            y: 0.0,
+                            w,
+                            h,
+                            asset_id: asset_id.clone(),
+                            clip: None,
+                        }],
+                        height: h,
+                    }
+                }
+                None => placeholder(None, pal, cw, s),
+            }
+        }
+        Block::Image { asset_id, alt, .. } => match ctx.sizes.get(asset_id) {
             Some(n) if n.width > 0.0 && n.height > 0.0 => Piece::Image {
                 asset_id: asset_id.clone(),
                 natural: (n.width, n.height),
@@ -322,25 +628,81 @@ fn block_piece(
             },
             _ => placeholder(alt.as_deref(), pal, cw, s),
         },
+        Block::Quote { blocks } => quote(blocks, ctx, cw, s, depth),
+        Block::Table {
+            align: aligns,
+            header,
+            rows,
+        } => table(aligns, header, rows, ctx, cw, centered, s),
+        Block::Rule => Piece::Fixed {
+            items: vec![Item::Rect {
+                x: 0.0,
+                y: 8.0 * s,
+                w: cw,
+                h: 3.0 * s,
+                r: 1.5 * s,
+                fill: pal.muted,
+            }],
+            height: 19.0 * s,
+        },
     }
 }
 
-fn bullets(
-    items: &[String],
+/// A block quote: its blocks indented behind an accent bar. Images in it are at most
+/// 320 units tall.
+fn quote(blocks: &[Block], ctx: &Ctx, cw: f32, s: f32, depth: usize) -> Piece {
+    let bar = 8.0 * s;
+    let indent = bar + 30.0 * s;
+    let inner_w = (cw - indent).max(40.0 * s);
+    let mut pieces = Vec::new();
+    let mut gaps = Vec::new();
+    if depth < plinth_slides::MAX_NESTING {
+        for block in blocks {
+            pieces.push(block_piece(block, ctx, inner_w, false, s, depth + 1));
+            gaps.push(18.0 * s);
+        }
+    }
+    gaps.pop();
+    let pad = 10.0 * s;
+    let (items, height) = stack_pieces(pieces, &gaps, inner_w, 320.0 * s);
+    let mut out = vec![Item::Rect {
+        x: 0.0,
+        y: 0.0,
+        w: bar,
+        h: height + 2.0 * pad,
+        r: bar / 2.0,
+        fill: ctx.pal.quote_bar,
+    }];
+    out.extend(items.into_iter().map(|it| translate(it, indent, pad)));
+    Piece::Fixed {
+        items: out,
+        height: height + 2.0 * pad,
+    }
+}
+
+const BULLETS: [&str; 3] = ["•", "◦", "▪"];
+
+/// A list and its nested lists: items, height, and the widest line (for centring).
+/// `level` is the list's own nesting (for bullet shapes), `depth` all the quotes and
+/// lists it sits in (bounded).
+fn list(
+    items: &[plinth_slides::ListItem],
     ordered: bool,
-    pal: &Palette,
+    start: u64,
+    ctx: &Ctx,
     cw: f32,
-    centered: bool,
     s: f32,
-) -> Piece {
-    let size = TEXT_SIZE * s;
+    (level, depth): (usize, usize),
+) -> (Vec<Item>, f32, f32) {
+    let pal = ctx.pal;
+    let size = TEXT_SIZE * s * if level > 1 { 0.9 } else { 1.0 };
     let regular = metrics(Face::Regular);
-    let markers: Vec<String> = (1..=items.len())
+    let markers: Vec<String> = (0..items.len() as u64)
         .map(|n| {
             if ordered {
-                format!("{n}.")
+                format!("{}.", start.saturating_add(n))
             } else {
-                "•".to_owned()
+                BULLETS[(level - 1) % BULLETS.len()].to_owned()
             }
         })
         .collect();
@@ -348,59 +710,272 @@ fn bullets(
         .iter()
         .map(|m| regular.width(m) * size)
         .fold(0.0, f32::max);
+    let box_w = 0.8 * size;
     let indent = marker_w + 0.55 * size;
-    let paragraphs: Vec<Paragraph> = items
-        .iter()
-        .map(|item| {
-            let glyphs = marked_glyphs(item, Face::Regular, size);
-            Paragraph::new(&glyphs, cw - indent, size, 1.35, false, pal.text, pal)
+    let gap = 0.3 * size;
+    let mut out = Vec::new();
+    let mut y = 0.0;
+    let mut widest: f32 = 0.0;
+    for (item, marker) in items.iter().zip(markers) {
+        let text_x = if item.checked.is_some() {
+            box_w + 0.45 * size
+        } else {
+            indent
+        };
+        let glyphs = marked_glyphs(&item.text, Face::Regular, size, ctx);
+        let p = Paragraph::new(
+            &glyphs,
+            (cw - text_x).max(size),
+            size,
+            1.3,
+            TextAlign::Left,
+            pal.text,
+            pal,
+        );
+        widest = widest.max(text_x + p.width);
+        if let Some(done) = item.checked {
+            // A check box in place of the marker.
+            let top = y + p.first_baseline - 0.72 * size;
+            let line = 0.09 * size;
+            out.push(Item::Rect {
+                x: 0.0,
+                y: top,
+                w: box_w,
+                h: box_w,
+                r: 0.15 * size,
+                fill: pal.accent,
+            });
+            if done {
+                out.push(Item::Text {
+                    x: 0.1 * size,
+                    y: top + 0.66 * size,
+                    size: 0.75 * size,
+                    face: Face::Bold,
+                    fill: pal.background,
+                    text: "✓".into(),
+                });
+            } else {
+                out.push(Item::Rect {
+                    x: line,
+                    y: top + line,
+                    w: box_w - 2.0 * line,
+                    h: box_w - 2.0 * line,
+                    r: 0.1 * size,
+                    fill: pal.background,
+                });
+            }
+        } else {
+            let marker_x = if ordered {
+                // Numbers right-aligned so the dots line up.
+                marker_w - regular.width(&marker) * size
+            } else {
+                0.0
+            };
+            out.push(Item::Text {
+                x: marker_x,
+                y: y + p.first_baseline,
+                size,
+                face: Face::Regular,
+                fill: pal.accent,
+                text: marker,
+            });
+        }
+        out.extend(p.items.into_iter().map(|it| translate(it, text_x, y)));
+        y += p.height;
+        let column = (cw - text_x).max(size);
+        if !item.blocks.is_empty() && depth < plinth_slides::MAX_NESTING {
+            // The item's blocks, in its column; images at most 320 units tall.
+            let mut pieces = Vec::new();
+            let mut gaps = Vec::new();
+            for block in &item.blocks {
+                pieces.push(block_piece(block, ctx, column, false, s, depth));
+                gaps.push(gap);
+            }
+            gaps.pop();
+            let (block_items, h) = stack_pieces(pieces, &gaps, column, 320.0 * s);
+            y += gap;
+            out.extend(block_items.into_iter().map(|it| translate(it, text_x, y)));
+            widest = widest.max(text_x + column);
+            y += h;
+        }
+        if let Some(sub) = item
+            .list
+            .as_ref()
+            .filter(|_| depth < plinth_slides::MAX_NESTING)
+        {
+            let (sub_items, h, w) = list(
+                &sub.items,
+                sub.ordered,
+                sub.start.unwrap_or(1),
+                ctx,
+                column,
+                s,
+                (level + 1, depth + 1),
+            );
+            y += gap * 0.6;
+            out.extend(sub_items.into_iter().map(|it| translate(it, text_x, y)));
+            widest = widest.max(text_x + w);
+            y += h;
+        }
+        y += gap;
+    }
+    (out, (y - gap).max(0.0), widest)
+}
+
+/// A table: columns as wide as their text on one line when that fits, else shared out
+/// above each column's longest word; a tinted header, a rule under every row.
+fn table(
+    aligns: &[plinth_slides::Align],
+    header: &[String],
+    rows: &[Vec<String>],
+    ctx: &Ctx,
+    cw: f32,
+    centered: bool,
+    s: f32,
+) -> Piece {
+    use plinth_slides::Align;
+    let pal = ctx.pal;
+    let size = TEXT_SIZE * s * 0.9;
+    let pad_x = 0.6 * size;
+    let pad_y = 0.32 * size;
+    let columns = header.len().max(1);
+    let cells: Vec<Vec<Vec<Glyph>>> = std::iter::once(header)
+        .chain(rows.iter().map(|r| r.as_slice()))
+        .enumerate()
+        .map(|(r, row)| {
+            let face = if r == 0 { Face::Bold } else { Face::Regular };
+            row.iter()
+                .map(|c| marked_glyphs(c, face, size, ctx))
+                .collect()
         })
         .collect();
-    // A centred list stays a left-aligned column, centred as a whole.
-    let offset = if centered {
-        let widest = paragraphs.iter().map(|p| p.width).fold(0.0, f32::max);
-        ((cw - indent - widest) / 2.0).max(0.0)
+    // Natural (one line) and minimum (longest word) width of each column.
+    let mut natural = vec![0.0f32; columns];
+    let mut minimum = vec![0.0f32; columns];
+    for row in &cells {
+        for (c, glyphs) in row.iter().enumerate().take(columns) {
+            let (mut line, mut word) = (0.0f32, 0.0f32);
+            for g in glyphs {
+                if g.c == '\n' {
+                    natural[c] = natural[c].max(line);
+                    (line, word) = (0.0, 0.0);
+                    continue;
+                }
+                let w = g.pre + g.adv + g.post;
+                line += w;
+                if g.c == ' ' {
+                    word = 0.0;
+                } else {
+                    word += w;
+                    minimum[c] = minimum[c].max(word);
+                }
+            }
+            natural[c] = natural[c].max(line);
+        }
+    }
+    let pads = 2.0 * pad_x * columns as f32;
+    let avail = (cw - pads).max(columns as f32);
+    let total: f32 = natural.iter().sum();
+    let min_total: f32 = minimum.iter().sum();
+    let widths: Vec<f32> = if total <= avail {
+        natural.clone()
+    } else if min_total <= avail {
+        let stretch = total - min_total;
+        let k = if stretch > 0.0 {
+            (avail - min_total) / stretch
+        } else {
+            0.0
+        };
+        natural
+            .iter()
+            .zip(&minimum)
+            .map(|(n, m)| m + (n - m) * k)
+            .collect()
+    } else {
+        minimum.iter().map(|m| m * avail / min_total).collect()
+    };
+    let table_w = widths.iter().sum::<f32>() + pads;
+    let x0 = if centered {
+        ((cw - table_w) / 2.0).max(0.0)
     } else {
         0.0
     };
-    let gap = 0.35 * size;
     let mut out = Vec::new();
     let mut y = 0.0;
-    for (p, marker) in paragraphs.into_iter().zip(markers) {
-        let marker_x = if ordered {
-            // Numbers right-aligned so the dots line up.
-            offset + marker_w - regular.width(&marker) * size
-        } else {
-            offset
-        };
-        out.push(Item::Text {
-            x: marker_x,
-            y: y + p.first_baseline,
-            size,
-            face: Face::Regular,
-            fill: pal.accent,
-            text: marker,
+    for (r, row) in cells.iter().enumerate() {
+        let fill = if r == 0 { pal.title } else { pal.text };
+        let paragraphs: Vec<Paragraph> = row
+            .iter()
+            .enumerate()
+            .take(columns)
+            .map(|(c, glyphs)| {
+                let a = match aligns.get(c).copied().unwrap_or_default() {
+                    Align::Center => TextAlign::Center,
+                    Align::Right => TextAlign::Right,
+                    Align::Left | Align::Auto => TextAlign::Left,
+                };
+                Paragraph::new(glyphs, widths[c].max(1.0) + 0.5, size, 1.3, a, fill, pal)
+            })
+            .collect();
+        let row_h = paragraphs.iter().map(|p| p.height).fold(size, f32::max) + 2.0 * pad_y;
+        if r == 0 || r % 2 == 0 {
+            out.push(Item::Rect {
+                x: x0,
+                y,
+                w: table_w,
+                h: row_h,
+                r: 0.0,
+                fill: if r == 0 { pal.code_bg } else { pal.stripe },
+            });
+        }
+        let mut x = x0;
+        for (c, p) in paragraphs.into_iter().enumerate() {
+            out.extend(
+                p.items
+                    .into_iter()
+                    .map(|it| translate(it, x + pad_x, y + pad_y)),
+            );
+            x += widths[c] + 2.0 * pad_x;
+        }
+        y += row_h;
+        // The header's rule is heavier.
+        let line = if r == 0 { 3.0 * s } else { 1.0 * s };
+        out.push(Item::Rect {
+            x: x0,
+            y: y - line,
+            w: table_w,
+            h: line,
+            r: 0.0,
+            fill: if r == 0 { pal.accent } else { pal.rule },
         });
-        out.extend(
-            p.items
-                .into_iter()
-                .map(|it| translate(it, offset + indent, y)),
-        );
-        y += p.height + gap;
     }
     Piece::Fixed {
         items: out,
-        height: (y - gap).max(0.0),
+        height: y,
     }
 }
 
-fn code_block(code: &str, pal: &Palette, cw: f32, centered: bool, s: f32) -> Piece {
+fn code_block(
+    code: &str,
+    colours: Option<&Vec<highlight::Line>>,
+    pal: &Palette,
+    cw: f32,
+    centered: bool,
+    s: f32,
+) -> Piece {
     let mono = metrics(Face::Mono);
     let lines: Vec<String> = code
         .trim_end_matches(['\n', '\r'])
         .split('\n')
         .map(|l| clean(&l.replace('\t', "    ")))
         .collect();
+    // Highlighted runs, when they spell the same lines.
+    let colours = colours.filter(|c| {
+        c.len() == lines.len()
+            && c.iter().zip(&lines).all(|(runs, l)| {
+                runs.iter().map(|(_, t)| t.chars().count()).sum::<usize>() == l.chars().count()
+            })
+    });
     let widest = lines.iter().map(|l| mono.width(l)).fold(0.0, f32::max);
     let pad = 26.0 * s;
     let avail = cw - 2.0 * pad;
@@ -430,14 +1005,47 @@ fn code_block(code: &str, pal: &Palette, cw: f32, centered: bool, s: f32) -> Pie
         if text.trim().is_empty() {
             continue;
         }
-        items.push(Item::Text {
-            x: box_x + pad,
-            y: pad + i as f32 * line_h + baseline,
-            size,
-            face: Face::Mono,
-            fill: pal.code_text,
-            text,
-        });
+        let y = pad + i as f32 * line_h + baseline;
+        let runs: Vec<(Color, String)> = match colours {
+            Some(c) => {
+                // Cut the runs where the truncated line ends.
+                let keep = if text.ends_with('…') && text != *line {
+                    text.chars().count() - 1
+                } else {
+                    usize::MAX
+                };
+                let mut left = keep;
+                let mut runs = Vec::new();
+                for (colour, t) in &c[i] {
+                    if left == 0 {
+                        break;
+                    }
+                    let part: String = t.chars().take(left).collect();
+                    left -= part.chars().count();
+                    runs.push((*colour, part));
+                }
+                if keep != usize::MAX {
+                    runs.push((pal.code_text, "…".to_owned()));
+                }
+                runs
+            }
+            None => vec![(pal.code_text, text)],
+        };
+        let mut x = box_x + pad;
+        for (colour, t) in runs {
+            let w = mono.width(&t) * size;
+            if !t.trim().is_empty() {
+                items.push(Item::Text {
+                    x,
+                    y,
+                    size,
+                    face: Face::Mono,
+                    fill: colour,
+                    text: t,
+                });
+            }
+            x += w;
+        }
     }
     Piece::Fixed { items, height }
 }
@@ -470,7 +1078,15 @@ fn placeholder(alt: Option<&str>, pal: &Palette, cw: f32, s: f32) -> Piece {
             .unwrap_or("unavailable")
     );
     let glyphs = plain_glyphs(&label, Face::Italic, size);
-    let p = Paragraph::new(&glyphs, cw - 40.0 * s, size, 1.3, true, pal.muted, pal);
+    let p = Paragraph::new(
+        &glyphs,
+        cw - 40.0 * s,
+        size,
+        1.3,
+        TextAlign::Center,
+        pal.muted,
+        pal,
+    );
     let height = (p.height + 60.0 * s).max(MIN_IMAGE_HEIGHT * s);
     let mut items = vec![Item::Rect {
         x: 0.0,
@@ -486,34 +1102,50 @@ fn placeholder(alt: Option<&str>, pal: &Palette, cw: f32, s: f32) -> Piece {
 }
 
 /// One character to lay out, with its face and its advance in layout units.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Glyph {
     c: char,
     face: Face,
     code: bool,
+    strike: bool,
+    /// The link the character is part of.
+    link: Option<Rc<str>>,
+    /// An inline image (`c` is U+FFFC): its asset id and height.
+    image: Option<(Rc<str>, f32)>,
     adv: f32,
     /// Extra room before/after: the padding of an inline code background.
     pre: f32,
     post: f32,
 }
 
+impl Glyph {
+    fn new(c: char, face: Face, adv: f32) -> Glyph {
+        Glyph {
+            c,
+            face,
+            code: false,
+            strike: false,
+            link: None,
+            image: None,
+            adv,
+            pre: 0.0,
+            post: 0.0,
+        }
+    }
+}
+
 fn plain_glyphs(text: &str, face: Face, size: f32) -> Vec<Glyph> {
     let m = metrics(face);
     clean(text)
         .chars()
-        .map(|c| Glyph {
-            c,
-            face,
-            code: false,
-            adv: m.advance(c) * size,
-            pre: 0.0,
-            post: 0.0,
-        })
+        .map(|c| Glyph::new(c, face, m.advance(c) * size))
         .collect()
 }
 
-/// Glyphs of a text with inline `**bold**`, `*italic*` and `` `code` `` marks.
-fn marked_glyphs(text: &str, base: Face, size: f32) -> Vec<Glyph> {
+/// Glyphs of a text with inline marks: `**bold**`, `*italic*`, `~~struck~~`,
+/// `` `code` ``, links and inline images (as tall as the text, or their alt text in
+/// brackets when the image is missing).
+fn marked_glyphs(text: &str, base: Face, size: f32, ctx: &Ctx) -> Vec<Glyph> {
     let mut out = Vec::new();
     let pad = 0.22 * size;
     for span in spans(text) {
@@ -526,18 +1158,42 @@ fn marked_glyphs(text: &str, base: Face, size: f32) -> Vec<Glyph> {
         } else {
             base
         };
+        let link: Option<Rc<str>> = span.link.as_deref().map(Rc::from);
+        if let Some(id) = &span.image {
+            if let Some(n) = ctx
+                .sizes
+                .get(id)
+                .filter(|n| n.width > 0.0 && n.height > 0.0)
+            {
+                let h = size;
+                let mut g = Glyph::new('\u{fffc}', face, n.width / n.height * h);
+                g.image = Some((Rc::from(id.as_str()), h));
+                g.link = link;
+                // Room on both sides, like a character's side bearings.
+                g.pre = 0.08 * size;
+                g.post = 0.08 * size;
+                out.push(g);
+                continue;
+            }
+        }
         let m = metrics(face);
-        let text = clean(&span.text);
+        let shown = if span.image.is_some() {
+            format!("[{}]", span.text)
+        } else {
+            span.text.clone()
+        };
+        let text = clean(&shown);
         let n = text.chars().count();
         for (i, c) in text.chars().enumerate() {
-            out.push(Glyph {
-                c,
-                face,
-                code: span.code,
-                adv: m.advance(c) * size,
-                pre: if span.code && i == 0 { pad } else { 0.0 },
-                post: if span.code && i + 1 == n { pad } else { 0.0 },
-            });
+            let mut g = Glyph::new(c, face, m.advance(c) * size);
+            g.code = span.code;
+            g.strike = span.strike;
+            g.link = link.clone();
+            if span.code {
+                g.pre = if i == 0 { pad } else { 0.0 };
+                g.post = if i + 1 == n { pad } else { 0.0 };
+            }
+            out.push(g);
         }
     }
     out
@@ -562,6 +1218,13 @@ fn baseline_in_line(face: Face, size: f32, line_h: f32) -> f32 {
     (line_h - (m.ascent + m.descent) * size) / 2.0 + m.ascent * size
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TextAlign {
+    Left,
+    Center,
+    Right,
+}
+
 /// A wrapped paragraph: items relative to its top-left corner.
 struct Paragraph {
     items: Vec<Item>,
@@ -577,7 +1240,7 @@ impl Paragraph {
         max_w: f32,
         size: f32,
         leading: f32,
-        centered: bool,
+        align: TextAlign,
         fill: Color,
         pal: &Palette,
     ) -> Paragraph {
@@ -593,45 +1256,101 @@ impl Paragraph {
                 .map(|&(g, x)| x + glyphs[g].adv + glyphs[g].post)
                 .unwrap_or(0.0);
             width = width.max(line_w);
-            let dx = if centered {
-                (max_w - line_w) / 2.0
-            } else {
-                0.0
+            let dx = match align {
+                TextAlign::Left => 0.0,
+                TextAlign::Center => (max_w - line_w) / 2.0,
+                TextAlign::Right => max_w - line_w,
             };
             let y = i as f32 * line_h + baseline;
             // Consecutive glyphs in one face and style make one text run.
+            let key = |g: &Glyph| {
+                (
+                    g.face,
+                    g.code,
+                    g.strike,
+                    g.link.as_ref().map(|l| Rc::as_ptr(l) as *const u8),
+                    g.image.is_some(),
+                )
+            };
             let mut start = 0;
             while start < line.len() {
                 let (g0, x0) = line[start];
-                let key = (glyphs[g0].face, glyphs[g0].code);
+                let first = &glyphs[g0];
+                let k = key(first);
                 let mut end = start + 1;
-                while end < line.len()
-                    && (glyphs[line[end].0].face, glyphs[line[end].0].code) == key
-                {
+                while end < line.len() && !k.4 && key(&glyphs[line[end].0]) == k {
                     end += 1;
                 }
-                let text: String = line[start..end].iter().map(|&(g, _)| glyphs[g].c).collect();
                 let (gl, xl) = line[end - 1];
                 let run_w = xl + glyphs[gl].adv - x0;
-                if key.1 {
-                    let pad = 0.22 * size;
-                    items.push(Item::Rect {
-                        x: dx + x0 - pad * 0.8,
-                        y: y - 0.86 * size,
-                        w: run_w + pad * 1.6,
-                        h: 1.12 * size,
-                        r: 0.15 * size,
-                        fill: pal.inline_code_bg,
+                let x = dx + x0;
+                let color = if first.code {
+                    pal.code_text
+                } else if first.link.is_some() {
+                    pal.accent
+                } else {
+                    fill
+                };
+                if let Some((asset_id, h)) = &first.image {
+                    items.push(Item::Image {
+                        x,
+                        y: y - 0.8 * h,
+                        w: first.adv,
+                        h: *h,
+                        asset_id: asset_id.to_string(),
+                        clip: None,
+                    });
+                } else {
+                    if first.code {
+                        let pad = 0.22 * size;
+                        items.push(Item::Rect {
+                            x: x - pad * 0.8,
+                            y: y - 0.86 * size,
+                            w: run_w + pad * 1.6,
+                            h: 1.12 * size,
+                            r: 0.15 * size,
+                            fill: pal.inline_code_bg,
+                        });
+                    }
+                    let text: String = line[start..end].iter().map(|&(g, _)| glyphs[g].c).collect();
+                    items.push(Item::Text {
+                        x,
+                        y,
+                        size,
+                        face: first.face,
+                        fill: color,
+                        text,
+                    });
+                    if first.strike {
+                        items.push(Item::Rect {
+                            x,
+                            y: y - 0.32 * size,
+                            w: run_w,
+                            h: 0.06 * size,
+                            r: 0.0,
+                            fill: color,
+                        });
+                    }
+                    if first.link.is_some() {
+                        items.push(Item::Rect {
+                            x,
+                            y: y + 0.1 * size,
+                            w: run_w,
+                            h: 0.05 * size,
+                            r: 0.0,
+                            fill: color,
+                        });
+                    }
+                }
+                if let Some(url) = &first.link {
+                    items.push(Item::Link {
+                        x,
+                        y: y - 0.9 * size,
+                        w: run_w,
+                        h: 1.15 * size,
+                        url: url.to_string(),
                     });
                 }
-                items.push(Item::Text {
-                    x: dx + x0,
-                    y,
-                    size,
-                    face: key.0,
-                    fill: if key.1 { pal.code_text } else { fill },
-                    text,
-                });
                 start = end;
             }
         }
@@ -739,19 +1458,28 @@ fn translate(item: Item, dx: f32, dy: f32) -> Item {
             w,
             h,
             asset_id,
+            clip,
         } => Item::Image {
             x: x + dx,
             y: y + dy,
             w,
             h,
             asset_id,
+            clip: clip.map(|[cx, cy, cw, ch]| [cx + dx, cy + dy, cw, ch]),
+        },
+        Item::Link { x, y, w, h, url } => Item::Link {
+            x: x + dx,
+            y: y + dy,
+            w,
+            h,
+            url,
         },
     }
 }
 
 fn bottom(item: &Item) -> f32 {
     match item {
-        Item::Rect { y, h, .. } | Item::Image { y, h, .. } => y + h,
+        Item::Rect { y, h, .. } | Item::Image { y, h, .. } | Item::Link { y, h, .. } => y + h,
         Item::Text { y, size, face, .. } => y + metrics(*face).descent * size,
     }
 }

@@ -4,7 +4,9 @@
 //! PDF writers only translate its display list, so both outputs look the same. Fonts
 //! are the DejaVu faces embedded in the binary ([`fonts`]); system fonts are never used.
 
+mod coverage;
 mod fonts;
+mod highlight;
 mod html;
 mod image;
 mod layout;
@@ -14,8 +16,10 @@ mod svg;
 
 use std::collections::HashMap;
 
-use plinth_slides::{Deck, Slide};
+use plinth_slides::{Aspect, Deck, Slide};
 
+pub use crate::coverage::{missing_glyphs, MissingGlyphs};
+pub use crate::highlight::{knows as highlights_language, warm_up as warm_up_highlighting};
 pub use crate::image::{inspect_image, ImageInfo, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE};
 
 /// An uploaded image, already validated by [`inspect_image`].
@@ -57,8 +61,23 @@ pub fn visible(deck: &Deck) -> Vec<&Slide> {
     deck.slides.iter().filter(|s| !s.hidden).collect()
 }
 
-pub fn slide_svg(deck: &Deck, slide: &Slide, images: &Images, size: Size) -> String {
+/// The output size for a deck: `size`'s height, and its width from the deck's `aspect`
+/// when the deck sets one (a `4:3` deck at 1920×1080 renders at 1440×1080).
+pub fn deck_size(deck: &Deck, size: Size) -> Size {
     let size = sane(size);
+    let width = match deck.aspect {
+        None => return size,
+        Some(Aspect::Wide) => size.height as u64 * 16 / 9,
+        Some(Aspect::Standard) => size.height as u64 * 4 / 3,
+    };
+    sane(Size {
+        width: width as u32,
+        height: size.height,
+    })
+}
+
+pub fn slide_svg(deck: &Deck, slide: &Slide, images: &Images, size: Size) -> String {
+    let size = deck_size(deck, size);
     let page = layout::page(deck, slide, &image::natural_sizes(slide, images), size);
     svg::render(&page, images, size)
 }
@@ -69,7 +88,7 @@ pub fn slide_png(
     images: &Images,
     size: Size,
 ) -> Result<Vec<u8>, RenderError> {
-    let size = sane(size);
+    let size = deck_size(deck, size);
     svg::rasterize(&slide_svg(deck, slide, images, size), size)
 }
 
@@ -81,7 +100,7 @@ pub fn deck_pdf(
     size: Size,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Vec<u8>, RenderError> {
-    pdf::render(deck, images, sane(size), progress)
+    pdf::render(deck, images, deck_size(deck, size), progress)
 }
 
 pub fn deck_html(deck: &Deck, images: &Images) -> String {

@@ -2,7 +2,7 @@
 
 use plinth_slides::Theme;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Color(pub u8, pub u8, pub u8);
 
 impl Color {
@@ -11,6 +11,7 @@ impl Color {
     }
 }
 
+#[derive(Debug, Clone)]
 pub struct Palette {
     pub background: Color,
     pub text: Color,
@@ -20,6 +21,13 @@ pub struct Palette {
     pub code_bg: Color,
     pub code_text: Color,
     pub inline_code_bg: Color,
+    /// Every other table row.
+    pub stripe: Color,
+    /// Lines between table rows.
+    pub rule: Color,
+    pub quote_bar: Color,
+    /// Dark theme: code is highlighted with a dark theme.
+    pub dark: bool,
 }
 
 pub fn palette(theme: Theme) -> Palette {
@@ -33,6 +41,10 @@ pub fn palette(theme: Theme) -> Palette {
             code_bg: Color(0xf2, 0xf4, 0xf7),
             code_text: Color(0x24, 0x29, 0x2f),
             inline_code_bg: Color(0xe8, 0xeb, 0xef),
+            stripe: Color(0xf6, 0xf8, 0xfa),
+            rule: Color(0xd0, 0xd7, 0xde),
+            quote_bar: Color(0xa8, 0xc5, 0xf7),
+            dark: false,
         },
         Theme::Dark => Palette {
             background: Color(0x16, 0x1b, 0x22),
@@ -43,6 +55,10 @@ pub fn palette(theme: Theme) -> Palette {
             code_bg: Color(0x22, 0x29, 0x33),
             code_text: Color(0xe6, 0xed, 0xf3),
             inline_code_bg: Color(0x2d, 0x35, 0x40),
+            stripe: Color(0x1c, 0x22, 0x2b),
+            rule: Color(0x30, 0x36, 0x3d),
+            quote_bar: Color(0x2f, 0x6f, 0xeb),
+            dark: true,
         },
     }
 }

@@ -8,11 +8,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use printpdf::{
-    Color, DictItem, ExternalStream, ExternalXObject, FontId, ImageCompression,
-    ImageOptimizationOptions, LinePoint, Mm, Op, ParsedFont, PdfDocument, PdfFont, PdfFontHandle,
-    PdfPage, PdfSaveOptions, Point, Polygon, PolygonRing, Pt, Px, RawImage, RawImageData,
-    RawImageFormat, Rect, Rgb, TextItem, TextMatrix, WindingOrder, XObject, XObjectId,
-    XObjectTransform,
+    Actions, BorderArray, Color, DictItem, ExternalStream, ExternalXObject, FontId,
+    ImageCompression, ImageOptimizationOptions, LinePoint, LinkAnnotation, Mm, Op, ParsedFont,
+    PdfDocument, PdfFont, PdfFontHandle, PdfPage, PdfSaveOptions, Point, Polygon, PolygonRing, Pt,
+    Px, RawImage, RawImageData, RawImageFormat, Rect, Rgb, TextItem, TextMatrix, WindingOrder,
+    XObject, XObjectId, XObjectTransform,
 };
 use resvg::tiny_skia;
 
@@ -57,7 +57,7 @@ pub fn render(
         let mut text_open = false;
         let mut current_font: Option<(Face, f32)> = None;
         for item in &page.items {
-            let is_text = matches!(item, Item::Text { .. });
+            let is_text = matches!(item, Item::Text { .. } | Item::Link { .. });
             if text_open && !is_text {
                 ops.push(Op::EndTextSection);
                 text_open = false;
@@ -110,13 +110,51 @@ pub fn render(
                     });
                     used_chars[face.index()].extend(text.chars());
                 }
+                Item::Link {
+                    x,
+                    y: top,
+                    w,
+                    h,
+                    url,
+                } => {
+                    ops.push(Op::LinkAnnotation {
+                        link: LinkAnnotation::new(
+                            Rect {
+                                x: Pt(x * PT_PER_UNIT),
+                                y: Pt(y(top + h)),
+                                width: Pt(w * PT_PER_UNIT),
+                                height: Pt(h * PT_PER_UNIT),
+                                mode: None,
+                                winding_order: None,
+                            },
+                            Actions::Uri(url.clone()),
+                            Some(BorderArray::Solid([0.0, 0.0, 0.0])),
+                            None,
+                            None,
+                        ),
+                    });
+                }
                 Item::Image {
                     x,
                     y: top,
                     w,
                     h,
                     asset_id,
+                    clip,
                 } => {
+                    if let Some([cx, cy, cw, ch]) = clip {
+                        ops.push(Op::SaveGraphicsState);
+                        ops.push(Op::DrawRectangle {
+                            rectangle: Rect {
+                                x: Pt(cx * PT_PER_UNIT),
+                                y: Pt(y(cy + ch)),
+                                width: Pt(cw * PT_PER_UNIT),
+                                height: Pt(ch * PT_PER_UNIT),
+                                mode: Some(printpdf::PaintMode::Clip),
+                                winding_order: Some(WindingOrder::NonZero),
+                            },
+                        });
+                    }
                     let n = placed.len();
                     let entry = placed
                         .entry(asset_id.clone())
@@ -136,6 +174,9 @@ pub fn render(
                             no_auto_scale: true,
                         },
                     });
+                    if clip.is_some() {
+                        ops.push(Op::RestoreGraphicsState);
+                    }
                 }
             }
         }

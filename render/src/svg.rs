@@ -28,6 +28,7 @@ pub fn render(page: &Page, images: &Images, size: Size) -> String {
         num(page.height),
         page.background.hex()
     );
+    let mut clips = 0;
     for item in &page.items {
         match item {
             Item::Rect {
@@ -83,6 +84,7 @@ pub fn render(page: &Page, images: &Images, size: Size) -> String {
                 w,
                 h,
                 asset_id,
+                clip,
             } => {
                 let Some(image) = images.get(asset_id) else {
                     continue;
@@ -91,6 +93,17 @@ pub fn render(page: &Page, images: &Images, size: Size) -> String {
                 // Bilinear ("smooth", which usvg reads only from `style`) rather than the
                 // default bicubic: about three times faster on large photos, and neither
                 // filter is better at downscaling.
+                if let Some([cx, cy, cw, ch]) = clip {
+                    clips += 1;
+                    let _ = write!(
+                        out,
+                        r#"<clipPath id="c{clips}"><rect x="{}" y="{}" width="{}" height="{}"/></clipPath><g clip-path="url(#c{clips})">"#,
+                        num(*cx),
+                        num(*cy),
+                        num(*cw),
+                        num(*ch)
+                    );
+                }
                 let _ = write!(
                     out,
                     r#"<image x="{}" y="{}" width="{}" height="{}" preserveAspectRatio="xMidYMid meet" style="image-rendering:smooth" xlink:href="data:"#,
@@ -103,7 +116,12 @@ pub fn render(page: &Page, images: &Images, size: Size) -> String {
                 out.push_str(";base64,");
                 base64::engine::general_purpose::STANDARD.encode_string(&image.bytes, &mut out);
                 out.push_str(r#""/>"#);
+                if clip.is_some() {
+                    out.push_str("</g>");
+                }
             }
+            // Links matter in PDF and HTML only.
+            Item::Link { .. } => {}
         }
     }
     out.push_str("</svg>");

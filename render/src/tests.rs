@@ -16,6 +16,7 @@ fn slide(title: &str, blocks: Vec<Block>) -> Slide {
         blocks,
         notes: None,
         hidden: false,
+        ..Slide::default()
     }
 }
 
@@ -54,10 +55,12 @@ fn sample() -> (Deck, Images) {
                             "Call `render_deck` to export".into(),
                         ],
                         ordered: false,
+                        start: None,
                     },
                     Block::Bullets {
                         items: vec!["First step".into(), "Second step".into()],
                         ordered: true,
+                        start: None,
                     },
                 ],
             ),
@@ -83,11 +86,14 @@ fn sample() -> (Deck, Images) {
                         Block::Image {
                             asset_id: LOGO.into(),
                             alt: Some("gradient".into()),
+                            width: None,
+                            height: None,
                         },
                     ],
                 )
             },
         ],
+        ..Deck::default()
     };
     deck.fill_ids();
     deck.validate().unwrap();
@@ -248,8 +254,10 @@ fn dark_theme_and_other_sizes() {
 
 #[test]
 fn overflowing_content_shrinks_onto_the_page() {
-    let items: Vec<String> = (1..=30)
-        .map(|i| format!("Point number {i} with **some** words to make it wrap a bit further"))
+    let items: Vec<plinth_slides::ListItem> = (1..=30)
+        .map(|i| {
+            format!("Point number {i} with **some** words to make it wrap a bit further").into()
+        })
         .collect();
     let deck = Deck {
         title: None,
@@ -259,8 +267,10 @@ fn overflowing_content_shrinks_onto_the_page() {
             vec![Block::Bullets {
                 items,
                 ordered: true,
+                start: None,
             }],
         )],
+        ..Deck::default()
     };
     let page = layout::page(&deck, &deck.slides[0], &Default::default(), Size::default());
     assert!(!page.items.is_empty());
@@ -300,13 +310,18 @@ fn svg_images_and_missing_images() {
                 Block::Image {
                     asset_id: svg_id.into(),
                     alt: None,
+                    width: None,
+                    height: None,
                 },
                 Block::Image {
                     asset_id: missing.into(),
                     alt: Some("lost one".into()),
+                    width: None,
+                    height: None,
                 },
             ],
         )],
+        ..Deck::default()
     };
     let mut images = Images::new();
     images.insert(
@@ -417,8 +432,11 @@ fn inspect_accepts_the_four_formats() {
                 vec![Block::Image {
                     asset_id: LOGO.into(),
                     alt: None,
+                    width: None,
+                    height: None,
                 }],
             )],
+            ..Deck::default()
         };
         slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap();
         let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
@@ -466,4 +484,483 @@ fn inspect_refuses_bombs_and_junk() {
     assert!(e.contains("external"), "{e}");
     let huge_svg = br#"<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"/>"#;
     assert!(inspect_image(huge_svg).is_err());
+}
+
+/// Every CommonMark + GFM construct a slide shows, through markdown, in all three
+/// formats.
+const EVERYTHING: &str = r#"---
+title: Everything
+---
+
+## Lists and quotes
+
+- one **bold**
+  1. two
+     - three *deep*
+       - [x] ticked task
+       - [ ] open task
+  2. again
+- four ~~struck~~
+
+3. third
+4. fourth
+
+> Quoted wisdom
+>
+> > nested quote
+
+---
+
+## Table and links
+
+| Format | 20 slides | Per *slide* |
+|:-------|----------:|:-----------:|
+| PDF    | 0.06 s    | `3 ms`      |
+| PNG    | ~~0.58 s~~ | 29 ms      |
+
+See [the docs](https://example.com/docs) and `inline code`.
+
+***
+
+Logo ![logo](asset:6f1c2a3e-0000-4000-8000-000000000001) inline.
+"#;
+
+#[test]
+fn every_markdown_construct_renders_everywhere() {
+    let deck = plinth_slides::parse_markdown(EVERYTHING).unwrap();
+    let (_, images) = sample();
+    for slide in visible(&deck) {
+        let png = slide_png(&deck, slide, &images, Size::default()).unwrap();
+        let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
+        let colours: HashSet<[u8; 3]> = img.pixels().map(|p| p.0).collect();
+        assert!(colours.len() > 20, "slide {} looks blank", slide.id);
+    }
+    // The inline image is drawn (the gradient's blue channel is 160).
+    let png = slide_png(&deck, &deck.slides[1], &images, Size::default()).unwrap();
+    let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
+    assert!(
+        img.pixels()
+            .filter(|p| p.0[2] == 160 && p.0[0] > 60)
+            .count()
+            > 50
+    );
+
+    let svg = slide_svg(&deck, &deck.slides[0], &images, Size::default());
+    for needle in ["•", "▪", "✓", "3.", "4.", "Quoted wisdom", "nested quote"] {
+        assert!(svg.contains(needle), "{needle} missing from the SVG");
+    }
+
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    assert!(
+        String::from_utf8_lossy(&pdf).contains("https://example.com/docs"),
+        "no link annotation"
+    );
+    if let Some(text) = pdftotext(&pdf) {
+        for needle in [
+            "one bold",
+            "two",
+            "three deep",
+            "ticked task",
+            "open task",
+            "four struck",
+            "third",
+            "Quoted wisdom",
+            "nested quote",
+            "Format",
+            "20 slides",
+            "Per slide",
+            "0.06 s",
+            "3 ms",
+            "0.58 s",
+            "the docs",
+            "inline code",
+        ] {
+            assert!(
+                text.contains(needle),
+                "{needle:?} missing from PDF text:\n{text}"
+            );
+        }
+    }
+
+    let html = deck_html(&deck, &images);
+    for needle in [
+        "<li>one <strong>bold</strong><ol><li>two<ul><li>three <em>deep</em><ul><li class=\"task\"><input type=\"checkbox\" disabled checked> ticked task</li>",
+        "<ol start=\"3\">",
+        "<s>struck</s>",
+        "<blockquote>\n<p>Quoted wisdom</p>\n<blockquote>\n<p>nested quote</p>",
+        "<th style=\"text-align:right\">20 slides</th>",
+        "<td style=\"text-align:center\"><code>3 ms</code></td>",
+        "<a href=\"https://example.com/docs\">the docs</a>",
+        "<hr>",
+        "<img class=\"inline\" alt=\"logo\" src=\"data:image/png;base64,",
+    ] {
+        assert!(html.contains(needle), "{needle:?} missing from HTML");
+    }
+}
+
+#[test]
+fn deep_documents_render_without_recursing_past_the_limit() {
+    // The deepest valid nesting renders everywhere.
+    let md = format!(
+        "# Deep\n\n{}x\n\n{}\n",
+        "> ".repeat(plinth_slides::MAX_NESTING),
+        (0..plinth_slides::MAX_NESTING)
+            .map(|i| format!("{}- level {}\n", "  ".repeat(i), i + 1))
+            .collect::<String>()
+    );
+    let deck = plinth_slides::parse_markdown(&md).unwrap();
+    let images = Images::new();
+    slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    if let Some(text) = pdftotext(&pdf) {
+        assert!(text.contains("level 8"), "{text}");
+    }
+    assert!(deck_html(&deck, &images).contains("level 8"));
+}
+
+const MARP_DECK: &str = r#"---
+marp: true
+theme: gaia
+size: 4:3
+paginate: true
+header: "**Acme** roadmap"
+footer: Confidential
+---
+
+<!-- _class: lead -->
+<!-- _paginate: false -->
+
+# Roadmap
+
+---
+
+## Split
+
+![bg left:40%](6f1c2a3e-0000-4000-8000-000000000001)
+
+- point
+
+---
+
+<!-- _class: invert -->
+
+## Sized
+
+![w:300](6f1c2a3e-0000-4000-8000-000000000001)
+"#;
+
+#[test]
+fn marp_decks_render_with_their_settings() {
+    let deck = plinth_slides::parse_markdown(MARP_DECK).unwrap();
+    let (_, images) = sample();
+    let png = slide_png(&deck, &deck.slides[1], &images, Size::default()).unwrap();
+    let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
+    assert_eq!((img.width(), img.height()), (1440, 1080), "size: 4:3");
+    // The split background: the gradient on the left, gaia's background on the right.
+    assert_eq!(img.get_pixel(200, 540).0[2], 160);
+    assert_eq!(img.get_pixel(1400, 540).0, [0xff, 0xf8, 0xe1]);
+    // The inverted slide swaps gaia's colours.
+    let png = slide_png(&deck, &deck.slides[2], &images, Size::default()).unwrap();
+    let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
+    assert_eq!(img.get_pixel(2, 2).0, [0x45, 0x5a, 0x64]);
+
+    let svg = slide_svg(&deck, &deck.slides[1], &images, Size::default());
+    assert!(svg.contains(">Confidential<") && svg.contains("roadmap<") && svg.contains(">2<"));
+    let first = slide_svg(&deck, &deck.slides[0], &images, Size::default());
+    assert!(!first.contains(">1<"), "_paginate: false");
+
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    if let Some(text) = pdftotext(&pdf) {
+        for needle in ["Acme roadmap", "Confidential", "Split", "3"] {
+            assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+        }
+    }
+    let html = deck_html(&deck, &images);
+    for needle in [
+        "aspect-ratio: 4 / 3",
+        "<header class=\"chrome\"><strong>Acme</strong> roadmap</header>",
+        "<footer class=\"chrome\">Confidential</footer>",
+        "<span class=\"page-number\">2</span>",
+        "<div class=\"bg\" style=\"left: 0%; width: 40%; background-size: cover; background-image: url(data:image/png;base64,",
+        "<div class=\"frame\" style=\"left: 40%; right: 0%\">",
+        "--bg: #455a64",
+        "<figure class=\"sized\" style=\"width:calc(450 * var(--u));\">",
+    ] {
+        assert!(html.contains(needle), "{needle:?} missing from HTML");
+    }
+    assert!(!html.contains("<span class=\"page-number\">1</span>"));
+}
+
+#[test]
+fn code_is_highlighted_in_every_format() {
+    let md = "# Code\n\n```rust\nfn main() {\n    let x = \"hi\"; // note\n}\n```\n\n```nosuchlang\nplain text\n```\n";
+    for theme in ["light", "dark"] {
+        let deck =
+            plinth_slides::parse_markdown(&format!("---\ntheme: {theme}\n---\n{md}")).unwrap();
+        let images = Images::new();
+        let page = layout::page(&deck, &deck.slides[0], &Default::default(), Size::default());
+        let code_colours: HashSet<_> = page
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                layout::Item::Text {
+                    face: crate::fonts::Face::Mono,
+                    fill,
+                    ..
+                } => Some(*fill),
+                _ => None,
+            })
+            .collect();
+        assert!(code_colours.len() >= 4, "{theme}: {code_colours:?}");
+        let html = deck_html(&deck, &images);
+        assert!(html.contains("<span style=\"color:#"), "{theme}");
+        assert!(
+            html.contains("plain text</code>"),
+            "unknown languages stay plain"
+        );
+        let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+        if let Some(text) = pdftotext(&pdf) {
+            assert!(text.contains("let x = \"hi\"; // note"), "{text}");
+        }
+    }
+}
+
+/// Timings for `fixtures/decks/bench20-rich.md` (tables, nested lists, quotes, six
+/// highlighted code slides, backgrounds, header, footer, page numbers). Run with
+/// `cargo test --release -p plinth-render bench_rich_deck -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_rich_deck() {
+    use std::time::Instant;
+    let t = Instant::now();
+    crate::highlight::highlight("x", Some("txt"), false);
+    let load = t.elapsed();
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/decks/bench20-rich.md"
+    ))
+    .unwrap();
+    let t = Instant::now();
+    let deck = plinth_slides::parse_markdown(&src).unwrap();
+    let parse = t.elapsed();
+    assert_eq!(deck.slides.len(), 20);
+    let mut images = Images::new();
+    for (id, file) in [
+        ("11111111-1111-4111-8111-111111111111", "chart.png"),
+        ("22222222-2222-4222-8222-222222222222", "photo.jpg"),
+    ] {
+        let bytes = std::fs::read(format!(
+            "{}/../fixtures/decks/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let info = inspect_image(&bytes).unwrap();
+        images.insert(
+            id.into(),
+            Image {
+                mime: info.mime.into(),
+                bytes,
+            },
+        );
+    }
+    // Highlighting alone: cold (each language's patterns compile on first use), then warm.
+    let code: Vec<(String, Option<String>)> = deck
+        .slides
+        .iter()
+        .flat_map(|s| s.blocks.iter())
+        .filter_map(|b| match b {
+            Block::Code { code, language } => Some((code.clone(), language.clone())),
+            _ => None,
+        })
+        .collect();
+    for (c, l) in &code {
+        let t = Instant::now();
+        crate::highlight::highlight(c, l.as_deref(), false).unwrap();
+        eprintln!(
+            "  {:?} cold {:.1} ms",
+            l,
+            t.elapsed().as_secs_f64() * 1000.0
+        );
+    }
+    let mut hl = Vec::new();
+    for _ in 0..2 {
+        let t = Instant::now();
+        for (c, l) in &code {
+            crate::highlight::highlight(c, l.as_deref(), false).unwrap();
+        }
+        hl.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    eprintln!(
+        "highlighting {} code blocks again: {:.1} ms, {:.1} ms",
+        code.len(),
+        hl[0],
+        hl[1]
+    );
+    let t = Instant::now();
+    crate::highlight::warm_up();
+    eprintln!(
+        "warm_up (16 languages, 5 of them already compiled): {:.1} ms",
+        t.elapsed().as_secs_f64() * 1000.0
+    );
+    let mut pdf_ms = Vec::new();
+    for _ in 0..7 {
+        let t = Instant::now();
+        let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+        pdf_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert!(pdf.len() > 10_000);
+    }
+    let mut png_ms = Vec::new();
+    for slide in visible(&deck) {
+        let t = Instant::now();
+        slide_png(&deck, slide, &images, Size::default()).unwrap();
+        png_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let t = Instant::now();
+    let html = deck_html(&deck, &images);
+    let html_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v[v.len() / 2]
+    };
+    let first_pdf = pdf_ms[0];
+    eprintln!(
+        "syntax set + themes load {:.1} ms; parse {:.2} ms; PDF 20 pages first {:.1} ms, median {:.1} ms; PNG median {:.1} ms/slide, max {:.1}; HTML {:.1} ms ({} bytes)",
+        load.as_secs_f64() * 1000.0,
+        parse.as_secs_f64() * 1000.0,
+        first_pdf,
+        median(&mut pdf_ms),
+        median(&mut png_ms.clone()),
+        png_ms.iter().cloned().fold(0.0, f64::max),
+        html_ms,
+        html.len()
+    );
+}
+
+#[test]
+fn list_items_with_blocks_render_in_their_column() {
+    let md = "# Steps\n\n1. Install:\n   ```bash\n   cargo install plinth\n   ```\n   then run it\n2. Remember:\n   > small steps\n";
+    let deck = plinth_slides::parse_markdown(md).unwrap();
+    let images = Images::new();
+    let page = layout::page(&deck, &deck.slides[0], &Default::default(), Size::default());
+    let x_of = |needle: &str| {
+        page.items.iter().find_map(|i| match i {
+            layout::Item::Text { x, text, .. } if text.contains(needle) => Some(*x),
+            _ => None,
+        })
+    };
+    let (item_x, code_x) = (x_of("Install:").unwrap(), x_of("install").unwrap());
+    assert!(code_x > item_x, "code sits in the item's column");
+    slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    if let Some(text) = pdftotext(&pdf) {
+        for needle in [
+            "Install:",
+            "cargo install plinth",
+            "then run it",
+            "small steps",
+        ] {
+            assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+        }
+    }
+    let html = deck_html(&deck, &images);
+    assert!(
+        html.contains("<li>Install:<div class=\"item-blocks\"><pre><code class=\"language-bash\">")
+    );
+    assert!(html.contains("<blockquote>\n<p>small steps</p>"));
+}
+
+/// A Marp-style deck that names its images by file, resolved the way a CLI or the
+/// server would (a closure that borrows its own table).
+#[test]
+fn marp_style_fixture_renders_with_file_images() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/decks");
+    let files = [
+        ("chart.png", "6f1c2a3e-0000-4000-8000-00000000000a"),
+        ("photo.jpg", "6f1c2a3e-0000-4000-8000-00000000000b"),
+    ];
+    let table: Vec<(String, String)> = files
+        .iter()
+        .map(|(f, id)| (f.to_string(), id.to_string()))
+        .collect();
+    let resolve = |name: &str| {
+        table
+            .iter()
+            .find(|(f, _)| f == name)
+            .map(|(_, id)| id.clone())
+    };
+    let opts = plinth_slides::ParseOptions {
+        resolve_image: Some(&resolve),
+    };
+    let src = std::fs::read_to_string(format!("{dir}/marp-style.md")).unwrap();
+    let (deck, warnings) = plinth_slides::parse_markdown_report(&src, &opts).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let mut images = Images::new();
+    for (file, id) in files {
+        let bytes = std::fs::read(format!("{dir}/{file}")).unwrap();
+        let mime = inspect_image(&bytes).unwrap().mime.to_owned();
+        images.insert(id.into(), Image { mime, bytes });
+    }
+    assert_eq!(deck.asset_ids().len(), 2);
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    if let Some(text) = pdftotext(&pdf) {
+        for needle in [
+            "Roadmap 2027",
+            "Split background",
+            "Confidential",
+            "nested point",
+        ] {
+            assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+        }
+    }
+    let html = deck_html(&deck, &images);
+    assert_eq!(html.matches("class=\"bg\"").count(), 2);
+}
+
+/// Documents at the edges of what validation accepts render without panicking and
+/// keep their text on the page.
+#[test]
+fn edge_documents_render() {
+    let id = LOGO;
+    let wide: Vec<String> = (0..30).map(|i| format!("column{i}withalongword")).collect();
+    let item = |depth: usize| {
+        (0..depth).fold(serde_json::json!("leaf"), |inner, _| {
+            serde_json::json!({"text": "", "blocks": [{"type": "code", "code": "x"}],
+                               "list": {"items": [inner]}})
+        })
+    };
+    let docs = [
+        serde_json::json!({"slides": [{"blocks": [{"type": "table", "header": wide, "rows": [wide.clone()]}]}]}),
+        serde_json::json!({"slides": [{"blocks": [{"type": "table", "header": [""], "rows": [[""]]}]}]}),
+        serde_json::json!({"slides": [{"blocks": [{"type": "bullets", "items": [item(7)]}]}]}),
+        serde_json::json!({"aspect": "4:3", "paginate": true, "header": "h", "footer": "f", "slides": [
+            {"backgrounds": [
+                {"asset_id": id, "position": "left", "split": 90},
+                {"asset_id": id, "position": "right", "split": 90},
+                {"asset_id": id}, {"asset_id": id, "fit": "contain"}],
+             "blocks": [{"type": "text", "text": "squeezed ![i](asset:6f1c2a3e-0000-4000-8000-000000000001) [l](https://x.y)"}]}]}),
+        serde_json::json!({"slides": [{"layout": "title", "title": "[T](https://t.example) `c` ~~s~~", "blocks": [
+            {"type": "image", "asset_id": id, "width": 8192, "height": 1},
+            {"type": "image", "asset_id": "6f1c2a3e-0000-4000-8000-0000000000ff", "width": 10},
+            {"type": "quote", "blocks": [{"type": "table", "header": ["a"], "rows": []}, {"type": "rule"}]},
+            {"type": "code", "language": "rust", "code": "\t\u{7}fn x() {}\n".repeat(60)}]}]}),
+    ];
+    let (_, images) = sample();
+    for doc in docs {
+        let deck = Deck::from_json(doc.clone()).unwrap_or_else(|e| panic!("{e}: {doc}"));
+        for slide in visible(&deck) {
+            let size = deck_size(&deck, Size::default());
+            let page = layout::page(&deck, slide, &image::natural_sizes(slide, &images), size);
+            for item in &page.items {
+                if let layout::Item::Text { y, x, .. } = item {
+                    assert!(
+                        *y <= page.height && *x >= 0.0 && *x <= page.width,
+                        "{doc}: text at {x},{y}"
+                    );
+                }
+            }
+            slide_png(&deck, slide, &images, Size::default()).unwrap();
+        }
+        deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+        deck_html(&deck, &images);
+    }
 }

@@ -10,8 +10,15 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-pub use markdown::parse_markdown;
+pub use markdown::{
+    parse_markdown, parse_markdown_report, parse_markdown_with, ParseOptions, ResolveImage,
+};
 pub use templates::{template, TemplateInfo, TEMPLATES};
+
+/// Block types a deck may use (for `capabilities`).
+pub const BLOCK_TYPES: &[&str] = &[
+    "heading", "text", "bullets", "code", "image", "quote", "table", "rule",
+];
 
 /// Limits enforced on every saved deck (also listed by `capabilities`).
 pub const MAX_SLIDES: usize = 200;
@@ -23,7 +30,7 @@ pub const MAX_ID_CHARS: usize = 64;
 /// insert, a batch costs at most `MAX_OPERATIONS × MAX_SLIDES` steps (H4).
 pub const MAX_OPERATIONS: usize = 500;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Deck {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -31,6 +38,65 @@ pub struct Deck {
     #[serde(default)]
     pub theme: Theme,
     pub slides: Vec<Slide>,
+    /// Slide shape: `16:9` (default) or `4:3`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aspect: Option<Aspect>,
+    /// Page numbers on every slide (a slide's own `paginate` wins).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paginate: bool,
+    /// Inline-marked text at the top / bottom of every slide (a slide's own wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footer: Option<String>,
+    /// Background and text colours for every slide, as CSS colours (`#rrggbb`, `#rgb`,
+    /// `rgb(r, g, b)` or a basic colour name); a slide's own win.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_color: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Aspect {
+    #[default]
+    #[serde(rename = "16:9")]
+    Wide,
+    #[serde(rename = "4:3")]
+    Standard,
+}
+
+/// A slide background image (Marp's `![bg]`): the whole slide, or a split beside the
+/// content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Background {
+    pub asset_id: String,
+    #[serde(default)]
+    pub position: BackgroundPosition,
+    /// `cover` (default) fills its area and crops; `contain` shows all of it.
+    #[serde(default)]
+    pub fit: BackgroundFit,
+    /// Share of the slide width a `left` or `right` split takes, 10 to 90 (default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<u8>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackgroundPosition {
+    #[default]
+    Full,
+    Left,
+    Right,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackgroundFit {
+    #[default]
+    Cover,
+    Contain,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,7 +117,7 @@ pub enum Layout {
     Title,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Slide {
     /// Stable within the deck; slide operations address slides by it. Filled in
@@ -69,23 +135,47 @@ pub struct Slide {
     pub notes: Option<String>,
     #[serde(default)]
     pub hidden: bool,
+    /// This slide in the other theme (Marp's `invert` class) or a set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<Theme>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paginate: Option<bool>,
+    /// Overrides the deck's; an empty string removes it on this slide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_color: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    /// Background images, side by side when there are several in one area.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backgrounds: Vec<Background>,
 }
 
-/// Text in `text`, `heading` and list items may carry inline `**bold**`, `*italic*` and
-/// `` `code` `` marks; see [`spans`].
+/// Text in `text`, `heading`, list items, table cells and titles may carry inline marks
+/// (`**bold**`, `*italic*`, `~~struck~~`, `` `code` ``, `[link](https://…)`,
+/// `![alt](asset:<id>)`); see [`spans`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Block {
     Heading {
         text: String,
+        /// 1 to 6, as `#` to `######` (default 2); 3 and below are drawn smaller.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        level: Option<u8>,
     },
     Text {
         text: String,
     },
     Bullets {
-        items: Vec<String>,
+        items: Vec<ListItem>,
         #[serde(default)]
         ordered: bool,
+        /// The first number of an ordered list (default 1).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start: Option<u64>,
     },
     Code {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,7 +186,137 @@ pub enum Block {
         asset_id: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         alt: Option<String>,
+        /// Drawn size in pixels of a 1920×1080 slide (one given: the other follows
+        /// the image's shape); still scaled down to fit.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        width: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        height: Option<u32>,
     },
+    /// A block quote: any blocks, drawn indented behind an accent bar.
+    Quote {
+        blocks: Vec<Block>,
+    },
+    /// A table: a header row and body rows of inline-marked cells.
+    Table {
+        /// One per column (missing columns are `auto`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        align: Vec<Align>,
+        header: Vec<String>,
+        #[serde(default)]
+        rows: Vec<Vec<String>>,
+    },
+    /// A horizontal rule (`***` or `___` in markdown; `---` separates slides).
+    Rule,
+}
+
+/// Column alignment of a table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Align {
+    #[default]
+    Auto,
+    Left,
+    Center,
+    Right,
+}
+
+/// A list (the nested list of a [`ListItem`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct List {
+    pub items: Vec<ListItem>,
+    #[serde(default)]
+    pub ordered: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<u64>,
+}
+
+/// One list item. In JSON a plain item is a string; an item with a check box, blocks
+/// or a nested list is an object `{"text", "checked"?, "blocks"?, "list"?}`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ListItem {
+    pub text: String,
+    /// A task-list item: `Some(true)` is ticked.
+    pub checked: Option<bool>,
+    /// Blocks after the text (code, quotes, tables, images, more paragraphs), drawn in
+    /// the item's column.
+    pub blocks: Vec<Block>,
+    pub list: Option<List>,
+}
+
+impl From<&str> for ListItem {
+    fn from(text: &str) -> Self {
+        ListItem {
+            text: text.to_owned(),
+            ..ListItem::default()
+        }
+    }
+}
+
+impl From<String> for ListItem {
+    fn from(text: String) -> Self {
+        ListItem {
+            text,
+            ..ListItem::default()
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FullItem {
+    text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    checked: Option<bool>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    blocks: Vec<Block>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    list: Option<List>,
+}
+
+impl Serialize for ListItem {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.checked.is_none() && self.list.is_none() && self.blocks.is_empty() {
+            return s.serialize_str(&self.text);
+        }
+        FullItem {
+            text: self.text.clone(),
+            checked: self.checked,
+            blocks: self.blocks.clone(),
+            list: self.list.clone(),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ListItem {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ListItem;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string or an object with `text`, `checked` and `list`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ListItem, E> {
+                Ok(ListItem::from(v))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<ListItem, E> {
+                Ok(ListItem::from(v))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<ListItem, A::Error> {
+                let full =
+                    FullItem::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(ListItem {
+                    text: full.text,
+                    checked: full.checked,
+                    blocks: full.blocks,
+                    list: full.list,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -138,6 +358,17 @@ impl Deck {
             return invalid(format!("a deck has at most {MAX_SLIDES} slides"));
         }
         check_text("title", self.title.as_deref())?;
+        for (what, text) in [("header", &self.header), ("footer", &self.footer)] {
+            if let Some(t) = text {
+                check_marked(what, t)?;
+            }
+        }
+        for (what, c) in [
+            ("background_color", &self.background_color),
+            ("color", &self.color),
+        ] {
+            check_color(what, c.as_deref())?;
+        }
         let mut ids = HashSet::new();
         for (i, slide) in self.slides.iter().enumerate() {
             let at = format!("slide {} ({})", i + 1, slide.id);
@@ -160,56 +391,107 @@ impl Deck {
             }
             check_text(&format!("{at} title"), slide.title.as_deref())?;
             check_text(&format!("{at} notes"), slide.notes.as_deref())?;
-            for block in &slide.blocks {
-                match block {
-                    Block::Heading { text } | Block::Text { text } => check_text(&at, Some(text))?,
-                    Block::Bullets { items, .. } => {
-                        if items.is_empty() {
-                            return invalid(format!("{at}: a list needs at least one item"));
-                        }
-                        for item in items {
-                            check_text(&at, Some(item))?;
-                        }
-                    }
-                    Block::Code { code, language } => {
-                        check_text(&at, Some(code))?;
-                        check_text(&at, language.as_deref())?;
-                    }
-                    Block::Image { asset_id, alt } => {
-                        if uuid::Uuid::parse_str(asset_id).is_err() {
-                            return invalid(format!(
-                                "{at}: image asset_id `{asset_id}` is not an asset id"
-                            ));
-                        }
-                        check_text(&at, alt.as_deref())?;
-                    }
+            let mut count = 0;
+            check_blocks(&at, &slide.blocks, 0, &mut count)?;
+            for (what, text) in [("header", &slide.header), ("footer", &slide.footer)] {
+                if let Some(t) = text {
+                    check_marked(&format!("{at} {what}"), t)?;
                 }
+            }
+            for (what, c) in [
+                ("background_color", &slide.background_color),
+                ("color", &slide.color),
+            ] {
+                check_color(&format!("{at} {what}"), c.as_deref())?;
+            }
+            if slide.backgrounds.len() > 8 {
+                return invalid(format!("{at}: at most 8 background images"));
+            }
+            for bg in &slide.backgrounds {
+                if uuid::Uuid::parse_str(&bg.asset_id).is_err() {
+                    return invalid(format!(
+                        "{at}: background asset_id `{}` is not an asset id",
+                        bg.asset_id
+                    ));
+                }
+                if bg.split.is_some_and(|p| !(10..=90).contains(&p)) {
+                    return invalid(format!("{at}: a background split is 10 to 90 (percent)"));
+                }
+            }
+            if let Some(title) = slide.title.as_deref() {
+                check_marks(&format!("{at} title"), title)?;
             }
         }
         Ok(())
     }
 
-    /// Every asset the deck's images reference, each once, in order of appearance.
+    /// Every asset the deck's images reference (image blocks, inline images in any
+    /// text), each once, in order of appearance.
     pub fn asset_ids(&self) -> Vec<String> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
+        let mut add = |id: &str| {
+            if seen.insert(id.to_owned()) {
+                out.push(id.to_owned());
+            }
+        };
         for slide in &self.slides {
-            for block in &slide.blocks {
-                if let Block::Image { asset_id, .. } = block {
-                    if seen.insert(asset_id.clone()) {
-                        out.push(asset_id.clone());
+            for bg in &slide.backgrounds {
+                add(&bg.asset_id);
+            }
+            let mut texts: Vec<&str> = Vec::new();
+            if let Some(t) = slide.title.as_deref() {
+                texts.push(t);
+            }
+            walk_blocks(&slide.blocks, 0, &mut |block| match block {
+                Block::Image { asset_id, .. } => {
+                    for t in texts.drain(..) {
+                        inline_images(t, &mut add);
+                    }
+                    add(asset_id)
+                }
+                other => {
+                    for t in texts.drain(..) {
+                        inline_images(t, &mut add);
+                    }
+                    for t in block_texts(other) {
+                        inline_images(t, &mut add);
                     }
                 }
+            });
+            for t in texts {
+                inline_images(t, &mut add);
+            }
+        }
+        for t in [&self.header, &self.footer].into_iter().flatten() {
+            inline_images(t, &mut add);
+        }
+        for slide in &self.slides {
+            for t in [&slide.header, &slide.footer].into_iter().flatten() {
+                inline_images(t, &mut add);
             }
         }
         out
     }
 
-    /// What an audience may see: hidden slides and speaker notes removed.
-    pub fn audience(&self) -> Deck {
+    /// The deck without its slides.
+    fn clone_settings(&self) -> Deck {
         Deck {
             title: self.title.clone(),
             theme: self.theme,
+            slides: Vec::new(),
+            aspect: self.aspect,
+            paginate: self.paginate,
+            header: self.header.clone(),
+            footer: self.footer.clone(),
+            background_color: self.background_color.clone(),
+            color: self.color.clone(),
+        }
+    }
+
+    /// What an audience may see: hidden slides and speaker notes removed.
+    pub fn audience(&self) -> Deck {
+        Deck {
             slides: self
                 .slides
                 .iter()
@@ -219,6 +501,7 @@ impl Deck {
                     ..s.clone()
                 })
                 .collect(),
+            ..self.clone_settings()
         }
     }
 
@@ -334,6 +617,289 @@ fn check_text(at: &str, text: Option<&str>) -> Result<(), Invalid> {
     }
 }
 
+fn check_color(at: &str, c: Option<&str>) -> Result<(), Invalid> {
+    match c {
+        Some(c) if parse_color(c).is_none() => invalid(format!(
+            "{at}: `{c}` is not a colour (#rrggbb, #rgb, rgb(r, g, b) or a basic name such as white)"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A CSS colour plinth can draw: `#rrggbb`, `#rgb`, `rgb(r, g, b)` or a basic name.
+pub fn parse_color(c: &str) -> Option<(u8, u8, u8)> {
+    let c = c.trim().to_ascii_lowercase();
+    if let Some(hex) = c.strip_prefix('#') {
+        if !hex.chars().all(|d| d.is_ascii_hexdigit()) {
+            return None;
+        }
+        let v = |s: &str| u8::from_str_radix(s, 16).ok();
+        return match hex.len() {
+            3 => {
+                let d: Vec<u8> = hex.chars().filter_map(|d| v(&d.to_string())).collect();
+                Some((d[0] * 17, d[1] * 17, d[2] * 17))
+            }
+            6 => Some((v(&hex[0..2])?, v(&hex[2..4])?, v(&hex[4..6])?)),
+            _ => None,
+        };
+    }
+    if let Some(args) = c.strip_prefix("rgb(").and_then(|r| r.strip_suffix(')')) {
+        let parts: Vec<u8> = args
+            .split(',')
+            .map(|p| p.trim().parse::<u8>())
+            .collect::<Result<_, _>>()
+            .ok()?;
+        return (parts.len() == 3).then(|| (parts[0], parts[1], parts[2]));
+    }
+    Some(match c.as_str() {
+        "white" => (255, 255, 255),
+        "black" => (0, 0, 0),
+        "red" => (255, 0, 0),
+        "green" => (0, 128, 0),
+        "blue" => (0, 0, 255),
+        "yellow" => (255, 255, 0),
+        "orange" => (255, 165, 0),
+        "purple" => (128, 0, 128),
+        "gray" | "grey" => (128, 128, 128),
+        "silver" => (192, 192, 192),
+        "navy" => (0, 0, 128),
+        "teal" => (0, 128, 128),
+        "maroon" => (128, 0, 0),
+        "olive" => (128, 128, 0),
+        "lime" => (0, 255, 0),
+        "aqua" | "cyan" => (0, 255, 255),
+        "fuchsia" | "magenta" => (255, 0, 255),
+        "pink" => (255, 192, 203),
+        "brown" => (165, 42, 42),
+        "beige" => (245, 245, 220),
+        "whitesmoke" => (245, 245, 245),
+        "lightgray" | "lightgrey" => (211, 211, 211),
+        "darkgray" | "darkgrey" => (169, 169, 169),
+        "dimgray" | "dimgrey" => (105, 105, 105),
+        "skyblue" => (135, 206, 235),
+        "gold" => (255, 215, 0),
+        _ => return None,
+    })
+}
+
+/// How deep block quotes and lists may nest inside one another (a top-level list is
+/// level 1). Every walk over blocks is bounded by it, so no document can exhaust the
+/// stack.
+pub const MAX_NESTING: usize = 8;
+/// Columns of one table, and cells of one table (header included).
+pub const MAX_TABLE_COLUMNS: usize = 30;
+pub const MAX_TABLE_CELLS: usize = 1_000;
+/// Link targets an export may carry: nothing that runs script in a viewer.
+pub const LINK_SCHEMES: &[&str] = &["http://", "https://", "mailto:"];
+
+fn check_blocks(
+    at: &str,
+    blocks: &[Block],
+    depth: usize,
+    count: &mut usize,
+) -> Result<(), Invalid> {
+    for block in blocks {
+        *count += 1;
+        if *count > MAX_BLOCKS_PER_SLIDE {
+            return invalid(format!(
+                "{at}: at most {MAX_BLOCKS_PER_SLIDE} blocks (block quotes' blocks included)"
+            ));
+        }
+        match block {
+            Block::Heading { text, level } => {
+                if level.is_some_and(|l| !(1..=6).contains(&l)) {
+                    return invalid(format!("{at}: a heading level is 1 to 6"));
+                }
+                check_marked(at, text)?
+            }
+            Block::Text { text } => check_marked(at, text)?,
+            Block::Bullets { items, .. } => check_list(at, items, depth + 1, count)?,
+            Block::Code { code, language } => {
+                check_text(at, Some(code))?;
+                check_text(at, language.as_deref())?;
+            }
+            Block::Image {
+                asset_id,
+                alt,
+                width,
+                height,
+            } => {
+                if [width, height]
+                    .into_iter()
+                    .flatten()
+                    .any(|&v| v == 0 || v > 8192)
+                {
+                    return invalid(format!("{at}: image width and height are 1 to 8192"));
+                }
+                if uuid::Uuid::parse_str(asset_id).is_err() {
+                    return invalid(format!(
+                        "{at}: image asset_id `{asset_id}` is not an asset id"
+                    ));
+                }
+                check_text(at, alt.as_deref())?;
+            }
+            Block::Quote { blocks } => {
+                if depth + 1 > MAX_NESTING {
+                    return too_deep(at);
+                }
+                check_blocks(at, blocks, depth + 1, count)?;
+            }
+            Block::Table {
+                align,
+                header,
+                rows,
+            } => {
+                let columns = header.len();
+                if columns == 0 || columns > MAX_TABLE_COLUMNS {
+                    return invalid(format!(
+                        "{at}: a table has 1 to {MAX_TABLE_COLUMNS} columns"
+                    ));
+                }
+                if align.len() > columns {
+                    return invalid(format!("{at}: a table has more alignments than columns"));
+                }
+                if rows.iter().any(|r| r.len() != columns) {
+                    return invalid(format!(
+                        "{at}: every table row has as many cells as the header ({columns})"
+                    ));
+                }
+                if columns * (rows.len() + 1) > MAX_TABLE_CELLS {
+                    return invalid(format!("{at}: a table has at most {MAX_TABLE_CELLS} cells"));
+                }
+                for cell in header.iter().chain(rows.iter().flatten()) {
+                    check_marked(at, cell)?;
+                }
+            }
+            Block::Rule => {}
+        }
+    }
+    Ok(())
+}
+
+/// A list at `level` (the quotes and lists it sits in, itself included).
+fn check_list(
+    at: &str,
+    items: &[ListItem],
+    level: usize,
+    count: &mut usize,
+) -> Result<(), Invalid> {
+    if level > MAX_NESTING {
+        return too_deep(at);
+    }
+    if items.is_empty() {
+        return invalid(format!("{at}: a list needs at least one item"));
+    }
+    for item in items {
+        check_marked(at, &item.text)?;
+        check_blocks(at, &item.blocks, level, count)?;
+        if let Some(list) = &item.list {
+            check_list(at, &list.items, level + 1, count)?;
+        }
+    }
+    Ok(())
+}
+
+fn too_deep<T>(at: &str) -> Result<T, Invalid> {
+    invalid(format!(
+        "{at}: block quotes and lists nest at most {MAX_NESTING} levels deep"
+    ))
+}
+
+/// Length, then the inline marks: links only to [`LINK_SCHEMES`], inline images only
+/// to assets.
+fn check_marked(at: &str, text: &str) -> Result<(), Invalid> {
+    check_text(at, Some(text))?;
+    check_marks(at, text)
+}
+
+fn check_marks(at: &str, text: &str) -> Result<(), Invalid> {
+    for span in spans(text) {
+        if let Some(url) = &span.link {
+            if !link_allowed(url) {
+                return invalid(format!(
+                    "{at}: link `{url}` is not allowed (http, https or mailto only)"
+                ));
+            }
+        }
+        if let Some(id) = &span.image {
+            if uuid::Uuid::parse_str(id).is_err() {
+                return invalid(format!("{at}: inline image `{id}` is not an asset id"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a link target is one an export may carry.
+pub fn link_allowed(url: &str) -> bool {
+    let lower = url.to_ascii_lowercase();
+    LINK_SCHEMES.iter().any(|s| lower.starts_with(s))
+        && !url
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || matches!(c, '\\' | '"' | '<' | '>'))
+}
+
+/// Calls `f` on every block, nested ones included, in document order; stops
+/// descending past [`MAX_NESTING`] (deeper documents never validate).
+pub fn walk_blocks<'a>(blocks: &'a [Block], depth: usize, f: &mut dyn FnMut(&'a Block)) {
+    fn items<'a>(list: &'a [ListItem], level: usize, f: &mut dyn FnMut(&'a Block)) {
+        for item in list {
+            walk_blocks(&item.blocks, level, f);
+            if let Some(l) = item.list.as_ref().filter(|_| level < MAX_NESTING) {
+                items(&l.items, level + 1, f);
+            }
+        }
+    }
+    if depth > MAX_NESTING {
+        return;
+    }
+    for block in blocks {
+        f(block);
+        match block {
+            Block::Quote { blocks } if depth < MAX_NESTING => walk_blocks(blocks, depth + 1, f),
+            Block::Bullets { items: list, .. } if depth < MAX_NESTING => items(list, depth + 1, f),
+            _ => {}
+        }
+    }
+}
+
+/// The inline-marked texts of one block (not of its nested blocks), list items at
+/// every level included.
+pub fn block_texts(block: &Block) -> Vec<&str> {
+    fn items<'a>(list: &'a [ListItem], level: usize, out: &mut Vec<&'a str>) {
+        for item in list {
+            out.push(&item.text);
+            if let Some(l) = &item.list {
+                if level < MAX_NESTING {
+                    items(&l.items, level + 1, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    match block {
+        Block::Heading { text, .. } | Block::Text { text } => out.push(text.as_str()),
+        Block::Bullets { items: list, .. } => items(list, 1, &mut out),
+        Block::Table { header, rows, .. } => {
+            out.extend(header.iter().map(String::as_str));
+            out.extend(rows.iter().flatten().map(String::as_str));
+        }
+        Block::Code { .. } | Block::Image { .. } | Block::Quote { .. } | Block::Rule => {}
+    }
+    out
+}
+
+fn inline_images(text: &str, add: &mut dyn FnMut(&str)) {
+    if !text.contains("](") {
+        return;
+    }
+    for span in spans(text) {
+        if let Some(id) = &span.image {
+            add(id);
+        }
+    }
+}
+
 /// One edit in an `update` batch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
@@ -370,75 +936,184 @@ pub enum Operation {
 }
 
 /// A run of text with one style, from the inline marks of a text block.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Span {
     pub text: String,
     pub bold: bool,
     pub italic: bool,
     pub code: bool,
+    pub strike: bool,
+    /// The target of the link this run is part of.
+    pub link: Option<String>,
+    /// An inline image: its asset id (`text` is the alt text).
+    pub image: Option<String>,
 }
 
-/// Splits inline marks: `**bold**`, `*italic*` (or `_italic_`), `` `code` ``. An
-/// unmatched mark is kept as a literal character; a backslash escapes the next one.
+/// Characters a backslash escapes in marked text.
+pub const ESCAPABLE: &str = "*_`\\~[]";
+
+/// Splits inline marks: `**bold**`, `*italic*` (or `_italic_`), `~~struck~~`,
+/// `` `code` ``, `[text](url)` and `![alt](asset:<id>)`. An unmatched mark is kept as
+/// a literal character; a backslash escapes the next mark character. Linear in the
+/// text's length.
 pub fn spans(text: &str) -> Vec<Span> {
     let chars: Vec<char> = text.chars().collect();
+    let n = chars.len();
+    // Whether a mark occurs at or after an index is whether its last occurrence does.
+    let last = |mark: &[char]| -> Option<usize> {
+        (0..n.saturating_sub(mark.len() - 1))
+            .rev()
+            .find(|&j| chars[j..j + mark.len()] == *mark)
+    };
+    let (last_bold, last_star, last_under, last_strike) = (
+        last(&['*', '*']),
+        last(&['*']),
+        last(&['_']),
+        last(&['~', '~']),
+    );
+    let closes = |from: usize, last: Option<usize>| last.is_some_and(|l| l >= from);
+
     let mut out: Vec<Span> = Vec::new();
-    let (mut bold, mut italic) = (false, false);
+    let mut style = Span::default();
+    let mut link_end: Option<(usize, usize)> = None; // (index of `]`, index after `)`)
     let mut cur = String::new();
-    let flush = |cur: &mut String, out: &mut Vec<Span>, bold: bool, italic: bool, code: bool| {
+    let flush = |cur: &mut String, out: &mut Vec<Span>, style: &Span| {
         if !cur.is_empty() {
             out.push(Span {
                 text: std::mem::take(cur),
-                bold,
-                italic,
-                code,
+                ..style.clone()
             });
         }
     };
-    let closes = |from: usize, mark: &[char]| -> bool {
-        let mut j = from;
-        while j + mark.len() <= chars.len() {
-            if chars[j..j + mark.len()] == *mark {
-                return true;
-            }
-            j += 1;
-        }
-        false
-    };
     let mut i = 0;
-    while i < chars.len() {
+    while i < n {
         let c = chars[i];
-        if c == '\\' && i + 1 < chars.len() && "*_`\\".contains(chars[i + 1]) {
+        if let Some((end, resume)) = link_end {
+            // A code span may have run past the `]`: the link ends where it stopped.
+            if i >= end {
+                flush(&mut cur, &mut out, &style);
+                style.link = None;
+                link_end = None;
+                i = if i == end { resume } else { i };
+                continue;
+            }
+        }
+        if c == '\\' && i + 1 < n && ESCAPABLE.contains(chars[i + 1]) {
             cur.push(chars[i + 1]);
             i += 2;
             continue;
         }
         if c == '`' {
             if let Some(end) = chars[i + 1..].iter().position(|&d| d == '`') {
-                flush(&mut cur, &mut out, bold, italic, false);
-                let code: String = chars[i + 1..i + 1 + end].iter().collect();
-                let mut code_run = code;
-                flush(&mut code_run, &mut out, bold, italic, true);
+                flush(&mut cur, &mut out, &style);
+                let mut code: String = chars[i + 1..i + 1 + end].iter().collect();
+                let code_style = Span {
+                    code: true,
+                    ..style.clone()
+                };
+                flush(&mut code, &mut out, &code_style);
                 i += end + 2;
                 continue;
             }
         }
-        if c == '*' && chars.get(i + 1) == Some(&'*') && (bold || closes(i + 2, &['*', '*'])) {
-            flush(&mut cur, &mut out, bold, italic, false);
-            bold = !bold;
+        if c == '!' && chars.get(i + 1) == Some(&'[') {
+            if let Some((close, url, resume)) = target(&chars, i + 1) {
+                flush(&mut cur, &mut out, &style);
+                let alt: String = unescape(&chars[i + 2..close]);
+                let id = url.strip_prefix("asset:").unwrap_or(&url).to_owned();
+                out.push(Span {
+                    text: alt,
+                    image: Some(id),
+                    ..style.clone()
+                });
+                i = resume;
+                continue;
+            }
+        }
+        if c == '[' && link_end.is_none() {
+            if let Some((close, url, resume)) = target(&chars, i) {
+                flush(&mut cur, &mut out, &style);
+                style.link = Some(url);
+                link_end = Some((close, resume));
+                i += 1;
+                continue;
+            }
+        }
+        if c == '*' && chars.get(i + 1) == Some(&'*') && (style.bold || closes(i + 2, last_bold)) {
+            flush(&mut cur, &mut out, &style);
+            style.bold = !style.bold;
             i += 2;
             continue;
         }
-        if (c == '*' || c == '_') && (italic || closes(i + 1, &[c])) {
-            flush(&mut cur, &mut out, bold, italic, false);
-            italic = !italic;
+        if c == '~'
+            && chars.get(i + 1) == Some(&'~')
+            && (style.strike || closes(i + 2, last_strike))
+        {
+            flush(&mut cur, &mut out, &style);
+            style.strike = !style.strike;
+            i += 2;
+            continue;
+        }
+        let last_same = if c == '*' { last_star } else { last_under };
+        if (c == '*' || c == '_') && (style.italic || closes(i + 1, last_same)) {
+            flush(&mut cur, &mut out, &style);
+            style.italic = !style.italic;
             i += 1;
             continue;
         }
         cur.push(c);
         i += 1;
     }
-    flush(&mut cur, &mut out, bold, italic, false);
+    flush(&mut cur, &mut out, &style);
+    out
+}
+
+/// For a `[` at `open`: the index of its `]`, the target inside the `(…)` that must
+/// follow at once, and the index after the `)`. Escaped characters and code spans in
+/// the text are skipped; a nested `[`, a line break or a target with spaces is no link.
+/// Scans only up to the next unescaped `]`, so a text is scanned O(1) times overall.
+fn target(chars: &[char], open: usize) -> Option<(usize, String, usize)> {
+    let mut j = open + 1;
+    while j < chars.len() {
+        match chars[j] {
+            '\\' => j += 2,
+            '`' => match chars[j + 1..]
+                .iter()
+                .position(|&d| matches!(d, '`' | ']' | '[' | '\n'))
+            {
+                Some(k) if chars[j + 1 + k] == '`' => j += k + 2,
+                _ => j += 1,
+            },
+            '[' | '\n' => return None,
+            ']' => break,
+            _ => j += 1,
+        }
+    }
+    let close = j;
+    if chars.get(close + 1) != Some(&'(') {
+        return None;
+    }
+    let mut url = String::new();
+    for (k, &c) in chars.iter().enumerate().skip(close + 2) {
+        match c {
+            ')' if !url.is_empty() => return Some((close, url, k + 1)),
+            c if c.is_whitespace() || c == '(' || c == ')' || c == '[' || c == ']' => return None,
+            c => url.push(c),
+        }
+    }
+    None
+}
+
+fn unescape(chars: &[char]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i] == '\\' && i + 1 < chars.len() && ESCAPABLE.contains(chars[i + 1]) {
+            i += 1;
+        }
+        out.push(chars[i]);
+        i += 1;
+    }
     out
 }
 
@@ -515,5 +1190,97 @@ mod tests {
             deck.apply(&bad).is_err(),
             "a deck may not lose its last slide"
         );
+    }
+
+    #[test]
+    fn list_items_stay_strings_in_json_unless_rich() {
+        let doc = json!({"theme":"light","slides":[{"id":"s1","layout":"content","hidden":false,"blocks":[{"type":"bullets","ordered":false,"items":[
+            "plain",
+            {"text":"task","checked":true},
+            {"text":"parent","list":{"ordered":true,"start":3,"items":["child"]}}
+        ]}]}]});
+        let deck = Deck::from_json(doc.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&deck).unwrap(), doc);
+        let e = Deck::from_json(
+            json!({"slides":[{"blocks":[{"type":"bullets","items":[{"text":"x","bogus":1}]}]}]}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("bogus"), "{e}");
+    }
+
+    #[test]
+    fn json_decks_are_checked_like_markdown() {
+        let deep = (0..12).fold(
+            json!({"type":"text","text":"x"}),
+            |b, _| json!({"type":"quote","blocks":[b]}),
+        );
+        let e = Deck::from_json(json!({"slides":[{"blocks":[deep]}]})).unwrap_err();
+        assert!(e.0.contains("nest at most 8"), "{e}");
+        let e = Deck::from_json(
+            json!({"slides":[{"blocks":[{"type":"text","text":"[x](javascript:alert%281%29)"}]}]}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("not allowed"), "{e}");
+        for url in ["https://a\\", "https://a\"b", "https://a<b"] {
+            assert!(!link_allowed(url), "{url}");
+        }
+        assert!(link_allowed("HTTPS://example.com/a_%28b%29?q=1#x"));
+        let e = Deck::from_json(
+            json!({"slides":[{"blocks":[{"type":"table","header":["a","b"],"rows":[["1"]]}]}]}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("as many cells"), "{e}");
+        let e = Deck::from_json(
+            json!({"slides":[{"blocks":[{"type":"text","text":"![i](asset:nope)"}]}]}),
+        )
+        .unwrap_err();
+        assert!(e.0.contains("inline image"), "{e}");
+        let ok = Deck::from_json(json!({"slides":[{"blocks":[
+            {"type":"table","align":["right"],"header":["a","b"],"rows":[["1","~~2~~"]]},
+            {"type":"rule"},
+            {"type":"quote","blocks":[{"type":"text","text":"[x](https://a.example)"}]}
+        ]}]}));
+        assert!(ok.is_ok(), "{ok:?}");
+    }
+
+    #[test]
+    fn spans_links_images_strike() {
+        let s = spans("a [b **c**](https://x.y/z) ~~d~~ ![e](asset:1) \\[f](g) [h] (i)");
+        let got: Vec<_> = s
+            .iter()
+            .map(|s| {
+                (
+                    s.text.as_str(),
+                    s.bold,
+                    s.strike,
+                    s.link.as_deref(),
+                    s.image.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a ", false, false, None, None),
+                ("b ", false, false, Some("https://x.y/z"), None),
+                ("c", true, false, Some("https://x.y/z"), None),
+                (" ", false, false, None, None),
+                ("d", false, true, None, None),
+                (" ", false, false, None, None),
+                ("e", false, false, None, Some("1")),
+                (" [f](g) [h] (i)", false, false, None, None),
+            ]
+        );
+        // Linear on hostile input.
+        let t = std::time::Instant::now();
+        for s in [
+            "[".repeat(10_000),
+            "*".repeat(10_000),
+            "[`".repeat(5_000),
+            "[a](".repeat(2_500),
+        ] {
+            let _ = spans(&s);
+        }
+        assert!(t.elapsed().as_secs_f64() < 1.0, "{:?}", t.elapsed());
     }
 }

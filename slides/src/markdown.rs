@@ -2,45 +2,162 @@
 //! front matter sets the deck title and theme, HTML comments carry notes and directives.
 //! Each slide's body is CommonMark, parsed with pulldown-cmark.
 
-use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Parser, Tag, TagEnd};
+use pulldown_cmark::{
+    Alignment, CodeBlockKind, Event, HeadingLevel, LinkType, Options, Parser, Tag, TagEnd,
+};
 
-use crate::{Block, Deck, Invalid, Layout, Slide, Theme, MAX_MARKDOWN_BYTES};
+use crate::{
+    Align, Aspect, Background, BackgroundFit, BackgroundPosition, Block, Deck, Invalid, Layout,
+    List, ListItem, Slide, Theme, MAX_MARKDOWN_BYTES, MAX_NESTING,
+};
+
+/// Maps an image reference to an asset id.
+pub type ResolveImage<'a> = dyn Fn(&str) -> Option<String> + 'a;
+
+/// How a markdown deck is read.
+#[derive(Default, Clone, Copy)]
+pub struct ParseOptions<'a> {
+    /// Maps an image reference that is not `asset:<asset id>` (a file name such as
+    /// `chart.png`) to an asset id; without it, or when it answers `None`, the image is
+    /// refused with its line.
+    pub resolve_image: Option<&'a ResolveImage<'a>>,
+}
 
 pub fn parse_markdown(source: &str) -> Result<Deck, Invalid> {
+    parse_markdown_with(source, &ParseOptions::default())
+}
+
+pub fn parse_markdown_with(source: &str, opts: &ParseOptions) -> Result<Deck, Invalid> {
+    parse_markdown_report(source, opts).map(|(deck, _)| deck)
+}
+
+/// Like [`parse_markdown_with`], and also what was read but has no effect (Marp
+/// settings plinth does not draw), one line each, for the caller to show.
+pub fn parse_markdown_report(
+    source: &str,
+    opts: &ParseOptions,
+) -> Result<(Deck, Vec<String>), Invalid> {
     if source.len() > MAX_MARKDOWN_BYTES {
         return Err(Invalid(format!(
             "markdown is larger than {MAX_MARKDOWN_BYTES} bytes"
         )));
     }
     let lines: Vec<&str> = source.lines().collect();
-    let mut deck = Deck {
-        title: None,
-        theme: Theme::Light,
-        slides: Vec::new(),
-    };
+    let mut deck = Deck::default();
+    let mut warnings = Vec::new();
     let mut start = 0;
+    // Marp settings every slide inherits unless it sets its own.
+    let mut inherited = Directives::default();
+    let mut heading_divider: Option<usize> = None;
+    let mut first_local = Directives::default();
     if let Some(end) = front_matter_end(&lines) {
-        for line in &lines[1..end] {
+        let mut marp_theme = None;
+        let mut unknown_theme: Option<(usize, String)> = None;
+        let mut is_marp = false;
+        for (n, line) in lines.iter().enumerate().take(end).skip(1) {
+            let at = n + 1;
+            if line.starts_with([' ', '\t', '-', '#']) || line.trim().is_empty() {
+                continue; // the rest of a multi-line value, or a comment
+            }
             let Some((key, value)) = line.split_once(':') else {
                 continue;
             };
-            let value = value.trim().trim_matches('"').to_owned();
+            let mut value = yaml_scalar(value);
+            if value.is_empty() {
+                // A YAML list (`class:` then `  - invert` lines) reads as its items.
+                let items: Vec<String> = lines[n + 1..end]
+                    .iter()
+                    .take_while(|l| l.starts_with([' ', '\t', '-']))
+                    .filter_map(|l| l.trim().strip_prefix('-').map(yaml_scalar))
+                    .collect();
+                value = items.join(" ");
+            }
+            let bad = |what: &str| Invalid(format!("front matter line {at}: {what}"));
             match key.trim() {
                 "title" => deck.title = Some(value),
-                "theme" => {
-                    deck.theme = match value.as_str() {
-                        "light" => Theme::Light,
-                        "dark" => Theme::Dark,
-                        other => {
-                            return Err(Invalid(format!(
-                                "front matter line {}: unknown theme `{other}` (light or dark)",
-                                1 + lines.iter().position(|l| l == line).unwrap_or(0)
-                            )))
-                        }
-                    }
+                "theme" => match value.as_str() {
+                    "light" => deck.theme = Theme::Light,
+                    "dark" => deck.theme = Theme::Dark,
+                    "default" | "gaia" | "uncover" => marp_theme = Some(value.clone()),
+                    other => unknown_theme = Some((at, other.to_owned())),
+                },
+                "marp" => is_marp = yes_no(&value) == Some(true),
+                "paginate" => {
+                    deck.paginate =
+                        yes_no(&value).ok_or_else(|| bad("paginate is true or false"))?
                 }
-                _ => {}
+                "header" => deck.header = Some(value),
+                "footer" => deck.footer = Some(value),
+                "size" => {
+                    deck.aspect = Some(match value.as_str() {
+                        "16:9" => Aspect::Wide,
+                        "4:3" => Aspect::Standard,
+                        other => return Err(bad(&format!("unknown size `{other}` (16:9 or 4:3)"))),
+                    })
+                }
+                "backgroundColor" | "background_color" => {
+                    color(&value).map_err(|e| bad(&e))?;
+                    deck.background_color = Some(value);
+                }
+                "color" => {
+                    color(&value).map_err(|e| bad(&e))?;
+                    deck.color = Some(value);
+                }
+                "class" => inherited.class = Some(value),
+                "headingDivider" => {
+                    heading_divider = Some(
+                        value
+                            .trim_start_matches('[')
+                            .split([',', ']'])
+                            .filter_map(|v| v.trim().parse::<usize>().ok())
+                            .max()
+                            .filter(|&n| (1..=6).contains(&n))
+                            .ok_or_else(|| bad("headingDivider is a heading level, 1 to 6"))?,
+                    )
+                }
+                local if local.starts_with('_') => {
+                    // A local directive here is the first slide's.
+                    let mut found = Found::default();
+                    let mut scratch = Slide::default();
+                    directive(
+                        &mut scratch,
+                        &mut found,
+                        &format!("{local}: {value}"),
+                        at,
+                        &mut warnings,
+                    )?;
+                    first_local.merge(found.local);
+                }
+                other => warnings.push(format!(
+                    "front matter line {at}: `{other}` is not supported and has no effect"
+                )),
             }
+        }
+        if let Some((at, name)) = unknown_theme {
+            // A Marp deck with a custom theme still imports (Marp falls back to its
+            // default too); elsewhere an unknown theme is a mistake worth a 400.
+            if is_marp {
+                warnings.push(format!(
+                    "front matter line {at}: theme `{name}` is not one plinth has; the deck uses light"
+                ));
+            } else {
+                return Err(Invalid(format!(
+                    "front matter line {at}: unknown theme `{name}` (light, dark, or Marp's default, gaia, uncover)"
+                )));
+            }
+        }
+        match marp_theme.as_deref() {
+            Some("gaia") => {
+                // Gaia's warm light colours, unless the deck sets its own.
+                deck.background_color
+                    .get_or_insert_with(|| "#fff8e1".into());
+                deck.color.get_or_insert_with(|| "#455a64".into());
+            }
+            // Uncover centres every slide.
+            Some("uncover") if inherited.class.is_none() => {
+                inherited.class = Some("lead".into());
+            }
+            _ => {}
         }
         start = end + 1;
     }
@@ -67,6 +184,15 @@ pub fn parse_markdown(source: &str) -> Result<Deck, Invalid> {
                 } else if line.trim_end() == "---" {
                     chunks.push((n + 2, Vec::new()));
                     continue;
+                } else if heading_divider.is_some_and(|d| {
+                    let level = line.chars().take_while(|&c| c == '#').count();
+                    (1..=d).contains(&level) && line[level..].starts_with([' ', '\t'])
+                }) && chunks
+                    .last()
+                    .is_some_and(|c| c.1.iter().any(|l| !l.trim().is_empty()))
+                {
+                    // Marp's headingDivider: a new slide before each such heading.
+                    chunks.push((n + 1, Vec::new()));
                 }
             }
         }
@@ -91,7 +217,14 @@ pub fn parse_markdown(source: &str) -> Result<Deck, Invalid> {
     }
     for (first_line, chunk) in chunks {
         let text = chunk.join("\n");
-        deck.slides.push(parse_slide(&text, first_line)?);
+        let (mut slide, local, mut global) = parse_slide(&text, first_line, opts, &mut warnings)?;
+        global.layout_set = false;
+        inherited.merge(global);
+        let mut applied = inherited.clone();
+        applied.merge(std::mem::take(&mut first_local));
+        applied.merge(local);
+        applied.apply(&mut slide, &deck, first_line, &mut warnings);
+        deck.slides.push(slide);
     }
     if deck
         .slides
@@ -102,7 +235,99 @@ pub fn parse_markdown(source: &str) -> Result<Deck, Invalid> {
     }
     deck.fill_ids();
     deck.validate()?;
-    Ok(deck)
+    Ok((deck, warnings))
+}
+
+/// A one-line YAML value: quotes removed, a trailing ` # comment` dropped (a value that
+/// starts with `#`, such as a colour, is kept as Marp keeps it).
+fn yaml_scalar(value: &str) -> String {
+    let v = value.trim();
+    for q in ['"', '\''] {
+        if let Some(rest) = v.strip_prefix(q) {
+            if let Some(end) = rest.find(q) {
+                return rest[..end].to_owned();
+            }
+        }
+    }
+    let cut = v
+        .char_indices()
+        .find(|&(i, c)| c == '#' && i > 0 && v[..i].ends_with([' ', '\t']))
+        .map_or(v, |(i, _)| &v[..i]);
+    cut.trim().to_owned()
+}
+
+fn yes_no(v: &str) -> Option<bool> {
+    match v {
+        "true" | "yes" | "on" => Some(true),
+        // Marp's `skip` and `hold` hide the number too.
+        "false" | "no" | "off" | "skip" | "hold" => Some(false),
+        _ => None,
+    }
+}
+
+fn color(v: &str) -> Result<(), String> {
+    crate::parse_color(v).map(|_| ()).ok_or_else(|| {
+        format!("`{v}` is not a colour (#rrggbb, #rgb, rgb(r, g, b) or a basic name such as white)")
+    })
+}
+
+/// Marp directives read from comments: `key: value` applies to this slide and the
+/// ones after it, `_key: value` to this slide only.
+#[derive(Default, Clone)]
+struct Directives {
+    /// The slide chose its layout with `<!-- layout: … -->` (a class does not change it).
+    layout_set: bool,
+    class: Option<String>,
+    paginate: Option<bool>,
+    header: Option<String>,
+    footer: Option<String>,
+    background_color: Option<String>,
+    color: Option<String>,
+}
+
+impl Directives {
+    fn merge(&mut self, other: Directives) {
+        macro_rules! take {
+            ($($f:ident),*) => { $( if other.$f.is_some() { self.$f = other.$f; } )* };
+        }
+        take!(class, paginate, header, footer, background_color, color);
+        self.layout_set |= other.layout_set;
+    }
+
+    fn apply(self, slide: &mut Slide, deck: &Deck, line: usize, warnings: &mut Vec<String>) {
+        if let Some(class) = &self.class {
+            for c in class.split_whitespace() {
+                match c {
+                    "lead" if !self.layout_set => slide.layout = Layout::Title,
+                    "lead" => {}
+                    "invert" => {
+                        slide.theme = Some(match deck.theme {
+                            Theme::Light => Theme::Dark,
+                            Theme::Dark => Theme::Light,
+                        })
+                    }
+                    other => warnings.push(format!(
+                        "slide at line {line}: class `{other}` is not supported and has no effect"
+                    )),
+                }
+            }
+        }
+        if self.paginate.is_some_and(|p| p != deck.paginate) {
+            slide.paginate = self.paginate;
+        }
+        if self.header.is_some() && self.header != deck.header {
+            slide.header = self.header;
+        }
+        if self.footer.is_some() && self.footer != deck.footer {
+            slide.footer = self.footer;
+        }
+        if self.background_color.is_some() && self.background_color != deck.background_color {
+            slide.background_color = self.background_color;
+        }
+        if self.color.is_some() && self.color != deck.color {
+            slide.color = self.color;
+        }
+    }
 }
 
 /// Front matter: the first line is `---`, a later `---` closes it, and every line in
@@ -114,10 +339,11 @@ fn front_matter_end(lines: &[&str]) -> Option<usize> {
     let end = lines.iter().skip(1).position(|l| l.trim_end() == "---")? + 1;
     let all_pairs = lines[1..end].iter().all(|l| {
         l.trim().is_empty()
+            || l.starts_with([' ', '\t', '-', '#'])
             || l.split_once(':').is_some_and(|(k, _)| {
                 !k.is_empty()
                     && k.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
             })
     });
     (all_pairs && end > 1).then_some(end)
@@ -137,47 +363,182 @@ fn fence_marker(trimmed: &str) -> Option<String> {
 #[derive(Default)]
 struct Inline {
     text: String,
+    /// Images of the paragraph, as (asset id, alt, width, height).
+    images: Vec<(String, String, Option<u32>, Option<u32>)>,
+    /// Whether anything but images (and white space) was collected.
+    other: bool,
 }
 
 impl Inline {
     fn push_text(&mut self, t: &str) {
-        for c in t.chars() {
-            if "*_`\\".contains(c) {
-                self.text.push('\\');
-            }
-            self.text.push(c);
+        if !t.trim().is_empty() {
+            self.other = true;
         }
+        escape_into(&mut self.text, t);
     }
     fn take(&mut self) -> String {
+        self.images.clear();
+        self.other = false;
         std::mem::take(&mut self.text).trim().to_owned()
     }
 }
 
-fn parse_slide(text: &str, first_line: usize) -> Result<Slide, Invalid> {
-    let mut slide = Slide {
-        id: String::new(),
-        layout: Layout::Content,
-        title: None,
-        blocks: Vec::new(),
-        notes: None,
-        hidden: false,
-    };
+fn escape_into(out: &mut String, t: &str) {
+    for c in t.chars() {
+        if crate::ESCAPABLE.contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+}
+
+/// A link or image target as the inline marks carry it: no spaces or brackets.
+fn encode_url(url: &str) -> String {
+    let mut out = String::with_capacity(url.len());
+    for c in url.trim().chars() {
+        match c {
+            ' ' => out.push_str("%20"),
+            '(' => out.push_str("%28"),
+            ')' => out.push_str("%29"),
+            '[' => out.push_str("%5B"),
+            ']' => out.push_str("%5D"),
+            '"' => out.push_str("%22"),
+            '<' => out.push_str("%3C"),
+            '>' => out.push_str("%3E"),
+            '\\' => out.push_str("%5C"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// An open container while a slide's events are walked.
+enum Frame {
+    Quote(Vec<Block>),
+    List {
+        ordered: bool,
+        start: Option<u64>,
+        items: Vec<ListItem>,
+    },
+    Item(ListItem),
+    Table {
+        align: Vec<Align>,
+        header: Vec<String>,
+        rows: Vec<Vec<String>>,
+        row: Vec<String>,
+    },
+}
+
+fn kind(block: &Block) -> &'static str {
+    match block {
+        Block::Heading { .. } => "a heading",
+        Block::Text { .. } => "text",
+        Block::Bullets { .. } => "a list",
+        Block::Code { .. } => "a code block",
+        Block::Image { .. } => "an image",
+        Block::Quote { .. } => "a block quote",
+        Block::Table { .. } => "a table",
+        Block::Rule => "a rule",
+    }
+}
+
+/// Puts a finished block where it belongs: the slide, the open block quote, or the
+/// open list item (which takes text only).
+fn emit(slide: &mut Slide, stack: &mut [Frame], block: Block, line: usize) -> Result<(), Invalid> {
+    match stack.last_mut() {
+        None => slide.blocks.push(block),
+        Some(Frame::Quote(blocks)) => blocks.push(block),
+        Some(Frame::Item(item)) => match block {
+            _ if item.list.is_some() => {
+                return Err(Invalid(format!(
+                    "invalid markdown on line {line}: {} after a nested list in the same list item is not supported",
+                    kind(&block)
+                )))
+            }
+            Block::Text { text } if item.blocks.is_empty() => {
+                if !item.text.is_empty() {
+                    item.text.push('\n');
+                }
+                item.text.push_str(&text);
+            }
+            other => item.blocks.push(other),
+        },
+        Some(Frame::List { .. }) | Some(Frame::Table { .. }) => {
+            return Err(Invalid(format!(
+                "invalid markdown on line {line}: {} is not supported here",
+                kind(&block)
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// Text collected so far belongs to the open list item (tight lists have no
+/// paragraphs): its text, or a text block after its blocks.
+fn flush_item(stack: &mut [Frame], inline: &mut Inline, line: usize) -> Result<(), Invalid> {
+    if let Some(Frame::Item(item)) = stack.last_mut() {
+        if !inline.other && !inline.images.is_empty() && item.list.is_none() {
+            // An item that is only images (`- ![w:200](a.png)`): image blocks in it.
+            for (asset_id, alt, width, height) in std::mem::take(&mut inline.images) {
+                let alt = alt.trim().to_owned();
+                item.blocks.push(Block::Image {
+                    asset_id,
+                    alt: (!alt.is_empty()).then_some(alt),
+                    width,
+                    height,
+                });
+            }
+            inline.take();
+            return Ok(());
+        }
+        let t = inline.take();
+        if t.is_empty() {
+            return Ok(());
+        }
+        if item.list.is_some() {
+            return Err(Invalid(format!(
+                "invalid markdown on line {line}: text after a nested list in the same list item is not supported"
+            )));
+        }
+        if item.blocks.is_empty() {
+            if !item.text.is_empty() {
+                item.text.push('\n');
+            }
+            item.text.push_str(&t);
+        } else {
+            item.blocks.push(Block::Text { text: t });
+        }
+    }
+    Ok(())
+}
+
+fn parse_slide(
+    text: &str,
+    first_line: usize,
+    opts: &ParseOptions,
+    warnings: &mut Vec<String>,
+) -> Result<(Slide, Directives, Directives), Invalid> {
+    let mut found = Found::default();
+    let mut slide = Slide::default();
     let mut inline = Inline::default();
-    let mut list: Option<(bool, Vec<String>)> = None;
-    let mut depth = 0usize;
+    let mut stack: Vec<Frame> = Vec::new();
     let mut code: Option<(Option<String>, String)> = None;
     let mut image: Option<(String, String)> = None; // (asset id, alt being collected)
+    let mut link: Option<String> = None;
     let mut html = String::new();
     // Byte offset of each line start, so an event's line number is a binary search
     // rather than a rescan of the text before it.
     let line_starts: Vec<usize> = std::iter::once(0)
         .chain(text.match_indices('\n').map(|(i, _)| i + 1))
         .collect();
+    let options =
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
 
-    for (event, range) in Parser::new(text).into_offset_iter() {
+    for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
         let line = first_line + line_starts.partition_point(|&s| s <= range.start) - 1;
         match event {
             Event::Start(Tag::CodeBlock(kind)) => {
+                flush_item(&mut stack, &mut inline, line)?;
                 let lang = match kind {
                     CodeBlockKind::Fenced(l) if !l.trim().is_empty() => {
                         Some(l.split_whitespace().next().unwrap_or_default().to_owned())
@@ -191,114 +552,321 @@ fn parse_slide(text: &str, first_line: usize) -> Result<Slide, Invalid> {
                     if body.ends_with('\n') {
                         body.pop();
                     }
-                    slide.blocks.push(Block::Code {
+                    let block = Block::Code {
                         language,
                         code: body,
-                    });
+                    };
+                    emit(&mut slide, &mut stack, block, line)?;
                 }
             }
             Event::Text(t) if code.is_some() => code.as_mut().expect("in code").1.push_str(&t),
             Event::Text(t) if image.is_some() => image.as_mut().expect("in image").1.push_str(&t),
+            Event::Code(t) if image.is_some() => image.as_mut().expect("in image").1.push_str(&t),
             Event::Text(t) => inline.push_text(&t),
             Event::Code(t) => {
+                inline.other = true;
                 inline.text.push('`');
                 inline.text.push_str(&t.replace('`', "'"));
                 inline.text.push('`');
             }
             Event::Start(Tag::Strong) | Event::End(TagEnd::Strong) => inline.text.push_str("**"),
             Event::Start(Tag::Emphasis) | Event::End(TagEnd::Emphasis) => inline.text.push('*'),
+            Event::Start(Tag::Strikethrough) | Event::End(TagEnd::Strikethrough) => {
+                inline.text.push_str("~~")
+            }
             Event::SoftBreak => inline.text.push(' '),
             Event::HardBreak => inline.text.push('\n'),
-            Event::End(TagEnd::Heading(level)) => {
-                let t = inline.take();
-                if slide.title.is_none() && slide.blocks.is_empty() && level <= HeadingLevel::H2 {
-                    slide.title = Some(t);
-                } else {
-                    slide.blocks.push(Block::Heading { text: t });
+            Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                ..
+            }) => {
+                let mut url = encode_url(&dest_url);
+                if link_type == LinkType::Email && !url.starts_with("mailto:") {
+                    url.insert_str(0, "mailto:");
+                }
+                if !crate::link_allowed(&url) {
+                    return Err(Invalid(format!(
+                        "invalid markdown on line {line}: link `{dest_url}` is not supported (links go to http, https or mailto addresses)"
+                    )));
+                }
+                inline.other = true;
+                inline.text.push('[');
+                link = Some(url);
+            }
+            Event::End(TagEnd::Link) => {
+                if let Some(url) = link.take() {
+                    inline.text.push_str("](");
+                    inline.text.push_str(&url);
+                    inline.text.push(')');
                 }
             }
-            Event::End(TagEnd::Paragraph) | Event::End(TagEnd::BlockQuote(_)) => {
+            Event::End(TagEnd::Heading(level)) => {
                 let t = inline.take();
-                if !t.is_empty() {
-                    match &mut list {
-                        // A loose list item wraps its text in a paragraph.
-                        Some(_) => inline.text = t,
-                        None => slide.blocks.push(Block::Text { text: t }),
+                if stack.is_empty()
+                    && slide.title.is_none()
+                    && slide.blocks.is_empty()
+                    && level <= HeadingLevel::H2
+                {
+                    slide.title = Some(t);
+                } else {
+                    let block = Block::Heading {
+                        text: t,
+                        level: Some(level as u8),
+                    };
+                    emit(&mut slide, &mut stack, block, line)?;
+                }
+            }
+            Event::End(TagEnd::Paragraph) => {
+                let in_text = matches!(stack.last(), Some(Frame::Table { .. }));
+                if !inline.other && !inline.images.is_empty() && !in_text {
+                    // A paragraph of images only: image blocks.
+                    for (asset_id, alt, width, height) in std::mem::take(&mut inline.images) {
+                        let alt = alt.trim().to_owned();
+                        let block = Block::Image {
+                            asset_id,
+                            alt: (!alt.is_empty()).then_some(alt),
+                            width,
+                            height,
+                        };
+                        emit(&mut slide, &mut stack, block, line)?;
+                    }
+                    inline.take();
+                } else {
+                    let t = inline.take();
+                    if !t.is_empty() {
+                        emit(&mut slide, &mut stack, Block::Text { text: t }, line)?;
+                    }
+                }
+            }
+            Event::Start(Tag::BlockQuote(_)) => {
+                flush_item(&mut stack, &mut inline, line)?;
+                if nesting(&stack) >= MAX_NESTING {
+                    return Err(too_deep(line));
+                }
+                stack.push(Frame::Quote(Vec::new()));
+            }
+            Event::End(TagEnd::BlockQuote(_)) => {
+                if let Some(Frame::Quote(blocks)) = stack.pop() {
+                    if !blocks.is_empty() {
+                        emit(&mut slide, &mut stack, Block::Quote { blocks }, line)?;
                     }
                 }
             }
             Event::Start(Tag::List(first)) => {
-                depth += 1;
-                match &mut list {
-                    None => list = Some((first.is_some(), Vec::new())),
-                    Some((_, items)) => {
-                        // Nested list: close the parent item's text first.
-                        let t = inline.take();
-                        if !t.is_empty() {
-                            items.push(t);
+                flush_item(&mut stack, &mut inline, line)?;
+                if nesting(&stack) >= MAX_NESTING {
+                    return Err(too_deep(line));
+                }
+                stack.push(Frame::List {
+                    ordered: first.is_some(),
+                    start: first.filter(|&n| n != 1),
+                    items: Vec::new(),
+                });
+            }
+            Event::End(TagEnd::List(_)) => {
+                let Some(Frame::List {
+                    ordered,
+                    start,
+                    items,
+                }) = stack.pop()
+                else {
+                    continue;
+                };
+                match stack.last_mut() {
+                    Some(Frame::Item(item)) => {
+                        if item.list.is_some() {
+                            return Err(Invalid(format!(
+                                "invalid markdown on line {line}: a list item holds one nested list (here a second one starts with another marker)"
+                            )));
                         }
+                        item.list = Some(List {
+                            items,
+                            ordered,
+                            start,
+                        });
                     }
+                    _ => {
+                        let block = Block::Bullets {
+                            items,
+                            ordered,
+                            start,
+                        };
+                        emit(&mut slide, &mut stack, block, line)?;
+                    }
+                }
+            }
+            Event::Start(Tag::Item) => stack.push(Frame::Item(ListItem::default())),
+            Event::TaskListMarker(done) => {
+                if let Some(Frame::Item(item)) = stack.last_mut() {
+                    item.checked = Some(done);
                 }
             }
             Event::End(TagEnd::Item) => {
-                let t = inline.take();
-                if !t.is_empty() {
-                    list.as_mut().expect("item in list").1.push(t);
-                }
-            }
-            Event::End(TagEnd::List(_)) => {
-                // Only the outermost list ends the block (nested ones are flattened).
-                depth -= 1;
-                if depth == 0 {
-                    if let Some((ordered, items)) = list.take() {
-                        if !items.is_empty() {
-                            slide.blocks.push(Block::Bullets { items, ordered });
-                        }
+                flush_item(&mut stack, &mut inline, line)?;
+                if let Some(Frame::Item(item)) = stack.pop() {
+                    if let Some(Frame::List { items, .. }) = stack.last_mut() {
+                        items.push(item);
                     }
                 }
             }
+            Event::Start(Tag::Table(aligns)) => {
+                flush_item(&mut stack, &mut inline, line)?;
+                stack.push(Frame::Table {
+                    align: aligns
+                        .iter()
+                        .map(|a| match a {
+                            Alignment::None => Align::Auto,
+                            Alignment::Left => Align::Left,
+                            Alignment::Center => Align::Center,
+                            Alignment::Right => Align::Right,
+                        })
+                        .collect(),
+                    header: Vec::new(),
+                    rows: Vec::new(),
+                    row: Vec::new(),
+                });
+            }
+            Event::End(TagEnd::TableCell) => {
+                let t = inline.take();
+                if let Some(Frame::Table { row, .. }) = stack.last_mut() {
+                    row.push(t);
+                }
+            }
+            Event::End(TagEnd::TableHead) => {
+                if let Some(Frame::Table { header, row, .. }) = stack.last_mut() {
+                    *header = std::mem::take(row);
+                }
+            }
+            Event::End(TagEnd::TableRow) => {
+                if let Some(Frame::Table { rows, row, .. }) = stack.last_mut() {
+                    rows.push(std::mem::take(row));
+                }
+            }
+            Event::End(TagEnd::Table) => {
+                if let Some(Frame::Table {
+                    mut align,
+                    header,
+                    rows,
+                    ..
+                }) = stack.pop()
+                {
+                    while align.last() == Some(&Align::Auto) {
+                        align.pop();
+                    }
+                    let block = Block::Table {
+                        align,
+                        header,
+                        rows,
+                    };
+                    emit(&mut slide, &mut stack, block, line)?;
+                }
+            }
+            Event::Rule => {
+                flush_item(&mut stack, &mut inline, line)?;
+                emit(&mut slide, &mut stack, Block::Rule, line)?
+            }
             Event::Start(Tag::Image { dest_url, .. }) => {
-                // Text collected before the image stays a paragraph of its own.
-                let before = inline.take();
-                if !before.is_empty() && list.is_none() {
-                    slide.blocks.push(Block::Text { text: before });
+                if link.is_some() {
+                    return Err(Invalid(format!(
+                        "invalid markdown on line {line}: an image inside a link is not supported"
+                    )));
                 }
                 let url = dest_url.trim();
                 let id = url.strip_prefix("asset:").unwrap_or(url);
-                if uuid::Uuid::parse_str(id).is_err() {
-                    return Err(Invalid(format!(
-                        "invalid markdown on line {line}: images must reference an uploaded asset as `asset:<asset id>`, not `{url}`"
-                    )));
-                }
-                image = Some((id.to_owned(), String::new()));
+                let id = if uuid::Uuid::parse_str(id).is_ok() {
+                    id.to_owned()
+                } else {
+                    match opts.resolve_image.and_then(|r| r(url)) {
+                        Some(id) => id,
+                        None => {
+                            return Err(Invalid(format!(
+                                "invalid markdown on line {line}: images must reference an uploaded asset as `asset:<asset id>`, not `{url}`"
+                            )))
+                        }
+                    }
+                };
+                image = Some((id, String::new()));
             }
             Event::End(TagEnd::Image) => {
                 if let Some((asset_id, alt)) = image.take() {
-                    let alt = alt.trim().to_owned();
-                    slide.blocks.push(Block::Image {
-                        asset_id,
-                        alt: (!alt.is_empty()).then_some(alt),
-                    });
+                    let keys = image_keys(&alt);
+                    for t in &keys.ignored {
+                        warnings.push(format!(
+                            "line {line}: image keyword `{t}` is not supported and has no effect"
+                        ));
+                    }
+                    if keys.bg {
+                        slide.backgrounds.push(Background {
+                            asset_id,
+                            position: keys.position,
+                            fit: keys.fit,
+                            split: keys.split,
+                        });
+                        continue;
+                    }
+                    inline.text.push_str("![");
+                    escape_into(&mut inline.text, keys.alt.trim());
+                    inline.text.push_str("](asset:");
+                    inline.text.push_str(&asset_id);
+                    inline.text.push(')');
+                    inline
+                        .images
+                        .push((asset_id, keys.alt, keys.width, keys.height));
                 }
             }
             Event::Html(h) | Event::InlineHtml(h) => {
                 html.push_str(&h);
                 let t = html.trim();
+                if is_line_break(t) {
+                    html.clear();
+                    inline.text.push('\n');
+                    continue;
+                }
+                if t.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("<style")) {
+                    // Marp's inline theme CSS: plinth draws its own themes.
+                    if t.to_ascii_lowercase().contains("</style>") {
+                        html.clear();
+                        warnings.push(format!(
+                            "line {line}: a <style> element has no effect (plinth draws its own themes)"
+                        ));
+                    }
+                    continue;
+                }
                 if !t.starts_with("<!--") {
                     return Err(Invalid(format!(
-                        "invalid markdown on line {line}: raw HTML is not supported (only `<!-- … -->` comments)"
+                        "invalid markdown on line {line}: raw HTML is not supported (only `<!-- … -->` comments and `<br>`)"
                     )));
                 }
                 if let Some(body) = comment_body(t) {
                     let body = body.trim().to_owned();
                     html.clear();
-                    directive(&mut slide, &body, line)?;
+                    directive(&mut slide, &mut found, &body, line, warnings)?;
                 }
             }
             _ => {}
         }
     }
-    Ok(slide)
+    Ok((slide, found.local, found.global))
+}
+
+fn nesting(stack: &[Frame]) -> usize {
+    stack
+        .iter()
+        .filter(|f| matches!(f, Frame::Quote(_) | Frame::List { .. }))
+        .count()
+}
+
+fn too_deep(line: usize) -> Invalid {
+    Invalid(format!(
+        "invalid markdown on line {line}: block quotes and lists nest at most {MAX_NESTING} levels deep"
+    ))
+}
+
+/// `<br>`, `<br/>` and `<br />`, which Marp also allows.
+fn is_line_break(t: &str) -> bool {
+    let t = t.to_ascii_lowercase();
+    matches!(t.as_str(), "<br>" | "<br/>" | "<br />")
 }
 
 /// The text of a complete `<!-- … -->` comment, or `None` while it is still open.
@@ -312,9 +880,46 @@ fn comment_body(t: &str) -> Option<&str> {
 }
 
 /// `hidden`, `layout: title|content`, `notes: …`; any other comment is speaker notes.
-fn directive(slide: &mut Slide, body: &str, line: usize) -> Result<(), Invalid> {
+/// What one slide's comments set.
+#[derive(Default)]
+struct Found {
+    /// `_key: value`: this slide only.
+    local: Directives,
+    /// `key: value`: this slide and the ones after it.
+    global: Directives,
+}
+
+const MARP_IGNORED: &[&str] = &[
+    "theme",
+    "style",
+    "size",
+    "marp",
+    "math",
+    "lang",
+    "headingDivider",
+    "backgroundImage",
+    "backgroundPosition",
+    "backgroundRepeat",
+    "backgroundSize",
+    "transition",
+];
+
+/// `hidden`, `layout: title|content`, `notes: …`, Marp's `fit` and directives
+/// (`class`, `paginate`, `header`, `footer`, `backgroundColor`, `color`, each also with a
+/// leading `_` for this slide only); any other comment is speaker notes.
+fn directive(
+    slide: &mut Slide,
+    found: &mut Found,
+    body: &str,
+    line: usize,
+    warnings: &mut Vec<String>,
+) -> Result<(), Invalid> {
     if body == "hidden" || body == "hidden: true" {
         slide.hidden = true;
+        return Ok(());
+    }
+    if body == "fit" {
+        // Marp's fitting heading: every plinth slide is fitted anyway.
         return Ok(());
     }
     if let Some(layout) = body.strip_prefix("layout:") {
@@ -327,6 +932,51 @@ fn directive(slide: &mut Slide, body: &str, line: usize) -> Result<(), Invalid> 
                 )))
             }
         };
+        found.local.layout_set = true;
+        return Ok(());
+    }
+    let pairs: Option<Vec<(&str, String)>> = body
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let (k, v) = l.split_once(':')?;
+            let k = k.trim();
+            let bare = k.strip_prefix('_').unwrap_or(k);
+            let known = matches!(
+                bare,
+                "class" | "paginate" | "header" | "footer" | "backgroundColor" | "color"
+            ) || MARP_IGNORED.contains(&bare);
+            known.then(|| (k, yaml_scalar(v)))
+        })
+        .collect();
+    if let Some(pairs) = pairs.filter(|p| !p.is_empty()) {
+        for (key, value) in pairs {
+            let (target, bare) = match key.strip_prefix('_') {
+                Some(bare) => (&mut found.local, bare),
+                None => (&mut found.global, key),
+            };
+            let bad = |what: &str| Invalid(format!("invalid markdown on line {line}: {what}"));
+            match bare {
+                "class" => target.class = Some(value),
+                "paginate" => {
+                    target.paginate =
+                        Some(yes_no(&value).ok_or_else(|| bad("paginate is true or false"))?)
+                }
+                "header" => target.header = Some(value),
+                "footer" => target.footer = Some(value),
+                "backgroundColor" => {
+                    color(&value).map_err(|e| bad(&e))?;
+                    target.background_color = Some(value);
+                }
+                "color" => {
+                    color(&value).map_err(|e| bad(&e))?;
+                    target.color = Some(value);
+                }
+                other => warnings.push(format!(
+                    "line {line}: directive `{other}` is not supported here and has no effect"
+                )),
+            }
+        }
         return Ok(());
     }
     let note = body.strip_prefix("notes:").unwrap_or(body).trim();
@@ -338,6 +988,75 @@ fn directive(slide: &mut Slide, body: &str, line: usize) -> Result<(), Invalid> 
         notes.push_str(note);
     }
     Ok(())
+}
+
+/// Marp's image keywords in the alt text: `bg` (with `left`, `right`, `left:40%`,
+/// `fit`/`contain`, `cover`), `w:300`, `h:200`, `width:300px`, `height:200px`. What is
+/// left is the alt text.
+#[derive(Default)]
+struct ImageKeys {
+    bg: bool,
+    position: BackgroundPosition,
+    split: Option<u8>,
+    fit: BackgroundFit,
+    width: Option<u32>,
+    height: Option<u32>,
+    alt: String,
+    ignored: Vec<String>,
+}
+
+const MARP_FILTERS: &[&str] = &[
+    "blur",
+    "brightness",
+    "contrast",
+    "drop-shadow",
+    "grayscale",
+    "hue-rotate",
+    "invert",
+    "opacity",
+    "saturate",
+    "sepia",
+];
+
+fn image_keys(alt: &str) -> ImageKeys {
+    let mut k = ImageKeys::default();
+    let tokens: Vec<&str> = alt.split_whitespace().collect();
+    k.bg = tokens.contains(&"bg");
+    // Marp sizes are CSS pixels of a 1280×720 slide; plinth's are of 1920×1080.
+    let px = |v: &str| -> Option<u32> {
+        let n: f32 = v.strip_suffix("px").unwrap_or(v).parse().ok()?;
+        (n > 0.0 && n < 10_000.0).then(|| (n * 1.5).round() as u32)
+    };
+    let mut alt_words = Vec::new();
+    for t in tokens {
+        let (key, value) = t.split_once(':').unwrap_or((t, ""));
+        match key {
+            "bg" => {}
+            "w" | "width" if px(value).is_some() => k.width = px(value),
+            "h" | "height" if px(value).is_some() => k.height = px(value),
+            "left" | "right" if k.bg => {
+                k.position = if key == "left" {
+                    BackgroundPosition::Left
+                } else {
+                    BackgroundPosition::Right
+                };
+                k.split = value
+                    .strip_suffix('%')
+                    .and_then(|p| p.parse::<f32>().ok())
+                    .map(|p| p.round().clamp(10.0, 90.0) as u8);
+            }
+            "fit" | "contain" if k.bg => k.fit = BackgroundFit::Contain,
+            "cover" if k.bg => k.fit = BackgroundFit::Cover,
+            "auto" | "vertical" if k.bg => k.ignored.push(t.to_owned()),
+            f if MARP_FILTERS.contains(&f) => k.ignored.push(t.to_owned()),
+            _ if k.bg && t.ends_with('%') && t[..t.len() - 1].parse::<f32>().is_ok() => {
+                k.ignored.push(t.to_owned())
+            }
+            _ => alt_words.push(t),
+        }
+    }
+    k.alt = alt_words.join(" ");
+    k
 }
 
 #[cfg(test)]
@@ -366,8 +1085,21 @@ mod tests {
         assert_eq!(
             s.blocks[0],
             Block::Bullets {
-                items: vec!["one".into(), "two".into(), "nested".into()],
-                ordered: false
+                items: vec![
+                    "one".into(),
+                    ListItem {
+                        text: "two".into(),
+                        checked: None,
+                        blocks: Vec::new(),
+                        list: Some(List {
+                            items: vec!["nested".into()],
+                            ordered: false,
+                            start: None
+                        })
+                    }
+                ],
+                ordered: false,
+                start: None
             }
         );
         assert!(matches!(&s.blocks[2], Block::Code { code, .. } if code == "let x = 1;\n---"));
@@ -387,6 +1119,16 @@ mod tests {
             .unwrap_err()
             .0
             .contains("asset:"));
+        assert!(parse_markdown("[x](javascript:alert(1))")
+            .unwrap_err()
+            .0
+            .contains("line 1: link"));
+        assert!(
+            parse_markdown("# t\n\n- a\n  - b\n\n  ```\n  code\n  ```\n")
+                .unwrap_err()
+                .0
+                .contains("line 6: a code block after a nested list")
+        );
         assert!(parse_markdown("<div>x</div>")
             .unwrap_err()
             .0
@@ -409,5 +1151,442 @@ mod tests {
         assert_eq!(deck.slides[0].notes.as_deref(), Some("n"));
         assert_eq!(comment_body("<!---->"), Some(""));
         assert_eq!(comment_body("<!-- a"), None);
+    }
+
+    fn one(md: &str) -> Vec<Block> {
+        parse_markdown(md).unwrap().slides.remove(0).blocks
+    }
+
+    fn item(text: &str, list: Option<List>) -> ListItem {
+        ListItem {
+            text: text.into(),
+            checked: None,
+            blocks: Vec::new(),
+            list,
+        }
+    }
+
+    #[test]
+    fn lists_nest_three_levels_mixed() {
+        let blocks = one("# t\n\n- a\n  1. b\n     - c\n       - [x] d\n  2. e\n- f\n");
+        let d = List {
+            items: vec![ListItem {
+                text: "d".into(),
+                checked: Some(true),
+                blocks: Vec::new(),
+                list: None,
+            }],
+            ordered: false,
+            start: None,
+        };
+        let b = item(
+            "b",
+            Some(List {
+                items: vec![item("c", Some(d))],
+                ordered: false,
+                start: None,
+            }),
+        );
+        let expected = Block::Bullets {
+            items: vec![
+                item(
+                    "a",
+                    Some(List {
+                        items: vec![b, item("e", None)],
+                        ordered: true,
+                        start: None,
+                    }),
+                ),
+                item("f", None),
+            ],
+            ordered: false,
+            start: None,
+        };
+        assert_eq!(blocks, vec![expected]);
+        // Loose items keep their paragraphs; ordered lists keep their start.
+        let blocks = one("# t\n\n3. one\n\n   more\n\n4. two\n");
+        assert_eq!(
+            blocks,
+            vec![Block::Bullets {
+                items: vec![item("one\nmore", None), item("two", None)],
+                ordered: true,
+                start: Some(3)
+            }]
+        );
+        // Task lists.
+        let blocks = one("# t\n\n- [ ] open\n- [x] done\n");
+        let Block::Bullets { items, .. } = &blocks[0] else {
+            panic!("{blocks:?}")
+        };
+        assert_eq!(items[0].checked, Some(false));
+        assert_eq!(items[1].checked, Some(true));
+    }
+
+    #[test]
+    fn quotes_tables_rules_and_inline_marks() {
+        let blocks = one("# t\n\n> quoted **bold**\n>\n> - x\n>\n> > deeper\n\n***\n");
+        assert_eq!(
+            blocks,
+            vec![
+                Block::Quote {
+                    blocks: vec![
+                        Block::Text {
+                            text: "quoted **bold**".into()
+                        },
+                        Block::Bullets {
+                            items: vec!["x".into()],
+                            ordered: false,
+                            start: None
+                        },
+                        Block::Quote {
+                            blocks: vec![Block::Text {
+                                text: "deeper".into()
+                            }]
+                        }
+                    ]
+                },
+                Block::Rule
+            ]
+        );
+        let blocks = one(
+            "# t\n\n| Format | 20 slides | Per *slide* |\n|:--|--:|:-:|\n| PDF | 0.06 s | `3 ms` |\n| PNG | ~~0.58 s~~ | 29 ms |\n",
+        );
+        assert_eq!(
+            blocks,
+            vec![Block::Table {
+                align: vec![Align::Left, Align::Right, Align::Center],
+                header: vec!["Format".into(), "20 slides".into(), "Per *slide*".into()],
+                rows: vec![
+                    vec!["PDF".into(), "0.06 s".into(), "`3 ms`".into()],
+                    vec!["PNG".into(), "~~0.58 s~~".into(), "29 ms".into()],
+                ],
+            }]
+        );
+        let blocks = one("# t\n\nSee [the *docs*](https://example.com/a_(b)) or <https://x.org>, ~~old~~ 2*3 [x]\n");
+        let Block::Text { text } = &blocks[0] else {
+            panic!()
+        };
+        let spans = crate::spans(text);
+        let linked: Vec<_> = spans
+            .iter()
+            .filter_map(|s| s.link.as_deref().map(|l| (s.text.as_str(), l, s.italic)))
+            .collect();
+        assert_eq!(
+            linked,
+            vec![
+                ("the ", "https://example.com/a_%28b%29", false),
+                ("docs", "https://example.com/a_%28b%29", true),
+                ("https://x.org", "https://x.org", false)
+            ]
+        );
+        assert!(spans.iter().any(|s| s.strike && s.text == "old"));
+        let blocks = one("# t\n\nWrite to <team@example.com>.\n");
+        let Block::Text { text: mail } = &blocks[0] else {
+            panic!()
+        };
+        assert!(crate::spans(mail)
+            .iter()
+            .any(|s| s.link.as_deref() == Some("mailto:team@example.com")));
+        assert_eq!(
+            crate::plain(text),
+            "See the docs or https://x.org, old 2*3 [x]"
+        );
+    }
+
+    #[test]
+    fn list_items_hold_blocks() {
+        let blocks = one(
+            "# t\n\n1. Install:\n   ```bash\n   cargo install plinth\n   ```\n   then run it\n2. Quote:\n   > wise\n",
+        );
+        let Block::Bullets { items, .. } = &blocks[0] else {
+            panic!("{blocks:?}")
+        };
+        assert_eq!(items[0].text, "Install:");
+        assert_eq!(
+            items[0].blocks,
+            vec![
+                Block::Code {
+                    language: Some("bash".into()),
+                    code: "cargo install plinth".into()
+                },
+                Block::Text {
+                    text: "then run it".into()
+                }
+            ]
+        );
+        assert!(matches!(&items[1].blocks[0], Block::Quote { .. }));
+        // Blocks count towards the slide's limit and the nesting bound.
+        let deep = format!("# t\n\n{}x\n", "- > ".repeat(5));
+        assert!(parse_markdown(&deep)
+            .unwrap_err()
+            .0
+            .contains("nest at most"));
+    }
+
+    #[test]
+    fn ragged_table_rows_are_evened_out() {
+        let blocks = one("# t\n\n| a | b |\n|--|--|\n| 1 |\n| 1 | 2 | 3 |\n");
+        assert_eq!(
+            blocks,
+            vec![Block::Table {
+                align: vec![],
+                header: vec!["a".into(), "b".into()],
+                rows: vec![vec!["1".into(), "".into()], vec!["1".into(), "2".into()]],
+            }]
+        );
+    }
+
+    #[test]
+    fn headings_keep_their_level() {
+        let blocks = one("# Title\n\n## Two\n\n### Three\n\n###### Six\n");
+        let levels: Vec<_> = blocks
+            .iter()
+            .map(|b| match b {
+                Block::Heading { level, .. } => *level,
+                _ => None,
+            })
+            .collect();
+        assert_eq!(levels, vec![Some(2), Some(3), Some(6)]);
+    }
+
+    #[test]
+    fn images_inline_and_as_blocks() {
+        let id = "0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10";
+        let blocks = one(&format!("# t\n\n![a]({id}) ![b](asset:{id})\n\nLogo ![c]({id}) here\n\n- ![d](asset:{id}) item\n"));
+        assert!(matches!(&blocks[0], Block::Image { alt: Some(a), .. } if a == "a"));
+        assert!(matches!(&blocks[1], Block::Image { alt: Some(a), .. } if a == "b"));
+        let Block::Text { text } = &blocks[2] else {
+            panic!("{blocks:?}")
+        };
+        let img: Vec<_> = crate::spans(text)
+            .into_iter()
+            .filter(|s| s.image.is_some())
+            .collect();
+        assert_eq!(img.len(), 1);
+        assert_eq!(img[0].image.as_deref(), Some(id));
+        assert_eq!(img[0].text, "c");
+        let deck = parse_markdown(&format!("# t\n\n- ![d](asset:{id}) item\n")).unwrap();
+        assert_eq!(deck.asset_ids(), vec![id.to_owned()]);
+        // An item that is only an image holds it as a block, sized as written.
+        let blocks = one(&format!("# t\n\n- ![w:200](asset:{id})\n- text\n"));
+        let Block::Bullets { items, .. } = &blocks[0] else {
+            panic!("{blocks:?}")
+        };
+        assert!(matches!(
+            &items[0].blocks[..],
+            [Block::Image {
+                width: Some(300),
+                ..
+            }]
+        ));
+        assert_eq!(items[0].text, "");
+        // File names resolve only through the caller's resolver.
+        assert!(parse_markdown("![](chart.png)").is_err());
+        let resolve = |name: &str| (name == "chart.png").then(|| id.to_owned());
+        let opts = ParseOptions {
+            resolve_image: Some(&resolve),
+        };
+        let deck = parse_markdown_with("![](chart.png)", &opts).unwrap();
+        assert_eq!(deck.asset_ids(), vec![id.to_owned()]);
+    }
+
+    #[test]
+    fn nesting_is_bounded_and_fast() {
+        for (src, what) in [
+            (format!("# t\n\n{}x\n", "> ".repeat(20_000)), "quotes"),
+            (format!("# t\n\n{}x\n", "- ".repeat(20_000)), "bullets"),
+            (format!("# t\n\n{}x\n", "1. ".repeat(20_000)), "numbers"),
+            (
+                format!(
+                    "# t\n\n{}",
+                    (0..20_000)
+                        .map(|i| format!("{}- x\n", "  ".repeat(i)))
+                        .collect::<String>()
+                        .chars()
+                        .take(500_000)
+                        .collect::<String>()
+                ),
+                "indented",
+            ),
+        ] {
+            let t = std::time::Instant::now();
+            let e = parse_markdown(&src).unwrap_err();
+            assert!(e.0.contains("nest at most 8 levels"), "{what}: {e}");
+            let line = if what == "indented" {
+                "line 11"
+            } else {
+                "line 3"
+            };
+            assert!(e.0.contains(line), "{what}: {e}");
+            assert!(
+                t.elapsed().as_secs_f64() < 5.0,
+                "{what} took {:?}",
+                t.elapsed()
+            );
+        }
+        // Inline marks nested 20,000 deep: parsed (or refused) quickly, never recursed.
+        for (open, close) in [
+            ("*", "*"),
+            ("_", "_"),
+            ("**", "**"),
+            ("~~", "~~"),
+            ("[", "](https://x.y)"),
+        ] {
+            let src = format!("# t\n\n{}x{}\n", open.repeat(20_000), close.repeat(20_000));
+            let t = std::time::Instant::now();
+            if let Ok(deck) = parse_markdown(&src) {
+                for block in &deck.slides[0].blocks {
+                    for text in crate::block_texts(block) {
+                        let _ = crate::spans(text);
+                    }
+                }
+            }
+            assert!(t.elapsed().as_secs_f64() < 5.0, "{open}: {:?}", t.elapsed());
+        }
+        // Eight levels are fine.
+        assert!(parse_markdown(&format!("# t\n\n{}x\n", "> ".repeat(8))).is_ok());
+        assert!(parse_markdown(&format!("# t\n\n{}x\n", "> ".repeat(9))).is_err());
+    }
+
+    const MARP: &str = r#"---
+marp: true
+theme: gaia
+paginate: true
+header: "**Acme** roadmap"
+footer: Confidential
+size: 4:3
+class: invert
+style: |
+  section { font-size: 30px; }
+---
+
+<!-- _class: lead -->
+<!-- _paginate: false -->
+
+# Roadmap
+
+![bg left:40% fit](0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10)
+
+Say hello first.
+
+<!-- Presenter: speak slowly -->
+
+---
+
+<!-- backgroundColor: #123456 -->
+<!-- _footer: "" -->
+
+## Numbers
+
+![w:300 h:200 Chart](0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10)
+
+---
+
+## Still blue
+
+![bg sepia](0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10)
+"#;
+
+    #[test]
+    fn marp_decks_import_as_written() {
+        let (deck, warnings) = parse_markdown_report(MARP, &ParseOptions::default()).unwrap();
+        assert_eq!(deck.aspect, Some(Aspect::Standard));
+        assert!(deck.paginate);
+        assert_eq!(deck.header.as_deref(), Some("**Acme** roadmap"));
+        assert_eq!(deck.footer.as_deref(), Some("Confidential"));
+        assert_eq!(deck.background_color.as_deref(), Some("#fff8e1"));
+        assert_eq!(deck.color.as_deref(), Some("#455a64"));
+        assert_eq!(deck.slides.len(), 3, "{deck:#?}");
+        let s = &deck.slides[0];
+        assert_eq!(s.layout, Layout::Title);
+        assert_eq!(
+            s.theme, None,
+            "_class replaces the global class, as in Marp"
+        );
+        assert_eq!(s.paginate, Some(false));
+        assert_eq!(s.notes.as_deref(), Some("Presenter: speak slowly"));
+        assert_eq!(
+            s.backgrounds,
+            vec![Background {
+                asset_id: "0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10".into(),
+                position: BackgroundPosition::Left,
+                fit: BackgroundFit::Contain,
+                split: Some(40),
+            }]
+        );
+        assert_eq!(
+            s.blocks,
+            vec![Block::Text {
+                text: "Say hello first.".into()
+            }]
+        );
+        let s = &deck.slides[1];
+        assert_eq!(s.layout, Layout::Content, "_class is for one slide");
+        assert_eq!(s.theme, Some(Theme::Dark), "class: invert is global");
+        assert_eq!(s.background_color.as_deref(), Some("#123456"));
+        assert_eq!(s.footer.as_deref(), Some(""));
+        assert_eq!(s.paginate, None);
+        assert!(matches!(
+            &s.blocks[0],
+            Block::Image { alt: Some(a), width: Some(450), height: Some(300), .. } if a == "Chart"
+        ));
+        let s = &deck.slides[2];
+        assert_eq!(s.background_color.as_deref(), Some("#123456"), "inherited");
+        assert_eq!(s.footer, None);
+        assert_eq!(s.backgrounds.len(), 1);
+        assert!(
+            warnings.iter().any(|w| w.contains("`style`")),
+            "{warnings:?}"
+        );
+        assert!(warnings.iter().any(|w| w.contains("sepia")), "{warnings:?}");
+        // The deck's JSON round-trips.
+        let json = serde_json::to_value(&deck).unwrap();
+        assert_eq!(Deck::from_json(json).unwrap(), deck);
+
+        assert!(parse_markdown("---\ntheme: fancy\n---\n# x")
+            .unwrap_err()
+            .0
+            .contains("line 2"));
+        let (deck, warnings) = parse_markdown_report(
+            "---\ntheme: corporate\nmarp: true\n---\n# x",
+            &ParseOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(deck.theme, Theme::Light);
+        assert!(warnings[0].contains("`corporate`"), "{warnings:?}");
+        assert!(
+            parse_markdown("# x\n\n<!-- backgroundColor: notacolour -->")
+                .unwrap_err()
+                .0
+                .contains("line 3")
+        );
+        let deck =
+            parse_markdown("---\nheadingDivider: 2\n---\n# One\n\ntext\n\n## Two\n\n### three\n")
+                .unwrap();
+        assert_eq!(deck.slides.len(), 2);
+        let deck = parse_markdown("---\ntheme: uncover\n---\n# One\n").unwrap();
+        assert_eq!(deck.slides[0].layout, Layout::Title);
+        // Front matter as people write it: YAML comments, dotted keys, lists, local
+        // directives, `#` colours; `<style>` is read and has no effect.
+        let (deck, warnings) = parse_markdown_report(
+            "---\nmarp: true          # enable Marp\n#theme: gaia\nmarkdown.marp.enableHtml: true\npaginate: true # numbers\nbackgroundColor: #f0f8ff\nheader: \"Team #1\"\nclass:\n  - invert\n_class: lead\n_paginate: skip\n---\n\n<style>\nsection { color: red; }\n\nh1 { color: blue; }\n</style>\n\n# One\n\n---\n\n## Two\n",
+            &ParseOptions::default(),
+        )
+        .unwrap();
+        assert!(deck.paginate);
+        assert_eq!(deck.background_color.as_deref(), Some("#f0f8ff"));
+        assert_eq!(deck.header.as_deref(), Some("Team #1"));
+        assert_eq!(deck.slides.len(), 2, "{deck:#?}");
+        assert_eq!(deck.slides[0].layout, Layout::Title);
+        assert_eq!(deck.slides[0].theme, None, "_class replaces class");
+        assert_eq!(deck.slides[0].paginate, Some(false));
+        assert_eq!(deck.slides[1].theme, Some(Theme::Dark));
+        assert_eq!(deck.slides[1].layout, Layout::Content);
+        assert!(
+            warnings.iter().any(|w| w.contains("<style>")),
+            "{warnings:?}"
+        );
+        let deck = parse_markdown("# <!-- fit --> Big\n").unwrap();
+        assert_eq!(deck.slides[0].notes, None);
     }
 }

@@ -27,6 +27,27 @@ fn markdownish() -> impl Strategy<Value = String> {
         Just("layout: title".to_owned()),
         Just("![a](asset:0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10)".to_owned()),
         Just("<div>".to_owned()),
+        Just("> ".to_owned()),
+        Just("  ".to_owned()),
+        Just("~~".to_owned()),
+        Just("- [x] ".to_owned()),
+        Just("| a | *b* |\n|:-|--:|\n| c | d |\n".to_owned()),
+        Just("[l](https://example.com/x)".to_owned()),
+        Just("](".to_owned()),
+        Just("[".to_owned()),
+        Just("***\n".to_owned()),
+        Just("<br>".to_owned()),
+        Just("<!-- _class: lead invert -->".to_owned()),
+        Just("<!-- paginate: true\nheader: h -->".to_owned()),
+        Just("<!-- backgroundColor: #123 -->".to_owned()),
+        Just("![bg left:40% fit](asset:0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10)".to_owned()),
+        Just("![w:300 h:2](asset:0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10)".to_owned()),
+        Just("marp: true\n".to_owned()),
+        Just("class:\n  - invert\n".to_owned()),
+        Just("headingDivider: 2\n".to_owned()),
+        Just("size: 4:3\n".to_owned()),
+        Just("<style>".to_owned()),
+        Just("</style>".to_owned()),
         "\\PC{0,12}",
     ];
     prop::collection::vec(piece, 0..60).prop_map(|p| p.concat())
@@ -74,6 +95,9 @@ proptest! {
     fn markdown_never_panics(src in markdownish()) {
         if let Ok(deck) = parse_markdown(&src) {
             prop_assert!(deck.validate().is_ok());
+            // What the parser makes survives the JSON door unchanged.
+            let json = serde_json::to_value(&deck).unwrap();
+            prop_assert_eq!(Deck::from_json(json).unwrap(), deck);
         }
     }
 
