@@ -609,6 +609,11 @@ impl Queue {
             .map(|(q, n)| format!("{}={n}", q.name()))
             .collect();
         tracing::info!(?queues, "workers starting");
+        if cfg.queues.iter().any(|(q, _)| *q == QueueName::Export) {
+            // Compiles the common languages' highlighting patterns (about 0.3 s) off the
+            // request path, so the first export using one does not pay for it.
+            tokio::task::spawn_blocking(plinth_render::warm_up_highlighting);
+        }
         let monitor = {
             let (registry, names) = (registry.clone(), names.clone());
             monitor.on_event(move |ctx, event| {
