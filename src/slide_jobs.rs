@@ -71,13 +71,13 @@ impl SlideEnv for Env {
                     (a.id, image)
                 })
                 .collect();
-            Ok(Start::Run(ExportWork {
+            Ok(Start::Run(Box::new(ExportWork {
                 deck_id: job.deck_id,
                 format: job.format,
                 content,
                 images,
                 attempt: job.attempts,
-            }))
+            })))
         }
         .boxed()
     }

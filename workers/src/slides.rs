@@ -118,7 +118,7 @@ pub const RENEW_EVERY: Duration = Duration::from_secs(4);
 /// What starting an export found.
 pub enum Start {
     /// This run holds the job now (the attempt is counted).
-    Run(ExportWork),
+    Run(Box<ExportWork>),
     /// Another run holds a live lease for about this long.
     Leased(Duration),
     /// The job ended (succeeded, failed, cancelled) or is unknown: nothing to do.
@@ -196,7 +196,7 @@ pub async fn run_export(task: ExportTask, env: Data<Env>) -> Result<(), BoxDynEr
             .await
             .map_err(|e| JobError::retry("storage", e))?
         {
-            Start::Run(work) => break work,
+            Start::Run(work) => break *work,
             Start::Ended => return Ok(()),
             Start::Cancelled => return Err(cancelled("the export was cancelled before it ran")),
             // A duplicate delivery while another run holds the job: if that run is alive
