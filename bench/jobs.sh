@@ -51,7 +51,7 @@ DECK=$(json /api/slides/create -H "x-api-key: $KEY" -d '{"markdown":"# Bench\n\n
   python3 -c 'import sys, json; print(json.load(sys.stdin)["id"])')
 J=$T/examples/jobs_bench
 
-echo "machine: $(nproc) cores, $(uname -m), $(date -u +%F); build: $PROFILE; database: ${DB%%:*}; workers: ${SPLIT:+another process}${SPLIT:-in the serve process}"
+echo "machine: $(nproc) cores, $(uname -m), $(date -u +%F); build: $PROFILE; database: ${DB%%:*}; workers: $([ -n "${SPLIT:-}" ] && echo "in another process" || echo "in the serve process")"
 echo "command: ${SPLIT:+SPLIT=1 }bench/jobs.sh $WAITERS"
 echo "== pickup (100 html exports, one at a time, each followed with ?wait=60)"
 $J pickup "$P" "$KEY" "$DECK" 100
