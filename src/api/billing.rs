@@ -19,12 +19,18 @@ use crate::domain::ledger::distribute_monthly;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
 use crate::payments::{plan, verify_signature, PLANS};
-use crate::reply::Reply;
+use crate::reply::{Answer, Reply};
 use crate::state::AppState;
+use crate::wire::billing::{
+    CheckoutSession, Invoice, Plan, Subscription, SubscriptionCheck, Unsubscribed,
+};
+use crate::wire::{Data, True};
 
 /// `GET /api/users/subscriptions` (Public): the plans and the tiers they grant.
-pub async fn plans() -> ApiResult {
-    Ok(Reply::ok(json!({ "data": *PLANS })))
+pub async fn plans() -> ApiResult<Answer<Data<Vec<Plan>>>> {
+    Ok(Answer(Data {
+        data: PLANS.iter().map(Plan::from).collect(),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -53,7 +59,7 @@ pub async fn subscribe(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<SubscribeBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<CheckoutSession>> {
     let plan = plan(&body.product_id)
         .ok_or_else(|| ApiError::bad_request(format!("unknown productId `{}`", body.product_id)))?;
     check_url("successUrl", &body.success_url)?;
@@ -74,9 +80,12 @@ pub async fn subscribe(
                 cancel_url: &body.cancel_url,
             })
             .await?;
-        return Ok(Reply::ok(
-            json!({"id": id, "url": url, "sessionId": id, "provider": app.payments.name()}),
-        ));
+        return Ok(Answer(CheckoutSession {
+            session_id: id.clone(),
+            id,
+            url,
+            provider: app.payments.name().to_owned(),
+        }));
     }
     let id = store::create_checkout(
         &app.db,
@@ -88,9 +97,12 @@ pub async fn subscribe(
     )
     .await?;
     let url = format!("{}/checkout/{id}", app.public_url);
-    Ok(Reply::ok(
-        json!({"id": id, "url": url, "sessionId": id, "provider": app.payments.name()}),
-    ))
+    Ok(Answer(CheckoutSession {
+        session_id: id.clone(),
+        id,
+        url,
+        provider: app.payments.name().to_owned(),
+    }))
 }
 
 fn active(status: &str) -> bool {
@@ -98,12 +110,16 @@ fn active(status: &str) -> bool {
 }
 
 /// `POST /api/users/subscriptions/check`.
-pub async fn check(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+pub async fn check(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<SubscriptionCheck>> {
     let subs = store::subscriptions(&app.db, &caller.id).await?;
     let current = subs.into_iter().find(|s| active(&s.status));
-    Ok(Reply::ok(
-        json!({"active": current.is_some(), "data": current}),
-    ))
+    Ok(Answer(SubscriptionCheck {
+        active: current.is_some(),
+        data: current.map(Subscription::from),
+    }))
 }
 
 /// `POST /api/users/subscriptions/get-by-user-id`: your own (any, for an admin).
@@ -111,22 +127,27 @@ pub async fn get_by_user_id(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Data<Vec<Subscription>>>> {
     if body.id != caller.id && !caller.is_admin() {
         return Err(ApiError::forbidden(
             "you can only read your own subscriptions",
         ));
     }
-    Ok(Reply::ok(
-        json!({"data": store::subscriptions(&app.db, &body.id).await?}),
-    ))
+    let subs = store::subscriptions(&app.db, &body.id).await?;
+    Ok(Answer(Data {
+        data: subs.into_iter().map(Subscription::from).collect(),
+    }))
 }
 
 /// `POST /api/users/subscriptions/get-current-invoices`: the payments on record.
-pub async fn invoices(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
-    Ok(Reply::ok(
-        json!({"data": store::payments(&app.db, &caller.id).await?}),
-    ))
+pub async fn invoices(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<Data<Vec<Invoice>>>> {
+    let payments = store::payments(&app.db, &caller.id).await?;
+    Ok(Answer(Data {
+        data: payments.into_iter().map(Invoice::from).collect(),
+    }))
 }
 
 /// The tier an account falls back to without a subscription.
@@ -163,7 +184,10 @@ async fn settle_level(app: &AppState, user_id: &str) -> ApiResult<i64> {
 
 /// `POST /api/users/subscriptions/unsubscribe`: cancels at the provider; the webhook
 /// would say the same, but the tier drops now.
-pub async fn unsubscribe(State(app): State<AppState>, Viewer(caller): Viewer) -> ApiResult {
+pub async fn unsubscribe(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+) -> ApiResult<Answer<Unsubscribed>> {
     let subs = store::subscriptions(&app.db, &caller.id).await?;
     let current: Vec<_> = subs.into_iter().filter(|s| active(&s.status)).collect();
     if current.is_empty() {
@@ -176,9 +200,11 @@ pub async fn unsubscribe(State(app): State<AppState>, Viewer(caller): Viewer) ->
         store::set_subscription_status(&app.db, &s.provider_subscription_id, "canceled").await?;
     }
     let level = settle_level(&app, &caller.id).await?;
-    Ok(Reply::ok(
-        json!({"success": true, "canceled": current.len(), "level": level}),
-    ))
+    Ok(Answer(Unsubscribed {
+        success: True,
+        canceled: current.len(),
+        level,
+    }))
 }
 
 /// Records an active subscription, raises the tier and pays this month's allotment.

@@ -11,6 +11,7 @@
 //! (`skip_serializing_if`), one that is `null` when absent is an `Option` without it.
 
 pub mod analytics;
+pub mod billing;
 pub mod credits;
 pub mod data;
 pub mod documents;
