@@ -618,6 +618,19 @@ async fn a_paused_queue_waits_in_every_process_and_bulk_actions_apply_to_many() 
         .get(&format!("/api/admin/jobs/{}", exports[2]), Some(&admin))
         .await;
     r.assert_error(404);
+    // The queue's own record of a job ends a moment after the client's view of it (the
+    // worker acknowledges after the export's row is written): discard takes jobs that
+    // ended for good, so wait for the operator's view to end too.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let j = s
+            .get(&format!("/api/admin/jobs/{}", exports[0]), Some(&admin))
+            .await;
+        if j.body["job"]["status"] == json!("succeeded") || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let err = cli_err(&s.cli(&[
         "jobs",
         "discard",
