@@ -616,3 +616,61 @@ pub fn guest_session_route(path: &str) -> bool {
         || path == "/api/licenses/purchase"
         || path == "/api/downloads/purchase"
 }
+
+/// A port free right now, for a listener the test names before the server starts.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Whether `python3` can import `module` (tests that need a Python peer skip without it).
+pub fn python_has(module: &str) -> bool {
+    Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// An aiosmtpd sink on `port` delivering into a maildir (read `<dir>/new`); kill the
+/// child when done.
+pub fn smtp_sink(port: u16) -> (Child, tempfile::TempDir) {
+    let maildir = tempfile::tempdir().unwrap();
+    for d in ["tmp", "new", "cur"] {
+        std::fs::create_dir_all(maildir.path().join(d)).unwrap();
+    }
+    let sink = Command::new("python3")
+        .args([
+            "-m",
+            "aiosmtpd",
+            "-n",
+            "-l",
+            &format!("127.0.0.1:{port}"),
+            "-c",
+            "aiosmtpd.handlers.Mailbox",
+        ])
+        .arg(maildir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    (sink, maildir)
+}
+
+/// The value of the first Prometheus sample of `name` whose labels include every
+/// `labels` pair.
+pub fn metric_sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines()
+        .filter(|l| {
+            l.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+        })
+        .find(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}

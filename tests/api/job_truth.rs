@@ -3,12 +3,11 @@
 //! metrics by cause, one log line), a job its client cancelled is a cancelled one, and
 //! email delivery waits out a relay that refuses, then delivers when it accepts.
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::{email, Options, Server};
+use crate::common::{email, free_port, metric_sample as sample, python_has, Options, Server};
 use crate::slide_helpers::{create_md, export, id, start_export};
 
 const TOKEN: &str = "truth-metrics-token";
@@ -22,20 +21,6 @@ async fn metrics(s: &Server) -> String {
         .unwrap();
     assert_eq!(res.status(), 200);
     res.text().await.unwrap()
-}
-
-/// The value of one series (labels in any order), if it is there.
-fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    text.lines()
-        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
-        .filter(|l| l[name.len()..].starts_with('{') || l[name.len()..].starts_with(' '))
-        .find(|l| {
-            labels
-                .iter()
-                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
-        })
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
 }
 
 /// The job its client's id names, as `GET /api/admin/jobs/{id}` shows it.
@@ -187,21 +172,6 @@ async fn an_export_its_client_cancels_is_a_cancelled_job() {
     );
 }
 
-fn python_has(module: &str) -> bool {
-    Command::new("python3")
-        .args(["-c", &format!("import {module}")])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// An SMTP relay that is down (nothing listens: the connection is refused), then comes
 /// up: the verification email waits out its back-off as `retrying`, with the next
 /// attempt's time and the relay's error, and is delivered once the relay accepts. The
@@ -262,25 +232,7 @@ async fn email_waits_out_a_relay_that_refuses_and_is_delivered_when_it_accepts()
     }
 
     // The relay comes up: the next attempt delivers.
-    let maildir = tempfile::tempdir().unwrap();
-    for d in ["tmp", "new", "cur"] {
-        std::fs::create_dir_all(maildir.path().join(d)).unwrap();
-    }
-    let mut sink = Command::new("python3")
-        .args([
-            "-m",
-            "aiosmtpd",
-            "-n",
-            "-l",
-            &format!("127.0.0.1:{port}"),
-            "-c",
-            "aiosmtpd.handlers.Mailbox",
-        ])
-        .arg(maildir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut sink, maildir) = crate::common::smtp_sink(port);
     let deadline = Instant::now() + Duration::from_secs(30);
     let delivered = loop {
         let found = std::fs::read_dir(maildir.path().join("new"))

@@ -1,13 +1,12 @@
 //! The email queue: embedded workers, separate `plinth worker` processes, jobs that
 //! outlive the process that queued them, and delivery over real SMTP.
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use crate::cluster::Process;
-use crate::common::{email, Options, Server};
+use crate::common::{email, python_has, Options, Server};
 
 #[tokio::test]
 async fn without_embedded_workers_mail_waits_for_a_worker_process() {
@@ -52,13 +51,6 @@ async fn a_job_queued_before_a_crash_is_delivered_after_restart() {
     assert_eq!(s.emails_to(&addr).len(), 1);
 }
 
-fn python_has(module: &str) -> bool {
-    Command::new("python3")
-        .args(["-c", &format!("import {module}")])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[tokio::test]
 async fn smtp_delivery_to_a_real_smtp_server() {
     if !python_has("aiosmtpd") {
@@ -70,25 +62,7 @@ async fn smtp_delivery_to_a_real_smtp_server() {
         .local_addr()
         .unwrap()
         .port();
-    let maildir = tempfile::tempdir().unwrap();
-    for d in ["tmp", "new", "cur"] {
-        std::fs::create_dir_all(maildir.path().join(d)).unwrap();
-    }
-    let mut sink = Command::new("python3")
-        .args([
-            "-m",
-            "aiosmtpd",
-            "-n",
-            "-l",
-            &format!("127.0.0.1:{port}"),
-            "-c",
-            "aiosmtpd.handlers.Mailbox",
-        ])
-        .arg(maildir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut sink, maildir) = crate::common::smtp_sink(port);
     let deadline = Instant::now() + Duration::from_secs(15);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "SMTP sink did not start");

@@ -9,33 +9,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::cluster::Process;
-use crate::common::{email, Options, Server};
+use crate::common::{email, free_port, metric_sample as sample, Options, Server};
 use crate::scaleout_jobs::{assert_published_once, poll_job};
 use crate::slide_helpers::{create_md, ended, id, long_deck, start_export};
-
-/// A port free right now, for a listener the test names before the server starts.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// The value of the first sample of `name` whose labels include every `labels` pair.
-fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    text.lines()
-        .filter(|l| {
-            l.strip_prefix(name)
-                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
-        })
-        .find(|l| {
-            labels
-                .iter()
-                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
-        })
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-}
 
 async fn scrape(url: &str, token: Option<&str>) -> (u16, String) {
     let mut req = reqwest::Client::new().get(url);
