@@ -440,14 +440,16 @@ async fn finished_jobs_past_the_retention_are_deleted() {
             quoted(ids)
         )
     };
-    s.sql(&age(old, 15)).await;
-    s.sql(&age(std::slice::from_ref(recent), 13)).await;
-    s.sql(&age(std::slice::from_ref(retrying), 15)).await;
-    // Failed with attempts left: apalis may run it again, so it is not finished.
+    // Failed with attempts left: apalis may run it again, so it is not finished. Status and
+    // age change in one statement: the sweep runs every second and must never see this job
+    // aged but still `Done`.
     s.sql(&format!(
-        "UPDATE {table} SET status = 'Failed', attempts = 0 WHERE id = '{retrying}'"
+        "UPDATE {table} SET status = 'Failed', attempts = 0, done_at = {} WHERE id = '{retrying}'",
+        days_ago(15)
     ))
     .await;
+    s.sql(&age(std::slice::from_ref(recent), 13)).await;
+    s.sql(&age(old, 15)).await;
 
     let count =
         |ids: &[String]| format!("SELECT COUNT(*) FROM {table} WHERE id IN ({})", quoted(ids));
