@@ -416,6 +416,16 @@ pub struct Opts {
     /// client could otherwise make this server call its internal network).
     #[arg(long, env = "PLINTH_CALLBACK_PRIVATE_NETWORKS", global = true)]
     pub callback_private_networks: bool,
+    /// Seconds an API request may take before it is answered 503 with `Retry-After` (a
+    /// write also with `outcome_unknown: true`); a job status read with `?wait=N` gets N
+    /// more. A database that hangs never holds a client longer.
+    #[arg(
+        long,
+        env = "PLINTH_REQUEST_TIMEOUT",
+        default_value_t = 10,
+        global = true
+    )]
+    pub request_timeout: u64,
     /// Seconds a stopping process (SIGTERM or Ctrl-C) gives in-flight requests and running
     /// jobs to finish; jobs still running then go back to their queue.
     #[arg(

@@ -75,10 +75,46 @@ impl From<sqlx::Error> for ApiError {
         if crate::db::unstorable_text(&err) {
             return ApiError::bad_request("text may not contain NUL characters (\\u0000)");
         }
+        if let Some(outage) = crate::db::outage(&err) {
+            crate::db::note_outage();
+            return ApiError::unavailable(outage, err);
+        }
         match crate::db::unique_violation(&err) {
             Some(what) => ApiError::conflict(conflict_message(&what)),
             None => ApiError::internal(err),
         }
+    }
+}
+
+impl ApiError {
+    /// An error of a helper that returns `anyhow`: a database failure keeps its meaning
+    /// (an outage is a 503, a duplicate a 409), anything else is ours.
+    pub fn from_anyhow(err: anyhow::Error) -> Self {
+        match err.downcast::<sqlx::Error>() {
+            Ok(sql) => sql.into(),
+            Err(other) => Self::internal(other),
+        }
+    }
+
+    /// The database is down, full, read-only or too slow: 503 (with `Retry-After`, like
+    /// every 503), saying whether the change may have been applied. A write that may
+    /// have landed carries `outcome_unknown: true`; retried with the same
+    /// `Idempotency-Key` it is safe (docs/api.md).
+    pub fn unavailable(outage: crate::db::Outage, cause: impl std::fmt::Display) -> Self {
+        let mut e = match outage {
+            crate::db::Outage::NotApplied => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the database is unavailable; nothing was changed, try again shortly",
+            ),
+            crate::db::Outage::Unknown => Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the database connection failed; a change may have been applied: retry with \
+                 the same Idempotency-Key, or check before retrying",
+            )
+            .with("outcome_unknown", true),
+        };
+        e.cause = Some(cause.to_string());
+        e
     }
 }
 

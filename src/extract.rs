@@ -15,7 +15,7 @@ use crate::json_depth;
 pub struct JsonBody<T>(pub T);
 
 /// The body of the many endpoints that take just an `id`.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
 pub struct IdBody {
     pub id: String,
 }

@@ -23,6 +23,8 @@ use plinth_workers::Queue;
 #[derive(Clone)]
 pub struct OpsState {
     pub db: Db,
+    /// The credit-account shards (none in a process that does not serve requests).
+    pub credits: Option<plinth_actors::credits::CreditAccounts>,
     pub queue: Queue,
     pub objects: ObjectStore,
     /// `PLINTH_METRICS_TOKEN`: the bearer token `/metrics` needs on this listener.
@@ -35,6 +37,7 @@ impl OpsState {
     pub fn of_api(app: &AppState) -> OpsState {
         OpsState {
             db: app.db.clone(),
+            credits: Some(app.credits.clone()),
             queue: app.queue.clone(),
             objects: app.objects.clone(),
             token: app.opts.metrics_token.clone().filter(|t| !t.is_empty()),

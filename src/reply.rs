@@ -86,18 +86,27 @@ impl<T: Serialize> IntoResponse for PrivateAnswer<T> {
     }
 }
 
-/// The answer of a change recorded for replays (deck changes run behind an idempotency
-/// key): a `T` the first time, the recorded JSON of that same `T` on a replay. Only the
-/// document sees `T`; the bytes are the [`Reply`] either way.
+/// The answer of a change recorded for replays (deck changes and credit changes run
+/// behind an idempotency key): a `T` the first time, the recorded JSON of that same `T`
+/// on a replay; a plain [`Answer`] when no key was sent. Only the document sees `T`.
 pub struct Recorded<T> {
-    reply: Reply,
+    response: Response,
     of: std::marker::PhantomData<T>,
 }
 
 impl<T> From<Reply> for Recorded<T> {
     fn from(reply: Reply) -> Self {
         Self {
-            reply,
+            response: reply.into_response(),
+            of: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T: Serialize> From<Answer<T>> for Recorded<T> {
+    fn from(answer: Answer<T>) -> Self {
+        Self {
+            response: answer.into_response(),
             of: std::marker::PhantomData,
         }
     }
@@ -105,7 +114,7 @@ impl<T> From<Reply> for Recorded<T> {
 
 impl<T> IntoResponse for Recorded<T> {
     fn into_response(self) -> Response {
-        self.reply.into_response()
+        self.response
     }
 }
 
@@ -224,11 +233,19 @@ fn no_store(headers: &mut axum::http::HeaderMap) {
 
 impl From<crate::error::ApiError> for Reply {
     fn from(e: crate::error::ApiError) -> Self {
+        let mut headers = axum::http::HeaderMap::new();
+        // Every 503 is a dependency that is down or busy: say when to ask again.
+        if e.status == StatusCode::SERVICE_UNAVAILABLE {
+            headers.insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
         Reply {
             status: e.status,
             body: e.body(),
             cause: e.cause,
-            headers: Default::default(),
+            headers,
         }
     }
 }

@@ -875,6 +875,7 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     }
     let ops = crate::observe::OpsState {
         db: db.clone(),
+        credits: Some(credits.clone()),
         queue: queue.clone(),
         objects: objects.clone(),
         token: None,

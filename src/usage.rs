@@ -105,36 +105,48 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         .headers()
         .get(crate::domain::idempotency::HEADER)
         .cloned();
-    if let Some(replay) = replay_keyed(&app, entry, key, idempotency_header, &sent).await {
-        if let Some(started) = started {
-            crate::observe::http(route, &method, replay.status(), started);
+    let deadline = deadline(&app.opts, req.uri());
+    let ran = tokio::time::timeout(deadline, async {
+        if let Some(replay) = replay_keyed(&app, entry, key, idempotency_header, &sent).await {
+            return Ran::Replayed(replay);
         }
-        return finish(replay, &usage, &method, path).await;
-    }
-    let (caller, admitted) = admit(&app, entry, key, ip, &mut usage).await;
-    let resp = match admitted {
-        Ok(charged) => {
-            req.extensions_mut().insert(CallerExt(caller.clone()));
-            let resp = next.run(req).await;
-            if charged && !resp.status().is_success() {
-                // Nothing was delivered: give the reserved tokens back.
-                if let Some(c) = &caller {
-                    let refund =
-                        usage_entry(&c.id, usage.cost as i64, "usage_refund", &method, path);
-                    if let Err(e) = app
-                        .credits
-                        .apply(Change {
-                            entries: vec![refund],
-                        })
-                        .await
-                    {
-                        tracing::error!(error = %e, "token refund failed");
+        let (caller, admitted) = admit(&app, entry, key, ip, &mut usage).await;
+        let resp = match admitted {
+            Ok(charged) => {
+                req.extensions_mut().insert(CallerExt(caller.clone()));
+                let resp = next.run(req).await;
+                if charged && !resp.status().is_success() {
+                    // Nothing was delivered: give the reserved tokens back.
+                    if let Some(c) = &caller {
+                        let refund =
+                            usage_entry(&c.id, usage.cost as i64, "usage_refund", &method, path);
+                        if let Err(e) = app
+                            .credits
+                            .apply(Change {
+                                entries: vec![refund],
+                            })
+                            .await
+                        {
+                            tracing::error!(error = %e, "token refund failed");
+                        }
                     }
                 }
+                resp
             }
-            resp
+            Err(e) => e.into_response(),
+        };
+        Ran::Answered(caller, resp)
+    })
+    .await;
+    let (caller, resp) = match ran {
+        Ok(Ran::Answered(caller, resp)) => (caller, resp),
+        Ok(Ran::Replayed(replay)) => {
+            if let Some(started) = started {
+                crate::observe::http(route, &method, replay.status(), started);
+            }
+            return finish(replay, &usage, &method, path).await;
         }
-        Err(e) => e.into_response(),
+        Err(_) => (None, past_deadline(&method, deadline).into_response()),
     };
     // The balance after the request, from the credit actors' cache (no database read).
     if let Some(c) = &caller {
@@ -149,6 +161,48 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         crate::observe::http(route, &method, resp.status(), started);
     }
     finish(resp, &usage, &method, path).await
+}
+
+/// What became of a request within its deadline.
+enum Ran {
+    /// The recorded answer of a repeat under an idempotency key.
+    Replayed(Response),
+    Answered(Option<Arc<Caller>>, Response),
+}
+
+/// How long a request may take: `PLINTH_REQUEST_TIMEOUT`, plus the `wait` a job status
+/// read asks for (at most 60 s).
+fn deadline(opts: &crate::config::Opts, uri: &axum::http::Uri) -> std::time::Duration {
+    let wait = uri
+        .query()
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .find_map(|pair| pair.strip_prefix("wait="))
+        .and_then(|w| w.parse::<u64>().ok())
+        .map_or(0, |w| w.min(60));
+    std::time::Duration::from_secs(opts.request_timeout.max(1) + wait)
+}
+
+/// The answer to a request that did not finish in time (a database or a provider that
+/// hangs): 503 with `Retry-After`; a write may still land, and says so.
+fn past_deadline(method: &Method, deadline: std::time::Duration) -> ApiError {
+    let mut e = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        format!(
+            "the request did not finish within {} s; try again shortly",
+            deadline.as_secs()
+        ),
+    );
+    e.cause = Some("request deadline passed".into());
+    if !method.is_safe() {
+        e = e.with("outcome_unknown", true);
+        e.message = format!(
+            "the request did not finish within {} s; a change may still be applied: retry \
+             with the same Idempotency-Key, or check before retrying",
+            deadline.as_secs()
+        );
+    }
+    e
 }
 
 /// The recorded answer for a repeat of an answered request to a route that takes an

@@ -54,11 +54,12 @@ pub trait CreditStore: Send + Sync + 'static {
     /// `None` when the user has no credit account.
     fn balance<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<Option<i64>, String>>;
     /// Applies changes in one transaction, each all or nothing on its own; one outcome
-    /// per change, in order.
+    /// per change, in order. An error says whether the batch may still have committed
+    /// (a connection lost or a deadline passed while the commit was in flight).
     fn apply_batch<'a>(
         &'a self,
         changes: &'a [Change],
-    ) -> BoxFuture<'a, Result<Vec<Applied>, String>>;
+    ) -> BoxFuture<'a, Result<Vec<Applied>, CreditError>>;
 }
 
 /// Why a change got no outcome.
@@ -90,8 +91,10 @@ pub enum CreditMsg {
         /// A change still waiting when this passes is dropped unapplied: its caller has
         /// given up (or is about to), and must be able to trust that nothing happened.
         start_by: Instant,
-        reply: RpcReplyPort<Result<Applied, String>>,
+        reply: RpcReplyPort<Result<Applied, CreditError>>,
     },
+    /// Answer at once (readiness: the shard is alive and not stuck in a batch).
+    Ping { reply: RpcReplyPort<()> },
     /// Drop a cached balance (changed through another shard).
     Forget { user_id: String },
     /// Commit the changes waiting in this shard (sent by the shard to itself).
@@ -122,7 +125,7 @@ pub struct CreditShard {
 }
 
 /// A change waiting for its batch: when it arrived, and the port to answer it on.
-type Pending = (Change, Instant, RpcReplyPort<Result<Applied, String>>);
+type Pending = (Change, Instant, RpcReplyPort<Result<Applied, CreditError>>);
 
 /// Changes received and not yet committed, with the ports to answer them on.
 pub struct CreditShardState {
@@ -197,7 +200,7 @@ impl Actor for CreditShard {
                         .drain(..take)
                         .filter_map(|(change, start_by, reply)| {
                             if now > start_by {
-                                let _ = reply.send(Err(EXPIRED.into()));
+                                let _ = reply.send(Err(CreditError::NotApplied(EXPIRED.into())));
                                 None
                             } else {
                                 Some((change, reply))
@@ -208,6 +211,9 @@ impl Actor for CreditShard {
                         self.commit(batch).await;
                     }
                 }
+            }
+            CreditMsg::Ping { reply } => {
+                let _ = reply.send(());
             }
             CreditMsg::Forget { user_id } => {
                 balances.remove(&user_id);
@@ -221,7 +227,7 @@ impl Actor for CreditShard {
 impl CreditShard {
     /// Commits a batch and answers each change; publishes the new balance of each
     /// change's owning account (the first entry's).
-    async fn commit(&self, batch: Vec<(Change, RpcReplyPort<Result<Applied, String>>)>) {
+    async fn commit(&self, batch: Vec<(Change, RpcReplyPort<Result<Applied, CreditError>>)>) {
         let (changes, replies): (Vec<_>, Vec<_>) = batch.into_iter().unzip();
         match self.store.apply_batch(&changes).await {
             Ok(outcomes) => {
@@ -238,7 +244,7 @@ impl CreditShard {
                 }
             }
             Err(e) => {
-                // Nothing committed; reload these accounts next time.
+                // Not committed, or not known to be: reload these accounts next time.
                 for (change, reply) in changes.iter().zip(replies) {
                     if let Some(owner) = change.entries.first() {
                         self.published.remove(&owner.user_id);
@@ -345,7 +351,7 @@ impl CreditAccounts {
             )
             .await
         {
-            Ok(ractor::rpc::CallResult::Success(r)) => r.map_err(CreditError::NotApplied),
+            Ok(ractor::rpc::CallResult::Success(r)) => r,
             // Never delivered: the shard is gone, nothing was applied.
             Err(e) => Err(CreditError::NotApplied(format!(
                 "credit shard unavailable: {e}"
@@ -362,6 +368,23 @@ impl CreditAccounts {
             self.forget(&user);
         }
         result
+    }
+
+    /// Whether every shard answers within `within` (`/readyz`: a shard held by a batch
+    /// that does not commit cannot take changes).
+    pub async fn responsive(&self, within: Duration) -> bool {
+        let calls = self.shards.each().into_iter().map(|shard| async move {
+            matches!(
+                shard
+                    .call(|reply| CreditMsg::Ping { reply }, Some(within))
+                    .await,
+                Ok(ractor::rpc::CallResult::Success(()))
+            )
+        });
+        futures::future::join_all(calls)
+            .await
+            .into_iter()
+            .all(|ok| ok)
     }
 
     /// Test hook: how long a change may wait for its batch before it is dropped.
@@ -417,7 +440,7 @@ mod tests {
         fn apply_batch<'a>(
             &'a self,
             changes: &'a [Change],
-        ) -> BoxFuture<'a, Result<Vec<Applied>, String>> {
+        ) -> BoxFuture<'a, Result<Vec<Applied>, CreditError>> {
             Box::pin(async move {
                 let delay = *self.delay.lock().unwrap();
                 tokio::time::sleep(delay).await;

@@ -226,6 +226,15 @@ impl<M: ractor::Message> Shards<M> {
         shards[slot].clone()
     }
 
+    /// Every shard, for one message to each (counted like [`Shards::of`]).
+    pub fn each(&self) -> Vec<ActorRef<M>> {
+        let shards = self.table.read().unwrap_or_else(|e| e.into_inner());
+        for d in self.depth.iter().take(shards.len()) {
+            d.fetch_add(1, Ordering::Relaxed);
+        }
+        shards.clone()
+    }
+
     /// Current shard ids (changes when a shard is restarted).
     pub fn ids(&self) -> Vec<ractor::ActorId> {
         let shards = self.table.read().unwrap_or_else(|e| e.into_inner());

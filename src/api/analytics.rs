@@ -396,7 +396,7 @@ pub async fn track(
     app.analytics
         .write(&site.id, vec![hit])
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(|e| ApiError::unavailable(crate::db::Outage::NotApplied, e))?;
     let expires_at = now + Duration::minutes(ATTACHMENT_TOKEN_MINUTES);
     Ok(Answer(match token {
         Some(t) => Tracked {

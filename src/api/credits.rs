@@ -5,19 +5,21 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use axum::extract::{Query, State};
+use axum::http::HeaderMap;
 use plinth_actors::credits::{Applied, Change, CreditError};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::auth::{Caller, Viewer};
 use crate::db::{credits as store, users as users_db};
 use crate::domain::accounts::parse_email;
+use crate::domain::idempotency;
 use crate::domain::ledger::{
     apply, balance_after, credit_error, distribute_monthly, entry, MAX_AMOUNT,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
-use crate::reply::{Answer, Reply};
+use crate::reply::{Answer, Recorded, Reply};
 use crate::routes::{Category, ROUTES};
 use crate::state::AppState;
 use crate::wire::credits::{
@@ -66,7 +68,8 @@ async fn current_balance(app: &AppState, user_id: &str) -> ApiResult<i64> {
     app.credits
         .balance(user_id)
         .await
-        .map_err(ApiError::internal)?
+        // The shard or the database did not answer in time: nothing changed, ask again.
+        .map_err(|e| ApiError::unavailable(crate::db::Outage::NotApplied, e))?
         .ok_or_else(|| ApiError::not_found("no credit account"))
 }
 
@@ -157,33 +160,102 @@ pub async fn create_account_by_user_id(
     }))
 }
 
-#[derive(Deserialize, schemars::JsonSchema)]
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct DeductBody {
     credit: i64,
 }
 
-/// `POST /api/credits/deduct`: 402 when the balance is short.
+/// Runs a token-moving route behind the request's `Idempotency-Key` header (none: it just
+/// runs): a retry with the same key and body replays the first answer and moves nothing,
+/// another body under the key is a 422 (docs/api.md). `work` gets the ledger key to
+/// apply its change under (`<route>:<key>`), so that it applies at most once even when
+/// the first try's outcome was unknown and the retry runs again.
+async fn keyed<T, F, Fut>(
+    app: &AppState,
+    headers: &HeaderMap,
+    route: &'static str,
+    caller: &str,
+    body: &impl Serialize,
+    work: F,
+) -> ApiResult<Recorded<T>>
+where
+    T: Serialize,
+    F: FnOnce(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = ApiResult<T>>,
+{
+    if headers.get(idempotency::HEADER).is_none() {
+        return Ok(Recorded::from(Answer(work(None).await?)));
+    }
+    let scope = format!("credits:{caller}");
+    let reply = idempotency::by_header(app, headers, route, scope, body, true, |key| async {
+        let ledger_key = key.map(|k| format!("{route}:{k}"));
+        work(ledger_key).await.map(Reply::ok)
+    })
+    .await?;
+    Ok(Recorded::from(reply))
+}
+
+/// A change found already applied under its ledger key (an earlier try whose answer was
+/// lost): its ledger row, which must be of the same amount.
+async fn applied_before(
+    app: &AppState,
+    user_id: &str,
+    ledger_key: Option<&str>,
+    amount: i64,
+) -> ApiResult<(String, i64)> {
+    let row = match ledger_key {
+        Some(k) => store::by_idem_key(&app.db, user_id, k).await?,
+        None => None,
+    };
+    match row {
+        Some((id, a, balance)) if a == amount => Ok((id, balance)),
+        Some(_) => Err(idempotency::reused(
+            "this Idempotency-Key was already used with a different request",
+        )),
+        None => Err(ApiError::internal("a change without a key was a repeat")),
+    }
+}
+
+/// `POST /api/credits/deduct`: 402 when the balance is short. Takes `Idempotency-Key`.
 pub async fn deduct(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<DeductBody>,
-) -> ApiResult<Answer<Deducted>> {
+) -> ApiResult<Recorded<Deducted>> {
     check_amount("credit", body.credit)?;
-    let applied = apply(
-        &app,
-        vec![entry(&caller.id, -body.credit, "deduct", None, json!({}))],
+    let (credit, app, caller) = (body.credit, &app, &caller);
+    keyed(
+        app,
+        &headers,
+        "credits/deduct",
+        &caller.id,
+        &body,
+        |key| async move {
+            let change = entry(&caller.id, -credit, "deduct", key.clone(), json!({}));
+            let (balance, transaction_id) = match apply(app, vec![change]).await? {
+                Some(applied) => (
+                    balance_after(&applied, &caller.id),
+                    first_transaction(&applied),
+                ),
+                None => {
+                    let (id, balance) =
+                        applied_before(app, &caller.id, key.as_deref(), -credit).await?;
+                    (Some(balance), Some(id))
+                }
+            };
+            Ok(Deducted {
+                success: True,
+                deducted: credit,
+                balance,
+                transaction_id,
+            })
+        },
     )
-    .await?
-    .ok_or_else(|| ApiError::internal("deduct has no idempotency key"))?;
-    Ok(Answer(Deducted {
-        success: True,
-        deducted: body.credit,
-        balance: balance_after(&applied, &caller.id),
-        transaction_id: first_transaction(&applied),
-    }))
+    .await
 }
 
-#[derive(Deserialize, schemars::JsonSchema)]
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct BonusBody {
     #[serde(rename = "bonusName")]
     bonus_name: String,
@@ -194,8 +266,18 @@ pub struct BonusBody {
 pub async fn distribute_bonus(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<BonusBody>,
-) -> ApiResult<Answer<BonusDistributed>> {
+) -> ApiResult<Recorded<BonusDistributed>> {
+    // Once per account by its name already; the key replays the first answer.
+    let route = "credits/distribute-bonus";
+    keyed(&app, &headers, route, &caller.id, &body, |_| {
+        bonus(&app, &caller, &body)
+    })
+    .await
+}
+
+async fn bonus(app: &AppState, caller: &Caller, body: &BonusBody) -> ApiResult<BonusDistributed> {
     let amount = *BONUSES.get(body.bonus_name.trim()).ok_or_else(|| {
         let mut names: Vec<_> = BONUSES.keys().cloned().collect();
         names.sort();
@@ -207,7 +289,7 @@ pub async fn distribute_bonus(
     })?;
     let name = body.bonus_name.trim();
     let applied = apply(
-        &app,
+        app,
         vec![entry(
             &caller.id,
             amount,
@@ -217,33 +299,40 @@ pub async fn distribute_bonus(
         )],
     )
     .await?;
-    let balance = current_balance(&app, &caller.id).await?;
-    Ok(Answer(BonusDistributed {
+    let balance = current_balance(app, &caller.id).await?;
+    Ok(BonusDistributed {
         success: True,
         bonus: name.to_owned(),
         amount: if applied.is_some() { amount } else { 0 },
         already_distributed: applied.is_none(),
         balance,
-    }))
+    })
 }
 
 /// `POST /api/credits/distribute-to-user-id` (admin): the monthly allotment by tier,
 /// once per calendar month.
 pub async fn distribute_to_user_id(
     State(app): State<AppState>,
+    Viewer(admin): Viewer,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<IdBody>,
-) -> ApiResult<Answer<MonthlyDistributed>> {
-    let user = users_db::by_id(&app.db, &body.id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("user not found"))?;
-    let (amount, repeat) = distribute_monthly(&app, &user).await?;
-    Ok(Answer(MonthlyDistributed {
-        success: True,
-        amount: if repeat { 0 } else { amount },
-        already_distributed: repeat,
-        month: chrono::Utc::now().format("%Y-%m").to_string(),
-        balance: current_balance(&app, &user.id).await?,
-    }))
+) -> ApiResult<Recorded<MonthlyDistributed>> {
+    // Once per month by the ledger already; the key replays the first answer.
+    let route = "credits/distribute-to-user-id";
+    keyed(&app, &headers, route, &admin.id, &body, |_| async {
+        let user = users_db::by_id(&app.db, &body.id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("user not found"))?;
+        let (amount, repeat) = distribute_monthly(&app, &user).await?;
+        Ok(MonthlyDistributed {
+            success: True,
+            amount: if repeat { 0 } else { amount },
+            already_distributed: repeat,
+            month: chrono::Utc::now().format("%Y-%m").to_string(),
+            balance: current_balance(&app, &user.id).await?,
+        })
+    })
+    .await
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -283,7 +372,7 @@ pub async fn get_balance_by_user_id(
     }))
 }
 
-#[derive(Deserialize, schemars::JsonSchema)]
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct SendBody {
     amount: i64,
     username: Option<String>,
@@ -305,33 +394,60 @@ async fn recipient(app: &AppState, body: &SendBody) -> ApiResult<users_db::UserR
     found.ok_or_else(|| ApiError::not_found("recipient not found"))
 }
 
-/// `POST /api/credits/send`: moves `amount` to another account, atomically.
+/// `POST /api/credits/send`: moves `amount` to another account, atomically. Takes
+/// `Idempotency-Key`.
 pub async fn send(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<SendBody>,
-) -> ApiResult<Answer<Sent>> {
+) -> ApiResult<Recorded<Sent>> {
     check_amount("amount", body.amount)?;
     let to = recipient(&app, &body).await?;
     if to.id == caller.id {
         return Err(ApiError::bad_request("you cannot send tokens to yourself"));
     }
-    let applied = transfer(&app, &caller, &to, body.amount).await?;
-    Ok(Answer(Sent {
-        success: True,
-        amount: body.amount,
-        recipient_id: to.id,
-        balance: balance_after(&applied, &caller.id),
-        transaction_id: first_transaction(&applied),
-    }))
+    let (amount, app, caller, to) = (body.amount, &app, &caller, &to);
+    keyed(
+        app,
+        &headers,
+        "credits/send",
+        &caller.id,
+        &body,
+        |key| async move {
+            let (balance, transaction_id) = match transfer(app, caller, to, amount, &key).await? {
+                Some(applied) => (
+                    balance_after(&applied, &caller.id),
+                    first_transaction(&applied),
+                ),
+                None => {
+                    let (id, balance) =
+                        applied_before(app, &caller.id, key.as_deref(), -amount).await?;
+                    (Some(balance), Some(id))
+                }
+            };
+            Ok(Sent {
+                success: True,
+                amount,
+                recipient_id: to.id.clone(),
+                balance,
+                transaction_id,
+            })
+        },
+    )
+    .await
 }
 
+/// Both sides of a transfer; under a ledger key, each side's row carries it (the
+/// recipient's with the sender's id, since ledger keys are unique per account). `None`
+/// when the key was applied before.
 async fn transfer(
     app: &AppState,
     from: &Caller,
     to: &users_db::UserRow,
     amount: i64,
-) -> ApiResult<Applied> {
+    key: &Option<String>,
+) -> ApiResult<Option<Applied>> {
     let group = uuid::Uuid::new_v4().to_string();
     apply(
         app,
@@ -340,23 +456,22 @@ async fn transfer(
                 &from.id,
                 -amount,
                 "transfer_out",
-                None,
+                key.clone(),
                 json!({"to": to.id, "transfer": group}),
             ),
             entry(
                 &to.id,
                 amount,
                 "transfer_in",
-                None,
+                key.as_ref().map(|k| format!("{k}:from:{}", from.id)),
                 json!({"from": from.id, "transfer": group}),
             ),
         ],
     )
-    .await?
-    .ok_or_else(|| ApiError::internal("transfer has no idempotency key"))
+    .await
 }
 
-#[derive(Deserialize, schemars::JsonSchema)]
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct VendorBody {
     email: String,
     #[serde(rename = "vendorId")]
@@ -370,8 +485,23 @@ pub struct VendorBody {
 /// `TOKENS_PER_CENT` tokens per cent.
 pub async fn vendor_distribution_to_email(
     State(app): State<AppState>,
+    Viewer(admin): Viewer,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<VendorBody>,
-) -> ApiResult<Answer<VendorDistributed>> {
+) -> ApiResult<Recorded<VendorDistributed>> {
+    let route = "credits/vendor-distribution-to-email";
+    keyed(&app, &headers, route, &admin.id, &body, |key| {
+        vendor_distribution(&app, &body, key)
+    })
+    .await
+}
+
+/// Paid once per `reference` when there is one, else once per idempotency key.
+async fn vendor_distribution(
+    app: &AppState,
+    body: &VendorBody,
+    idempotency_key: Option<String>,
+) -> ApiResult<VendorDistributed> {
     check_amount("amount_cents", body.amount_cents)?;
     if body.vendor_id.trim().is_empty() {
         return Err(ApiError::bad_request("`vendorId` must not be empty"));
@@ -387,9 +517,10 @@ pub async fn vendor_distribution_to_email(
     let key = body
         .reference
         .as_deref()
-        .map(|r| format!("vendor:{}:{}", body.vendor_id.trim(), r.trim()));
+        .map(|r| format!("vendor:{}:{}", body.vendor_id.trim(), r.trim()))
+        .or(idempotency_key);
     let applied = apply(
-        &app,
+        app,
         vec![entry(
             &user.id,
             tokens,
@@ -399,14 +530,14 @@ pub async fn vendor_distribution_to_email(
         )],
     )
     .await?;
-    let balance = current_balance(&app, &user.id).await?;
-    Ok(Answer(VendorDistributed {
+    let balance = current_balance(app, &user.id).await?;
+    Ok(VendorDistributed {
         success: True,
         tokens: if applied.is_some() { tokens } else { 0 },
         already_distributed: applied.is_none(),
         user_id: user.id,
         balance,
-    }))
+    })
 }
 
 /// Every endpoint with its token cost, rate category and base limit.
@@ -450,7 +581,7 @@ pub async fn pricing(State(app): State<AppState>) -> ApiResult {
     })))
 }
 
-#[derive(Deserialize, schemars::JsonSchema)]
+#[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct StoreBody {
     #[serde(rename = "transactionId")]
     transaction_id: String,
@@ -462,8 +593,22 @@ pub struct StoreBody {
 pub async fn verify_apple_transaction(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<StoreBody>,
-) -> ApiResult<Answer<StoreCredited>> {
+) -> ApiResult<Recorded<StoreCredited>> {
+    // Once per store transaction already; the key replays the first answer.
+    let route = "credits/verify-apple-transaction";
+    keyed(&app, &headers, route, &caller.id, &body, |_| {
+        store_credit(&app, &caller, &body)
+    })
+    .await
+}
+
+async fn store_credit(
+    app: &AppState,
+    caller: &Caller,
+    body: &StoreBody,
+) -> ApiResult<StoreCredited> {
     let id = body.transaction_id.trim();
     if id.is_empty() {
         return Err(ApiError::bad_request("`transactionId` must not be empty"));
@@ -485,13 +630,13 @@ pub async fn verify_apple_transaction(
     {
         Ok(()) => {}
         Err(Some(owner)) if owner == caller.id => {
-            return Ok(Answer(StoreCredited {
+            return Ok(StoreCredited {
                 success: True,
                 already_distributed: true,
                 product_id: None,
                 tokens: 0,
-                balance: current_balance(&app, &caller.id).await?,
-            }))
+                balance: current_balance(app, &caller.id).await?,
+            })
         }
         Err(_) => {
             return Err(ApiError::conflict(
@@ -524,11 +669,11 @@ pub async fn verify_apple_transaction(
         // It may still land: keep the claim, so no other account can take it (M9).
         Err(e @ CreditError::Unknown(_)) => return Err(credit_error(e)),
     }
-    Ok(Answer(StoreCredited {
+    Ok(StoreCredited {
         success: True,
         already_distributed: false,
         product_id: Some(product),
         tokens,
-        balance: current_balance(&app, &caller.id).await?,
-    }))
+        balance: current_balance(app, &caller.id).await?,
+    })
 }

@@ -21,29 +21,49 @@ pub async fn livez() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
 }
 
-/// Ready for traffic when the database, the job queue and object storage answer, each
-/// within two seconds; 503 names what did not.
+/// Ready for traffic when the database answers and takes a write (and no request saw it
+/// fail as an outage in the last few seconds: a probe's small write can succeed on a
+/// full disk), the credit-account shards, the job queue and object storage answer, each
+/// within two seconds; 503 names what did not. A load balancer stops sending traffic
+/// while writes fail, and starts again once they recover (issue 36).
 pub async fn readyz(State(ops): State<OpsState>) -> Response {
     let limit = Duration::from_secs(2);
-    let (db, queue, storage) = tokio::join!(
+    let process = PROCESS.get_or_init(|| crate::config::process_name("ready"));
+    let ledger = async {
+        match &ops.credits {
+            Some(c) => c.responsive(limit).await,
+            None => true,
+        }
+    };
+    let (db, writes, ledger, queue, storage) = tokio::join!(
         tokio::time::timeout(limit, ops.db.ping()),
+        tokio::time::timeout(limit, ops.db.probe_write(process)),
+        ledger,
         tokio::time::timeout(limit, ops.queue.health()),
         tokio::time::timeout(limit, ops.objects.healthy()),
     );
-    let (db, queue, storage) = (
+    let recent_outage = crate::db::outage_within(RECENT_OUTAGE);
+    let (db, writes, queue, storage) = (
         db.unwrap_or(false),
+        writes.unwrap_or(false) && !recent_outage,
         queue.is_ok_and(|q| q.ok),
         storage.unwrap_or(false),
     );
-    let ready = db && queue && storage;
+    let ready = db && writes && ledger && queue && storage;
     let (status, word) = if ready {
         (StatusCode::OK, "ready")
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "not ready")
     };
-    let checks = json!({"database": db, "queue": queue, "storage": storage});
+    let checks = json!({"database": db, "writes": writes, "ledger": ledger, "queue": queue, "storage": storage});
     (status, Json(json!({"status": word, "checks": checks}))).into_response()
 }
+
+/// This process's name in `readiness_probe`.
+static PROCESS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// How long after a request saw the database fail `/readyz` stays unready.
+const RECENT_OUTAGE: Duration = Duration::from_secs(5);
 
 /// The Prometheus exposition. On the API listener it needs `Authorization: Bearer
 /// <PLINTH_METRICS_TOKEN>` and is 404 without a configured token, so that an unset

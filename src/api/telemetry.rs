@@ -131,7 +131,7 @@ pub async fn events(
         .telemetry
         .write(client, rows)
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(|e| ApiError::unavailable(crate::db::Outage::NotApplied, e))?;
     Ok(Accepted(EventsAccepted {
         success: True,
         accepted,

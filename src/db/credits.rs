@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use futures::future::BoxFuture;
-use plinth_actors::credits::{Applied, Change, CreditStore};
+use plinth_actors::credits::{Applied, Change, CreditError, CreditStore};
 use serde_json::Value;
 use sqlx::types::Json;
 // Set-based statements are assembled from placeholders only, never from input.
@@ -18,20 +18,49 @@ pub struct DbCredits(pub Db);
 
 impl CreditStore for DbCredits {
     fn balance<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<Option<i64>, String>> {
-        Box::pin(async move { balance(&self.0, user_id).await.map_err(|e| e.to_string()) })
+        // Bounded like batches: a hung database must not hold the shard.
+        Box::pin(async move {
+            match tokio::time::timeout(BATCH_DEADLINE, balance(&self.0, user_id)).await {
+                Ok(loaded) => loaded.map_err(|e| e.to_string()),
+                Err(_) => Err("the database did not answer in time".into()),
+            }
+        })
     }
 
     fn apply_batch<'a>(
         &'a self,
         changes: &'a [Change],
-    ) -> BoxFuture<'a, Result<Vec<Applied>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<Applied>, CreditError>> {
         Box::pin(async move {
-            apply_batch(&self.0, changes)
-                .await
-                .map_err(|e| e.to_string())
+            // A database that hangs (connections open, no answer) must not hold the shard,
+            // and every account behind it, until it comes back: past the deadline the
+            // batch is dropped, its outcome unknown (its COMMIT may be in flight).
+            match tokio::time::timeout(BATCH_DEADLINE, apply_batch(&self.0, changes)).await {
+                Ok(Ok(done)) => Ok(done),
+                Ok(Err(e)) => {
+                    let outage = crate::db::outage(&e);
+                    if outage.is_some() {
+                        crate::db::note_outage();
+                    }
+                    Err(match outage {
+                        Some(crate::db::Outage::Unknown) => CreditError::Unknown(e.to_string()),
+                        _ => CreditError::NotApplied(e.to_string()),
+                    })
+                }
+                Err(_) => {
+                    crate::db::note_outage();
+                    Err(CreditError::Unknown(format!(
+                        "the database did not answer within {} s",
+                        BATCH_DEADLINE.as_secs()
+                    )))
+                }
+            }
         })
     }
 }
+
+/// The longest a batch of credit changes may take to commit.
+const BATCH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub async fn balance(db: &Db, user_id: &str) -> sqlx::Result<Option<i64>> {
     let row: Option<(i64,)> = with_db!(db, p => sqlx::query_as(
@@ -322,6 +351,19 @@ pub struct TransactionRow {
     pub balance_after: i64,
     pub data: Json<Value>,
     pub created_at: DateTime<Utc>,
+}
+
+/// The ledger row an account holds under `idem_key` (a change made once per key):
+/// (transaction id, amount, balance after).
+pub async fn by_idem_key(
+    db: &Db,
+    user_id: &str,
+    idem_key: &str,
+) -> sqlx::Result<Option<(String, i64, i64)>> {
+    with_db!(db, p => sqlx::query_as(
+        "SELECT t.id, t.amount, t.balance_after FROM credit_transactions t \
+         JOIN credit_accounts a ON a.id = t.account_id WHERE a.user_id = $1 AND t.idem_key = $2"
+    ).bind(user_id).bind(idem_key).fetch_optional(p).await)
 }
 
 /// Newest first.

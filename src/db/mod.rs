@@ -68,6 +68,27 @@ impl BeginWrite for PgPool {
     }
 }
 
+/// How long a request waits for a pooled connection before it is told the database is
+/// unavailable (503, `Retry-After`): an unreachable or exhausted database answers within
+/// seconds instead of holding every request (issue 36).
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long a SQLite writer waits for the write lock.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Whether a pooled connection may be handed out: not inside a transaction. A statement
+/// that fails with a full disk or an I/O error makes SQLite roll its transaction back by
+/// itself; sqlx's own `ROLLBACK` then fails ("no transaction is active") and its
+/// transaction depth stays at one, so every later `BEGIN` on that connection failed
+/// ("begin_with at non-zero transaction depth") until a restart (issue 36). Such a
+/// connection is closed and replaced instead of reused.
+fn clean<C: sqlx::Connection>(conn: &C) -> bool {
+    let clean = !conn.is_in_transaction();
+    if !clean {
+        tracing::warn!("a pooled connection was left inside a transaction; replaced");
+    }
+    clean
+}
+
 #[derive(Clone)]
 pub enum Db {
     Sqlite(SqlitePool),
@@ -107,7 +128,8 @@ impl Db {
                 .application_name(process);
             let pool = PgPoolOptions::new()
                 .max_connections(16)
-                .acquire_timeout(Duration::from_secs(10))
+                .acquire_timeout(ACQUIRE_TIMEOUT)
+                .before_acquire(|conn, _| Box::pin(async move { Ok(clean(&*conn)) }))
                 .connect_with(opts)
                 .await?;
             Ok(Db::Postgres(pool))
@@ -117,12 +139,15 @@ impl Db {
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
                 .foreign_keys(true)
-                .busy_timeout(Duration::from_secs(10));
+                .busy_timeout(BUSY_TIMEOUT);
             // A SQLite connection is a local file handle that cannot go stale: no ping
-            // (a round trip to the connection's thread) before every use.
+            // (a round trip to the connection's thread) before every use, only the check
+            // that it is not left inside a transaction (an atomic load).
             let pool = SqlitePoolOptions::new()
                 .max_connections(8)
+                .acquire_timeout(ACQUIRE_TIMEOUT)
                 .test_before_acquire(false)
+                .before_acquire(|conn, _| Box::pin(async move { Ok(clean(&*conn)) }))
                 .connect_with(opts)
                 .await?;
             Ok(Db::Sqlite(pool))
@@ -167,6 +192,27 @@ impl Db {
     pub async fn ping(&self) -> bool {
         with_db!(self, p => sqlx::query("SELECT 1").execute(p).await.is_ok())
     }
+
+    /// Whether a write commits now: this process's row of `readiness_probe` updated
+    /// (rows of processes gone for a day are dropped on the way).
+    pub async fn probe_write(&self, process: &str) -> bool {
+        let now = now();
+        let written = with_db!(self, p => sqlx::query(
+            "INSERT INTO readiness_probe (process, at) VALUES ($1, $2) \
+             ON CONFLICT (process) DO UPDATE SET at = excluded.at"
+        ).bind(process).bind(now).execute(p).await.map(|_| ()));
+        let _ = with_db!(self, p => sqlx::query("DELETE FROM readiness_probe WHERE at < $1")
+            .bind(now - chrono::TimeDelta::days(1)).execute(p).await.map(|_| ()));
+        match written {
+            Ok(()) => true,
+            Err(e) => {
+                if outage(&e).is_some() {
+                    note_outage();
+                }
+                false
+            }
+        }
+    }
 }
 
 /// The name of the unique constraint or column a violation is about, if the error is one.
@@ -184,6 +230,76 @@ pub fn unique_violation(err: &sqlx::Error) -> Option<String> {
             .map(str::to_owned)
             .unwrap_or_else(|| db.message().to_owned()),
     )
+}
+
+/// A failure of the database itself, not of the request nor a bug of ours: unreachable,
+/// restarting, full, read-only, locked too long, or slower than its deadline. Answered
+/// 503 with `Retry-After` (`ApiError::from`), noted for `/readyz` ([`health`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outage {
+    /// Nothing was applied: the request failed before or while its transaction ran, and
+    /// the database rolled it back.
+    NotApplied,
+    /// The connection broke while a statement was in flight: a commit may have landed.
+    Unknown,
+}
+
+/// Which [`Outage`] an error is, if it is one.
+pub fn outage(err: &sqlx::Error) -> Option<Outage> {
+    use sqlx::Error as E;
+    match err {
+        E::PoolTimedOut | E::PoolClosed | E::BeginFailed | E::InvalidSavePointStatement => {
+            Some(Outage::NotApplied)
+        }
+        E::Io(_) | E::Tls(_) | E::Protocol(_) | E::WorkerCrashed => Some(Outage::Unknown),
+        // A PostgreSQL SQLSTATE has five characters; SQLite's extended codes at most four
+        // digits.
+        E::Database(db) => match db.code()? {
+            code if code.len() == 5 => postgres_outage(&code),
+            code => sqlite_outage(&code),
+        },
+        _ => None,
+    }
+}
+
+/// When this process last saw the database fail as an [`Outage`] (Unix milliseconds; 0:
+/// never). `/readyz` stays unready while outages are recent, since a probe's small write
+/// can succeed where requests fail (a full disk with room left in SQLite's WAL).
+static LAST_OUTAGE_MS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Notes that the database just failed as an outage.
+pub fn note_outage() {
+    let ms = chrono::Utc::now().timestamp_millis();
+    LAST_OUTAGE_MS.store(ms, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether the database failed as an outage within `window`.
+pub fn outage_within(window: Duration) -> bool {
+    let last = LAST_OUTAGE_MS.load(std::sync::atomic::Ordering::Relaxed);
+    let window = i64::try_from(window.as_millis()).unwrap_or(i64::MAX);
+    last > 0 && chrono::Utc::now().timestamp_millis() - last < window
+}
+
+/// PostgreSQL: 08 connection exception and 57P01/57P02 shutdown (a commit may have been
+/// in flight); 53 insufficient resources (53100 disk full), 58 system error, 57P03 not
+/// yet accepting connections, 25006 read-only, 57014 statement timeout, 40001 and 40P01
+/// serialization failure and deadlock (rolled back: nothing applied).
+fn postgres_outage(code: &str) -> Option<Outage> {
+    match code {
+        c if c.starts_with("08") => Some(Outage::Unknown),
+        "57P01" | "57P02" => Some(Outage::Unknown),
+        c if c.starts_with("53") || c.starts_with("58") => Some(Outage::NotApplied),
+        "57P03" | "25006" | "57014" | "40001" | "40P01" => Some(Outage::NotApplied),
+        _ => None,
+    }
+}
+
+/// SQLite: the extended result code's primary code. BUSY (5), LOCKED (6), NOMEM (7),
+/// READONLY (8), IOERR (10), CORRUPT (11), FULL (13), CANTOPEN (14), PROTOCOL (15). A
+/// failed SQLite transaction is rolled back whole: nothing applied.
+fn sqlite_outage(code: &str) -> Option<Outage> {
+    let code: i64 = code.parse().ok()?;
+    matches!(code & 0xff, 5..=8 | 10 | 11 | 13..=15).then_some(Outage::NotApplied)
 }
 
 /// Whether the database refused text it cannot store: PostgreSQL takes no NUL character

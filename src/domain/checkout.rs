@@ -575,16 +575,8 @@ pub async fn idempotent<F>(
 where
     F: std::future::Future<Output = ApiResult<Reply>>,
 {
-    use crate::domain::idempotency as keys;
-    let Some(key) = keys::header_key(headers.get(keys::HEADER))? else {
-        return run.await;
-    };
-    let json = match serde_json::to_value(body).map_err(ApiError::internal)? {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
-    let hash = keys::request_hash("checkout", &scope, &json);
-    keys::run(app, keys::Keyed { scope, key, hash }, run).await
+    let keys = crate::domain::idempotency::by_header;
+    keys(app, headers, "checkout", scope, body, false, |_| run).await
 }
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]

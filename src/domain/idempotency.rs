@@ -25,6 +25,10 @@ pub const KEPT: chrono::TimeDelta = chrono::TimeDelta::hours(24);
 /// up after 30 s) and the same request may take it over.
 pub const STALE_CLAIM: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
 
+/// The same for work that is at most once by itself (a credit change under its ledger
+/// key): past the longest a credit batch takes to commit.
+pub const LEDGER_STALE_CLAIM: chrono::TimeDelta = chrono::TimeDelta::seconds(6);
+
 /// What a repeat that finds its key in progress is told to wait (`Retry-After`).
 pub const RETRY_IN_PROGRESS_SECS: u64 = 1;
 
@@ -169,6 +173,10 @@ pub struct Keyed {
     pub key: String,
     /// `request_hash` of the request.
     pub hash: String,
+    /// Whether an answer with `outcome_unknown` lets a retry run again (its work is
+    /// at most once by itself: a credit change carries a ledger key derived from the
+    /// idempotency key) instead of replaying "unknown" for a day.
+    pub retry_unknown: bool,
 }
 
 /// Runs `work` once under its key: a repeat with the same request replays the first
@@ -182,13 +190,18 @@ where
     F: std::future::Future<Output = ApiResult<Reply>>,
 {
     use crate::db::idempotency as records;
-    let expired_before = chrono::Utc::now() - KEPT;
-    if let Some((hash, status, answer)) = records::begin(
+    let now = chrono::Utc::now();
+    // Work that is at most once by itself may take over a claim left in progress soon:
+    // a claim whose release failed with the database (an outage) must not hold the
+    // client's retries for a minute.
+    let stale_before = keyed.retry_unknown.then(|| now - LEDGER_STALE_CLAIM);
+    if let Some((hash, status, answer)) = records::claim(
         &app.db,
         &keyed.scope,
         &keyed.key,
         &keyed.hash,
-        expired_before,
+        now - KEPT,
+        stale_before,
     )
     .await?
     {
@@ -209,7 +222,7 @@ where
     }
     let reply = work.await.unwrap_or_else(Reply::from);
     let unknown = reply.body.get("outcome_unknown") == Some(&Value::Bool(true));
-    if reply.status.is_server_error() && !unknown {
+    if reply.status.is_server_error() && (!unknown || keyed.retry_unknown) {
         records::abandon(&app.db, &keyed.scope, &keyed.key).await?;
     } else {
         records::finish(
@@ -222,6 +235,40 @@ where
         .await?;
     }
     Ok(reply)
+}
+
+/// Runs `work` behind the request's `Idempotency-Key` header (without one, `work` just
+/// runs): `route` names the request in its hash, `scope` is where its record lives (the
+/// caller's checkouts, credit changes). `work` is given the key, to derive a ledger key
+/// from it when it moves tokens.
+pub async fn by_header<F, Fut>(
+    app: &AppState,
+    headers: &axum::http::HeaderMap,
+    route: &str,
+    scope: String,
+    body: &impl serde::Serialize,
+    retry_unknown: bool,
+    work: F,
+) -> ApiResult<Reply>
+where
+    F: FnOnce(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = ApiResult<Reply>>,
+{
+    let Some(key) = header_key(headers.get(HEADER))? else {
+        return work(None).await;
+    };
+    let json = match serde_json::to_value(body).map_err(ApiError::internal)? {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    let hash = request_hash(route, &scope, &json);
+    let keyed = Keyed {
+        scope,
+        key: key.clone(),
+        hash,
+        retry_unknown,
+    };
+    run(app, keyed, work(Some(key))).await
 }
 
 /// A recorded answer as stored by [`run`]: encrypted under the master key, since checkout

@@ -85,17 +85,31 @@ impl Resp {
 /// many sign-ups from 127.0.0.1 are not throttled (tests of limits set it back to 1).
 pub struct Options {
     pub env: Vec<(String, String)>,
+    /// PostgreSQL reached through this local port (a test's TCP proxy) instead of its own.
+    pub db_port: Option<u16>,
+    /// The SQLite database file in this directory (a small tmpfs) instead of the data dir.
+    pub sqlite_in: Option<PathBuf>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Self {
             env: vec![("PLINTH_RATE_LIMIT_MULTIPLIER".into(), "1000".into())],
+            db_port: None,
+            sqlite_in: None,
         }
     }
 }
 
 impl Options {
+    pub fn db_port(mut self, port: u16) -> Self {
+        self.db_port = Some(port);
+        self
+    }
+    pub fn sqlite_in(mut self, dir: &std::path::Path) -> Self {
+        self.sqlite_in = Some(dir.to_path_buf());
+        self
+    }
     pub fn env(mut self, k: &str, v: &str) -> Self {
         self.env.retain(|(key, _)| key != k);
         self.env.push((k.into(), v.into()));
@@ -123,6 +137,15 @@ fn replace_db_name(url: &str, name: &str) -> String {
     out
 }
 
+/// `url` with its host and port replaced by `127.0.0.1:<port>`.
+pub fn with_port(url: &str, port: u16) -> String {
+    let at = url
+        .rfind('@')
+        .map_or_else(|| url.find("://").unwrap() + 3, |i| i + 1);
+    let end = url[at..].find('/').map_or(url.len(), |i| at + i);
+    format!("{}127.0.0.1:{port}{}", &url[..at], &url[end..])
+}
+
 impl Server {
     pub async fn start() -> Server {
         Self::start_with(Options::default()).await
@@ -141,10 +164,22 @@ impl Server {
                     .await
                     .unwrap();
                 pool.close().await;
-                (replace_db_name(&admin, &name), Some((admin, name)))
+                let url = replace_db_name(&admin, &name);
+                let url = match opts.db_port {
+                    Some(port) => with_port(&url, port),
+                    None => url,
+                };
+                (url, Some((admin, name)))
             }
             None => (
-                format!("sqlite://{}", dir.path().join("plinth.db").display()),
+                format!(
+                    "sqlite://{}",
+                    opts.sqlite_in
+                        .as_deref()
+                        .unwrap_or(dir.path())
+                        .join("plinth.db")
+                        .display()
+                ),
                 None,
             ),
         };

@@ -18,6 +18,7 @@ mod credits;
 mod data;
 mod downloads;
 mod envelope;
+mod faults;
 mod first_run;
 mod fuzz;
 mod idempotency;

@@ -182,7 +182,9 @@ async fn metrics_need_the_token_and_count_answers_refusals_jobs_and_actors() {
         let ready: Value = res.json().await.unwrap();
         assert_eq!(
             ready,
-            json!({"status": "ready", "checks": {"database": true, "queue": true, "storage": true}})
+            json!({"status": "ready", "checks": {
+                "database": true, "writes": true, "ledger": true, "queue": true, "storage": true
+            }})
         );
     }
 }

@@ -309,7 +309,7 @@ pub async fn callback_secret(
 ) -> ApiResult<PrivateAnswer<CallbackSecret>> {
     let (secret, created_at) = crate::callbacks::secret(&app.db, &app.key, &caller.id)
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(ApiError::from_anyhow)?;
     Ok(PrivateAnswer(CallbackSecret { secret, created_at }))
 }
 
@@ -321,7 +321,7 @@ pub async fn callback_secret_rotate(
 ) -> ApiResult<PrivateAnswer<CallbackSecret>> {
     let (secret, created_at) = crate::callbacks::rotate(&app.db, &app.key, &caller.id)
         .await
-        .map_err(ApiError::internal)?;
+        .map_err(ApiError::from_anyhow)?;
     Ok(PrivateAnswer(CallbackSecret { secret, created_at }))
 }
 
