@@ -155,3 +155,119 @@ async fn every_mutating_slide_route_takes_the_header() {
     .await;
     r.assert_error(400);
 }
+
+async fn keyed_post(
+    s: &Server,
+    path: &str,
+    key: &str,
+    idem: &str,
+    body: Value,
+) -> crate::common::Resp {
+    let req = s
+        .raw(reqwest::Method::POST, path)
+        .header("x-api-key", key)
+        .header("Idempotency-Key", idem)
+        .json(&body);
+    Server::read(req.send().await.unwrap()).await
+}
+
+async fn balance_of(s: &Server, key: &str) -> i64 {
+    let r = s.get("/api/credits/balance", Some(key)).await;
+    r.assert_ok();
+    r.body["balance"].as_i64().unwrap()
+}
+
+/// Issue 36, safe retries for money: `credits/deduct`, `credits/send` and the
+/// distributions take `Idempotency-Key`. A retry with the same key and body replays the
+/// first answer (same transaction id) and moves nothing; another body under the key is a
+/// 422; without a key every call moves tokens, as the spec's bodies always did.
+#[tokio::test]
+async fn credit_changes_under_one_key_move_tokens_once() {
+    let s = Server::start().await;
+    let from_addr = email("money");
+    let key = s.funded_user(&from_addr).await;
+    let to_addr = email("money-to");
+    let to = s.funded_user(&to_addr).await;
+    assert_eq!(balance_of(&s, &key).await, 100);
+
+    let first = keyed_post(&s, "/api/credits/deduct", &key, "d-1", json!({"credit": 7})).await;
+    first.assert_ok();
+    assert_eq!(first.body["balance"], json!(93));
+    assert_eq!(first.header("idempotent-replayed"), None);
+    for _ in 0..3 {
+        let again = keyed_post(&s, "/api/credits/deduct", &key, "d-1", json!({"credit": 7})).await;
+        again.assert_ok();
+        assert_eq!(again.header("idempotent-replayed").as_deref(), Some("true"));
+        assert_eq!(again.body["transaction_id"], first.body["transaction_id"]);
+        assert_eq!(again.body["balance"], json!(93));
+    }
+    assert_eq!(balance_of(&s, &key).await, 93);
+    // The same key with another body, or on another route: 422, nothing moved.
+    let other = keyed_post(&s, "/api/credits/deduct", &key, "d-1", json!({"credit": 8})).await;
+    other.assert_error(422);
+    let send = json!({"amount": 5, "email": to_addr});
+    let other = keyed_post(&s, "/api/credits/send", &key, "d-1", send.clone()).await;
+    other.assert_error(422);
+    assert_eq!(balance_of(&s, &key).await, 93);
+
+    // A send under a key: once, and the recipient is paid once.
+    let sent = keyed_post(&s, "/api/credits/send", &key, "s-1", send.clone()).await;
+    sent.assert_ok();
+    let again = keyed_post(&s, "/api/credits/send", &key, "s-1", send.clone()).await;
+    again.assert_ok();
+    assert_eq!(again.body["transaction_id"], sent.body["transaction_id"]);
+    assert_eq!(balance_of(&s, &key).await, 88);
+    assert_eq!(balance_of(&s, &to).await, 105);
+    // The recipient may use the same key for its own send: keys belong to their caller.
+    let back = json!({"amount": 1, "email": from_addr});
+    let r = keyed_post(&s, "/api/credits/send", &to, "s-1", back).await;
+    r.assert_ok();
+    assert_eq!(balance_of(&s, &to).await, 104);
+
+    // A bonus under a key replays its first answer (amount paid), not "already paid".
+    let bonus = json!({"bonusName": "welcome"});
+    let b = keyed_post(
+        &s,
+        "/api/credits/distribute-bonus",
+        &key,
+        "b-1",
+        bonus.clone(),
+    )
+    .await;
+    b.assert_ok();
+    assert_eq!(b.body["already_distributed"], json!(true));
+    let b2 = keyed_post(&s, "/api/credits/distribute-bonus", &key, "b-1", bonus).await;
+    assert_eq!(b2.header("idempotent-replayed").as_deref(), Some("true"));
+
+    // Without a key, the spec's bodies work as always: each call deducts.
+    for _ in 0..2 {
+        s.post("/api/credits/deduct", Some(&key), json!({"credit": 1}))
+            .await
+            .assert_ok();
+    }
+    assert_eq!(balance_of(&s, &key).await, 87);
+
+    // An administrator's vendor distribution without a `reference`: once per key.
+    let admin = s.admin(&email("money-admin")).await;
+    let vendor = json!({"email": to_addr, "vendorId": "v1", "amount_cents": 30});
+    let v = keyed_post(
+        &s,
+        "/api/credits/vendor-distribution-to-email",
+        &admin,
+        "v-1",
+        vendor.clone(),
+    )
+    .await;
+    v.assert_ok();
+    assert_eq!(v.body["tokens"], json!(30));
+    let v2 = keyed_post(
+        &s,
+        "/api/credits/vendor-distribution-to-email",
+        &admin,
+        "v-1",
+        vendor,
+    )
+    .await;
+    assert_eq!(v2.body["tokens"], json!(30));
+    assert_eq!(balance_of(&s, &to).await, 134);
+}
