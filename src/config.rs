@@ -42,6 +42,12 @@ pub enum Command {
     /// Job control: queue counts, listing, retry and cancel.
     #[command(subcommand)]
     Jobs(JobsCommand),
+    /// Back up the database while plinth runs: SQLite with VACUUM INTO, PostgreSQL with
+    /// pg_dump (custom format). Then copy the objects, and keep the master key apart.
+    Backup {
+        /// The file to write (it must not exist).
+        path: std::path::PathBuf,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -582,7 +588,7 @@ pub fn command() -> clap::Command {
     let mut cmd = cmd
         .mut_subcommand("worker", |sc| only(sc, &worker))
         .mut_subcommand("migrate", |sc| only(sc, &migrate));
-    for name in ["users", "jobs", "analytics"] {
+    for name in ["users", "jobs", "analytics", "backup"] {
         cmd = cmd.mut_subcommand(name, |sc| only(sc, DATABASE));
     }
     cmd.mut_subcommand("grants", |sc| only(sc, &["auth_token_key", "log_format"]))

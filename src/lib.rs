@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod backup;
 pub mod cache;
 pub mod callbacks;
 pub mod client_ip;

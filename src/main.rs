@@ -26,5 +26,6 @@ async fn main() -> anyhow::Result<()> {
             server::rebuild_rollups(cli.opts).await
         }
         Command::Jobs(cmd) => plinth::jobs_cli::jobs(cli.opts, cmd).await,
+        Command::Backup { path } => plinth::backup::backup(cli.opts, &path).await,
     }
 }

@@ -89,6 +89,8 @@ pub struct Options {
     pub db_port: Option<u16>,
     /// The SQLite database file in this directory (a small tmpfs) instead of the data dir.
     pub sqlite_in: Option<PathBuf>,
+    /// A PostgreSQL database made by the test (a restored backup), dropped with the server.
+    pub pg_database: Option<String>,
 }
 
 impl Default for Options {
@@ -97,6 +99,7 @@ impl Default for Options {
             env: vec![("PLINTH_RATE_LIMIT_MULTIPLIER".into(), "1000".into())],
             db_port: None,
             sqlite_in: None,
+            pg_database: None,
         }
     }
 }
@@ -104,6 +107,10 @@ impl Default for Options {
 impl Options {
     pub fn db_port(mut self, port: u16) -> Self {
         self.db_port = Some(port);
+        self
+    }
+    pub fn pg_database(mut self, name: &str) -> Self {
+        self.pg_database = Some(name.to_owned());
         self
     }
     pub fn sqlite_in(mut self, dir: &std::path::Path) -> Self {
@@ -123,7 +130,7 @@ pub fn pg_admin_url() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-fn replace_db_name(url: &str, name: &str) -> String {
+pub fn replace_db_name(url: &str, name: &str) -> String {
     let (base, query) = match url.split_once('?') {
         Some((b, q)) => (b, Some(q)),
         None => (url, None),
@@ -154,6 +161,10 @@ impl Server {
     pub async fn start_with(opts: Options) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let (database_url, pg_db) = match pg_admin_url() {
+            Some(admin) if opts.pg_database.is_some() => {
+                let name = opts.pg_database.clone().unwrap();
+                (replace_db_name(&admin, &name), Some((admin, name)))
+            }
             Some(admin) => {
                 let name = format!("plinth_t_{}", uuid::Uuid::new_v4().simple());
                 let pool = sqlx::PgPool::connect(&admin)

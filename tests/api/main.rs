@@ -7,6 +7,7 @@ mod analytics;
 mod appstore;
 mod architecture;
 mod authz;
+mod backup;
 mod billing;
 mod browser;
 mod callbacks;
