@@ -530,7 +530,16 @@ async fn finish(resp: Response, u: &Usage, method: &Method, path: &str) -> Respo
 
     let object = match parts.extensions.remove::<Envelope>() {
         Some(Envelope::Json(bytes)) => bytes,
-        Some(Envelope::Map(m)) => to_bytes(&m),
+        Some(Envelope::Map(mut m)) => {
+            // A read changes nothing: a database failure under it has no outcome to doubt.
+            if method.is_safe() && m.remove("outcome_unknown").is_some() {
+                m.insert(
+                    "message".into(),
+                    Value::from("the database is unavailable; try again shortly"),
+                );
+            }
+            to_bytes(&m)
+        }
         None => {
             let ct_json = parts
                 .headers
