@@ -1,0 +1,170 @@
+//! The job workers of a process: which queues with how many workers, what each job needs
+//! (its environment), retry back-off, and the credit shards.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use plinth_workers::{MailBackend, QueueName, WorkerConfig};
+
+use crate::config::Opts;
+use crate::crypto::MasterKey;
+use crate::db::Db;
+
+pub(super) fn credit_shards(db: &Db, opts: &Opts) -> usize {
+    match db {
+        Db::Sqlite(_) => 1,
+        Db::Postgres(_) => opts.rate_shards,
+    }
+}
+
+pub(super) fn slide_env(
+    db: &Db,
+    objects: &crate::storage::ObjectStore,
+) -> plinth_workers::slides::Env {
+    std::sync::Arc::new(crate::slide_jobs::Env {
+        db: db.clone(),
+        objects: objects.clone(),
+    })
+}
+
+pub(super) fn expiry_env(
+    db: &Db,
+    objects: &crate::storage::ObjectStore,
+) -> plinth_workers::expiry::Env {
+    std::sync::Arc::new(crate::slide_jobs::Env {
+        db: db.clone(),
+        objects: objects.clone(),
+    })
+}
+
+/// What the workers of this process (`role`: serve or worker) reach the outside through.
+pub(super) fn ports(
+    opts: &Opts,
+    db: &Db,
+    objects: &crate::storage::ObjectStore,
+    key: &MasterKey,
+    mail: MailBackend,
+    (role, worker_prefix): (&'static str, &str),
+) -> plinth_workers::Ports {
+    plinth_workers::Ports {
+        mail,
+        slides: slide_env(db, objects),
+        expiry: expiry_env(db, objects),
+        callbacks: std::sync::Arc::new(crate::callbacks::Deliverer {
+            db: db.clone(),
+            objects: objects.clone(),
+            key: key.clone(),
+            private_ok: opts.callback_private_networks,
+        }),
+        control: std::sync::Arc::new(crate::slide_jobs::Control {
+            db: db.clone(),
+            name: crate::config::process_name(role),
+            role,
+            worker_prefix: worker_prefix.to_owned(),
+            started_at: chrono::Utc::now(),
+        }),
+    }
+}
+
+/// The worker pools of `--queues` and `--concurrency`; refused with a clear message on
+/// a name or number that is not one. Also sets this process's email back-off
+/// (`--email-backoff`), refused the same way.
+pub fn worker_pools(opts: &Opts) -> anyhow::Result<Vec<(QueueName, usize)>> {
+    configure_backoff(opts)?;
+    let parse = |name: &str, flag: &str| {
+        QueueName::parse(name).with_context(|| {
+            format!(
+                "unknown queue `{name}` in {flag}: the queues are email, export, images, expiry, callbacks"
+            )
+        })
+    };
+    let named: Vec<&String> = opts
+        .queues
+        .iter()
+        .filter(|q| !q.trim().is_empty())
+        .collect();
+    let selected = if named.is_empty() {
+        QueueName::ALL.to_vec()
+    } else {
+        let mut v = Vec::new();
+        for q in named {
+            let q = parse(q, "--queues (PLINTH_QUEUES)")?;
+            if !v.contains(&q) {
+                v.push(q);
+            }
+        }
+        v
+    };
+    let mut queues: Vec<(QueueName, usize)> = selected
+        .into_iter()
+        .map(|q| {
+            let n = match q {
+                QueueName::Email => opts.email_concurrency,
+                QueueName::Export => opts.render_concurrency,
+                QueueName::Images => opts.image_concurrency,
+                QueueName::Expiry => 1,
+                QueueName::Callbacks => 4,
+            };
+            (q, n.max(1))
+        })
+        .collect();
+    for entry in opts.concurrency.iter().filter(|e| !e.trim().is_empty()) {
+        let flag = "--concurrency (PLINTH_CONCURRENCY)";
+        let (name, n) = entry
+            .split_once('=')
+            .with_context(|| format!("`{entry}` in {flag} is not QUEUE=N, e.g. export=4"))?;
+        let q = parse(name, flag)?;
+        let n: usize = n
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| (1..=1024).contains(n))
+            .with_context(|| format!("`{entry}` in {flag}: N must be a number from 1 to 1024"))?;
+        match queues.iter_mut().find(|(p, _)| *p == q) {
+            // Expiry runs one sweep at a time by design.
+            Some((QueueName::Expiry, _)) => {}
+            Some((_, c)) => *c = n,
+            None => tracing::warn!(
+                queue = q.name(),
+                "{flag} names a queue this process does not run (--queues)"
+            ),
+        }
+    }
+    Ok(queues)
+}
+
+/// The worker pools of this process over its database.
+pub(super) fn worker_config(opts: &Opts, db: &Db, queues: Vec<(QueueName, usize)>) -> WorkerConfig {
+    WorkerConfig {
+        log: std::sync::Arc::new(crate::slide_jobs::JobRuns(db.clone())),
+        poll: opts
+            .queue_poll_ms
+            .map(|ms| Duration::from_millis(ms.clamp(10, 60_000))),
+        name_prefix: opts.worker_name.clone().unwrap_or_else(|| {
+            let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "plinth".into());
+            format!("{host}-{}", std::process::id())
+        }),
+        queues,
+    }
+}
+
+/// `--email-backoff` and `--callback-backoff`: the waits between the attempts of an
+/// email and of a completion callback.
+pub(super) fn configure_backoff(opts: &Opts) -> anyhow::Result<()> {
+    let parse = |text: Option<&str>, flag: &str, default: plinth_workers::Backoff| match text {
+        Some(t) => plinth_workers::Backoff::parse(t).map_err(|e| anyhow::anyhow!("{flag}: {e}")),
+        None => Ok(default),
+    };
+    let email = parse(
+        opts.email_backoff.as_deref(),
+        "--email-backoff (PLINTH_EMAIL_BACKOFF)",
+        plinth_workers::Backoff::email(),
+    )?;
+    let callbacks = parse(
+        opts.callback_backoff.as_deref(),
+        "--callback-backoff (PLINTH_CALLBACK_BACKOFF)",
+        plinth_workers::Backoff::callbacks(),
+    )?;
+    plinth_workers::configure_backoff(email, callbacks);
+    Ok(())
+}
