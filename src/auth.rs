@@ -12,27 +12,7 @@ use axum::http::request::Parts;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-pub const LEVEL_VERIFIED: i64 = 10;
-pub const LEVEL_ADMIN: i64 = 100;
-
-#[derive(Clone, Debug)]
-pub struct Caller {
-    pub id: String,
-    /// The caller's rate-window key (`u:<id>`), made once per cached caller.
-    pub rate_key: String,
-    pub level: i64,
-    /// The whole account row, so the viewer's own profile needs no second query.
-    pub user: crate::db::users::UserRow,
-    /// `GET /api/users/viewer`'s answer, serialised on first use: the caller is cached
-    /// (and dropped on any change to the account), so it is made once, not per request.
-    pub viewer_answer: std::sync::OnceLock<bytes::Bytes>,
-}
-
-impl Caller {
-    pub fn is_admin(&self) -> bool {
-        self.level >= LEVEL_ADMIN
-    }
-}
+pub use crate::caller::{Caller, LEVEL_ADMIN, LEVEL_VERIFIED};
 
 /// Resolves an API key. `Ok(None)` means the key matches no account. Cached by
 /// sha256(key) (`crate::cache`): a change to the account is announced to every process,
@@ -298,8 +278,6 @@ impl axum::extract::FromRequestParts<AppState> for Guest {
     }
 }
 
-impl crate::schema::DocArg for Guest {}
-
 /// Whether the organization's `data.guest_checkout_enabled` is true (checked at every
 /// guest request: turning it off stops live sessions too).
 pub fn takes_guests(org: &crate::db::organizations::OrgRow) -> bool {
@@ -333,5 +311,3 @@ impl axum::extract::FromRequestParts<AppState> for Purchaser {
             .map(Purchaser::Guest)
     }
 }
-
-impl crate::schema::DocArg for Purchaser {}

@@ -194,7 +194,7 @@ impl CachedPost {
 /// Every read cache of the process and the announcer of changes.
 pub struct Caches {
     /// sha256(API key) → caller.
-    pub callers: ReadCache<[u8; 32], Arc<crate::auth::Caller>>,
+    pub callers: ReadCache<[u8; 32], Arc<crate::caller::Caller>>,
     /// (namespace, key) → (owner id, the entry's answer body).
     pub kv: ReadCache<(String, String), Arc<(String, bytes::Bytes)>>,
     /// Lower-cased slug → post.

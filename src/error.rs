@@ -18,9 +18,7 @@ pub struct ApiError {
     pub cause: Option<String>,
 }
 
-/// The cause of a 5xx, carried in the response extensions to the usage layer.
-#[derive(Clone, Debug)]
-pub struct ErrorCause(pub String);
+pub use crate::reply::ErrorCause;
 
 pub type ApiResult<T = Reply> = Result<T, ApiError>;
 
@@ -137,5 +135,24 @@ fn conflict_message(what: &str) -> String {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         Reply::from(self).into_response()
+    }
+}
+
+impl From<ApiError> for Reply {
+    fn from(e: ApiError) -> Self {
+        let mut headers = axum::http::HeaderMap::new();
+        // Every 503 is a dependency that is down or busy: say when to ask again.
+        if e.status == StatusCode::SERVICE_UNAVAILABLE {
+            headers.insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        Reply {
+            status: e.status,
+            body: e.body(),
+            cause: e.cause,
+            headers,
+        }
     }
 }

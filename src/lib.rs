@@ -6,6 +6,7 @@ pub mod auth;
 pub mod backup;
 pub mod cache;
 pub mod callbacks;
+pub mod caller;
 pub mod client_ip;
 pub mod config;
 pub mod crypto;
@@ -17,11 +18,13 @@ pub mod gcs;
 pub mod jobs_cli;
 pub mod json_depth;
 pub mod mail;
+pub mod object_urls;
 pub mod observe;
 pub mod pages;
 pub mod payments;
 pub mod periodic;
 pub mod reply;
+pub mod route_spec;
 pub mod routes;
 pub mod schema;
 pub mod server;
@@ -71,8 +74,8 @@ pub fn app(state: AppState) -> Router {
         .merge(routes::hosted_pages(&state))
         .merge(routes::assets())
         // The local object store's signed URLs: an upload is bounded by its signed size,
-        // checked while it streams to disk (storage::serve).
-        .merge(storage::serve::router())
+        // checked while it streams to disk (object_urls).
+        .merge(object_urls::router())
         // Probes and metrics: no envelope, key or rate limit.
         .merge(routes::ops(observe::OpsState::of_api(&state)))
         .with_state(state)

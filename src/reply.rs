@@ -10,10 +10,15 @@ pub struct Reply {
     pub status: StatusCode,
     pub body: Map<String, Value>,
     /// The cause of a 5xx, for the usage layer's log line.
-    cause: Option<String>,
+    pub(crate) cause: Option<String>,
     /// Headers of the answer (the usage layer keeps them).
-    headers: axum::http::HeaderMap,
+    pub(crate) headers: axum::http::HeaderMap,
 }
+
+/// The cause of a 5xx, carried in the response extensions to the usage layer. (Errors
+/// become replies in `error.rs`; replies know nothing of the error type.)
+#[derive(Clone, Debug)]
+pub struct ErrorCause(pub String);
 
 /// A success body of a known shape: the handler's return type names it, so the OpenAPI
 /// document lists its schema (`crate::schema`).
@@ -169,6 +174,17 @@ pub enum Envelope {
 }
 
 impl Reply {
+    /// A failure of ours: `internal error`, with its cause for the log (as
+    /// `ApiError::internal`).
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        let mut body = Map::new();
+        body.insert("error".into(), Value::Bool(true));
+        body.insert("message".into(), Value::from("internal error"));
+        let mut reply = Self::with_status(StatusCode::INTERNAL_SERVER_ERROR, body);
+        reply.cause = Some(cause.to_string());
+        reply
+    }
+
     pub fn with_status(status: StatusCode, body: Map<String, Value>) -> Self {
         Self {
             status,
@@ -191,7 +207,7 @@ impl Reply {
                 m.insert("data".into(), other);
                 m
             }
-            Err(e) => return crate::error::ApiError::internal(e).into(),
+            Err(e) => return Reply::internal(e),
         };
         Self::with_status(status, body)
     }
@@ -231,31 +247,12 @@ fn no_store(headers: &mut axum::http::HeaderMap) {
     );
 }
 
-impl From<crate::error::ApiError> for Reply {
-    fn from(e: crate::error::ApiError) -> Self {
-        let mut headers = axum::http::HeaderMap::new();
-        // Every 503 is a dependency that is down or busy: say when to ask again.
-        if e.status == StatusCode::SERVICE_UNAVAILABLE {
-            headers.insert(
-                axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from_static("1"),
-            );
-        }
-        Reply {
-            status: e.status,
-            body: e.body(),
-            cause: e.cause,
-            headers,
-        }
-    }
-}
-
 impl IntoResponse for Reply {
     fn into_response(self) -> Response {
         let mut res = (self.status, self.headers).into_response();
         res.extensions_mut().insert(Envelope::Map(self.body));
         if let Some(cause) = self.cause {
-            res.extensions_mut().insert(crate::error::ErrorCause(cause));
+            res.extensions_mut().insert(ErrorCause(cause));
         }
         res
     }
@@ -266,8 +263,7 @@ impl IntoResponse for Reply {
 pub fn signed_redirect(url: &str) -> Response {
     use axum::http::{header, HeaderValue};
     let Ok(location) = HeaderValue::from_str(url) else {
-        return crate::error::ApiError::internal("a storage URL that is not a header value")
-            .into_response();
+        return Reply::internal("a storage URL that is not a header value").into_response();
     };
     (
         StatusCode::FOUND,

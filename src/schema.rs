@@ -43,6 +43,8 @@ pub trait DocArg {
 impl<S> DocArg for State<S> {}
 impl DocArg for Viewer {}
 impl DocArg for MaybeCaller {}
+impl DocArg for crate::auth::Guest {}
+impl DocArg for crate::auth::Purchaser {}
 impl<T> DocArg for Path<T> {}
 impl DocArg for HeaderMap {}
 impl DocArg for Method {}

@@ -11,7 +11,7 @@ use plinth_workers::{MailBackend, Queue};
 use crate::config::Opts;
 use crate::crypto::MasterKey;
 use crate::db::Db;
-use crate::routes::RouteSpec;
+use crate::route_spec::RouteMeta;
 
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -23,7 +23,7 @@ pub struct Inner {
     /// Key of token-exchange grants (`PLINTH_AUTH_TOKEN_KEY`); `None` disables the
     /// exchange (503). Never the master key.
     pub auth_key: Option<crate::crypto::GrantKey>,
-    pub jwks: crate::domain::idp::JwksCache,
+    pub jwks: crate::domain::jwks::JwksCache,
     pub payments: std::sync::Arc<dyn crate::payments::PaymentProvider>,
     /// The app store vouching for in-app purchases (`PLINTH_APPLE_*`, else simulated).
     pub store_verifier: std::sync::Arc<dyn crate::store::StoreVerifier>,
@@ -76,19 +76,26 @@ impl AppState {
 /// The route table keyed by (method, matched path), with configured costs applied.
 pub struct RouteIndex {
     map: HashMap<(&'static str, &'static str), RouteEntry>,
+    /// Every route in the table's order.
+    listed: Vec<&'static RouteMeta>,
 }
 
 #[derive(Clone, Copy)]
 pub struct RouteEntry {
-    pub spec: &'static RouteSpec,
+    pub spec: &'static RouteMeta,
     pub cost: u64,
 }
 
 impl RouteIndex {
-    pub fn new(overrides: &HashMap<(String, String), u64>) -> anyhow::Result<Self> {
+    /// `routes`: the spec's routes and the additions alike (`routes::all`).
+    pub fn new(
+        routes: impl IntoIterator<Item = &'static RouteMeta>,
+        overrides: &HashMap<(String, String), u64>,
+    ) -> anyhow::Result<Self> {
         let mut map = HashMap::new();
-        // The spec's routes and the additions alike.
-        for spec in crate::routes::all() {
+        let mut listed = Vec::new();
+        for spec in routes {
+            listed.push(spec);
             let cost = overrides
                 .get(&(spec.method.to_owned(), spec.path.to_owned()))
                 .copied()
@@ -104,14 +111,19 @@ impl RouteIndex {
                 anyhow::bail!("PLINTH_TOKEN_COSTS names an unknown route: {method} {path}");
             }
         }
-        Ok(Self { map })
+        Ok(Self { map, listed })
+    }
+
+    /// Every route in the table's order (the spec's, then the additions).
+    pub fn listed(&self) -> impl Iterator<Item = &'static RouteMeta> + '_ {
+        self.listed.iter().copied()
     }
 
     pub fn get(&self, method: &str, path: &str) -> Option<RouteEntry> {
         self.map.get(&(method, path)).copied()
     }
 
-    pub fn cost_of(&self, spec: &RouteSpec) -> u64 {
+    pub fn cost_of(&self, spec: &RouteMeta) -> u64 {
         self.get(spec.method, spec.path)
             .map_or(spec.cost, |e| e.cost)
     }

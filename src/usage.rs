@@ -17,7 +17,7 @@ use serde_json::{json, Map, Value};
 use crate::auth::{self, Caller, CallerExt, LEVEL_ADMIN, LEVEL_VERIFIED};
 use crate::error::ApiError;
 use crate::reply::Envelope;
-use crate::routes::{Access, Category};
+use crate::route_spec::{Access, Category};
 use crate::state::{AppState, RouteEntry};
 
 /// Set on every request (echoed when the client sent one) and every response.

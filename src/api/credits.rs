@@ -20,7 +20,7 @@ use crate::domain::ledger::{
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
 use crate::reply::{Answer, Recorded, Reply};
-use crate::routes::{Category, ROUTES};
+use crate::route_spec::{Category, ADDITIONS};
 use crate::state::AppState;
 use crate::wire::credits::{
     Account, AccountCheck, AccountCreated, BalanceByEmail, BalanceByUser, BonusDistributed,
@@ -542,8 +542,11 @@ async fn vendor_distribution(
 
 /// Every endpoint with its token cost, rate category and base limit.
 pub async fn pricing(State(app): State<AppState>) -> ApiResult {
-    let data: Vec<_> = ROUTES
-        .iter()
+    // The spec's routes (the additions are documented apart).
+    let data: Vec<_> = app
+        .routes
+        .listed()
+        .filter(|r| r.area != ADDITIONS)
         .map(|r| {
             json!({
                 "method": r.method,
@@ -553,7 +556,7 @@ pub async fn pricing(State(app): State<AppState>) -> ApiResult {
                 "limit": r.category.base_limit(),
                 "interval_ms": r.category.interval_ms(),
                 "access": r.access.name(),
-                "implemented": r.implemented(),
+                "implemented": r.built,
             })
         })
         .collect();

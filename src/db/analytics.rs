@@ -42,6 +42,13 @@ pub async fn create_site(
     with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(owner_id).bind(name).bind(salt).bind(now()).fetch_one(p).await)
 }
 
+/// The hour `t` falls in: hourly rollups are keyed by it.
+pub fn hour_of(t: DateTime<Utc>) -> DateTime<Utc> {
+    use chrono::DurationRound;
+    t.duration_trunc(chrono::TimeDelta::hours(1))
+        .expect("UTC times truncate")
+}
+
 /// An active (not deleted) site.
 pub async fn site(db: &Db, id: &str) -> sqlx::Result<Option<SiteRow>> {
     let sql = format!("SELECT {SITE} FROM analytics_sites WHERE id = $1 AND deleted_at IS NULL");
@@ -341,7 +348,7 @@ async fn roll_up_step(db: &Db, until: DateTime<Utc>) -> sqlx::Result<Option<u64>
                     sqlx::query_scalar("SELECT MIN(created_at) FROM analytics_events")
                         .fetch_one(&mut *tx).await?;
                 match oldest {
-                    Some(t) => crate::domain::analytics::hour_of(t).min(until),
+                    Some(t) => hour_of(t).min(until),
                     None => until,
                 }
             }

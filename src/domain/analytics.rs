@@ -215,10 +215,8 @@ fn ceil(t: DateTime<Utc>, step: TimeDelta) -> DateTime<Utc> {
     }
 }
 
-/// The hour `t` falls in.
-pub fn hour_of(t: DateTime<Utc>) -> DateTime<Utc> {
-    floor(t, TimeDelta::hours(1))
-}
+/// The hour `t` falls in: the store's unit of rollups.
+pub use store::hour_of;
 
 /// The worker rolls up the hours that ended at least this long ago; a hit of a rolled-up
 /// hour that commits later still lands in the rollups (its writer merges it).

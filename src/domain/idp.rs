@@ -1,13 +1,13 @@
 //! The identity provider's side of sign-in: its signing keys (fetched, cached, refetched
 //! when a key id is unknown) and ID-token verification.
 
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 
+pub use crate::domain::jwks::JwksCache;
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -24,23 +24,6 @@ const ALGORITHMS: &[Algorithm] = &[
 /// `kid` refetches sooner, at most once a minute.
 const JWKS_TTL: Duration = Duration::from_secs(3600);
 const JWKS_MIN_REFRESH: Duration = Duration::from_secs(60);
-
-#[derive(Default)]
-pub struct JwksCache(Mutex<Option<(Instant, JwkSet)>>);
-
-impl JwksCache {
-    fn cached(&self, max_age: Duration) -> Option<JwkSet> {
-        let guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        guard
-            .as_ref()
-            .filter(|(at, _)| at.elapsed() < max_age)
-            .map(|(_, set)| set.clone())
-    }
-
-    fn store(&self, set: JwkSet) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), set));
-    }
-}
 
 async fn load_jwks(source: &str) -> Result<JwkSet, String> {
     let text = if source.starts_with("http://") || source.starts_with("https://") {

@@ -10,6 +10,7 @@ pub mod exports;
 pub mod grants;
 pub mod idempotency;
 pub mod idp;
+pub mod jwks;
 pub mod ledger;
 pub mod licenses;
 pub mod orders;

@@ -160,7 +160,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
             crate::crypto::sha256_hex(format!("webhook:{}", key.to_hex()).as_bytes())
         )
     });
-    let routes = RouteIndex::new(&opts.token_costs()?)?;
+    let routes = RouteIndex::new(crate::routes::all().map(|r| &r.meta), &opts.token_costs()?)?;
     let prices = crate::domain::prices::PriceList::load(opts.prices_file.as_deref())?;
     if !crate::domain::licenses::valid_prefix(&opts.license_prefix.to_ascii_uppercase()) {
         anyhow::bail!(
