@@ -195,20 +195,28 @@ where
     Ok(Recorded::from(reply))
 }
 
-/// A change found already applied under its ledger key (an earlier try whose answer was
-/// lost): its ledger row, which must be of the same amount.
-async fn applied_before(
+/// The caller's balance after a change and its transaction: from the change just
+/// applied, or, when its ledger key was applied before (an earlier try whose answer was
+/// lost), from that ledger row, which must be of the same amount.
+async fn outcome(
     app: &AppState,
     user_id: &str,
+    applied: Option<Applied>,
     ledger_key: Option<&str>,
     amount: i64,
-) -> ApiResult<(String, i64)> {
+) -> ApiResult<(Option<i64>, Option<String>)> {
+    if let Some(applied) = applied {
+        return Ok((
+            balance_after(&applied, user_id),
+            first_transaction(&applied),
+        ));
+    }
     let row = match ledger_key {
         Some(k) => store::by_idem_key(&app.db, user_id, k).await?,
         None => None,
     };
     match row {
-        Some((id, a, balance)) if a == amount => Ok((id, balance)),
+        Some((id, a, balance)) if a == amount => Ok((Some(balance), Some(id))),
         Some(_) => Err(idempotency::reused(
             "this Idempotency-Key was already used with a different request",
         )),
@@ -233,17 +241,9 @@ pub async fn deduct(
         &body,
         |key| async move {
             let change = entry(&caller.id, -credit, "deduct", key.clone(), json!({}));
-            let (balance, transaction_id) = match apply(app, vec![change]).await? {
-                Some(applied) => (
-                    balance_after(&applied, &caller.id),
-                    first_transaction(&applied),
-                ),
-                None => {
-                    let (id, balance) =
-                        applied_before(app, &caller.id, key.as_deref(), -credit).await?;
-                    (Some(balance), Some(id))
-                }
-            };
+            let applied = apply(app, vec![change]).await?;
+            let (balance, transaction_id) =
+                outcome(app, &caller.id, applied, key.as_deref(), -credit).await?;
             Ok(Deducted {
                 success: True,
                 deducted: credit,
@@ -415,17 +415,9 @@ pub async fn send(
         &caller.id,
         &body,
         |key| async move {
-            let (balance, transaction_id) = match transfer(app, caller, to, amount, &key).await? {
-                Some(applied) => (
-                    balance_after(&applied, &caller.id),
-                    first_transaction(&applied),
-                ),
-                None => {
-                    let (id, balance) =
-                        applied_before(app, &caller.id, key.as_deref(), -amount).await?;
-                    (Some(balance), Some(id))
-                }
-            };
+            let applied = transfer(app, caller, to, amount, &key).await?;
+            let (balance, transaction_id) =
+                outcome(app, &caller.id, applied, key.as_deref(), -amount).await?;
             Ok(Sent {
                 success: True,
                 amount,

@@ -141,6 +141,18 @@ fn postgres_upstream() -> Option<String> {
     })
 }
 
+/// A server whose database is reached through a proxy, with a 3 s request deadline.
+async fn behind_proxy(upstream: String) -> (Proxy, Server) {
+    let proxy = Proxy::start(upstream).await;
+    let s = Server::start_with(
+        Options::default()
+            .db_port(proxy.port)
+            .env("PLINTH_REQUEST_TIMEOUT", "3"),
+    )
+    .await;
+    (proxy, s)
+}
+
 async fn readyz(s: &Server) -> (u16, Value) {
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
@@ -229,13 +241,7 @@ async fn a_database_that_hangs_answers_503_within_the_deadline_and_retries_move_
     let Some(upstream) = postgres_upstream() else {
         return;
     };
-    let proxy = Proxy::start(upstream).await;
-    let s = Server::start_with(
-        Options::default()
-            .db_port(proxy.port)
-            .env("PLINTH_REQUEST_TIMEOUT", "3"),
-    )
-    .await;
+    let (proxy, s) = behind_proxy(upstream).await;
     let key = s.funded_user(&email("hang")).await;
     assert_eq!(balance(&s, &key).await, 100);
 
@@ -286,13 +292,7 @@ async fn a_database_restart_under_load_gives_503s_never_500s_and_heals_by_itself
     let Some(upstream) = postgres_upstream() else {
         return;
     };
-    let proxy = Proxy::start(upstream).await;
-    let s = Server::start_with(
-        Options::default()
-            .db_port(proxy.port)
-            .env("PLINTH_REQUEST_TIMEOUT", "3"),
-    )
-    .await;
+    let (proxy, s) = behind_proxy(upstream).await;
     let key = s.funded_user(&email("restart")).await;
 
     let down_at = Instant::now() + Duration::from_secs(1);
