@@ -41,7 +41,11 @@ pub fn init_logging(opts: &Opts) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        // A log that cannot be written (its disk full) must not stop a request: the
+        // default reports the failure with `eprintln!`, which panics when stderr fails,
+        // and a panic in the usage layer drops the client's connection.
+        .log_internal_errors(false);
     if opts.log_format == "json" {
         builder.json().init();
     } else {
@@ -49,8 +53,6 @@ pub fn init_logging(opts: &Opts) {
     }
 }
 
-/// SQLite has one writer: a single credit shard group-commits every change with no lock
-/// contention. PostgreSQL commits in parallel, so changes spread over shards.
 /// Most telemetry events or analytics hits one ingest transaction writes.
 const INGEST_ROWS: usize = 2_000;
 

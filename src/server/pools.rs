@@ -10,6 +10,8 @@ use crate::config::Opts;
 use crate::crypto::MasterKey;
 use crate::db::Db;
 
+/// SQLite has one writer: a single credit shard group-commits every change with no lock
+/// contention. PostgreSQL commits in parallel, so changes spread over shards.
 pub(super) fn credit_shards(db: &Db, opts: &Opts) -> usize {
     match db {
         Db::Sqlite(_) => 1,
