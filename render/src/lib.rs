@@ -2,7 +2,9 @@
 //!
 //! One layout engine ([`layout`]) places every glyph run, box and image; the SVG and
 //! PDF writers only translate its display list, so both outputs look the same. Fonts
-//! are the DejaVu faces embedded in the binary ([`fonts`]); system fonts are never used.
+//! are the DejaVu faces embedded in the binary, then fallback faces for other scripts
+//! and colour emoji from `PLINTH_FONTS_DIR` and the system's font directories
+//! ([`fonts`]); a character no font has is reported by [`missing_glyphs`].
 
 mod coverage;
 mod fonts;
@@ -19,6 +21,25 @@ use std::collections::HashMap;
 use plinth_slides::{Aspect, Deck, Slide};
 
 pub use crate::coverage::{missing_glyphs, MissingGlyphs};
+pub use crate::fonts::FONTS_DIR_ENV;
+
+/// A font family the renderer draws with, for `capabilities`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FontFamily {
+    pub family: String,
+    /// `text` or `code` for the embedded families, `fallback` for the others.
+    pub role: &'static str,
+    /// `bundled`, `operator` (from `PLINTH_FONTS_DIR`) or `system`.
+    pub source: &'static str,
+    /// `regular`, `bold`, `italic` faces it has (fallbacks: as found).
+    pub styles: Vec<&'static str>,
+}
+
+/// The families text is drawn in: the embedded ones, then the fallbacks in the order
+/// they are tried. Loads the font registry (a scan of the font directories) on first use.
+pub fn font_families() -> Vec<FontFamily> {
+    fonts::registry().families()
+}
 pub use crate::highlight::{knows as highlights_language, warm_up as warm_up_highlighting};
 pub use crate::image::{inspect_image, ImageInfo, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE};
 
