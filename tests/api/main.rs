@@ -45,6 +45,7 @@ mod security2;
 mod slide_helpers;
 mod slides;
 mod slides_findings;
+mod slides_fonts;
 mod storage;
 mod stripe;
 mod telemetry;
