@@ -121,11 +121,58 @@ pub fn deck_pdf(
     size: Size,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Vec<u8>, RenderError> {
-    pdf::render(deck, images, deck_size(deck, size), progress)
+    deck_pdf_with(deck, images, size, Options::default(), progress)
+}
+
+/// What an export carries besides the slides.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Speaker notes: in a PDF a notes page after each slide that has notes; in HTML a
+    /// presenter view (key `p` or `#presenter`: the slide, the next one, the notes and
+    /// a timer). Never set for what an audience sees.
+    pub notes: bool,
+}
+
+pub fn deck_pdf_with(
+    deck: &Deck,
+    images: &Images,
+    size: Size,
+    options: Options,
+    progress: &mut dyn FnMut(usize) -> bool,
+) -> Result<Vec<u8>, RenderError> {
+    pdf::render(deck, images, deck_size(deck, size), options, progress)
 }
 
 pub fn deck_html(deck: &Deck, images: &Images) -> String {
-    html::render(deck, images)
+    html::render(deck, images, Options::default())
+}
+
+pub fn deck_html_with(deck: &Deck, images: &Images, options: Options) -> String {
+    html::render(deck, images, options)
+}
+
+/// The page that follows a slide in a PDF with notes: "Notes · N: title" and the
+/// notes, one paragraph per blank-line-separated part, in the deck's theme.
+fn notes_slide(slide: &Slide, n: usize) -> Option<Slide> {
+    let notes = slide.notes.as_deref().filter(|n| !n.trim().is_empty())?;
+    let title = match slide.title.as_deref().map(plinth_slides::plain) {
+        Some(t) if !t.trim().is_empty() => format!("Notes · {n}: {t}"),
+        _ => format!("Notes · {n}"),
+    };
+    let blocks = notes
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| plinth_slides::Block::Text {
+            text: p.replace('\n', " "),
+        })
+        .collect();
+    Some(Slide {
+        id: format!("{}#notes", slide.id),
+        title: Some(title),
+        blocks,
+        ..Slide::default()
+    })
 }
 
 /// A zero or absurd size would make an empty pixmap or a degenerate page.

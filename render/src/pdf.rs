@@ -34,6 +34,7 @@ pub fn render(
     deck: &Deck,
     images: &Images,
     size: Size,
+    options: crate::Options,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Vec<u8>, RenderError> {
     let title = deck.title.as_deref().unwrap_or("Slides");
@@ -46,35 +47,55 @@ pub fn render(
     // the glyph numbers the pages use) is known before a page is written.
     let mut laid = Vec::new();
     let mut used: BTreeMap<FontKey, BTreeSet<u16>> = BTreeMap::new();
+    let bare = options.notes.then(|| Deck {
+        slides: Vec::new(),
+        header: None,
+        footer: None,
+        paginate: false,
+        ..deck.clone()
+    });
     let mut unicode: HashMap<(FontKey, u16), String> = HashMap::new();
     for (i, slide) in visible(deck).into_iter().enumerate() {
         if !progress(i) {
             return Err(RenderError::Cancelled);
         }
-        let page = layout::page(deck, slide, &natural_sizes(slide, images), size);
-        let shaped: Vec<Option<Vec<Glyph>>> = page
-            .items
-            .iter()
-            .map(|item| match item {
-                Item::Text { font, text, .. } => {
-                    let mut glyphs = glyphs(font_metrics(*font), text);
-                    used.entry(*font)
-                        .or_default()
-                        .extend(glyphs.iter().map(|g| g.gid));
-                    // One text per glyph in the whole document: the /ToUnicode map
-                    // has one entry per glyph.
-                    for g in &mut glyphs {
-                        let t = unicode.entry((*font, g.gid)).or_default();
-                        if t.is_empty() {
-                            t.clone_from(&g.text);
+        let mut pages = vec![layout::page(
+            deck,
+            slide,
+            &natural_sizes(slide, images),
+            size,
+        )];
+        // A notes page after the slide: no header, footer or page number of its own.
+        if let Some(bare) = &bare {
+            if let Some(notes) = crate::notes_slide(slide, i + 1) {
+                pages.push(layout::page(bare, &notes, &Default::default(), size));
+            }
+        }
+        for page in pages {
+            let shaped: Vec<Option<Vec<Glyph>>> = page
+                .items
+                .iter()
+                .map(|item| match item {
+                    Item::Text { font, text, .. } => {
+                        let mut glyphs = glyphs(font_metrics(*font), text);
+                        used.entry(*font)
+                            .or_default()
+                            .extend(glyphs.iter().map(|g| g.gid));
+                        // One text per glyph in the whole document: the /ToUnicode map
+                        // has one entry per glyph.
+                        for g in &mut glyphs {
+                            let t = unicode.entry((*font, g.gid)).or_default();
+                            if t.is_empty() {
+                                t.clone_from(&g.text);
+                            }
                         }
+                        Some(glyphs)
                     }
-                    Some(glyphs)
-                }
-                _ => None,
-            })
-            .collect();
-        laid.push((page, shaped));
+                    _ => None,
+                })
+                .collect();
+            laid.push((page, shaped));
+        }
     }
     // Fonts drawn as images (colour emoji) are not embedded.
     used.retain(|font, _| !font_metrics(*font).bitmap);

@@ -1094,3 +1094,49 @@ fn right_to_left_text_is_shaped_and_ordered() {
     assert!(x_of("עולם") < x_of("2026"));
     assert!(x_of("2026") < x_of("שלום"));
 }
+
+/// Speaker notes only when asked for: a notes page after each slide with notes in the
+/// PDF, a presenter view in the HTML; never otherwise.
+#[test]
+fn notes_go_into_exports_only_when_asked() {
+    let md = "# One\n\nfirst\n\n<!-- notes: SAYTHIS greet everyone -->\n\n---\n\n# Two\n\nno notes here\n\n---\n\n# Three\n\n<!-- notes: ALSOTHIS last point -->\n";
+    let deck = plinth_slides::parse_markdown(md).unwrap();
+    assert!(deck.slides[0].notes.is_some(), "{:?}", deck.slides[0]);
+    let images = Images::new();
+    let with = Options { notes: true };
+    let plain = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    let noted = deck_pdf_with(&deck, &images, Size::default(), with, &mut |_| true).unwrap();
+    assert_eq!(page_count(&plain), 3);
+    assert_eq!(
+        page_count(&noted),
+        5,
+        "a notes page after slides one and three"
+    );
+    if let Some(text) = pdftotext(&noted) {
+        let pages: Vec<&str> = text.split('\u{c}').collect();
+        assert!(
+            pages[1].contains("Notes · 1: One") && pages[1].contains("SAYTHIS"),
+            "{text}"
+        );
+        assert!(pages[4].contains("ALSOTHIS"), "{text}");
+        assert!(
+            pages[2].contains("Two") && !pages[3].contains("Notes"),
+            "{text}"
+        );
+    }
+    if let Some(text) = pdftotext(&plain) {
+        assert!(
+            !text.contains("SAYTHIS") && !text.contains("ALSOTHIS"),
+            "{text}"
+        );
+    }
+
+    let plain = deck_html(&deck, &images);
+    assert!(!plain.contains("SAYTHIS") && !plain.contains("id=\"presenter\""));
+    let noted = deck_html_with(&deck, &images, with);
+    assert!(noted.contains("<aside class=\"notes\">SAYTHIS greet everyone</aside>"));
+    assert!(noted.contains("id=\"presenter\"") && noted.contains("class=\"timer\""));
+    // The audience copy has no notes to carry, whatever the option.
+    let audience = deck_html_with(&deck.audience(), &images, with);
+    assert!(!audience.contains("SAYTHIS") && !audience.contains("<aside"));
+}

@@ -46,6 +46,8 @@ pub struct JobView {
     pub kind: &'static str,
     /// `html`, `pdf` or `png`.
     pub format: String,
+    /// Whether the export carries speaker notes (`exports/create` with `notes: true`).
+    pub notes: bool,
     /// `pending`, `running`, `succeeded`, `failed` or `cancelled`.
     pub status: String,
     /// 0 to 1.
@@ -68,6 +70,15 @@ pub struct JobView {
     pub finished_at: Option<DateTime<Utc>>,
     /// Where the completion event is POSTed (docs/api.md, "Completion callbacks").
     pub callback_url: Option<String>,
+}
+
+/// A job's stored format (`pdf`, or `pdf+notes` when asked with notes) as the format
+/// and whether notes are on.
+pub fn export_format(stored: &str) -> (&str, bool) {
+    match stored.split_once('+') {
+        Some((format, "notes")) => (format, true),
+        _ => (stored, false),
+    }
 }
 
 /// Whether a job's status is final.
@@ -102,7 +113,8 @@ pub async fn job_view(objects: &ObjectStore, job: &JobRow) -> Result<JobView, St
         deck_id: job.deck_id.clone(),
         revision_id: job.revision_id.clone(),
         kind: "export",
-        format: job.format.clone(),
+        format: export_format(&job.format).0.to_owned(),
+        notes: export_format(&job.format).1,
         status: job.status.clone(),
         progress,
         slides_done: job.done,

@@ -46,6 +46,7 @@ mod slide_helpers;
 mod slides;
 mod slides_findings;
 mod slides_fonts;
+mod slides_notes;
 mod storage;
 mod stripe;
 mod telemetry;

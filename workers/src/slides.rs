@@ -521,7 +521,13 @@ async fn export(
     let slides = plinth_render::visible(deck);
     let total = slides.len();
     let size = Size::default();
-    match work.format.as_str() {
+    // `pdf+notes`, `html+notes`: the export carries speaker notes.
+    let (format, notes) = match work.format.split_once('+') {
+        Some((format, "notes")) => (format, true),
+        _ => (work.format.as_str(), false),
+    };
+    let options = plinth_render::Options { notes };
+    match format {
         "png" => {
             for (i, slide) in slides.iter().enumerate() {
                 if !run.progress(i, total).await? {
@@ -587,7 +593,7 @@ async fn export(
                     done.clone(),
                 );
                 tokio::task::spawn_blocking(move || {
-                    plinth_render::deck_pdf(&deck, &images, size, &mut |i| {
+                    plinth_render::deck_pdf_with(&deck, &images, size, options, &mut |i| {
                         done.store(i, std::sync::atomic::Ordering::Relaxed);
                         !cancelled.load(std::sync::atomic::Ordering::Relaxed)
                     })
@@ -617,7 +623,7 @@ async fn export(
             if !run.progress(0, total).await? {
                 return Ok(Outcome::Stopped);
             }
-            let html = plinth_render::deck_html(deck, &images).into_bytes();
+            let html = plinth_render::deck_html_with(deck, &images, options).into_bytes();
             let a = Artifact {
                 key: artifact_key(&work.deck_id, job_id, work.attempt, "deck.html"),
                 name: "deck.html".into(),
