@@ -42,6 +42,10 @@ pub enum Command {
     /// Job control: queue counts, listing, retry and cancel.
     #[command(subcommand)]
     Jobs(JobsCommand),
+    /// Slide decks on this machine, no server needed: render a Markdown deck to PDF, PNG
+    /// or HTML, or check it (src/slides_cli.rs).
+    #[command(subcommand)]
+    Slides(crate::slides_cli::SlidesCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -576,6 +580,8 @@ pub fn command() -> clap::Command {
         cmd = cmd.mut_subcommand(name, |sc| only(sc, DATABASE));
     }
     cmd.mut_subcommand("grants", |sc| only(sc, &["auth_token_key", "log_format"]))
+        // An author's command: none of the server's options apply.
+        .mut_subcommand("slides", |sc| only(sc, &[]))
 }
 
 /// Largest accepted token cost of one call.

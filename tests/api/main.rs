@@ -44,6 +44,7 @@ mod security;
 mod security2;
 mod slide_helpers;
 mod slides;
+mod slides_cli;
 mod slides_findings;
 mod slides_fonts;
 mod slides_notes;
