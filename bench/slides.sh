@@ -3,11 +3,13 @@
 # images) exported to PDF and to PNG through plinth's API and workers, then the same
 # content with Marp CLI driving Chromium (bench/marp.sh), in the same run.
 # SQLite by default; set DATABASE_URL=postgres://... for PostgreSQL.
-# Usage: bench/slides.sh [RUNS, default 5]   (SKIP_MARP=1 skips the comparison)
+# Also times `plinth slides render` (the author's CLI) cold: one process per export.
+# Usage: bench/slides.sh [RUNS, default 5]   (SKIP_MARP=1 skips the comparison;
+#   DECK=fixtures/decks/bench20-rich.md for the deck with tables, highlighting, CJK, emoji)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
-DECK=fixtures/decks/bench20.md
+DECK=${DECK:-fixtures/decks/bench20.md}
 [ -n "${BENCH_SKIP_BUILD:-}" ] || cargo build --release --bin plinth -p plinth >/dev/null 2>&1
 DATA=$(mktemp -d)
 DB=${DATABASE_URL:-sqlite://$DATA/plinth.db}
@@ -29,6 +31,26 @@ echo "machine: $(nproc) cores, $(uname -m), $(date -u +%F); database: ${DB%%:*};
 echo "command: bench/slides.sh $RUNS"
 mkdir -p bench/out
 python3 bench/slides.py "$P" "$KEY" "$DECK" "$RUNS" bench/out/plinth.pdf | tee "$DATA/plinth.txt"
+# The CLI, cold (process start, font scan, parse, render, write), images beside the deck.
+CLI=$DATA/cli
+mkdir -p "$CLI/png"
+sed -e 's#asset:11111111-1111-4111-8111-111111111111#chart.png#g' \
+  -e 's#asset:22222222-2222-4222-8222-222222222222#photo.jpg#g' "$DECK" >"$CLI/deck.md"
+cp fixtures/decks/chart.png fixtures/decks/photo.jpg "$CLI/"
+python3 - "$CLI" "$RUNS" <<'PY' | tee -a "$DATA/plinth.txt"
+import statistics, subprocess, sys, time
+cli, runs = sys.argv[1], int(sys.argv[2])
+def timed(*args):
+    out = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run(["./target/release/plinth", "slides", "render", f"{cli}/deck.md", *args],
+                       check=True, stderr=subprocess.DEVNULL)
+        out.append((time.perf_counter() - t) * 1000)
+    return statistics.median(out)
+print(f"plinth_cli_pdf_ms_median {timed('-o', f'{cli}/deck.pdf'):.0f}")
+print(f"plinth_cli_png_ms_median {timed('-o', f'{cli}/png/deck.png'):.0f}")
+PY
 [ -n "${SKIP_MARP:-}" ] && exit 0
 bench/marp.sh "$DECK" "$RUNS" | tee "$DATA/marp.txt"
 python3 - "$DATA/plinth.txt" "$DATA/marp.txt" <<'PY'

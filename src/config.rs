@@ -48,6 +48,10 @@ pub enum Command {
         /// The file to write (it must not exist).
         path: std::path::PathBuf,
     },
+    /// Slide decks on this machine, no server needed: render a Markdown deck to PDF, PNG
+    /// or HTML, or check it (src/slides_cli.rs).
+    #[command(subcommand)]
+    Slides(crate::slides_cli::SlidesCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -592,6 +596,8 @@ pub fn command() -> clap::Command {
         cmd = cmd.mut_subcommand(name, |sc| only(sc, DATABASE));
     }
     cmd.mut_subcommand("grants", |sc| only(sc, &["auth_token_key", "log_format"]))
+        // An author's command: none of the server's options apply.
+        .mut_subcommand("slides", |sc| only(sc, &[]))
 }
 
 /// Largest accepted token cost of one call.

@@ -29,6 +29,7 @@ pub mod routes;
 pub mod schema;
 pub mod server;
 pub mod slide_jobs;
+pub mod slides_cli;
 pub mod state;
 pub mod states;
 pub mod storage;

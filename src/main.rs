@@ -11,6 +11,10 @@ use plinth::server;
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::from_arg_matches(&plinth::config::command().get_matches())
         .unwrap_or_else(|e| e.exit());
+    // An author's command: no logging set-up, data directory or database.
+    if let Some(Command::Slides(cmd)) = cli.command {
+        std::process::exit(plinth::slides_cli::run(cmd));
+    }
     server::init_logging(&cli.opts);
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => server::serve(cli.opts).await,
@@ -27,5 +31,6 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::Jobs(cmd) => plinth::jobs_cli::jobs(cli.opts, cmd).await,
         Command::Backup { path } => plinth::backup::backup(cli.opts, &path).await,
+        Command::Slides(_) => unreachable!("handled above"),
     }
 }

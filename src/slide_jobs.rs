@@ -6,7 +6,7 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use plinth_actors::decks::{Claim, IdempotencyStore, Recorded};
 use plinth_workers::slides::{
-    Artifact, AssetCheck, ExportWork, Fetched, ImageRef, SlideEnv, Start, Verdict,
+    Artifact, AssetCheck, ExportWork, Fetched, ImageRef, Results, SlideEnv, Start, Verdict, Warning,
 };
 use plinth_workers::ExpiryEnv;
 use serde_json::json;
@@ -106,9 +106,13 @@ impl SlideEnv for Env {
         job_id: &'a str,
         owner: &'a str,
         artifacts: &'a [Artifact],
+        warnings: &'a [Warning],
     ) -> Fut<'a, bool> {
         async move {
-            let list = serde_json::to_value(artifacts)?;
+            let list = serde_json::to_value(Results {
+                files: artifacts.to_vec(),
+                warnings: warnings.to_vec(),
+            })?;
             Ok(store::finish_job(&self.db, job_id, owner, "succeeded", &list, None).await?)
         }
         .boxed()

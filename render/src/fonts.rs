@@ -1,12 +1,22 @@
-//! The four DejaVu faces, embedded in the binary so every machine renders the same
-//! pixels, and their glyph advances for the layout engine.
+//! Fonts: the four DejaVu faces embedded in the binary (every machine renders Latin,
+//! Greek and Cyrillic the same), then fallback faces for every other script and for
+//! colour emoji, found in the operator's `PLINTH_FONTS_DIR` and in the system's font
+//! directories (Debian: `fonts-noto-core`, `fonts-noto-cjk`, `fonts-noto-color-emoji`).
+//!
+//! Each character is drawn in the first font that has it, in this order: the style's
+//! embedded face; then the fallback families, the operator's first, then Noto families
+//! by script, then the rest by name. Right-to-left scripts and emoji prefer a fallback
+//! family even where DejaVu has a glyph (DejaVu's Arabic and its monochrome emoji are
+//! partial), so a word never changes font half-way.
 
-use std::sync::{Arc, LazyLock};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use resvg::usvg::fontdb;
 use skrifa::{instance::LocationRef, instance::Size, MetadataProvider};
 
-/// A face of the embedded family. Bold italic has no face of its own: it uses Bold.
+/// A style of the embedded family. Bold italic has no face of its own: it uses Bold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Face {
     Regular,
@@ -31,105 +41,633 @@ impl Face {
         }
     }
 
-    /// SVG/CSS font attributes that select exactly this face from the font database.
-    pub fn family(self) -> &'static str {
-        match self {
-            Face::Mono => MONO_FAMILY,
-            _ => SANS_FAMILY,
-        }
-    }
-
-    pub fn bold(self) -> bool {
-        self == Face::Bold
-    }
-
-    pub fn italic(self) -> bool {
-        self == Face::Italic
+    /// The embedded face of this style.
+    pub fn font(self) -> FontKey {
+        FontKey(self.index() as u16)
     }
 }
 
 pub const SANS_FAMILY: &str = "DejaVu Sans";
 pub const MONO_FAMILY: &str = "DejaVu Sans Mono";
 
-/// Only the embedded faces, never system fonts; generic families point at them
-/// (usvg's defaults map `sans-serif` to Arial, which is not here).
-pub static FONT_DB: LazyLock<Arc<fontdb::Database>> = LazyLock::new(|| {
-    let mut db = fontdb::Database::new();
-    for face in Face::ALL {
-        db.load_font_data(face.bytes().to_vec());
+/// The operator's font directory (read once, at the first render).
+pub const FONTS_DIR_ENV: &str = "PLINTH_FONTS_DIR";
+/// Where the system's fonts are (Debian puts packaged fonts under the first).
+const SYSTEM_DIRS: [&str; 2] = ["/usr/share/fonts", "/usr/local/share/fonts"];
+
+/// Fallback families tried first, in this order, after the operator's own.
+const PREFERRED: &[&str] = &[
+    "Noto Sans",
+    "Noto Sans CJK JP",
+    "Noto Sans Arabic",
+    "Noto Sans Hebrew",
+    "Noto Sans Devanagari",
+    "Noto Sans Thai",
+    "Noto Color Emoji",
+    "Noto Sans Symbols",
+    "Noto Sans Symbols2",
+    "Noto Sans Math",
+];
+/// For code: monospaced families first.
+const PREFERRED_MONO: &[&str] = &["Noto Sans Mono", "Noto Sans Mono CJK JP"];
+
+/// One face of the registry: 0–3 are the embedded faces ([`Face::font`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FontKey(pub u16);
+
+pub struct Font {
+    pub family: String,
+    pub weight: u16,
+    pub italic: bool,
+    pub monospaced: bool,
+    /// From `PLINTH_FONTS_DIR`.
+    pub operator: bool,
+    id: fontdb::ID,
+    path: Option<PathBuf>,
+    embedded: Option<&'static [u8]>,
+    index: u32,
+    loaded: OnceLock<Option<Metrics>>,
+}
+
+impl Font {
+    /// The face's data and metrics, read on first use (`None`: the file went away or
+    /// does not parse).
+    pub fn metrics(&self) -> Option<&Metrics> {
+        self.loaded
+            .get_or_init(|| {
+                let bytes: &'static [u8] = match (self.embedded, &self.path) {
+                    (Some(b), _) => b,
+                    // Read whole and kept for the life of the process: only faces that
+                    // text is actually drawn in get here.
+                    (None, Some(p)) => Box::leak(std::fs::read(p).ok()?.into_boxed_slice()),
+                    (None, None) => return None,
+                };
+                Metrics::load(bytes, self.index, self.embedded.is_some())
+            })
+            .as_ref()
     }
-    db.set_sans_serif_family(SANS_FAMILY);
-    db.set_serif_family(SANS_FAMILY);
-    db.set_monospace_family(MONO_FAMILY);
-    db.set_cursive_family(SANS_FAMILY);
-    db.set_fantasy_family(SANS_FAMILY);
-    Arc::new(db)
+
+    /// Whether the face maps `c`, without reading a fallback file whole.
+    fn has(&self, db: &fontdb::Database, c: char) -> bool {
+        if let Some(m) = self.loaded.get() {
+            return m.as_ref().is_some_and(|m| m.glyph(c).is_some());
+        }
+        db.with_face_data(self.id, |data, index| {
+            skrifa::FontRef::from_index(data, index)
+                .ok()
+                .and_then(|f| f.charmap().map(c))
+                .is_some()
+        })
+        .unwrap_or(false)
+    }
+}
+
+pub struct Registry {
+    /// Every face, for usvg (the PNG path resolves the same families).
+    pub db: Arc<fontdb::Database>,
+    pub fonts: Vec<Font>,
+    /// Fallback families in order of preference, each with its faces.
+    families: Vec<(String, Vec<FontKey>)>,
+    /// The same, monospaced families first (for code).
+    mono_families: Vec<usize>,
+    picks: Mutex<HashMap<(Face, char, Pref), Option<FontKey>>>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Pref {
+    Primary,
+    Fallback,
+    Emoji,
+}
+
+pub static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
+    let dir = std::env::var_os(FONTS_DIR_ENV)
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from);
+    Registry::load(dir.as_deref(), &SYSTEM_DIRS.map(Path::new))
 });
 
-/// Advances in em, precomputed for the Basic Multilingual Plane: layout measures
-/// every character, and a table lookup keeps that off the profile.
+/// The process's font database, as usvg wants it.
+pub static FONT_DB: LazyLock<Arc<fontdb::Database>> = LazyLock::new(|| REGISTRY.db.clone());
+
+impl Registry {
+    pub fn load(operator_dir: Option<&Path>, system_dirs: &[&Path]) -> Registry {
+        let mut db = fontdb::Database::new();
+        for face in Face::ALL {
+            db.load_font_data(face.bytes().to_vec());
+        }
+        let embedded: Vec<fontdb::ID> = db.faces().map(|f| f.id).collect();
+        let mut operator_ids = Vec::new();
+        if let Some(dir) = operator_dir {
+            let before: Vec<fontdb::ID> = db.faces().map(|f| f.id).collect();
+            db.load_fonts_dir(dir);
+            operator_ids = db
+                .faces()
+                .map(|f| f.id)
+                .filter(|id| !before.contains(id))
+                .collect();
+        }
+        for dir in system_dirs {
+            db.load_fonts_dir(dir);
+        }
+        // Copies of the embedded families elsewhere would make the same name mean two
+        // files (and the PNG and PDF could draw different versions).
+        let shadowing: Vec<fontdb::ID> = db
+            .faces()
+            .filter(|f| !embedded.contains(&f.id))
+            .filter(|f| {
+                f.families
+                    .iter()
+                    .any(|(n, _)| n == SANS_FAMILY || n == MONO_FAMILY)
+            })
+            .map(|f| f.id)
+            .collect();
+        for id in shadowing {
+            db.remove_face(id);
+        }
+        db.set_sans_serif_family(SANS_FAMILY);
+        db.set_serif_family(SANS_FAMILY);
+        db.set_monospace_family(MONO_FAMILY);
+        db.set_cursive_family(SANS_FAMILY);
+        db.set_fantasy_family(SANS_FAMILY);
+
+        let mut fonts = Vec::new();
+        for (i, face) in Face::ALL.iter().enumerate() {
+            let info = db.face(embedded[i]).expect("embedded face loaded");
+            fonts.push(Font {
+                family: info.families[0].0.clone(),
+                weight: info.weight.0,
+                italic: info.style != fontdb::Style::Normal,
+                monospaced: info.monospaced,
+                operator: false,
+                id: info.id,
+                path: None,
+                embedded: Some(face.bytes()),
+                index: 0,
+                loaded: OnceLock::new(),
+            });
+        }
+        for info in db.faces().filter(|f| !embedded.contains(&f.id)) {
+            let path = match &info.source {
+                fontdb::Source::File(p) | fontdb::Source::SharedFile(p, _) => p.clone(),
+                fontdb::Source::Binary(_) => continue,
+            };
+            fonts.push(Font {
+                family: info.families[0].0.clone(),
+                weight: info.weight.0,
+                italic: info.style != fontdb::Style::Normal,
+                monospaced: info.monospaced,
+                operator: operator_ids.contains(&info.id),
+                id: info.id,
+                path: Some(path),
+                embedded: None,
+                index: info.index,
+                loaded: OnceLock::new(),
+            });
+        }
+
+        // Families by preference: operator's, the preferred list, the rest by name.
+        let mut by_family: HashMap<&str, Vec<FontKey>> = HashMap::new();
+        for (i, f) in fonts.iter().enumerate().skip(Face::ALL.len()) {
+            by_family
+                .entry(f.family.as_str())
+                .or_default()
+                .push(FontKey(i as u16));
+        }
+        let rank = |name: &str, keys: &[FontKey]| {
+            let operator = keys.iter().any(|k| fonts[k.0 as usize].operator);
+            let preferred = PREFERRED
+                .iter()
+                .position(|p| *p == name)
+                .unwrap_or(PREFERRED.len());
+            (!operator, preferred, name.to_owned())
+        };
+        let mut families: Vec<(String, Vec<FontKey>)> = by_family
+            .into_iter()
+            .map(|(n, k)| (n.to_owned(), k))
+            .collect();
+        families.sort_by_cached_key(|(n, k)| rank(n, k));
+        let mut mono_families: Vec<usize> = (0..families.len()).collect();
+        mono_families.sort_by_key(|&i| {
+            let (name, keys) = &families[i];
+            let mono = keys.iter().any(|k| fonts[k.0 as usize].monospaced)
+                || PREFERRED_MONO.contains(&name.as_str());
+            let preferred = PREFERRED_MONO
+                .iter()
+                .position(|p| *p == name)
+                .unwrap_or(PREFERRED_MONO.len());
+            (!mono, preferred, i)
+        });
+        Registry {
+            db: Arc::new(db),
+            fonts,
+            families,
+            mono_families,
+            picks: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn font(&self, key: FontKey) -> &Font {
+        &self.fonts[key.0 as usize]
+    }
+
+    /// The face's metrics; the embedded faces always load.
+    pub fn metrics(&self, key: FontKey) -> &Metrics {
+        match self.font(key).metrics() {
+            Some(m) => m,
+            None => self
+                .font(FontKey(0))
+                .metrics()
+                .expect("embedded font parses"),
+        }
+    }
+
+    /// Fallback family names in the order they are tried.
+    #[cfg(test)]
+    pub fn family_names(&self) -> Vec<&str> {
+        self.families.iter().map(|(n, _)| n.as_str()).collect()
+    }
+
+    /// Embedded families, then fallbacks in the order they are tried.
+    pub fn families(&self) -> Vec<crate::FontFamily> {
+        let styles = |keys: &[FontKey]| {
+            let mut s: Vec<&'static str> = Vec::new();
+            for k in keys {
+                let f = self.font(*k);
+                let style = match (f.weight >= 600, f.italic) {
+                    (_, true) => "italic",
+                    (true, false) => "bold",
+                    (false, false) => "regular",
+                };
+                if !s.contains(&style) {
+                    s.push(style);
+                }
+            }
+            s.sort_by_key(|s| ["regular", "bold", "italic"].iter().position(|x| x == s));
+            s
+        };
+        let mut out = vec![
+            crate::FontFamily {
+                family: SANS_FAMILY.into(),
+                role: "text",
+                source: "bundled",
+                styles: vec!["regular", "bold", "italic"],
+            },
+            crate::FontFamily {
+                family: MONO_FAMILY.into(),
+                role: "code",
+                source: "bundled",
+                styles: vec!["regular"],
+            },
+        ];
+        for (name, keys) in &self.families {
+            out.push(crate::FontFamily {
+                family: name.clone(),
+                role: "fallback",
+                source: if keys.iter().any(|k| self.font(*k).operator) {
+                    "operator"
+                } else {
+                    "system"
+                },
+                styles: styles(keys),
+            });
+        }
+        out
+    }
+
+    /// The font that draws `c` in `face`; `None` when no font has it. `prev` is the
+    /// font of the character before: joiners, variation selectors and spaces stay in
+    /// it, so a run of one script is not cut at every space.
+    pub fn pick(&self, face: Face, c: char, prev: Option<FontKey>) -> Option<FontKey> {
+        self.pick_in(face, c, prev, None)
+    }
+
+    /// As [`Registry::pick`], knowing the next character: U+FE0F after a character
+    /// asks for its emoji form.
+    pub fn pick_in(
+        &self,
+        face: Face,
+        c: char,
+        prev: Option<FontKey>,
+        next: Option<char>,
+    ) -> Option<FontKey> {
+        let primary = face.font();
+        if let Some(p) = prev.filter(|&p| p != primary) {
+            let joins = ignorable(c)
+                || is_mark(c)
+                // Spaces stay in a script's font, not in an emoji font's wide space.
+                || c == ' ' && self.font(p).metrics().is_some_and(|m| !m.bitmap);
+            if joins && (ignorable(c) || self.font(p).has(&self.db, c)) {
+                return Some(p);
+            }
+        }
+        let pref = if emoji_presentation(c) || next == Some('\u{fe0f}') && !c.is_ascii() {
+            Pref::Emoji
+        } else if rtl(c) {
+            Pref::Fallback
+        } else {
+            Pref::Primary
+        };
+        if pref == Pref::Primary && self.metrics(primary).glyph(c).is_some() {
+            return Some(primary);
+        }
+        if ignorable(c) {
+            return Some(prev.unwrap_or(primary));
+        }
+        let key = (face, c, pref);
+        if let Some(hit) = self.picks.lock().ok().and_then(|m| m.get(&key).copied()) {
+            return hit;
+        }
+        let found = self.search(face, c, pref);
+        if let Ok(mut m) = self.picks.lock() {
+            m.insert(key, found);
+        }
+        found
+    }
+
+    fn search(&self, face: Face, c: char, pref: Pref) -> Option<FontKey> {
+        let order: Box<dyn Iterator<Item = usize>> = if face == Face::Mono {
+            Box::new(self.mono_families.iter().copied())
+        } else {
+            Box::new(0..self.families.len())
+        };
+        let order: Vec<usize> = order.collect();
+        let emoji_first = order
+            .iter()
+            .copied()
+            .filter(|&i| pref == Pref::Emoji && self.families[i].0.contains("Emoji"));
+        let rest = order.iter().copied();
+        for i in emoji_first.chain(rest) {
+            let (_, keys) = &self.families[i];
+            let Some(best) = self.style_match(keys, face) else {
+                continue;
+            };
+            // Coverage is checked on the family's regular face (bold faces of one
+            // family cover the same characters), then on the chosen one.
+            if self.font(best).has(&self.db, c) && self.font(best).metrics().is_some() {
+                return Some(best);
+            }
+        }
+        let primary = face.font();
+        self.metrics(primary).glyph(c).map(|_| primary)
+    }
+
+    /// The family's face closest to the style: weight 700 for bold, 400 otherwise; an
+    /// italic face for italic when the family has one.
+    fn style_match(&self, keys: &[FontKey], face: Face) -> Option<FontKey> {
+        let want_weight: i32 = if face == Face::Bold { 700 } else { 400 };
+        let want_italic = face == Face::Italic;
+        keys.iter().copied().min_by_key(|k| {
+            let f = self.font(*k);
+            (
+                f.italic != want_italic,
+                (f.weight as i32 - want_weight).abs(),
+                k.0,
+            )
+        })
+    }
+}
+
+pub fn registry() -> &'static Registry {
+    &REGISTRY
+}
+
+/// Right-to-left scripts: Hebrew, Arabic, Syriac, Thaana, N'Ko and their presentation
+/// forms.
+pub fn rtl(c: char) -> bool {
+    matches!(c as u32, 0x0590..=0x08ff | 0xfb1d..=0xfdff | 0xfe70..=0xfefe | 0x10800..=0x10fff | 0x1e800..=0x1efff)
+}
+
+/// Characters shown as colour emoji by default (Unicode's Emoji_Presentation, in
+/// ranges), and the regional indicators that make flags.
+pub fn emoji_presentation(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x1f000..=0x1faff
+            | 0x231a..=0x231b
+            | 0x23e9..=0x23ec
+            | 0x23f0
+            | 0x23f3
+            | 0x25fd..=0x25fe
+            | 0x2614..=0x2615
+            | 0x2648..=0x2653
+            | 0x267f
+            | 0x2693
+            | 0x26a1
+            | 0x26aa..=0x26ab
+            | 0x26bd..=0x26be
+            | 0x26c4..=0x26c5
+            | 0x26ce
+            | 0x26d4
+            | 0x26ea
+            | 0x26f2..=0x26f3
+            | 0x26f5
+            | 0x26fa
+            | 0x26fd
+            | 0x2705
+            | 0x270a..=0x270b
+            | 0x2728
+            | 0x274c
+            | 0x274e
+            | 0x2753..=0x2755
+            | 0x2757
+            | 0x2795..=0x2797
+            | 0x27b0
+            | 0x27bf
+            | 0x2b1b..=0x2b1c
+            | 0x2b50
+            | 0x2b55
+    )
+}
+
+/// Characters that draw nothing and need no glyph of their own: joiners, variation
+/// selectors and other default-ignorable code points.
+pub fn ignorable(c: char) -> bool {
+    (c.is_control() && c != '\n')
+        || matches!(c as u32, 0x200b..=0x200f | 0x2060..=0x206f | 0xfe00..=0xfe0f | 0xfeff | 0xe0000..=0xe0fff)
+}
+
+/// Combining marks of the scripts that use them most (they belong with their base).
+fn is_mark(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x0300..=0x036f
+            | 0x0591..=0x05c7
+            | 0x0610..=0x061a
+            | 0x064b..=0x065f
+            | 0x0670
+            | 0x06d6..=0x06ed
+            | 0x0900..=0x0903
+            | 0x093a..=0x094f
+            | 0x0951..=0x0957
+            | 0x0962..=0x0963
+            | 0x0e31
+            | 0x0e34..=0x0e3a
+            | 0x0e47..=0x0e4e
+            | 0x1f3fb..=0x1f3ff
+    )
+}
+
+/// Advances in em; for the embedded faces precomputed for the Basic Multilingual
+/// Plane (layout measures every character, and a table lookup keeps that off the
+/// profile).
 pub struct Metrics {
     pub ascent: f32,
     pub descent: f32,
-    bmp: Vec<f32>,
-    font: skrifa::FontRef<'static>,
-    upem: f32,
+    pub upem: f32,
+    pub bytes: &'static [u8],
+    pub index: u32,
+    /// Colour bitmap glyphs (CBDT/sbix) and no outlines: drawn as images in PDF.
+    pub bitmap: bool,
+    bmp: Option<Vec<f32>>,
+    charmap: skrifa::charmap::Charmap<'static>,
+    glyphs: skrifa::metrics::GlyphMetrics<'static>,
+    shaper: harfrust::ShaperData,
 }
 
 impl Metrics {
-    fn load(face: Face) -> Metrics {
-        let font = skrifa::FontRef::new(face.bytes()).expect("embedded font parses");
+    fn load(bytes: &'static [u8], index: u32, table: bool) -> Option<Metrics> {
+        let font = skrifa::FontRef::from_index(bytes, index).ok()?;
         let m = font.metrics(Size::unscaled(), LocationRef::default());
         let upem = m.units_per_em as f32;
-        let mut bmp = vec![0.0; 0x1_0000];
+        if upem <= 0.0 {
+            return None;
+        }
         let charmap = font.charmap();
         let glyphs = font.glyph_metrics(Size::unscaled(), LocationRef::default());
-        let notdef = glyphs.advance_width(skrifa::GlyphId::new(0)).unwrap_or(0.0) / upem;
-        for (cp, slot) in bmp.iter_mut().enumerate() {
-            *slot = match char::from_u32(cp as u32).and_then(|c| charmap.map(c)) {
-                Some(gid) => glyphs.advance_width(gid).unwrap_or(0.0) / upem,
-                None => notdef,
-            };
-        }
-        Metrics {
+        let bmp = table.then(|| {
+            let notdef = glyphs.advance_width(skrifa::GlyphId::new(0)).unwrap_or(0.0) / upem;
+            (0..0x1_0000u32)
+                .map(|cp| match char::from_u32(cp).and_then(|c| charmap.map(c)) {
+                    Some(gid) => glyphs.advance_width(gid).unwrap_or(0.0) / upem,
+                    None => notdef,
+                })
+                .collect()
+        });
+        let tag = |t: &[u8; 4]| font.table_data(skrifa::Tag::new(t)).is_some();
+        let bitmap = (tag(b"CBDT") || tag(b"sbix")) && !tag(b"glyf") && !tag(b"CFF ");
+        let hr = harfrust::FontRef::from_index(bytes, index).ok()?;
+        Some(Metrics {
             ascent: m.ascent / upem,
             descent: -m.descent / upem,
-            bmp,
-            font,
             upem,
-        }
+            bytes,
+            index,
+            bitmap,
+            bmp,
+            charmap,
+            glyphs,
+            shaper: harfrust::ShaperData::new(&hr),
+        })
     }
 
     /// Advance of one character in em (the .notdef advance when the face lacks it).
     pub fn advance(&self, c: char) -> f32 {
-        match self.bmp.get(c as usize) {
-            Some(a) => *a,
-            None => {
-                let glyphs = self
-                    .font
-                    .glyph_metrics(Size::unscaled(), LocationRef::default());
-                let gid = self
-                    .font
-                    .charmap()
-                    .map(c)
-                    .unwrap_or(skrifa::GlyphId::new(0));
-                glyphs.advance_width(gid).unwrap_or(0.0) / self.upem
-            }
+        if let Some(a) = self.bmp.as_ref().and_then(|t| t.get(c as usize)) {
+            return *a;
         }
+        let gid = self.charmap.map(c).unwrap_or(skrifa::GlyphId::new(0));
+        self.glyph_advance(gid.to_u32() as u16)
     }
 
+    pub fn glyph_advance(&self, gid: u16) -> f32 {
+        self.glyphs
+            .advance_width(skrifa::GlyphId::new(gid as u32))
+            .unwrap_or(0.0)
+            / self.upem
+    }
+
+    #[cfg(test)]
     pub fn width(&self, text: &str) -> f32 {
         text.chars().map(|c| self.advance(c)).sum()
     }
 
-    /// The face's glyph for `c`, if it has one (used to pick glyphs when subsetting).
+    /// The face's glyph for `c`, if it has one.
     pub fn glyph(&self, c: char) -> Option<u16> {
-        self.font.charmap().map(c).map(|g| g.to_u32() as u16)
+        self.charmap.map(c).map(|g| g.to_u32() as u16)
+    }
+
+    pub fn skrifa(&self) -> Option<skrifa::FontRef<'static>> {
+        skrifa::FontRef::from_index(self.bytes, self.index).ok()
+    }
+
+    /// Shapes one run: glyphs in visual order (right-to-left parts reversed, as usvg
+    /// does for the PNG), advances and offsets in em, and where each glyph's cluster
+    /// starts in the text (what the PDF's text layer maps it back to). Kerning is off, as in
+    /// the rest of the layout.
+    pub fn shape(&self, text: &str) -> Vec<Shaped> {
+        use harfrust::{Direction, Feature, ShapeOptions, Tag, UnicodeBuffer};
+        let mut out = Vec::new();
+        let Ok(font) = harfrust::FontRef::from_index(self.bytes, self.index) else {
+            return out;
+        };
+        let shaper = self.shaper.shaper(&font).build();
+        let features = [Feature::new(Tag::new(b"kern"), 0, ..)];
+        let bidi = unicode_bidi::BidiInfo::new(text, Some(unicode_bidi::Level::ltr()));
+        for para in &bidi.paragraphs {
+            let (levels, runs) = bidi.visual_runs(para, para.range.clone());
+            for run in runs {
+                let sub = &text[run.clone()];
+                if sub.is_empty() {
+                    continue;
+                }
+                let mut buffer = UnicodeBuffer::new();
+                buffer.push_str(sub);
+                buffer.set_direction(if levels[run.start].is_ltr() {
+                    Direction::LeftToRight
+                } else {
+                    Direction::RightToLeft
+                });
+                buffer.guess_segment_properties();
+                let output = shaper.shape(buffer, ShapeOptions::new().features(&features));
+                let infos = output.glyph_infos();
+                let positions = output.glyph_positions();
+                for (info, pos) in infos.iter().zip(positions) {
+                    let start = info.cluster as usize;
+                    out.push(Shaped {
+                        gid: info.glyph_id as u16,
+                        byte: run.start + start,
+                        advance: pos.x_advance as f32 / self.upem,
+                        dx: pos.x_offset as f32 / self.upem,
+                        dy: pos.y_offset as f32 / self.upem,
+                    });
+                }
+            }
+        }
+        out
     }
 }
 
-static METRICS: LazyLock<[Metrics; 4]> = LazyLock::new(|| Face::ALL.map(Metrics::load));
+/// One shaped glyph; lengths in em.
+#[derive(Debug, Clone)]
+pub struct Shaped {
+    pub gid: u16,
+    /// Where its cluster starts in the shaped text (bytes).
+    pub byte: usize,
+    pub advance: f32,
+    pub dx: f32,
+    pub dy: f32,
+}
 
+/// Whether a run needs shaping: anything beyond the simple alphabets (Latin, Greek,
+/// Cyrillic, Armenian) may join, reorder, or stack marks.
+pub fn needs_shaping(text: &str) -> bool {
+    text.chars().any(|c| c as u32 >= 0x0590)
+}
+
+/// The embedded face's metrics.
 pub fn metrics(face: Face) -> &'static Metrics {
-    &METRICS[face.index()]
+    REGISTRY.metrics(face.font())
+}
+
+/// Metrics of any face of the registry.
+pub fn font_metrics(key: FontKey) -> &'static Metrics {
+    REGISTRY.metrics(key)
+}
+
+/// The advance of `c` in em in the font that draws it for `face`.
+pub fn advance(face: Face, c: char) -> f32 {
+    let r = &*REGISTRY;
+    let key = r.pick(face, c, None).unwrap_or(face.font());
+    r.metrics(key).advance(c)
 }

@@ -14,7 +14,7 @@ use crate::image::format_of;
 use crate::layout::{palette, slide_palette};
 use crate::{visible, Image, Images};
 
-pub fn render(deck: &Deck, images: &Images) -> String {
+pub fn render(deck: &Deck, images: &Images, options: crate::Options) -> String {
     let pal = palette(deck.theme);
     let title = deck.title.as_deref().unwrap_or("Slides");
     let mut out = String::with_capacity(16 * 1024);
@@ -72,6 +72,17 @@ hr {{ width: 100%; border: 0; height: calc(3 * var(--u)); background: var(--mute
 a {{ color: var(--accent); }}
 img.inline {{ height: 1em; vertical-align: -0.15em; margin: 0 .08em; }}
 .missing {{ flex: 0 0 auto; padding: calc(30 * var(--u)); background: var(--code-bg); color: var(--muted); font-style: italic; border-radius: calc(12 * var(--u)); }}
+aside.notes {{ display: none; }}
+body.presenter {{ background: #0b0d10; color: #e8ebef; font-family: "DejaVu Sans", Verdana, sans-serif; }}
+body.presenter main {{ display: grid; grid-template-columns: 60vw 36vw; grid-template-rows: auto 1fr; gap: 2vh 2vw; padding: 2vh 1vw; height: 96vh; box-sizing: border-box; align-items: start; }}
+body.presenter section.slide {{ display: none; }}
+body.presenter section.slide.current {{ display: block; grid-column: 1; grid-row: 1 / span 2; width: 60vw; }}
+body.presenter section.slide.next {{ display: block; grid-column: 2; grid-row: 1; width: 36vw; opacity: .85; }}
+#presenter {{ display: none; }}
+body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; grid-column: 2; grid-row: 2; min-height: 0; }}
+#presenter .bar {{ display: flex; justify-content: space-between; font-size: 3vh; font-variant-numeric: tabular-nums; }}
+#presenter .timer {{ cursor: pointer; }}
+#presenter .notes-text {{ flex: 1; overflow: auto; font-size: 2.6vh; line-height: 1.45; white-space: pre-wrap; }}
 @media print {{ html {{ background: none; }} main {{ padding: 0; gap: 0; }} section.slide {{ width: 100vw; box-shadow: none; break-after: page; }} }}
 </style>
 </head>
@@ -177,12 +188,27 @@ img.inline {{ height: 1em; vertical-align: -0.15em; margin: 0 .08em; }}
         if slide.paginate.unwrap_or(deck.paginate) {
             let _ = writeln!(out, "<span class=\"page-number\">{}</span>", i + 1);
         }
+        if options.notes {
+            if let Some(notes) = slide.notes.as_deref().filter(|n| !n.trim().is_empty()) {
+                out.push_str("<aside class=\"notes\">");
+                escape_into(&mut out, notes);
+                out.push_str("</aside>\n");
+            }
+        }
         out.push_str("</section>\n");
+    }
+    if options.notes {
+        // The presenter view: this slide, the next, its notes, a timer (click resets).
+        out.push_str(
+            "<div id=\"presenter\" aria-label=\"Presenter view\"><div class=\"bar\">\
+             <span class=\"position\"></span><span class=\"timer\" title=\"Click to restart\">00:00</span>\
+             </div><div class=\"notes-text\"></div></div>\n",
+        );
     }
 
     // Arrow keys, Page Up/Down and space move a slide at a time; scrolling snaps too.
     out.push_str(
-        r#"</main>
+        r##"</main>
 <script>
 (function () {
   var slides = Array.prototype.slice.call(document.querySelectorAll("section.slide"));
@@ -194,12 +220,41 @@ img.inline {{ height: 1em; vertical-align: -0.15em; margin: 0 .08em; }}
     });
     return best;
   }
+  var panel = document.getElementById("presenter"), at = 0, started = Date.now();
+  function presenting() { return document.body.classList.contains("presenter"); }
+  function show(i) {
+    at = Math.max(0, Math.min(slides.length - 1, i));
+    slides.forEach(function (s, k) {
+      s.classList.toggle("current", k === at);
+      s.classList.toggle("next", k === at + 1);
+    });
+    var notes = slides[at].querySelector("aside.notes");
+    panel.querySelector(".notes-text").textContent = notes ? notes.textContent : "";
+    panel.querySelector(".position").textContent = "Slide " + (at + 1) + " of " + slides.length;
+  }
+  function present(on) {
+    if (!panel) return;
+    document.body.classList.toggle("presenter", on);
+    if (on) { started = Date.now(); show(current()); }
+    else slides[at].scrollIntoView({ block: "center" });
+  }
+  if (panel) {
+    setInterval(function () {
+      var s = Math.floor((Date.now() - started) / 1000);
+      panel.querySelector(".timer").textContent =
+        String(Math.floor(s / 60)).padStart(2, "0") + ":" + String(s % 60).padStart(2, "0");
+    }, 500);
+    panel.querySelector(".timer").addEventListener("click", function () { started = Date.now(); });
+    if (location.hash === "#presenter") present(true);
+  }
   document.addEventListener("keydown", function (e) {
+    if (panel && (e.key === "p" || e.key === "P")) { present(!presenting()); return; }
     var step = { ArrowDown: 1, ArrowRight: 1, PageDown: 1, " ": 1, ArrowUp: -1, ArrowLeft: -1, PageUp: -1 }[e.key];
     if (e.key === "Home") step = -slides.length;
     if (e.key === "End") step = slides.length;
     if (!step) return;
     e.preventDefault();
+    if (presenting()) { show(at + step); return; }
     var next = Math.max(0, Math.min(slides.length - 1, current() + step));
     slides[next].scrollIntoView({ behavior: "smooth", block: "center" });
   });
@@ -207,7 +262,7 @@ img.inline {{ height: 1em; vertical-align: -0.15em; margin: 0 .08em; }}
 </script>
 </body>
 </html>
-"#,
+"##,
     );
     out
 }

@@ -197,7 +197,7 @@ fn parse_svg_checked(bytes: &[u8]) -> Result<usvg::Tree, String> {
     Ok(tree)
 }
 
-/// Options for every SVG parse: embedded fonts only and no file access. `<image>`
+/// Options for every SVG parse: the renderer's fonts ([`crate::fonts`]) and no file access. `<image>`
 /// references other than data: URLs resolve to nothing (and are reported through
 /// `external` when given); embedded raster images larger than the upload limits are
 /// dropped before anything decodes them.

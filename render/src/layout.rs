@@ -14,7 +14,7 @@ use plinth_slides::{
     Layout, Slide,
 };
 
-use crate::fonts::{metrics, Face};
+use crate::fonts::{self, font_metrics, metrics, Face, FontKey};
 use crate::highlight;
 use crate::Size;
 
@@ -34,12 +34,14 @@ pub enum Item {
         r: f32,
         fill: Color,
     },
-    /// One run of text in one face; `y` is the baseline.
+    /// One run of text in one font; `y` is the baseline. `face` is the style asked
+    /// for, `font` the face that draws it (the style's own, or a fallback).
     Text {
         x: f32,
         y: f32,
         size: f32,
         face: Face,
+        font: FontKey,
         fill: Color,
         text: String,
     },
@@ -325,7 +327,7 @@ fn chrome(
         .map(|i| (i + 1).to_string());
     let number_w = number
         .as_ref()
-        .map_or(0.0, |n| metrics(Face::Regular).width(n) * size + size);
+        .map_or(0.0, |n| measure(n, Face::Regular, size) + size);
     for (text, baseline, max_w) in [
         (header, 50.0, w),
         (footer, CANVAS_HEIGHT - 34.0, w - number_w),
@@ -358,15 +360,16 @@ fn chrome(
         );
     }
     if let Some(n) = number {
-        let m = metrics(Face::Regular);
-        items.push(Item::Text {
-            x: right - m.width(&n) * size,
-            y: CANVAS_HEIGHT - 34.0,
+        let w = measure(&n, Face::Regular, size);
+        let (number, _) = text_items(
+            right - w,
+            CANVAS_HEIGHT - 34.0,
             size,
-            face: Face::Regular,
-            fill: pal.muted,
-            text: n,
-        });
+            Face::Regular,
+            pal.muted,
+            &n,
+        );
+        items.extend(number);
     }
 }
 
@@ -696,7 +699,6 @@ fn list(
 ) -> (Vec<Item>, f32, f32) {
     let pal = ctx.pal;
     let size = TEXT_SIZE * s * if level > 1 { 0.9 } else { 1.0 };
-    let regular = metrics(Face::Regular);
     let markers: Vec<String> = (0..items.len() as u64)
         .map(|n| {
             if ordered {
@@ -708,7 +710,7 @@ fn list(
         .collect();
     let marker_w = markers
         .iter()
-        .map(|m| regular.width(m) * size)
+        .map(|m| measure(m, Face::Regular, size))
         .fold(0.0, f32::max);
     let box_w = 0.8 * size;
     let indent = marker_w + 0.55 * size;
@@ -746,14 +748,17 @@ fn list(
                 fill: pal.accent,
             });
             if done {
-                out.push(Item::Text {
-                    x: 0.1 * size,
-                    y: top + 0.66 * size,
-                    size: 0.75 * size,
-                    face: Face::Bold,
-                    fill: pal.background,
-                    text: "✓".into(),
-                });
+                out.extend(
+                    text_items(
+                        0.1 * size,
+                        top + 0.66 * size,
+                        0.75 * size,
+                        Face::Bold,
+                        pal.background,
+                        "✓",
+                    )
+                    .0,
+                );
             } else {
                 out.push(Item::Rect {
                     x: line,
@@ -767,18 +772,21 @@ fn list(
         } else {
             let marker_x = if ordered {
                 // Numbers right-aligned so the dots line up.
-                marker_w - regular.width(&marker) * size
+                marker_w - measure(&marker, Face::Regular, size)
             } else {
                 0.0
             };
-            out.push(Item::Text {
-                x: marker_x,
-                y: y + p.first_baseline,
-                size,
-                face: Face::Regular,
-                fill: pal.accent,
-                text: marker,
-            });
+            out.extend(
+                text_items(
+                    marker_x,
+                    y + p.first_baseline,
+                    size,
+                    Face::Regular,
+                    pal.accent,
+                    &marker,
+                )
+                .0,
+            );
         }
         out.extend(p.items.into_iter().map(|it| translate(it, text_x, y)));
         y += p.height;
@@ -963,7 +971,6 @@ fn code_block(
     centered: bool,
     s: f32,
 ) -> Piece {
-    let mono = metrics(Face::Mono);
     let lines: Vec<String> = code
         .trim_end_matches(['\n', '\r'])
         .split('\n')
@@ -976,7 +983,10 @@ fn code_block(
                 runs.iter().map(|(_, t)| t.chars().count()).sum::<usize>() == l.chars().count()
             })
     });
-    let widest = lines.iter().map(|l| mono.width(l)).fold(0.0, f32::max);
+    let widest = lines
+        .iter()
+        .map(|l| measure(l, Face::Mono, 1.0))
+        .fold(0.0, f32::max);
     let pad = 26.0 * s;
     let avail = cw - 2.0 * pad;
     let mut size = CODE_SIZE * s;
@@ -1033,16 +1043,9 @@ fn code_block(
         };
         let mut x = box_x + pad;
         for (colour, t) in runs {
-            let w = mono.width(&t) * size;
+            let (run, w) = text_items(x, y, size, Face::Mono, colour, &t);
             if !t.trim().is_empty() {
-                items.push(Item::Text {
-                    x,
-                    y,
-                    size,
-                    face: Face::Mono,
-                    fill: colour,
-                    text: t,
-                });
+                items.extend(run);
             }
             x += w;
         }
@@ -1052,15 +1055,14 @@ fn code_block(
 
 /// Cuts a monospace line to `max_em` with an ellipsis.
 fn truncate(line: &str, max_em: f32) -> String {
-    let mono = metrics(Face::Mono);
-    if mono.width(line) <= max_em {
+    if measure(line, Face::Mono, 1.0) <= max_em {
         return line.to_owned();
     }
-    let budget = max_em - mono.advance('…');
+    let budget = max_em - fonts::advance(Face::Mono, '…');
     let mut out = String::new();
     let mut w = 0.0;
     for c in line.chars() {
-        w += mono.advance(c);
+        w += fonts::advance(Face::Mono, c);
         if w > budget {
             break;
         }
@@ -1106,6 +1108,7 @@ fn placeholder(alt: Option<&str>, pal: &Palette, cw: f32, s: f32) -> Piece {
 struct Glyph {
     c: char,
     face: Face,
+    font: FontKey,
     code: bool,
     strike: bool,
     /// The link the character is part of.
@@ -1123,6 +1126,7 @@ impl Glyph {
         Glyph {
             c,
             face,
+            font: face.font(),
             code: false,
             strike: false,
             link: None,
@@ -1135,11 +1139,111 @@ impl Glyph {
 }
 
 fn plain_glyphs(text: &str, face: Face, size: f32) -> Vec<Glyph> {
-    let m = metrics(face);
-    clean(text)
-        .chars()
-        .map(|c| Glyph::new(c, face, m.advance(c) * size))
-        .collect()
+    let mut out = Vec::new();
+    let mut prev = None;
+    let text = clean(text);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(font_glyph(c, chars.peek().copied(), face, size, &mut prev));
+    }
+    shape_glyphs(&mut out, size);
+    out
+}
+
+/// A character in the font that draws it (the style's face, else a fallback; the
+/// style's face when no font has it, which draws its "missing" box and is reported by
+/// [`crate::missing_glyphs`]).
+fn font_glyph(
+    c: char,
+    next: Option<char>,
+    face: Face,
+    size: f32,
+    prev: &mut Option<FontKey>,
+) -> Glyph {
+    let font = fonts::registry()
+        .pick_in(face, c, *prev, next)
+        .unwrap_or(face.font());
+    *prev = Some(font);
+    let mut g = Glyph::new(c, face, font_metrics(font).advance(c) * size);
+    g.font = font;
+    g
+}
+
+/// Text that shapes (joining scripts, marks, emoji sequences, right-to-left) gets its
+/// shaped advances: each cluster's width on its first character.
+fn shape_glyphs(glyphs: &mut [Glyph], size: f32) {
+    let mut start = 0;
+    while start < glyphs.len() {
+        let font = glyphs[start].font;
+        let mut end = start + 1;
+        while end < glyphs.len()
+            && glyphs[end].font == font
+            && glyphs[end].image.is_none()
+            && glyphs[end].c != '\n'
+        {
+            end += 1;
+        }
+        let run = &mut glyphs[start..end];
+        let text: String = run.iter().map(|g| g.c).collect();
+        if run[0].image.is_none() && fonts::needs_shaping(&text) {
+            let shaped = font_metrics(font).shape(&text);
+            let mut at = Vec::with_capacity(run.len());
+            for (i, (b, _)) in text.char_indices().enumerate() {
+                at.push((b, i));
+            }
+            for g in run.iter_mut() {
+                g.adv = 0.0;
+            }
+            for s in shaped {
+                let i = match at.binary_search_by_key(&s.byte, |&(b, _)| b) {
+                    Ok(k) => at[k].1,
+                    Err(k) => at[k.saturating_sub(1)].1,
+                };
+                run[i].adv += s.advance * size;
+            }
+        }
+        start = end;
+    }
+}
+
+/// A one-style text cut where its font changes: (font, text, width) for each piece.
+fn font_runs(text: &str, face: Face, size: f32) -> Vec<(FontKey, String, f32)> {
+    let glyphs = plain_glyphs(text, face, size);
+    let mut out: Vec<(FontKey, String, f32)> = Vec::new();
+    for g in glyphs {
+        match out.last_mut() {
+            Some((f, t, w)) if *f == g.font => {
+                t.push(g.c);
+                *w += g.adv;
+            }
+            _ => out.push((g.font, g.c.to_string(), g.adv)),
+        }
+    }
+    out
+}
+
+/// Width of a one-style text in layout units.
+fn measure(text: &str, face: Face, size: f32) -> f32 {
+    font_runs(text, face, size).iter().map(|r| r.2).sum()
+}
+
+/// A one-style text as items from `x` on its baseline `y`, and its width.
+fn text_items(x: f32, y: f32, size: f32, face: Face, fill: Color, text: &str) -> (Vec<Item>, f32) {
+    let mut items = Vec::new();
+    let mut at = x;
+    for (font, text, w) in font_runs(text, face, size) {
+        items.push(Item::Text {
+            x: at,
+            y,
+            size,
+            face,
+            font,
+            fill,
+            text,
+        });
+        at += w;
+    }
+    (items, at - x)
 }
 
 /// Glyphs of a text with inline marks: `**bold**`, `*italic*`, `~~struck~~`,
@@ -1148,6 +1252,7 @@ fn plain_glyphs(text: &str, face: Face, size: f32) -> Vec<Glyph> {
 fn marked_glyphs(text: &str, base: Face, size: f32, ctx: &Ctx) -> Vec<Glyph> {
     let mut out = Vec::new();
     let pad = 0.22 * size;
+    let mut prev = None;
     for span in spans(text) {
         let face = if span.code {
             Face::Mono
@@ -1176,7 +1281,6 @@ fn marked_glyphs(text: &str, base: Face, size: f32, ctx: &Ctx) -> Vec<Glyph> {
                 continue;
             }
         }
-        let m = metrics(face);
         let shown = if span.image.is_some() {
             format!("[{}]", span.text)
         } else {
@@ -1184,8 +1288,9 @@ fn marked_glyphs(text: &str, base: Face, size: f32, ctx: &Ctx) -> Vec<Glyph> {
         };
         let text = clean(&shown);
         let n = text.chars().count();
-        for (i, c) in text.chars().enumerate() {
-            let mut g = Glyph::new(c, face, m.advance(c) * size);
+        let chars: Vec<char> = text.chars().collect();
+        for (i, &c) in chars.iter().enumerate() {
+            let mut g = font_glyph(c, chars.get(i + 1).copied(), face, size, &mut prev);
             g.code = span.code;
             g.strike = span.strike;
             g.link = link.clone();
@@ -1196,6 +1301,7 @@ fn marked_glyphs(text: &str, base: Face, size: f32, ctx: &Ctx) -> Vec<Glyph> {
             out.push(g);
         }
     }
+    shape_glyphs(&mut out, size);
     out
 }
 
@@ -1245,6 +1351,7 @@ impl Paragraph {
         pal: &Palette,
     ) -> Paragraph {
         let lines = wrap(glyphs, max_w);
+        let levels = bidi_levels(glyphs);
         let line_h = leading * size;
         // Regular and Bold share metrics closely enough; one baseline per paragraph.
         let baseline = baseline_in_line(Face::Regular, size, line_h);
@@ -1262,28 +1369,38 @@ impl Paragraph {
                 TextAlign::Right => max_w - line_w,
             };
             let y = i as f32 * line_h + baseline;
-            // Consecutive glyphs in one face and style make one text run.
-            let key = |g: &Glyph| {
+            // Consecutive glyphs in one font and style (and one bidi level) make one
+            // text run.
+            let key = |g: usize| {
+                let gl = &glyphs[g];
                 (
-                    g.face,
-                    g.code,
-                    g.strike,
-                    g.link.as_ref().map(|l| Rc::as_ptr(l) as *const u8),
-                    g.image.is_some(),
+                    gl.face,
+                    gl.font,
+                    gl.code,
+                    gl.strike,
+                    gl.link.as_ref().map(|l| Rc::as_ptr(l) as *const u8),
+                    gl.image.is_some(),
+                    levels.get(g).copied().unwrap_or(0),
                 )
             };
+            let mut runs: Vec<(usize, usize)> = Vec::new();
             let mut start = 0;
             while start < line.len() {
-                let (g0, x0) = line[start];
-                let first = &glyphs[g0];
-                let k = key(first);
+                let k = key(line[start].0);
                 let mut end = start + 1;
-                while end < line.len() && !k.4 && key(&glyphs[line[end].0]) == k {
+                while end < line.len() && !k.5 && key(line[end].0) == k {
                     end += 1;
                 }
+                runs.push((start, end));
+                start = end;
+            }
+            let shifts = visual_shifts(&runs, line, glyphs, &levels);
+            for (r, &(start, end)) in runs.iter().enumerate() {
+                let (g0, x0) = line[start];
+                let first = &glyphs[g0];
                 let (gl, xl) = line[end - 1];
                 let run_w = xl + glyphs[gl].adv - x0;
-                let x = dx + x0;
+                let x = dx + x0 + shifts[r];
                 let color = if first.code {
                     pal.code_text
                 } else if first.link.is_some() {
@@ -1318,6 +1435,7 @@ impl Paragraph {
                         y,
                         size,
                         face: first.face,
+                        font: first.font,
                         fill: color,
                         text,
                     });
@@ -1351,7 +1469,6 @@ impl Paragraph {
                         url: url.to_string(),
                     });
                 }
-                start = end;
             }
         }
         Paragraph {
@@ -1361,6 +1478,72 @@ impl Paragraph {
             first_baseline: baseline,
         }
     }
+}
+
+/// Unicode bidi embedding level of each glyph, when the text has any right-to-left
+/// character (empty otherwise: all left to right). Paragraphs are left to right, as
+/// in the HTML export.
+fn bidi_levels(glyphs: &[Glyph]) -> Vec<u8> {
+    if !glyphs.iter().any(|g| fonts::rtl(g.c)) {
+        return Vec::new();
+    }
+    let text: String = glyphs.iter().map(|g| g.c).collect();
+    let info = unicode_bidi::BidiInfo::new(&text, Some(unicode_bidi::Level::ltr()));
+    text.char_indices()
+        .map(|(b, _)| info.levels[b].number())
+        .collect()
+}
+
+/// How far each run of a line moves so the runs stand in visual order (rule L2 of the
+/// bidi algorithm, applied to whole runs: the renderers order the characters inside
+/// a run themselves). All zero for a line without right-to-left text.
+fn visual_shifts(
+    runs: &[(usize, usize)],
+    line: &[(usize, f32)],
+    glyphs: &[Glyph],
+    levels: &[u8],
+) -> Vec<f32> {
+    let mut shifts = vec![0.0; runs.len()];
+    let level = |r: &(usize, usize)| levels.get(line[r.0].0).copied().unwrap_or(0);
+    let max = runs.iter().map(level).max().unwrap_or(0);
+    if max == 0 {
+        return shifts;
+    }
+    // Each run's extent, padding included.
+    let extent = |&(start, end): &(usize, usize)| {
+        let (g0, x0) = line[start];
+        let (gl, xl) = line[end - 1];
+        (x0 - glyphs[g0].pre, xl + glyphs[gl].adv + glyphs[gl].post)
+    };
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    let lowest_odd = runs
+        .iter()
+        .map(level)
+        .filter(|l| l % 2 == 1)
+        .min()
+        .unwrap_or(1);
+    for l in (lowest_odd..=max).rev() {
+        let mut i = 0;
+        while i < order.len() {
+            if level(&runs[order[i]]) >= l {
+                let mut j = i;
+                while j < order.len() && level(&runs[order[j]]) >= l {
+                    j += 1;
+                }
+                order[i..j].reverse();
+                i = j;
+            } else {
+                i += 1;
+            }
+        }
+    }
+    let mut at = extent(&runs[0]).0;
+    for r in order {
+        let (left, right) = extent(&runs[r]);
+        shifts[r] = at - left;
+        at += right - left;
+    }
+    shifts
 }
 
 /// Greedy word wrap: each line is a list of (glyph index, x). Spaces at the start or
@@ -1387,8 +1570,14 @@ fn wrap(glyphs: &[Glyph], max_w: f32) -> Vec<Vec<(usize, f32)>> {
                 i += 1;
             }
             _ => {
-                let end = (i..glyphs.len())
-                    .find(|&j| glyphs[j].c == ' ' || glyphs[j].c == '\n')
+                // A word ends at a space, and around each CJK character (those
+                // scripts break between any two characters).
+                let end = (i + 1..glyphs.len())
+                    .find(|&j| {
+                        matches!(glyphs[j].c, ' ' | '\n')
+                            || breaks_around(glyphs[j].c)
+                            || breaks_around(glyphs[j - 1].c)
+                    })
                     .unwrap_or(glyphs.len());
                 let word_w: f32 = glyphs[i..end].iter().map(|g| g.pre + g.adv + g.post).sum();
                 let space_w: f32 = spaces.iter().map(|&s| glyphs[s].adv).sum();
@@ -1420,6 +1609,11 @@ fn wrap(glyphs: &[Glyph], max_w: f32) -> Vec<Vec<(usize, f32)>> {
     lines
 }
 
+/// Ideographs, kana, hangul and fullwidth forms: a line may break before or after any.
+fn breaks_around(c: char) -> bool {
+    matches!(c as u32, 0x2e80..=0x303f | 0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xac00..=0xd7af | 0xf900..=0xfaff | 0xff00..=0xffef | 0x20000..=0x3ffff)
+}
+
 fn translate(item: Item, dx: f32, dy: f32) -> Item {
     match item {
         Item::Rect {
@@ -1442,6 +1636,7 @@ fn translate(item: Item, dx: f32, dy: f32) -> Item {
             y,
             size,
             face,
+            font,
             fill,
             text,
         } => Item::Text {
@@ -1449,6 +1644,7 @@ fn translate(item: Item, dx: f32, dy: f32) -> Item {
             y: y + dy,
             size,
             face,
+            font,
             fill,
             text,
         },

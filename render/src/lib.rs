@@ -2,7 +2,9 @@
 //!
 //! One layout engine ([`layout`]) places every glyph run, box and image; the SVG and
 //! PDF writers only translate its display list, so both outputs look the same. Fonts
-//! are the DejaVu faces embedded in the binary ([`fonts`]); system fonts are never used.
+//! are the DejaVu faces embedded in the binary, then fallback faces for other scripts
+//! and colour emoji from `PLINTH_FONTS_DIR` and the system's font directories
+//! ([`fonts`]); a character no font has is reported by [`missing_glyphs`].
 
 mod coverage;
 mod fonts;
@@ -19,6 +21,25 @@ use std::collections::HashMap;
 use plinth_slides::{Aspect, Deck, Slide};
 
 pub use crate::coverage::{missing_glyphs, MissingGlyphs};
+pub use crate::fonts::FONTS_DIR_ENV;
+
+/// A font family the renderer draws with, for `capabilities`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FontFamily {
+    pub family: String,
+    /// `text` or `code` for the embedded families, `fallback` for the others.
+    pub role: &'static str,
+    /// `bundled`, `operator` (from `PLINTH_FONTS_DIR`) or `system`.
+    pub source: &'static str,
+    /// `regular`, `bold`, `italic` faces it has (fallbacks: as found).
+    pub styles: Vec<&'static str>,
+}
+
+/// The families text is drawn in: the embedded ones, then the fallbacks in the order
+/// they are tried. Loads the font registry (a scan of the font directories) on first use.
+pub fn font_families() -> Vec<FontFamily> {
+    fonts::registry().families()
+}
 pub use crate::highlight::{knows as highlights_language, warm_up as warm_up_highlighting};
 pub use crate::image::{inspect_image, ImageInfo, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE};
 
@@ -100,11 +121,58 @@ pub fn deck_pdf(
     size: Size,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Vec<u8>, RenderError> {
-    pdf::render(deck, images, deck_size(deck, size), progress)
+    deck_pdf_with(deck, images, size, Options::default(), progress)
+}
+
+/// What an export carries besides the slides.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Speaker notes: in a PDF a notes page after each slide that has notes; in HTML a
+    /// presenter view (key `p` or `#presenter`: the slide, the next one, the notes and
+    /// a timer). Never set for what an audience sees.
+    pub notes: bool,
+}
+
+pub fn deck_pdf_with(
+    deck: &Deck,
+    images: &Images,
+    size: Size,
+    options: Options,
+    progress: &mut dyn FnMut(usize) -> bool,
+) -> Result<Vec<u8>, RenderError> {
+    pdf::render(deck, images, deck_size(deck, size), options, progress)
 }
 
 pub fn deck_html(deck: &Deck, images: &Images) -> String {
-    html::render(deck, images)
+    html::render(deck, images, Options::default())
+}
+
+pub fn deck_html_with(deck: &Deck, images: &Images, options: Options) -> String {
+    html::render(deck, images, options)
+}
+
+/// The page that follows a slide in a PDF with notes: "Notes · N: title" and the
+/// notes, one paragraph per blank-line-separated part, in the deck's theme.
+fn notes_slide(slide: &Slide, n: usize) -> Option<Slide> {
+    let notes = slide.notes.as_deref().filter(|n| !n.trim().is_empty())?;
+    let title = match slide.title.as_deref().map(plinth_slides::plain) {
+        Some(t) if !t.trim().is_empty() => format!("Notes · {n}: {t}"),
+        _ => format!("Notes · {n}"),
+    };
+    let blocks = notes
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| plinth_slides::Block::Text {
+            text: p.replace('\n', " "),
+        })
+        .collect();
+    Some(Slide {
+        id: format!("{}#notes", slide.id),
+        title: Some(title),
+        blocks,
+        ..Slide::default()
+    })
 }
 
 /// A zero or absurd size would make an empty pixmap or a degenerate page.

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use printpdf::Codepoint;
 use printpdf::{
     Actions, BorderArray, Color, DictItem, ExternalStream, ExternalXObject, FontId,
     ImageCompression, ImageOptimizationOptions, LinePoint, LinkAnnotation, Mm, Op, ParsedFont,
@@ -16,7 +17,7 @@ use printpdf::{
 };
 use resvg::tiny_skia;
 
-use crate::fonts::{metrics, Face};
+use crate::fonts::{font_metrics, registry, FontKey, Metrics};
 use crate::image::{decode_raster, format_of, natural_sizes, parse_svg, Format};
 use crate::layout::{self, Item};
 use crate::{visible, Image, Images, RenderError, Size};
@@ -33,31 +34,92 @@ pub fn render(
     deck: &Deck,
     images: &Images,
     size: Size,
+    options: crate::Options,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Vec<u8>, RenderError> {
     let title = deck.title.as_deref().unwrap_or("Slides");
     let mut doc = PdfDocument::new(title);
-    let font_ids: Vec<FontId> = Face::ALL
-        .iter()
-        .map(|f| FontId(format!("F{}", f.index())))
-        .collect();
-    let mut used_chars: [BTreeSet<char>; 4] = Default::default();
     // Per asset: its XObject name and the largest box it is drawn in.
     let mut placed: HashMap<String, (XObjectId, f32, f32)> = HashMap::new();
     let mut pages = Vec::new();
 
+    // First every page is laid out and its text shaped, so each font's subset (and so
+    // the glyph numbers the pages use) is known before a page is written.
+    let mut laid = Vec::new();
+    let mut used: BTreeMap<FontKey, BTreeSet<u16>> = BTreeMap::new();
+    let bare = options.notes.then(|| Deck {
+        slides: Vec::new(),
+        header: None,
+        footer: None,
+        paginate: false,
+        ..deck.clone()
+    });
+    let mut unicode: HashMap<(FontKey, u16), String> = HashMap::new();
     for (i, slide) in visible(deck).into_iter().enumerate() {
         if !progress(i) {
             return Err(RenderError::Cancelled);
         }
-        let page = layout::page(deck, slide, &natural_sizes(slide, images), size);
+        let mut pages = vec![layout::page(
+            deck,
+            slide,
+            &natural_sizes(slide, images),
+            size,
+        )];
+        // A notes page after the slide: no header, footer or page number of its own.
+        if let Some(bare) = &bare {
+            if let Some(notes) = crate::notes_slide(slide, i + 1) {
+                pages.push(layout::page(bare, &notes, &Default::default(), size));
+            }
+        }
+        for page in pages {
+            let shaped: Vec<Option<Vec<Glyph>>> = page
+                .items
+                .iter()
+                .map(|item| match item {
+                    Item::Text { font, text, .. } => {
+                        let mut glyphs = glyphs(font_metrics(*font), text);
+                        used.entry(*font)
+                            .or_default()
+                            .extend(glyphs.iter().map(|g| g.gid));
+                        // One text per glyph in the whole document: the /ToUnicode map
+                        // has one entry per glyph.
+                        for g in &mut glyphs {
+                            let t = unicode.entry((*font, g.gid)).or_default();
+                            if t.is_empty() {
+                                t.clone_from(&g.text);
+                            }
+                        }
+                        Some(glyphs)
+                    }
+                    _ => None,
+                })
+                .collect();
+            laid.push((page, shaped));
+        }
+    }
+    // Fonts drawn as images (colour emoji) are not embedded.
+    used.retain(|font, _| !font_metrics(*font).bitmap);
+    let mut renumber: HashMap<(FontKey, u16), u16> = HashMap::new();
+    for (font, gids) in &used {
+        // Glyph 0 (.notdef) first, as allsorts requires; then ascending, which is the
+        // order of the subset's glyphs.
+        let list: BTreeSet<u16> = std::iter::once(0).chain(gids.iter().copied()).collect();
+        for (new, old) in list.iter().enumerate() {
+            renumber.insert((*font, *old), new as u16);
+        }
+    }
+    let font_id = |f: FontKey| FontId(format!("F{}", f.0));
+    let mut emoji: HashMap<(FontKey, u16), Option<(XObjectId, Bitmap)>> = HashMap::new();
+
+    for (page, shaped) in laid {
         let (pw, ph) = (page.width * PT_PER_UNIT, page.height * PT_PER_UNIT);
         let y = |v: f32| ph - v * PT_PER_UNIT;
         let mut ops = vec![fill(page.background), rect(0.0, 0.0, pw, ph, 0.0)];
         let mut text_open = false;
-        let mut current_font: Option<(Face, f32)> = None;
-        for item in &page.items {
-            let is_text = matches!(item, Item::Text { .. } | Item::Link { .. });
+        let mut current_font: Option<(FontKey, f32)> = None;
+        for (item, shaped) in page.items.iter().zip(shaped) {
+            let bitmap_text = matches!(item, Item::Text { font, .. } if font_metrics(*font).bitmap);
+            let is_text = matches!(item, Item::Text { .. } | Item::Link { .. }) && !bitmap_text;
             if text_open && !is_text {
                 ops.push(Op::EndTextSection);
                 text_open = false;
@@ -84,9 +146,45 @@ pub fn render(
                     x,
                     y: baseline,
                     size,
-                    face,
+                    font,
+                    ..
+                } if bitmap_text => {
+                    // Colour glyphs: each its bitmap, placed as usvg places it in the PNG.
+                    let m = font_metrics(*font);
+                    let mut pen = *x;
+                    for g in shaped.iter().flatten() {
+                        let n = emoji.len();
+                        let entry = emoji.entry((*font, g.gid)).or_insert_with(|| {
+                            bitmap(m, g.gid).map(|b| (XObjectId(format!("Em{n}")), b))
+                        });
+                        if let Some((id, b)) = entry {
+                            let s = size / b.ppem;
+                            let (w, h) = (b.width as f32 * s, b.height as f32 * s);
+                            let left = pen + g.dx * size + b.x * s;
+                            let top = baseline - g.dy * size - b.y * s;
+                            ops.push(Op::UseXobject {
+                                id: id.clone(),
+                                transform: XObjectTransform {
+                                    translate_x: Some(Pt(left * PT_PER_UNIT)),
+                                    translate_y: Some(Pt(y(top + h))),
+                                    rotate: None,
+                                    scale_x: Some(w * PT_PER_UNIT),
+                                    scale_y: Some(h * PT_PER_UNIT),
+                                    dpi: None,
+                                    no_auto_scale: true,
+                                },
+                            });
+                        }
+                        pen += g.advance * size;
+                    }
+                }
+                Item::Text {
+                    x,
+                    y: baseline,
+                    size,
+                    font,
                     fill: c,
-                    text,
+                    ..
                 } => {
                     if !text_open {
                         ops.push(Op::StartTextSection);
@@ -94,21 +192,28 @@ pub fn render(
                         current_font = None;
                     }
                     let pt = size * PT_PER_UNIT;
-                    if current_font != Some((*face, pt)) {
+                    if current_font != Some((*font, pt)) {
                         ops.push(Op::SetFont {
-                            font: PdfFontHandle::External(font_ids[face.index()].clone()),
+                            font: PdfFontHandle::External(font_id(*font)),
                             size: Pt(pt),
                         });
-                        current_font = Some((*face, pt));
+                        current_font = Some((*font, pt));
                     }
                     ops.push(fill(*c));
-                    ops.push(Op::SetTextMatrix {
-                        matrix: TextMatrix::Translate(Pt(x * PT_PER_UNIT), Pt(y(*baseline))),
-                    });
-                    ops.push(Op::ShowText {
-                        items: vec![TextItem::Text(text.clone())],
-                    });
-                    used_chars[face.index()].extend(text.chars());
+                    let m = font_metrics(*font);
+                    let glyphs = shaped.unwrap_or_default();
+                    show(
+                        &mut ops,
+                        m,
+                        &glyphs,
+                        (*font, &renumber, &unicode),
+                        |gx, dy| {
+                            (
+                                Pt((x + gx * size) * PT_PER_UNIT),
+                                Pt(y(baseline - dy * size)),
+                            )
+                        },
+                    );
                 }
                 Item::Link {
                     x,
@@ -186,16 +291,27 @@ pub fn render(
         pages.push(PdfPage::new(Mm::from(Pt(pw)), Mm::from(Pt(ph)), ops));
     }
 
-    for face in Face::ALL {
-        let chars = &used_chars[face.index()];
-        if chars.is_empty() {
-            continue;
-        }
-        let font = subset_font(face, chars)?;
+    for (font, gids) in &used {
+        let subset = subset_font(*font, gids)?;
         doc.resources
             .fonts
             .map
-            .insert(font_ids[face.index()].clone(), PdfFont::new(font));
+            .insert(font_id(*font), PdfFont::new(subset));
+    }
+    let mut emoji: Vec<_> = emoji.into_values().flatten().collect();
+    emoji.sort_by(|a, b| a.0 .0.cmp(&b.0 .0));
+    for (id, b) in emoji {
+        let mut warnings = Vec::new();
+        match RawImage::decode_from_bytes(&b.png, &mut warnings) {
+            Ok(img) => {
+                doc.resources.xobjects.map.insert(id, XObject::Image(img));
+            }
+            Err(e) => {
+                return Err(RenderError::Failed(format!(
+                    "a colour glyph could not be decoded: {e}"
+                )))
+            }
+        }
     }
     // Sorted so the document comes out the same every time.
     let mut placed: Vec<_> = placed.into_iter().collect();
@@ -335,43 +451,205 @@ fn rect(x: f32, y: f32, w: f32, h: f32, r: f32) -> Op {
     }
 }
 
-/// The face cut down to the glyphs the deck uses, parsed for printpdf. The subset
-/// keeps a Unicode cmap, so printpdf maps characters to the renumbered glyphs and
-/// writes the /ToUnicode map that makes the text extractable.
-fn subset_font(face: Face, chars: &BTreeSet<char>) -> Result<ParsedFont, RenderError> {
+/// Something per glyph of a font.
+type GlyphMap<T> = HashMap<(FontKey, u16), T>;
+
+/// One glyph of a text item: its glyph id in the full font, its cluster's text, its
+/// advance and offsets in em.
+struct Glyph {
+    gid: u16,
+    text: String,
+    advance: f32,
+    dx: f32,
+    dy: f32,
+}
+
+/// A text item's glyphs: shaped when its script needs it (the same shaping the layout
+/// measured with), else one glyph per character.
+fn glyphs(m: &Metrics, text: &str) -> Vec<Glyph> {
+    if crate::fonts::needs_shaping(text) {
+        let shaped = m.shape(text);
+        // Each cluster's characters go to its glyphs: a glyph that is a character's
+        // own glyph maps back to that character (a Devanagari vowel sign drawn before
+        // its consonant, a Thai tone mark), the rest to the cluster's first glyph
+        // without one (ligatures, joined forms, emoji sequences).
+        let mut starts: Vec<usize> = shaped.iter().map(|s| s.byte).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        let mut texts = vec![String::new(); shaped.len()];
+        for (n, &b) in starts.iter().enumerate() {
+            let end = starts.get(n + 1).copied().unwrap_or(text.len());
+            let mut chars: Vec<char> = text.get(b..end).unwrap_or("").chars().collect();
+            let members: Vec<usize> = (0..shaped.len()).filter(|&k| shaped[k].byte == b).collect();
+            for &k in &members {
+                if let Some(p) = chars
+                    .iter()
+                    .position(|&c| m.glyph(c) == Some(shaped[k].gid))
+                {
+                    texts[k].push(chars.remove(p));
+                }
+            }
+            if !chars.is_empty() {
+                let k = members
+                    .iter()
+                    .copied()
+                    .find(|&k| texts[k].is_empty())
+                    .or(members.first().copied());
+                if let Some(k) = k {
+                    texts[k].extend(chars);
+                }
+            }
+        }
+        return shaped
+            .into_iter()
+            .zip(texts)
+            .map(|(s, text)| Glyph {
+                gid: s.gid,
+                text,
+                advance: s.advance,
+                dx: s.dx,
+                dy: s.dy,
+            })
+            .collect();
+    }
+    text.chars()
+        .filter(|c| !crate::fonts::ignorable(*c))
+        .map(|c| Glyph {
+            gid: m.glyph(c).unwrap_or(0),
+            text: c.to_string(),
+            advance: m.advance(c),
+            dx: 0.0,
+            dy: 0.0,
+        })
+        .collect()
+}
+
+/// Shows glyphs by their subset glyph numbers: one text-matrix move per stretch of
+/// glyphs on one baseline offset, `TJ` adjustments where shaping moved a glyph off
+/// its font advance. Each glyph carries its cluster's text for the `/ToUnicode` map,
+/// so the PDF's text extracts (and searches) as written.
+fn show(
+    ops: &mut Vec<Op>,
+    m: &Metrics,
+    glyphs: &[Glyph],
+    (font, renumber, unicode): (FontKey, &GlyphMap<u16>, &GlyphMap<String>),
+    at: impl Fn(f32, f32) -> (Pt, Pt),
+) {
+    let mut pen = 0.0;
+    let mut i = 0;
+    while i < glyphs.len() {
+        let dy = glyphs[i].dy;
+        let mut j = i;
+        let mut run = Vec::new();
+        let start = pen + glyphs[i].dx;
+        while j < glyphs.len() && glyphs[j].dy == dy {
+            let g = &glyphs[j];
+            let drawn = m.glyph_advance(g.gid);
+            let next_dx = glyphs
+                .get(j + 1)
+                .filter(|n| n.dy == dy)
+                .map_or(0.0, |n| n.dx);
+            // Where the next glyph should start, against where the font's advance
+            // would put it (TJ numbers are thousandths of an em, positive = left).
+            let correction = g.advance + next_dx - g.dx - drawn;
+            run.push(Codepoint {
+                gid: renumber.get(&(font, g.gid)).copied().unwrap_or(0),
+                offset: if correction.abs() > 1e-4 {
+                    -correction * 1000.0
+                } else {
+                    0.0
+                },
+                cid: Some(unicode.get(&(font, g.gid)).unwrap_or(&g.text).clone()),
+            });
+            pen += g.advance;
+            j += 1;
+        }
+        let (x, y) = at(start, dy);
+        ops.push(Op::SetTextMatrix {
+            matrix: TextMatrix::Translate(x, y),
+        });
+        ops.push(Op::ShowText {
+            items: vec![TextItem::GlyphIds(run)],
+        });
+        i = j;
+    }
+}
+
+/// A colour glyph's PNG and where it sits: `x`, `y` are its inner bearings in pixels
+/// of its strike (`ppem` pixels per em).
+struct Bitmap {
+    png: Vec<u8>,
+    x: f32,
+    y: f32,
+    width: u32,
+    height: u32,
+    ppem: f32,
+}
+
+fn bitmap(m: &Metrics, gid: u16) -> Option<Bitmap> {
+    use skrifa::bitmap::BitmapData;
+    use skrifa::MetadataProvider;
+    let font = m.skrifa()?;
+    let strikes = font.bitmap_strikes();
+    let g = strikes.glyph_for_size(
+        skrifa::instance::Size::unscaled(),
+        skrifa::GlyphId::new(gid as u32),
+    )?;
+    match g.data {
+        BitmapData::Png(png) if g.ppem_x > 0.0 => Some(Bitmap {
+            png: png.to_vec(),
+            x: g.inner_bearing_x,
+            y: g.inner_bearing_y,
+            width: g.width,
+            height: g.height,
+            ppem: g.ppem_x,
+        }),
+        _ => None,
+    }
+}
+
+/// The face cut down to the glyphs the deck uses (renumbered in ascending order after
+/// .notdef), parsed for printpdf. The pages show glyphs by number with their text
+/// attached, so printpdf writes the `/ToUnicode` map that makes the text extractable.
+fn subset_font(font: FontKey, gids: &BTreeSet<u16>) -> Result<ParsedFont, RenderError> {
     use allsorts::{
         binary::read::ReadScope,
         font_data::FontData,
         subset::{subset, CmapTarget, SubsetProfile},
     };
     let fail = |e: String| RenderError::Failed(format!("font subsetting failed: {e}"));
-    let m = metrics(face);
-    // Glyph 0 (.notdef) first, as allsorts requires.
-    let gids: BTreeSet<u16> = std::iter::once(0)
-        .chain(chars.iter().filter_map(|&c| m.glyph(c)))
-        .collect();
+    let m = font_metrics(font);
+    let gids: BTreeSet<u16> = std::iter::once(0).chain(gids.iter().copied()).collect();
     let gids: Vec<u16> = gids.into_iter().collect();
-    let data = ReadScope::new(face.bytes())
+    let data = ReadScope::new(m.bytes)
         .read::<FontData<'_>>()
         .map_err(|e| fail(e.to_string()))?;
-    let provider = data.table_provider(0).map_err(|e| fail(e.to_string()))?;
+    let provider = data
+        .table_provider(m.index as usize)
+        .map_err(|e| fail(e.to_string()))?;
     let bytes = subset(&provider, &gids, &SubsetProfile::Pdf, CmapTarget::Unicode)
         .map_err(|e| fail(e.to_string()))?;
     let mut warnings = Vec::new();
-    let mut font = ParsedFont::from_bytes(&bytes, 0, &mut warnings)
+    let mut parsed = ParsedFont::from_bytes(&bytes, 0, &mut warnings)
         .ok_or_else(|| fail(format!("subset does not parse: {warnings:?}")))?;
-    // The tag marks a subset font program (ISO 32000-1, 9.6.4).
-    let name = match face {
-        Face::Regular => "DejaVuSans",
-        Face::Bold => "DejaVuSans-Bold",
-        Face::Italic => "DejaVuSans-Oblique",
-        Face::Mono => "DejaVuSansMono",
+    // The tag marks a subset font program (ISO 32000-1, 9.6.4); six capitals.
+    let name: String = registry()
+        .font(font)
+        .family
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let style = match (registry().font(font).weight, registry().font(font).italic) {
+        (700.., true) => "-BoldOblique",
+        (700.., false) => "-Bold",
+        (_, true) => "-Oblique",
+        _ => "",
     };
-    font.font_name = Some(format!(
-        "PLNTH{}+{name}",
-        (b'A' + face.index() as u8) as char
-    ));
-    Ok(font)
+    let tag: String = (0..6)
+        .map(|i| (b'A' + ((font.0 as u32 / 26u32.pow(i)) % 26) as u8) as char)
+        .collect();
+    parsed.font_name = Some(format!("{tag}+{name}{style}"));
+    Ok(parsed)
 }
 
 /// An image XObject no larger than `max_px`: JPEG (grey or RGB) passes through as

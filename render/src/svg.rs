@@ -56,22 +56,36 @@ pub fn render(page: &Page, images: &Images, size: Size) -> String {
                 x,
                 y,
                 size,
-                face,
+                font,
                 fill,
                 text,
+                ..
             } => {
+                // The family, weight and style that select exactly this face from the
+                // font database (fallback names quoted: some have digits or spaces).
+                let f = crate::fonts::registry().font(*font);
                 let _ = write!(
                     out,
-                    r#"<text x="{}" y="{}" font-family="{}" font-size="{}""#,
+                    r#"<text x="{}" y="{}" font-family=""#,
                     num(*x),
-                    num(*y),
-                    face.family(),
-                    num(*size)
+                    num(*y)
                 );
-                if face.bold() {
-                    out.push_str(r#" font-weight="bold""#);
+                if font.0 < 4 {
+                    out.push_str(&f.family);
+                } else {
+                    out.push('\'');
+                    escape_into(&mut out, &f.family.replace('\'', ""));
+                    out.push('\'');
                 }
-                if face.italic() {
+                let _ = write!(out, r#"" font-size="{}""#, num(*size));
+                match f.weight {
+                    700 => out.push_str(r#" font-weight="bold""#),
+                    400 => {}
+                    w => {
+                        let _ = write!(out, r#" font-weight="{w}""#);
+                    }
+                }
+                if f.italic {
                     out.push_str(r#" font-style="oblique""#);
                 }
                 let _ = write!(out, r#" fill="{}">"#, fill.hex());

@@ -964,3 +964,179 @@ fn edge_documents_render() {
         deck_html(&deck, &images);
     }
 }
+
+/// Whether the Debian Noto fonts the fallback tests need are installed; prints why a
+/// test is skipped when they are not.
+pub(crate) fn noto_installed() -> bool {
+    let names = crate::fonts::registry().family_names();
+    let want = [
+        "Noto Sans CJK JP",
+        "Noto Sans Arabic",
+        "Noto Sans Hebrew",
+        "Noto Sans Devanagari",
+        "Noto Sans Thai",
+        "Noto Color Emoji",
+    ];
+    let absent: Vec<&str> = want
+        .iter()
+        .copied()
+        .filter(|w| !names.contains(w))
+        .collect();
+    if !absent.is_empty() {
+        eprintln!(
+            "skipped: fonts {absent:?} are not installed \
+             (apt-get install fonts-noto-cjk fonts-noto-color-emoji fonts-noto-core)"
+        );
+    }
+    absent.is_empty()
+}
+
+fn pixels(png: &[u8]) -> ::image::RgbImage {
+    ::image::load_from_memory(png).unwrap().to_rgb8()
+}
+
+/// Every script draws its own glyphs (two different characters never draw the same
+/// "missing" box), emoji in colour, and the PDF keeps the text.
+#[test]
+fn every_script_and_colour_emoji_render() {
+    if !noto_installed() {
+        return;
+    }
+    let images = Images::new();
+    let render = |text: &str| {
+        let deck = plinth_slides::parse_markdown(&format!("# {text}\n")).unwrap();
+        slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap()
+    };
+    for (a, b) in [
+        ("日本", "本日"),
+        ("مرحبا", "شكرا"),
+        ("שלום", "תודה"),
+        ("नमस्ते", "धन्यवाद"),
+        ("สวัสดี", "ขอบคุณ"),
+        ("🍎", "🚀"),
+    ] {
+        assert_ne!(
+            pixels(&render(a)),
+            pixels(&render(b)),
+            "{a} and {b} draw alike"
+        );
+    }
+    // The apple is red: colour glyphs, not a monochrome outline in the text colour.
+    let apple = pixels(&render("🍎🍎🍎"));
+    let red = apple
+        .pixels()
+        .filter(|p| p.0[0] > 180 && p.0[1] < 90 && p.0[2] < 90)
+        .count();
+    assert!(
+        red > 500,
+        "only {red} red pixels: the emoji is not in colour"
+    );
+
+    let md = "# 日本語のスライド\n\n- العربية: تصدير\n- हिन्दी और ไทย\n- Emoji 🍎\n";
+    let deck = plinth_slides::parse_markdown(md).unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    let body = String::from_utf8_lossy(&pdf);
+    for font in [
+        "NotoSansCJKJP-Bold",
+        "NotoSansArabic",
+        "NotoSansDevanagari",
+        "NotoSansThai",
+    ] {
+        assert!(body.contains(font), "{font} is not embedded");
+    }
+    // The emoji is an image in the PDF: one image XObject, no asset images here.
+    assert!(body.contains("/Subtype /Image") || body.contains("/Subtype/Image"));
+    match pdftotext(&pdf) {
+        Some(text) => {
+            // (Devanagari's vowel sign i extracts where it is drawn, before its
+            // consonant: pdftotext orders by position.)
+            for needle in ["日本語のスライド", "न्दी", "ไทย", "تصدير"] {
+                assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+            }
+        }
+        None => eprintln!(
+            "pdftotext not installed (apt-get install poppler-utils): text layer unchecked"
+        ),
+    }
+    assert!(missing_glyphs(&deck).is_empty());
+}
+
+/// Joining scripts are measured shaped (medial forms are narrower than isolated ones),
+/// and runs of a right-to-left paragraph stand in visual order.
+#[test]
+fn right_to_left_text_is_shaped_and_ordered() {
+    if !noto_installed() {
+        return;
+    }
+    let fonts = crate::fonts::registry();
+    let arabic = fonts.pick(crate::fonts::Face::Regular, 'ب', None).unwrap();
+    let m = crate::fonts::font_metrics(arabic);
+    let shaped: f32 = m.shape("ببببب").iter().map(|g| g.advance).sum();
+    assert!(
+        shaped < m.width("ببببب") * 0.9,
+        "{shaped} vs {}",
+        m.width("ببببب")
+    );
+
+    let deck = plinth_slides::parse_markdown("# T\n\nשלום 2026 עולם\n").unwrap();
+    let page = layout::page(&deck, &deck.slides[0], &Default::default(), Size::default());
+    let x_of = |needle: &str| {
+        page.items
+            .iter()
+            .find_map(|i| match i {
+                layout::Item::Text { x, text, .. } if text.contains(needle) => Some(*x),
+                _ => None,
+            })
+            .unwrap()
+    };
+    // A number between two Hebrew words: the run of three reads right to left, so
+    // the second word stands left of the number and the first right of it.
+    assert!(x_of("עולם") < x_of("2026"));
+    assert!(x_of("2026") < x_of("שלום"));
+}
+
+/// Speaker notes only when asked for: a notes page after each slide with notes in the
+/// PDF, a presenter view in the HTML; never otherwise.
+#[test]
+fn notes_go_into_exports_only_when_asked() {
+    let md = "# One\n\nfirst\n\n<!-- notes: SAYTHIS greet everyone -->\n\n---\n\n# Two\n\nno notes here\n\n---\n\n# Three\n\n<!-- notes: ALSOTHIS last point -->\n";
+    let deck = plinth_slides::parse_markdown(md).unwrap();
+    assert!(deck.slides[0].notes.is_some(), "{:?}", deck.slides[0]);
+    let images = Images::new();
+    let with = Options { notes: true };
+    let plain = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    let noted = deck_pdf_with(&deck, &images, Size::default(), with, &mut |_| true).unwrap();
+    assert_eq!(page_count(&plain), 3);
+    assert_eq!(
+        page_count(&noted),
+        5,
+        "a notes page after slides one and three"
+    );
+    if let Some(text) = pdftotext(&noted) {
+        let pages: Vec<&str> = text.split('\u{c}').collect();
+        assert!(
+            pages[1].contains("Notes · 1: One") && pages[1].contains("SAYTHIS"),
+            "{text}"
+        );
+        assert!(pages[4].contains("ALSOTHIS"), "{text}");
+        assert!(
+            pages[2].contains("Two") && !pages[3].contains("Notes"),
+            "{text}"
+        );
+    }
+    if let Some(text) = pdftotext(&plain) {
+        assert!(
+            !text.contains("SAYTHIS") && !text.contains("ALSOTHIS"),
+            "{text}"
+        );
+    }
+
+    let plain = deck_html(&deck, &images);
+    assert!(!plain.contains("SAYTHIS") && !plain.contains("id=\"presenter\""));
+    let noted = deck_html_with(&deck, &images, with);
+    assert!(noted.contains("<aside class=\"notes\">SAYTHIS greet everyone</aside>"));
+    assert!(noted.contains("id=\"presenter\"") && noted.contains("class=\"timer\""));
+    // The audience copy has no notes to carry, whatever the option.
+    let audience = deck_html_with(&deck.audience(), &images, with);
+    assert!(!audience.contains("SAYTHIS") && !audience.contains("<aside"));
+}

@@ -25,6 +25,17 @@ pub struct ArtifactView {
     pub url: String,
 }
 
+/// Text an export could not draw (docs/slides.md, "Fonts").
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct WarningView {
+    /// The slide (1-based, among the exported slides).
+    pub slide: usize,
+    /// The text (marks removed), cut to 80 characters.
+    pub text: String,
+    /// The characters no font has, each once.
+    pub missing: String,
+}
+
 /// An export job as its client reads it (docs/slides.md, "Exports").
 #[derive(Serialize, schemars::JsonSchema)]
 pub struct JobView {
@@ -35,6 +46,8 @@ pub struct JobView {
     pub kind: &'static str,
     /// `html`, `pdf` or `png`.
     pub format: String,
+    /// Whether the export carries speaker notes (`exports/create` with `notes: true`).
+    pub notes: bool,
     /// `pending`, `running`, `succeeded`, `failed` or `cancelled`.
     pub status: String,
     /// 0 to 1.
@@ -48,12 +61,24 @@ pub struct JobView {
     /// Once succeeded: the files, with fresh signed URLs on every read.
     pub artifacts: Vec<ArtifactView>,
     pub artifacts_expire_at: Option<DateTime<Utc>>,
+    /// Once succeeded: text the export could not draw because no installed font has
+    /// some of its characters (they show as boxes); empty when everything drew.
+    pub warnings: Vec<WarningView>,
     pub requested_by: String,
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
     /// Where the completion event is POSTed (docs/api.md, "Completion callbacks").
     pub callback_url: Option<String>,
+}
+
+/// A job's stored format (`pdf`, or `pdf+notes` when asked with notes) as the format
+/// and whether notes are on.
+pub fn export_format(stored: &str) -> (&str, bool) {
+    match stored.split_once('+') {
+        Some((format, "notes")) => (format, true),
+        _ => (stored, false),
+    }
 }
 
 /// Whether a job's status is final.
@@ -71,8 +96,7 @@ pub async fn job_view(objects: &ObjectStore, job: &JobRow) -> Result<JobView, St
     };
     let mut artifacts = Vec::new();
     if job.status == "succeeded" {
-        let list: Vec<plinth_workers::slides::Artifact> =
-            serde_json::from_value(job.artifacts.0.clone()).unwrap_or_default();
+        let list = plinth_workers::slides::Results::from_value(&job.artifacts.0).files;
         for a in list {
             let url = objects.presign_get(&a.key, ARTIFACT_URL_TTL).await?;
             artifacts.push(ArtifactView {
@@ -89,7 +113,8 @@ pub async fn job_view(objects: &ObjectStore, job: &JobRow) -> Result<JobView, St
         deck_id: job.deck_id.clone(),
         revision_id: job.revision_id.clone(),
         kind: "export",
-        format: job.format.clone(),
+        format: export_format(&job.format).0.to_owned(),
+        notes: export_format(&job.format).1,
         status: job.status.clone(),
         progress,
         slides_done: job.done,
@@ -97,6 +122,19 @@ pub async fn job_view(objects: &ObjectStore, job: &JobRow) -> Result<JobView, St
         attempts: job.attempts,
         error: job.error.clone(),
         artifacts,
+        warnings: if job.status == "succeeded" {
+            plinth_workers::slides::Results::from_value(&job.artifacts.0)
+                .warnings
+                .into_iter()
+                .map(|w| WarningView {
+                    slide: w.slide,
+                    text: w.text,
+                    missing: w.missing,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
         artifacts_expire_at: (job.status == "succeeded").then(|| Utc::now() + ARTIFACT_URL_TTL),
         requested_by: job.requested_by.clone(),
         created_at: job.created_at,

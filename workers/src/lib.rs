@@ -613,6 +613,8 @@ impl Queue {
             // Compiles the common languages' highlighting patterns (about 0.3 s) off the
             // request path, so the first export using one does not pay for it.
             tokio::task::spawn_blocking(plinth_render::warm_up_highlighting);
+            // Scans the font directories (PLINTH_FONTS_DIR, the system's) likewise.
+            tokio::task::spawn_blocking(plinth_render::font_families);
         }
         let monitor = {
             let (registry, names) = (registry.clone(), names.clone());

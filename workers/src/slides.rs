@@ -64,6 +64,39 @@ pub struct Artifact {
     pub slide: Option<usize>,
 }
 
+/// Text an export could not draw: characters no installed font has (docs/slides.md,
+/// "Fonts"). The export still succeeds; its answer lists these.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Warning {
+    /// 1-based position among the exported (visible) slides.
+    pub slide: usize,
+    /// The text (marks removed), cut to 80 characters.
+    pub text: String,
+    /// Each missing character once.
+    pub missing: String,
+}
+
+/// What a succeeded run stores in the job's `artifacts` column: its files and the
+/// warnings (rows written before warnings existed hold the bare list of files).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Results {
+    pub files: Vec<Artifact>,
+    #[serde(default)]
+    pub warnings: Vec<Warning>,
+}
+
+impl Results {
+    pub fn from_value(v: &serde_json::Value) -> Results {
+        if v.is_array() {
+            return Results {
+                files: serde_json::from_value(v.clone()).unwrap_or_default(),
+                warnings: Vec::new(),
+            };
+        }
+        serde_json::from_value(v.clone()).unwrap_or_default()
+    }
+}
+
 /// An image asset as an export sees it.
 pub struct ImageRef {
     pub object_key: String,
@@ -151,6 +184,7 @@ pub trait SlideEnv: Send + Sync + 'static {
         job_id: &'a str,
         owner: &'a str,
         artifacts: &'a [Artifact],
+        warnings: &'a [Warning],
     ) -> Fut<'a, bool>;
     fn fail<'a>(&'a self, job_id: &'a str, owner: &'a str, reason: &'a str) -> Fut<'a, ()>;
     /// Gives the lease up at once (the run failed and is retried).
@@ -258,7 +292,8 @@ async fn run_leased(
         }
     }));
     let mut artifacts = Vec::new();
-    let outcome = export(&run, &work, &mut artifacts).await;
+    let mut warnings = Vec::new();
+    let outcome = export(&run, &work, &mut artifacts, &mut warnings).await;
     drop(keeper);
     let outcome = match outcome {
         Ok(o) => o,
@@ -278,7 +313,7 @@ async fn run_leased(
     match outcome {
         Outcome::Done => {
             if env
-                .succeed(job_id, &owner, &artifacts)
+                .succeed(job_id, &owner, &artifacts, &warnings)
                 .await
                 .map_err(storage)?
             {
@@ -410,6 +445,7 @@ async fn export(
     run: &Run<'_>,
     work: &ExportWork,
     artifacts: &mut Vec<Artifact>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Outcome, BoxDynError> {
     let (env, job_id) = (run.env, run.job_id);
     let mut images: Images = HashMap::new();
@@ -456,10 +492,42 @@ async fn export(
         );
     }
     let deck = &work.content;
+    // Characters no font has: the export goes on (they draw as boxes), the job's
+    // answer lists them, and the log says so once per run.
+    let missing = {
+        let deck = deck.clone();
+        tokio::task::spawn_blocking(move || plinth_render::missing_glyphs(&deck)).await?
+    };
+    if !missing.is_empty() {
+        let chars: std::collections::BTreeSet<char> =
+            missing.iter().flat_map(|m| m.missing.chars()).collect();
+        tracing::warn!(
+            job_id,
+            deck_id = work.deck_id,
+            texts = missing.len(),
+            missing = chars.into_iter().collect::<String>(),
+            "characters no installed font has are drawn as boxes; install fonts for them \
+             (docs/slides.md, \"Fonts\") or set PLINTH_FONTS_DIR"
+        );
+    }
+    *warnings = missing
+        .into_iter()
+        .map(|m| Warning {
+            slide: m.slide,
+            text: m.text,
+            missing: m.missing,
+        })
+        .collect();
     let slides = plinth_render::visible(deck);
     let total = slides.len();
     let size = Size::default();
-    match work.format.as_str() {
+    // `pdf+notes`, `html+notes`: the export carries speaker notes.
+    let (format, notes) = match work.format.split_once('+') {
+        Some((format, "notes")) => (format, true),
+        _ => (work.format.as_str(), false),
+    };
+    let options = plinth_render::Options { notes };
+    match format {
         "png" => {
             for (i, slide) in slides.iter().enumerate() {
                 if !run.progress(i, total).await? {
@@ -525,7 +593,7 @@ async fn export(
                     done.clone(),
                 );
                 tokio::task::spawn_blocking(move || {
-                    plinth_render::deck_pdf(&deck, &images, size, &mut |i| {
+                    plinth_render::deck_pdf_with(&deck, &images, size, options, &mut |i| {
                         done.store(i, std::sync::atomic::Ordering::Relaxed);
                         !cancelled.load(std::sync::atomic::Ordering::Relaxed)
                     })
@@ -555,7 +623,7 @@ async fn export(
             if !run.progress(0, total).await? {
                 return Ok(Outcome::Stopped);
             }
-            let html = plinth_render::deck_html(deck, &images).into_bytes();
+            let html = plinth_render::deck_html_with(deck, &images, options).into_bytes();
             let a = Artifact {
                 key: artifact_key(&work.deck_id, job_id, work.attempt, "deck.html"),
                 name: "deck.html".into(),

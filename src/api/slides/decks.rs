@@ -2,15 +2,29 @@
 
 use super::*;
 
+/// The font families exports draw with (docs/slides.md, "Fonts").
+fn fonts() -> Value {
+    plinth_render::font_families()
+        .into_iter()
+        .map(|f| {
+            json!({
+                "family": f.family,
+                "styles": f.styles,
+                "use": f.role,
+                "source": f.source,
+            })
+        })
+        .collect()
+}
+
 /// `GET /api/slides/capabilities` (Public).
 pub async fn capabilities() -> ApiResult {
     Ok(Reply::ok(json!({
         "sources": ["document", "markdown", "template"],
         "formats": FORMATS,
-        "fonts": [
-            {"family": "DejaVu Sans", "styles": ["regular", "bold", "oblique"], "use": "text"},
-            {"family": "DejaVu Sans Mono", "styles": ["regular"], "use": "code"}
-        ],
+        // The bundled families, then the fallbacks found on this server (operator's
+        // PLINTH_FONTS_DIR first, then the system's), in the order they are tried.
+        "fonts": fonts(),
         "themes": ["light", "dark"],
         "layouts": ["content", "title"],
         "blocks": plinth_slides::BLOCK_TYPES,

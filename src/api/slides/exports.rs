@@ -30,6 +30,10 @@ pub struct ExportCreate {
     format: String,
     /// Default: the deck's current revision.
     revision_id: Option<String>,
+    /// Speaker notes for the presenter (default false): `pdf` gets a notes page after
+    /// each slide with notes, `html` a presenter view (the slide, the next one, the
+    /// notes, a timer). Not for `png`. Audience copies (publish) never carry notes.
+    notes: Option<bool>,
     /// An http(s) URL that receives a signed event when the job ends (succeeded, failed
     /// or cancelled): docs/api.md, "Completion callbacks".
     callback_url: Option<String>,
@@ -49,6 +53,16 @@ pub async fn export_create(
             "`format` must be one of html, pdf, png",
         ));
     }
+    // Stored as the job's format (`pdf+notes`): the job answers `format` and `notes`.
+    let format = match body.notes {
+        Some(true) if format == "png" => {
+            return Err(ApiError::bad_request(
+                "`notes` applies to pdf and html exports (PNGs are the slides alone)",
+            ))
+        }
+        Some(true) => format!("{format}+notes"),
+        _ => format,
+    };
     let revision_id = match &body.revision_id {
         None => None,
         Some(r) => Some(required("revision_id", r)?),

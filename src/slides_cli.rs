@@ -1,0 +1,255 @@
+//! `plinth slides render` and `plinth slides check`: decks on an author's machine, with
+//! the renderer the workers use and no server, database or browser.
+//!
+//! Images a deck names by file (`![](chart.png)`, Marp's `![bg](photo.jpg)`) are read
+//! from paths relative to the deck. Errors name the deck and, where the parser knows it,
+//! the line, and exit 1; warnings (Marp settings without effect, characters no font
+//! has) go to stderr and do not change the exit status.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use clap::Subcommand;
+use plinth_render::{Image, Images, Options, Size};
+use plinth_slides::Deck;
+
+#[derive(Subcommand, Debug)]
+pub enum SlidesCommand {
+    /// Renders a Markdown deck (Marp decks as written) to PDF, PNG or HTML.
+    ///
+    /// The format comes from --format, else from the output's extension, else PDF. The
+    /// output defaults to the deck's path with the format's extension. PNG writes one
+    /// 1920×1080 file per visible slide: `<output stem>.001.png`, … (into the directory
+    /// when the output is one).
+    Render {
+        /// The deck's Markdown file.
+        deck: PathBuf,
+        /// The file to write.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// pdf, png or html.
+        #[arg(long, value_parser = ["pdf", "png", "html"])]
+        format: Option<String>,
+        /// Speaker notes for the presenter: a notes page after each slide with notes
+        /// (PDF), a presenter view (HTML: press p).
+        #[arg(long)]
+        notes: bool,
+    },
+    /// Checks a deck without rendering: what an export would refuse (exit 1, with the
+    /// line), images that are missing or unreadable, and warnings.
+    Check {
+        /// The deck's Markdown file.
+        deck: PathBuf,
+    },
+}
+
+/// Runs the command; the process's exit status.
+pub fn run(cmd: SlidesCommand) -> i32 {
+    let result = match cmd {
+        SlidesCommand::Render {
+            deck,
+            output,
+            format,
+            notes,
+        } => render(&deck, output.as_deref(), format.as_deref(), notes),
+        SlidesCommand::Check { deck } => check(&deck),
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+/// A parsed deck with the images it names, read and checked.
+struct Loaded {
+    deck: Deck,
+    images: Images,
+    files: usize,
+}
+
+fn load(path: &Path) -> Result<Loaded, String> {
+    let shown = path.display();
+    let source = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
+    let base = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_owned();
+    // File names stand in for asset ids (the parser takes only asset ids).
+    let files = RefCell::new(Vec::<(String, PathBuf)>::new());
+    let resolve = |name: &str| -> Option<String> {
+        let file = base.join(name);
+        if !file.is_file() {
+            return None;
+        }
+        let mut files = files.borrow_mut();
+        let n = match files.iter().position(|(_, p)| *p == file) {
+            Some(n) => n,
+            None => {
+                let id = format!("00000000-0000-4000-8000-{:012}", files.len() + 1);
+                files.push((id, file));
+                files.len() - 1
+            }
+        };
+        Some(files[n].0.clone())
+    };
+    let opts = plinth_slides::ParseOptions {
+        resolve_image: Some(&resolve),
+    };
+    let (deck, warnings) = plinth_slides::parse_markdown_report(&source, &opts)
+        .map_err(|e| format!("{shown}: {}", e.0))?;
+    for w in warnings {
+        eprintln!("warning: {shown}: {w}");
+    }
+    let mut images = Images::new();
+    let files = files.into_inner();
+    for (id, file) in &files {
+        let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let info =
+            plinth_render::inspect_image(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+        images.insert(
+            id.clone(),
+            Image {
+                mime: info.mime.to_owned(),
+                bytes,
+            },
+        );
+    }
+    for m in plinth_render::missing_glyphs(&deck) {
+        eprintln!(
+            "warning: {shown}: slide {}: no installed font has {:?} (in {:?}); it draws as boxes. \
+             Install fonts-noto-core, fonts-noto-cjk or fonts-noto-color-emoji, or set PLINTH_FONTS_DIR",
+            m.slide, m.missing, m.text
+        );
+    }
+    Ok(Loaded {
+        deck,
+        images,
+        files: files.len(),
+    })
+}
+
+fn check(path: &Path) -> Result<(), String> {
+    let loaded = load(path)?;
+    let total = loaded.deck.slides.len();
+    let shown = plinth_render::visible(&loaded.deck).len();
+    println!(
+        "{}: {total} slides ({} hidden), {} images: ok",
+        path.display(),
+        total - shown,
+        loaded.files
+    );
+    Ok(())
+}
+
+fn render(
+    path: &Path,
+    output: Option<&Path>,
+    format: Option<&str>,
+    notes: bool,
+) -> Result<(), String> {
+    let started = Instant::now();
+    let format = match (format, output) {
+        (Some(f), _) => f.to_owned(),
+        (None, Some(o)) => match o.extension().and_then(|e| e.to_str()) {
+            Some(e) if ["pdf", "png", "html"].contains(&e.to_ascii_lowercase().as_str()) => {
+                e.to_ascii_lowercase()
+            }
+            Some("htm") => "html".to_owned(),
+            _ => "pdf".to_owned(),
+        },
+        (None, None) => "pdf".to_owned(),
+    };
+    if notes && format == "png" {
+        return Err("--notes applies to pdf and html (PNGs are the slides alone)".into());
+    }
+    let output = output
+        .map(Path::to_owned)
+        .unwrap_or_else(|| path.with_extension(&format));
+    let Loaded { deck, images, .. } = load(path)?;
+    let options = Options { notes };
+    let size = Size::default();
+    let write = |file: &Path, bytes: &[u8]| {
+        std::fs::write(file, bytes).map_err(|e| format!("{}: {e}", file.display()))
+    };
+    let written = match format.as_str() {
+        "pdf" => {
+            let pdf = plinth_render::deck_pdf_with(&deck, &images, size, options, &mut |_| true)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            write(&output, &pdf)?;
+            output.display().to_string()
+        }
+        "html" => {
+            write(
+                &output,
+                plinth_render::deck_html_with(&deck, &images, options).as_bytes(),
+            )?;
+            output.display().to_string()
+        }
+        _ => {
+            let slides = plinth_render::visible(&deck);
+            let (dir, stem) = if output.is_dir() {
+                (output.clone(), "slide".to_owned())
+            } else {
+                let stem = output
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "slide".into());
+                let dir = output
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."))
+                    .to_owned();
+                (dir, stem)
+            };
+            // One slide per core at a time.
+            let next = AtomicUsize::new(0);
+            let threads = std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(slides.len().max(1));
+            let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+                let workers: Vec<_> = (0..threads)
+                    .map(|_| {
+                        scope.spawn(|| -> Result<(), String> {
+                            loop {
+                                let i = next.fetch_add(1, Ordering::Relaxed);
+                                let Some(slide) = slides.get(i) else {
+                                    return Ok(());
+                                };
+                                let png = plinth_render::slide_png(&deck, slide, &images, size)
+                                    .map_err(|e| {
+                                        format!("{}: slide {}: {e}", path.display(), i + 1)
+                                    })?;
+                                write(&dir.join(format!("{stem}.{:03}.png", i + 1)), &png)?;
+                            }
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .map(|w| {
+                        w.join()
+                            .unwrap_or_else(|_| Err("a render thread panicked".into()))
+                    })
+                    .collect()
+            });
+            results.into_iter().collect::<Result<(), String>>()?;
+            format!(
+                "{} ({} files)",
+                dir.join(format!("{stem}.NNN.png")).display(),
+                slides.len()
+            )
+        }
+    };
+    eprintln!(
+        "{} → {written} in {} ms",
+        path.display(),
+        started.elapsed().as_millis()
+    );
+    Ok(())
+}
