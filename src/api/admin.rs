@@ -185,6 +185,7 @@ pub struct ListQuery {
     /// 1 to 500; 50 when absent.
     #[serde(default, deserialize_with = "crate::extract::lenient_i64")]
     #[schemars(with = "Option<i64>")]
+    #[schemars(range(min = 1, max = 500))]
     limit: Option<i64>,
 }
 
@@ -353,6 +354,7 @@ pub async fn cancel(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct QueueBody {
     /// `email`, `export`, `images`, `expiry` or `callbacks`.
+    #[schemars(extend("enum" = ["email", "export", "images", "expiry", "callbacks", "slide-export", "slide-images"]))]
     queue: String,
 }
 
@@ -500,6 +502,7 @@ pub async fn workers(State(app): State<AppState>) -> ApiResult<Answer<WorkersAns
 pub struct BulkBody {
     /// `retry` (failed or cancelled jobs), `cancel` (pending, scheduled or retrying ones)
     /// or `discard` (delete finished ones: succeeded, failed, cancelled).
+    #[schemars(extend("enum" = ["retry", "cancel", "discard"]))]
     action: String,
     /// The jobs (apalis's ids or clients'), at most 500. Or, instead, a selection:
     ids: Option<Vec<String>>,

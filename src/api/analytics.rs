@@ -670,6 +670,7 @@ pub struct AttachmentBody {
     /// From the `track` answer; valid 15 minutes.
     attachment_token: String,
     /// A file name (other characters become `-`).
+    #[schemars(regex(pattern = r"[A-Za-z0-9_]"))]
     file: String,
     /// The file's MIME type (types a browser runs are refused).
     r#type: String,

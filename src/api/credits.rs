@@ -72,7 +72,9 @@ async fn current_balance(app: &AppState, user_id: &str) -> ApiResult<i64> {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct Page {
+    #[schemars(range(min = 1, max = 200))]
     limit: Option<i64>,
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 
@@ -159,6 +161,7 @@ pub async fn create_account_by_user_id(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct DeductBody {
+    #[schemars(range(min = 1, max = MAX_AMOUNT))]
     credit: i64,
 }
 
@@ -248,6 +251,7 @@ pub async fn distribute_to_user_id(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct EmailBody {
+    #[schemars(email)]
     email: String,
 }
 
@@ -285,6 +289,7 @@ pub async fn get_balance_by_user_id(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct SendBody {
+    #[schemars(range(min = 1, max = MAX_AMOUNT))]
     amount: i64,
     username: Option<String>,
     email: Option<String>,
@@ -358,9 +363,12 @@ async fn transfer(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct VendorBody {
+    #[schemars(email)]
     email: String,
     #[serde(rename = "vendorId")]
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     vendor_id: String,
+    #[schemars(range(min = 1, max = MAX_AMOUNT))]
     amount_cents: i64,
     /// Optional reference of the vendor's payout: the same one is paid once.
     reference: Option<String>,
@@ -453,6 +461,7 @@ pub async fn pricing(State(app): State<AppState>) -> ApiResult {
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct StoreBody {
     #[serde(rename = "transactionId")]
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     transaction_id: String,
 }
 

@@ -75,6 +75,7 @@ pub async fn get(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct CreateBody {
     /// 1 to 100 characters.
+    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
     r#type: String,
     /// The document's content; at most 256 KiB of JSON.
     data: Option<Map<String, Value>>,

@@ -83,6 +83,7 @@ fn post_list(rows: Vec<PostRow>, total: i64, limit: i64, offset: i64) -> Answer<
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListBody {
     /// The post type to list.
+    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
     r#type: String,
     organization_id: Option<String>,
     /// The author, by id, username or email.
@@ -226,6 +227,7 @@ pub async fn by_slug(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct CreateBody {
     /// `GENERAL`, `DIAGRAM_PAGE`, `NOTE`, `TEAM_POST`, `THREAD` or any other string.
+    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
     r#type: String,
     /// Becomes `data`.
     fields: Option<Map<String, Value>>,

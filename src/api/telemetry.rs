@@ -75,14 +75,17 @@ pub struct EventsBody {
     /// A registered product (`PLINTH_TELEMETRY_PRODUCTS`).
     product_id: String,
     /// The sending installation, 1 to 128 characters.
+    #[schemars(length(min = 1, max = 128))]
     client_id: String,
     /// 1 to 25 events; the batch is accepted or refused whole.
+    #[schemars(length(min = 1, max = 25))]
     events: Vec<EventIn>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct EventIn {
     /// Deduplication key (per product): an event id seen before is skipped.
+    #[schemars(length(min = 1, max = 128))]
     event_id: String,
     /// One of the supported names (docs/api.md).
     event_name: String,
@@ -177,8 +180,10 @@ pub struct RangeBody {
     /// A registered product.
     product_id: String,
     /// First day, `YYYY-MM-DD` (UTC), inclusive.
+    #[schemars(extend("format" = "date"))]
     from: String,
     /// Last day, `YYYY-MM-DD` (UTC), inclusive; at most 366 days after `from`.
+    #[schemars(extend("format" = "date"))]
     to: String,
 }
 
@@ -263,8 +268,10 @@ pub enum DimensionIn {
 pub struct QueryBody {
     product_id: String,
     /// First day, `YYYY-MM-DD`, inclusive.
+    #[schemars(extend("format" = "date"))]
     from: String,
     /// Last day, `YYYY-MM-DD`, inclusive.
+    #[schemars(extend("format" = "date"))]
     to: String,
     /// Only events of this name.
     event_name: Option<String>,

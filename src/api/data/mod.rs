@@ -339,6 +339,7 @@ pub struct PublicObject {
     /// One or more path segments (`releases/v2`) of letters, digits, `.`, `_`, `-`.
     folder: String,
     /// The file name.
+    #[schemars(regex(pattern = r"[A-Za-z0-9_]"))]
     file: String,
     /// Default `application/octet-stream`.
     #[serde(rename = "contentType")]

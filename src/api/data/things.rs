@@ -52,6 +52,7 @@ pub async fn thing_get(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ThingCreate {
     /// 1 to 300 characters; searchable.
+    #[schemars(length(min = 1, max = 300), regex(pattern = r"\S"))]
     title: String,
     /// 1 to 100 characters; searchable.
     category: String,
@@ -242,6 +243,7 @@ pub async fn things_list(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct SearchQuery {
     /// Keywords: things whose title or category has every word (also as a prefix).
+    #[schemars(regex(pattern = r"[^\W_]"))]
     search: String,
     /// 1 to 100, default 20.
     #[schemars(range(min = 1, max = 100))]

@@ -25,10 +25,13 @@ fn job_location(job_id: &str, deck_id: &str) -> Option<HeaderValue> {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ExportCreate {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     deck_id: String,
     /// `html`, `pdf` or `png`.
+    #[schemars(extend("enum" = ["html", "pdf", "png"]))]
     format: String,
     /// Default: the deck's current revision.
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     revision_id: Option<String>,
     /// An http(s) URL that receives a signed event when the job ends (succeeded, failed
     /// or cancelled): docs/api.md, "Completion callbacks".
@@ -110,6 +113,7 @@ const MAX_WAIT_SECS: u64 = 60;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct JobQuery {
+    #[schemars(with = "String", length(min = 1), regex(pattern = r"\S"))]
     deck_id: Option<String>,
     /// Seconds (0 to 60) to wait for the job to change state before answering: the
     /// answer comes as soon as its status changes (or at once when it has ended), else
@@ -327,7 +331,9 @@ pub async fn callback_secret_rotate(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct JobRef {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     deck_id: String,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     job_id: String,
 }
 

@@ -473,6 +473,7 @@ fn deck_reply(deck: &DeckRow, revision: &store::RevisionRow) -> Reply {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct DeckQuery {
+    #[schemars(with = "String", length(min = 1), regex(pattern = r"\S"))]
     deck_id: Option<String>,
 }
 
