@@ -181,6 +181,7 @@ pub struct ListQuery {
     status: Option<String>,
     /// A job's id, the id its client holds (an export's job id, an asset id, an email's
     /// id) or an email's recipient: exact values only.
+    #[schemars(regex(pattern = r"^\s*([A-Za-z0-9@._+-]{3,254}\s*)?$"))]
     search: Option<String>,
     /// 1 to 500; 50 when absent.
     #[serde(default, deserialize_with = "crate::extract::lenient_i64")]
@@ -505,10 +506,13 @@ pub struct BulkBody {
     #[schemars(extend("enum" = ["retry", "cancel", "discard"]))]
     action: String,
     /// The jobs (apalis's ids or clients'), at most 500. Or, instead, a selection:
+    #[schemars(length(min = 1, max = 500))]
     ids: Option<Vec<String>>,
     /// With `status`: every job of this queue in that status (at most 500, newest first).
+    #[schemars(extend("enum" = ["email", "export", "images", "expiry", "callbacks", "slide-export", "slide-images"]))]
     queue: Option<String>,
     /// With `queue`, or alone (every queue).
+    #[schemars(extend("enum" = ["pending", "scheduled", "running", "retrying", "succeeded", "failed", "cancelled", "done", "killed"]))]
     status: Option<String>,
 }
 

@@ -673,6 +673,7 @@ pub struct AttachmentBody {
     #[schemars(regex(pattern = r"[A-Za-z0-9_]"))]
     file: String,
     /// The file's MIME type (types a browser runs are refused).
+    #[schemars(regex(pattern = r"^\s*[^/\s]+/\S"), length(max = 128))]
     r#type: String,
     /// The exact size in bytes, at most 15 MB (required on S3 storage, where the URL
     /// signs it).

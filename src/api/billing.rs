@@ -38,8 +38,10 @@ pub struct SubscribeBody {
     #[serde(rename = "productId")]
     product_id: String,
     #[serde(rename = "successUrl")]
+    #[schemars(regex(pattern = r"^https?://"))]
     success_url: String,
     #[serde(rename = "cancelUrl")]
+    #[schemars(regex(pattern = r"^https?://"))]
     cancel_url: String,
 }
 
@@ -364,8 +366,10 @@ async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<b
 pub struct AgentBody {
     #[schemars(regex(pattern = r"^\s*[A-Za-z0-9_.-]{3,32}\s*$"))]
     username: String,
+    #[schemars(length(min = 1))]
     password: String,
     #[serde(rename = "paymentMethodId")]
+    #[schemars(regex(pattern = r"^pm_[A-Za-z0-9_]+$"), length(max = 255))]
     payment_method_id: String,
     #[serde(rename = "productId")]
     product_id: String,

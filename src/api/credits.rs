@@ -189,6 +189,7 @@ pub async fn deduct(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct BonusBody {
     #[serde(rename = "bonusName")]
+    #[schemars(extend("enum" = ["first_post", "profile_completed", "referral", "welcome"]))]
     bonus_name: String,
 }
 
@@ -292,6 +293,7 @@ pub struct SendBody {
     #[schemars(range(min = 1, max = MAX_AMOUNT))]
     amount: i64,
     username: Option<String>,
+    #[schemars(email)]
     email: Option<String>,
 }
 

@@ -234,8 +234,10 @@ pub struct CreateBody {
     /// Publishes under this organization (the caller must be a member).
     domain: Option<String>,
     /// A unique source identifier.
+    #[schemars(length(min = 1, max = 500), regex(pattern = r"\S"))]
     src: Option<String>,
     /// A unique slug (`/api/posts/public/{slug}`).
+    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9][A-Za-z0-9._-]{0,199}\s*$"))]
     slug: Option<String>,
     /// Parsed into `data.editorContent` and kept as `data.body` (wins over `fields.body`).
     markdown: Option<String>,

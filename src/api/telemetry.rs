@@ -88,6 +88,7 @@ pub struct EventIn {
     #[schemars(length(min = 1, max = 128))]
     event_id: String,
     /// One of the supported names (docs/api.md).
+    #[schemars(extend("enum" = EVENT_NAMES))]
     event_name: String,
     /// RFC 3339; the time of receipt when absent; at most a day ahead.
     occurred_at: Option<String>,
@@ -276,6 +277,7 @@ pub struct QueryBody {
     /// Only events of this name.
     event_name: Option<String>,
     /// `data` key → value (string, number or boolean); all must match. At most 10.
+    #[schemars(extend("maxProperties" = 10, "additionalProperties" = {"type": ["string", "number", "boolean"]}))]
     filters: Option<Map<String, Value>>,
     /// `none` (default) or `day`.
     bucket: Option<Bucketing>,

@@ -592,11 +592,14 @@ pub struct PurchaseBody {
     /// What to buy: one key or link per unit.
     pub items: Vec<ItemLine>,
     /// `tokens` (with an API key) or `usd` (the default).
+    #[schemars(extend("enum" = ["tokens", "usd", "provider", "stripe", "card"]))]
     pub payment_type: Option<String>,
     /// USD: the payment method (`pm_...`), charged at once.
+    #[schemars(regex(pattern = r"^pm_[A-Za-z0-9_]+$"), length(max = 255))]
     pub payment_method_id: Option<String>,
     /// The selling organization, when a sku is sold by several.
     pub domain: Option<String>,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     pub discount_code: Option<String>,
     /// A guest's email for receipts.
     pub email: Option<String>,

@@ -79,8 +79,10 @@ pub struct LocalizationCreate {
     )]
     language_tag: String,
     /// What is translated (`title`, `description`, ...): 1 to 200 characters.
+    #[schemars(length(min = 1, max = 200), regex(pattern = r"\S"))]
     name: String,
     /// The translation (at most 65,536 characters; empty allowed).
+    #[schemars(length(max = 65536))]
     value: String,
 }
 

@@ -337,6 +337,12 @@ async fn delete_from_gcs(app: &AppState, f: &FileRow) -> ApiResult<()> {
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct PublicObject {
     /// One or more path segments (`releases/v2`) of letters, digits, `.`, `_`, `-`.
+    #[schemars(
+        regex(
+            pattern = r"^[\s/]*[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*)*[\s/]*$"
+        ),
+        length(max = 400)
+    )]
     folder: String,
     /// The file name.
     #[schemars(regex(pattern = r"[A-Za-z0-9_]"))]

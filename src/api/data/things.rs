@@ -55,8 +55,10 @@ pub struct ThingCreate {
     #[schemars(length(min = 1, max = 300), regex(pattern = r"\S"))]
     title: String,
     /// 1 to 100 characters; searchable.
+    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
     category: String,
     /// Unique: lower-cased, 1 to 200 of a-z, 0-9, `-`, `_`, `.`.
+    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9][A-Za-z0-9._-]{0,199}\s*$"))]
     slug: String,
     /// An organization the caller belongs to; its members may then change the thing.
     domain: Option<String>,

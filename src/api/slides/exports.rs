@@ -35,6 +35,7 @@ pub struct ExportCreate {
     revision_id: Option<String>,
     /// An http(s) URL that receives a signed event when the job ends (succeeded, failed
     /// or cancelled): docs/api.md, "Completion callbacks".
+    #[schemars(regex(pattern = r"^https?://"), length(max = 2048))]
     callback_url: Option<String>,
 }
 
@@ -118,6 +119,7 @@ pub struct JobQuery {
     /// Seconds (0 to 60) to wait for the job to change state before answering: the
     /// answer comes as soon as its status changes (or at once when it has ended), else
     /// after this long with the job as it is.
+    #[schemars(regex(pattern = r"^\s*(0*([0-9]|[1-5][0-9]|60))?\s*$"))]
     wait: Option<String>,
 }
 
