@@ -17,7 +17,6 @@ pub struct JsonBody<T>(pub T);
 /// The body of the many endpoints that take just an `id`.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 pub struct IdBody {
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     pub id: String,
 }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::db::jobs::{self as store, Outcome};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, JsonBody};
+use crate::extract::JsonBody;
 use crate::reply::Answer;
 use crate::state::AppState;
 
@@ -325,11 +325,18 @@ fn answer(id: &str, outcome: Outcome, allowed: &str, verb: &str) -> ApiResult<An
     }
 }
 
+/// A job named by apalis's id or its client's id.
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct JobIdBody {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
+    id: String,
+}
+
 /// `POST /api/admin/jobs/retry` (Admin100): a failed or cancelled job runs again, now,
 /// with its attempts reset. `id` is apalis's id or the client's.
 pub async fn retry(
     State(app): State<AppState>,
-    JsonBody(body): JsonBody<IdBody>,
+    JsonBody(body): JsonBody<JobIdBody>,
 ) -> ApiResult<Answer<JobAnswer>> {
     let (job, _) = resolve(&app, &body.id).await?;
     let outcome = store::retry(&app.db, &job.id).await?;
@@ -340,7 +347,7 @@ pub async fn retry(
 /// cancelled and never runs. `id` is apalis's id or the client's.
 pub async fn cancel(
     State(app): State<AppState>,
-    JsonBody(body): JsonBody<IdBody>,
+    JsonBody(body): JsonBody<JobIdBody>,
 ) -> ApiResult<Answer<JobAnswer>> {
     let (job, _) = resolve(&app, &body.id).await?;
     let outcome = store::cancel(&app.db, &job.id).await?;
@@ -500,6 +507,7 @@ pub async fn workers(State(app): State<AppState>) -> ApiResult<Answer<WorkersAns
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(extend("oneOf" = [{"required": ["ids"], "properties": {"ids": {"type": "array"}, "queue": {"type": "null"}, "status": {"type": "null"}}}, {"properties": {"ids": {"type": "null"}}, "anyOf": [{"required": ["queue"], "properties": {"queue": {"type": "string"}}}, {"required": ["status"], "properties": {"status": {"type": "string"}}}]}]))]
 pub struct BulkBody {
     /// `retry` (failed or cancelled jobs), `cancel` (pending, scheduled or retrying ones)
     /// or `discard` (delete finished ones: succeeded, failed, cancelled).

@@ -309,6 +309,7 @@ pub struct TrackBody {
     /// A page path (starting with `/`; query and hash are dropped) or a custom event name.
     label: Option<String>,
     /// The browser's UUID; never stored (a site-scoped visitor id is derived from it).
+    #[schemars(extend("format" = "uuid"))]
     client_id: Option<String>,
     /// Any JSON; kept when its serialized size is at most 4096 bytes.
     data: Option<Value>,
@@ -673,10 +674,16 @@ pub struct AttachmentBody {
     #[schemars(regex(pattern = r"[A-Za-z0-9_]"))]
     file: String,
     /// The file's MIME type (types a browser runs are refused).
-    #[schemars(regex(pattern = r"^\s*[^/\s]+/\S"), length(max = 128))]
+    #[schemars(
+        regex(
+            pattern = r"^\s*((audio|video|font)/[a-z0-9!#$&^_.+-]+|image/(png|jpeg|gif|webp|avif|bmp|tiff|heic|heif|x-icon)|text/(plain|csv|markdown|tab-separated-values)|application/(pdf|json|zip|gzip|x-tar|x-7z-compressed|octet-stream|msword|rtf|epub\+zip|x-ndjson))\s*(;[^\u0000-\u001f]*)?$"
+        ),
+        length(max = 128)
+    )]
     r#type: String,
     /// The exact size in bytes, at most 15 MB (required on S3 storage, where the URL
     /// signs it).
+    #[schemars(range(min = 1, max = 15728640))]
     size: Option<u64>,
 }
 

@@ -289,6 +289,7 @@ pub async fn get_balance_by_user_id(
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(extend("anyOf" = [{"required": ["username"], "properties": {"username": {"type": "string", "pattern": "\\S"}}}, {"required": ["email"], "properties": {"email": {"type": "string"}}}]))]
 pub struct SendBody {
     #[schemars(range(min = 1, max = MAX_AMOUNT))]
     amount: i64,

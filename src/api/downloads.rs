@@ -232,6 +232,7 @@ pub async fn redeem(State(app): State<AppState>, Path(token): Path<String>) -> R
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(extend("anyOf" = [{"required": ["id"], "properties": {"id": {"type": "string"}}}, {"required": ["token"], "properties": {"token": {"type": "string"}}}]))]
 pub struct RevokeBody {
     /// The link's id (or send `token`).
     id: Option<String>,

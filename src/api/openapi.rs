@@ -383,6 +383,15 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
                 p["enum"] = json!(plans);
             }
         }
+        // The simulated payment provider knows only Stripe's test payment methods.
+        if app.payments.hosted_by_plinth() {
+            for name in ["paymentMethodId", "payment_method_id"] {
+                let at = format!("/requestBody/content/application~1json/schema/properties/{name}");
+                if let Some(p) = op.pointer_mut(&at) {
+                    p["enum"] = json!(crate::payments::simulated_payment_methods());
+                }
+            }
+        }
         if let Some(body) = op.pointer_mut("/requestBody/content/application~1json/schema") {
             nullable_formats(body);
         }
@@ -405,6 +414,9 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
         }
     }
     let mut schemas = gen.take_definitions(true);
+    for s in schemas.values_mut() {
+        nullable_formats(s);
+    }
     if let Value::Object(common) = common_schemas() {
         schemas.extend(common);
     }
@@ -461,8 +473,7 @@ fn url_safe(mut schema: Value) -> Value {
 
 /// `{"type": ["string", "null"], "format": ...}` as `anyOf` a formatted string or null:
 /// the same values, in the shape property testers and generators keep the format of
-/// (schemathesis's coverage phase drops a format beside a `null` type). Request bodies
-/// only; iterative.
+/// (schemathesis's coverage phase drops a format beside a `null` type). Iterative.
 fn nullable_formats(schema: &mut Value) {
     let mut stack = vec![schema];
     while let Some(v) = stack.pop() {

@@ -393,6 +393,7 @@ pub async fn delete(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct StatsBody {
     /// One type; all types (with a count per type) when omitted.
+    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
     r#type: Option<String>,
 }
 

@@ -91,6 +91,7 @@ pub struct EventIn {
     #[schemars(extend("enum" = EVENT_NAMES))]
     event_name: String,
     /// RFC 3339; the time of receipt when absent; at most a day ahead.
+    #[schemars(extend("format" = "date-time"))]
     occurred_at: Option<String>,
     /// Product-specific fields (`app_version`, OS, ...), an object of at most 8 KiB.
     data: Option<Value>,
@@ -261,8 +262,11 @@ pub async fn daily(
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum DimensionIn {
-    Name(String),
-    Property { property: String },
+    Name(#[schemars(extend("enum" = ["event_name"]))] String),
+    Property {
+        #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,64}$"))]
+        property: String,
+    },
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -277,7 +281,7 @@ pub struct QueryBody {
     /// Only events of this name.
     event_name: Option<String>,
     /// `data` key → value (string, number or boolean); all must match. At most 10.
-    #[schemars(extend("maxProperties" = 10, "additionalProperties" = {"type": ["string", "number", "boolean"]}))]
+    #[schemars(extend("maxProperties" = 10, "propertyNames" = {"pattern": "^[A-Za-z0-9_-]{1,64}$"}, "additionalProperties" = {"type": ["string", "number", "boolean"]}))]
     filters: Option<Map<String, Value>>,
     /// `none` (default) or `day`.
     bucket: Option<Bucketing>,

@@ -120,6 +120,7 @@ const MAX_LINES: usize = 100;
 pub struct ItemLine {
     pub sku: String,
     /// 1 to 1,000.
+    #[schemars(range(min = 1, max = 1000))]
     pub quantity: i64,
 }
 
@@ -590,6 +591,7 @@ where
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct PurchaseBody {
     /// What to buy: one key or link per unit.
+    #[schemars(length(min = 1))]
     pub items: Vec<ItemLine>,
     /// `tokens` (with an API key) or `usd` (the default).
     #[schemars(extend("enum" = ["tokens", "usd", "provider", "stripe", "card"]))]

@@ -74,7 +74,7 @@ pub struct LocalizationCreate {
     entity_id: String,
     /// BCP 47, e.g. `en`, `pt-BR`.
     #[schemars(
-        regex(pattern = r"^\s*[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*\s*$"),
+        regex(pattern = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"),
         length(max = 35)
     )]
     language_tag: String,

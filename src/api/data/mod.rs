@@ -70,6 +70,12 @@ pub enum Purpose {
 pub struct PresignBody {
     filename: String,
     #[serde(rename = "contentType")]
+    #[schemars(
+        regex(
+            pattern = r"^\s*((audio|video|font)/[a-z0-9!#$&^_.+-]+|image/(png|jpeg|gif|webp|avif|bmp|tiff|heic|heif|x-icon)|text/(plain|csv|markdown|tab-separated-values)|application/(pdf|json|zip|gzip|x-tar|x-7z-compressed|octet-stream|msword|rtf|epub\+zip|x-ndjson))\s*(;[^\u0000-\u001f]*)?$"
+        ),
+        length(max = 128)
+    )]
     content_type: String,
     /// The file's exact size in bytes (at most 15 MB). With it the URL accepts only that
     /// many bytes on every storage backend (S3 signs `Content-Length`); without it the
@@ -339,7 +345,7 @@ pub struct PublicObject {
     /// One or more path segments (`releases/v2`) of letters, digits, `.`, `_`, `-`.
     #[schemars(
         regex(
-            pattern = r"^[\s/]*[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*)*[\s/]*$"
+            pattern = r"^\s*/*[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*)*/*\s*$"
         ),
         length(max = 400)
     )]
@@ -349,6 +355,12 @@ pub struct PublicObject {
     file: String,
     /// Default `application/octet-stream`.
     #[serde(rename = "contentType")]
+    #[schemars(
+        regex(
+            pattern = r"^\s*((audio|video|font)/[a-z0-9!#$&^_.+-]+|image/(png|jpeg|gif|webp|avif|bmp|tiff|heic|heif|x-icon)|text/(plain|csv|markdown|tab-separated-values)|application/(pdf|json|zip|gzip|x-tar|x-7z-compressed|octet-stream|msword|rtf|epub\+zip|x-ndjson))\s*(;[^\u0000-\u001f]*)?$"
+        ),
+        length(max = 128)
+    )]
     content_type: Option<String>,
 }
 

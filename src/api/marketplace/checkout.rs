@@ -21,6 +21,7 @@ use crate::state::AppState;
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct CheckoutBody {
     /// The lines to buy; omitted, the caller's cart (its lines are removed on success).
+    #[schemars(length(min = 1))]
     items: Option<Vec<ItemLine>>,
     /// `tokens` (the items' `price_tokens`, from the balance at once), or `usd` (the
     /// default: `price_cents` through the payment provider).
