@@ -574,6 +574,10 @@ pub struct StatsBody {
     #[schemars(extend("format" = "date"))]
     to: Option<String>,
     /// Up to 20 label patterns, `*` matching anything; only matching events count.
+    #[schemars(
+        length(max = 20),
+        inner(length(min = 1, max = 200), regex(pattern = r"^[^*]*(\*[^*]*){0,8}$"))
+    )]
     labels: Option<Vec<String>>,
     /// Also rank up to 100 observed labels by hits.
     #[serde(default)]
@@ -676,7 +680,7 @@ pub struct AttachmentBody {
     /// The file's MIME type (types a browser runs are refused).
     #[schemars(
         regex(
-            pattern = r"^\s*((audio|video|font)/[a-z0-9!#$&^_.+-]+|image/(png|jpeg|gif|webp|avif|bmp|tiff|heic|heif|x-icon)|text/(plain|csv|markdown|tab-separated-values)|application/(pdf|json|zip|gzip|x-tar|x-7z-compressed|octet-stream|msword|rtf|epub\+zip|x-ndjson))\s*(;[^\u0000-\u001f]*)?$"
+            pattern = r"^\s*((audio|video|font)/[a-z0-9!#$&^_.+-]+|image/(png|jpeg|gif|webp|avif|bmp|tiff|heic|heif|x-icon)|text/(plain|csv|markdown|tab-separated-values)|application/(pdf|json|zip|gzip|x-tar|x-7z-compressed|octet-stream|msword|rtf|epub\+zip|x-ndjson)) *(;[^\u0000-\u001f\u007f-\u009f]*)?\s*$"
         ),
         length(max = 128)
     )]

@@ -94,6 +94,7 @@ pub struct EventIn {
     #[schemars(extend("format" = "date-time"))]
     occurred_at: Option<String>,
     /// Product-specific fields (`app_version`, OS, ...), an object of at most 8 KiB.
+    #[schemars(with = "Option<Map<String, Value>>")]
     data: Option<Value>,
 }
 

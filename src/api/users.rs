@@ -375,7 +375,6 @@ pub async fn list(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct SourceQuery {
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     source: Option<String>,
 }
 

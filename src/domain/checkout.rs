@@ -187,7 +187,7 @@ pub async fn basket(
         None => {
             let lines = carts::cart(&app.db, cart).await?;
             if lines.is_empty() {
-                return Err(ApiError::bad_request(
+                return Err(ApiError::conflict(
                     "the cart is empty: add items or send `items`",
                 ));
             }
@@ -589,6 +589,8 @@ where
 }
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
+/// Paid at once: a payment method, or tokens.
+#[schemars(extend("anyOf" = [{"required": ["payment_method_id"], "properties": {"payment_method_id": {"type": "string"}}}, {"required": ["payment_type"], "properties": {"payment_type": {"enum": ["tokens"]}}}]))]
 pub struct PurchaseBody {
     /// What to buy: one key or link per unit.
     #[schemars(length(min = 1))]

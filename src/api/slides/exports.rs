@@ -35,7 +35,10 @@ pub struct ExportCreate {
     revision_id: Option<String>,
     /// An http(s) URL that receives a signed event when the job ends (succeeded, failed
     /// or cancelled): docs/api.md, "Completion callbacks".
-    #[schemars(regex(pattern = r"^https?://[A-Za-z0-9]"), length(max = 2048))]
+    #[schemars(
+        regex(pattern = r"^https?://[A-Za-z0-9]+(\.[A-Za-z0-9]+)*(:[1-9][0-9]{0,3})?(/[!-~]*)?$"),
+        length(max = 2048)
+    )]
     callback_url: Option<String>,
 }
 
