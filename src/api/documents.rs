@@ -35,6 +35,7 @@ fn doc_type(raw: &str) -> ApiResult<String> {
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListBody {
     /// Only documents of this type.
+    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
     r#type: Option<String>,
     /// 1 to 200, default 50.
     #[serde(default, deserialize_with = "crate::extract::lenient_i64")]

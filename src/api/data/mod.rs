@@ -343,16 +343,20 @@ async fn delete_from_gcs(app: &AppState, f: &FileRow) -> ApiResult<()> {
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct PublicObject {
     /// One or more path segments (`releases/v2`) of letters, digits, `.`, `_`, `-`.
-    #[schemars(
-        regex(
-            pattern = r"^\s*/*[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*/*\s*$"
-        ),
-        length(max = 400)
-    )]
+    #[schemars(regex(
+        pattern = r"^\s*/*[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*/*\s*$"
+    ))]
     folder: String,
     /// The file name.
     #[schemars(regex(pattern = r"[A-Za-z0-9_]"))]
     file: String,
+}
+
+/// An upload's object and its type (a delete names only the object).
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct PublicUploadBody {
+    #[serde(flatten)]
+    object: PublicObject,
     /// Default `application/octet-stream`.
     #[serde(rename = "contentType")]
     #[schemars(
@@ -380,9 +384,9 @@ fn public_key(o: &PublicObject) -> ApiResult<String> {
 /// at `public/<folder>/<file>` (the same folder and file overwrite); no file record.
 pub async fn admin_upload(
     State(app): State<AppState>,
-    JsonBody(body): JsonBody<PublicObject>,
+    JsonBody(body): JsonBody<PublicUploadBody>,
 ) -> ApiResult<Answer<PublicUpload>> {
-    let key = public_key(&body)?;
+    let key = public_key(&body.object)?;
     let ct = match &body.content_type {
         Some(ct) => content_type(ct, "contentType")?,
         None => "application/octet-stream".to_owned(),
