@@ -334,12 +334,7 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
                 body.as_value().clone()
             };
             // An empty body counts as `{}` (docs/api.md): required only when a field is.
-            let required = doc.names_org
-                || body
-                    .as_value()
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .is_some_and(|r| !r.is_empty());
+            let required = doc.names_org || requires_a_field(body.as_value());
             op["requestBody"] =
                 json!({"required": required, "content": {"application/json": {"schema": schema}}});
         } else if r.method == "POST" && r.implemented() {
@@ -438,6 +433,22 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
     });
     objects_for_boolean_schemas(&mut doc);
     Reply::ok(doc)
+}
+
+/// Whether an object schema needs at least one field: a `required` list, or `anyOf` or
+/// `oneOf` branches that each need one (a download revoke's `id` or `token`).
+fn requires_a_field(schema: &Value) -> bool {
+    let listed = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| !r.is_empty());
+    let branches = ["anyOf", "oneOf"].iter().any(|k| {
+        schema
+            .get(*k)
+            .and_then(Value::as_array)
+            .is_some_and(|bs| !bs.is_empty() && bs.iter().all(requires_a_field))
+    });
+    listed || branches
 }
 
 /// No URL may hold a NUL (`%00`): the server refuses it before any route (400).
