@@ -507,7 +507,7 @@ pub async fn workers(State(app): State<AppState>) -> ApiResult<Answer<WorkersAns
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
-#[schemars(extend("oneOf" = [{"required": ["ids"], "properties": {"ids": {"type": "array"}, "queue": {"type": "null"}, "status": {"type": "null"}}}, {"properties": {"ids": {"type": "null"}}, "anyOf": [{"required": ["queue"], "properties": {"queue": {"type": "string"}}}, {"required": ["status"], "properties": {"status": {"type": "string"}}}]}]))]
+#[schemars(extend("oneOf" = [{"required": ["ids"], "properties": {"ids": {"type": "array", "items": {"type": "string"}}, "queue": {"type": "null"}, "status": {"type": "null"}}}, {"properties": {"ids": {"type": "null"}}, "anyOf": [{"required": ["queue"], "properties": {"queue": {"type": "string"}}}, {"required": ["status"], "properties": {"status": {"type": "string"}}}]}]))]
 pub struct BulkBody {
     /// `retry` (failed or cancelled jobs), `cancel` (pending, scheduled or retrying ones)
     /// or `discard` (delete finished ones: succeeded, failed, cancelled).

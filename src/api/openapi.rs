@@ -494,9 +494,21 @@ fn nullable_formats(schema: &mut Value) {
             }
             continue;
         };
-        let nullable_string = m.get("type").and_then(Value::as_array).is_some_and(|ts| {
-            ts.len() == 2 && ts.contains(&json!("null")) && ts.contains(&json!("string"))
-        });
+        let nullable = m
+            .get("type")
+            .and_then(Value::as_array)
+            .is_some_and(|ts| ts.contains(&json!("null")));
+        // An enum on an optional field (`#[schemars(extend("enum" = ...))]`) lists the
+        // values; `null` is one too, as the field's type says.
+        if let Some(Value::Array(values)) = m.get_mut("enum") {
+            if nullable && !values.contains(&Value::Null) {
+                values.push(Value::Null);
+            }
+        }
+        let nullable_string = nullable
+            && m.get("type")
+                .and_then(Value::as_array)
+                .is_some_and(|ts| ts.len() == 2 && ts.contains(&json!("string")));
         if nullable_string && m.contains_key("format") {
             let description = m.remove("description");
             let mut text = std::mem::take(m);
