@@ -187,7 +187,7 @@ pub async fn basket(
         None => {
             let lines = carts::cart(&app.db, cart).await?;
             if lines.is_empty() {
-                return Err(ApiError::conflict(
+                return Err(ApiError::bad_request(
                     "the cart is empty: add items or send `items`",
                 ));
             }

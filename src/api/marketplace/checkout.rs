@@ -20,8 +20,10 @@ use crate::state::AppState;
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct CheckoutBody {
-    /// The lines to buy; omitted, the caller's cart (its lines are removed on success).
-    #[schemars(length(min = 1))]
+    /// The lines to buy. Omitted (or null), the caller's cart, its lines removed on
+    /// success; an empty cart is then a 400 like an empty `items`, so the document
+    /// states `items` as required.
+    #[schemars(with = "Vec<ItemLine>", length(min = 1))]
     items: Option<Vec<ItemLine>>,
     /// `tokens` (the items' `price_tokens`, from the balance at once), or `usd` (the
     /// default: `price_cents` through the payment provider).
