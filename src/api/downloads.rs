@@ -441,8 +441,14 @@ pub async fn purchase(
                     let _ = app.objects.delete(&l.clone_key).await;
                 }
                 crate::domain::orders::refund(&app, &placed.row, "download links not made").await?;
-                crate::db::orders::release(&app.db, &placed.row.id, "paid", "refunded", "system")
-                    .await?;
+                crate::db::orders::release(
+                    &app.db,
+                    &placed.row.id,
+                    crate::states::OrderStatus::Paid,
+                    crate::states::OrderStatus::Refunded,
+                    "system",
+                )
+                .await?;
                 return Err(e);
             }
             let data: Vec<Issued> = links

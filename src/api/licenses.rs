@@ -405,8 +405,8 @@ pub async fn purchase(
                     crate::db::orders::release(
                         &app.db,
                         &placed.row.id,
-                        "paid",
-                        "refunded",
+                        crate::states::OrderStatus::Paid,
+                        crate::states::OrderStatus::Refunded,
                         "system",
                     )
                     .await?;

@@ -22,7 +22,7 @@ use crate::domain::orders::{discount_of, order_json};
 use crate::error::{ApiError, ApiResult};
 use crate::reply::Reply;
 use crate::state::AppState;
-use crate::states::DiscountKind;
+use crate::states::{DiscountKind, OrderStatus, PaymentType};
 
 /// Largest quantity of one line.
 pub const MAX_QUANTITY: i64 = 1_000;
@@ -417,8 +417,16 @@ pub async fn place(
         id: order_id.clone(),
         org_id: basket.org_id.clone(),
         buyer: buyer.clone(),
-        payment_type: if pay == Pay::Tokens { "tokens" } else { "usd" },
-        status: if paid_now { "paid" } else { "pending" },
+        payment_type: if pay == Pay::Tokens {
+            PaymentType::Tokens
+        } else {
+            PaymentType::Usd
+        },
+        status: if paid_now {
+            OrderStatus::Paid
+        } else {
+            OrderStatus::Pending
+        },
         subtotal_cents,
         discount_cents,
         total_cents,
@@ -501,7 +509,7 @@ pub async fn place(
         row.payment_id = Some(intent.id.clone());
         if intent.paid {
             store::mark_paid(&app.db, &order_id, &intent.id).await?;
-            row.status = "paid".into();
+            row.status = OrderStatus::Paid;
             row.reserved_until = None;
         } else {
             let url = app
