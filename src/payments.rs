@@ -185,6 +185,14 @@ pub struct CheckoutRequest<'a> {
 
 pub struct Simulated;
 
+/// The payment-method ids the simulated provider accepts (the OpenAPI document lists
+/// them when it is the provider), sorted.
+pub fn simulated_payment_methods() -> Vec<&'static str> {
+    let mut ids: Vec<&'static str> = TEST_CARDS.keys().copied().collect();
+    ids.sort_unstable();
+    ids
+}
+
 /// Stripe's test payment methods that the simulated provider knows.
 static TEST_CARDS: LazyLock<HashMap<&'static str, (&'static str, &'static str, bool)>> =
     LazyLock::new(|| {

@@ -137,6 +137,31 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// An order (docs/api.md has the table of moves; `domain::orders::may_move` is it).
+    pub enum OrderStatus {
+        /// Placed, a provider payment to come; its units are held until `reserved_until`.
+        Pending = "pending",
+        Paid = "paid",
+        Fulfilled = "fulfilled",
+        Delivered = "delivered",
+        Canceled = "canceled",
+        /// The hold ended before a payment came.
+        Expired = "expired",
+        Refunded = "refunded",
+    }
+}
+
+text_enum! {
+    /// How an order is paid.
+    pub enum PaymentType {
+        /// From the buyer's token balance, at once.
+        Tokens = "tokens",
+        /// Through the payment provider, in cents.
+        Usd = "usd",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::db::jobs::{self as store, Outcome};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, JsonBody};
+use crate::extract::JsonBody;
 use crate::reply::Answer;
 use crate::state::AppState;
 
@@ -181,10 +181,12 @@ pub struct ListQuery {
     status: Option<String>,
     /// A job's id, the id its client holds (an export's job id, an asset id, an email's
     /// id) or an email's recipient: exact values only.
+    #[schemars(regex(pattern = r"^\s*([A-Za-z0-9@._+-]{3,254}\s*)?$"))]
     search: Option<String>,
     /// 1 to 500; 50 when absent.
     #[serde(default, deserialize_with = "crate::extract::lenient_i64")]
     #[schemars(with = "Option<i64>")]
+    #[schemars(range(min = 1, max = 500))]
     limit: Option<i64>,
 }
 
@@ -323,11 +325,18 @@ fn answer(id: &str, outcome: Outcome, allowed: &str, verb: &str) -> ApiResult<An
     }
 }
 
+/// A job named by apalis's id or its client's id.
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct JobIdBody {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
+    id: String,
+}
+
 /// `POST /api/admin/jobs/retry` (Admin100): a failed or cancelled job runs again, now,
 /// with its attempts reset. `id` is apalis's id or the client's.
 pub async fn retry(
     State(app): State<AppState>,
-    JsonBody(body): JsonBody<IdBody>,
+    JsonBody(body): JsonBody<JobIdBody>,
 ) -> ApiResult<Answer<JobAnswer>> {
     let (job, _) = resolve(&app, &body.id).await?;
     let outcome = store::retry(&app.db, &job.id).await?;
@@ -338,7 +347,7 @@ pub async fn retry(
 /// cancelled and never runs. `id` is apalis's id or the client's.
 pub async fn cancel(
     State(app): State<AppState>,
-    JsonBody(body): JsonBody<IdBody>,
+    JsonBody(body): JsonBody<JobIdBody>,
 ) -> ApiResult<Answer<JobAnswer>> {
     let (job, _) = resolve(&app, &body.id).await?;
     let outcome = store::cancel(&app.db, &job.id).await?;
@@ -353,6 +362,7 @@ pub async fn cancel(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct QueueBody {
     /// `email`, `export`, `images`, `expiry` or `callbacks`.
+    #[schemars(extend("enum" = ["email", "export", "images", "expiry", "callbacks", "slide-export", "slide-images"]))]
     queue: String,
 }
 
@@ -497,15 +507,20 @@ pub async fn workers(State(app): State<AppState>) -> ApiResult<Answer<WorkersAns
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(extend("oneOf" = [{"required": ["ids"], "properties": {"ids": {"type": "array", "items": {"type": "string"}}, "queue": {"type": "null"}, "status": {"type": "null"}}}, {"properties": {"ids": {"type": "null"}}, "anyOf": [{"required": ["queue"], "properties": {"queue": {"type": "string"}}}, {"required": ["status"], "properties": {"status": {"type": "string"}}}]}]))]
 pub struct BulkBody {
     /// `retry` (failed or cancelled jobs), `cancel` (pending, scheduled or retrying ones)
     /// or `discard` (delete finished ones: succeeded, failed, cancelled).
+    #[schemars(extend("enum" = ["retry", "cancel", "discard"]))]
     action: String,
     /// The jobs (apalis's ids or clients'), at most 500. Or, instead, a selection:
+    #[schemars(length(min = 1, max = 500))]
     ids: Option<Vec<String>>,
     /// With `status`: every job of this queue in that status (at most 500, newest first).
+    #[schemars(extend("enum" = ["email", "export", "images", "expiry", "callbacks", "slide-export", "slide-images"]))]
     queue: Option<String>,
     /// With `queue`, or alone (every queue).
+    #[schemars(extend("enum" = ["pending", "scheduled", "running", "retrying", "succeeded", "failed", "cancelled", "done", "killed"]))]
     status: Option<String>,
 }
 

@@ -309,6 +309,7 @@ pub struct TrackBody {
     /// A page path (starting with `/`; query and hash are dropped) or a custom event name.
     label: Option<String>,
     /// The browser's UUID; never stored (a site-scoped visitor id is derived from it).
+    #[schemars(extend("format" = "uuid"))]
     client_id: Option<String>,
     /// Any JSON; kept when its serialized size is at most 4096 bytes.
     data: Option<Value>,
@@ -573,6 +574,10 @@ pub struct StatsBody {
     #[schemars(extend("format" = "date"))]
     to: Option<String>,
     /// Up to 20 label patterns, `*` matching anything; only matching events count.
+    #[schemars(
+        length(max = 20),
+        inner(length(min = 1, max = 200), regex(pattern = r"^[^*]*(\*[^*]*){0,8}$"))
+    )]
     labels: Option<Vec<String>>,
     /// Also rank up to 100 observed labels by hits.
     #[serde(default)]
@@ -670,11 +675,19 @@ pub struct AttachmentBody {
     /// From the `track` answer; valid 15 minutes.
     attachment_token: String,
     /// A file name (other characters become `-`).
+    #[schemars(regex(pattern = r"[A-Za-z0-9_]"))]
     file: String,
     /// The file's MIME type (types a browser runs are refused).
+    #[schemars(
+        regex(
+            pattern = r"^\s*((audio|video|font)/[a-z0-9!#$&^_.+-]+|image/(png|jpeg|gif|webp|avif|bmp|tiff|heic|heif|x-icon)|text/(plain|csv|markdown|tab-separated-values)|application/(pdf|json|zip|gzip|x-tar|x-7z-compressed|octet-stream|msword|rtf|epub\+zip|x-ndjson)) *(;[^\u0000-\u001f\u007f-\u009f]*)?\s*$"
+        ),
+        length(max = 128)
+    )]
     r#type: String,
     /// The exact size in bytes, at most 15 MB (required on S3 storage, where the URL
     /// signs it).
+    #[schemars(range(min = 1, max = 15728640))]
     size: Option<u64>,
 }
 

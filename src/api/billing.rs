@@ -38,8 +38,10 @@ pub struct SubscribeBody {
     #[serde(rename = "productId")]
     product_id: String,
     #[serde(rename = "successUrl")]
+    #[schemars(regex(pattern = r"^https?://"))]
     success_url: String,
     #[serde(rename = "cancelUrl")]
+    #[schemars(regex(pattern = r"^https?://"))]
     cancel_url: String,
 }
 
@@ -191,7 +193,7 @@ pub async fn unsubscribe(
     let subs = store::subscriptions(&app.db, &caller.id).await?;
     let current: Vec<_> = subs.into_iter().filter(|s| active(&s.status)).collect();
     if current.is_empty() {
-        return Err(ApiError::bad_request("there is no active subscription"));
+        return Err(ApiError::conflict("there is no active subscription"));
     }
     for s in &current {
         app.payments
@@ -362,9 +364,12 @@ async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<b
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct AgentBody {
+    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9_.-]{3,32}\s*$"))]
     username: String,
+    #[schemars(length(min = 1))]
     password: String,
     #[serde(rename = "paymentMethodId")]
+    #[schemars(regex(pattern = r"^pm_[A-Za-z0-9_]+$"), length(max = 255))]
     payment_method_id: String,
     #[serde(rename = "productId")]
     product_id: String,
@@ -479,6 +484,7 @@ pub async fn get_current_payment_method(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct AmountBody {
+    #[schemars(range(min = 1))]
     amount_cents: i64,
 }
 
@@ -496,7 +502,7 @@ pub async fn pay_provider_amount_cents(
     let customer = store::customer(&app.db, &caller.id)
         .await?
         .filter(|c| c.payment_method_id.is_some())
-        .ok_or_else(|| ApiError::bad_request("no payment method on file; add one first"))?;
+        .ok_or_else(|| ApiError::conflict("no payment method on file; add one first"))?;
     let pm = customer.payment_method_id.clone().unwrap_or_default();
     let payment_id = app
         .payments

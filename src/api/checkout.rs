@@ -205,7 +205,7 @@ async fn payable(app: &AppState, order_id: &str) -> Result<(String, i64), (Statu
             StatusCode::NOT_FOUND,
             "this payment does not exist".to_owned(),
         ))?;
-    if order.status != "pending" {
+    if order.status != crate::states::OrderStatus::Pending {
         return Err((
             StatusCode::CONFLICT,
             format!("this order is {} and cannot be paid", order.status),

@@ -75,7 +75,9 @@ async fn current_balance(app: &AppState, user_id: &str) -> ApiResult<i64> {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct Page {
+    #[schemars(range(min = 1, max = 200))]
     limit: Option<i64>,
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 
@@ -162,6 +164,7 @@ pub async fn create_account_by_user_id(
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct DeductBody {
+    #[schemars(range(min = 1, max = MAX_AMOUNT))]
     credit: i64,
 }
 
@@ -258,6 +261,7 @@ pub async fn deduct(
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct BonusBody {
     #[serde(rename = "bonusName")]
+    #[schemars(extend("enum" = ["first_post", "profile_completed", "referral", "welcome"]))]
     bonus_name: String,
 }
 
@@ -337,6 +341,7 @@ pub async fn distribute_to_user_id(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct EmailBody {
+    #[schemars(email)]
     email: String,
 }
 
@@ -373,9 +378,12 @@ pub async fn get_balance_by_user_id(
 }
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
+#[schemars(extend("anyOf" = [{"required": ["username"], "properties": {"username": {"type": "string", "pattern": "\\S"}}}, {"required": ["email"], "properties": {"email": {"type": "string"}}}]))]
 pub struct SendBody {
+    #[schemars(range(min = 1, max = MAX_AMOUNT))]
     amount: i64,
     username: Option<String>,
+    #[schemars(email)]
     email: Option<String>,
 }
 
@@ -465,9 +473,12 @@ async fn transfer(
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct VendorBody {
+    #[schemars(email)]
     email: String,
     #[serde(rename = "vendorId")]
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     vendor_id: String,
+    #[schemars(range(min = 1, max = MAX_AMOUNT))]
     amount_cents: i64,
     /// Optional reference of the vendor's payout: the same one is paid once.
     reference: Option<String>,
@@ -579,6 +590,7 @@ pub async fn pricing(State(app): State<AppState>) -> ApiResult {
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct StoreBody {
     #[serde(rename = "transactionId")]
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     transaction_id: String,
 }
 

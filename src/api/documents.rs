@@ -35,6 +35,7 @@ fn doc_type(raw: &str) -> ApiResult<String> {
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListBody {
     /// Only documents of this type.
+    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
     r#type: Option<String>,
     /// 1 to 200, default 50.
     #[serde(default, deserialize_with = "crate::extract::lenient_i64")]
@@ -75,6 +76,7 @@ pub async fn get(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct CreateBody {
     /// 1 to 100 characters.
+    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
     r#type: String,
     /// The document's content; at most 256 KiB of JSON.
     data: Option<Map<String, Value>>,

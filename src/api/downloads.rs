@@ -232,6 +232,7 @@ pub async fn redeem(State(app): State<AppState>, Path(token): Path<String>) -> R
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(extend("anyOf" = [{"required": ["id"], "properties": {"id": {"type": "string"}}}, {"required": ["token"], "properties": {"token": {"type": "string"}}}]))]
 pub struct RevokeBody {
     /// The link's id (or send `token`).
     id: Option<String>,
@@ -440,8 +441,14 @@ pub async fn purchase(
                     let _ = app.objects.delete(&l.clone_key).await;
                 }
                 crate::domain::orders::refund(&app, &placed.row, "download links not made").await?;
-                crate::db::orders::release(&app.db, &placed.row.id, "paid", "refunded", "system")
-                    .await?;
+                crate::db::orders::release(
+                    &app.db,
+                    &placed.row.id,
+                    crate::states::OrderStatus::Paid,
+                    crate::states::OrderStatus::Refunded,
+                    "system",
+                )
+                .await?;
                 return Err(e);
             }
             let data: Vec<Issued> = links

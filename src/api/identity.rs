@@ -24,6 +24,7 @@ use crate::wire::users::{SignedIn, TokenSignedIn, User};
 pub struct IdTokenBody {
     /// The ID token; `id_token`, `idToken` and `credential` are accepted as aliases.
     #[serde(alias = "id_token", alias = "idToken", alias = "credential")]
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     token: String,
     source: Option<String>,
 }
@@ -113,6 +114,7 @@ async fn with_profile(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct TokenBody {
+    #[schemars(regex(pattern = r"^\s*([0-9A-Fa-f]{2})+\s*$"))]
     token: String,
 }
 

@@ -107,6 +107,7 @@ pub async fn namespaces(
 pub struct NamespaceBody {
     /// Trimmed and lower-cased; 1 to 128 of letters, digits, `.`, `_`, `-`, starting
     /// with a letter or digit; unique across the platform.
+    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9][A-Za-z0-9._-]{0,127}\s*$"))]
     namespace: String,
 }
 
@@ -144,16 +145,21 @@ pub async fn namespace_delete(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct EntryBody {
+    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9][A-Za-z0-9._-]{0,127}\s*$"))]
     namespace: String,
     /// Case-sensitive, 1 to 512 characters.
+    #[schemars(length(min = 1, max = 512))]
     key: String,
     /// A string of at most 256 KiB (empty allowed).
+    #[schemars(length(max = 262144))]
     value: String,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct KeyBody {
+    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9][A-Za-z0-9._-]{0,127}\s*$"))]
     namespace: String,
+    #[schemars(length(min = 1, max = 512))]
     key: String,
 }
 

@@ -165,6 +165,7 @@ pub struct ValidateBody {
     key: String,
     /// The machine's identifier (1 to 255 characters), activated on first use.
     #[serde(alias = "machine_id", alias = "fingerprint")]
+    #[schemars(length(min = 1, max = 255))]
     machine: String,
 }
 
@@ -404,8 +405,8 @@ pub async fn purchase(
                     crate::db::orders::release(
                         &app.db,
                         &placed.row.id,
-                        "paid",
-                        "refunded",
+                        crate::states::OrderStatus::Paid,
+                        crate::states::OrderStatus::Refunded,
                         "system",
                     )
                     .await?;

@@ -58,6 +58,7 @@ pub async fn get(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct CreateBody {
     /// The liked entity's id (1 to 200 characters).
+    #[schemars(length(min = 1, max = 200), regex(pattern = r"\S"))]
     entity_id: String,
 }
 

@@ -19,6 +19,7 @@ pub const STATUSES: &[&str] = &["pending", "approved", "rejected"];
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ApplyBody {
     /// Free-form answers of the application form.
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
     data: Option<Value>,
 }
 

@@ -54,7 +54,18 @@ fn with_org_ref(mut body: Value) -> Value {
         .as_object_mut()
     {
         for (k, v) in names {
-            p.entry(k).or_insert(v);
+            match p.get_mut(&k).and_then(Value::as_object_mut) {
+                // The body's own field of that name (a record's `id`) is read by the
+                // guard too when no other name comes first: it must not be blank either.
+                Some(own) if !own.contains_key("pattern") => {
+                    own.entry("minLength").or_insert(json!(1));
+                    own.insert("pattern".into(), json!("\\S"));
+                }
+                Some(_) => {}
+                None => {
+                    p.insert(k, v);
+                }
+            }
         }
     }
     b.insert("anyOf".into(), org["anyOf"].clone());
@@ -215,7 +226,7 @@ fn query_params(op: &mut Value, schema: &Value, names_org: bool) {
                 continue;
             }
             let needed = required.contains(&name.as_str()) || (names_org && name == "domain");
-            params.push(json!({"name": name, "in": "query", "required": needed, "schema": s}));
+            params.push(json!({"name": name, "in": "query", "required": needed, "schema": url_safe(s.clone())}));
         }
     }
 }
@@ -245,7 +256,7 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
             .path
             .split('/')
             .filter_map(|seg| seg.strip_prefix('{')?.strip_suffix('}'))
-            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "pattern": NO_NUL}}))
             .collect();
         let doc = r.doc.map(|d| d(&mut gen)).unwrap_or_default();
         if let Some(query) = doc.query {
@@ -256,6 +267,7 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
                 .unwrap_or_default();
             if let Some(props) = q["properties"].as_object() {
                 for (name, schema) in props {
+                    let schema = url_safe(schema.clone());
                     let mut p = json!({"name": name, "in": "query", "required": required.contains(&name.as_str()), "schema": schema});
                     if let Some(d) = schema.get("description") {
                         p["description"] = d.clone();
@@ -308,6 +320,12 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
             }
         }
         if doc.raw_body {
+            // The provider signs the body; without its signature header the event is a 400.
+            if let Some(params) = op["parameters"].as_array_mut() {
+                params.push(json!({"name": "Stripe-Signature", "in": "header", "required": true,
+                    "description": "`t=<unix time>,v1=<HMAC-SHA256 of \"t.body\">` with the webhook secret",
+                    "schema": {"type": "string", "minLength": 1}}));
+            }
             op["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"description": "the provider's signed event, checked byte for byte"}}}});
         } else if let Some(body) = &doc.body {
             let schema = if doc.names_org {
@@ -316,12 +334,7 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
                 body.as_value().clone()
             };
             // An empty body counts as `{}` (docs/api.md): required only when a field is.
-            let required = doc.names_org
-                || body
-                    .as_value()
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .is_some_and(|r| !r.is_empty());
+            let required = doc.names_org || requires_a_field(body.as_value());
             op["requestBody"] =
                 json!({"required": required, "content": {"application/json": {"schema": schema}}});
         } else if r.method == "POST" && r.implemented() {
@@ -348,6 +361,35 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
                 }
             }
         }
+        // The plans a subscription or an agent sign-up may name.
+        if [
+            "/api/users/subscriptions/subscribe",
+            "/api/users/authenticate-agent",
+        ]
+        .contains(&r.path)
+        {
+            if let Some(p) =
+                op.pointer_mut("/requestBody/content/application~1json/schema/properties/productId")
+            {
+                let plans: Vec<&str> = crate::payments::PLANS
+                    .iter()
+                    .map(|p| p.product_id.as_str())
+                    .collect();
+                p["enum"] = json!(plans);
+            }
+        }
+        // The simulated payment provider knows only Stripe's test payment methods.
+        if app.payments.hosted_by_plinth() {
+            for name in ["paymentMethodId", "payment_method_id"] {
+                let at = format!("/requestBody/content/application~1json/schema/properties/{name}");
+                if let Some(p) = op.pointer_mut(&at) {
+                    p["enum"] = json!(crate::payments::simulated_payment_methods());
+                }
+            }
+        }
+        if let Some(body) = op.pointer_mut("/requestBody/content/application~1json/schema") {
+            nullable_formats(body);
+        }
         let item = paths
             .entry(r.path.to_owned())
             .or_insert_with(|| Value::Object(Map::new()));
@@ -367,6 +409,9 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
         }
     }
     let mut schemas = gen.take_definitions(true);
+    for s in schemas.values_mut() {
+        nullable_formats(s);
+    }
     if let Value::Object(common) = common_schemas() {
         schemas.extend(common);
     }
@@ -388,6 +433,94 @@ pub async fn openapi(State(app): State<AppState>) -> Reply {
     });
     objects_for_boolean_schemas(&mut doc);
     Reply::ok(doc)
+}
+
+/// Whether an object schema needs at least one field: a `required` list, or `anyOf` or
+/// `oneOf` branches that each need one (a download revoke's `id` or `token`).
+fn requires_a_field(schema: &Value) -> bool {
+    let listed = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .is_some_and(|r| !r.is_empty());
+    let branches = ["anyOf", "oneOf"].iter().any(|k| {
+        schema
+            .get(*k)
+            .and_then(Value::as_array)
+            .is_some_and(|bs| !bs.is_empty() && bs.iter().all(requires_a_field))
+    });
+    listed || branches
+}
+
+/// No URL may hold a NUL (`%00`): the server refuses it before any route (400).
+const NO_NUL: &str = "^[^\\u0000]*$";
+
+/// A query parameter's schema with the URL's own rule: no NUL. A pattern the schema
+/// already has is kept beside it.
+fn url_safe(mut schema: Value) -> Value {
+    let Some(m) = schema.as_object_mut() else {
+        return schema;
+    };
+    let text = match m.get("type") {
+        Some(Value::String(t)) => t == "string",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "string"),
+        _ => false,
+    };
+    if !text || m.contains_key("enum") || m.contains_key("format") {
+        return schema;
+    }
+    match m.remove("pattern") {
+        None => {
+            m.insert("pattern".into(), json!(NO_NUL));
+        }
+        Some(own) => {
+            m.insert(
+                "allOf".into(),
+                json!([{"pattern": own}, {"pattern": NO_NUL}]),
+            );
+        }
+    }
+    schema
+}
+
+/// `{"type": ["string", "null"], "format": ...}` as `anyOf` a formatted string or null:
+/// the same values, in the shape property testers and generators keep the format of
+/// (schemathesis's coverage phase drops a format beside a `null` type). Iterative.
+fn nullable_formats(schema: &mut Value) {
+    let mut stack = vec![schema];
+    while let Some(v) = stack.pop() {
+        let Value::Object(m) = v else {
+            if let Value::Array(a) = v {
+                stack.extend(a.iter_mut());
+            }
+            continue;
+        };
+        let nullable = m
+            .get("type")
+            .and_then(Value::as_array)
+            .is_some_and(|ts| ts.contains(&json!("null")));
+        // An enum on an optional field (`#[schemars(extend("enum" = ...))]`) lists the
+        // values; `null` is one too, as the field's type says.
+        if let Some(Value::Array(values)) = m.get_mut("enum") {
+            if nullable && !values.contains(&Value::Null) {
+                values.push(Value::Null);
+            }
+        }
+        let nullable_string = nullable
+            && m.get("type")
+                .and_then(Value::as_array)
+                .is_some_and(|ts| ts.len() == 2 && ts.contains(&json!("string")));
+        if nullable_string && m.contains_key("format") {
+            let description = m.remove("description");
+            let mut text = std::mem::take(m);
+            text.insert("type".into(), json!("string"));
+            m.insert("anyOf".into(), json!([text, {"type": "null"}]));
+            if let Some(d) = description {
+                m.insert("description".into(), d);
+            }
+            continue;
+        }
+        stack.extend(m.values_mut());
+    }
 }
 
 /// Keywords whose value is one schema, and those whose value maps names to schemas.

@@ -114,6 +114,12 @@ pub async fn list(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct CreateBody {
+    #[schemars(
+        regex(
+            pattern = r"^\s*([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.?\s*$"
+        ),
+        length(max = 253)
+    )]
     domain: String,
     name: Option<String>,
     data: Option<Map<String, Value>>,

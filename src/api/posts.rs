@@ -83,6 +83,7 @@ fn post_list(rows: Vec<PostRow>, total: i64, limit: i64, offset: i64) -> Answer<
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListBody {
     /// The post type to list.
+    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
     r#type: String,
     organization_id: Option<String>,
     /// The author, by id, username or email.
@@ -226,14 +227,17 @@ pub async fn by_slug(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct CreateBody {
     /// `GENERAL`, `DIAGRAM_PAGE`, `NOTE`, `TEAM_POST`, `THREAD` or any other string.
+    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
     r#type: String,
     /// Becomes `data`.
     fields: Option<Map<String, Value>>,
     /// Publishes under this organization (the caller must be a member).
     domain: Option<String>,
     /// A unique source identifier.
+    #[schemars(length(min = 1, max = 500), regex(pattern = r"\S"))]
     src: Option<String>,
     /// A unique slug (`/api/posts/public/{slug}`).
+    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9][A-Za-z0-9._-]{0,199}\s*$"))]
     slug: Option<String>,
     /// Parsed into `data.editorContent` and kept as `data.body` (wins over `fields.body`).
     markdown: Option<String>,
@@ -389,6 +393,7 @@ pub async fn delete(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct StatsBody {
     /// One type; all types (with a count per type) when omitted.
+    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
     r#type: Option<String>,
 }
 

@@ -75,20 +75,26 @@ pub struct EventsBody {
     /// A registered product (`PLINTH_TELEMETRY_PRODUCTS`).
     product_id: String,
     /// The sending installation, 1 to 128 characters.
+    #[schemars(length(min = 1, max = 128))]
     client_id: String,
     /// 1 to 25 events; the batch is accepted or refused whole.
+    #[schemars(length(min = 1, max = 25))]
     events: Vec<EventIn>,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct EventIn {
     /// Deduplication key (per product): an event id seen before is skipped.
+    #[schemars(length(min = 1, max = 128))]
     event_id: String,
     /// One of the supported names (docs/api.md).
+    #[schemars(extend("enum" = EVENT_NAMES))]
     event_name: String,
     /// RFC 3339; the time of receipt when absent; at most a day ahead.
+    #[schemars(extend("format" = "date-time"))]
     occurred_at: Option<String>,
     /// Product-specific fields (`app_version`, OS, ...), an object of at most 8 KiB.
+    #[schemars(with = "Option<Map<String, Value>>")]
     data: Option<Value>,
 }
 
@@ -177,8 +183,10 @@ pub struct RangeBody {
     /// A registered product.
     product_id: String,
     /// First day, `YYYY-MM-DD` (UTC), inclusive.
+    #[schemars(extend("format" = "date"))]
     from: String,
     /// Last day, `YYYY-MM-DD` (UTC), inclusive; at most 366 days after `from`.
+    #[schemars(extend("format" = "date"))]
     to: String,
 }
 
@@ -255,20 +263,26 @@ pub async fn daily(
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum DimensionIn {
-    Name(String),
-    Property { property: String },
+    Name(#[schemars(extend("enum" = ["event_name"]))] String),
+    Property {
+        #[schemars(regex(pattern = r"^[A-Za-z0-9_-]{1,64}$"))]
+        property: String,
+    },
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct QueryBody {
     product_id: String,
     /// First day, `YYYY-MM-DD`, inclusive.
+    #[schemars(extend("format" = "date"))]
     from: String,
     /// Last day, `YYYY-MM-DD`, inclusive.
+    #[schemars(extend("format" = "date"))]
     to: String,
     /// Only events of this name.
     event_name: Option<String>,
     /// `data` key → value (string, number or boolean); all must match. At most 10.
+    #[schemars(extend("maxProperties" = 10, "propertyNames" = {"pattern": "^[A-Za-z0-9_-]{1,64}$"}, "additionalProperties" = {"type": ["string", "number", "boolean"]}))]
     filters: Option<Map<String, Value>>,
     /// `none` (default) or `day`.
     bucket: Option<Bucketing>,

@@ -58,7 +58,9 @@ async fn check_password(password: String, hash: Option<String>) -> ApiResult<boo
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct AuthenticateBody {
+    #[schemars(email)]
     email: String,
+    #[schemars(length(min = 1))]
     password: String,
     source: Option<String>,
 }
@@ -100,6 +102,7 @@ pub async fn authenticate(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct InterstitialBody {
+    #[schemars(email)]
     email: String,
     source: Option<String>,
 }
@@ -122,8 +125,10 @@ pub async fn authenticate_interstitial(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct VerifyBody {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     code: String,
     /// With a reset or verification code: the new password, set in the same step.
+    #[schemars(length(min = 1))]
     password: Option<String>,
 }
 
@@ -212,6 +217,7 @@ pub async fn verify(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct EmailSourceBody {
+    #[schemars(email)]
     email: String,
     source: Option<String>,
 }
@@ -313,6 +319,7 @@ pub async fn public_get_by_id(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct UsernameBody {
+    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9_.-]{3,32}\s*$"))]
     username: String,
 }
 
@@ -345,7 +352,9 @@ pub async fn get_by_id(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct Page {
+    #[schemars(range(min = 1, max = 1000))]
     limit: Option<i64>,
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 
@@ -387,6 +396,7 @@ pub async fn list_by_source(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct UpdateBody {
     id: String,
+    #[schemars(with = "serde_json::Map<String, Value>")]
     updates: Value,
     #[serde(rename = "forcePush", default)]
     force_push: bool,
@@ -456,6 +466,7 @@ pub async fn update(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct PasswordBody {
+    #[schemars(length(min = 1))]
     password: String,
 }
 
@@ -508,6 +519,7 @@ pub async fn regenerate_key(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct WalletBody {
+    #[schemars(length(min = 1, max = 256), regex(pattern = r"\S"))]
     wallet_address: String,
     /// Kept server-side as proof of ownership; never returned.
     wallet_signature: Option<String>,

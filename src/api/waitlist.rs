@@ -57,6 +57,7 @@ async fn manager(app: &AppState, caller: &Arc<Caller>, domain: &str) -> ApiResul
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct DomainEmail {
     domain: String,
+    #[schemars(email)]
     email: String,
 }
 
@@ -79,8 +80,11 @@ pub async fn add(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListQuery {
+    #[schemars(with = "String", length(min = 1), regex(pattern = r"\S"))]
     domain: Option<String>,
+    #[schemars(range(min = 1))]
     limit: Option<i64>,
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 

@@ -12,6 +12,7 @@ use futures::future::BoxFuture;
 use plinth_actors::batch::{BatchStore, BatchWriter};
 
 use crate::db::{now, values_sql, BeginWrite, Db};
+use crate::states::{OrderStatus, PaymentType};
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -21,8 +22,8 @@ pub struct OrderRow {
     pub domain: String,
     pub user_id: Option<String>,
     pub guest_session_id: Option<String>,
-    pub payment_type: String,
-    pub status: String,
+    pub payment_type: PaymentType,
+    pub status: OrderStatus,
     pub subtotal_cents: i64,
     pub discount_cents: i64,
     pub total_cents: i64,
@@ -99,9 +100,9 @@ pub struct NewOrder {
     pub id: String,
     pub org_id: String,
     pub buyer: Buyer,
-    pub payment_type: &'static str,
+    pub payment_type: PaymentType,
     /// `paid` (tokens, or nothing to pay) or `pending` (a provider payment to come).
-    pub status: &'static str,
+    pub status: OrderStatus,
     pub subtotal_cents: i64,
     pub discount_cents: i64,
     pub total_cents: i64,
@@ -132,8 +133,8 @@ impl NewOrder {
             domain: domain.to_owned(),
             user_id,
             guest_session_id,
-            payment_type: self.payment_type.to_owned(),
-            status: self.status.to_owned(),
+            payment_type: self.payment_type,
+            status: self.status,
             subtotal_cents: self.subtotal_cents,
             discount_cents: self.discount_cents,
             total_cents: self.total_cents,
@@ -242,7 +243,7 @@ const INSERT_LINE: &str = "INSERT INTO order_lines (order_id, item_id, sku, quan
 macro_rules! place_in {
     ($conn:expr, $take:expr, $o:expr, $lines:expr) => {{
         let o: &NewOrder = $o;
-        let (unit_status, action) = if o.status == "paid" {
+        let (unit_status, action) = if o.status == OrderStatus::Paid {
             ("sold", "unit_sold")
         } else {
             ("reserved", "unit_reserved")
@@ -432,7 +433,7 @@ async fn place_batch(
                 continue;
             }
         }
-        let status = if order.status == "paid" {
+        let status = if order.status == OrderStatus::Paid {
             "sold"
         } else {
             "reserved"
@@ -471,7 +472,7 @@ async fn place_batch(
         );
         let mut q = sqlx::query(AssertSqlSafe(ledger));
         for (o, l, unit) in &placed {
-            let action = if o.status == "paid" {
+            let action = if o.status == OrderStatus::Paid {
                 "unit_sold"
             } else {
                 "unit_reserved"
@@ -598,7 +599,12 @@ pub async fn list(
 
 /// Moves an order from `from` to `to` when nothing else moved it first; `false` when it
 /// was no longer in `from`.
-pub async fn set_status(db: &Db, id: &str, from: &str, to: &str) -> sqlx::Result<bool> {
+pub async fn set_status(
+    db: &Db,
+    id: &str,
+    from: OrderStatus,
+    to: OrderStatus,
+) -> sqlx::Result<bool> {
     const SQL: &str =
         "UPDATE orders SET status = $3, updated_at = $4 WHERE id = $1 AND status = $2";
     let n = with_db!(db, p => sqlx::query(SQL).bind(id).bind(from).bind(to).bind(now())
@@ -640,7 +646,13 @@ pub async fn set_payment(db: &Db, id: &str, payment_id: &str) -> sqlx::Result<()
 /// Ends an order (`from` → `to`: canceled, expired or refunded) and gives its units back
 /// to stock and its discount use back, in one transaction; `false` when it was no longer
 /// in `from`.
-pub async fn release(db: &Db, id: &str, from: &str, to: &str, actor: &str) -> sqlx::Result<bool> {
+pub async fn release(
+    db: &Db,
+    id: &str,
+    from: OrderStatus,
+    to: OrderStatus,
+    actor: &str,
+) -> sqlx::Result<bool> {
     const ORDER: &str = "UPDATE orders SET status = $3, reserved_until = NULL, updated_at = $4 \
         WHERE id = $1 AND status = $2 RETURNING discount_id";
     const UNITS: &str = "UPDATE inventory_units SET status = 'available', holder_id = NULL, \
@@ -671,7 +683,14 @@ pub async fn release(db: &Db, id: &str, from: &str, to: &str, actor: &str) -> sq
 /// Undoes a pending order whose payment was refused at once: its units and discount
 /// use go back (the ledger keeps the hold and its release) and the order is deleted.
 pub async fn discard(db: &Db, id: &str) -> sqlx::Result<()> {
-    release(db, id, "pending", "canceled", "system").await?;
+    release(
+        db,
+        id,
+        OrderStatus::Pending,
+        OrderStatus::Canceled,
+        "system",
+    )
+    .await?;
     const SQL: &str = "DELETE FROM orders WHERE id = $1 AND status = 'canceled'";
     with_db!(db, p => sqlx::query(SQL).bind(id).execute(p).await.map(|_| ()))
 }
@@ -689,7 +708,7 @@ pub async fn release_expired(db: &Db, now: DateTime<Utc>) -> sqlx::Result<usize>
     loop {
         let ids = expired(db, now, 200).await?;
         for id in &ids {
-            if release(db, id, "pending", "expired", "system").await? {
+            if release(db, id, OrderStatus::Pending, OrderStatus::Expired, "system").await? {
                 released += 1;
             }
         }

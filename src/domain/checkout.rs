@@ -22,7 +22,7 @@ use crate::domain::orders::{discount_of, order_json};
 use crate::error::{ApiError, ApiResult};
 use crate::reply::Reply;
 use crate::state::AppState;
-use crate::states::DiscountKind;
+use crate::states::{DiscountKind, OrderStatus, PaymentType};
 
 /// Largest quantity of one line.
 pub const MAX_QUANTITY: i64 = 1_000;
@@ -120,6 +120,7 @@ const MAX_LINES: usize = 100;
 pub struct ItemLine {
     pub sku: String,
     /// 1 to 1,000.
+    #[schemars(range(min = 1, max = 1000))]
     pub quantity: i64,
 }
 
@@ -416,8 +417,16 @@ pub async fn place(
         id: order_id.clone(),
         org_id: basket.org_id.clone(),
         buyer: buyer.clone(),
-        payment_type: if pay == Pay::Tokens { "tokens" } else { "usd" },
-        status: if paid_now { "paid" } else { "pending" },
+        payment_type: if pay == Pay::Tokens {
+            PaymentType::Tokens
+        } else {
+            PaymentType::Usd
+        },
+        status: if paid_now {
+            OrderStatus::Paid
+        } else {
+            OrderStatus::Pending
+        },
         subtotal_cents,
         discount_cents,
         total_cents,
@@ -500,7 +509,7 @@ pub async fn place(
         row.payment_id = Some(intent.id.clone());
         if intent.paid {
             store::mark_paid(&app.db, &order_id, &intent.id).await?;
-            row.status = "paid".into();
+            row.status = OrderStatus::Paid;
             row.reserved_until = None;
         } else {
             let url = app
@@ -580,15 +589,21 @@ where
 }
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
+/// Paid at once: a payment method, or tokens.
+#[schemars(extend("anyOf" = [{"required": ["payment_method_id"], "properties": {"payment_method_id": {"type": "string"}}}, {"required": ["payment_type"], "properties": {"payment_type": {"enum": ["tokens"]}}}]))]
 pub struct PurchaseBody {
     /// What to buy: one key or link per unit.
+    #[schemars(length(min = 1))]
     pub items: Vec<ItemLine>,
     /// `tokens` (with an API key) or `usd` (the default).
+    #[schemars(extend("enum" = ["tokens", "usd", "provider", "stripe", "card"]))]
     pub payment_type: Option<String>,
     /// USD: the payment method (`pm_...`), charged at once.
+    #[schemars(regex(pattern = r"^pm_[A-Za-z0-9_]+$"), length(max = 255))]
     pub payment_method_id: Option<String>,
     /// The selling organization, when a sku is sold by several.
     pub domain: Option<String>,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     pub discount_code: Option<String>,
     /// A guest's email for receipts.
     pub email: Option<String>,

@@ -7,22 +7,15 @@ use serde_json::{json, Value};
 use crate::db::orders::{self as store, LineRow, OrderRow};
 use crate::error::ApiResult;
 use crate::state::AppState;
-use crate::states::DiscountKind;
-
-/// Every status an order can have.
-pub const STATUSES: [&str; 7] = [
-    "pending",
-    "paid",
-    "fulfilled",
-    "delivered",
-    "canceled",
-    "expired",
-    "refunded",
-];
+use crate::states::{DiscountKind, OrderStatus, PaymentType};
 
 /// Statuses of an order that was paid for (a receipt may be sent).
-pub fn completed(status: &str) -> bool {
-    matches!(status, "paid" | "fulfilled" | "delivered")
+pub fn completed(status: OrderStatus) -> bool {
+    use OrderStatus::*;
+    match status {
+        Paid | Fulfilled | Delivered => true,
+        Pending | Canceled | Expired | Refunded => false,
+    }
 }
 
 /// Who asks for a status change through `orders/update`.
@@ -34,24 +27,30 @@ pub enum Role {
     Seller,
 }
 
-/// Whether `role` may move an order from `from` to `to`; the reason when not.
-/// `pending → paid` and `pending → expired` happen only by the payment provider and the
-/// server; nobody moves an order out of `canceled`, `expired`, `refunded` or `delivered`.
-pub fn may_move(from: &str, to: &str, role: Role) -> Result<(), String> {
+/// Whether `role` may move an order from `from` to `to` (as sent); the status it names,
+/// or the reason when not. `pending → paid` and `pending → expired` happen only by the
+/// payment provider and the server; nobody moves an order out of `canceled`, `expired`,
+/// `refunded` or `delivered`.
+pub fn may_move(from: OrderStatus, to: &str, role: Role) -> Result<OrderStatus, String> {
+    use OrderStatus::*;
     use Role::*;
-    if !STATUSES.contains(&to) {
-        return Err(format!("`status` must be one of {}", STATUSES.join(", ")));
-    }
+    let Some(to) = OrderStatus::parse(to) else {
+        let all: Vec<&str> = OrderStatus::ALL.iter().map(|s| s.as_str()).collect();
+        return Err(format!("`status` must be one of {}", all.join(", ")));
+    };
     let allowed: &[Role] = match (from, to) {
-        ("pending", "canceled") => &[Buyer, Seller],
-        ("paid", "fulfilled") | ("fulfilled", "delivered") => &[Seller],
+        (Pending, Canceled) => &[Buyer, Seller],
+        (Paid, Fulfilled) | (Fulfilled, Delivered) => &[Seller],
         // A refund before fulfilment: tokens go back to the buyer's balance, a provider
         // payment is refunded at the provider, the units return to stock.
-        ("paid", "refunded") => &[Seller],
-        _ => &[],
+        (Paid, Refunded) => &[Seller],
+        (Pending, Pending | Paid | Fulfilled | Delivered | Expired | Refunded)
+        | (Paid, Pending | Paid | Delivered | Canceled | Expired)
+        | (Fulfilled, Pending | Paid | Fulfilled | Canceled | Expired | Refunded)
+        | (Delivered | Canceled | Expired | Refunded, _) => &[],
     };
     if allowed.contains(&role) {
-        return Ok(());
+        return Ok(to);
     }
     Err(if allowed.is_empty() {
         format!("an order cannot move from `{from}` to `{to}`")
@@ -88,7 +87,7 @@ pub async fn confirm_payment(
     };
     let other_payment = order.payment_id.as_deref().is_some_and(|p| p != payment_id);
     let other_currency = currency.is_some_and(|c| !c.eq_ignore_ascii_case("usd"));
-    if order.payment_type != "usd"
+    if order.payment_type != PaymentType::Usd
         || amount_cents != order.total_cents
         || other_payment
         || other_currency
@@ -106,14 +105,11 @@ pub async fn confirm_payment(
     if store::mark_paid(&app.db, order_id, payment_id).await? {
         return Ok(true);
     }
-    let status = store::get(&app.db, order_id)
-        .await?
-        .map(|o| o.status)
-        .unwrap_or_default();
-    if matches!(status.as_str(), "canceled" | "expired") {
+    let status = store::get(&app.db, order_id).await?.map(|o| o.status);
+    if let Some(status @ (OrderStatus::Canceled | OrderStatus::Expired)) = status {
         app.payments.refund(payment_id).await?;
         store::set_payment(&app.db, order_id, payment_id).await?;
-        store::set_status(&app.db, order_id, &status, "refunded").await?;
+        store::set_status(&app.db, order_id, status, OrderStatus::Refunded).await?;
         tracing::warn!(
             order = order_id,
             "a payment arrived after the order's hold ended; refunded"
@@ -137,8 +133,8 @@ pub fn order_json(o: &OrderRow, lines: &[LineRow], private: bool) -> Value {
         "subtotal_tokens": o.subtotal_tokens,
         "discount_tokens": o.discount_tokens,
         "total_tokens": o.total_tokens,
-        "total": if o.payment_type == "tokens" { o.total_tokens.unwrap_or(0) } else { o.total_cents },
-        "currency": if o.payment_type == "tokens" { "tokens" } else { "usd" },
+        "total": if o.payment_type == PaymentType::Tokens { o.total_tokens.unwrap_or(0) } else { o.total_cents },
+        "currency": o.payment_type,
         "discount_code": o.discount_code,
         "reserved_until": o.reserved_until,
         "created_at": o.created_at,
@@ -214,19 +210,19 @@ mod tests {
 
     #[test]
     fn the_state_table() {
-        assert!(may_move("pending", "canceled", Role::Buyer).is_ok());
-        assert!(may_move("pending", "canceled", Role::Seller).is_ok());
-        assert!(may_move("pending", "paid", Role::Seller).is_err());
-        assert!(may_move("pending", "paid", Role::Buyer).is_err());
-        assert!(may_move("paid", "fulfilled", Role::Seller).is_ok());
-        assert!(may_move("paid", "fulfilled", Role::Buyer).is_err());
-        assert!(may_move("fulfilled", "delivered", Role::Seller).is_ok());
-        assert!(may_move("paid", "refunded", Role::Seller).is_ok());
-        assert!(may_move("paid", "refunded", Role::Buyer).is_err());
-        assert!(may_move("paid", "canceled", Role::Buyer).is_err());
-        assert!(may_move("delivered", "refunded", Role::Seller).is_err());
-        assert!(may_move("canceled", "paid", Role::Seller).is_err());
-        assert!(may_move("paid", "shipped", Role::Seller)
+        assert!(may_move(OrderStatus::Pending, "canceled", Role::Buyer).is_ok());
+        assert!(may_move(OrderStatus::Pending, "canceled", Role::Seller).is_ok());
+        assert!(may_move(OrderStatus::Pending, "paid", Role::Seller).is_err());
+        assert!(may_move(OrderStatus::Pending, "paid", Role::Buyer).is_err());
+        assert!(may_move(OrderStatus::Paid, "fulfilled", Role::Seller).is_ok());
+        assert!(may_move(OrderStatus::Paid, "fulfilled", Role::Buyer).is_err());
+        assert!(may_move(OrderStatus::Fulfilled, "delivered", Role::Seller).is_ok());
+        assert!(may_move(OrderStatus::Paid, "refunded", Role::Seller).is_ok());
+        assert!(may_move(OrderStatus::Paid, "refunded", Role::Buyer).is_err());
+        assert!(may_move(OrderStatus::Paid, "canceled", Role::Buyer).is_err());
+        assert!(may_move(OrderStatus::Delivered, "refunded", Role::Seller).is_err());
+        assert!(may_move(OrderStatus::Canceled, "paid", Role::Seller).is_err());
+        assert!(may_move(OrderStatus::Paid, "shipped", Role::Seller)
             .unwrap_err()
             .contains("one of"));
     }

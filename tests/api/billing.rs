@@ -141,7 +141,7 @@ async fn checkout_in_the_browser_raises_the_tier_and_pays_the_allotment() {
         json!({}),
     )
     .await
-    .assert_error(400);
+    .assert_error(409);
 }
 
 #[tokio::test]
@@ -323,7 +323,7 @@ async fn agent_sign_up_declines_leave_nothing_and_one_time_payments() {
         json!({"amount_cents": 100}),
     )
     .await
-    .assert_error(400);
+    .assert_error(409);
     let r = s
         .get("/api/users/viewer/get-current-payment-method", Some(&plain))
         .await;

@@ -19,6 +19,7 @@ from plinth_client.models import (
     Error,
     SlidesCreateBody,
     SlidesExportsCreateBody,
+    SlidesExportsCreateBodyFormat,
     UsersAuthenticateBody,
     UsersVerifyBody,
 )
@@ -65,7 +66,7 @@ deck = ok(slides_create.sync(
     client=client, body=SlidesCreateBody(markdown="# From a generated client\n\n- one\n- two\n"),
 ), "deck create")
 job = ok(slides_exports_create.sync(
-    client=client, body=SlidesExportsCreateBody(deck_id=str(deck.id), format_="pdf"),
+    client=client, body=SlidesExportsCreateBody(deck_id=str(deck.id), format_=SlidesExportsCreateBodyFormat.PDF),
 ), "export")
 deadline = time.time() + 60
 while job.status not in ("succeeded", "failed", "cancelled"):

@@ -70,12 +70,19 @@ pub async fn localization_get(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct LocalizationCreate {
     /// The translated entity's id (1 to 200 characters; not checked against other tables).
+    #[schemars(length(min = 1, max = 200), regex(pattern = r"\S"))]
     entity_id: String,
     /// BCP 47, e.g. `en`, `pt-BR`.
+    #[schemars(
+        regex(pattern = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"),
+        length(max = 35)
+    )]
     language_tag: String,
     /// What is translated (`title`, `description`, ...): 1 to 200 characters.
+    #[schemars(length(min = 1, max = 200), regex(pattern = r"\S"))]
     name: String,
     /// The translation (at most 65,536 characters; empty allowed).
+    #[schemars(length(max = 65536))]
     value: String,
 }
 

@@ -70,6 +70,12 @@ pub enum Purpose {
 pub struct PresignBody {
     filename: String,
     #[serde(rename = "contentType")]
+    #[schemars(
+        regex(
+            pattern = r"^\s*((audio|video|font)/[a-z0-9!#$&^_.+-]+|image/(png|jpeg|gif|webp|avif|bmp|tiff|heic|heif|x-icon)|text/(plain|csv|markdown|tab-separated-values)|application/(pdf|json|zip|gzip|x-tar|x-7z-compressed|octet-stream|msword|rtf|epub\+zip|x-ndjson)) *(;[^\u0000-\u001f\u007f-\u009f]*)?\s*$"
+        ),
+        length(max = 128)
+    )]
     content_type: String,
     /// The file's exact size in bytes (at most 15 MB). With it the URL accepts only that
     /// many bytes on every storage backend (S3 signs `Content-Length`); without it the
@@ -337,11 +343,28 @@ async fn delete_from_gcs(app: &AppState, f: &FileRow) -> ApiResult<()> {
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct PublicObject {
     /// One or more path segments (`releases/v2`) of letters, digits, `.`, `_`, `-`.
+    #[schemars(regex(
+        pattern = r"^\s*/*[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*/*\s*$"
+    ))]
     folder: String,
     /// The file name.
+    #[schemars(regex(pattern = r"[A-Za-z0-9_]"))]
     file: String,
+}
+
+/// An upload's object and its type (a delete names only the object).
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct PublicUploadBody {
+    #[serde(flatten)]
+    object: PublicObject,
     /// Default `application/octet-stream`.
     #[serde(rename = "contentType")]
+    #[schemars(
+        regex(
+            pattern = r"^\s*((audio|video|font)/[a-z0-9!#$&^_.+-]+|image/(png|jpeg|gif|webp|avif|bmp|tiff|heic|heif|x-icon)|text/(plain|csv|markdown|tab-separated-values)|application/(pdf|json|zip|gzip|x-tar|x-7z-compressed|octet-stream|msword|rtf|epub\+zip|x-ndjson)) *(;[^\u0000-\u001f\u007f-\u009f]*)?\s*$"
+        ),
+        length(max = 128)
+    )]
     content_type: Option<String>,
 }
 
@@ -361,9 +384,9 @@ fn public_key(o: &PublicObject) -> ApiResult<String> {
 /// at `public/<folder>/<file>` (the same folder and file overwrite); no file record.
 pub async fn admin_upload(
     State(app): State<AppState>,
-    JsonBody(body): JsonBody<PublicObject>,
+    JsonBody(body): JsonBody<PublicUploadBody>,
 ) -> ApiResult<Answer<PublicUpload>> {
-    let key = public_key(&body)?;
+    let key = public_key(&body.object)?;
     let ct = match &body.content_type {
         Some(ct) => content_type(ct, "contentType")?,
         None => "application/octet-stream".to_owned(),

@@ -52,10 +52,13 @@ pub async fn thing_get(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ThingCreate {
     /// 1 to 300 characters; searchable.
+    #[schemars(length(min = 1, max = 300), regex(pattern = r"\S"))]
     title: String,
     /// 1 to 100 characters; searchable.
+    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
     category: String,
     /// Unique: lower-cased, 1 to 200 of a-z, 0-9, `-`, `_`, `.`.
+    #[schemars(regex(pattern = r"^\s*[A-Za-z0-9][A-Za-z0-9._-]{0,199}\s*$"))]
     slug: String,
     /// An organization the caller belongs to; its members may then change the thing.
     domain: Option<String>,
@@ -242,6 +245,7 @@ pub async fn things_list(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct SearchQuery {
     /// Keywords: things whose title or category has every word (also as a prefix).
+    #[schemars(regex(pattern = r"[^\W_]"))]
     search: String,
     /// 1 to 100, default 20.
     #[schemars(range(min = 1, max = 100))]

@@ -20,19 +20,25 @@ use crate::state::AppState;
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct CheckoutBody {
-    /// The lines to buy; omitted, the caller's cart (its lines are removed on success).
+    /// The lines to buy. Omitted (or null), the caller's cart, its lines removed on
+    /// success; an empty cart is then a 400 like an empty `items`, so the document
+    /// states `items` as required.
+    #[schemars(with = "Vec<ItemLine>", length(min = 1))]
     items: Option<Vec<ItemLine>>,
     /// `tokens` (the items' `price_tokens`, from the balance at once), or `usd` (the
     /// default: `price_cents` through the payment provider).
+    #[schemars(extend("enum" = ["tokens", "usd", "provider", "stripe", "card"]))]
     payment_type: Option<String>,
     /// The selling organization, when a sku is sold by several.
     domain: Option<String>,
     /// Free-form details of the buyer (an object; `email` gets receipts).
     customer_info: Option<Value>,
     shipping_address: Option<Address>,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     discount_code: Option<String>,
     /// USD: pay now with this payment method (`pm_...`); without it the answer says
     /// where to pay, and the units are held until `reserved_until`.
+    #[schemars(regex(pattern = r"^pm_[A-Za-z0-9_]+$"), length(max = 255))]
     payment_method_id: Option<String>,
 }
 

@@ -15,6 +15,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::reply::Reply;
 use crate::state::AppState;
+use crate::states::{OrderStatus, PaymentType};
 
 fn not_found() -> ApiError {
     ApiError::not_found("order not found")
@@ -109,26 +110,28 @@ pub async fn order_update(
     run_to_end(async move {
         let (o, role) = order_for(&app, &caller, &body.id).await?;
         let to = body.status.trim().to_lowercase();
-        if o.status == to {
+        if o.status.as_str() == to {
             let lines = store::lines(&app.db, &o.id).await?;
             return Ok(Reply::ok(
                 json!({"success": true, "changed": false, "data": order_json(&o, &lines, true)}),
             ));
         }
-        may_move(&o.status, &to, role).map_err(|m| {
+        let to = may_move(o.status, &to, role).map_err(|m| {
             if role == Role::Buyer && m.starts_with("only") {
                 ApiError::forbidden(m)
             } else {
-                ApiError::conflict(m).with("status", o.status.clone())
+                ApiError::conflict(m).with("status", o.status.as_str())
             }
         })?;
-        let moved = match to.as_str() {
-            "canceled" => store::release(&app.db, &o.id, &o.status, &to, &caller.id).await?,
-            "refunded" => {
-                crate::domain::orders::refund(&app, &o, "refunded by the seller").await?;
-                store::release(&app.db, &o.id, &o.status, &to, &caller.id).await?
+        let moved = match to {
+            OrderStatus::Canceled => {
+                store::release(&app.db, &o.id, o.status, to, &caller.id).await?
             }
-            _ => store::set_status(&app.db, &o.id, &o.status, &to).await?,
+            OrderStatus::Refunded => {
+                crate::domain::orders::refund(&app, &o, "refunded by the seller").await?;
+                store::release(&app.db, &o.id, o.status, to, &caller.id).await?
+            }
+            _ => store::set_status(&app.db, &o.id, o.status, to).await?,
         };
         if !moved {
             return Err(ApiError::conflict(
@@ -159,13 +162,13 @@ fn receipt(app: &AppState, o: &OrderRow, lines: &[LineRow], to: &str) -> plinth_
         o.domain, o.id, o.status
     );
     for l in lines {
-        let price = match (o.payment_type.as_str(), l.price_tokens) {
-            ("tokens", Some(t)) => format!("{t} tokens"),
+        let price = match (o.payment_type, l.price_tokens) {
+            (PaymentType::Tokens, Some(t)) => format!("{t} tokens"),
             _ => money(l.price_cents),
         };
         text.push_str(&format!("{} x {}  {price} each\n", l.quantity, l.sku));
     }
-    let total = if o.payment_type == "tokens" {
+    let total = if o.payment_type == PaymentType::Tokens {
         format!(
             "{} tokens (discount {})",
             o.total_tokens.unwrap_or(0),
@@ -189,7 +192,7 @@ fn receipt(app: &AppState, o: &OrderRow, lines: &[LineRow], to: &str) -> plinth_
 
 /// Queues the receipt of a completed order to its email.
 async fn send(app: &AppState, o: &OrderRow) -> ApiResult<bool> {
-    if !completed(&o.status) {
+    if !completed(o.status) {
         return Err(ApiError::conflict(format!(
             "receipts are for paid orders; this one is `{}`",
             o.status

@@ -5,21 +5,28 @@ use super::*;
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct AssetCreate {
     /// The deck the image belongs to.
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     deck_id: String,
     /// The file name (kept in the object key).
+    #[schemars(regex(pattern = r"[A-Za-z0-9_]"))]
     file: String,
     /// `image/png`, `image/jpeg`, `image/webp` or `image/svg+xml` (or `png`, `jpg`, `webp`, `svg`).
     #[serde(rename = "type")]
+    #[schemars(extend("enum" = ["image/png", "image/jpeg", "image/webp", "image/svg+xml", "png", "jpg", "jpeg", "webp", "svg", "image/jpg", "image/svg"]))]
     mime: String,
     /// Bytes, at most 10 MiB.
+    #[schemars(range(min = 1, max = 10485760))]
     size: i64,
     /// Hex SHA-256 of the file, checked when it is validated.
+    #[schemars(regex(pattern = r"^\s*[0-9A-Fa-f]{64}\s*$"))]
     sha256: String,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct AssetRef {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     deck_id: String,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     asset_id: String,
 }
 

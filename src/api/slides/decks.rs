@@ -57,6 +57,7 @@ pub struct CreateBody {
     #[serde(flatten)]
     content: Content,
     /// At most 200 characters; default: the document's title, else the first slide's.
+    #[schemars(length(max = 200))]
     title: Option<String>,
     /// An organization the caller belongs to; without it the deck is personal.
     domain: Option<String>,
@@ -134,8 +135,10 @@ pub async fn get(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct UpdateBody {
     /// The deck.
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     id: String,
     /// The deck's current `version`; a stale one is a 409 with `current_version`.
+    #[schemars(range(min = 1))]
     expected_version: i64,
     /// A replacement of the whole deck (`document` or `markdown`)...
     #[serde(flatten)]
@@ -145,6 +148,7 @@ pub struct UpdateBody {
     #[schemars(with = "Option<Vec<Map<String, Value>>>")]
     operations: Option<Vec<Operation>>,
     /// At most 200 characters.
+    #[schemars(length(max = 200))]
     title: Option<String>,
 }
 
@@ -227,8 +231,10 @@ pub async fn update(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct DeleteBody {
     /// The deck.
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     id: String,
     /// The deck's current `version`.
+    #[schemars(range(min = 1))]
     expected_version: i64,
 }
 

@@ -25,10 +25,13 @@ fn job_location(job_id: &str, deck_id: &str) -> Option<HeaderValue> {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ExportCreate {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     deck_id: String,
     /// `html`, `pdf` or `png`.
+    #[schemars(extend("enum" = ["html", "pdf", "png"]))]
     format: String,
     /// Default: the deck's current revision.
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     revision_id: Option<String>,
     /// Speaker notes for the presenter (default false): `pdf` gets a notes page after
     /// each slide with notes, `html` a presenter view (the slide, the next one, the
@@ -36,6 +39,10 @@ pub struct ExportCreate {
     notes: Option<bool>,
     /// An http(s) URL that receives a signed event when the job ends (succeeded, failed
     /// or cancelled): docs/api.md, "Completion callbacks".
+    #[schemars(
+        regex(pattern = r"^https?://[A-Za-z0-9]+(\.[A-Za-z0-9]+)*(:[1-9][0-9]{0,3})?(/[!-~]*)?$"),
+        length(max = 2048)
+    )]
     callback_url: Option<String>,
 }
 
@@ -124,10 +131,12 @@ const MAX_WAIT_SECS: u64 = 60;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct JobQuery {
+    #[schemars(with = "String", length(min = 1), regex(pattern = r"\S"))]
     deck_id: Option<String>,
     /// Seconds (0 to 60) to wait for the job to change state before answering: the
     /// answer comes as soon as its status changes (or at once when it has ended), else
     /// after this long with the job as it is.
+    #[schemars(regex(pattern = r"^\s*(0*([0-9]|[1-5][0-9]|60))?\s*$"))]
     wait: Option<String>,
 }
 
@@ -341,7 +350,9 @@ pub async fn callback_secret_rotate(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct JobRef {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     deck_id: String,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     job_id: String,
 }
 

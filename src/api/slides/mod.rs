@@ -192,16 +192,22 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
 
 impl<T: schemars::JsonSchema> crate::schema::DocArg for DeckChange<T> {
     fn document(op: &mut crate::schema::Operation, gen: &mut schemars::SchemaGenerator) {
-        let body = gen.subschema_for::<T>();
-        op.body = Some(schemars::json_schema!({
-            "allOf": [body, {
-                "type": "object",
-                "properties": {"idempotency_key": {
-                    "type": "string", "minLength": 1, "maxLength": 255,
-                    "description": "a repeat with the same key and body replays the first answer for 24 hours (not counted in a rate window); the same key with another body is a 422; the Idempotency-Key header is the same key (both, different: 400)"
-                }}
-            }]
-        }));
+        // Inline, with the key beside the body's own fields: one object schema whose
+        // `required` the document reads (an `allOf` would hide it).
+        let mut body = T::json_schema(gen);
+        let key = serde_json::json!({
+            "type": "string", "minLength": 1, "maxLength": 255,
+            "description": "a repeat with the same key and body replays the first answer for 24 hours (not counted in a rate window); the same key with another body is a 422; the Idempotency-Key header is the same key (both, different: 400)"
+        });
+        if let Some(props) = body
+            .ensure_object()
+            .entry("properties")
+            .or_insert_with(|| serde_json::json!({}))
+            .as_object_mut()
+        {
+            props.insert("idempotency_key".into(), key);
+        }
+        op.body = Some(body);
     }
 }
 
@@ -473,6 +479,7 @@ fn deck_reply(deck: &DeckRow, revision: &store::RevisionRow) -> Reply {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct DeckQuery {
+    #[schemars(with = "String", length(min = 1), regex(pattern = r"\S"))]
     deck_id: Option<String>,
 }
 

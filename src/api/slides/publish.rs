@@ -34,17 +34,22 @@ async fn audience_json(app: &AppState, deck_id: &str, content: &Value) -> ApiRes
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct PublishBody {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     deck_id: String,
     /// A revision with a successful export.
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     revision_id: String,
     /// The deck's current `version`.
+    #[schemars(range(min = 1))]
     expected_version: i64,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct UnpublishBody {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     deck_id: String,
     /// The deck's current `version`.
+    #[schemars(range(min = 1))]
     expected_version: i64,
 }
 

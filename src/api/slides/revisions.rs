@@ -4,8 +4,11 @@ use super::*;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct RevisionsQuery {
+    #[schemars(with = "String", length(min = 1), regex(pattern = r"\S"))]
     deck_id: Option<String>,
+    #[schemars(range(min = 1, max = 200))]
     limit: Option<i64>,
+    #[schemars(range(min = 0))]
     offset: Option<i64>,
 }
 
@@ -45,9 +48,12 @@ pub async fn revision(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct RevisionChange {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     deck_id: String,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
     revision_id: String,
     /// The deck's current `version`.
+    #[schemars(range(min = 1))]
     expected_version: i64,
 }
 
