@@ -20,6 +20,7 @@ pub mod json_depth;
 pub mod mail;
 pub mod object_urls;
 pub mod observe;
+pub mod openapi;
 pub mod pages;
 pub mod payments;
 pub mod periodic;

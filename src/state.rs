@@ -58,6 +58,9 @@ pub struct Inner {
     pub posts: crate::db::posts::Writer,
     /// Places marketplace orders (group commit on SQLite).
     pub orders: crate::db::orders::Placer,
+    /// Builds the OpenAPI document (`crate::openapi::document`): a function the server
+    /// hands in, since what reads the route table sits above the handlers in it.
+    pub openapi: fn(&AppState) -> crate::reply::Reply,
 }
 
 impl Deref for AppState {

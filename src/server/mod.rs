@@ -255,6 +255,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         tokio::spawn(crate::watch::listen(pool.clone()));
     }
     let state = AppState::new(Inner {
+        openapi: crate::openapi::document,
         exempt_domains: Opts::normalized_domains(&opts.exempt_domains),
         admin_domains: Opts::normalized_domains(&opts.admin_domains),
         public_url,

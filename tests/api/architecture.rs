@@ -87,10 +87,12 @@ fn only_the_route_table_imports_the_handlers() {
             continue;
         }
         for (n, line) in code_lines(&file) {
+            // `api::` as a whole path segment (`openapi::` is another module).
+            let segment = line
+                .match_indices("api::")
+                .any(|(at, _)| !line[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_'));
             let imports = line.contains("crate::api")
-                || (line.contains("api::")
-                    && !line.contains("_api::")
-                    && !line.contains("plinth_api"))
+                || (segment && !line.contains("plinth_api"))
                 || line.trim() == "use crate::api;";
             if imports && !line.trim_start().starts_with("pub mod api") {
                 broken.push(format!("src/{rel}:{n}: {}", line.trim()));
@@ -141,5 +143,185 @@ fn data_access_knows_nothing_of_http() {
         broken.is_empty(),
         "src/db/ using HTTP types:\n{}",
         broken.join("\n")
+    );
+}
+
+/// The file a module path names, from `dir` (the module's directory): the deepest file
+/// of `segments` that exists (`a/b.rs` or `a/b/mod.rs`).
+fn module_file(dir: &Path, segments: &[String]) -> Option<PathBuf> {
+    let (mut dir, mut found) = (dir.to_path_buf(), None);
+    for seg in segments {
+        let file = dir.join(format!("{seg}.rs"));
+        let module = dir.join(seg).join("mod.rs");
+        if file.exists() {
+            found = Some(file);
+        } else if module.exists() {
+            found = Some(module);
+        } else {
+            break;
+        }
+        dir = dir.join(seg);
+    }
+    found
+}
+
+/// The files a file imports: every `crate::` and `super::` path in its code (test modules
+/// left out), resolved to files; the crate root (`lib.rs`, which declares the modules)
+/// and the file itself are not edges.
+fn imports_of(file: &Path) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let code: String = text
+        .split("#[cfg(test)]")
+        .next()
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n");
+    // A file's module directory, and its parent module's.
+    let own_dir = if file.ends_with("mod.rs") {
+        file.parent().unwrap().to_path_buf()
+    } else {
+        file.with_extension("")
+    };
+    let super_dir = own_dir.parent().unwrap().to_path_buf();
+    let mut out = Vec::new();
+    for (prefix, base) in [("crate::", src()), ("super::", super_dir)] {
+        for (at, _) in code.match_indices(prefix) {
+            if code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let segments: Vec<String> = code[at + prefix.len()..]
+                .split("::")
+                .map(|s| {
+                    s.chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect::<String>()
+                })
+                .take_while(|s| !s.is_empty())
+                .collect();
+            if let Some(target) = module_file(&base, &segments) {
+                if target != file && !target.ends_with("src/lib.rs") {
+                    out.push(target);
+                }
+            }
+        }
+    }
+    // `use crate::api;` then `api::credits::deduct`: paths through a module brought in
+    // by name.
+    for line in code.lines() {
+        let Some(path) = line.trim().strip_prefix("use crate::") else {
+            continue;
+        };
+        let segments: Vec<String> = path
+            .trim_end_matches(';')
+            .split("::")
+            .map(str::to_owned)
+            .collect();
+        let (Some(name), Some(module)) = (segments.last(), module_file(&src(), &segments)) else {
+            continue;
+        };
+        let dir = if module.ends_with("mod.rs") {
+            module.parent().unwrap().to_path_buf()
+        } else {
+            module.with_extension("")
+        };
+        let prefix = format!("{name}::");
+        for (at, _) in code.match_indices(&prefix) {
+            if code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let rest: Vec<String> = code[at + prefix.len()..]
+                .split("::")
+                .map(|s| {
+                    s.chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect::<String>()
+                })
+                .take_while(|s| !s.is_empty())
+                .collect();
+            if let Some(target) = module_file(&dir, &rest) {
+                if target != file {
+                    out.push(target);
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// No file imports one that imports it back, however far round (issue 33): the state,
+/// the errors and everything else below the handlers stay below them, so each can be
+/// read, tested and changed without the ones above. Strongly connected files are found
+/// with Tarjan's algorithm over every `crate::`/`super::` path of the source.
+#[test]
+fn no_module_imports_one_that_imports_it_back() {
+    let files = rust_files(&src());
+    let index: std::collections::HashMap<PathBuf, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.clone(), i))
+        .collect();
+    let edges: Vec<Vec<usize>> = files
+        .iter()
+        .map(|f| {
+            imports_of(f)
+                .iter()
+                .filter_map(|t| index.get(t).copied())
+                .collect()
+        })
+        .collect();
+    // Tarjan, iteratively: (node, next edge to look at).
+    let n = files.len();
+    let (mut order, mut low, mut on) = (vec![usize::MAX; n], vec![0; n], vec![false; n]);
+    let (mut stack, mut counter, mut circles) = (Vec::new(), 0, Vec::new());
+    for root in 0..n {
+        if order[root] != usize::MAX {
+            continue;
+        }
+        let mut work = vec![(root, 0)];
+        while let Some(&(v, i)) = work.last() {
+            if i == 0 {
+                order[v] = counter;
+                low[v] = counter;
+                counter += 1;
+                stack.push(v);
+                on[v] = true;
+            }
+            if let Some(&w) = edges[v].get(i) {
+                work.last_mut().unwrap().1 += 1;
+                if order[w] == usize::MAX {
+                    work.push((w, 0));
+                } else if on[w] {
+                    low[v] = low[v].min(order[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == order[v] {
+                let mut circle = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on[w] = false;
+                    circle.push(files[w].strip_prefix(src()).unwrap().display().to_string());
+                    if w == v {
+                        break;
+                    }
+                }
+                if circle.len() > 1 {
+                    circle.sort();
+                    circles.push(circle.join(", "));
+                }
+            }
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "files that import each other, however far round:\n{}",
+        circles.join("\n")
     );
 }
