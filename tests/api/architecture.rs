@@ -165,6 +165,27 @@ fn module_file(dir: &Path, segments: &[String]) -> Option<PathBuf> {
     found
 }
 
+/// The path segments after each `prefix` that starts a path in `code` (`crate::a::b::C`
+/// gives `a, b, C`).
+fn paths_after(code: &str, prefix: &str) -> Vec<Vec<String>> {
+    code.match_indices(prefix)
+        .filter(|(at, _)| {
+            !code[..*at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':')
+        })
+        .map(|(at, _)| {
+            code[at + prefix.len()..]
+                .split("::")
+                .map(|s| {
+                    s.chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect::<String>()
+                })
+                .take_while(|s| !s.is_empty())
+                .collect()
+        })
+        .collect()
+}
+
 /// The files a file imports: every `crate::` and `super::` path in its code (test modules
 /// left out), resolved to files; the crate root (`lib.rs`, which declares the modules)
 /// and the file itself are not edges.
@@ -187,19 +208,7 @@ fn imports_of(file: &Path) -> Vec<PathBuf> {
     let super_dir = own_dir.parent().unwrap().to_path_buf();
     let mut out = Vec::new();
     for (prefix, base) in [("crate::", src()), ("super::", super_dir)] {
-        for (at, _) in code.match_indices(prefix) {
-            if code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
-                continue;
-            }
-            let segments: Vec<String> = code[at + prefix.len()..]
-                .split("::")
-                .map(|s| {
-                    s.chars()
-                        .take_while(|c| c.is_alphanumeric() || *c == '_')
-                        .collect::<String>()
-                })
-                .take_while(|s| !s.is_empty())
-                .collect();
+        for segments in paths_after(&code, prefix) {
             if let Some(target) = module_file(&base, &segments) {
                 if target != file && !target.ends_with("src/lib.rs") {
                     out.push(target);
@@ -227,19 +236,7 @@ fn imports_of(file: &Path) -> Vec<PathBuf> {
             module.with_extension("")
         };
         let prefix = format!("{name}::");
-        for (at, _) in code.match_indices(&prefix) {
-            if code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
-                continue;
-            }
-            let rest: Vec<String> = code[at + prefix.len()..]
-                .split("::")
-                .map(|s| {
-                    s.chars()
-                        .take_while(|c| c.is_alphanumeric() || *c == '_')
-                        .collect::<String>()
-                })
-                .take_while(|s| !s.is_empty())
-                .collect();
+        for rest in paths_after(&code, &prefix) {
             if let Some(target) = module_file(&dir, &rest) {
                 if target != file {
                     out.push(target);
