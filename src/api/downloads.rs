@@ -440,15 +440,8 @@ pub async fn purchase(
                     let _ = store::revoke(&app.db, &l.id).await;
                     let _ = app.objects.delete(&l.clone_key).await;
                 }
-                crate::domain::orders::refund(&app, &placed.row, "download links not made").await?;
-                crate::db::orders::release(
-                    &app.db,
-                    &placed.row.id,
-                    crate::states::OrderStatus::Paid,
-                    crate::states::OrderStatus::Refunded,
-                    "system",
-                )
-                .await?;
+                crate::domain::orders::undo_purchase(&app, &placed.row, "download links not made")
+                    .await?;
                 return Err(e);
             }
             let data: Vec<Issued> = links

@@ -400,14 +400,10 @@ pub async fn purchase(
             let keys_by_id = match keys_by_id {
                 Ok(m) => m,
                 Err(e) => {
-                    crate::domain::orders::refund(&app, &placed.row, "license keys not minted")
-                        .await?;
-                    crate::db::orders::release(
-                        &app.db,
-                        &placed.row.id,
-                        crate::states::OrderStatus::Paid,
-                        crate::states::OrderStatus::Refunded,
-                        "system",
+                    crate::domain::orders::undo_purchase(
+                        &app,
+                        &placed.row,
+                        "license keys not minted",
                     )
                     .await?;
                     return Err(e);

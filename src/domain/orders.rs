@@ -186,6 +186,25 @@ pub async fn refund_tokens(
     Ok(())
 }
 
+/// Undoes a paid purchase whose goods could not be made: its money back and the order
+/// `refunded`.
+pub async fn undo_purchase(
+    app: &AppState,
+    o: &OrderRow,
+    reason: &str,
+) -> crate::error::ApiResult<()> {
+    refund(app, o, reason).await?;
+    crate::db::orders::release(
+        &app.db,
+        &o.id,
+        crate::states::OrderStatus::Paid,
+        crate::states::OrderStatus::Refunded,
+        "system",
+    )
+    .await?;
+    Ok(())
+}
+
 /// Gives a paid order's money back: tokens through the credit actors (once per order),
 /// a provider payment at the provider.
 pub async fn refund(app: &AppState, o: &OrderRow, reason: &str) -> crate::error::ApiResult<()> {
