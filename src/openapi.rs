@@ -314,6 +314,18 @@ pub fn document(app: &AppState) -> Reply {
                     json!({"allOf": [{"$ref": "#/components/schemas/Success"}, answer.to_value()]});
             }
         }
+        if doc.never_succeeds {
+            op["responses"]
+                .as_object_mut()
+                .expect("an object")
+                .remove("200");
+        }
+        if doc.redirect {
+            op["responses"]["200"] = json!({
+                "description": "redirect to a short-lived signed URL of the file",
+                "headers": {"Location": {"required": true, "schema": {"type": "string", "format": "uri"}}},
+            });
+        }
         if let Some(status) = doc.success_status.filter(|s| *s != 200) {
             let responses = op["responses"].as_object_mut().expect("an object");
             if let Some(ok) = responses.remove("200") {

@@ -259,22 +259,37 @@ impl IntoResponse for Reply {
 }
 
 /// 302 to a short-lived signed storage URL: `Referrer-Policy: no-referrer` (the URL is a
-/// credential) and `Cache-Control: no-store`.
-pub fn signed_redirect(url: &str) -> Response {
-    use axum::http::{header, HeaderValue};
-    let Ok(location) = HeaderValue::from_str(url) else {
-        return Reply::internal("a storage URL that is not a header value").into_response();
-    };
-    (
-        StatusCode::FOUND,
-        [
-            (header::LOCATION, location),
+/// credential) and `Cache-Control: no-store`. A type of its own so that the OpenAPI
+/// document says 302 and `Location` for the routes that answer it.
+pub struct SignedRedirect(Response);
+
+impl SignedRedirect {
+    pub fn to(url: &str) -> Self {
+        use axum::http::{header, HeaderValue};
+        let Ok(location) = HeaderValue::from_str(url) else {
+            return Self(
+                Reply::internal("a storage URL that is not a header value").into_response(),
+            );
+        };
+        Self(
             (
-                header::REFERRER_POLICY,
-                HeaderValue::from_static("no-referrer"),
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
-        ],
-    )
-        .into_response()
+                StatusCode::FOUND,
+                [
+                    (header::LOCATION, location),
+                    (
+                        header::REFERRER_POLICY,
+                        HeaderValue::from_static("no-referrer"),
+                    ),
+                    (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+                ],
+            )
+                .into_response(),
+        )
+    }
+}
+
+impl IntoResponse for SignedRedirect {
+    fn into_response(self) -> Response {
+        self.0
+    }
 }

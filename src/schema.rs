@@ -33,6 +33,10 @@ pub struct Operation {
     pub success_status: Option<u16>,
     /// The success body is a stream of server-sent events whose `data` are `response`.
     pub event_stream: bool,
+    /// Success is a redirect (`Location`), with no body.
+    pub redirect: bool,
+    /// There is no success answer.
+    pub never_succeeds: bool,
 }
 
 /// One handler argument's part of the operation.
@@ -87,9 +91,21 @@ pub trait DocReturn {
 impl DocReturn for Reply {}
 /// Redirects and other answers that are not a JSON body.
 impl DocReturn for axum::response::Response {}
-impl DocReturn for ApiError {}
+/// A handler that only ever answers an error (the spec's `POST /api/404`).
+impl DocReturn for ApiError {
+    fn document(op: &mut Operation, _: &mut SchemaGenerator) {
+        op.never_succeeds = true;
+    }
+}
 impl DocReturn for Result<Reply, ApiError> {}
 impl DocReturn for Result<axum::response::Response, ApiError> {}
+
+impl<E> DocReturn for Result<crate::reply::SignedRedirect, E> {
+    fn document(op: &mut Operation, _: &mut SchemaGenerator) {
+        op.success_status = Some(302);
+        op.redirect = true;
+    }
+}
 
 impl<T: JsonSchema> DocReturn for Result<Answer<T>, ApiError> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {

@@ -757,7 +757,7 @@ pub async fn attachment(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
-) -> ApiResult<axum::response::Response> {
+) -> ApiResult<crate::reply::SignedRedirect> {
     let event = store::event_attachment(&app.db, &id)
         .await?
         .ok_or_else(|| ApiError::not_found("event not found"))?;
@@ -776,5 +776,5 @@ pub async fn attachment(
         .presign_get(&key, DOWNLOAD_TTL)
         .await
         .map_err(crate::domain::uploads::unavailable)?;
-    Ok(crate::reply::signed_redirect(&url))
+    Ok(crate::reply::SignedRedirect::to(&url))
 }

@@ -19,10 +19,11 @@ use crate::domain::ledger::distribute_monthly;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
 use crate::payments::{plan, verify_signature, PLANS};
-use crate::reply::{Answer, Reply};
+use crate::reply::{Answer, PrivateAnswer};
 use crate::state::AppState;
 use crate::wire::billing::{
-    CheckoutSession, Invoice, Plan, Subscription, SubscriptionCheck, Unsubscribed,
+    AgentAccount, AgentSubscription, Charged, CheckoutSession, CurrentPaymentMethod, Invoice,
+    PaymentMethodUrl, Plan, Subscription, SubscriptionCheck, Unsubscribed, WebhookReceived,
 };
 use crate::wire::{Data, True};
 
@@ -238,7 +239,11 @@ pub async fn activate(
 /// `POST /api/webhooks/stripe`: the provider's signed events. Unsigned, forged or stale
 /// events are 400 and change nothing; an event id is processed once (replays are
 /// acknowledged with `duplicate: true`).
-pub async fn stripe(State(app): State<AppState>, headers: HeaderMap, body: Bytes) -> ApiResult {
+pub async fn stripe(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Answer<WebhookReceived>> {
     let signature = headers
         .get("stripe-signature")
         .and_then(|v| v.to_str().ok())
@@ -257,7 +262,12 @@ pub async fn stripe(State(app): State<AppState>, headers: HeaderMap, body: Bytes
         .ok_or_else(|| ApiError::bad_request("event has no id"))?;
     let kind = event["type"].as_str().unwrap_or_default();
     if !store::record_event(&app.db, id, kind).await? {
-        return Ok(Reply::ok(json!({"received": true, "duplicate": true})));
+        return Ok(Answer(WebhookReceived {
+            received: True,
+            duplicate: Some(True),
+            handled: None,
+            kind: None,
+        }));
     }
     let object = &event["data"]["object"];
     let handled = match handle_event(&app, kind, object).await {
@@ -268,9 +278,12 @@ pub async fn stripe(State(app): State<AppState>, headers: HeaderMap, body: Bytes
             return Err(e);
         }
     };
-    Ok(Reply::ok(
-        json!({"received": true, "handled": handled, "type": kind}),
-    ))
+    Ok(Answer(WebhookReceived {
+        received: True,
+        duplicate: None,
+        handled: Some(handled),
+        kind: Some(kind.to_owned()),
+    }))
 }
 
 async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<bool> {
@@ -381,7 +394,7 @@ pub struct AgentBody {
 pub async fn authenticate_agent(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<AgentBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<AgentAccount>> {
     let username = crate::domain::accounts::parse_username(&body.username)?;
     if body.password.is_empty() {
         return Err(ApiError::bad_request("`password` must not be empty"));
@@ -438,11 +451,15 @@ pub async fn authenticate_agent(
     let user = users_db::by_id(&app.db, &user.id)
         .await?
         .ok_or_else(|| ApiError::internal("agent account vanished"))?;
-    Ok(Reply::ok(json!({
-        "apiKey": key,
-        "user": crate::wire::users::User::of(&user, Some(&user_key(&app, &user)?)),
-        "subscription": {"id": subscription, "product_id": plan.product_id, "level": plan.level},
-    })))
+    Ok(Answer(AgentAccount {
+        api_key: key,
+        user: crate::wire::users::User::of(&user, Some(&user_key(&app, &user)?)),
+        subscription: AgentSubscription {
+            id: subscription,
+            product_id: plan.product_id.clone(),
+            level: plan.level,
+        },
+    }))
 }
 
 /// `POST /api/users/viewer/generate-add-payment-method-url`: where the person adds or
@@ -450,7 +467,7 @@ pub async fn authenticate_agent(
 pub async fn generate_add_payment_method_url(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-) -> ApiResult {
+) -> ApiResult<Answer<PaymentMethodUrl>> {
     let customer = match store::customer(&app.db, &caller.id).await? {
         Some(c) => c.customer_id,
         None => {
@@ -464,22 +481,22 @@ pub async fn generate_add_payment_method_url(
             .payments
             .billing_portal(&customer, &app.public_url)
             .await?;
-        return Ok(Reply::ok(json!({ "url": url })));
+        return Ok(Answer(PaymentMethodUrl { url }));
     }
-    Ok(Reply::ok(
-        json!({"url": format!("{}/billing/{customer}", app.public_url)}),
-    ))
+    Ok(Answer(PaymentMethodUrl {
+        url: format!("{}/billing/{customer}", app.public_url),
+    }))
 }
 
 /// `GET /api/users/viewer/get-current-payment-method`: the saved card, or `data: null`.
 pub async fn get_current_payment_method(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-) -> ApiResult {
+) -> ApiResult<PrivateAnswer<CurrentPaymentMethod>> {
     let card = store::customer(&app.db, &caller.id)
         .await?
         .and_then(|c| c.payment_method.map(|m| m.0));
-    Ok(Reply::ok(json!({ "data": card })))
+    Ok(PrivateAnswer(CurrentPaymentMethod { data: card }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -493,7 +510,7 @@ pub async fn pay_provider_amount_cents(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<AmountBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<Charged>> {
     if body.amount_cents <= 0 {
         return Err(ApiError::bad_request(
             "`amount_cents` must be a positive integer",
@@ -516,5 +533,8 @@ pub async fn pay_provider_amount_cents(
         "succeeded",
     )
     .await?;
-    Ok(Reply::ok(json!({"success": true, "data": payment})))
+    Ok(Answer(Charged {
+        success: True,
+        data: payment.into(),
+    }))
 }

@@ -24,7 +24,8 @@ use crate::route_spec::{Category, ADDITIONS};
 use crate::state::AppState;
 use crate::wire::credits::{
     Account, AccountCheck, AccountCreated, BalanceByEmail, BalanceByUser, BonusDistributed,
-    Deducted, History, MonthlyDistributed, Sent, StoreCredited, Transaction, VendorDistributed,
+    Deducted, History, MonthlyDistributed, Pricing, RoutePrice, Sent, StoreCredited, Tier,
+    Transaction, VendorDistributed, Window,
 };
 use crate::wire::True;
 
@@ -544,47 +545,52 @@ async fn vendor_distribution(
 }
 
 /// Every endpoint with its token cost, rate category and base limit.
-pub async fn pricing(State(app): State<AppState>) -> ApiResult {
+pub async fn pricing(State(app): State<AppState>) -> ApiResult<Answer<Pricing>> {
     // The spec's routes (the additions are documented apart).
-    let data: Vec<_> = app
+    let data = app
         .routes
         .listed()
         .filter(|r| r.area != ADDITIONS)
-        .map(|r| {
-            json!({
-                "method": r.method,
-                "path": r.path,
-                "cost": app.routes.cost_of(r),
-                "category": r.category.name(),
-                "limit": r.category.base_limit(),
-                "interval_ms": r.category.interval_ms(),
-                "access": r.access.name(),
-                "implemented": r.built,
-            })
+        .map(|r| RoutePrice {
+            method: r.method,
+            path: r.path,
+            cost: app.routes.cost_of(r),
+            category: r.category.name(),
+            limit: r.category.base_limit(),
+            interval_ms: r.category.interval_ms(),
+            access: r.access.name(),
+            implemented: r.built,
         })
         .collect();
-    let categories: serde_json::Map<_, _> = Category::ALL
+    let categories = Category::ALL
         .iter()
         .map(|c| {
-            (
-                c.name().to_owned(),
-                json!({"limit": c.base_limit(), "interval_ms": c.interval_ms()}),
-            )
+            let window = Window {
+                limit: c.base_limit(),
+                interval_ms: c.interval_ms(),
+            };
+            (c.name(), window)
         })
         .collect();
-    Ok(Reply::ok(json!({
-        "data": data,
-        "categories": categories,
-        "tiers": [
-            {"level": 0, "name": "UNVERIFIED", "monthly_credits": 0, "rate_multiplier": 1},
-            {"level": 10, "name": "VERIFIED", "monthly_credits": 0, "rate_multiplier": 6},
-            {"level": 20, "name": "PAYING", "monthly_credits": 1500, "rate_multiplier": 12},
-            {"level": 30, "name": "GENERAL_CO_WORKING", "monthly_credits": 45000, "rate_multiplier": 120},
-            {"level": 40, "name": "PARTNER", "monthly_credits": 45000, "rate_multiplier": 1200},
-            {"level": 100, "name": "ADMIN", "monthly_credits": 45000, "rate_multiplier": null},
+    let tier = |level, name, monthly_credits, rate_multiplier| Tier {
+        level,
+        name,
+        monthly_credits,
+        rate_multiplier,
+    };
+    Ok(Answer(Pricing {
+        data,
+        categories,
+        tiers: vec![
+            tier(0, "UNVERIFIED", 0, Some(1)),
+            tier(10, "VERIFIED", 0, Some(6)),
+            tier(20, "PAYING", 1500, Some(12)),
+            tier(30, "GENERAL_CO_WORKING", 45000, Some(120)),
+            tier(40, "PARTNER", 45000, Some(1200)),
+            tier(100, "ADMIN", 45000, None),
         ],
-        "rate_limit_multiplier": app.opts.rate_limit_multiplier,
-    })))
+        rate_limit_multiplier: app.opts.rate_limit_multiplier,
+    }))
 }
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]

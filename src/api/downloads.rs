@@ -10,7 +10,7 @@ use axum::http::HeaderMap;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::auth::{Caller, OrgAdmin, Purchaser, Viewer};
 use crate::db::downloads::{self as store, LinkRow, NewLink};
@@ -19,9 +19,9 @@ use crate::domain::checkout::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::{Answer, PrivateAnswer, Reply};
+use crate::reply::{Answer, PrivateAnswer, Recorded, SignedRedirect};
 use crate::state::AppState;
-use crate::wire::downloads::{Issued, Link, Revoked};
+use crate::wire::downloads::{Issued, Link, LinksPurchased, Revoked};
 use crate::wire::{Data, Page, Saved, True};
 
 use crate::domain::downloads::{
@@ -211,7 +211,10 @@ fn issued_view(app: &AppState, (row, token): (LinkRow, String), domain: &str) ->
 /// 5-minute URL of the link's clone (`Referrer-Policy: no-referrer`, `Cache-Control:
 /// no-store`); 410, the same for every reason, when the link is unknown, revoked,
 /// expired or used up.
-pub async fn redeem(State(app): State<AppState>, Path(token): Path<String>) -> Response {
+pub async fn redeem(
+    State(app): State<AppState>,
+    Path(token): Path<String>,
+) -> Result<SignedRedirect, Response> {
     let gone = || {
         let mut r =
             ApiError::new(StatusCode::GONE, "this download link is not available").into_response();
@@ -222,12 +225,12 @@ pub async fn redeem(State(app): State<AppState>, Path(token): Path<String>) -> R
     let hash = crate::crypto::sha256_hex(token.as_bytes());
     let clone = match store::redeem(&app.db, &hash).await {
         Ok(Some(found)) => found,
-        Ok(None) => return gone(),
-        Err(e) => return ApiError::from(e).into_response(),
+        Ok(None) => return Err(gone()),
+        Err(e) => return Err(ApiError::from(e).into_response()),
     };
     match app.objects.presign_get(&clone, URL_TTL).await {
-        Ok(url) => crate::reply::signed_redirect(&url),
-        Err(e) => ApiError::internal(e).into_response(),
+        Ok(url) => Ok(SignedRedirect::to(&url)),
+        Err(e) => Err(crate::domain::uploads::unavailable(e).into_response()),
     }
 }
 
@@ -375,7 +378,7 @@ pub async fn purchase(
     who: Purchaser,
     headers: HeaderMap,
     JsonBody(body): JsonBody<PurchaseBody>,
-) -> ApiResult<Reply> {
+) -> ApiResult<Recorded<LinksPurchased>> {
     run_to_end(async move {
         let scope = match &who {
             Purchaser::User(c) => format!("download-purchase:{}", c.id),
@@ -448,9 +451,10 @@ pub async fn purchase(
                 .into_iter()
                 .map(|l| issued_view(&app, l, &placed.row.domain))
                 .collect();
-            let mut reply = placed.reply();
-            reply.body.insert("links".into(), json!(data));
-            Ok(reply)
+            Ok(LinksPurchased {
+                checkout: (&placed).into(),
+                links: data,
+            })
         })
         .await
     })

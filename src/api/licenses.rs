@@ -17,11 +17,11 @@ use crate::domain::checkout::{
 use crate::domain::licenses::{new_key, normalize, status};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::{Answer, PrivateAnswer, Reply};
+use crate::reply::{Answer, PrivateAnswer, Recorded};
 use crate::state::AppState;
 use crate::states::LicenseStatus;
 use crate::wire::licenses::{
-    License, Minted, Regenerated, Revoked, Validated, Validation, ValidationCode,
+    License, LicensesPurchased, Minted, Regenerated, Revoked, Validated, Validation, ValidationCode,
 };
 use crate::wire::{Data, Page, True};
 
@@ -380,7 +380,7 @@ pub async fn purchase(
     who: Purchaser,
     headers: HeaderMap,
     JsonBody(body): JsonBody<PurchaseBody>,
-) -> ApiResult<Reply> {
+) -> ApiResult<Recorded<LicensesPurchased>> {
     run_to_end(async move {
         let scope = match &who {
             Purchaser::User(c) => format!("license-purchase:{}", c.id),
@@ -409,10 +409,10 @@ pub async fn purchase(
                     return Err(e);
                 }
             };
-            let keys = minted(&app, &placed.row.id, &keys_by_id).await?;
-            let mut reply = placed.reply();
-            reply.body.insert("licenses".into(), json!(keys));
-            Ok(reply)
+            Ok(LicensesPurchased {
+                checkout: (&placed).into(),
+                licenses: minted(&app, &placed.row.id, &keys_by_id).await?,
+            })
         })
         .await
     })

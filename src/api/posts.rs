@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
@@ -144,7 +143,7 @@ async fn read(
     caller: Option<&Caller>,
     headers: &HeaderMap,
     cached: Option<Arc<CachedPost>>,
-) -> ApiResult<Response> {
+) -> ApiResult<Prebuilt<Data<Post>>> {
     let cached = cached.ok_or_else(not_found)?;
     let post = &cached.row;
     if !rules::may_read(app, caller, &readable(post)).await? {
@@ -181,11 +180,10 @@ async fn read(
         }
     };
     Ok(if post.published {
-        Prebuilt::<Data<Post>>::public(answer)
+        Prebuilt::public(answer)
     } else {
         Prebuilt::private(answer)
-    }
-    .into_response())
+    })
 }
 
 /// `GET /api/posts/{id}` (Public or an authorized reader).
@@ -194,7 +192,7 @@ pub async fn get(
     caller: MaybeCaller,
     headers: HeaderMap,
     Path(id): Path<String>,
-) -> ApiResult<Response> {
+) -> ApiResult<Prebuilt<Data<Post>>> {
     let post = store::get(&app.db, &id).await?.map(CachedPost::new);
     read(&app, caller.0.as_deref(), &headers, post).await
 }
@@ -207,7 +205,7 @@ pub async fn by_slug(
     caller: MaybeCaller,
     headers: HeaderMap,
     Path(slug): Path<String>,
-) -> ApiResult<Response> {
+) -> ApiResult<Prebuilt<Data<Post>>> {
     let slug = slug.to_lowercase();
     let cache = &app.caches.posts;
     let post = match cache.get(&slug) {

@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::auth::MaybeCaller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::{Answer, Reply};
+use crate::reply::Answer;
 use crate::state::AppState;
 
 /// Health of the server and each adapter. Always 200 while the server accepts requests;
@@ -84,7 +84,10 @@ pub struct AesBody {
 /// master key and, when configured, seals and opens one with the token-exchange key,
 /// and answers only whether each round trip matched. It never returns ciphertext: an
 /// encryption of caller-chosen text under a server key is an oracle (finding C1).
-pub async fn aes(State(app): State<AppState>, JsonBody(body): JsonBody<AesBody>) -> ApiResult {
+pub async fn aes(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<AesBody>,
+) -> ApiResult<Answer<AesCheck>> {
     let probe = body
         .text
         .unwrap_or_else(|| hex::encode(crate::crypto::random_bytes::<16>()));
@@ -97,15 +100,48 @@ pub async fn aes(State(app): State<AppState>, JsonBody(body): JsonBody<AesBody>)
             .is_some_and(|d| d == probe.as_bytes())
     });
     let matched = master_ok && exchange_ok.unwrap_or(true);
-    Ok(Reply::ok(json!({
-        "success": matched,
-        "matched": matched,
-        "algorithm": "AES-256-CTR",
-        "keys": {
-            "master": {"ok": master_ok},
-            "token_exchange": {"configured": exchange_ok.is_some(), "ok": exchange_ok},
+    Ok(Answer(AesCheck {
+        success: matched,
+        matched,
+        algorithm: "AES-256-CTR",
+        keys: AesKeys {
+            master: KeyCheck {
+                configured: None,
+                ok: Some(master_ok),
+            },
+            token_exchange: KeyCheck {
+                configured: Some(exchange_ok.is_some()),
+                ok: exchange_ok,
+            },
         },
-    })))
+    }))
+}
+
+/// `aes`: whether the server's keys encrypt and decrypt a probe back to itself.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct AesCheck {
+    /// Every configured key round-tripped.
+    success: bool,
+    /// The same as `success`.
+    matched: bool,
+    algorithm: &'static str,
+    keys: AesKeys,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct AesKeys {
+    /// The master key (sealed secrets at rest).
+    master: KeyCheck,
+    /// The token-exchange key (`PLINTH_AUTH_KEY`), when configured.
+    token_exchange: KeyCheck,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct KeyCheck {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    configured: Option<bool>,
+    /// `null` when the key is not configured.
+    ok: Option<bool>,
 }
 
 /// The spec's not-found handler.

@@ -44,7 +44,7 @@ pub struct OrderRow {
     pub updated_at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct LineRow {
     pub item_id: String,
     pub sku: String,

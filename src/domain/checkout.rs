@@ -10,19 +10,20 @@
 //! provider's signed webhook confirms it; holds nobody paid for end after
 //! `PLINTH_RESERVATION_SECS`.
 
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::auth::{Caller, Purchaser};
 use crate::db::marketplace::{self as carts, Owner, SkuItem};
 use crate::db::orders::{self as store, Buyer, LineRow, NewOrder, NotPlaced, OrderRow};
 use crate::domain::ledger::{apply, entry};
-use crate::domain::orders::{discount_of, order_json};
+use crate::domain::orders::discount_of;
 use crate::error::{ApiError, ApiResult};
-use crate::reply::Reply;
+use crate::reply::{Recorded, Reply};
 use crate::state::AppState;
 use crate::states::{DiscountKind, OrderStatus, PaymentType};
+use crate::wire::marketplace::PendingPayment;
 
 /// Largest quantity of one line.
 pub const MAX_QUANTITY: i64 = 1_000;
@@ -67,9 +68,9 @@ async fn check_holds(app: &AppState, buyer: &Buyer, lines: &[LineRow]) -> ApiRes
 
 /// Runs work that moves money to its end in its own task, whatever happens to the
 /// request (a client hanging up drops the handler's future, not this task).
-pub async fn run_to_end(
-    work: impl std::future::Future<Output = ApiResult<Reply>> + Send + 'static,
-) -> ApiResult<Reply> {
+pub async fn run_to_end<T: Send + 'static>(
+    work: impl std::future::Future<Output = ApiResult<T>> + Send + 'static,
+) -> ApiResult<T> {
     tokio::spawn(work).await.map_err(ApiError::internal)?
 }
 
@@ -333,24 +334,25 @@ pub struct Request {
     pub payment_method_id: Option<String>,
 }
 
-/// A placed order: as written, its lines, and what the answer adds (`balance` after a
-/// token payment, `payment` for a pending one).
+/// A placed order: as written, its lines, the balance after a token payment and where
+/// to pay a pending one.
 pub struct Placed {
     pub row: OrderRow,
     pub lines: Vec<LineRow>,
-    pub extra: Map<String, Value>,
+    pub balance: Option<i64>,
+    pub payment: Option<PendingPayment>,
 }
 
-impl Placed {
-    /// The answer of a checkout.
-    pub fn reply(self) -> Reply {
-        let mut body = Map::new();
-        body.insert("success".into(), json!(true));
-        body.insert("order_id".into(), json!(self.row.id));
-        body.insert("status".into(), json!(self.row.status));
-        body.insert("data".into(), order_json(&self.row, &self.lines, true));
-        body.extend(self.extra);
-        Reply::with_status(StatusCode::OK, body)
+impl From<&Placed> for crate::wire::marketplace::Placed {
+    fn from(p: &Placed) -> Self {
+        Self {
+            success: crate::wire::True,
+            order_id: p.row.id.clone(),
+            status: p.row.status,
+            data: crate::wire::marketplace::Order::of(&p.row, &p.lines),
+            balance: p.balance,
+            payment: p.payment.clone(),
+        }
     }
 }
 
@@ -445,7 +447,7 @@ pub async fn place(
     // The answer is built from what was written: no read after the write.
     let mut row = order.row(&basket.domain);
     let lines = basket.lines.clone();
-    let mut extra = Map::new();
+    let (mut balance, mut payment) = (None, None);
     if let (Pay::Tokens, Buyer::User(user_id), Some(total)) = (pay, &buyer, total_tokens) {
         if total > 0 {
             let applied = apply(
@@ -459,17 +461,14 @@ pub async fn place(
                 )],
             )
             .await?;
-            if let Some(b) = applied
+            balance = applied
                 .as_ref()
-                .and_then(|a| crate::domain::ledger::balance_after(a, user_id))
-            {
-                extra.insert("balance".into(), json!(b));
-            }
+                .and_then(|a| crate::domain::ledger::balance_after(a, user_id));
         }
         let placed = app.orders.place(order, lines).await;
         if !matches!(placed, Ok(Ok(()))) && total > 0 {
             refund_unplaced(app, user_id, &order_id, total).await;
-            extra.remove("balance");
+            balance = None;
         }
         not_placed(placed?)?;
     } else {
@@ -516,11 +515,12 @@ pub async fn place(
                 .payments
                 .hosted_by_plinth()
                 .then(|| format!("{}/pay/{order_id}", app.public_url));
-            extra.insert(
-                "payment".into(),
-                json!({"provider": app.payments.name(), "id": intent.id,
-                       "client_secret": intent.client_secret, "url": url}),
-            );
+            payment = Some(PendingPayment {
+                provider: app.payments.name().to_owned(),
+                id: intent.id,
+                client_secret: intent.client_secret,
+                url,
+            });
         }
     }
     if basket.from_cart {
@@ -535,7 +535,8 @@ pub async fn place(
     Ok(Placed {
         row,
         lines: basket.lines,
-        extra,
+        balance,
+        payment,
     })
 }
 
@@ -574,18 +575,23 @@ fn not_placed(r: Result<(), NotPlaced>) -> ApiResult<()> {
 /// under the same key is a 422, and a repeat while the first runs is a 409. Answers on
 /// our side (5xx) are not kept, so a retry runs again, except an outcome the credit
 /// ledger could not tell, which replays.
-pub async fn idempotent<F>(
+pub async fn idempotent<T, F>(
     app: &AppState,
     headers: &HeaderMap,
     scope: String,
     body: &impl Serialize,
     run: F,
-) -> ApiResult<Reply>
+) -> ApiResult<Recorded<T>>
 where
-    F: std::future::Future<Output = ApiResult<Reply>>,
+    T: Serialize,
+    F: std::future::Future<Output = ApiResult<T>>,
 {
     let keys = crate::domain::idempotency::by_header;
-    keys(app, headers, "checkout", scope, body, false, |_| run).await
+    let reply = keys(app, headers, "checkout", scope, body, false, |_| async {
+        run.await.map(Reply::ok)
+    })
+    .await?;
+    Ok(Recorded::from(reply))
 }
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]

@@ -2,9 +2,9 @@
 //! the table), what a discount code takes off a total, and what happens when the payment
 //! provider confirms an order's payment (its webhook, or the simulated hosted page).
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::db::orders::{self as store, LineRow, OrderRow};
+use crate::db::orders::{self as store, OrderRow};
 use crate::error::ApiResult;
 use crate::state::AppState;
 use crate::states::{DiscountKind, OrderStatus, PaymentType};
@@ -116,51 +116,6 @@ pub async fn confirm_payment(
         );
     }
     Ok(true)
-}
-
-/// An order as its buyer and seller see it; `private: false` leaves out everything
-/// personal (the buyer, contact and shipping details, the payment's id).
-pub fn order_json(o: &OrderRow, lines: &[LineRow], private: bool) -> Value {
-    let mut v = json!({
-        "id": o.id,
-        "domain": o.domain,
-        "status": o.status,
-        "payment_type": o.payment_type,
-        "items": lines,
-        "subtotal_cents": o.subtotal_cents,
-        "discount_cents": o.discount_cents,
-        "total_cents": o.total_cents,
-        "subtotal_tokens": o.subtotal_tokens,
-        "discount_tokens": o.discount_tokens,
-        "total_tokens": o.total_tokens,
-        "total": if o.payment_type == PaymentType::Tokens { o.total_tokens.unwrap_or(0) } else { o.total_cents },
-        "currency": o.payment_type,
-        "discount_code": o.discount_code,
-        "reserved_until": o.reserved_until,
-        "created_at": o.created_at,
-        "updated_at": o.updated_at,
-    });
-    if private {
-        let m = v.as_object_mut().expect("an object");
-        m.insert("organization_id".into(), json!(o.organization_id));
-        m.insert("user_id".into(), json!(o.user_id));
-        m.insert("guest".into(), json!(o.guest_session_id.is_some()));
-        m.insert("customer_info".into(), o.customer_info.0.clone());
-        m.insert(
-            "shipping_address".into(),
-            o.shipping_address
-                .as_ref()
-                .map_or(Value::Null, |a| a.0.clone()),
-        );
-        m.insert("email".into(), json!(o.email));
-        m.insert(
-            "payment".into(),
-            json!({"provider": o.provider, "id": o.payment_id}),
-        );
-        m.insert("receipts_sent".into(), json!(o.receipts_sent));
-        m.insert("receipt_sent_at".into(), json!(o.receipt_sent_at));
-    }
-    v
 }
 
 /// Gives an order's tokens back to its buyer, once per order (the ledger key

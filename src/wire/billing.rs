@@ -123,3 +123,58 @@ pub struct Unsubscribed {
     /// The account's level now.
     pub level: i64,
 }
+
+/// `users/viewer/generate-add-payment-method-url`: where the person adds or replaces the
+/// saved card.
+#[derive(Serialize, JsonSchema)]
+pub struct PaymentMethodUrl {
+    pub url: String,
+}
+
+/// `users/viewer/get-current-payment-method`: the saved card as the provider described it
+/// (`id`, `brand`, `last4`, `exp_month`, `exp_year` for cards saved through plinth), or
+/// `null`.
+#[derive(Serialize, JsonSchema)]
+pub struct CurrentPaymentMethod {
+    pub data: Option<serde_json::Value>,
+}
+
+/// `users/viewer/pay-provider-amount-cents`: the payment made.
+#[derive(Serialize, JsonSchema)]
+pub struct Charged {
+    pub success: True,
+    pub data: Invoice,
+}
+
+/// The subscription an agent account starts with.
+#[derive(Serialize, JsonSchema)]
+pub struct AgentSubscription {
+    /// The provider's subscription id.
+    pub id: String,
+    pub product_id: String,
+    pub level: i64,
+}
+
+/// `users/authenticate-agent`: the new account, its key and its subscription.
+#[derive(Serialize, JsonSchema)]
+pub struct AgentAccount {
+    #[serde(rename = "apiKey")]
+    pub api_key: String,
+    pub user: super::users::User,
+    pub subscription: AgentSubscription,
+}
+
+/// `webhooks/stripe`: the event was received (and, unless it was a duplicate, handled).
+#[derive(Serialize, JsonSchema)]
+pub struct WebhookReceived {
+    pub received: True,
+    /// The event id was seen before; nothing was done again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate: Option<True>,
+    /// Whether plinth acts on this event type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handled: Option<bool>,
+    /// The event's type.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+}

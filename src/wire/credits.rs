@@ -165,3 +165,47 @@ pub struct StoreCredited {
     pub tokens: i64,
     pub balance: i64,
 }
+
+/// A route's price and rate window, as `credits/pricing` lists it.
+#[derive(Serialize, JsonSchema)]
+pub struct RoutePrice {
+    pub method: &'static str,
+    pub path: &'static str,
+    /// Tokens a call costs (after the operator's overrides).
+    pub cost: u64,
+    /// The rate category whose window the route counts in.
+    pub category: &'static str,
+    /// Calls per window at level 0 before the tier's multiplier; `null`: no limit.
+    pub limit: Option<u64>,
+    pub interval_ms: u64,
+    pub access: &'static str,
+    pub implemented: bool,
+}
+
+/// A rate category's window.
+#[derive(Serialize, JsonSchema)]
+pub struct Window {
+    pub limit: Option<u64>,
+    pub interval_ms: u64,
+}
+
+/// An account level's monthly credits and rate multiplier.
+#[derive(Serialize, JsonSchema)]
+pub struct Tier {
+    pub level: i64,
+    pub name: &'static str,
+    pub monthly_credits: i64,
+    /// `null`: no rate limit.
+    pub rate_multiplier: Option<u64>,
+}
+
+/// `credits/pricing`.
+#[derive(Serialize, JsonSchema)]
+pub struct Pricing {
+    pub data: Vec<RoutePrice>,
+    /// Each category's window, by name.
+    pub categories: std::collections::BTreeMap<&'static str, Window>,
+    pub tiers: Vec<Tier>,
+    /// The operator's multiplier on every limit (`PLINTH_RATE_LIMIT_MULTIPLIER`).
+    pub rate_limit_multiplier: f64,
+}

@@ -91,3 +91,12 @@ pub struct Revoked {
     pub already_revoked: bool,
     pub data: Link,
 }
+
+/// `downloads/purchase`: the checkout's answer and one link per unit bought, with its
+/// token this once.
+#[derive(Serialize, JsonSchema)]
+pub struct LinksPurchased {
+    #[serde(flatten)]
+    pub checkout: super::marketplace::Placed,
+    pub links: Vec<Issued>,
+}

@@ -127,3 +127,12 @@ pub struct Regenerated {
     pub replaced_id: String,
     pub data: License,
 }
+
+/// `licenses/purchase`: the checkout's answer and one key per unit bought, in plaintext
+/// this once.
+#[derive(Serialize, JsonSchema)]
+pub struct LicensesPurchased {
+    #[serde(flatten)]
+    pub checkout: super::marketplace::Placed,
+    pub licenses: Vec<License>,
+}

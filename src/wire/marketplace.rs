@@ -1,12 +1,14 @@
-//! `/api/marketplace*` answers: carts, guest sessions, discount codes (orders and
-//! checkouts are answered by `domain::orders` and `domain::checkout` for now).
+//! `/api/marketplace*` answers: carts, guest sessions, discount codes, orders and
+//! checkouts (the purchases of licenses and download links answer a checkout too).
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::db::marketplace::{CartLine, Discount as DiscountRow};
-use crate::states::DiscountKind;
+use crate::db::orders::{LineRow, OrderRow};
+use crate::states::{DiscountKind, OrderStatus, PaymentType};
 
 /// A line of a cart, with today's price and availability.
 #[derive(Serialize, JsonSchema)]
@@ -102,4 +104,188 @@ impl From<DiscountRow> for Discount {
             updated_at: d.updated_at,
         }
     }
+}
+
+/// A line of an order, at the price it was bought for.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "OrderItem")]
+pub struct OrderItem {
+    #[schemars(extend("format" = "uuid"))]
+    pub item_id: String,
+    pub sku: String,
+    pub quantity: i64,
+    pub price_cents: i64,
+    /// `null` for an item without a token price.
+    pub price_tokens: Option<i64>,
+}
+
+impl From<&LineRow> for OrderItem {
+    fn from(l: &LineRow) -> OrderItem {
+        OrderItem {
+            item_id: l.item_id.clone(),
+            sku: l.sku.clone(),
+            quantity: l.quantity,
+            price_cents: l.price_cents,
+            price_tokens: l.price_tokens,
+        }
+    }
+}
+
+/// An order without anything personal: what the public lookup of a guest order shows.
+#[derive(Serialize, JsonSchema)]
+pub struct PublicOrder {
+    #[schemars(extend("format" = "uuid"))]
+    pub id: String,
+    /// The selling organization's domain.
+    pub domain: String,
+    pub status: OrderStatus,
+    pub payment_type: PaymentType,
+    pub items: Vec<OrderItem>,
+    pub subtotal_cents: i64,
+    pub discount_cents: i64,
+    pub total_cents: i64,
+    /// Token figures: `null` for an order paid in USD.
+    pub subtotal_tokens: Option<i64>,
+    pub discount_tokens: Option<i64>,
+    pub total_tokens: Option<i64>,
+    /// The total in the order's currency: tokens for `tokens`, else cents.
+    pub total: i64,
+    /// The same as `payment_type`.
+    pub currency: PaymentType,
+    pub discount_code: Option<String>,
+    /// A pending order holds its units until then.
+    pub reserved_until: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl PublicOrder {
+    pub fn of(o: &OrderRow, lines: &[LineRow]) -> PublicOrder {
+        PublicOrder {
+            id: o.id.clone(),
+            domain: o.domain.clone(),
+            status: o.status,
+            payment_type: o.payment_type,
+            items: lines.iter().map(OrderItem::from).collect(),
+            subtotal_cents: o.subtotal_cents,
+            discount_cents: o.discount_cents,
+            total_cents: o.total_cents,
+            subtotal_tokens: o.subtotal_tokens,
+            discount_tokens: o.discount_tokens,
+            total_tokens: o.total_tokens,
+            total: match o.payment_type {
+                PaymentType::Tokens => o.total_tokens.unwrap_or(0),
+                _ => o.total_cents,
+            },
+            currency: o.payment_type,
+            discount_code: o.discount_code.clone(),
+            reserved_until: o.reserved_until,
+            created_at: o.created_at,
+            updated_at: o.updated_at,
+        }
+    }
+}
+
+/// Where an order's payment is, at the provider.
+#[derive(Serialize, JsonSchema)]
+pub struct OrderPayment {
+    pub provider: Option<String>,
+    pub id: Option<String>,
+}
+
+/// An order as its buyer and the selling organization's admins see it.
+#[derive(Serialize, JsonSchema)]
+pub struct Order {
+    #[serde(flatten)]
+    pub public: PublicOrder,
+    #[schemars(extend("format" = "uuid"))]
+    pub organization_id: String,
+    /// The buyer's account; `null` for a guest.
+    pub user_id: Option<String>,
+    pub guest: bool,
+    /// Free-form details the buyer gave at checkout.
+    pub customer_info: Value,
+    pub shipping_address: Option<Value>,
+    /// Where receipts go.
+    pub email: Option<String>,
+    pub payment: OrderPayment,
+    pub receipts_sent: i64,
+    pub receipt_sent_at: Option<DateTime<Utc>>,
+}
+
+impl Order {
+    pub fn of(o: &OrderRow, lines: &[LineRow]) -> Order {
+        Order {
+            public: PublicOrder::of(o, lines),
+            organization_id: o.organization_id.clone(),
+            user_id: o.user_id.clone(),
+            guest: o.guest_session_id.is_some(),
+            customer_info: o.customer_info.0.clone(),
+            shipping_address: o.shipping_address.as_ref().map(|a| a.0.clone()),
+            email: o.email.clone(),
+            payment: OrderPayment {
+                provider: o.provider.clone(),
+                id: o.payment_id.clone(),
+            },
+            receipts_sent: o.receipts_sent,
+            receipt_sent_at: o.receipt_sent_at,
+        }
+    }
+}
+
+/// `orders/update`: the order after the call; `changed: false` when it already had the
+/// status asked for.
+#[derive(Serialize, JsonSchema)]
+pub struct OrderUpdated {
+    pub success: super::True,
+    pub changed: bool,
+    pub data: Order,
+}
+
+/// `orders/send-receipt` and `orders/resend-receipt`.
+#[derive(Serialize, JsonSchema)]
+pub struct ReceiptSent {
+    pub success: super::True,
+    pub sent: bool,
+    /// `send-receipt` only: the receipt had been sent before, so it was not sent again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub already_sent: Option<bool>,
+    #[schemars(extend("format" = "uuid"))]
+    pub order_id: String,
+}
+
+/// `guest/orders/{id}/status`.
+#[derive(Serialize, JsonSchema)]
+pub struct OrderState {
+    #[schemars(extend("format" = "uuid"))]
+    pub id: String,
+    pub status: OrderStatus,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A provider payment still to be made for a pending order.
+#[derive(Clone, Serialize, JsonSchema)]
+pub struct PendingPayment {
+    pub provider: String,
+    pub id: String,
+    /// For the provider's client library (Stripe.js) to confirm the payment.
+    pub client_secret: Option<String>,
+    /// A page where the buyer pays, when plinth hosts it (simulated payments).
+    pub url: Option<String>,
+}
+
+/// A checkout's answer: the order as written.
+#[derive(Serialize, JsonSchema)]
+pub struct Placed {
+    pub success: super::True,
+    #[schemars(extend("format" = "uuid"))]
+    pub order_id: String,
+    pub status: OrderStatus,
+    pub data: Order,
+    /// After a token payment: the buyer's balance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub balance: Option<i64>,
+    /// A USD order not paid yet: where to pay it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub payment: Option<PendingPayment>,
 }

@@ -281,3 +281,100 @@ pub struct AssetDeleted {
     pub id: String,
     pub deleted: True,
 }
+
+/// A font family exports draw with.
+#[derive(Serialize, JsonSchema)]
+pub struct FontFamily {
+    pub family: String,
+    /// `regular`, `bold`, `italic` faces it has (fallbacks: as found).
+    pub styles: Vec<&'static str>,
+    /// `text` or `code` for the bundled families, `fallback` for the others.
+    #[serde(rename = "use")]
+    pub role: &'static str,
+    /// `bundled`, `operator` (from `PLINTH_FONTS_DIR`) or `system`.
+    pub source: &'static str,
+}
+
+impl From<plinth_render::FontFamily> for FontFamily {
+    fn from(f: plinth_render::FontFamily) -> FontFamily {
+        FontFamily {
+            family: f.family,
+            styles: f.styles,
+            role: f.role,
+            source: f.source,
+        }
+    }
+}
+
+/// A template a deck can start from.
+#[derive(Serialize, JsonSchema)]
+pub struct Template {
+    pub name: &'static str,
+    pub description: &'static str,
+}
+
+/// A slide size in pixels.
+#[derive(Serialize, JsonSchema)]
+pub struct Size {
+    pub width: u32,
+    pub height: u32,
+}
+
+/// The slide sizes by aspect ratio.
+#[derive(Serialize, JsonSchema)]
+pub struct Aspects {
+    #[serde(rename = "16:9")]
+    pub wide: Size,
+    #[serde(rename = "4:3")]
+    pub standard: Size,
+}
+
+/// What of Marp's vocabulary a deck may use.
+#[derive(Serialize, JsonSchema)]
+pub struct MarpSupport {
+    /// Marp themes, mapped onto plinth's.
+    pub themes: &'static [&'static str],
+    pub classes: &'static [&'static str],
+}
+
+/// The limits a deck and its assets must keep.
+#[derive(Serialize, JsonSchema)]
+pub struct SlideLimits {
+    pub slides_per_deck: usize,
+    pub blocks_per_slide: usize,
+    pub text_chars: usize,
+    pub markdown_bytes: usize,
+    /// How deep lists and quotes may nest.
+    pub nesting: usize,
+    pub table_columns: usize,
+    pub table_cells: usize,
+    pub asset_bytes: u64,
+    pub image_pixels: u64,
+    /// How long an artifact's download URL lives.
+    pub artifact_url_seconds: u64,
+    /// How long an asset's upload URL lives.
+    pub upload_url_seconds: u64,
+}
+
+/// `slides/capabilities`: what a deck may contain and what exports make of it.
+#[derive(Serialize, JsonSchema)]
+pub struct Capabilities {
+    pub sources: &'static [&'static str],
+    pub formats: &'static [&'static str],
+    /// The bundled families, then the fallbacks found on this server (the operator's
+    /// `PLINTH_FONTS_DIR` first, then the system's), in the order they are tried.
+    pub fonts: Vec<FontFamily>,
+    pub themes: &'static [&'static str],
+    pub layouts: &'static [&'static str],
+    pub blocks: &'static [&'static str],
+    pub operations: &'static [&'static str],
+    pub templates: Vec<Template>,
+    pub image_types: &'static [&'static str],
+    /// The size of a 16:9 slide's PNG.
+    pub png: Size,
+    pub aspects: Aspects,
+    pub marp: MarpSupport,
+    pub limits: SlideLimits,
+    /// Where the format is described.
+    pub docs: &'static str,
+}

@@ -211,6 +211,43 @@ fn required_names(doc: &Value, schema: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Issue 33: every operation states what it answers on success: a typed body (beyond
+/// the bare `Success` envelope), a redirect with its `Location`, or, for the spec's
+/// `POST /api/404`, no success at all. Only the document itself is free-form.
+#[tokio::test]
+async fn every_operation_documents_its_success_answer() {
+    let app = App::start().await;
+    let r = app.call(Method::GET, "/api/openapi.json", None).await;
+    r.assert_ok();
+    let bare = json!({"$ref": "#/components/schemas/Success"});
+    let mut untyped = Vec::new();
+    for (path, ops) in r.body["paths"].as_object().unwrap() {
+        for (method, op) in ops.as_object().unwrap() {
+            let responses = op["responses"].as_object().unwrap();
+            let success: Vec<_> = responses
+                .iter()
+                .filter(|(status, _)| status.starts_with('2') || status.starts_with('3'))
+                .collect();
+            let typed = match success.as_slice() {
+                [] => path == "/api/404",
+                [(status, answer)] if status.starts_with('3') => {
+                    answer["headers"]["Location"].is_object()
+                }
+                [(_, answer)] => {
+                    let content = &answer["content"];
+                    content["text/event-stream"].is_object()
+                        || content["application/json"]["schema"] != bare
+                }
+                _ => false,
+            };
+            if !typed && path != "/api/openapi.json" {
+                untyped.push(format!("{} {path}", method.to_uppercase()));
+            }
+        }
+    }
+    assert!(untyped.is_empty(), "no typed success answer: {untyped:?}");
+}
+
 #[tokio::test]
 async fn openapi_has_request_schemas_for_every_built_endpoint_and_main_responses() {
     let app = App::start().await;

@@ -15,8 +15,9 @@ use crate::domain::checkout::{
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::Reply;
+use crate::reply::Recorded;
 use crate::state::AppState;
+use crate::wire::marketplace::Placed;
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct CheckoutBody {
@@ -64,7 +65,7 @@ pub async fn checkout(
     Viewer(caller): Viewer,
     headers: HeaderMap,
     JsonBody(body): JsonBody<CheckoutBody>,
-) -> ApiResult<Reply> {
+) -> ApiResult<Recorded<Placed>> {
     run_to_end(async move {
         let scope = format!("checkout:{}", caller.id);
         idempotent(&app, &headers, scope, &body, async {
@@ -89,7 +90,7 @@ pub async fn checkout(
             };
             place(&app, Buyer::User(caller.id.clone()), basket, pay, req)
                 .await
-                .map(|p| p.reply())
+                .map(|p| Placed::from(&p))
         })
         .await
     })
@@ -105,7 +106,7 @@ pub async fn guest_checkout(
     guest: Guest,
     headers: HeaderMap,
     JsonBody(body): JsonBody<GuestCheckoutBody>,
-) -> ApiResult<Reply> {
+) -> ApiResult<Recorded<Placed>> {
     run_to_end(async move {
         let scope = format!("guest-checkout:{}", guest.id);
         idempotent(&app, &headers, scope, &body, async {
@@ -139,7 +140,7 @@ pub async fn guest_checkout(
             };
             place(&app, Buyer::Guest(guest.id.clone()), basket, Pay::Usd, req)
                 .await
-                .map(|p| p.reply())
+                .map(|p| Placed::from(&p))
         })
         .await
     })

@@ -4,18 +4,18 @@
 
 use axum::extract::{Path, Query, State};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::auth::{Caller, MaybeCaller, Viewer};
 use crate::db::orders::{self as store, LineRow, Of, OrderRow};
 use crate::domain::checkout::run_to_end;
-use crate::domain::orders::order_json;
 use crate::domain::orders::{completed, may_move, Role};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
-use crate::reply::Reply;
+use crate::reply::{Answer, PrivateAnswer};
 use crate::state::AppState;
 use crate::states::{OrderStatus, PaymentType};
+use crate::wire::marketplace::{Order, OrderState, OrderUpdated, PublicOrder, ReceiptSent};
+use crate::wire::{Data, Page, True};
 
 fn not_found() -> ApiError {
     ApiError::not_found("order not found")
@@ -56,7 +56,7 @@ pub async fn orders(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Query(q): Query<ListQuery>,
-) -> ApiResult {
+) -> ApiResult<PrivateAnswer<Page<Order>>> {
     let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 20, 100)?;
     let org;
     let of = match q.domain.as_deref() {
@@ -69,14 +69,11 @@ pub async fn orders(
     let (rows, total) = store::list(&app.db, of, q.status.as_deref(), limit, offset).await?;
     let ids: Vec<String> = rows.iter().map(|o| o.id.clone()).collect();
     let lines = store::lines_of(&app.db, &ids).await?;
-    let data: Vec<_> = rows
+    let data = rows
         .iter()
-        .map(|o| order_json(o, lines.get(&o.id).map_or(&[][..], Vec::as_slice), true))
+        .map(|o| Order::of(o, lines.get(&o.id).map_or(&[][..], Vec::as_slice)))
         .collect();
-    Ok(Reply::ok(json!({
-        "data": data, "count": data.len(), "total": total, "limit": limit, "offset": offset,
-    }))
-    .private())
+    Ok(PrivateAnswer(Page::new(data, total, limit, offset)))
 }
 
 /// `GET /api/marketplace/orders/{id}` (V10): items, totals and status, for its buyer or
@@ -85,10 +82,12 @@ pub async fn order(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
-) -> ApiResult {
+) -> ApiResult<PrivateAnswer<Data<Order>>> {
     let (o, _) = order_for(&app, &caller, &id).await?;
     let lines = store::lines(&app.db, &o.id).await?;
-    Ok(Reply::ok(json!({"data": order_json(&o, &lines, true)})).private())
+    Ok(PrivateAnswer(Data {
+        data: Order::of(&o, &lines),
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -106,15 +105,17 @@ pub async fn order_update(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<UpdateBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<OrderUpdated>> {
     run_to_end(async move {
         let (o, role) = order_for(&app, &caller, &body.id).await?;
         let to = body.status.trim().to_lowercase();
         if o.status.as_str() == to {
             let lines = store::lines(&app.db, &o.id).await?;
-            return Ok(Reply::ok(
-                json!({"success": true, "changed": false, "data": order_json(&o, &lines, true)}),
-            ));
+            return Ok(OrderUpdated {
+                success: True,
+                changed: false,
+                data: Order::of(&o, &lines),
+            });
         }
         let to = may_move(o.status, &to, role).map_err(|m| {
             if role == Role::Buyer && m.starts_with("only") {
@@ -140,11 +141,14 @@ pub async fn order_update(
         }
         let o = store::get(&app.db, &o.id).await?.ok_or_else(not_found)?;
         let lines = store::lines(&app.db, &o.id).await?;
-        Ok(Reply::ok(
-            json!({"success": true, "changed": true, "data": order_json(&o, &lines, true)}),
-        ))
+        Ok(OrderUpdated {
+            success: True,
+            changed: true,
+            data: Order::of(&o, &lines),
+        })
     })
     .await
+    .map(Answer)
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -220,7 +224,7 @@ pub async fn send_receipt(
     State(app): State<AppState>,
     MaybeCaller(caller): MaybeCaller,
     JsonBody(body): JsonBody<ReceiptBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<ReceiptSent>> {
     let o = match &caller {
         Some(c) => order_for(&app, c, &body.order_id).await?.0,
         None => {
@@ -240,14 +244,20 @@ pub async fn send_receipt(
         }
     };
     if o.receipts_sent > 0 {
-        return Ok(Reply::ok(
-            json!({"success": true, "sent": false, "already_sent": true, "order_id": o.id}),
-        ));
+        return Ok(Answer(ReceiptSent {
+            success: True,
+            sent: false,
+            already_sent: Some(true),
+            order_id: o.id,
+        }));
     }
     send(&app, &o).await?;
-    Ok(Reply::ok(
-        json!({"success": true, "sent": true, "already_sent": false, "order_id": o.id}),
-    ))
+    Ok(Answer(ReceiptSent {
+        success: True,
+        sent: true,
+        already_sent: Some(false),
+        order_id: o.id,
+    }))
 }
 
 /// `POST /api/marketplace/orders/resend-receipt` (Key: the buyer or a seller admin):
@@ -256,12 +266,15 @@ pub async fn resend_receipt(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<ReceiptBody>,
-) -> ApiResult {
+) -> ApiResult<Answer<ReceiptSent>> {
     let (o, _) = order_for(&app, &caller, &body.order_id).await?;
     send(&app, &o).await?;
-    Ok(Reply::ok(
-        json!({"success": true, "sent": true, "order_id": o.id}),
-    ))
+    Ok(Answer(ReceiptSent {
+        success: True,
+        sent: true,
+        already_sent: None,
+        order_id: o.id,
+    }))
 }
 
 /// A guest order by its id; user orders are not looked up here.
@@ -274,16 +287,26 @@ async fn guest_order_row(app: &AppState, id: &str) -> ApiResult<OrderRow> {
 
 /// `GET /api/marketplace/guest/orders/{id}` (Public): a guest order by its id, without
 /// personal data (no contact, shipping or payment details).
-pub async fn guest_order(State(app): State<AppState>, Path(id): Path<String>) -> ApiResult {
+pub async fn guest_order(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Answer<Data<PublicOrder>>> {
     let o = guest_order_row(&app, &id).await?;
     let lines = store::lines(&app.db, &o.id).await?;
-    Ok(Reply::ok(json!({"data": order_json(&o, &lines, false)})))
+    Ok(Answer(Data {
+        data: PublicOrder::of(&o, &lines),
+    }))
 }
 
 /// `GET /api/marketplace/guest/orders/{id}/status` (Public): just the status.
-pub async fn guest_order_status(State(app): State<AppState>, Path(id): Path<String>) -> ApiResult {
+pub async fn guest_order_status(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Answer<OrderState>> {
     let o = guest_order_row(&app, &id).await?;
-    Ok(Reply::ok(json!({
-        "id": o.id, "status": o.status, "updated_at": o.updated_at,
-    })))
+    Ok(Answer(OrderState {
+        id: o.id,
+        status: o.status,
+        updated_at: o.updated_at,
+    }))
 }

@@ -2,54 +2,62 @@
 
 use super::*;
 
-/// The font families exports draw with (docs/slides.md, "Fonts").
-fn fonts() -> Value {
-    plinth_render::font_families()
-        .into_iter()
-        .map(|f| {
-            json!({
-                "family": f.family,
-                "styles": f.styles,
-                "use": f.role,
-                "source": f.source,
-            })
-        })
-        .collect()
-}
-
 /// `GET /api/slides/capabilities` (Public).
-pub async fn capabilities() -> ApiResult {
-    Ok(Reply::ok(json!({
-        "sources": ["document", "markdown", "template"],
-        "formats": FORMATS,
-        // The bundled families, then the fallbacks found on this server (operator's
-        // PLINTH_FONTS_DIR first, then the system's), in the order they are tried.
-        "fonts": fonts(),
-        "themes": ["light", "dark"],
-        "layouts": ["content", "title"],
-        "blocks": plinth_slides::BLOCK_TYPES,
-        "operations": ["insert", "delete", "move", "update", "set_notes", "hide", "show"],
-        "templates": plinth_slides::TEMPLATES,
-        "image_types": IMAGE_TYPES,
-        // 16:9 decks; a 4:3 deck (`aspect`, Marp's `size: 4:3`) renders at 1440x1080.
-        "png": {"width": 1920, "height": 1080},
-        "aspects": {"16:9": {"width": 1920, "height": 1080}, "4:3": {"width": 1440, "height": 1080}},
-        "marp": {"themes": ["default", "gaia", "uncover"], "classes": ["lead", "invert"]},
-        "limits": {
-            "slides_per_deck": plinth_slides::MAX_SLIDES,
-            "blocks_per_slide": plinth_slides::MAX_BLOCKS_PER_SLIDE,
-            "text_chars": plinth_slides::MAX_TEXT_CHARS,
-            "markdown_bytes": plinth_slides::MAX_MARKDOWN_BYTES,
-            "nesting": plinth_slides::MAX_NESTING,
-            "table_columns": plinth_slides::MAX_TABLE_COLUMNS,
-            "table_cells": plinth_slides::MAX_TABLE_CELLS,
-            "asset_bytes": MAX_ASSET_BYTES,
-            "image_pixels": plinth_render::MAX_IMAGE_PIXELS,
-            "artifact_url_seconds": DOWNLOAD_TTL.as_secs(),
-            "upload_url_seconds": UPLOAD_TTL.as_secs(),
+pub async fn capabilities() -> ApiResult<Answer<Capabilities>> {
+    use crate::wire::slides::{Aspects, MarpSupport, Size, SlideLimits, Template};
+    let size = |width, height| Size { width, height };
+    Ok(Answer(Capabilities {
+        sources: &["document", "markdown", "template"],
+        formats: &FORMATS,
+        fonts: plinth_render::font_families()
+            .into_iter()
+            .map(Into::into)
+            .collect(),
+        themes: &["light", "dark"],
+        layouts: &["content", "title"],
+        blocks: plinth_slides::BLOCK_TYPES,
+        operations: &[
+            "insert",
+            "delete",
+            "move",
+            "update",
+            "set_notes",
+            "hide",
+            "show",
+        ],
+        templates: plinth_slides::TEMPLATES
+            .iter()
+            .map(|t| Template {
+                name: t.name,
+                description: t.description,
+            })
+            .collect(),
+        image_types: &IMAGE_TYPES,
+        png: size(1920, 1080),
+        // A 4:3 deck (`aspect`, Marp's `size: 4:3`) renders at 1440x1080.
+        aspects: Aspects {
+            wide: size(1920, 1080),
+            standard: size(1440, 1080),
         },
-        "docs": "docs/slides.md",
-    })))
+        marp: MarpSupport {
+            themes: &["default", "gaia", "uncover"],
+            classes: &["lead", "invert"],
+        },
+        limits: SlideLimits {
+            slides_per_deck: plinth_slides::MAX_SLIDES,
+            blocks_per_slide: plinth_slides::MAX_BLOCKS_PER_SLIDE,
+            text_chars: plinth_slides::MAX_TEXT_CHARS,
+            markdown_bytes: plinth_slides::MAX_MARKDOWN_BYTES,
+            nesting: plinth_slides::MAX_NESTING,
+            table_columns: plinth_slides::MAX_TABLE_COLUMNS,
+            table_cells: plinth_slides::MAX_TABLE_CELLS,
+            asset_bytes: MAX_ASSET_BYTES,
+            image_pixels: plinth_render::MAX_IMAGE_PIXELS,
+            artifact_url_seconds: DOWNLOAD_TTL.as_secs(),
+            upload_url_seconds: UPLOAD_TTL.as_secs(),
+        },
+        docs: "docs/slides.md",
+    }))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

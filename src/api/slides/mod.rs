@@ -36,8 +36,8 @@ use serde_json::{json, Map, Value};
 
 use crate::reply::{Answer, Recorded};
 use crate::wire::slides::{
-    self as wire, Asset, AssetDeleted, Presentation, Publication, Revision, Revisions, SlideDeck,
-    SlideDeckDeleted, SlideDecks,
+    self as wire, Asset, AssetDeleted, Capabilities, Presentation, Publication, Revision,
+    Revisions, SlideDeck, SlideDeckDeleted, SlideDecks,
 };
 use crate::wire::True;
 
