@@ -326,7 +326,7 @@ async fn list(
             j.queue.to_owned(),
             match j.next_attempt_at {
                 Some(t) => format!("{} (next {})", j.status, t.format("%H:%M:%S")),
-                None => j.status.clone(),
+                None => j.status.to_string(),
             },
             format!("{}/{}", j.attempts, j.max_attempts),
             time(j.created_at),

@@ -162,6 +162,56 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// Why a credit account's balance moved (a ledger row's `kind`).
+    pub enum LedgerKind {
+        /// A metered call's cost.
+        Usage = "usage",
+        /// A metered call's cost given back (the call failed on the server's side).
+        UsageRefund = "usage_refund",
+        Deduct = "deduct",
+        Bonus = "bonus",
+        Monthly = "monthly",
+        TransferOut = "transfer_out",
+        TransferIn = "transfer_in",
+        VendorDistribution = "vendor_distribution",
+        /// An app store purchase credited.
+        StorePurchase = "store_purchase",
+        /// A marketplace order paid in tokens.
+        Purchase = "purchase",
+        /// An order's tokens given back.
+        Refund = "refund",
+    }
+}
+
+text_enum! {
+    /// A background job as operators and clients see it (`db::jobs` maps apalis's own
+    /// statuses onto these).
+    pub enum JobStatus {
+        Pending = "pending",
+        /// Waiting for its `run_at`.
+        Scheduled = "scheduled",
+        Running = "running",
+        /// Failed an attempt; the next is at `next_attempt_at`.
+        Retrying = "retrying",
+        Succeeded = "succeeded",
+        /// Out of attempts.
+        Failed = "failed",
+        Cancelled = "cancelled",
+        /// An apalis status this version does not know.
+        Unknown = "unknown",
+    }
+}
+
+text_enum! {
+    /// An application for office space.
+    pub enum ApplicationStatus {
+        Pending = "pending",
+        Approved = "approved",
+        Rejected = "rejected",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,7 @@ use crate::error::ApiError;
 use crate::reply::Envelope;
 use crate::route_spec::{Access, Category};
 use crate::state::{AppState, RouteEntry};
+use crate::states::LedgerKind;
 
 /// Set on every request (echoed when the client sent one) and every response.
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -118,8 +119,13 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
                 if charged && !resp.status().is_success() {
                     // Nothing was delivered: give the reserved tokens back.
                     if let Some(c) = &caller {
-                        let refund =
-                            usage_entry(&c.id, usage.cost as i64, "usage_refund", &method, path);
+                        let refund = usage_entry(
+                            &c.id,
+                            usage.cost as i64,
+                            LedgerKind::UsageRefund,
+                            &method,
+                            path,
+                        );
                         if let Err(e) = app
                             .credits
                             .apply(Change {
@@ -323,14 +329,9 @@ fn log_failure(
     }
 }
 
-fn usage_entry(user_id: &str, delta: i64, kind: &str, method: &Method, path: &str) -> Entry {
-    Entry {
-        user_id: user_id.to_owned(),
-        delta,
-        kind: kind.to_owned(),
-        idem_key: None,
-        data: json!({"route": format!("{method} {path}")}),
-    }
+fn usage_entry(user_id: &str, delta: i64, kind: LedgerKind, method: &Method, path: &str) -> Entry {
+    let route = json!({"route": format!("{method} {path}")});
+    crate::domain::ledger::entry(user_id, delta, kind, None, route)
 }
 
 /// Everything that happens before the handler: the caller (when the key is valid), and
@@ -438,7 +439,7 @@ async fn check(
     let charge = usage_entry(
         &c.id,
         -cost,
-        "usage",
+        LedgerKind::Usage,
         &Method::from_bytes(entry.spec.method.as_bytes()).unwrap_or(Method::GET),
         entry.spec.path,
     );

@@ -13,6 +13,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
 use crate::reply::Answer;
 use crate::state::AppState;
+use crate::states::JobStatus;
 
 /// One queue's jobs by status (docs/api.md, "Job control").
 #[derive(Serialize, schemars::JsonSchema)]
@@ -123,9 +124,7 @@ pub struct QueueJob {
     /// apalis's id (a ULID).
     id: String,
     queue: &'static str,
-    /// `pending`, `scheduled`, `running`, `retrying`, `succeeded`, `failed` or
-    /// `cancelled`.
-    status: String,
+    status: JobStatus,
     /// apalis's own status (`Pending`, `Queued`, `Running`, `Done`, `Failed`, `Killed`).
     apalis_status: String,
     /// Runs so far.
@@ -321,7 +320,7 @@ fn answer(id: &str, outcome: Outcome, allowed: &str, verb: &str) -> ApiResult<An
             "the job is {}; only {allowed} jobs can be {verb}",
             job.status
         ))
-        .with("status", job.status)),
+        .with("status", job.status.as_str())),
     }
 }
 
@@ -529,7 +528,7 @@ pub struct BulkBody {
 pub struct Skipped {
     id: String,
     /// Its status, or null when there is no such job.
-    status: Option<String>,
+    status: Option<JobStatus>,
 }
 
 #[derive(Serialize, schemars::JsonSchema)]

@@ -22,6 +22,7 @@ use crate::extract::{IdBody, JsonBody};
 use crate::reply::{Answer, Recorded, Reply};
 use crate::route_spec::{Category, ADDITIONS};
 use crate::state::AppState;
+use crate::states::LedgerKind;
 use crate::wire::credits::{
     Account, AccountCheck, AccountCreated, BalanceByEmail, BalanceByUser, BonusDistributed,
     Deducted, History, MonthlyDistributed, Pricing, RoutePrice, Sent, StoreCredited, Tier,
@@ -244,7 +245,13 @@ pub async fn deduct(
         &caller.id,
         &body,
         |key| async move {
-            let change = entry(&caller.id, -credit, "deduct", key.clone(), json!({}));
+            let change = entry(
+                &caller.id,
+                -credit,
+                LedgerKind::Deduct,
+                key.clone(),
+                json!({}),
+            );
             let applied = apply(app, vec![change]).await?;
             let (balance, transaction_id) =
                 outcome(app, &caller.id, applied, key.as_deref(), -credit).await?;
@@ -298,7 +305,7 @@ async fn bonus(app: &AppState, caller: &Caller, body: &BonusBody) -> ApiResult<B
         vec![entry(
             &caller.id,
             amount,
-            "bonus",
+            LedgerKind::Bonus,
             Some(format!("bonus:{name}")),
             json!({"bonus": name}),
         )],
@@ -456,14 +463,14 @@ async fn transfer(
             entry(
                 &from.id,
                 -amount,
-                "transfer_out",
+                LedgerKind::TransferOut,
                 key.clone(),
                 json!({"to": to.id, "transfer": group}),
             ),
             entry(
                 &to.id,
                 amount,
-                "transfer_in",
+                LedgerKind::TransferIn,
                 key.as_ref().map(|k| format!("{k}:from:{}", from.id)),
                 json!({"from": from.id, "transfer": group}),
             ),
@@ -528,7 +535,7 @@ async fn vendor_distribution(
         vec![entry(
             &user.id,
             tokens,
-            "vendor_distribution",
+            LedgerKind::VendorDistribution,
             key,
             json!({"vendor_id": body.vendor_id, "amount_cents": body.amount_cents, "reference": body.reference}),
         )],
@@ -663,7 +670,7 @@ async fn store_credit(
             entries: vec![entry(
                 &caller.id,
                 tokens,
-                "store_purchase",
+                LedgerKind::StorePurchase,
                 Some(format!("store:apple:{id}")),
                 json!({"store": "apple", "transaction_id": id, "product_id": product, "quantity": verified.quantity}),
             )],

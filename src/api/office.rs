@@ -11,10 +11,9 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
 use crate::reply::Answer;
 use crate::state::AppState;
+use crate::states::ApplicationStatus;
 use crate::wire::office::{OfficeApplication, OfficeDeleted, OfficeStanding};
 use crate::wire::{Data, Saved, True};
-
-pub const STATUSES: &[&str] = &["pending", "approved", "rejected"];
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ApplyBody {
@@ -48,7 +47,7 @@ pub async fn status(
     Viewer(caller): Viewer,
 ) -> ApiResult<Answer<OfficeStanding>> {
     let application = store::by_user(&app.db, &caller.id).await?;
-    let status = application.as_ref().map(|a| a.status.clone());
+    let status = application.as_ref().map(|a| a.status);
     Ok(Answer(OfficeStanding {
         data: application.map(Into::into),
         status,
@@ -72,6 +71,7 @@ pub struct UpdateBody {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Updates {
+    #[schemars(with = "Option<ApplicationStatus>")]
     status: Option<String>,
     /// Shallow-merged into the application's `data`.
     data: Option<Value>,
@@ -86,14 +86,11 @@ pub async fn update(
         .await?
         .ok_or_else(|| ApiError::not_found("application not found"))?;
     let status = match body.updates.status {
-        Some(s) if STATUSES.contains(&s.as_str()) => s,
-        Some(s) => {
-            return Err(ApiError::bad_request(format!(
-                "`status` `{s}` is not one of {}",
-                STATUSES.join(", ")
-            )))
-        }
-        None => current.status.clone(),
+        Some(s) => ApplicationStatus::parse(&s).ok_or_else(|| {
+            let all: Vec<_> = ApplicationStatus::ALL.iter().map(|s| s.as_str()).collect();
+            ApiError::bad_request(format!("`status` `{s}` is not one of {}", all.join(", ")))
+        })?,
+        None => current.status,
     };
     let mut data = current.data.0.clone();
     match body.updates.data {
@@ -109,7 +106,7 @@ pub async fn update(
         }
         None => {}
     }
-    let application = store::update(&app.db, &body.id, &status, &data)
+    let application = store::update(&app.db, &body.id, status, &data)
         .await?
         .ok_or_else(|| ApiError::not_found("application not found"))?;
     Ok(Answer(Saved::new(application.into())))

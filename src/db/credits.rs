@@ -346,7 +346,7 @@ pub async fn ensure_account(db: &Db, user_id: &str) -> sqlx::Result<bool> {
 pub struct TransactionRow {
     pub id: String,
     pub account_id: String,
-    pub kind: String,
+    pub kind: crate::states::LedgerKind,
     pub amount: i64,
     pub balance_after: i64,
     pub data: Json<Value>,

@@ -27,6 +27,7 @@ use serde_json::{json, Value};
 use plinth_workers::{Outcome as RunOutcome, QueueName, RunRecord};
 
 use crate::db::{now, BeginWrite, Db};
+use crate::states::JobStatus;
 use crate::with_db;
 
 /// A queue by its short name or its apalis name (the one mapping is
@@ -45,32 +46,20 @@ fn short_name(apalis: &str) -> &'static str {
         .map_or("unknown", QueueName::name)
 }
 
-/// The statuses operators see (module comment).
-pub const STATUSES: [&str; 7] = [
-    "pending",
-    "scheduled",
-    "running",
-    "retrying",
-    "succeeded",
-    "failed",
-    "cancelled",
-];
-
-/// One of [`STATUSES`], in any case (the older `done` and `killed` name `succeeded` and
-/// `cancelled`); the error is the message operators read.
-pub fn status(name: &str) -> Result<&'static str, String> {
+/// One of the statuses operators see ([`JobStatus`]), in any case (the older `done` and
+/// `killed` name `succeeded` and `cancelled`); the error is the message operators read.
+pub fn status(name: &str) -> Result<JobStatus, String> {
     let trimmed = name.trim().to_ascii_lowercase();
     let word = match trimmed.as_str() {
         "done" => "succeeded",
         "killed" | "canceled" => "cancelled",
         other => other,
     };
-    STATUSES.into_iter().find(|s| *s == word).ok_or_else(|| {
+    JobStatus::parse(word).ok_or_else(|| {
+        let all: Vec<_> = JobStatus::ALL.iter().map(|s| s.as_str()).collect();
         format!(
             "unknown status `{name}`: use {}",
-            STATUSES
-                .join(", ")
-                .replacen(", cancelled", " or cancelled", 1)
+            all.join(", ").replacen(", cancelled", " or cancelled", 1)
         )
     })
 }
@@ -530,8 +519,8 @@ pub struct JobRow {
     pub id: String,
     /// Short name.
     pub queue: &'static str,
-    /// Ours (`STATUSES`).
-    pub status: String,
+    /// Ours.
+    pub status: JobStatus,
     /// apalis's own (`Queued`, `Failed`...), for the curious.
     pub apalis_status: String,
     pub attempts: i64,
@@ -637,12 +626,15 @@ fn job_row(r: RawJob) -> JobRow {
         args: args_of(queue, &job),
         client_id: client_id_of(queue, &job),
         created_at: ulid_time(&id),
-        next_attempt_at: matches!(state.as_str(), "scheduled" | "retrying")
-            .then_some(run_at)
-            .flatten(),
+        next_attempt_at: matches!(
+            JobStatus::parse(&state),
+            Some(JobStatus::Scheduled | JobStatus::Retrying)
+        )
+        .then_some(run_at)
+        .flatten(),
         id,
         queue,
-        status: state,
+        status: JobStatus::parse(&state).unwrap_or(JobStatus::Unknown),
         apalis_status,
         attempts,
         max_attempts,
@@ -688,7 +680,7 @@ fn patterns(term: &str) -> [String; 4] {
 pub async fn list(
     db: &Db,
     queue: Option<QueueName>,
-    status: Option<&str>,
+    status: Option<JobStatus>,
     search: Option<&str>,
     limit: i64,
 ) -> sqlx::Result<Vec<JobRow>> {
@@ -697,7 +689,7 @@ pub async fn list(
     let pats = search.map(patterns);
     let pat = |i: usize| pats.as_ref().map(|p| p[i].clone());
     let rows: Vec<RawJob> = with_db!(db, p => sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(queue).bind(status).bind(search)
+        .bind(queue).bind(status.map(JobStatus::as_str)).bind(search)
         .bind(pat(0)).bind(pat(1)).bind(pat(2)).bind(pat(3))
         .bind(limit.clamp(1, LIST_MAX)).bind(epoch_now())
         .fetch_all(p).await)?;
@@ -1082,13 +1074,13 @@ pub async fn workers(db: &Db, secs: i64) -> sqlx::Result<Vec<WorkerRow>> {
         Db::Sqlite(_) => (
             "SELECT id, worker_type, CAST(last_seen AS REAL), CAST(started_at AS REAL) FROM Workers \
              WHERE last_seen >= $1 ORDER BY id",
-            "running",
+            JobStatus::Running,
         ),
         Db::Postgres(_) => (
             "SELECT id, worker_type, EXTRACT(EPOCH FROM last_seen)::float8, \
              EXTRACT(EPOCH FROM started_at)::float8 FROM apalis.workers \
              WHERE last_seen >= to_timestamp($1::float8) ORDER BY id",
-            "running",
+            JobStatus::Running,
         ),
     };
     let rows: Vec<(String, String, Option<f64>, Option<f64>)> = match db {
@@ -1139,10 +1131,10 @@ mod tests {
 
     #[test]
     fn statuses_and_results() {
-        assert_eq!(status("FAILED"), Ok("failed"));
-        assert_eq!(status("done"), Ok("succeeded"));
-        assert_eq!(status("killed"), Ok("cancelled"));
-        assert_eq!(status("retrying"), Ok("retrying"));
+        assert_eq!(status("FAILED"), Ok(JobStatus::Failed));
+        assert_eq!(status("done"), Ok(JobStatus::Succeeded));
+        assert_eq!(status("killed"), Ok(JobStatus::Cancelled));
+        assert_eq!(status("retrying"), Ok(JobStatus::Retrying));
         let e = status("queued").unwrap_err();
         assert!(e.contains("`queued`") && e.contains("retrying"), "{e}");
         assert_eq!(

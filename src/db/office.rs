@@ -11,7 +11,7 @@ use crate::with_db;
 pub struct Application {
     pub id: String,
     pub user_id: String,
-    pub status: String,
+    pub status: crate::states::ApplicationStatus,
     pub data: Json<Value>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -48,7 +48,7 @@ pub async fn list(db: &Db) -> sqlx::Result<Vec<Application>> {
 pub async fn update(
     db: &Db,
     id: &str,
-    status: &str,
+    status: crate::states::ApplicationStatus,
     data: &Value,
 ) -> sqlx::Result<Option<Application>> {
     const SQL: &str = "UPDATE office_applications SET status = $2, data = $3, updated_at = $4 \

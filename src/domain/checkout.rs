@@ -22,7 +22,7 @@ use crate::domain::orders::discount_of;
 use crate::error::{ApiError, ApiResult};
 use crate::reply::{Recorded, Reply};
 use crate::state::AppState;
-use crate::states::{DiscountKind, OrderStatus, PaymentType};
+use crate::states::{DiscountKind, LedgerKind, OrderStatus, PaymentType};
 use crate::wire::marketplace::PendingPayment;
 
 /// Largest quantity of one line.
@@ -455,7 +455,7 @@ pub async fn place(
                 vec![entry(
                     user_id,
                     -total,
-                    "purchase",
+                    LedgerKind::Purchase,
                     Some(format!("order:{order_id}")),
                     json!({"order_id": order_id, "domain": basket.domain}),
                 )],

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use crate::db::users::UserRow;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use crate::states::LedgerKind;
 
 /// Monthly allotment by level (the spec's tier table).
 pub fn monthly_credits(level: i64) -> i64 {
@@ -45,14 +46,14 @@ pub fn balance_after(applied: &Applied, user_id: &str) -> Option<i64> {
 pub fn entry(
     user_id: &str,
     delta: i64,
-    kind: &str,
+    kind: LedgerKind,
     idem_key: Option<String>,
     data: Value,
 ) -> Entry {
     Entry {
         user_id: user_id.to_owned(),
         delta,
-        kind: kind.to_owned(),
+        kind: kind.as_str().to_owned(),
         idem_key,
         data,
     }
@@ -110,7 +111,7 @@ pub async fn distribute_monthly(app: &AppState, user: &UserRow) -> ApiResult<(i6
         vec![entry(
             &user.id,
             amount,
-            "monthly",
+            LedgerKind::Monthly,
             Some(format!("monthly:{month}")),
             json!({"month": month, "level": user.level}),
         )],

@@ -132,7 +132,7 @@ pub async fn refund_tokens(
         vec![crate::domain::ledger::entry(
             user_id,
             total,
-            "refund",
+            crate::states::LedgerKind::Refund,
             Some(format!("order-refund:{order_id}")),
             json!({"order_id": order_id, "reason": reason}),
         )],

@@ -15,9 +15,8 @@ pub struct Transaction {
     pub id: String,
     #[schemars(extend("format" = "uuid"))]
     pub account_id: String,
-    /// What moved the tokens: `deduct`, `bonus`, `monthly`, `transfer_in`,
-    /// `transfer_out`, `vendor_distribution`, `store_purchase`, `purchase`, ...
-    pub kind: String,
+    /// What moved the tokens.
+    pub kind: crate::states::LedgerKind,
     /// Tokens, negative when they left the account.
     pub amount: i64,
     pub balance_after: i64,

@@ -16,7 +16,7 @@ pub struct OfficeApplication {
     #[schemars(extend("format" = "uuid"))]
     pub user_id: String,
     /// `pending`, `approved` or `rejected`.
-    pub status: String,
+    pub status: crate::states::ApplicationStatus,
     /// A JSON object.
     pub data: Value,
     pub created_at: DateTime<Utc>,
@@ -40,7 +40,7 @@ impl From<Row> for OfficeApplication {
 #[derive(Serialize, JsonSchema)]
 pub struct OfficeStanding {
     pub data: Option<OfficeApplication>,
-    pub status: Option<String>,
+    pub status: Option<crate::states::ApplicationStatus>,
 }
 
 /// `office/delete`.
