@@ -20,6 +20,23 @@ pub struct IdBody {
     pub id: String,
 }
 
+/// The request's `Idempotency-Key` header, for the routes that honour it outside the
+/// slide routes (credit changes, checkouts, purchases): 1 to 255 visible ASCII
+/// characters, else a 400. Taking it as an argument is what lists the header in the
+/// OpenAPI document for the route.
+pub struct IdempotencyKey(pub Option<String>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for IdempotencyKey {
+    type Rejection = ApiError;
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, ApiError> {
+        let header = parts.headers.get(crate::domain::idempotency::HEADER);
+        crate::domain::idempotency::header_key(header).map(IdempotencyKey)
+    }
+}
+
 /// A body with no fields of its own (the organization guards still read theirs).
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 pub struct NoFields {}

@@ -165,7 +165,7 @@ fn texts(r: &RouteSpec) -> (String, String) {
 }
 
 /// The error answers an operation may give: the shared envelope for each.
-fn error_responses(r: &RouteSpec, takes_body: bool) -> Map<String, Value> {
+fn error_responses(r: &RouteSpec, takes_body: bool, keyed: bool) -> Map<String, Value> {
     let error = |what: &str| {
         json!({"description": what, "headers": common_headers(),
                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}})
@@ -181,6 +181,12 @@ fn error_responses(r: &RouteSpec, takes_body: bool) -> Map<String, Value> {
     }
     out.insert("404".into(), error("not found, or not the caller's"));
     out.insert("409".into(), error("conflicts with the current state"));
+    if keyed {
+        out.insert(
+            "422".into(),
+            error("the `Idempotency-Key` was used for another request"),
+        );
+    }
     if takes_body {
         out.insert("413".into(), error("the body is larger than 1 MiB"));
         out.insert("415".into(), error("the body is not application/json"));
@@ -284,7 +290,16 @@ pub fn document(app: &AppState) -> Reply {
         };
         let (summary, description) = texts(r);
         let takes_body = doc.body.is_some() || doc.raw_body || r.method != "GET";
-        let mut responses = error_responses(r, takes_body);
+        // The slide routes read the key through the deck actors, the others through the
+        // `IdempotencyKey` argument (docs/api.md, "Idempotency").
+        let keyed = doc.idempotency_key || crate::domain::idempotency::hash_route(r.path).is_some();
+        if keyed {
+            params.push(json!({"name": "Idempotency-Key", "in": "header", "required": false,
+                "description": "a retry with the same key and body replays the first answer (24 hours); \
+                    another body under the key is a 422, a repeat while the first runs a 409 with `Retry-After`",
+                "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7E]([\\x20-\\x7E]*[\\x21-\\x7E])?$"}}));
+        }
+        let mut responses = error_responses(r, takes_body, keyed);
         responses.insert(
             "200".into(),
             json!({"description": "success", "headers": common_headers(),

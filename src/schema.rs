@@ -37,6 +37,8 @@ pub struct Operation {
     pub redirect: bool,
     /// There is no success answer.
     pub never_succeeds: bool,
+    /// The route honours the `Idempotency-Key` header.
+    pub idempotency_key: bool,
 }
 
 /// One handler argument's part of the operation.
@@ -54,6 +56,12 @@ impl DocArg for HeaderMap {}
 impl DocArg for Method {}
 impl DocArg for Uri {}
 impl<T> DocArg for axum::extract::ConnectInfo<T> {}
+
+impl DocArg for crate::extract::IdempotencyKey {
+    fn document(op: &mut Operation, _: &mut SchemaGenerator) {
+        op.idempotency_key = true;
+    }
+}
 
 impl DocArg for Bytes {
     fn document(op: &mut Operation, _: &mut SchemaGenerator) {

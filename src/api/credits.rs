@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use axum::extract::{Query, State};
-use axum::http::HeaderMap;
 use plinth_actors::credits::{Applied, Change, CreditError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -18,7 +17,7 @@ use crate::domain::ledger::{
     apply, balance_after, credit_error, distribute_monthly, entry, MAX_AMOUNT,
 };
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, JsonBody};
+use crate::extract::{IdBody, IdempotencyKey, JsonBody};
 use crate::reply::{Answer, Recorded, Reply};
 use crate::route_spec::{Category, ADDITIONS};
 use crate::state::AppState;
@@ -177,7 +176,7 @@ pub struct DeductBody {
 /// the first try's outcome was unknown and the retry runs again.
 async fn keyed<T, F, Fut>(
     app: &AppState,
-    headers: &HeaderMap,
+    key: IdempotencyKey,
     route: &'static str,
     caller: &str,
     body: &impl Serialize,
@@ -188,11 +187,11 @@ where
     F: FnOnce(Option<String>) -> Fut,
     Fut: std::future::Future<Output = ApiResult<T>>,
 {
-    if headers.get(idempotency::HEADER).is_none() {
+    if key.0.is_none() {
         return Ok(Recorded::from(Answer(work(None).await?)));
     }
     let scope = format!("credits:{caller}");
-    let reply = idempotency::by_header(app, headers, route, scope, body, true, |key| async {
+    let reply = idempotency::by_header(app, key.0, route, scope, body, true, |key| async {
         let ledger_key = key.map(|k| format!("{route}:{k}"));
         work(ledger_key).await.map(Reply::ok)
     })
@@ -233,14 +232,14 @@ async fn outcome(
 pub async fn deduct(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    headers: HeaderMap,
+    key: IdempotencyKey,
     JsonBody(body): JsonBody<DeductBody>,
 ) -> ApiResult<Recorded<Deducted>> {
     check_amount("credit", body.credit)?;
     let (credit, app, caller) = (body.credit, &app, &caller);
     keyed(
         app,
-        &headers,
+        key,
         "credits/deduct",
         &caller.id,
         &body,
@@ -278,12 +277,12 @@ pub struct BonusBody {
 pub async fn distribute_bonus(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    headers: HeaderMap,
+    key: IdempotencyKey,
     JsonBody(body): JsonBody<BonusBody>,
 ) -> ApiResult<Recorded<BonusDistributed>> {
     // Once per account by its name already; the key replays the first answer.
     let route = "credits/distribute-bonus";
-    keyed(&app, &headers, route, &caller.id, &body, |_| {
+    keyed(&app, key, route, &caller.id, &body, |_| {
         bonus(&app, &caller, &body)
     })
     .await
@@ -326,12 +325,12 @@ async fn bonus(app: &AppState, caller: &Caller, body: &BonusBody) -> ApiResult<B
 pub async fn distribute_to_user_id(
     State(app): State<AppState>,
     Viewer(admin): Viewer,
-    headers: HeaderMap,
+    key: IdempotencyKey,
     JsonBody(body): JsonBody<IdBody>,
 ) -> ApiResult<Recorded<MonthlyDistributed>> {
     // Once per month by the ledger already; the key replays the first answer.
     let route = "credits/distribute-to-user-id";
-    keyed(&app, &headers, route, &admin.id, &body, |_| async {
+    keyed(&app, key, route, &admin.id, &body, |_| async {
         let user = users_db::by_id(&app.db, &body.id)
             .await?
             .ok_or_else(|| ApiError::not_found("user not found"))?;
@@ -415,7 +414,7 @@ async fn recipient(app: &AppState, body: &SendBody) -> ApiResult<users_db::UserR
 pub async fn send(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    headers: HeaderMap,
+    key: IdempotencyKey,
     JsonBody(body): JsonBody<SendBody>,
 ) -> ApiResult<Recorded<Sent>> {
     check_amount("amount", body.amount)?;
@@ -426,7 +425,7 @@ pub async fn send(
     let (amount, app, caller, to) = (body.amount, &app, &caller, &to);
     keyed(
         app,
-        &headers,
+        key,
         "credits/send",
         &caller.id,
         &body,
@@ -497,11 +496,11 @@ pub struct VendorBody {
 pub async fn vendor_distribution_to_email(
     State(app): State<AppState>,
     Viewer(admin): Viewer,
-    headers: HeaderMap,
+    key: IdempotencyKey,
     JsonBody(body): JsonBody<VendorBody>,
 ) -> ApiResult<Recorded<VendorDistributed>> {
     let route = "credits/vendor-distribution-to-email";
-    keyed(&app, &headers, route, &admin.id, &body, |key| {
+    keyed(&app, key, route, &admin.id, &body, |key| {
         vendor_distribution(&app, &body, key)
     })
     .await
@@ -613,12 +612,12 @@ pub struct StoreBody {
 pub async fn verify_apple_transaction(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    headers: HeaderMap,
+    key: IdempotencyKey,
     JsonBody(body): JsonBody<StoreBody>,
 ) -> ApiResult<Recorded<StoreCredited>> {
     // Once per store transaction already; the key replays the first answer.
     let route = "credits/verify-apple-transaction";
-    keyed(&app, &headers, route, &caller.id, &body, |_| {
+    keyed(&app, key, route, &caller.id, &body, |_| {
         store_credit(&app, &caller, &body)
     })
     .await

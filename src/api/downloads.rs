@@ -6,7 +6,6 @@
 //! `domain::checkout` and mint one link per unit once the order is paid.
 
 use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -18,7 +17,7 @@ use crate::domain::checkout::{
     idempotent, purchase as purchase_checkout, run_to_end, PurchaseBody,
 };
 use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
+use crate::extract::{IdempotencyKey, JsonBody};
 use crate::reply::{Answer, PrivateAnswer, Recorded, SignedRedirect};
 use crate::state::AppState;
 use crate::wire::downloads::{Issued, Link, LinksPurchased, Revoked};
@@ -376,7 +375,7 @@ fn asset_of(item: &crate::db::inventory::ItemRow) -> ApiResult<(String, String, 
 pub async fn purchase(
     State(app): State<AppState>,
     who: Purchaser,
-    headers: HeaderMap,
+    key: IdempotencyKey,
     JsonBody(body): JsonBody<PurchaseBody>,
 ) -> ApiResult<Recorded<LinksPurchased>> {
     run_to_end(async move {
@@ -384,7 +383,7 @@ pub async fn purchase(
             Purchaser::User(c) => format!("download-purchase:{}", c.id),
             Purchaser::Guest(g) => format!("download-purchase:guest:{}", g.id),
         };
-        idempotent(&app, &headers, scope, &body, async {
+        idempotent(&app, key.0.clone(), scope, &body, async {
             let placed =
                 purchase_checkout(&app, &who, &body, |item| asset_of(item).map(|_| ())).await?;
             let user_id = match &who {

@@ -5,7 +5,6 @@
 //! unit once the order is paid.
 
 use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -16,7 +15,7 @@ use crate::domain::checkout::{
 };
 use crate::domain::licenses::{new_key, normalize, status};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
+use crate::extract::{IdempotencyKey, JsonBody};
 use crate::reply::{Answer, PrivateAnswer, Recorded};
 use crate::state::AppState;
 use crate::states::LicenseStatus;
@@ -378,7 +377,7 @@ pub async fn get(
 pub async fn purchase(
     State(app): State<AppState>,
     who: Purchaser,
-    headers: HeaderMap,
+    key: IdempotencyKey,
     JsonBody(body): JsonBody<PurchaseBody>,
 ) -> ApiResult<Recorded<LicensesPurchased>> {
     run_to_end(async move {
@@ -386,7 +385,7 @@ pub async fn purchase(
             Purchaser::User(c) => format!("license-purchase:{}", c.id),
             Purchaser::Guest(g) => format!("license-purchase:guest:{}", g.id),
         };
-        idempotent(&app, &headers, scope, &body, async {
+        idempotent(&app, key.0.clone(), scope, &body, async {
             let placed =
                 purchase_checkout(&app, &who, &body, |item| match terms(&item.data.0)?.0 {
                     Some(_) => Ok(()),

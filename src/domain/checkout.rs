@@ -10,7 +10,6 @@
 //! provider's signed webhook confirms it; holds nobody paid for end after
 //! `PLINTH_RESERVATION_SECS`.
 
-use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -577,7 +576,7 @@ fn not_placed(r: Result<(), NotPlaced>) -> ApiResult<()> {
 /// ledger could not tell, which replays.
 pub async fn idempotent<T, F>(
     app: &AppState,
-    headers: &HeaderMap,
+    key: Option<String>,
     scope: String,
     body: &impl Serialize,
     run: F,
@@ -587,7 +586,7 @@ where
     F: std::future::Future<Output = ApiResult<T>>,
 {
     let keys = crate::domain::idempotency::by_header;
-    let reply = keys(app, headers, "checkout", scope, body, false, |_| async {
+    let reply = keys(app, key, "checkout", scope, body, false, |_| async {
         run.await.map(Reply::ok)
     })
     .await?;

@@ -243,7 +243,7 @@ where
 /// from it when it moves tokens.
 pub async fn by_header<F, Fut>(
     app: &AppState,
-    headers: &axum::http::HeaderMap,
+    key: Option<String>,
     route: &str,
     scope: String,
     body: &impl serde::Serialize,
@@ -254,7 +254,7 @@ where
     F: FnOnce(Option<String>) -> Fut,
     Fut: std::future::Future<Output = ApiResult<Reply>>,
 {
-    let Some(key) = header_key(headers.get(HEADER))? else {
+    let Some(key) = key else {
         return work(None).await;
     };
     let json = match serde_json::to_value(body).map_err(ApiError::internal)? {

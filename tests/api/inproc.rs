@@ -246,6 +246,31 @@ async fn every_operation_documents_its_success_answer() {
         }
     }
     assert!(untyped.is_empty(), "no typed success answer: {untyped:?}");
+
+    // The routes that honour `Idempotency-Key` say so, and list the 422 it can bring.
+    let keyed = |method: &str, path: &str| {
+        let op = &r.body["paths"][path][method];
+        let header = op["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["in"] == "header" && p["name"] == "Idempotency-Key");
+        assert_eq!(header, op["responses"]["422"].is_object(), "{path}");
+        header
+    };
+    for path in [
+        "/api/credits/deduct",
+        "/api/credits/send",
+        "/api/marketplace/checkout",
+        "/api/licenses/purchase",
+        "/api/downloads/purchase",
+        "/api/slides/exports/create",
+        "/api/slides/update",
+    ] {
+        assert!(keyed("post", path), "{path} does not list Idempotency-Key");
+    }
+    assert!(!keyed("get", "/api/credits/balance"));
+    assert!(!keyed("post", "/api/posts/create"));
 }
 
 #[tokio::test]

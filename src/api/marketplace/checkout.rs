@@ -3,7 +3,6 @@
 //! rules are `domain::checkout`'s.
 
 use axum::extract::State;
-use axum::http::HeaderMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -14,7 +13,7 @@ use crate::domain::checkout::{
     address, basket, idempotent, object, pay, place, run_to_end, Address, ItemLine, Pay, Request,
 };
 use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
+use crate::extract::{IdempotencyKey, JsonBody};
 use crate::reply::Recorded;
 use crate::state::AppState;
 use crate::wire::marketplace::Placed;
@@ -63,12 +62,12 @@ pub struct GuestCheckoutBody {
 pub async fn checkout(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-    headers: HeaderMap,
+    key: IdempotencyKey,
     JsonBody(body): JsonBody<CheckoutBody>,
 ) -> ApiResult<Recorded<Placed>> {
     run_to_end(async move {
         let scope = format!("checkout:{}", caller.id);
-        idempotent(&app, &headers, scope, &body, async {
+        idempotent(&app, key.0.clone(), scope, &body, async {
             let pay = pay(body.payment_type.as_deref())?;
             if let Some(pm) = &body.payment_method_id {
                 crate::payments::valid_payment_method_id(pm)?;
@@ -104,12 +103,12 @@ pub async fn checkout(
 pub async fn guest_checkout(
     State(app): State<AppState>,
     guest: Guest,
-    headers: HeaderMap,
+    key: IdempotencyKey,
     JsonBody(body): JsonBody<GuestCheckoutBody>,
 ) -> ApiResult<Recorded<Placed>> {
     run_to_end(async move {
         let scope = format!("guest-checkout:{}", guest.id);
-        idempotent(&app, &headers, scope, &body, async {
+        idempotent(&app, key.0.clone(), scope, &body, async {
             crate::payments::valid_payment_method_id(&body.payment_method_id)?;
             let basket = basket(
                 &app,
