@@ -46,6 +46,23 @@ impl ApiError {
     pub fn conflict(m: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, m)
     }
+    /// 402: a payment (or more tokens) is needed.
+    pub fn payment_required(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYMENT_REQUIRED, m)
+    }
+    /// 413: what was sent, or declared, is larger than the limit.
+    pub fn too_large(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, m)
+    }
+    /// 422: well-formed, but not what this request may carry.
+    pub fn unprocessable(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, m)
+    }
+    /// 503 (with `Retry-After`): a service plinth depends on is down or not configured;
+    /// for the database, see [`ApiError::unavailable`].
+    pub fn service_unavailable(m: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, m)
+    }
     /// A failure that is ours, not the client's: reported vaguely, logged in full once
     /// by the usage layer with the request's context.
     pub fn internal(err: impl std::fmt::Display) -> Self {

@@ -32,8 +32,8 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for IdempotencyKey {
         parts: &mut axum::http::request::Parts,
         _: &S,
     ) -> Result<Self, ApiError> {
-        let header = parts.headers.get(crate::domain::idempotency::HEADER);
-        crate::domain::idempotency::header_key(header).map(IdempotencyKey)
+        let header = parts.headers.get(crate::idempotency::HEADER);
+        crate::idempotency::header_key(header).map(IdempotencyKey)
     }
 }
 

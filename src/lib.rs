@@ -15,6 +15,7 @@ pub mod domain;
 pub mod error;
 pub mod extract;
 pub mod gcs;
+pub mod idempotency;
 pub mod jobs_cli;
 pub mod json_depth;
 pub mod mail;

@@ -292,7 +292,7 @@ pub fn document(app: &AppState) -> Reply {
         let takes_body = doc.body.is_some() || doc.raw_body || r.method != "GET";
         // The slide routes read the key through the deck actors, the others through the
         // `IdempotencyKey` argument (docs/api.md, "Idempotency").
-        let keyed = doc.idempotency_key || crate::domain::idempotency::hash_route(r.path).is_some();
+        let keyed = doc.idempotency_key || crate::idempotency::hash_route(r.path).is_some();
         if keyed {
             params.push(json!({"name": "Idempotency-Key", "in": "header", "required": false,
                 "description": "a retry with the same key and body replays the first answer (24 hours); \

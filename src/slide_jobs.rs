@@ -265,7 +265,7 @@ impl IdempotencyStore for Idempotency {
         request_hash: &'a str,
     ) -> BoxFuture<'a, Result<Claim, String>> {
         async move {
-            use crate::domain::idempotency::{KEPT, STALE_CLAIM};
+            use crate::idempotency::{KEPT, STALE_CLAIM};
             let now = chrono::Utc::now();
             let held = crate::db::idempotency::claim(
                 &self.0,

@@ -102,10 +102,7 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
     let route = entry.map_or("unmatched", |e| e.spec.path);
     // A repeat of a request already answered under its idempotency key gets the recorded
     // answer before anything is counted: retrying safely uses up no rate window.
-    let idempotency_header = req
-        .headers()
-        .get(crate::domain::idempotency::HEADER)
-        .cloned();
+    let idempotency_header = req.headers().get(crate::idempotency::HEADER).cloned();
     let deadline = deadline(&app.opts, req.uri());
     let ran = tokio::time::timeout(deadline, async {
         if let Some(replay) = replay_keyed(&app, entry, key, idempotency_header, &sent).await {
@@ -212,7 +209,7 @@ fn past_deadline(method: &Method, deadline: std::time::Duration) -> ApiError {
 }
 
 /// The recorded answer for a repeat of an answered request to a route that takes an
-/// idempotency key (`domain::idempotency::recorded_answer`), for a caller whose key is
+/// idempotency key (`idempotency::recorded_answer`), for a caller whose key is
 /// valid and who may call the route; None for everything else (most requests: no key).
 async fn replay_keyed(
     app: &AppState,
@@ -222,7 +219,7 @@ async fn replay_keyed(
     body: &[u8],
 ) -> Option<Response> {
     let entry = entry.filter(|e| e.spec.method == "POST")?;
-    crate::domain::idempotency::hash_route(entry.spec.path)?;
+    crate::idempotency::hash_route(entry.spec.path)?;
     let key = key.filter(|k| !k.is_empty())?;
     let caller = auth::resolve(app, key).await.ok()??;
     let allowed = match entry.spec.access {
@@ -233,15 +230,9 @@ async fn replay_keyed(
     if !allowed {
         return None;
     }
-    crate::domain::idempotency::recorded_answer(
-        app,
-        entry.spec.path,
-        &caller.id,
-        header.as_ref(),
-        body,
-    )
-    .await
-    .map(IntoResponse::into_response)
+    crate::idempotency::recorded_answer(app, entry.spec.path, &caller.id, header.as_ref(), body)
+        .await
+        .map(IntoResponse::into_response)
 }
 
 /// A chunked body over the limit is still read (and dropped) up to this size, so that

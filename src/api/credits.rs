@@ -12,13 +12,13 @@ use serde_json::{json, Value};
 use crate::auth::{Caller, Viewer};
 use crate::db::{credits as store, users as users_db};
 use crate::domain::accounts::parse_email;
-use crate::domain::idempotency;
 use crate::domain::ledger::{
     apply, balance_after, credit_error, distribute_monthly, entry, MAX_AMOUNT,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, IdempotencyKey, JsonBody};
-use crate::reply::{Answer, Recorded, Reply};
+use crate::idempotency;
+use crate::reply::{Answer, Recorded};
 use crate::route_spec::{Category, ADDITIONS};
 use crate::state::AppState;
 use crate::states::LedgerKind;
@@ -187,16 +187,11 @@ where
     F: FnOnce(Option<String>) -> Fut,
     Fut: std::future::Future<Output = ApiResult<T>>,
 {
-    if key.0.is_none() {
-        return Ok(Recorded::from(Answer(work(None).await?)));
-    }
     let scope = format!("credits:{caller}");
-    let reply = idempotency::by_header(app, key.0, route, scope, body, true, |key| async {
-        let ledger_key = key.map(|k| format!("{route}:{k}"));
-        work(ledger_key).await.map(Reply::ok)
+    idempotency::recorded(app, key.0, route, scope, body, true, |key| {
+        work(key.map(|k| format!("{route}:{k}")))
     })
-    .await?;
-    Ok(Recorded::from(reply))
+    .await
 }
 
 /// The caller's balance after a change and its transaction: from the change just

@@ -1,10 +1,10 @@
 //! The HTTP side of idempotency keys, shared by every handler that takes one (the rules,
-//! the hash, the record protocol and the answers are `domain::idempotency`): the one key
+//! the hash, the record protocol and the answers are `idempotency`): the one key
 //! of a request, from its `Idempotency-Key` header or its body's `idempotency_key` (400
 //! when they differ), and the answers of a deck change run behind its key by the deck
 //! actors (a replay marked `Idempotent-Replayed`, 409 with `Retry-After` while the first
-//! runs, 422 for another request). Checkouts and purchases read the header through
-//! `domain::checkout::idempotent`, which runs `domain::idempotency::run`.
+//! runs, 422 for another request). Credit changes, checkouts and purchases take the header
+//! as an `extract::IdempotencyKey` argument and run through `idempotency::recorded`.
 //!
 //! The one module under `src/api/` that other handler modules import (the architecture
 //! test allows it): it holds no handler.
@@ -13,8 +13,8 @@ use axum::http::HeaderMap;
 use plinth_actors::decks::{Answer, ChangeError};
 use serde_json::{Map, Value};
 
-use crate::domain::idempotency as rules;
 use crate::error::{ApiError, ApiResult};
+use crate::idempotency as rules;
 use crate::reply::Reply;
 
 /// The request's key: the header's or the body's (the same key; both different: 400).

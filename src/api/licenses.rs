@@ -10,9 +10,7 @@ use serde_json::{json, Value};
 
 use crate::auth::{Caller, OrgAdmin, Purchaser, Viewer};
 use crate::db::licenses::{self as store, Activation, Grant, LicenseRow, NewLicense, Of};
-use crate::domain::checkout::{
-    idempotent, purchase as purchase_checkout, run_to_end, PurchaseBody,
-};
+use crate::domain::checkout::{purchase as purchase_checkout, run_to_end, PurchaseBody};
 use crate::domain::licenses::{new_key, normalize, status};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdempotencyKey, JsonBody};
@@ -385,34 +383,42 @@ pub async fn purchase(
             Purchaser::User(c) => format!("license-purchase:{}", c.id),
             Purchaser::Guest(g) => format!("license-purchase:guest:{}", g.id),
         };
-        idempotent(&app, key.0.clone(), scope, &body, async {
-            let placed =
-                purchase_checkout(&app, &who, &body, |item| match terms(&item.data.0)?.0 {
-                    Some(_) => Ok(()),
-                    None => Err(ApiError::bad_request(format!(
-                        "`{}` is not a licensed item (no `data.license_product_id`)",
-                        item.sku
-                    ))),
-                })
-                .await?;
-            let keys_by_id = mint_for(&app, &who, &placed).await;
-            let keys_by_id = match keys_by_id {
-                Ok(m) => m,
-                Err(e) => {
-                    crate::domain::orders::undo_purchase(
-                        &app,
-                        &placed.row,
-                        "license keys not minted",
-                    )
+        crate::idempotency::recorded(
+            &app,
+            key.0.clone(),
+            "checkout",
+            scope,
+            &body,
+            false,
+            |_| async {
+                let placed =
+                    purchase_checkout(&app, &who, &body, |item| match terms(&item.data.0)?.0 {
+                        Some(_) => Ok(()),
+                        None => Err(ApiError::bad_request(format!(
+                            "`{}` is not a licensed item (no `data.license_product_id`)",
+                            item.sku
+                        ))),
+                    })
                     .await?;
-                    return Err(e);
-                }
-            };
-            Ok(LicensesPurchased {
-                checkout: (&placed).into(),
-                licenses: minted(&app, &placed.row.id, &keys_by_id).await?,
-            })
-        })
+                let keys_by_id = mint_for(&app, &who, &placed).await;
+                let keys_by_id = match keys_by_id {
+                    Ok(m) => m,
+                    Err(e) => {
+                        crate::domain::orders::undo_purchase(
+                            &app,
+                            &placed.row,
+                            "license keys not minted",
+                        )
+                        .await?;
+                        return Err(e);
+                    }
+                };
+                Ok(LicensesPurchased {
+                    checkout: (&placed).into(),
+                    licenses: minted(&app, &placed.row.id, &keys_by_id).await?,
+                })
+            },
+        )
         .await
     })
     .await

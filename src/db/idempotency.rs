@@ -1,7 +1,7 @@
 //! Idempotency records (`idempotency_records`): the recorded answer of a mutation under
 //! its key, per scope (a deck's changes, a buyer's checkouts), with the hash of the
 //! request it answers; the upkeep sweep prunes records after
-//! `domain::idempotency::KEPT`. The rules are `domain::idempotency`'s.
+//! `idempotency::KEPT`. The rules are `idempotency`'s.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;

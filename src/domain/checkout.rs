@@ -19,7 +19,6 @@ use crate::db::orders::{self as store, Buyer, LineRow, NewOrder, NotPlaced, Orde
 use crate::domain::ledger::{apply, entry};
 use crate::domain::orders::discount_of;
 use crate::error::{ApiError, ApiResult};
-use crate::reply::{Recorded, Reply};
 use crate::state::AppState;
 use crate::states::{DiscountKind, LedgerKind, OrderStatus, PaymentType};
 use crate::wire::marketplace::PendingPayment;
@@ -498,8 +497,7 @@ pub async fn place(
             };
             if !intent.paid {
                 store::discard(&app.db, &order_id).await?;
-                return Err(ApiError::new(
-                    axum::http::StatusCode::PAYMENT_REQUIRED,
+                return Err(ApiError::payment_required(
                     "the payment was not completed (the card may need authentication)",
                 ));
             }
@@ -566,31 +564,6 @@ fn not_placed(r: Result<(), NotPlaced>) -> ApiResult<()> {
             "the discount code has been used up or expired",
         )),
     }
-}
-
-/// Runs a checkout behind its `Idempotency-Key` header (1 to 255 characters): the one
-/// idempotency mechanism (`domain::idempotency::run`): a repeat with the same body
-/// replays the first answer (`Idempotent-Replayed: true`) for 24 hours, a different body
-/// under the same key is a 422, and a repeat while the first runs is a 409. Answers on
-/// our side (5xx) are not kept, so a retry runs again, except an outcome the credit
-/// ledger could not tell, which replays.
-pub async fn idempotent<T, F>(
-    app: &AppState,
-    key: Option<String>,
-    scope: String,
-    body: &impl Serialize,
-    run: F,
-) -> ApiResult<Recorded<T>>
-where
-    T: Serialize,
-    F: std::future::Future<Output = ApiResult<T>>,
-{
-    let keys = crate::domain::idempotency::by_header;
-    let reply = keys(app, key, "checkout", scope, body, false, |_| async {
-        run.await.map(Reply::ok)
-    })
-    .await?;
-    Ok(Recorded::from(reply))
 }
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]

@@ -2,7 +2,6 @@
 //! hands a client to exchange for the API key of the named email. The exact format, so
 //! that a service can mint one, is in docs/api.md ("Token exchange").
 
-use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -37,8 +36,7 @@ pub fn mint(key: &GrantKey, email: &str, ttl_secs: i64, source: Option<String>) 
 }
 
 fn unconfigured() -> ApiError {
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
+    ApiError::service_unavailable(
         "token exchange is not configured: set PLINTH_AUTH_TOKEN_KEY to the key shared with \
          the identity service (it must differ from the master key)",
     )

@@ -55,8 +55,7 @@ async fn signing_keys(app: &AppState, kid: Option<&str>) -> Result<JwkSet, ApiEr
         return Ok(set);
     }
     let set = load_jwks(&app.opts.google_jwks).await.map_err(|e| {
-        let mut err = ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        let mut err = ApiError::service_unavailable(
             "identity-provider keys are unavailable; try again later",
         );
         err.cause = Some(format!("identity-provider keys: {e}"));

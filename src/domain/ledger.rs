@@ -2,7 +2,6 @@
 //! and periodic work: the monthly allotment, the per-call amount bound, running a change
 //! through the credit-account actors, and the errors a change can end in.
 
-use axum::http::StatusCode;
 use plinth_actors::credits::{Applied, Change, CreditError, Entry};
 use serde_json::{json, Value};
 
@@ -26,10 +25,9 @@ pub const MAX_AMOUNT: i64 = 1_000_000_000_000_000;
 
 /// The 402 of the spec: the balance is short of what a call or an operation needs.
 pub fn payment_required(app: &AppState, required: i64, balance: i64) -> ApiError {
-    ApiError::new(
-        StatusCode::PAYMENT_REQUIRED,
-        format!("{required} tokens are needed and the balance is {balance}"),
-    )
+    ApiError::payment_required(format!(
+        "{required} tokens are needed and the balance is {balance}"
+    ))
     .with("tokens_required", required)
     .with("tokens_balance", balance)
     .with("payment_url", app.payment_url.clone())
@@ -64,12 +62,10 @@ pub fn entry(
 pub fn credit_error(e: CreditError) -> ApiError {
     let cause = e.to_string();
     let mut err = match e {
-        CreditError::NotApplied(_) => ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        CreditError::NotApplied(_) => ApiError::service_unavailable(
             "the credit ledger is busy; nothing was applied, try again",
         ),
-        CreditError::Unknown(_) => ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        CreditError::Unknown(_) => ApiError::service_unavailable(
             "the credit ledger did not answer in time; the change may still apply: check the \
              balance or history before retrying",
         )

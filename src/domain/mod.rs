@@ -8,7 +8,6 @@ pub mod decks;
 pub mod downloads;
 pub mod exports;
 pub mod grants;
-pub mod idempotency;
 pub mod idp;
 pub mod jwks;
 pub mod ledger;

@@ -40,10 +40,9 @@ pub fn check_data(data: &Value) -> ApiResult<()> {
     }
     let size = serde_json::to_vec(data).map(|v| v.len()).unwrap_or(0);
     if size > MAX_DATA_BYTES {
-        return Err(ApiError::new(
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            format!("`data` may hold at most {MAX_DATA_BYTES} bytes of JSON"),
-        ));
+        return Err(ApiError::too_large(format!(
+            "`data` may hold at most {MAX_DATA_BYTES} bytes of JSON"
+        )));
     }
     Ok(())
 }

@@ -10,10 +10,7 @@ pub const UPLOAD_LIMIT: u64 = 15 * 1024 * 1024;
 /// When object storage fails: 503, the cause logged.
 pub fn unavailable(e: crate::storage::StorageError) -> ApiError {
     tracing::error!(error = %e, "object storage");
-    ApiError::new(
-        axum::http::StatusCode::SERVICE_UNAVAILABLE,
-        "object storage is unavailable",
-    )
+    ApiError::service_unavailable("object storage is unavailable")
 }
 
 /// A MIME type a client may upload (types a browser would run are refused: L4).
@@ -50,10 +47,9 @@ pub fn upload_bound(app: &AppState, size: Option<u64>) -> ApiResult<(u64, bool)>
 /// A declared upload size: 1 to 15 MB (413 beyond).
 pub fn declared_size(size: Option<u64>) -> ApiResult<Option<u64>> {
     match size {
-        Some(n) if !(1..=UPLOAD_LIMIT).contains(&n) => Err(ApiError::new(
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            format!("`size` must be 1 to {UPLOAD_LIMIT} bytes (15 MB)"),
-        )
+        Some(n) if !(1..=UPLOAD_LIMIT).contains(&n) => Err(ApiError::too_large(format!(
+            "`size` must be 1 to {UPLOAD_LIMIT} bytes (15 MB)"
+        ))
         .with("max_bytes", UPLOAD_LIMIT)),
         other => Ok(other),
     }

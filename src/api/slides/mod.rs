@@ -152,7 +152,7 @@ fn unavailable(what: &str) -> impl Fn(crate::storage::StorageError) -> ApiError 
 
 // ---- idempotent changes ----
 
-use crate::domain::idempotency::request_hash;
+use crate::idempotency::request_hash;
 
 /// The body of a deck mutation: typed, plus the JSON as sent and its idempotency key
 /// (the `Idempotency-Key` header or the body's `idempotency_key`: `api::idempotent`; a

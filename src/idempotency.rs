@@ -14,7 +14,7 @@ use axum::http::StatusCode;
 use serde_json::{Map, Value};
 
 use crate::error::{ApiError, ApiResult};
-use crate::reply::Reply;
+use crate::reply::{Answer, Recorded, Reply};
 use crate::state::AppState;
 
 /// How long a recorded answer replays; older records are expired and pruned.
@@ -163,7 +163,7 @@ pub fn in_progress(message: &str) -> Reply {
 
 /// The same key with another request: 422.
 pub fn reused(message: &str) -> ApiError {
-    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, message.to_owned())
+    ApiError::unprocessable(message.to_owned())
 }
 
 /// A request under a key: where its record lives and what it is.
@@ -237,11 +237,12 @@ where
     Ok(reply)
 }
 
-/// Runs `work` behind the request's `Idempotency-Key` header (without one, `work` just
-/// runs): `route` names the request in its hash, `scope` is where its record lives (the
+/// Runs `work` behind the request's `Idempotency-Key` (without one, `work` just runs):
+/// `route` names the request in its hash, `scope` is where its record lives (the
 /// caller's checkouts, credit changes). `work` is given the key, to derive a ledger key
-/// from it when it moves tokens.
-pub async fn by_header<F, Fut>(
+/// from it when it moves tokens. The answer is `work`'s `T`, or on a repeat the recorded
+/// JSON of that same `T`.
+pub async fn recorded<T, F, Fut>(
     app: &AppState,
     key: Option<String>,
     route: &str,
@@ -249,13 +250,14 @@ pub async fn by_header<F, Fut>(
     body: &impl serde::Serialize,
     retry_unknown: bool,
     work: F,
-) -> ApiResult<Reply>
+) -> ApiResult<Recorded<T>>
 where
+    T: serde::Serialize,
     F: FnOnce(Option<String>) -> Fut,
-    Fut: std::future::Future<Output = ApiResult<Reply>>,
+    Fut: std::future::Future<Output = ApiResult<T>>,
 {
     let Some(key) = key else {
-        return work(None).await;
+        return Ok(Recorded::from(Answer(work(None).await?)));
     };
     let json = match serde_json::to_value(body).map_err(ApiError::internal)? {
         Value::Object(m) => m,
@@ -268,7 +270,8 @@ where
         hash,
         retry_unknown,
     };
-    run(app, keyed, work(Some(key))).await
+    let reply = run(app, keyed, async { work(Some(key)).await.map(Reply::ok) }).await?;
+    Ok(Recorded::from(reply))
 }
 
 /// A recorded answer as stored by [`run`]: encrypted under the master key, since checkout
