@@ -1,8 +1,10 @@
 //! Read caches of hot rows (API keys, KV entries, posts by slug) and their invalidation
 //! in every process.
 //!
-//! A change is announced once, after it commits, with [`Caches::stale`]: this process
-//! drops what it cached at once, and on PostgreSQL the announcement goes out with
+//! A change is announced once, after it commits: the data access returns every write to
+//! a cached row as a [`Changed`] whose value only [`Caches::announce`] hands out, so no
+//! write path can forget. This process drops what it cached at once, and on PostgreSQL
+//! the announcement goes out with
 //! `pg_notify('plinth_invalidate', …)` to every other `plinth` process on the database,
 //! whose listener ([`listen`]) drops the same entries (well under a second). A listener
 //! that lost its connection may have missed announcements, so it clears every cache when
@@ -41,6 +43,32 @@ pub enum Stale {
     KvNamespace(String),
     /// Posts were changed or deleted (a delete cascades to replies): every cached post.
     Posts,
+}
+
+/// A write that changed rows the caches hold, as the data access returns it: the value
+/// comes out only through [`Caches::announce`], so no write path can forget to announce
+/// (issue 33). Dropping it unread is a compile warning (an error in CI).
+#[must_use = "announce the change: `app.caches.announce(changed).await`"]
+pub struct Changed<T> {
+    value: T,
+    stale: Stale,
+}
+
+impl<T> Changed<T> {
+    pub fn new(value: T, stale: Stale) -> Self {
+        Self { value, stale }
+    }
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Changed<U> {
+        Changed {
+            value: f(self.value),
+            stale: self.stale,
+        }
+    }
+    /// For a process with no caches (an operator command): the value and what to tell
+    /// the servers, which the caller announces itself ([`notify`]).
+    pub fn without_caches(self) -> (T, Stale) {
+        (self.value, self.stale)
+    }
 }
 
 /// Stripes of change counters: a reader notes its key's stripe before reading the
@@ -219,7 +247,13 @@ impl Caches {
 
     /// Announces a committed change: drops it here at once, and on PostgreSQL tells
     /// every other process. A failed notification is logged; the TTL still bounds it.
-    pub async fn stale(&self, what: Stale) {
+    /// Announces a [`Changed`] write and hands back its value.
+    pub async fn announce<T>(&self, changed: Changed<T>) -> T {
+        self.stale(changed.stale).await;
+        changed.value
+    }
+
+    async fn stale(&self, what: Stale) {
         self.apply(&what);
         if let Db::Postgres(pool) = &self.db {
             if let Err(e) = notify(pool, &what).await {

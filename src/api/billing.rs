@@ -12,7 +12,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::auth::Viewer;
-use crate::cache::Stale;
 use crate::db::{payments as store, users as users_db};
 use crate::domain::accounts::{create_account, user_key};
 use crate::domain::ledger::distribute_monthly;
@@ -179,8 +178,8 @@ async fn settle_level(app: &AppState, user_id: &str) -> ApiResult<i64> {
         .max()
         .unwrap_or_else(|| free_level(&user));
     if level != user.level {
-        users_db::set_level(&app.db, user_id, level).await?;
-        app.caches.stale(Stale::User(user_id.to_owned())).await;
+        let changed = users_db::set_level(&app.db, user_id, level).await?;
+        app.caches.announce(changed).await;
     }
     Ok(level)
 }
@@ -438,7 +437,8 @@ pub async fn authenticate_agent(
             return Err(e);
         }
     };
-    users_db::set_username(&app.db, &user.id, &username).await?;
+    let named = users_db::set_username(&app.db, &user.id, &username).await?;
+    app.caches.announce(named).await;
     store::save_customer(
         &app.db,
         &user.id,

@@ -7,7 +7,6 @@ use axum::http::StatusCode;
 use serde::Deserialize;
 
 use crate::auth::Viewer;
-use crate::cache::Stale;
 use crate::db::kv as store;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::JsonBody;
@@ -71,13 +70,6 @@ fn value(raw: &str) -> ApiResult<&str> {
     Ok(raw)
 }
 
-fn kv_entry(namespace: &str, key: &str) -> Stale {
-    Stale::Kv {
-        namespace: namespace.to_owned(),
-        key: key.to_owned(),
-    }
-}
-
 /// The admin caller's own namespace (404 for one that does not exist or is another's).
 async fn owned(app: &AppState, caller_id: &str, raw: &str) -> ApiResult<String> {
     let n = namespace(raw)?;
@@ -130,12 +122,12 @@ pub async fn namespace_delete(
     JsonBody(body): JsonBody<NamespaceBody>,
 ) -> ApiResult<Answer<NamespaceDeleted>> {
     let n = owned(&app, &caller.id, &body.namespace).await?;
-    if !store::delete_namespace(&app.db, &n, &caller.id).await? {
+    let deleted = store::delete_namespace(&app.db, &n, &caller.id).await?;
+    if !app.caches.announce(deleted).await {
         return Err(ApiError::conflict(
             "the namespace still has entries: delete them first",
         ));
     }
-    app.caches.stale(Stale::KvNamespace(n.clone())).await;
     Ok(Answer(NamespaceDeleted {
         success: True,
         namespace: n,
@@ -227,7 +219,7 @@ pub async fn entry_update(
     let entry = store::update(&app.db, &n, k, v)
         .await?
         .ok_or_else(|| ApiError::not_found("entry not found"))?;
-    app.caches.stale(kv_entry(&n, k)).await;
+    let entry = app.caches.announce(entry).await;
     Ok(Answer(Saved::new(entry.into())))
 }
 
@@ -239,10 +231,10 @@ pub async fn entry_delete(
 ) -> ApiResult<Answer<EntryDeleted>> {
     let k = key(&body.key)?;
     let n = owned(&app, &caller.id, &body.namespace).await?;
-    if !store::delete(&app.db, &n, k).await? {
+    let deleted = store::delete(&app.db, &n, k).await?;
+    if !app.caches.announce(deleted).await {
         return Err(ApiError::not_found("entry not found"));
     }
-    app.caches.stale(kv_entry(&n, k)).await;
     Ok(Answer(EntryDeleted {
         success: True,
         namespace: n,

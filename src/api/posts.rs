@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::auth::{Caller, MaybeCaller, Viewer};
-use crate::cache::{CachedPost, Stale};
+use crate::cache::CachedPost;
 use crate::db::posts::{self as store, Filter, OwnedPost, PostFields, PostRow};
 use crate::domain::posts::{self as rules, Readable};
 use crate::domain::{records, richtext};
@@ -366,7 +366,7 @@ pub async fn update(
         let src = src.clone().unwrap_or_else(|| post.src.clone());
         let next = fields(slug.as_deref(), src.as_deref(), &data);
         if let Some(done) = store::write(&app.db, &post.id, post.version, &next).await? {
-            app.caches.stale(Stale::Posts).await;
+            let done = app.caches.announce(done).await;
             return Ok(Answer(Saved::new(Post::from(&done))));
         }
         post = store::get(&app.db, &post.id).await?.ok_or_else(not_found)?;
@@ -382,9 +382,8 @@ pub async fn delete(
     JsonBody(body): JsonBody<IdBody>,
 ) -> ApiResult<Answer<Deleted>> {
     let post = owned(&app, &caller, &body.id).await?;
-    store::delete(&app.db, &post.id).await?;
-    // Its replies go with it: every cached post is dropped.
-    app.caches.stale(Stale::Posts).await;
+    let deleted = store::delete(&app.db, &post.id).await?;
+    app.caches.announce(deleted).await;
     Ok(Answer(Deleted::new(post.id)))
 }
 

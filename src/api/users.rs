@@ -9,7 +9,6 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::auth::{Caller, MaybeCaller, Viewer};
-use crate::cache::Stale;
 use crate::crypto;
 use crate::db::users as store;
 use crate::domain::accounts::{
@@ -495,7 +494,7 @@ pub async fn update_viewer_username(
 ) -> ApiResult<Answer<UserSaved>> {
     let username = parse_username(&body.username)?;
     let user = store::set_username(&app.db, &caller.id, &username).await?;
-    app.caches.stale(Stale::User(user.id.to_owned())).await;
+    let user = app.caches.announce(user).await;
     let key = user_key(&app, &user)?;
     Ok(Answer(UserSaved {
         success: True,
@@ -510,7 +509,7 @@ pub async fn regenerate_key(
 ) -> ApiResult<Answer<KeyRegenerated>> {
     let (key, hash, cipher) = accounts::new_key(&app);
     let user = store::set_key(&app.db, &caller.id, &hash, &cipher).await?;
-    app.caches.stale(Stale::User(user.id.to_owned())).await;
+    let user = app.caches.announce(user).await;
     Ok(Answer(KeyRegenerated {
         user: User::of(&user, Some(&key)),
         key,
@@ -544,7 +543,7 @@ pub async fn sync_wallet(
         body.wallet_signature.as_deref(),
     )
     .await?;
-    app.caches.stale(Stale::User(user.id.to_owned())).await;
+    let user = app.caches.announce(user).await;
     let key = user_key(&app, &user)?;
     Ok(Answer(UserSaved {
         success: True,
@@ -558,7 +557,7 @@ pub async fn desync_wallet(
     Viewer(caller): Viewer,
 ) -> ApiResult<Answer<UserSaved>> {
     let user = store::set_wallet(&app.db, &caller.id, None, None).await?;
-    app.caches.stale(Stale::User(user.id.to_owned())).await;
+    let user = app.caches.announce(user).await;
     let key = user_key(&app, &user)?;
     Ok(Answer(UserSaved {
         success: True,
@@ -575,7 +574,8 @@ pub async fn delete(
 ) -> ApiResult<Answer<UserDeleted>> {
     let id = body.id;
     may_manage(&caller, &id)?;
-    match store::delete(&app.db, &id).await? {
+    let deletion = store::delete(&app.db, &id).await?;
+    match app.caches.announce(deletion).await {
         store::Deletion::Deleted => {}
         store::Deletion::NotFound => return Err(ApiError::not_found("user not found")),
         store::Deletion::LastAdmin(domains) => {
@@ -587,7 +587,6 @@ pub async fn delete(
             .with("organizations", domains))
         }
     }
-    app.caches.stale(Stale::Deleted(id.to_owned())).await;
     Ok(Answer(UserDeleted { success: True, id }))
 }
 

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::cache::{Changed, Stale};
 use crate::db::{now, Db};
 use crate::with_db;
 
@@ -34,11 +35,11 @@ pub async fn owns(db: &Db, name: &str, owner_id: &str) -> sqlx::Result<bool> {
 
 /// Deletes the owner's namespace if it has no entries (one statement, so an entry
 /// written meanwhile keeps it); `false` when it was not deleted.
-pub async fn delete_namespace(db: &Db, name: &str, owner_id: &str) -> sqlx::Result<bool> {
+pub async fn delete_namespace(db: &Db, name: &str, owner_id: &str) -> sqlx::Result<Changed<bool>> {
     const SQL: &str = "DELETE FROM kv_namespaces WHERE name = $1 AND owner_id = $2 \
         AND NOT EXISTS (SELECT 1 FROM kv_entries WHERE namespace = $1)";
     let n = with_db!(db, p => sqlx::query(SQL).bind(name).bind(owner_id).execute(p).await.map(|r| r.rows_affected()))?;
-    Ok(n == 1)
+    Ok(Changed::new(n == 1, Stale::KvNamespace(name.to_owned())))
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -76,14 +77,23 @@ pub async fn update(
     namespace: &str,
     key: &str,
     value: &str,
-) -> sqlx::Result<Option<Entry>> {
+) -> sqlx::Result<Option<Changed<Entry>>> {
     const SQL: &str = "UPDATE kv_entries SET value = $3, updated_at = $4 \
         WHERE namespace = $1 AND key = $2 RETURNING namespace, key, value, created_at, updated_at";
-    with_db!(db, p => sqlx::query_as(SQL).bind(namespace).bind(key).bind(value).bind(now()).fetch_optional(p).await)
+    let entry: Option<Entry> = with_db!(db, p => sqlx::query_as(SQL).bind(namespace).bind(key).bind(value).bind(now()).fetch_optional(p).await)?;
+    Ok(entry.map(|e| Changed::new(e, stale(namespace, key))))
 }
 
-pub async fn delete(db: &Db, namespace: &str, key: &str) -> sqlx::Result<bool> {
+pub async fn delete(db: &Db, namespace: &str, key: &str) -> sqlx::Result<Changed<bool>> {
     const SQL: &str = "DELETE FROM kv_entries WHERE namespace = $1 AND key = $2";
     let n = with_db!(db, p => sqlx::query(SQL).bind(namespace).bind(key).execute(p).await.map(|r| r.rows_affected()))?;
-    Ok(n == 1)
+    Ok(Changed::new(n == 1, stale(namespace, key)))
+}
+
+/// What a change to one entry makes stale.
+fn stale(namespace: &str, key: &str) -> Stale {
+    Stale::Kv {
+        namespace: namespace.to_owned(),
+        key: key.to_owned(),
+    }
 }

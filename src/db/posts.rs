@@ -7,6 +7,7 @@ use sqlx::types::Json;
 use futures::future::BoxFuture;
 use plinth_actors::batch::{BatchStore, BatchWriter};
 
+use crate::cache::{Changed, Stale};
 use crate::db::{now, BeginWrite, Db, StoredJson};
 use crate::with_db;
 
@@ -313,24 +314,27 @@ pub async fn write(
     id: &str,
     version: i64,
     f: &PostFields<'_>,
-) -> sqlx::Result<Option<PostRow>> {
+) -> sqlx::Result<Option<Changed<PostRow>>> {
     const SQL: &str = concat!(
         "UPDATE posts SET slug = $3, src = $4, data = $5, published = $6, private = $7, \
          team_post = $8, version = version + 1, updated_at = $9 WHERE id = $1 AND version = $2 \
          RETURNING ",
         columns!()
     );
-    with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(version).bind(f.slug).bind(f.src)
+    let post: Option<PostRow> = with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(version).bind(f.slug).bind(f.src)
         .bind(Json(f.data)).bind(f.published).bind(f.private).bind(f.team_post).bind(now())
-        .fetch_optional(p).await)
+        .fetch_optional(p).await)?;
+    // The cache is by slug, and the slug may have changed: every cached post goes.
+    Ok(post.map(|p| Changed::new(p, Stale::Posts)))
 }
 
-/// Deletes the post (its replies and reception go with it).
-pub async fn delete(db: &Db, id: &str) -> sqlx::Result<bool> {
+/// Deletes the post (its replies and reception go with it, so every cached post is
+/// stale).
+pub async fn delete(db: &Db, id: &str) -> sqlx::Result<Changed<bool>> {
     const SQL: &str = "DELETE FROM posts WHERE id = $1";
     let n =
         with_db!(db, p => sqlx::query(SQL).bind(id).execute(p).await.map(|r| r.rows_affected()))?;
-    Ok(n == 1)
+    Ok(Changed::new(n == 1, Stale::Posts))
 }
 
 /// Platform-wide counts, of one type or of all.

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
+use crate::cache::{Changed, Stale};
 use crate::db::{now, BeginWrite, Db};
 use crate::with_db;
 
@@ -200,15 +201,30 @@ macro_rules! bind_verification {
 
 /// Email ownership proven (identity provider, identity service grant): see
 /// [`Verification`]. `None` when the account no longer exists.
-pub async fn verify(db: &Db, id: &str, how: &Verification<'_>) -> sqlx::Result<Option<UserRow>> {
+pub async fn verify(
+    db: &Db,
+    id: &str,
+    how: &Verification<'_>,
+) -> sqlx::Result<Option<Changed<UserRow>>> {
     let now = now();
-    with_db!(db, p => bind_verification!(sqlx::query_as(VERIFY_USER), id, how, now).fetch_optional(p).await)
+    let user: Option<UserRow> = with_db!(db, p => bind_verification!(sqlx::query_as(VERIFY_USER), id, how, now).fetch_optional(p).await)?;
+    Ok(user.map(changed))
 }
 
 /// Spends a one-time code and verifies its account (the code proves control of the
 /// email) as `how` says, atomically: a code that was spent concurrently yields `None`
 /// and changes nothing.
 pub async fn verify_with_code(
+    db: &Db,
+    code_hash: &str,
+    how: &Verification<'_>,
+) -> sqlx::Result<Option<Changed<UserRow>>> {
+    Ok(spend_code_and_verify(db, code_hash, how)
+        .await?
+        .map(changed))
+}
+
+async fn spend_code_and_verify(
     db: &Db,
     code_hash: &str,
     how: &Verification<'_>,
@@ -243,11 +259,16 @@ pub async fn verify_with_code(
     })
 }
 
-/// `plinth users set-level`. Returns false when no account has that email.
-pub async fn set_level_by_email(db: &Db, email: &str, level: i64) -> sqlx::Result<bool> {
-    let r = with_db!(db, p => sqlx::query("UPDATE users SET level = $2, updated_at = $3 WHERE email = $1")
-        .bind(email).bind(level).bind(now()).execute(p).await.map(|r| r.rows_affected()))?;
-    Ok(r > 0)
+/// `plinth users set-level`: the account's id, `None` when no account has that email.
+pub async fn set_level_by_email(
+    db: &Db,
+    email: &str,
+    level: i64,
+) -> sqlx::Result<Option<Changed<String>>> {
+    let id: Option<(String,)> = with_db!(db, p => sqlx::query_as(
+        "UPDATE users SET level = $2, updated_at = $3 WHERE email = $1 RETURNING id")
+        .bind(email).bind(level).bind(now()).fetch_optional(p).await)?;
+    Ok(id.map(|(id,)| Changed::new(id.clone(), Stale::User(id))))
 }
 
 pub async fn by_username(db: &Db, username: &str) -> sqlx::Result<Option<UserRow>> {
@@ -287,13 +308,20 @@ pub async fn write_data(
     id: &str,
     version: i64,
     data: &Value,
-) -> sqlx::Result<Option<UserRow>> {
+) -> sqlx::Result<Option<Changed<UserRow>>> {
     const SQL: &str = concat!(
         "UPDATE users SET data = $3, version = version + 1, updated_at = $4 \
          WHERE id = $1 AND version = $2 RETURNING ",
         user_columns!()
     );
-    with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(version).bind(Json(data)).bind(now()).fetch_optional(p).await)
+    let user: Option<UserRow> = with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(version).bind(Json(data)).bind(now()).fetch_optional(p).await)?;
+    Ok(user.map(changed))
+}
+
+/// A user row that was written, to announce.
+fn changed(user: UserRow) -> Changed<UserRow> {
+    let stale = Stale::User(user.id.clone());
+    Changed::new(user, stale)
 }
 
 pub async fn set_password(db: &Db, id: &str, hash: &str) -> sqlx::Result<()> {
@@ -302,20 +330,26 @@ pub async fn set_password(db: &Db, id: &str, hash: &str) -> sqlx::Result<()> {
 }
 
 /// A taken username surfaces as a unique violation (409 through `ApiError`).
-pub async fn set_username(db: &Db, id: &str, username: &str) -> sqlx::Result<UserRow> {
+pub async fn set_username(db: &Db, id: &str, username: &str) -> sqlx::Result<Changed<UserRow>> {
     const SQL: &str = concat!(
         "UPDATE users SET username = $2, updated_at = $3 WHERE id = $1 RETURNING ",
         user_columns!()
     );
     with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(username).bind(now()).fetch_one(p).await)
+        .map(changed)
 }
 
-pub async fn set_key(db: &Db, id: &str, key_hash: &str, key_cipher: &str) -> sqlx::Result<UserRow> {
+pub async fn set_key(
+    db: &Db,
+    id: &str,
+    key_hash: &str,
+    key_cipher: &str,
+) -> sqlx::Result<Changed<UserRow>> {
     const SQL: &str = concat!(
         "UPDATE users SET key_hash = $2, key_cipher = $3, updated_at = $4 WHERE id = $1 RETURNING ",
         user_columns!()
     );
-    with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(key_hash).bind(key_cipher).bind(now()).fetch_one(p).await)
+    with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(key_hash).bind(key_cipher).bind(now()).fetch_one(p).await).map(changed)
 }
 
 pub async fn set_wallet(
@@ -323,13 +357,13 @@ pub async fn set_wallet(
     id: &str,
     address: Option<&str>,
     signature: Option<&str>,
-) -> sqlx::Result<UserRow> {
+) -> sqlx::Result<Changed<UserRow>> {
     const SQL: &str = concat!(
         "UPDATE users SET wallet_address = $2, wallet_signature = $3, updated_at = $4 \
          WHERE id = $1 RETURNING ",
         user_columns!()
     );
-    with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(address).bind(signature).bind(now()).fetch_one(p).await)
+    with_db!(db, p => sqlx::query_as(SQL).bind(id).bind(address).bind(signature).bind(now()).fetch_one(p).await).map(changed)
 }
 
 /// What deleting an account did.
@@ -347,7 +381,12 @@ pub enum Deletion {
 /// admin of an organization cannot be deleted (finding M5: either would let a member
 /// destroy what belongs to the organization). The memberships are locked (PostgreSQL)
 /// or the database is (SQLite), so no concurrent step-down slips between check and delete.
-pub async fn delete(db: &Db, id: &str) -> sqlx::Result<Deletion> {
+pub async fn delete(db: &Db, id: &str) -> sqlx::Result<Changed<Deletion>> {
+    let deletion = delete_unannounced(db, id).await?;
+    Ok(Changed::new(deletion, Stale::Deleted(id.to_owned())))
+}
+
+async fn delete_unannounced(db: &Db, id: &str) -> sqlx::Result<Deletion> {
     let is_pg = matches!(db, Db::Postgres(_));
     with_db!(db, p => {
         let mut tx = p.begin_write().await?;
@@ -389,7 +428,8 @@ pub async fn delete(db: &Db, id: &str) -> sqlx::Result<Deletion> {
     })
 }
 
-pub async fn set_level(db: &Db, id: &str, level: i64) -> sqlx::Result<()> {
+pub async fn set_level(db: &Db, id: &str, level: i64) -> sqlx::Result<Changed<()>> {
     with_db!(db, p => sqlx::query("UPDATE users SET level = $2, updated_at = $3 WHERE id = $1")
-        .bind(id).bind(level).bind(now()).execute(p).await.map(|_| ()))
+        .bind(id).bind(level).bind(now()).execute(p).await.map(|_| ()))?;
+    Ok(Changed::new((), Stale::User(id.to_owned())))
 }

@@ -5,7 +5,7 @@
 use chrono::{Duration, Utc};
 use serde_json::{json, Map, Value};
 
-use crate::cache::Stale;
+use crate::cache::Changed;
 use crate::crypto;
 use crate::db::users::{self as store, NewUser, UserRow, Verification};
 use crate::error::{ApiError, ApiResult};
@@ -63,10 +63,7 @@ pub async fn modify_data(
             return Ok(user);
         }
         match store::write_data(&app.db, &user.id, user.version, &data).await? {
-            Some(updated) => {
-                app.caches.stale(Stale::User(updated.id.to_owned())).await;
-                return Ok(updated);
-            }
+            Some(updated) => return Ok(app.caches.announce(updated).await),
             None => {
                 user = store::by_id(&app.db, &user.id)
                     .await?
@@ -259,10 +256,10 @@ pub fn new_key(app: &AppState) -> (String, String, String) {
 /// The account as stored after a verification, and the key its owner now holds.
 async fn after(
     app: &AppState,
-    user: UserRow,
+    user: Changed<UserRow>,
     fresh: (String, String),
 ) -> ApiResult<(UserRow, String)> {
-    app.caches.stale(Stale::User(user.id.to_owned())).await;
+    let user = app.caches.announce(user).await;
     let (key, hash) = fresh;
     if crypto::ct_eq(user.key_hash.as_bytes(), hash.as_bytes()) {
         return Ok((user, key));

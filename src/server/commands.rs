@@ -97,16 +97,14 @@ pub async fn set_level(opts: Opts, email: &str, level: i64) -> anyhow::Result<()
     }
     let (db, _) = open_operator_database(&opts).await?;
     let email = email.trim().to_lowercase();
-    if !crate::db::users::set_level_by_email(&db, &email, level).await? {
+    let Some(changed) = crate::db::users::set_level_by_email(&db, &email, level).await? else {
         anyhow::bail!("no account with email {email}");
-    }
+    };
     // Running servers drop the account's cached key at once (PostgreSQL); on SQLite
     // their 5 s cache expiry keeps the operator contract's 10 s.
-    if let (Db::Postgres(pool), Some(id)) = (
-        &db,
-        crate::db::users::by_email(&db, &email).await?.map(|u| u.id),
-    ) {
-        crate::cache::notify(pool, &crate::cache::Stale::User(id)).await?;
+    let (_, stale) = changed.without_caches();
+    if let Db::Postgres(pool) = &db {
+        crate::cache::notify(pool, &stale).await?;
     }
     println!("{email} is now level {level}");
     Ok(())
