@@ -42,10 +42,6 @@ impl Page {
         }
     }
 
-    pub fn csp(&self) -> &str {
-        self.csp.to_str().unwrap_or_default()
-    }
-
     /// Not framed, not cached, no referrer, not sniffed.
     pub fn response(&self) -> Response {
         let mut res = axum::response::Html(self.html).into_response();
@@ -80,6 +76,12 @@ fn inline_scripts(html: &str) -> impl Iterator<Item = &str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Page {
+        fn csp(&self) -> &str {
+            self.csp.to_str().unwrap_or_default()
+        }
+    }
 
     #[test]
     fn each_inline_script_is_named_by_its_hash() {

@@ -19,6 +19,7 @@ macro_rules! text_enum {
 
         impl $name {
             /// Every value, in declaration order.
+            #[allow(dead_code)]
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
 
             pub fn as_str(self) -> &'static str {

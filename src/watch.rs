@@ -49,10 +49,6 @@ pub fn watch(job_id: &str) -> Watch {
 }
 
 impl Watch {
-    pub fn notify(&self) -> &Notify {
-        &self.notify
-    }
-
     /// The notifier itself, for a waiter that must not borrow the watch.
     pub fn notifier(&self) -> Arc<Notify> {
         self.notify.clone()
@@ -69,11 +65,6 @@ impl Drop for Watch {
             }
         }
     }
-}
-
-/// How many jobs this process's clients are waiting on (for tests and metrics).
-pub fn watched() -> usize {
-    WAITERS.lock().unwrap_or_else(|e| e.into_inner()).len()
 }
 
 /// How often a waiter reads its job again although nothing woke it: often where another
@@ -120,6 +111,11 @@ pub async fn listen(pool: sqlx::PgPool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// How many jobs this process's clients are waiting on.
+    fn watched() -> usize {
+        WAITERS.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
 
     #[tokio::test]
     async fn a_change_wakes_the_waiters_of_that_job_and_entries_go_with_them() {

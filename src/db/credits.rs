@@ -316,7 +316,6 @@ pub struct AccountRow {
     pub user_id: String,
     pub balance: i64,
     pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
 }
 
 pub async fn account(db: &Db, user_id: &str) -> sqlx::Result<Option<AccountRow>> {

@@ -44,19 +44,6 @@ pub async fn recorded(
 /// Status of a record whose request is still running (no answer yet).
 pub const IN_PROGRESS: i64 = 0;
 
-/// Claims a key for a request that is about to run: `None` when claimed (an expired
-/// record of the key is replaced), else the live record already there (`IN_PROGRESS`
-/// while its request runs).
-pub async fn begin(
-    db: &Db,
-    scope: &str,
-    key: &str,
-    hash: &str,
-    expired_before: DateTime<Utc>,
-) -> sqlx::Result<Option<(String, i64, Value)>> {
-    claim(db, scope, key, hash, expired_before, None).await
-}
-
 /// [`begin`], and when `stale_before` is given, also takes over a claim of the same
 /// request still in progress since before it (its process died before answering). The
 /// claim is one statement (insert, or a conditional update of the row in the way), so

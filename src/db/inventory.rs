@@ -371,21 +371,3 @@ async fn take_unit(db: &Db, item_id: &str, user_id: &str) -> sqlx::Result<Option
     }
     Ok(None)
 }
-
-/// The ledger of an item, newest first.
-pub async fn ledger(
-    db: &Db,
-    item_id: &str,
-) -> sqlx::Result<
-    Vec<(
-        String,
-        Option<String>,
-        String,
-        Option<String>,
-        DateTime<Utc>,
-    )>,
-> {
-    const SQL: &str = "SELECT id, unit_id, action, actor_id, created_at FROM inventory_ledger \
-        WHERE item_id = $1 ORDER BY created_at DESC, id LIMIT 1000";
-    with_db!(db, p => sqlx::query_as(SQL).bind(item_id).fetch_all(p).await)
-}

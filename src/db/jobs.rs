@@ -64,9 +64,6 @@ pub fn status(name: &str) -> Result<JobStatus, String> {
     })
 }
 
-/// The result an operator's cancel records (apalis's own `{"Err": ...}` shape).
-pub const CANCELLED: &str = "cancelled by operator";
-
 /// The SQL that differs between the backends' job tables.
 struct Dialect {
     table: &'static str,
@@ -985,13 +982,6 @@ pub async fn paused(db: &Db) -> sqlx::Result<Vec<QueueName>> {
     Ok(rows.iter().filter_map(|(q,)| QueueName::parse(q)).collect())
 }
 
-/// When and by whom each paused queue was paused.
-pub async fn pauses(db: &Db) -> sqlx::Result<Vec<(String, DateTime<Utc>, Option<String>)>> {
-    with_db!(db, p => sqlx::query_as(
-        "SELECT queue, paused_at, paused_by FROM job_queues WHERE paused_at IS NOT NULL"
-    ).fetch_all(p).await)
-}
-
 /// Pauses a queue (`by` names who: an account id or `cli`); false when it already was.
 pub async fn pause(db: &Db, queue: QueueName, by: &str) -> sqlx::Result<bool> {
     with_db!(db, p => sqlx::query(
@@ -1108,6 +1098,9 @@ pub async fn workers(db: &Db, secs: i64) -> sqlx::Result<Vec<WorkerRow>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The result an operator's cancel records (apalis's own `{"Err": ...}` shape).
+    const CANCELLED: &str = "cancelled by operator";
 
     #[test]
     fn queues_by_short_or_apalis_name() {

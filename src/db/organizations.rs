@@ -53,11 +53,6 @@ pub async fn by_id(db: &Db, id: &str) -> sqlx::Result<Option<OrgRow>> {
     with_db!(db, p => sqlx::query_as(SQL).bind(id).fetch_optional(p).await)
 }
 
-/// `data` of the organization with this domain (case-insensitive), if any.
-pub async fn data_by_domain(db: &Db, domain: &str) -> sqlx::Result<Option<Value>> {
-    Ok(by_domain(db, domain).await?.map(|o| o.data.0))
-}
-
 /// Every organization (`all`), or the public ones plus those `user_id` belongs to.
 pub async fn list(db: &Db, user_id: &str, all: bool) -> sqlx::Result<Vec<OrgRow>> {
     const SQL: &str = concat!(

@@ -10,8 +10,6 @@ use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Customer {
-    pub user_id: String,
-    pub provider: String,
     pub customer_id: String,
     pub payment_method_id: Option<String>,
     pub payment_method: Option<Json<Value>>,

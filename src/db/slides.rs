@@ -39,9 +39,6 @@ impl DeckRow {
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct RevisionRow {
-    pub id: String,
-    pub deck_id: String,
-    pub version: i64,
     pub content: Json<Value>,
     #[sqlx(flatten)]
     pub summary: RevisionSummary,
@@ -65,12 +62,6 @@ const SUMMARY_COLUMNS: &str =
     "id, deck_id, version, source, restored_from, created_by, created_at, slide_count";
 const REVISION_COLUMNS: &str =
     "id, deck_id, version, source, restored_from, created_by, created_at, slide_count, content";
-
-impl RevisionRow {
-    pub fn id(&self) -> &str {
-        &self.summary.id
-    }
-}
 
 /// A new revision: the deck as saved (its JSON in `content`) and how it was written.
 pub struct NewRevision<'a> {
@@ -245,7 +236,6 @@ pub async fn asset_in_use(db: &Db, deck_id: &str, asset_id: &str) -> sqlx::Resul
 pub struct AssetRow {
     pub id: String,
     pub deck_id: String,
-    pub created_by: String,
     pub file: String,
     #[sqlx(rename = "type")]
     pub mime: String,
@@ -361,7 +351,6 @@ pub struct JobRow {
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
-    pub updated_at: DateTime<Utc>,
     /// Where the completion event goes (issue 34), if the client asked for one.
     pub callback_url: Option<String>,
 }
@@ -589,7 +578,6 @@ pub struct PublicationRow {
     pub revision_id: String,
     pub status: String,
     pub content: Json<Value>,
-    pub created_by: String,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
 }

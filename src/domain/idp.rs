@@ -7,7 +7,6 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 
-pub use crate::domain::jwks::JwksCache;
 use crate::error::ApiError;
 use crate::state::AppState;
 
