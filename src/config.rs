@@ -151,6 +151,7 @@ pub enum UsersCommand {
 pub struct Opts {
     /// Address to listen on (port 0 picks a free port; the bound address is printed).
     #[arg(
+        help_heading = "Server",
         long,
         env = "PLINTH_LISTEN",
         default_value = "127.0.0.1:8080",
@@ -159,29 +160,58 @@ pub struct Opts {
     pub listen: String,
     /// Directory for the SQLite database, objects, outbox and master key (created by
     /// serve, worker and migrate; operator commands only open what is there).
-    #[arg(long, env = "PLINTH_DATA_DIR", default_value = "./data", global = true)]
+    #[arg(
+        help_heading = "Storage",
+        long,
+        env = "PLINTH_DATA_DIR",
+        default_value = "./data",
+        global = true
+    )]
     pub data_dir: PathBuf,
     /// Database URL: sqlite://PATH or postgres://... [default: sqlite://<data-dir>/plinth.db]
-    #[arg(long, env = "PLINTH_DATABASE_URL", global = true)]
+    #[arg(
+        help_heading = "Storage",
+        long,
+        env = "PLINTH_DATABASE_URL",
+        global = true
+    )]
     pub database_url: Option<String>,
     /// Base URL of links in emails and of generated URLs [default: http://<listen>]
-    #[arg(long, env = "PLINTH_PUBLIC_URL", global = true)]
+    #[arg(
+        help_heading = "Server",
+        long,
+        env = "PLINTH_PUBLIC_URL",
+        global = true
+    )]
     pub public_url: Option<String>,
     /// Base URL of your application's own pages for the links in account emails
     /// (`<app-url>/verify?code=`, `/reset-password?code=`, `/sign-in?code=`): set it when a
     /// front end handles them [default: the public URL, whose pages plinth serves]
-    #[arg(long, env = "PLINTH_APP_URL", global = true)]
+    #[arg(help_heading = "Server", long, env = "PLINTH_APP_URL", global = true)]
     pub app_url: Option<String>,
     /// AES-256 key for data encrypted at rest, 64 hex characters [default: generated once
     /// into <data-dir>/master.key]
-    #[arg(long, env = "PLINTH_MASTER_KEY", hide_env_values = true, global = true)]
+    #[arg(
+        help_heading = "Storage",
+        long,
+        env = "PLINTH_MASTER_KEY",
+        hide_env_values = true,
+        global = true
+    )]
     pub master_key: Option<String>,
     /// SMTP relay, e.g. smtp://host:port or smtps://user:pass@host [default: write .eml
     /// files to <data-dir>/outbox]
-    #[arg(long, env = "PLINTH_SMTP_URL", hide_env_values = true, global = true)]
+    #[arg(
+        help_heading = "Email",
+        long,
+        env = "PLINTH_SMTP_URL",
+        hide_env_values = true,
+        global = true
+    )]
     pub smtp_url: Option<String>,
     /// Sender of emails without an organization template.
     #[arg(
+        help_heading = "Email",
         long,
         env = "PLINTH_MAIL_FROM",
         default_value = "plinth <noreply@plinth.localhost>",
@@ -190,6 +220,7 @@ pub struct Opts {
     pub mail_from: String,
     /// Comma-separated application domains whose users get no email.
     #[arg(
+        help_heading = "Accounts and sign-in",
         long,
         env = "PLINTH_EXEMPT_DOMAINS",
         value_delimiter = ',',
@@ -198,6 +229,7 @@ pub struct Opts {
     pub exempt_domains: Vec<String>,
     /// Comma-separated permanent admin domains (public-access area).
     #[arg(
+        help_heading = "Accounts and sign-in",
         long,
         env = "PLINTH_ADMIN_DOMAINS",
         value_delimiter = ',',
@@ -206,6 +238,7 @@ pub struct Opts {
     pub admin_domains: Vec<String>,
     /// Comma-separated registered telemetry product ids.
     #[arg(
+        help_heading = "Rate limits and costs",
         long,
         env = "PLINTH_TELEMETRY_PRODUCTS",
         value_delimiter = ',',
@@ -214,6 +247,7 @@ pub struct Opts {
     pub telemetry_products: Vec<String>,
     /// Secret for Stripe-Signature verification on /api/webhooks/stripe.
     #[arg(
+        help_heading = "Payments",
         long,
         env = "PLINTH_STRIPE_WEBHOOK_SECRET",
         hide_env_values = true,
@@ -222,10 +256,16 @@ pub struct Opts {
     pub stripe_webhook_secret: Option<String>,
     /// Stripe API base URL; with PLINTH_STRIPE_SECRET_KEY selects the Stripe provider
     /// [default: the simulated provider]
-    #[arg(long, env = "PLINTH_STRIPE_API_BASE", global = true)]
+    #[arg(
+        help_heading = "Payments",
+        long,
+        env = "PLINTH_STRIPE_API_BASE",
+        global = true
+    )]
     pub stripe_api_base: Option<String>,
     /// Stripe secret key (sk_...).
     #[arg(
+        help_heading = "Payments",
         long,
         env = "PLINTH_STRIPE_SECRET_KEY",
         hide_env_values = true,
@@ -235,6 +275,7 @@ pub struct Opts {
     /// App Store Server API base URL (the sandbox is
     /// https://api.storekit-sandbox.itunes.apple.com).
     #[arg(
+        help_heading = "Payments",
         long,
         env = "PLINTH_APPLE_API_BASE",
         default_value = "https://api.storekit.itunes.apple.com",
@@ -243,24 +284,50 @@ pub struct Opts {
     pub apple_api_base: String,
     /// App Store Connect API issuer id; with the key id, private key, bundle id and root
     /// certificate selects the real App Store [default: the simulated store]
-    #[arg(long, env = "PLINTH_APPLE_ISSUER_ID", global = true)]
+    #[arg(
+        help_heading = "Payments",
+        long,
+        env = "PLINTH_APPLE_ISSUER_ID",
+        global = true
+    )]
     pub apple_issuer_id: Option<String>,
     /// App Store Connect API key id (the `kid` of the request tokens).
-    #[arg(long, env = "PLINTH_APPLE_KEY_ID", global = true)]
+    #[arg(
+        help_heading = "Payments",
+        long,
+        env = "PLINTH_APPLE_KEY_ID",
+        global = true
+    )]
     pub apple_key_id: Option<String>,
     /// Path of the App Store Connect API private key (.p8: PKCS#8 PEM, P-256).
-    #[arg(long, env = "PLINTH_APPLE_PRIVATE_KEY", global = true)]
+    #[arg(
+        help_heading = "Payments",
+        long,
+        env = "PLINTH_APPLE_PRIVATE_KEY",
+        global = true
+    )]
     pub apple_private_key: Option<PathBuf>,
     /// The app's bundle id: `bid` of the request tokens and the `bundleId` that signed
     /// transactions must name.
-    #[arg(long, env = "PLINTH_APPLE_BUNDLE_ID", global = true)]
+    #[arg(
+        help_heading = "Payments",
+        long,
+        env = "PLINTH_APPLE_BUNDLE_ID",
+        global = true
+    )]
     pub apple_bundle_id: Option<String>,
     /// Path of the root certificate(s), PEM or DER, trusted for signed transactions
     /// (Apple Root CA - G3).
-    #[arg(long, env = "PLINTH_APPLE_ROOT_CERT", global = true)]
+    #[arg(
+        help_heading = "Payments",
+        long,
+        env = "PLINTH_APPLE_ROOT_CERT",
+        global = true
+    )]
     pub apple_root_cert: Option<PathBuf>,
     /// Multiplies every base rate limit (test suites raise it).
     #[arg(
+        help_heading = "Rate limits and costs",
         long,
         env = "PLINTH_RATE_LIMIT_MULTIPLIER",
         default_value_t = 1.0,
@@ -268,13 +335,20 @@ pub struct Opts {
     )]
     pub rate_limit_multiplier: f64,
     /// Number of rate-limit actor shards.
-    #[arg(long, env = "PLINTH_RATE_SHARDS", default_value_t = 8, global = true)]
+    #[arg(
+        help_heading = "Rate limits and costs",
+        long,
+        env = "PLINTH_RATE_SHARDS",
+        default_value_t = 8,
+        global = true
+    )]
     pub rate_shards: usize,
     /// Origins whose browser pages may call the API (CORS), comma-separated: exact
     /// origins (https://app.example.com) may call every route, with credentials; `*` lets
     /// any origin read (GET, HEAD), never with credentials [default: none; the analytics
     /// track route always answers other origins]
     #[arg(
+        help_heading = "Server",
         long,
         env = "PLINTH_CORS_ORIGINS",
         value_delimiter = ',',
@@ -285,6 +359,7 @@ pub struct Opts {
     /// `X-Forwarded-For` / `Forwarded` header names the client (src/client_ip.rs); from
     /// any other peer those headers are ignored.
     #[arg(
+        help_heading = "Server",
         long,
         env = "PLINTH_TRUSTED_PROXIES",
         value_delimiter = ',',
@@ -295,34 +370,70 @@ pub struct Opts {
     /// Where rate windows are counted: `local` (each process its own; the default) or
     /// `postgres` (shared by every process on the database: set it when several `serve`
     /// processes share one PostgreSQL).
-    #[arg(long, env = "PLINTH_RATE_STORE", global = true)]
+    #[arg(
+        help_heading = "Rate limits and costs",
+        long,
+        env = "PLINTH_RATE_STORE",
+        global = true
+    )]
     pub rate_store: Option<RateStoreKind>,
     /// Token cost overrides: comma-separated `METHOD /path=N`, e.g.
     /// "GET /api/users/viewer=2,POST /api/aes=1" (every cost is 0 otherwise).
-    #[arg(long, env = "PLINTH_TOKEN_COSTS", global = true)]
+    #[arg(
+        help_heading = "Rate limits and costs",
+        long,
+        env = "PLINTH_TOKEN_COSTS",
+        global = true
+    )]
     pub token_costs: Option<String>,
     /// Labelled prices for `POST /api/data/prices/by-label`: a JSON file shaped like
     /// `fixtures/prices.json` (which is used when unset).
-    #[arg(long, env = "PLINTH_PRICES_FILE", global = true)]
+    #[arg(
+        help_heading = "Payments",
+        long,
+        env = "PLINTH_PRICES_FILE",
+        global = true
+    )]
     pub prices_file: Option<PathBuf>,
     /// Google Cloud Storage bucket for `generate-presigned-url-gcs` (with
     /// PLINTH_GCS_CREDENTIALS; unset, that endpoint answers 503).
-    #[arg(long, env = "PLINTH_GCS_BUCKET", global = true)]
+    #[arg(
+        help_heading = "Storage",
+        long,
+        env = "PLINTH_GCS_BUCKET",
+        global = true
+    )]
     pub gcs_bucket: Option<String>,
     /// The service-account key JSON file Google issues (its `client_email` and
     /// `private_key` sign the URLs).
-    #[arg(long, env = "PLINTH_GCS_CREDENTIALS", global = true)]
+    #[arg(
+        help_heading = "Storage",
+        long,
+        env = "PLINTH_GCS_CREDENTIALS",
+        global = true
+    )]
     pub gcs_credentials: Option<PathBuf>,
     /// Another GCS endpoint, e.g. an emulator [default: https://storage.googleapis.com]
-    #[arg(long, env = "PLINTH_GCS_ENDPOINT", global = true)]
+    #[arg(
+        help_heading = "Storage",
+        long,
+        env = "PLINTH_GCS_ENDPOINT",
+        global = true
+    )]
     pub gcs_endpoint: Option<String>,
     /// Where clients buy tokens; returned as `payment_url` with 402 answers
     /// [default: <public-url>/api/users/subscriptions]
-    #[arg(long, env = "PLINTH_PAYMENT_URL", global = true)]
+    #[arg(
+        help_heading = "Payments",
+        long,
+        env = "PLINTH_PAYMENT_URL",
+        global = true
+    )]
     pub payment_url: Option<String>,
     /// OAuth client ids accepted as the `aud` of Google ID tokens (comma-separated);
     /// identity-provider sign-in answers 503 until one is set.
     #[arg(
+        help_heading = "Accounts and sign-in",
         long,
         env = "PLINTH_GOOGLE_CLIENT_IDS",
         value_delimiter = ',',
@@ -331,6 +442,7 @@ pub struct Opts {
     pub google_client_ids: Vec<String>,
     /// JWKS with the identity provider's signing keys: an http(s) URL or a file path.
     #[arg(
+        help_heading = "Accounts and sign-in",
         long,
         env = "PLINTH_GOOGLE_JWKS",
         default_value = "https://www.googleapis.com/oauth2/v3/certs",
@@ -339,6 +451,7 @@ pub struct Opts {
     pub google_jwks: String,
     /// Accepted `iss` values of ID tokens (comma-separated).
     #[arg(
+        help_heading = "Accounts and sign-in",
         long,
         env = "PLINTH_GOOGLE_ISSUERS",
         value_delimiter = ',',
@@ -347,11 +460,17 @@ pub struct Opts {
     )]
     pub google_issuers: Vec<String>,
     /// The identity service that issues tokens for /api/users/authenticate-token.
-    #[arg(long, env = "PLINTH_AUTH_URL", global = true)]
+    #[arg(
+        help_heading = "Accounts and sign-in",
+        long,
+        env = "PLINTH_AUTH_URL",
+        global = true
+    )]
     pub auth_url: Option<String>,
     /// Secret (64 hex) shared with that service for token-exchange grants; unset, token
     /// exchange answers 503. Must differ from the master key.
     #[arg(
+        help_heading = "Accounts and sign-in",
         long,
         env = "PLINTH_AUTH_TOKEN_KEY",
         hide_env_values = true,
@@ -360,13 +479,24 @@ pub struct Opts {
     pub auth_token_key: Option<String>,
     /// Production mode: refuse to start with a simulated payment provider or App Store, a
     /// generated master key file, or local object storage on PostgreSQL.
-    #[arg(long, env = "PLINTH_PRODUCTION", global = true)]
+    #[arg(
+        help_heading = "Server",
+        long,
+        env = "PLINTH_PRODUCTION",
+        global = true
+    )]
     pub production: bool,
     /// `serve` without embedded job workers (run `plinth worker` processes instead).
-    #[arg(long, env = "PLINTH_NO_WORKERS", global = true)]
+    #[arg(
+        help_heading = "Jobs and workers",
+        long,
+        env = "PLINTH_NO_WORKERS",
+        global = true
+    )]
     pub no_workers: bool,
     /// Concurrent email deliveries per process.
     #[arg(
+        help_heading = "Jobs and workers",
         long,
         env = "PLINTH_EMAIL_CONCURRENCY",
         default_value_t = 4,
@@ -375,6 +505,7 @@ pub struct Opts {
     pub email_concurrency: usize,
     /// Concurrent slide exports per process (each renders on a blocking thread).
     #[arg(
+        help_heading = "Jobs and workers",
         long,
         env = "PLINTH_RENDER_CONCURRENCY",
         default_value_t = 2,
@@ -383,6 +514,7 @@ pub struct Opts {
     pub render_concurrency: usize,
     /// Concurrent slide image validations per process.
     #[arg(
+        help_heading = "Jobs and workers",
         long,
         env = "PLINTH_IMAGE_CONCURRENCY",
         default_value_t = 2,
@@ -391,22 +523,40 @@ pub struct Opts {
     pub image_concurrency: usize,
     /// Queues this process runs workers for, comma-separated: email, export, images,
     /// expiry, callbacks [default: all five]. `serve --no-workers` runs none.
-    #[arg(long, env = "PLINTH_QUEUES", value_delimiter = ',', global = true)]
+    #[arg(
+        help_heading = "Jobs and workers",
+        long,
+        env = "PLINTH_QUEUES",
+        value_delimiter = ',',
+        global = true
+    )]
     pub queues: Vec<String>,
     /// Workers per queue, e.g. `export=4,images=2,email=8` (overrides the
     /// PLINTH_*_CONCURRENCY flags for the queues it names; expiry is always 1).
-    #[arg(long, env = "PLINTH_CONCURRENCY", value_delimiter = ',', global = true)]
+    #[arg(
+        help_heading = "Jobs and workers",
+        long,
+        env = "PLINTH_CONCURRENCY",
+        value_delimiter = ',',
+        global = true
+    )]
     pub concurrency: Vec<String>,
     /// Milliseconds between an idle worker's looks for jobs it was not woken for: jobs
     /// queued by another process on SQLite (PostgreSQL tells every process at once),
     /// retries and delayed jobs that came due [default: 100 on SQLite, 1000 on
     /// PostgreSQL]. Jobs queued by this process wake its workers at once.
-    #[arg(long, env = "PLINTH_QUEUE_POLL_MS", global = true)]
+    #[arg(
+        help_heading = "Jobs and workers",
+        long,
+        env = "PLINTH_QUEUE_POLL_MS",
+        global = true
+    )]
     pub queue_poll_ms: Option<u64>,
     /// Waits between the attempts of an email whose delivery failed (the relay is down or
     /// answers "try later"): exponential, each ±20 % at random; one more attempt than
     /// waits. Units s, m, h.
     #[arg(
+        help_heading = "Email",
         long,
         env = "PLINTH_EMAIL_BACKOFF",
         default_value = "30s,2m,10m,1h,6h",
@@ -416,6 +566,7 @@ pub struct Opts {
     /// Waits between the attempts of a completion callback its receiver did not
     /// acknowledge with a 2xx (each ±20 %); one more attempt than waits.
     #[arg(
+        help_heading = "Jobs and workers",
         long,
         env = "PLINTH_CALLBACK_BACKOFF",
         default_value = "10s,1m,5m,30m,2h,8h,24h",
@@ -424,12 +575,18 @@ pub struct Opts {
     pub callback_backoff: Option<String>,
     /// Let completion callbacks reach loopback and private-network addresses (off: a
     /// client could otherwise make this server call its internal network).
-    #[arg(long, env = "PLINTH_CALLBACK_PRIVATE_NETWORKS", global = true)]
+    #[arg(
+        help_heading = "Jobs and workers",
+        long,
+        env = "PLINTH_CALLBACK_PRIVATE_NETWORKS",
+        global = true
+    )]
     pub callback_private_networks: bool,
     /// Seconds an API request may take before it is answered 503 with `Retry-After` (a
     /// write also with `outcome_unknown: true`); a job status read with `?wait=N` gets N
     /// more. A database that hangs never holds a client longer.
     #[arg(
+        help_heading = "Server",
         long,
         env = "PLINTH_REQUEST_TIMEOUT",
         default_value_t = 10,
@@ -439,6 +596,7 @@ pub struct Opts {
     /// Seconds a stopping process (SIGTERM or Ctrl-C) gives in-flight requests and running
     /// jobs to finish; jobs still running then go back to their queue.
     #[arg(
+        help_heading = "Server",
         long,
         env = "PLINTH_SHUTDOWN_TIMEOUT",
         default_value_t = 25,
@@ -448,6 +606,7 @@ pub struct Opts {
     /// Bearer token that `GET /metrics` on the API listener requires (unset: /metrics
     /// answers 404 there).
     #[arg(
+        help_heading = "Observability",
         long,
         env = "PLINTH_METRICS_TOKEN",
         hide_env_values = true,
@@ -456,20 +615,41 @@ pub struct Opts {
     pub metrics_token: Option<String>,
     /// A separate address serving /metrics, /livez and /readyz without a token (keep it
     /// private). Metrics are recorded only when this or PLINTH_METRICS_TOKEN is set.
-    #[arg(long, env = "PLINTH_METRICS_LISTEN", global = true)]
+    #[arg(
+        help_heading = "Observability",
+        long,
+        env = "PLINTH_METRICS_LISTEN",
+        global = true
+    )]
     pub metrics_listen: Option<String>,
     /// Prefix of this process's worker names [default: host and process id]; the full
     /// names are made unique per start, as apalis requires.
-    #[arg(long, env = "PLINTH_WORKER_NAME", global = true)]
+    #[arg(
+        help_heading = "Jobs and workers",
+        long,
+        env = "PLINTH_WORKER_NAME",
+        global = true
+    )]
     pub worker_name: Option<String>,
     /// S3-compatible object storage: bucket name (unset: files under <data-dir>/objects).
-    #[arg(long, env = "PLINTH_S3_BUCKET", global = true)]
+    #[arg(
+        help_heading = "Storage",
+        long,
+        env = "PLINTH_S3_BUCKET",
+        global = true
+    )]
     pub s3_bucket: Option<String>,
     /// S3 endpoint URL, e.g. http://127.0.0.1:9000.
-    #[arg(long, env = "PLINTH_S3_ENDPOINT", global = true)]
+    #[arg(
+        help_heading = "Storage",
+        long,
+        env = "PLINTH_S3_ENDPOINT",
+        global = true
+    )]
     pub s3_endpoint: Option<String>,
     /// S3 region.
     #[arg(
+        help_heading = "Storage",
         long,
         env = "PLINTH_S3_REGION",
         default_value = "us-east-1",
@@ -478,6 +658,7 @@ pub struct Opts {
     pub s3_region: String,
     /// S3 access key id.
     #[arg(
+        help_heading = "Storage",
         long,
         env = "PLINTH_S3_ACCESS_KEY_ID",
         hide_env_values = true,
@@ -486,6 +667,7 @@ pub struct Opts {
     pub s3_access_key_id: Option<String>,
     /// S3 secret access key.
     #[arg(
+        help_heading = "Storage",
         long,
         env = "PLINTH_S3_SECRET_ACCESS_KEY",
         hide_env_values = true,
@@ -493,10 +675,11 @@ pub struct Opts {
     )]
     pub s3_secret_access_key: Option<String>,
     /// Path-style S3 URLs (http://endpoint/bucket/key), as most self-hosted servers need.
-    #[arg(long, env = "PLINTH_S3_PATH_STYLE", default_value_t = true, action = clap::ArgAction::Set, global = true)]
+    #[arg(help_heading = "Storage", long, env = "PLINTH_S3_PATH_STYLE", default_value_t = true, action = clap::ArgAction::Set, global = true)]
     pub s3_path_style: bool,
     /// Seconds between runs of the monthly credit distribution (with the workers).
     #[arg(
+        help_heading = "Payments",
         long,
         env = "PLINTH_MONTHLY_INTERVAL_SECS",
         default_value_t = 3600,
@@ -506,6 +689,7 @@ pub struct Opts {
     /// Days a finished job (done, failed for good, killed) stays in the queue tables;
     /// the upkeep (each monthly interval) deletes older ones. 0 keeps them forever.
     #[arg(
+        help_heading = "Jobs and workers",
         long,
         env = "PLINTH_JOB_RETENTION_DAYS",
         default_value_t = 14,
@@ -515,6 +699,7 @@ pub struct Opts {
     /// Seconds a USD checkout holds its units while the payment is pending; the workers
     /// release expired holds (every 30 s, or the monthly interval when shorter).
     #[arg(
+        help_heading = "Payments",
         long,
         env = "PLINTH_RESERVATION_SECS",
         default_value_t = 1800,
@@ -524,6 +709,7 @@ pub struct Opts {
     /// The 3-character brand prefix of license keys (Crockford base32: digits and
     /// letters but I, L, O, U); it leads the first two groups of every key.
     #[arg(
+        help_heading = "Accounts and sign-in",
         long,
         env = "PLINTH_LICENSE_PREFIX",
         default_value = "PTH",
@@ -531,7 +717,13 @@ pub struct Opts {
     )]
     pub license_prefix: String,
     /// Log format: text or json (RUST_LOG filters).
-    #[arg(long, env = "PLINTH_LOG_FORMAT", default_value = "text", global = true)]
+    #[arg(
+        help_heading = "Server",
+        long,
+        env = "PLINTH_LOG_FORMAT",
+        default_value = "text",
+        global = true
+    )]
     pub log_format: String,
 }
 
