@@ -11,11 +11,12 @@ use plinth_slides::{
 };
 
 use crate::image::format_of;
-use crate::layout::{palette, slide_palette};
+use crate::layout::slide_palette;
 use crate::{visible, Image, Images};
 
 pub fn render(deck: &Deck, images: &Images, options: crate::Options) -> String {
-    let pal = palette(deck.theme);
+    // The deck's own colours and brand; slides with their own get them inline below.
+    let pal = slide_palette(deck, &Slide::default());
     let title = deck.title.as_deref().unwrap_or("Slides");
     let mut out = String::with_capacity(16 * 1024);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -42,6 +43,9 @@ figure.sized {{ flex: 0 0 auto; align-self: flex-start; max-width: 100%; }}
 figure.sized img {{ width: 100%; height: 100%; }}
 .frame {{ position: absolute; top: 0; bottom: 0; box-sizing: border-box; padding: calc(80 * var(--u)) calc(110 * var(--u)); display: flex; flex-direction: column; gap: calc(30 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(34 * var(--u)); line-height: 1.35; }}
 .layout-title .frame {{ justify-content: center; text-align: center; }}
+img.logo {{ position: absolute; top: calc(16 * var(--u)); right: calc(110 * var(--u)); height: calc(56 * var(--u)); max-width: calc(280 * var(--u)); object-fit: contain; object-position: right; }}
+.columns {{ display: flex; gap: calc(70 * var(--u)); flex: 1 1 0; min-height: 0; }}
+.column {{ flex: 1 1 0; min-width: 0; display: flex; flex-direction: column; gap: calc(30 * var(--u)); }}
 h1 {{ margin: 0 0 calc(16 * var(--u)); font-size: calc(60 * var(--u)); line-height: 1.2; color: var(--title); }}
 .layout-title h1 {{ font-size: calc(84 * var(--u)); }}
 h1::after {{ content: ""; display: block; width: calc(96 * var(--u)); height: calc(6 * var(--u)); margin-top: calc(16 * var(--u)); border-radius: calc(3 * var(--u)); background: var(--accent); }}
@@ -50,6 +54,7 @@ h2, h3, h4, h5, h6 {{ margin: 0; font-size: calc(46 * var(--u)); line-height: 1.
 h3 {{ font-size: calc(40 * var(--u)); }}
 h4, h5, h6 {{ font-size: calc(36 * var(--u)); }}
 p {{ margin: 0; white-space: pre-line; }}
+p, h1, h2, h3, h4, h5, h6, li, td, th, header, footer {{ unicode-bidi: plaintext; }}
 ul, ol {{ margin: 0; padding-left: calc(60 * var(--u)); display: flex; flex-direction: column; gap: calc(12 * var(--u)); }}
 .layout-title ul, .layout-title ol {{ align-self: center; text-align: left; }}
 li::marker {{ color: var(--accent); }}
@@ -164,6 +169,10 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
         }
         out.push_str(">\n");
         let (left, right) = backgrounds_html(&mut out, slide, images);
+        if let Some(logo) = deck.logo.as_ref().and_then(|id| images.get(id)) {
+            img(&mut out, logo, "logo", Some("logo"));
+            out.push('\n');
+        }
         let _ = writeln!(
             out,
             "<div class=\"frame\" style=\"left: {left}%; right: {right}%\">"
@@ -173,7 +182,17 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
             marked(&mut out, title, images);
             out.push_str("</h1>\n");
         }
-        blocks_html(&mut out, &slide.blocks, images, 0, own.dark);
+        if slide.blocks.contains(&Block::ColumnBreak) {
+            out.push_str("<div class=\"columns\">\n");
+            for blocks in slide.blocks.split(|b| *b == Block::ColumnBreak) {
+                out.push_str("<div class=\"column\">\n");
+                blocks_html(&mut out, blocks, images, 0, own.dark);
+                out.push_str("</div>\n");
+            }
+            out.push_str("</div>\n");
+        } else {
+            blocks_html(&mut out, &slide.blocks, images, 0, own.dark);
+        }
         out.push_str("</div>\n");
         for (text, tag) in [
             (slide.header.as_ref().or(deck.header.as_ref()), "header"),
@@ -381,6 +400,8 @@ fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize
                 out.push_str("</tbody>\n</table>\n");
             }
             Block::Rule => out.push_str("<hr>\n"),
+            // `render` splits a slide's blocks at these into `.columns`.
+            Block::ColumnBreak => {}
         }
     }
 }

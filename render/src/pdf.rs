@@ -52,6 +52,7 @@ pub fn render(
         header: None,
         footer: None,
         paginate: false,
+        logo: None,
         ..deck.clone()
     });
     let mut unicode: HashMap<(FontKey, u16), String> = HashMap::new();
@@ -62,7 +63,7 @@ pub fn render(
         let mut pages = vec![layout::page(
             deck,
             slide,
-            &natural_sizes(slide, images),
+            &natural_sizes(deck, slide, images),
             size,
         )];
         // A notes page after the slide: no header, footer or page number of its own.
