@@ -41,25 +41,25 @@ footer.chrome {{ bottom: calc(26 * var(--u)); }}
 figure.sized {{ flex: 0 0 auto; align-self: flex-start; max-width: 100%; }}
 .layout-title figure.sized {{ align-self: center; }}
 figure.sized img {{ width: 100%; height: 100%; }}
-.frame {{ position: absolute; top: 0; bottom: 0; box-sizing: border-box; padding: calc(80 * var(--u)) calc(110 * var(--u)); display: flex; flex-direction: column; gap: calc(30 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(34 * var(--u)); line-height: 1.35; }}
+.frame {{ position: absolute; top: 0; bottom: 0; box-sizing: border-box; padding: calc(80 * var(--u)) calc(110 * var(--u)); display: flex; flex-direction: column; gap: calc(30 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(40 * var(--u)); line-height: 1.35; }}
 .layout-title .frame {{ justify-content: center; text-align: center; }}
 img.logo {{ position: absolute; top: calc(16 * var(--u)); right: calc(110 * var(--u)); height: calc(56 * var(--u)); max-width: calc(280 * var(--u)); object-fit: contain; object-position: right; }}
 .columns {{ display: flex; gap: calc(70 * var(--u)); flex: 1 1 0; min-height: 0; }}
 .column {{ flex: 1 1 0; min-width: 0; display: flex; flex-direction: column; gap: calc(30 * var(--u)); }}
-h1 {{ margin: 0 0 calc(16 * var(--u)); font-size: calc(60 * var(--u)); line-height: 1.2; color: var(--title); }}
-.layout-title h1 {{ font-size: calc(84 * var(--u)); }}
+h1 {{ margin: 0 0 calc(16 * var(--u)); font-size: calc(68 * var(--u)); line-height: 1.2; color: var(--title); }}
+.layout-title h1 {{ font-size: calc(96 * var(--u)); }}
 h1::after {{ content: ""; display: block; width: calc(96 * var(--u)); height: calc(6 * var(--u)); margin-top: calc(16 * var(--u)); border-radius: calc(3 * var(--u)); background: var(--accent); }}
 .layout-title h1::after {{ margin-left: auto; margin-right: auto; }}
-h2, h3, h4, h5, h6 {{ margin: 0; font-size: calc(46 * var(--u)); line-height: 1.2; }}
-h3 {{ font-size: calc(40 * var(--u)); }}
-h4, h5, h6 {{ font-size: calc(36 * var(--u)); }}
+h2, h3, h4, h5, h6 {{ margin: 0; font-size: calc(52 * var(--u)); line-height: 1.2; }}
+h3 {{ font-size: calc(46 * var(--u)); }}
+h4, h5, h6 {{ font-size: calc(42 * var(--u)); }}
 p {{ margin: 0; white-space: pre-line; }}
 p, h1, h2, h3, h4, h5, h6, li, td, th, header, footer {{ unicode-bidi: plaintext; }}
 ul, ol {{ margin: 0; padding-left: calc(60 * var(--u)); display: flex; flex-direction: column; gap: calc(12 * var(--u)); }}
 .layout-title ul, .layout-title ol {{ align-self: center; text-align: left; }}
 li::marker {{ color: var(--accent); }}
 code {{ font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; background: var(--inline-code-bg); color: var(--code-text); padding: 0 .18em; border-radius: .15em; }}
-pre {{ margin: 0; padding: calc(26 * var(--u)); background: var(--code-bg); border-radius: calc(12 * var(--u)); font-size: calc(26 * var(--u)); line-height: 1.4; overflow: hidden; text-align: left; }}
+pre {{ margin: 0; padding: calc(26 * var(--u)); background: var(--code-bg); border-radius: calc(12 * var(--u)); font-size: calc(28 * var(--u)); line-height: 1.4; overflow: hidden; text-align: left; }}
 pre code {{ background: none; padding: 0; }}
 figure {{ margin: 0; flex: 1 1 0; min-height: calc(160 * var(--u)); display: flex; justify-content: center; }}
 figure img {{ max-width: 100%; max-height: 100%; object-fit: contain; }}
@@ -68,7 +68,7 @@ li > ul, li > ol {{ margin-top: calc(10 * var(--u)); font-size: 0.9em; }}
 li.task {{ list-style: none; margin-left: -1.2em; }}
 li.task input {{ width: .8em; height: .8em; margin: 0 .35em 0 0; accent-color: var(--accent); vertical-align: -0.05em; }}
 blockquote {{ margin: 0; padding: calc(10 * var(--u)) 0 calc(10 * var(--u)) calc(38 * var(--u)); border-left: calc(8 * var(--u)) solid var(--quote-bar); display: flex; flex-direction: column; gap: calc(18 * var(--u)); text-align: left; }}
-table {{ border-collapse: collapse; font-size: calc(31 * var(--u)); line-height: 1.3; align-self: flex-start; }}
+table {{ border-collapse: collapse; font-size: calc(36 * var(--u)); line-height: 1.3; align-self: flex-start; }}
 .layout-title table {{ align-self: center; }}
 th, td {{ padding: calc(9 * var(--u)) calc(17 * var(--u)); text-align: left; border-bottom: calc(1 * var(--u)) solid var(--rule); }}
 th {{ background: var(--code-bg); color: var(--title); border-bottom: calc(3 * var(--u)) solid var(--accent); }}

@@ -195,7 +195,10 @@ fn sample_deck_renders_to_png_pdf_and_html() {
 }
 
 fn pdftotext(pdf: &[u8]) -> Option<String> {
-    let dir = std::env::temp_dir().join(format!("plinth-render-{}", std::process::id()));
+    // One directory per call: tests run in parallel threads of one process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("plinth-render-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).ok()?;
     let path = dir.join("deck.pdf");
     std::fs::write(&path, pdf).ok()?;
@@ -1366,4 +1369,48 @@ fn right_to_left_paragraphs_align_right() {
     assert!(bullets[0] > iend && bullets[1] < ex, "{bullets:?}");
     let html = deck_html(&deck, &Images::new());
     assert!(html.contains("unicode-bidi: plaintext"));
+}
+
+/// The layouts fixture (columns, a brand colour and logo, a split photo, right-to-left
+/// text) parses with no warning and exports in every format.
+#[test]
+fn layouts_fixture_renders_in_every_format() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/decks");
+    let files = [
+        ("logo.svg", "6f1c2a3e-0000-4000-8000-00000000000c"),
+        ("photo.jpg", "6f1c2a3e-0000-4000-8000-00000000000b"),
+    ];
+    let resolve = |name: &str| {
+        files
+            .iter()
+            .find(|(f, _)| *f == name)
+            .map(|(_, id)| id.to_string())
+    };
+    let opts = plinth_slides::ParseOptions {
+        resolve_image: Some(&resolve),
+    };
+    let src = std::fs::read_to_string(format!("{dir}/layouts.md")).unwrap();
+    let (deck, warnings) = plinth_slides::parse_markdown_report(&src, &opts).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let mut images = Images::new();
+    for (file, id) in files {
+        let bytes = std::fs::read(format!("{dir}/{file}")).unwrap();
+        let mime = inspect_image(&bytes).unwrap().mime.to_owned();
+        images.insert(id.into(), Image { mime, bytes });
+    }
+    for slide in visible(&deck) {
+        slide_png(&deck, slide, &images, Size::default()).unwrap();
+    }
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    assert_eq!(page_count(&pdf), deck.slides.len());
+    if let Some(text) = pdftotext(&pdf) {
+        for needle in ["A release a day", "Two weeks per release", "first point"] {
+            assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+        }
+    }
+    let html = deck_html(&deck, &images);
+    assert_eq!(
+        html.matches("<img class=\"logo\"").count(),
+        deck.slides.len()
+    );
 }
