@@ -481,15 +481,19 @@ fn list_html(
     }
     out.push('>');
     for item in items {
+        // A right-to-left item puts its marker on the right, as PNG and PDF do.
+        let rtl = unicode_bidi::get_base_direction(plinth_slides::plain(&item.text).as_str())
+            == unicode_bidi::Direction::Rtl;
+        out.push_str(if rtl { "<li dir=\"rtl\"" } else { "<li" });
         match item.checked {
             Some(done) => {
-                out.push_str("<li class=\"task\"><input type=\"checkbox\" disabled");
+                out.push_str(" class=\"task\"><input type=\"checkbox\" disabled");
                 if done {
                     out.push_str(" checked");
                 }
                 out.push_str("> ");
             }
-            None => out.push_str("<li>"),
+            None => out.push('>'),
         }
         marked(out, &item.text, images);
         if !item.blocks.is_empty() && depth < MAX_NESTING {

@@ -1369,6 +1369,9 @@ fn right_to_left_paragraphs_align_right() {
     assert!(bullets[0] > iend && bullets[1] < ex, "{bullets:?}");
     let html = deck_html(&deck, &Images::new());
     assert!(html.contains("unicode-bidi: plaintext"));
+    assert!(
+        html.contains("<li dir=\"rtl\">שלום עולם</li>") && html.contains("<li>English item</li>")
+    );
 }
 
 /// The layouts fixture (columns, a brand colour and logo, a split photo, right-to-left

@@ -1182,6 +1182,36 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Column breaks split only a slide's own blocks, into at most three columns; the
+    /// brand is a colour and the logo an asset, which the deck's assets include.
+    #[test]
+    fn column_breaks_brand_and_logo_are_checked() {
+        let logo = "6f1c2a3e-0000-4000-8000-000000000001";
+        let ok = Deck::from_json(json!({"brand": "#0a84ff", "logo": logo, "slides": [{"blocks": [
+            {"type": "text", "text": "a"}, {"type": "column_break"}, {"type": "text", "text": "b"}]}]}))
+        .unwrap();
+        assert_eq!(ok.slides[0].blocks[1], Block::ColumnBreak);
+        assert_eq!(ok.asset_ids(), vec![logo.to_owned()]);
+        for (doc, want) in [
+            (
+                json!({"slides": [{"blocks": [{"type": "quote", "blocks": [{"type": "column_break"}]}]}]}),
+                "not inside a list or quote",
+            ),
+            (
+                json!({"slides": [{"blocks": [{"type": "column_break"}, {"type": "column_break"}, {"type": "column_break"}]}]}),
+                "at most 3 columns",
+            ),
+            (json!({"brand": "blurple", "slides": [{}]}), "brand"),
+            (
+                json!({"logo": "logo.png", "slides": [{}]}),
+                "logo `logo.png` is not an asset id",
+            ),
+        ] {
+            let err = Deck::from_json(doc).unwrap_err();
+            assert!(err.0.contains(want), "{err}");
+        }
+    }
+
     #[test]
     fn spans_split_marks() {
         let s = spans("a **b** *c* `d*e` \\*f");
