@@ -199,13 +199,29 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
             (slide.footer.as_ref().or(deck.footer.as_ref()), "footer"),
         ] {
             if let Some(text) = text.filter(|t| !t.trim().is_empty()) {
-                let _ = write!(out, "<{tag} class=\"chrome\">");
+                if left > 0 || right > 0 {
+                    // Beside a split image, as the content is.
+                    let _ = write!(
+                        out,
+                        "<{tag} class=\"chrome\" style=\"left: calc({left}% + 110 * var(--u)); right: calc({right}% + 110 * var(--u))\">"
+                    );
+                } else {
+                    let _ = write!(out, "<{tag} class=\"chrome\">");
+                }
                 marked(&mut out, text, images);
                 let _ = writeln!(out, "</{tag}>");
             }
         }
         if slide.paginate.unwrap_or(deck.paginate) {
-            let _ = writeln!(out, "<span class=\"page-number\">{}</span>", i + 1);
+            if right > 0 {
+                let _ = writeln!(
+                    out,
+                    "<span class=\"page-number\" style=\"right: calc({right}% + 110 * var(--u))\">{}</span>",
+                    i + 1
+                );
+            } else {
+                let _ = writeln!(out, "<span class=\"page-number\">{}</span>", i + 1);
+            }
         }
         if options.notes {
             if let Some(notes) = slide.notes.as_deref().filter(|n| !n.trim().is_empty()) {

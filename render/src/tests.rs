@@ -1154,7 +1154,7 @@ fn notes_go_into_exports_only_when_asked() {
 /// into the rest.
 #[test]
 fn columns_and_split_images_place_text_where_the_author_asked() {
-    let md = "## Compare\n\nLEFTWORD before\n\n- one\n- two\n\n<!-- column -->\n\nRIGHTWORD after\n\n```rust\nfn main() {}\n```\n\n---\n\n## Split\n\n![bg left:40%](6f1c2a3e-0000-4000-8000-000000000001)\n\nREFLOWED text beside the picture\n";
+    let md = "---\nfooter: F\n---\n\n## Compare\n\nLEFTWORD before\n\n- one\n- two\n\n<!-- column -->\n\nRIGHTWORD after\n\n```rust\nfn main() {}\n```\n\n---\n\n## Split\n\n![bg left:40%](6f1c2a3e-0000-4000-8000-000000000001)\n\nREFLOWED text beside the picture\n";
     let deck = plinth_slides::parse_markdown(md).unwrap();
     assert_eq!(
         deck.slides[0].blocks[2],
@@ -1227,6 +1227,8 @@ fn columns_and_split_images_place_text_where_the_author_asked() {
     let html = deck_html(&deck, &images);
     assert!(html.contains("<div class=\"columns\">\n<div class=\"column\">\n<p>LEFTWORD"));
     assert!(html.contains("</div>\n<div class=\"column\">\n<p>RIGHTWORD"));
+    // Beside the split image the footer moves with the content, as in the PNG.
+    assert!(html.contains("<footer class=\"chrome\" style=\"left: calc(40% + 110 * var(--u)); right: calc(0% + 110 * var(--u))\">"));
     let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
     if let Some(text) = pdftotext(&pdf) {
         assert!(
