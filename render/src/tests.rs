@@ -1004,7 +1004,7 @@ fn pixels(png: &[u8]) -> ::image::RgbImage {
 }
 
 /// Every script draws its own glyphs (two different characters never draw the same
-/// "missing" box), emoji in colour, and the PDF keeps the text.
+/// "missing" box), emoji in colour, and the PDF keeps the text, emoji included.
 #[test]
 fn every_script_and_colour_emoji_render() {
     if !noto_installed() {
@@ -1040,7 +1040,7 @@ fn every_script_and_colour_emoji_render() {
         "only {red} red pixels: the emoji is not in colour"
     );
 
-    let md = "# 日本語のスライド\n\n- العربية: تصدير\n- हिन्दी और ไทย\n- Emoji 🍎\n";
+    let md = "# 日本語のスライド\n\n- العربية: تصدير\n- हिन्दी और ไทย\n- Emoji 🍎 and 👨‍👩‍👧 inline\n";
     let deck = plinth_slides::parse_markdown(md).unwrap();
     let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
     let body = String::from_utf8_lossy(&pdf);
@@ -1058,7 +1058,13 @@ fn every_script_and_colour_emoji_render() {
         Some(text) => {
             // (Devanagari's vowel sign i extracts where it is drawn, before its
             // consonant: pdftotext orders by position.)
-            for needle in ["日本語のスライド", "न्दी", "ไทย", "تصدير"] {
+            for needle in [
+                "日本語のスライド",
+                "न्दी",
+                "ไทย",
+                "تصدير",
+                "Emoji 🍎 and 👨‍👩‍👧 inline",
+            ] {
                 assert!(text.contains(needle), "{needle:?} missing:\n{text}");
             }
         }
