@@ -11,11 +11,12 @@ use plinth_slides::{
 };
 
 use crate::image::format_of;
-use crate::layout::{palette, slide_palette};
+use crate::layout::slide_palette;
 use crate::{visible, Image, Images};
 
 pub fn render(deck: &Deck, images: &Images, options: crate::Options) -> String {
-    let pal = palette(deck.theme);
+    // The deck's own colours and brand; slides with their own get them inline below.
+    let pal = slide_palette(deck, &Slide::default());
     let title = deck.title.as_deref().unwrap_or("Slides");
     let mut out = String::with_capacity(16 * 1024);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
@@ -40,21 +41,25 @@ footer.chrome {{ bottom: calc(26 * var(--u)); }}
 figure.sized {{ flex: 0 0 auto; align-self: flex-start; max-width: 100%; }}
 .layout-title figure.sized {{ align-self: center; }}
 figure.sized img {{ width: 100%; height: 100%; }}
-.frame {{ position: absolute; top: 0; bottom: 0; box-sizing: border-box; padding: calc(80 * var(--u)) calc(110 * var(--u)); display: flex; flex-direction: column; gap: calc(30 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(34 * var(--u)); line-height: 1.35; }}
+.frame {{ position: absolute; top: 0; bottom: 0; box-sizing: border-box; padding: calc(80 * var(--u)) calc(110 * var(--u)); display: flex; flex-direction: column; gap: calc(30 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(40 * var(--u)); line-height: 1.35; }}
 .layout-title .frame {{ justify-content: center; text-align: center; }}
-h1 {{ margin: 0 0 calc(16 * var(--u)); font-size: calc(60 * var(--u)); line-height: 1.2; color: var(--title); }}
-.layout-title h1 {{ font-size: calc(84 * var(--u)); }}
+img.logo {{ position: absolute; top: calc(16 * var(--u)); right: calc(110 * var(--u)); height: calc(56 * var(--u)); max-width: calc(280 * var(--u)); object-fit: contain; object-position: right; }}
+.columns {{ display: flex; gap: calc(70 * var(--u)); flex: 1 1 0; min-height: 0; }}
+.column {{ flex: 1 1 0; min-width: 0; display: flex; flex-direction: column; gap: calc(30 * var(--u)); }}
+h1 {{ margin: 0 0 calc(16 * var(--u)); font-size: calc(68 * var(--u)); line-height: 1.2; color: var(--title); }}
+.layout-title h1 {{ font-size: calc(96 * var(--u)); }}
 h1::after {{ content: ""; display: block; width: calc(96 * var(--u)); height: calc(6 * var(--u)); margin-top: calc(16 * var(--u)); border-radius: calc(3 * var(--u)); background: var(--accent); }}
 .layout-title h1::after {{ margin-left: auto; margin-right: auto; }}
-h2, h3, h4, h5, h6 {{ margin: 0; font-size: calc(46 * var(--u)); line-height: 1.2; }}
-h3 {{ font-size: calc(40 * var(--u)); }}
-h4, h5, h6 {{ font-size: calc(36 * var(--u)); }}
+h2, h3, h4, h5, h6 {{ margin: 0; font-size: calc(52 * var(--u)); line-height: 1.2; }}
+h3 {{ font-size: calc(46 * var(--u)); }}
+h4, h5, h6 {{ font-size: calc(42 * var(--u)); }}
 p {{ margin: 0; white-space: pre-line; }}
+p, h1, h2, h3, h4, h5, h6, li, td, th, header, footer {{ unicode-bidi: plaintext; }}
 ul, ol {{ margin: 0; padding-left: calc(60 * var(--u)); display: flex; flex-direction: column; gap: calc(12 * var(--u)); }}
 .layout-title ul, .layout-title ol {{ align-self: center; text-align: left; }}
 li::marker {{ color: var(--accent); }}
 code {{ font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; background: var(--inline-code-bg); color: var(--code-text); padding: 0 .18em; border-radius: .15em; }}
-pre {{ margin: 0; padding: calc(26 * var(--u)); background: var(--code-bg); border-radius: calc(12 * var(--u)); font-size: calc(26 * var(--u)); line-height: 1.4; overflow: hidden; text-align: left; }}
+pre {{ margin: 0; padding: calc(26 * var(--u)); background: var(--code-bg); border-radius: calc(12 * var(--u)); font-size: calc(28 * var(--u)); line-height: 1.4; overflow: hidden; text-align: left; }}
 pre code {{ background: none; padding: 0; }}
 figure {{ margin: 0; flex: 1 1 0; min-height: calc(160 * var(--u)); display: flex; justify-content: center; }}
 figure img {{ max-width: 100%; max-height: 100%; object-fit: contain; }}
@@ -63,7 +68,7 @@ li > ul, li > ol {{ margin-top: calc(10 * var(--u)); font-size: 0.9em; }}
 li.task {{ list-style: none; margin-left: -1.2em; }}
 li.task input {{ width: .8em; height: .8em; margin: 0 .35em 0 0; accent-color: var(--accent); vertical-align: -0.05em; }}
 blockquote {{ margin: 0; padding: calc(10 * var(--u)) 0 calc(10 * var(--u)) calc(38 * var(--u)); border-left: calc(8 * var(--u)) solid var(--quote-bar); display: flex; flex-direction: column; gap: calc(18 * var(--u)); text-align: left; }}
-table {{ border-collapse: collapse; font-size: calc(31 * var(--u)); line-height: 1.3; align-self: flex-start; }}
+table {{ border-collapse: collapse; font-size: calc(36 * var(--u)); line-height: 1.3; align-self: flex-start; }}
 .layout-title table {{ align-self: center; }}
 th, td {{ padding: calc(9 * var(--u)) calc(17 * var(--u)); text-align: left; border-bottom: calc(1 * var(--u)) solid var(--rule); }}
 th {{ background: var(--code-bg); color: var(--title); border-bottom: calc(3 * var(--u)) solid var(--accent); }}
@@ -164,6 +169,10 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
         }
         out.push_str(">\n");
         let (left, right) = backgrounds_html(&mut out, slide, images);
+        if let Some(logo) = deck.logo.as_ref().and_then(|id| images.get(id)) {
+            img(&mut out, logo, "logo", Some("logo"));
+            out.push('\n');
+        }
         let _ = writeln!(
             out,
             "<div class=\"frame\" style=\"left: {left}%; right: {right}%\">"
@@ -173,20 +182,46 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
             marked(&mut out, title, images);
             out.push_str("</h1>\n");
         }
-        blocks_html(&mut out, &slide.blocks, images, 0, own.dark);
+        if slide.blocks.contains(&Block::ColumnBreak) {
+            out.push_str("<div class=\"columns\">\n");
+            for blocks in slide.blocks.split(|b| *b == Block::ColumnBreak) {
+                out.push_str("<div class=\"column\">\n");
+                blocks_html(&mut out, blocks, images, 0, own.dark);
+                out.push_str("</div>\n");
+            }
+            out.push_str("</div>\n");
+        } else {
+            blocks_html(&mut out, &slide.blocks, images, 0, own.dark);
+        }
         out.push_str("</div>\n");
         for (text, tag) in [
             (slide.header.as_ref().or(deck.header.as_ref()), "header"),
             (slide.footer.as_ref().or(deck.footer.as_ref()), "footer"),
         ] {
             if let Some(text) = text.filter(|t| !t.trim().is_empty()) {
-                let _ = write!(out, "<{tag} class=\"chrome\">");
+                if left > 0 || right > 0 {
+                    // Beside a split image, as the content is.
+                    let _ = write!(
+                        out,
+                        "<{tag} class=\"chrome\" style=\"left: calc({left}% + 110 * var(--u)); right: calc({right}% + 110 * var(--u))\">"
+                    );
+                } else {
+                    let _ = write!(out, "<{tag} class=\"chrome\">");
+                }
                 marked(&mut out, text, images);
                 let _ = writeln!(out, "</{tag}>");
             }
         }
         if slide.paginate.unwrap_or(deck.paginate) {
-            let _ = writeln!(out, "<span class=\"page-number\">{}</span>", i + 1);
+            if right > 0 {
+                let _ = writeln!(
+                    out,
+                    "<span class=\"page-number\" style=\"right: calc({right}% + 110 * var(--u))\">{}</span>",
+                    i + 1
+                );
+            } else {
+                let _ = writeln!(out, "<span class=\"page-number\">{}</span>", i + 1);
+            }
         }
         if options.notes {
             if let Some(notes) = slide.notes.as_deref().filter(|n| !n.trim().is_empty()) {
@@ -381,6 +416,8 @@ fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize
                 out.push_str("</tbody>\n</table>\n");
             }
             Block::Rule => out.push_str("<hr>\n"),
+            // `render` splits a slide's blocks at these into `.columns`.
+            Block::ColumnBreak => {}
         }
     }
 }
@@ -460,15 +497,19 @@ fn list_html(
     }
     out.push('>');
     for item in items {
+        // A right-to-left item puts its marker on the right, as PNG and PDF do.
+        let rtl = unicode_bidi::get_base_direction(plinth_slides::plain(&item.text).as_str())
+            == unicode_bidi::Direction::Rtl;
+        out.push_str(if rtl { "<li dir=\"rtl\"" } else { "<li" });
         match item.checked {
             Some(done) => {
-                out.push_str("<li class=\"task\"><input type=\"checkbox\" disabled");
+                out.push_str(" class=\"task\"><input type=\"checkbox\" disabled");
                 if done {
                     out.push_str(" checked");
                 }
                 out.push_str("> ");
             }
-            None => out.push_str("<li>"),
+            None => out.push('>'),
         }
         marked(out, &item.text, images);
         if !item.blocks.is_empty() && depth < MAX_NESTING {

@@ -10,7 +10,7 @@ use resvg::usvg;
 use crate::fonts::{FONT_DB, SANS_FAMILY};
 use crate::layout::{Natural, NaturalSizes};
 use crate::{Image, Images};
-use plinth_slides::{block_texts, spans, walk_blocks, Block, Slide};
+use plinth_slides::{block_texts, spans, walk_blocks, Block, Deck, Slide};
 
 pub const MAX_IMAGE_PIXELS: u64 = 40_000_000;
 pub const MAX_IMAGE_SIDE: u32 = 16_384;
@@ -278,8 +278,8 @@ pub fn natural_size(image: &Image) -> Option<Natural> {
     }
 }
 
-/// Natural sizes of the images one slide uses.
-pub fn natural_sizes(slide: &Slide, images: &Images) -> NaturalSizes {
+/// Natural sizes of the images one slide uses, the deck's logo included.
+pub fn natural_sizes(deck: &Deck, slide: &Slide, images: &Images) -> NaturalSizes {
     let mut out = NaturalSizes::new();
     let mut add = |id: &str| {
         if !out.contains_key(id) {
@@ -288,6 +288,9 @@ pub fn natural_sizes(slide: &Slide, images: &Images) -> NaturalSizes {
             }
         }
     };
+    if let Some(logo) = &deck.logo {
+        add(logo);
+    }
     for bg in &slide.backgrounds {
         add(&bg.asset_id);
     }

@@ -84,15 +84,19 @@ pub struct Natural {
 /// placeholder.
 pub type NaturalSizes = HashMap<String, Natural>;
 
-// Sizes at full scale, in layout units.
+// Sizes at full scale, in layout units: body text of 40 on a 1080 slide (3.7% of its
+// height; Marp's 35 px of 720 is 4.9%) reads across a room and still leaves room for
+// eight to ten lines.
 const MARGIN_X: f32 = 110.0;
 const MARGIN_Y: f32 = 80.0;
-const TITLE_SIZE: f32 = 60.0;
-const TITLE_SLIDE_TITLE_SIZE: f32 = 84.0;
-const HEADING_SIZE: f32 = 46.0;
-const TEXT_SIZE: f32 = 34.0;
-const CODE_SIZE: f32 = 26.0;
+const TITLE_SIZE: f32 = 68.0;
+const TITLE_SLIDE_TITLE_SIZE: f32 = 96.0;
+const HEADING_SIZE: f32 = 52.0;
+const TEXT_SIZE: f32 = 40.0;
+const CODE_SIZE: f32 = 28.0;
 const BLOCK_GAP: f32 = 30.0;
+/// Between the columns of a slide split by column breaks.
+const COLUMN_GAP: f32 = 70.0;
 const MIN_IMAGE_HEIGHT: f32 = 160.0;
 /// Raster images are not blown up beyond this factor of their pixel size.
 const MAX_UPSCALE: f32 = 2.0;
@@ -219,12 +223,14 @@ pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Pag
             .collect();
     }
     items.extend(content_items);
+    let logo_w = logo(deck, sizes, width, &mut items);
     chrome(
         deck,
         slide,
         pal,
         sizes,
         (content.0 + margin_x, content.1 - margin_x),
+        logo_w,
         &mut items,
     );
     Page {
@@ -257,7 +263,46 @@ pub fn slide_palette(deck: &Deck, slide: &Slide) -> Palette {
         pal.text = c;
         pal.title = c;
     }
+    if let Some(c) = rgb(deck.brand.as_ref()) {
+        pal.accent = c;
+        // Quote bars stay quieter than the accent: halfway to the background.
+        let mid = |a: u8, b: u8| ((a as u16 + b as u16) / 2) as u8;
+        pal.quote_bar = Color(
+            mid(c.0, pal.background.0),
+            mid(c.1, pal.background.1),
+            mid(c.2, pal.background.2),
+        );
+    }
     pal
+}
+
+/// Logo box at full scale: at most this tall and wide, in the top-right margin.
+const LOGO_HEIGHT: f32 = 56.0;
+const LOGO_MAX_WIDTH: f32 = 280.0;
+const LOGO_TOP: f32 = 16.0;
+
+/// The deck's logo in the top-right corner; answers the width it takes (0 without one).
+fn logo(deck: &Deck, sizes: &NaturalSizes, width: f32, items: &mut Vec<Item>) -> f32 {
+    let Some((id, n)) = deck
+        .logo
+        .as_ref()
+        .and_then(|id| Some((id, sizes.get(id)?)))
+        .filter(|(_, n)| n.width > 0.0 && n.height > 0.0)
+    else {
+        return 0.0;
+    };
+    let k = (LOGO_HEIGHT / n.height).min(LOGO_MAX_WIDTH / n.width);
+    let (w, h) = (n.width * k, n.height * k);
+    let right = width - MARGIN_X.min(width * 0.06);
+    items.push(Item::Image {
+        x: right - w,
+        y: LOGO_TOP + (LOGO_HEIGHT - h) / 2.0,
+        w,
+        h,
+        asset_id: id.clone(),
+        clip: None,
+    });
+    w
 }
 
 /// Background images side by side in an area, each covering (cropped to) or contained
@@ -303,6 +348,7 @@ fn chrome(
     pal: &Palette,
     sizes: &NaturalSizes,
     (left, right): (f32, f32),
+    logo_w: f32,
     items: &mut Vec<Item>,
 ) {
     let code = HashMap::new();
@@ -329,7 +375,12 @@ fn chrome(
         .as_ref()
         .map_or(0.0, |n| measure(n, Face::Regular, size) + size);
     for (text, baseline, max_w) in [
-        (header, 50.0, w),
+        // The header stops short of the logo.
+        (
+            header,
+            50.0,
+            w - if logo_w > 0.0 { logo_w + size } else { 0.0 },
+        ),
         (footer, CANVAS_HEIGHT - 34.0, w - number_w),
     ] {
         let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
@@ -427,7 +478,13 @@ fn build(slide: &Slide, ctx: &Ctx, frame: &Frame, s: f32) -> Stack {
         let glyphs = marked_glyphs(title, Face::Bold, size, &ctx);
         let mut text = Paragraph::new(&glyphs, cw, size, 1.2, align(centered), pal.title, pal);
         let rule_w = 96.0 * s;
-        let rule_x = if centered { (cw - rule_w) / 2.0 } else { 0.0 };
+        let rule_x = if centered {
+            (cw - rule_w) / 2.0
+        } else if text.rtl {
+            cw - rule_w
+        } else {
+            0.0
+        };
         let rule_y = text.height + 16.0 * s;
         text.items.push(Item::Rect {
             x: rule_x,
@@ -444,13 +501,62 @@ fn build(slide: &Slide, ctx: &Ctx, frame: &Frame, s: f32) -> Stack {
         gaps.push(46.0 * s);
     }
 
-    for block in &slide.blocks {
-        pieces.push(block_piece(block, &ctx, cw, centered, s, 0));
-        gaps.push(BLOCK_GAP * s);
+    let columns: Vec<&[Block]> = slide
+        .blocks
+        .split(|b| matches!(b, Block::ColumnBreak))
+        .collect();
+    if columns.len() > 1 {
+        // Side by side under the title; each column shares out its own height.
+        let gap = COLUMN_GAP * s;
+        let col_w = (cw - gap * (columns.len() - 1) as f32) / columns.len() as f32;
+        let above = pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Fixed { height, .. } => *height,
+                Piece::Image { .. } => 0.0,
+            })
+            .sum::<f32>()
+            + gaps.iter().sum::<f32>();
+        let mut items = Vec::new();
+        let mut height: f32 = 0.0;
+        for (i, blocks) in columns.iter().enumerate() {
+            let (col_items, h) = column(blocks, &ctx, col_w, centered, s, frame.height - above);
+            let x = i as f32 * (col_w + gap);
+            items.extend(col_items.into_iter().map(|it| translate(it, x, 0.0)));
+            height = height.max(h);
+        }
+        pieces.push(Piece::Fixed { items, height });
+        gaps.push(0.0);
+    } else {
+        for block in &slide.blocks {
+            pieces.push(block_piece(block, &ctx, cw, centered, s, 0));
+            gaps.push(BLOCK_GAP * s);
+        }
     }
     gaps.pop();
+    let (items, height) = share_out(pieces, &gaps, cw, frame.height, s);
+    Stack { items, height }
+}
 
-    // Images share what the other pieces leave over.
+/// One column of blocks, `cw` wide, in at most `room` of height (images share it).
+fn column(
+    blocks: &[Block],
+    ctx: &Ctx,
+    cw: f32,
+    centered: bool,
+    s: f32,
+    room: f32,
+) -> (Vec<Item>, f32) {
+    let pieces: Vec<Piece> = blocks
+        .iter()
+        .map(|b| block_piece(b, ctx, cw, centered, s, 0))
+        .collect();
+    let gaps = vec![BLOCK_GAP * s; pieces.len().saturating_sub(1)];
+    share_out(pieces, &gaps, cw, room, s)
+}
+
+/// Stacks pieces; images share what the other pieces leave of `room`.
+fn share_out(pieces: Vec<Piece>, gaps: &[f32], cw: f32, room: f32, s: f32) -> (Vec<Item>, f32) {
     let fixed: f32 = pieces
         .iter()
         .map(|p| match p {
@@ -464,12 +570,11 @@ fn build(slide: &Slide, ctx: &Ctx, frame: &Frame, s: f32) -> Stack {
         .filter(|p| matches!(p, Piece::Image { .. }))
         .count();
     let share = if n_images > 0 {
-        ((frame.height - fixed) / n_images as f32).max(MIN_IMAGE_HEIGHT * s)
+        ((room - fixed) / n_images as f32).max(MIN_IMAGE_HEIGHT * s)
     } else {
         0.0
     };
-    let (items, height) = stack_pieces(pieces, &gaps, cw, share);
-    Stack { items, height }
+    stack_pieces(pieces, gaps, cw, share)
 }
 
 /// Pieces one below the other, images at most `share` tall.
@@ -515,7 +620,7 @@ fn align(centered: bool) -> TextAlign {
     if centered {
         TextAlign::Center
     } else {
-        TextAlign::Left
+        TextAlign::Start
     }
 }
 
@@ -527,8 +632,8 @@ fn block_piece(block: &Block, ctx: &Ctx, cw: f32, centered: bool, s: f32, depth:
         Block::Heading { text, level } => {
             let size = s * match level.unwrap_or(2) {
                 0..=2 => HEADING_SIZE,
-                3 => 40.0,
-                _ => 36.0,
+                3 => 46.0,
+                _ => 42.0,
             };
             let p = Paragraph::new(
                 &marked_glyphs(text, Face::Bold, size, ctx),
@@ -648,6 +753,11 @@ fn block_piece(block: &Block, ctx: &Ctx, cw: f32, centered: bool, s: f32, depth:
             }],
             height: 19.0 * s,
         },
+        // Split off by `build` before blocks are laid out; nowhere else is valid.
+        Block::ColumnBreak => Piece::Fixed {
+            items: Vec::new(),
+            height: 0.0,
+        },
     }
 }
 
@@ -730,11 +840,14 @@ fn list(
             (cw - text_x).max(size),
             size,
             1.3,
-            TextAlign::Left,
+            TextAlign::Start,
             pal.text,
             pal,
         );
         widest = widest.max(text_x + p.width);
+        // A right-to-left item has its marker at the right, its text right-aligned
+        // before it.
+        let marks_at = out.len();
         if let Some(done) = item.checked {
             // A check box in place of the marker.
             let top = y + p.first_baseline - 0.72 * size;
@@ -788,7 +901,19 @@ fn list(
                 .0,
             );
         }
-        out.extend(p.items.into_iter().map(|it| translate(it, text_x, y)));
+        let text_at = if p.rtl {
+            let mark_w = if item.checked.is_some() {
+                box_w
+            } else {
+                marker_w
+            };
+            let marks: Vec<Item> = out.drain(marks_at..).collect();
+            out.extend(marks.into_iter().map(|it| translate(it, cw - mark_w, 0.0)));
+            0.0
+        } else {
+            text_x
+        };
+        out.extend(p.items.into_iter().map(|it| translate(it, text_at, y)));
         y += p.height;
         let column = (cw - text_x).max(size);
         if !item.blocks.is_empty() && depth < plinth_slides::MAX_NESTING {
@@ -920,7 +1045,8 @@ fn table(
                 let a = match aligns.get(c).copied().unwrap_or_default() {
                     Align::Center => TextAlign::Center,
                     Align::Right => TextAlign::Right,
-                    Align::Left | Align::Auto => TextAlign::Left,
+                    Align::Left => TextAlign::Left,
+                    Align::Auto => TextAlign::Start,
                 };
                 Paragraph::new(glyphs, widths[c].max(1.0) + 0.5, size, 1.3, a, fill, pal)
             })
@@ -1326,6 +1452,8 @@ fn baseline_in_line(face: Face, size: f32, line_h: f32) -> f32 {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TextAlign {
+    /// Left, or right for a paragraph whose base direction is right to left.
+    Start,
     Left,
     Center,
     Right,
@@ -1338,6 +1466,8 @@ struct Paragraph {
     /// Widest line.
     width: f32,
     first_baseline: f32,
+    /// Its base direction is right to left.
+    rtl: bool,
 }
 
 impl Paragraph {
@@ -1351,7 +1481,13 @@ impl Paragraph {
         pal: &Palette,
     ) -> Paragraph {
         let lines = wrap(glyphs, max_w);
-        let levels = bidi_levels(glyphs);
+        let (levels, rtl) = bidi_levels(glyphs);
+        // A right-to-left paragraph starts at the right edge.
+        let align = match align {
+            TextAlign::Start if rtl => TextAlign::Right,
+            TextAlign::Start => TextAlign::Left,
+            other => other,
+        };
         let line_h = leading * size;
         // Regular and Bold share metrics closely enough; one baseline per paragraph.
         let baseline = baseline_in_line(Face::Regular, size, line_h);
@@ -1364,7 +1500,7 @@ impl Paragraph {
                 .unwrap_or(0.0);
             width = width.max(line_w);
             let dx = match align {
-                TextAlign::Left => 0.0,
+                TextAlign::Left | TextAlign::Start => 0.0,
                 TextAlign::Center => (max_w - line_w) / 2.0,
                 TextAlign::Right => max_w - line_w,
             };
@@ -1476,6 +1612,7 @@ impl Paragraph {
             height: lines.len().max(1) as f32 * line_h,
             width,
             first_baseline: baseline,
+            rtl,
         }
     }
 }
@@ -1483,15 +1620,20 @@ impl Paragraph {
 /// Unicode bidi embedding level of each glyph, when the text has any right-to-left
 /// character (empty otherwise: all left to right). Paragraphs are left to right, as
 /// in the HTML export.
-fn bidi_levels(glyphs: &[Glyph]) -> Vec<u8> {
+fn bidi_levels(glyphs: &[Glyph]) -> (Vec<u8>, bool) {
     if !glyphs.iter().any(|g| fonts::rtl(g.c)) {
-        return Vec::new();
+        return (Vec::new(), false);
     }
     let text: String = glyphs.iter().map(|g| g.c).collect();
-    let info = unicode_bidi::BidiInfo::new(&text, Some(unicode_bidi::Level::ltr()));
-    text.char_indices()
+    // The base direction comes from the first strong character (rules P2, P3), as
+    // with `dir="auto"` in HTML.
+    let info = unicode_bidi::BidiInfo::new(&text, None);
+    let rtl = info.paragraphs.first().is_some_and(|p| p.level.is_rtl());
+    let levels = text
+        .char_indices()
         .map(|(b, _)| info.levels[b].number())
-        .collect()
+        .collect();
+    (levels, rtl)
 }
 
 /// How far each run of a line moves so the runs stand in visual order (rule L2 of the

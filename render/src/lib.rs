@@ -99,7 +99,12 @@ pub fn deck_size(deck: &Deck, size: Size) -> Size {
 
 pub fn slide_svg(deck: &Deck, slide: &Slide, images: &Images, size: Size) -> String {
     let size = deck_size(deck, size);
-    let page = layout::page(deck, slide, &image::natural_sizes(slide, images), size);
+    let page = layout::page(
+        deck,
+        slide,
+        &image::natural_sizes(deck, slide, images),
+        size,
+    );
     svg::render(&page, images, size)
 }
 

@@ -12,8 +12,8 @@ use printpdf::{
     Actions, BorderArray, Color, DictItem, ExternalStream, ExternalXObject, FontId,
     ImageCompression, ImageOptimizationOptions, LinePoint, LinkAnnotation, Mm, Op, ParsedFont,
     PdfDocument, PdfFont, PdfFontHandle, PdfPage, PdfSaveOptions, Point, Polygon, PolygonRing, Pt,
-    Px, RawImage, RawImageData, RawImageFormat, Rect, Rgb, TextItem, TextMatrix, WindingOrder,
-    XObject, XObjectId, XObjectTransform,
+    Px, RawImage, RawImageData, RawImageFormat, Rect, Rgb, TextItem, TextMatrix, TextRenderingMode,
+    WindingOrder, XObject, XObjectId, XObjectTransform,
 };
 use resvg::tiny_skia;
 
@@ -52,9 +52,11 @@ pub fn render(
         header: None,
         footer: None,
         paginate: false,
+        logo: None,
         ..deck.clone()
     });
     let mut unicode: HashMap<(FontKey, u16), String> = HashMap::new();
+    let carrier = registry().pick(crate::fonts::Face::Regular, ' ', None);
     for (i, slide) in visible(deck).into_iter().enumerate() {
         if !progress(i) {
             return Err(RenderError::Cancelled);
@@ -62,7 +64,7 @@ pub fn render(
         let mut pages = vec![layout::page(
             deck,
             slide,
-            &natural_sizes(slide, images),
+            &natural_sizes(deck, slide, images),
             size,
         )];
         // A notes page after the slide: no header, footer or page number of its own.
@@ -77,6 +79,16 @@ pub fn render(
                 .iter()
                 .map(|item| match item {
                     Item::Text { font, text, .. } => {
+                        if font_metrics(*font).bitmap {
+                            // Colour emoji are images; an invisible space carries their
+                            // text (below), so it needs a place in its font's subset.
+                            if let Some(carrier) = carrier {
+                                for g in glyphs(font_metrics(carrier), " ") {
+                                    used.entry(carrier).or_default().insert(g.gid);
+                                    unicode.entry((carrier, g.gid)).or_insert(g.text);
+                                }
+                            }
+                        }
                         let mut glyphs = glyphs(font_metrics(*font), text);
                         used.entry(*font)
                             .or_default()
@@ -147,8 +159,61 @@ pub fn render(
                     y: baseline,
                     size,
                     font,
+                    text,
                     ..
                 } if bitmap_text => {
+                    // Text extraction reads the run's text from /ActualText around an
+                    // invisible space (readers attach it to the glyphs inside the span).
+                    if let Some(carrier) = carrier {
+                        let actual: Vec<u8> = [0xfe, 0xff]
+                            .into_iter()
+                            .chain(text.encode_utf16().flat_map(u16::to_be_bytes))
+                            .collect();
+                        ops.push(Op::BeginMarkedContentWithProperties {
+                            tag: "Span".into(),
+                            properties: DictItem::Dict {
+                                map: [(
+                                    "ActualText".to_owned(),
+                                    DictItem::String {
+                                        data: actual,
+                                        literal: false,
+                                    },
+                                )]
+                                .into(),
+                            },
+                        });
+                        ops.push(Op::StartTextSection);
+                        ops.push(Op::SetFont {
+                            font: PdfFontHandle::External(font_id(carrier)),
+                            size: Pt(size * PT_PER_UNIT),
+                        });
+                        ops.push(Op::SetTextRenderingMode {
+                            mode: TextRenderingMode::Invisible,
+                        });
+                        let cm = font_metrics(carrier);
+                        let space = glyphs(cm, " ");
+                        // As wide as the emoji, so extraction sees no gap around them.
+                        let run: f32 = shaped.iter().flatten().map(|g| g.advance).sum();
+                        let own: f32 = space.iter().map(|g| g.advance).sum();
+                        if own > 0.0 {
+                            ops.push(Op::SetHorizontalScaling {
+                                percent: 100.0 * run / own,
+                            });
+                        }
+                        show(
+                            &mut ops,
+                            cm,
+                            &space,
+                            (carrier, &renumber, &unicode),
+                            |gx, _| (Pt((x + gx * size) * PT_PER_UNIT), Pt(y(*baseline))),
+                        );
+                        ops.push(Op::SetHorizontalScaling { percent: 100.0 });
+                        ops.push(Op::SetTextRenderingMode {
+                            mode: TextRenderingMode::Fill,
+                        });
+                        ops.push(Op::EndTextSection);
+                        ops.push(Op::EndMarkedContent);
+                    }
                     // Colour glyphs: each its bitmap, placed as usvg places it in the PNG.
                     let m = font_metrics(*font);
                     let mut pen = *x;

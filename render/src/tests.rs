@@ -195,7 +195,10 @@ fn sample_deck_renders_to_png_pdf_and_html() {
 }
 
 fn pdftotext(pdf: &[u8]) -> Option<String> {
-    let dir = std::env::temp_dir().join(format!("plinth-render-{}", std::process::id()));
+    // One directory per call: tests run in parallel threads of one process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("plinth-render-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).ok()?;
     let path = dir.join("deck.pdf");
     std::fs::write(&path, pdf).ok()?;
@@ -949,7 +952,12 @@ fn edge_documents_render() {
         let deck = Deck::from_json(doc.clone()).unwrap_or_else(|e| panic!("{e}: {doc}"));
         for slide in visible(&deck) {
             let size = deck_size(&deck, Size::default());
-            let page = layout::page(&deck, slide, &image::natural_sizes(slide, &images), size);
+            let page = layout::page(
+                &deck,
+                slide,
+                &image::natural_sizes(&deck, slide, &images),
+                size,
+            );
             for item in &page.items {
                 if let layout::Item::Text { y, x, .. } = item {
                     assert!(
@@ -996,7 +1004,7 @@ fn pixels(png: &[u8]) -> ::image::RgbImage {
 }
 
 /// Every script draws its own glyphs (two different characters never draw the same
-/// "missing" box), emoji in colour, and the PDF keeps the text.
+/// "missing" box), emoji in colour, and the PDF keeps the text, emoji included.
 #[test]
 fn every_script_and_colour_emoji_render() {
     if !noto_installed() {
@@ -1032,7 +1040,7 @@ fn every_script_and_colour_emoji_render() {
         "only {red} red pixels: the emoji is not in colour"
     );
 
-    let md = "# 日本語のスライド\n\n- العربية: تصدير\n- हिन्दी और ไทย\n- Emoji 🍎\n";
+    let md = "# 日本語のスライド\n\n- العربية: تصدير\n- हिन्दी और ไทย\n- Emoji 🍎 and 👨‍👩‍👧 inline\n";
     let deck = plinth_slides::parse_markdown(md).unwrap();
     let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
     let body = String::from_utf8_lossy(&pdf);
@@ -1050,7 +1058,13 @@ fn every_script_and_colour_emoji_render() {
         Some(text) => {
             // (Devanagari's vowel sign i extracts where it is drawn, before its
             // consonant: pdftotext orders by position.)
-            for needle in ["日本語のスライド", "न्दी", "ไทย", "تصدير"] {
+            for needle in [
+                "日本語のスライド",
+                "न्दी",
+                "ไทย",
+                "تصدير",
+                "Emoji 🍎 and 👨‍👩‍👧 inline",
+            ] {
                 assert!(text.contains(needle), "{needle:?} missing:\n{text}");
             }
         }
@@ -1139,4 +1153,275 @@ fn notes_go_into_exports_only_when_asked() {
     // The audience copy has no notes to carry, whatever the option.
     let audience = deck_html_with(&deck.audience(), &images, with);
     assert!(!audience.contains("SAYTHIS") && !audience.contains("<aside"));
+}
+
+/// `<!-- column -->` splits a slide's blocks into columns side by side under the title,
+/// in every format; a `![bg left:40%]` image fills the left 40% and the text reflows
+/// into the rest.
+#[test]
+fn columns_and_split_images_place_text_where_the_author_asked() {
+    let md = "---\nfooter: F\n---\n\n## Compare\n\nLEFTWORD before\n\n- one\n- two\n\n<!-- column -->\n\nRIGHTWORD after\n\n```rust\nfn main() {}\n```\n\n---\n\n## Split\n\n![bg left:40%](6f1c2a3e-0000-4000-8000-000000000001)\n\nREFLOWED text beside the picture\n";
+    let deck = plinth_slides::parse_markdown(md).unwrap();
+    assert_eq!(
+        deck.slides[0].blocks[2],
+        Block::ColumnBreak,
+        "{:?}",
+        deck.slides[0].blocks
+    );
+    let (_, images) = sample();
+    let sizes: layout::NaturalSizes = [(
+        LOGO.to_owned(),
+        layout::Natural {
+            width: 64.0,
+            height: 48.0,
+            vector: false,
+        },
+    )]
+    .into();
+    let text_at = |page: &layout::Page, needle: &str| {
+        page.items
+            .iter()
+            .find_map(|i| match i {
+                layout::Item::Text { x, y, text, .. } if text.contains(needle) => Some((*x, *y)),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{needle} not drawn"))
+    };
+    let page = layout::page(&deck, &deck.slides[0], &sizes, Size::default());
+    let (lx, ly) = text_at(&page, "LEFTWORD");
+    let (rx, ry) = text_at(&page, "RIGHTWORD");
+    let (tx, ty) = text_at(&page, "Compare");
+    assert!(lx < 200.0, "left column starts at the margin: {lx}");
+    assert!(
+        (960.0..1100.0).contains(&rx),
+        "right column starts past the middle: {rx}"
+    );
+    assert!((ly - ry).abs() < 1.0, "both columns start on one line");
+    assert!(
+        ty < ly && (tx - lx).abs() < 1.0,
+        "the title spans above both"
+    );
+    // Nothing in the left column reaches into the right one.
+    for item in &page.items {
+        if let layout::Item::Text { x, text, .. } = item {
+            if text.contains("one") || text.contains("two") {
+                assert!(*x < 960.0, "{text} at {x}");
+            }
+        }
+    }
+
+    let page = layout::page(&deck, &deck.slides[1], &sizes, Size::default());
+    let image = page
+        .items
+        .iter()
+        .find_map(|i| match i {
+            layout::Item::Image { clip, .. } => *clip,
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(image, [0.0, 0.0, 768.0, 1080.0], "the left 40% of 1920");
+    let (x, _) = text_at(&page, "REFLOWED");
+    assert!(x > 768.0, "text moves right of the image: {x}");
+    for item in &page.items {
+        if let layout::Item::Text { x, text, .. } = item {
+            assert!(*x >= 768.0, "{text} at {x} overlaps the image");
+        }
+    }
+
+    let svg = slide_svg(&deck, &deck.slides[0], &images, Size::default());
+    assert!(svg.contains("LEFTWORD") && svg.contains("RIGHTWORD"));
+    let html = deck_html(&deck, &images);
+    assert!(html.contains("<div class=\"columns\">\n<div class=\"column\">\n<p>LEFTWORD"));
+    assert!(html.contains("</div>\n<div class=\"column\">\n<p>RIGHTWORD"));
+    // Beside the split image the footer moves with the content, as in the PNG.
+    assert!(html.contains("<footer class=\"chrome\" style=\"left: calc(40% + 110 * var(--u)); right: calc(0% + 110 * var(--u))\">"));
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    if let Some(text) = pdftotext(&pdf) {
+        assert!(
+            text.contains("LEFTWORD") && text.contains("RIGHTWORD"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn column_breaks_out_of_place_are_refused_with_the_line() {
+    let err = plinth_slides::parse_markdown("# T\n\n- item\n\n  <!-- column -->\n\n  more\n")
+        .unwrap_err();
+    assert!(
+        err.0.contains("line 5") && err.0.contains("column"),
+        "{err}"
+    );
+    let err = plinth_slides::parse_markdown(
+        "# T\n\na\n\n<!-- column -->\n\nb\n\n<!-- column -->\n\nc\n\n<!-- column -->\n\nd\n",
+    )
+    .unwrap_err();
+    assert!(
+        err.0.contains("line 13") && err.0.contains("at most 3"),
+        "{err}"
+    );
+}
+
+/// A deck's brand colour replaces the accent and its logo sits in the top-right corner
+/// of every slide, in every format.
+#[test]
+fn brand_colour_and_logo_on_every_slide() {
+    let md = format!(
+        "---\nbrand: \"#e4007c\"\nlogo: asset:{LOGO}\nheader: Team\n---\n\n# One\n\n- a\n\n---\n\n## Two\n\n[link](https://example.com)\n"
+    );
+    let deck = plinth_slides::parse_markdown(&md).unwrap();
+    assert_eq!(deck.logo.as_deref(), Some(LOGO));
+    assert_eq!(deck.asset_ids(), vec![LOGO.to_owned()]);
+    let (_, images) = sample();
+    for slide in &deck.slides {
+        let sizes = image::natural_sizes(&deck, slide, &images);
+        let page = layout::page(&deck, slide, &sizes, Size::default());
+        let logo = page
+            .items
+            .iter()
+            .find_map(|i| match i {
+                layout::Item::Image {
+                    x,
+                    y,
+                    w,
+                    h,
+                    asset_id,
+                    ..
+                } if asset_id == LOGO => Some((*x, *y, *w, *h)),
+                _ => None,
+            })
+            .expect("logo drawn");
+        // 64×48 scaled to 56 tall, right-aligned on the 110 margin of 1920.
+        assert!((logo.3 - 56.0).abs() < 0.01 && (logo.0 + logo.2 - 1810.0).abs() < 0.01);
+        assert!(logo.1 + logo.3 < 80.0, "above the title");
+        let accent = page.items.iter().any(|i| {
+            matches!(i, layout::Item::Rect { fill, .. } if *fill == layout::Color(0xe4, 0x00, 0x7c))
+        });
+        assert!(accent, "the title rule is in the brand colour");
+    }
+    let png = slide_png(&deck, &deck.slides[1], &images, Size::default()).unwrap();
+    let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
+    // The logo is a blue-ish gradient (blue channel 160) in the corner.
+    assert_eq!(img.get_pixel(1800, 44).0[2], 160);
+    let html = deck_html(&deck, &images);
+    assert_eq!(html.matches("<img class=\"logo\" alt=\"logo\"").count(), 2);
+    assert!(html.contains("--accent: #e4007c"));
+
+    let err = plinth_slides::parse_markdown("---\nlogo: logo.png\n---\n# T\n").unwrap_err();
+    assert!(
+        err.0.contains("line 2") && err.0.contains("logo.png"),
+        "{err}"
+    );
+    let err = plinth_slides::parse_markdown("---\nbrand: blurple\n---\n# T\n").unwrap_err();
+    assert!(err.0.contains("line 2"), "{err}");
+}
+
+/// A paragraph whose first strong character is Arabic or Hebrew aligns right, its list
+/// marker on the right; left-to-right paragraphs beside it stay left.
+#[test]
+fn right_to_left_paragraphs_align_right() {
+    if !noto_installed() {
+        return;
+    }
+    let md = "# عنوان الشريحة\n\nمرحبا بالعالم\n\nHello world\n\n- שלום עולם\n- English item\n";
+    let deck = plinth_slides::parse_markdown(md).unwrap();
+    let page = layout::page(&deck, &deck.slides[0], &Default::default(), Size::default());
+    let right_edge = 1920.0 - 110.0;
+    let span = |needle: &str| {
+        page.items
+            .iter()
+            .filter_map(|i| match i {
+                layout::Item::Text {
+                    x,
+                    text,
+                    size,
+                    font,
+                    ..
+                } if text.contains(needle) => {
+                    let m = crate::fonts::font_metrics(*font);
+                    Some((
+                        *x,
+                        *x + m.shape(text).iter().map(|g| g.advance).sum::<f32>() * size,
+                    ))
+                }
+                _ => None,
+            })
+            .next()
+            .unwrap_or_else(|| panic!("{needle} not drawn"))
+    };
+    let (ax, aend) = span("مرحبا");
+    assert!(
+        ax > 960.0 && (aend - right_edge).abs() < 40.0,
+        "{ax}..{aend}"
+    );
+    let (hx, _) = span("Hello");
+    assert!(hx < 120.0, "{hx}");
+    let (tx, _) = span("الشريحة");
+    assert!(tx > 960.0, "the title aligns right too: {tx}");
+    let (ix, iend) = span("שלום");
+    let (ex, _) = span("English");
+    assert!(
+        ix > 960.0 && iend < right_edge - 20.0,
+        "room for the marker: {ix}..{iend}"
+    );
+    assert!(ex < 200.0);
+    let bullets: Vec<f32> = page
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            layout::Item::Text { x, text, .. } if text == "•" => Some(*x),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(bullets.len(), 2);
+    assert!(bullets[0] > iend && bullets[1] < ex, "{bullets:?}");
+    let html = deck_html(&deck, &Images::new());
+    assert!(html.contains("unicode-bidi: plaintext"));
+    assert!(
+        html.contains("<li dir=\"rtl\">שלום עולם</li>") && html.contains("<li>English item</li>")
+    );
+}
+
+/// The layouts fixture (columns, a brand colour and logo, a split photo, right-to-left
+/// text) parses with no warning and exports in every format.
+#[test]
+fn layouts_fixture_renders_in_every_format() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/decks");
+    let files = [
+        ("logo.svg", "6f1c2a3e-0000-4000-8000-00000000000c"),
+        ("photo.jpg", "6f1c2a3e-0000-4000-8000-00000000000b"),
+    ];
+    let resolve = |name: &str| {
+        files
+            .iter()
+            .find(|(f, _)| *f == name)
+            .map(|(_, id)| id.to_string())
+    };
+    let opts = plinth_slides::ParseOptions {
+        resolve_image: Some(&resolve),
+    };
+    let src = std::fs::read_to_string(format!("{dir}/layouts.md")).unwrap();
+    let (deck, warnings) = plinth_slides::parse_markdown_report(&src, &opts).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let mut images = Images::new();
+    for (file, id) in files {
+        let bytes = std::fs::read(format!("{dir}/{file}")).unwrap();
+        let mime = inspect_image(&bytes).unwrap().mime.to_owned();
+        images.insert(id.into(), Image { mime, bytes });
+    }
+    for slide in visible(&deck) {
+        slide_png(&deck, slide, &images, Size::default()).unwrap();
+    }
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    assert_eq!(page_count(&pdf), deck.slides.len());
+    if let Some(text) = pdftotext(&pdf) {
+        for needle in ["A release a day", "Two weeks per release", "first point"] {
+            assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+        }
+    }
+    let html = deck_html(&deck, &images);
+    assert_eq!(
+        html.matches("<img class=\"logo\"").count(),
+        deck.slides.len()
+    );
 }

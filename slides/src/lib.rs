@@ -17,7 +17,15 @@ pub use templates::{template, TemplateInfo, TEMPLATES};
 
 /// Block types a deck may use (for `capabilities`).
 pub const BLOCK_TYPES: &[&str] = &[
-    "heading", "text", "bullets", "code", "image", "quote", "table", "rule",
+    "heading",
+    "text",
+    "bullets",
+    "code",
+    "image",
+    "quote",
+    "table",
+    "rule",
+    "column_break",
 ];
 
 /// Limits enforced on every saved deck (also listed by `capabilities`).
@@ -55,6 +63,13 @@ pub struct Deck {
     pub background_color: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub color: Option<String>,
+    /// The deck's brand colour (a CSS colour): the title rule, bullets, links, the table
+    /// header line and quote bars are drawn in it instead of the theme's accent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brand: Option<String>,
+    /// An image asset drawn small in the top-right corner of every slide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logo: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -208,7 +223,14 @@ pub enum Block {
     },
     /// A horizontal rule (`***` or `___` in markdown; `---` separates slides).
     Rule,
+    /// Starts the next column (`<!-- column -->` in markdown): the slide's blocks are
+    /// laid out side by side in equal columns under the title. Top level only, at most
+    /// [`MAX_COLUMNS`] columns.
+    ColumnBreak,
 }
+
+/// Columns a slide's blocks can be split into by [`Block::ColumnBreak`].
+pub const MAX_COLUMNS: usize = 3;
 
 /// Column alignment of a table.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -366,8 +388,14 @@ impl Deck {
         for (what, c) in [
             ("background_color", &self.background_color),
             ("color", &self.color),
+            ("brand", &self.brand),
         ] {
             check_color(what, c.as_deref())?;
+        }
+        if let Some(logo) = &self.logo {
+            if uuid::Uuid::parse_str(logo).is_err() {
+                return invalid(format!("logo `{logo}` is not an asset id"));
+            }
         }
         let mut ids = HashSet::new();
         for (i, slide) in self.slides.iter().enumerate() {
@@ -421,6 +449,17 @@ impl Deck {
             if let Some(title) = slide.title.as_deref() {
                 check_marks(&format!("{at} title"), title)?;
             }
+            let breaks = slide
+                .blocks
+                .iter()
+                .filter(|b| matches!(b, Block::ColumnBreak))
+                .count();
+            if breaks >= MAX_COLUMNS {
+                return invalid(format!(
+                    "{at}: at most {MAX_COLUMNS} columns ({} column breaks)",
+                    MAX_COLUMNS - 1
+                ));
+            }
         }
         Ok(())
     }
@@ -435,6 +474,9 @@ impl Deck {
                 out.push(id.to_owned());
             }
         };
+        if let Some(logo) = &self.logo {
+            add(logo);
+        }
         for slide in &self.slides {
             for bg in &slide.backgrounds {
                 add(&bg.asset_id);
@@ -486,6 +528,8 @@ impl Deck {
             footer: self.footer.clone(),
             background_color: self.background_color.clone(),
             color: self.color.clone(),
+            brand: self.brand.clone(),
+            logo: self.logo.clone(),
         }
     }
 
@@ -771,6 +815,13 @@ fn check_blocks(
                 }
             }
             Block::Rule => {}
+            // Only a slide's own blocks are split into columns.
+            Block::ColumnBreak if depth > 0 => {
+                return invalid(format!(
+                    "{at}: a column break belongs to the slide, not inside a list or quote"
+                ))
+            }
+            Block::ColumnBreak => {}
         }
     }
     Ok(())
@@ -884,7 +935,11 @@ pub fn block_texts(block: &Block) -> Vec<&str> {
             out.extend(header.iter().map(String::as_str));
             out.extend(rows.iter().flatten().map(String::as_str));
         }
-        Block::Code { .. } | Block::Image { .. } | Block::Quote { .. } | Block::Rule => {}
+        Block::Code { .. }
+        | Block::Image { .. }
+        | Block::Quote { .. }
+        | Block::Rule
+        | Block::ColumnBreak => {}
     }
     out
 }
@@ -1126,6 +1181,36 @@ pub fn plain(text: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Column breaks split only a slide's own blocks, into at most three columns; the
+    /// brand is a colour and the logo an asset, which the deck's assets include.
+    #[test]
+    fn column_breaks_brand_and_logo_are_checked() {
+        let logo = "6f1c2a3e-0000-4000-8000-000000000001";
+        let ok = Deck::from_json(json!({"brand": "#0a84ff", "logo": logo, "slides": [{"blocks": [
+            {"type": "text", "text": "a"}, {"type": "column_break"}, {"type": "text", "text": "b"}]}]}))
+        .unwrap();
+        assert_eq!(ok.slides[0].blocks[1], Block::ColumnBreak);
+        assert_eq!(ok.asset_ids(), vec![logo.to_owned()]);
+        for (doc, want) in [
+            (
+                json!({"slides": [{"blocks": [{"type": "quote", "blocks": [{"type": "column_break"}]}]}]}),
+                "not inside a list or quote",
+            ),
+            (
+                json!({"slides": [{"blocks": [{"type": "column_break"}, {"type": "column_break"}, {"type": "column_break"}]}]}),
+                "at most 3 columns",
+            ),
+            (json!({"brand": "blurple", "slides": [{}]}), "brand"),
+            (
+                json!({"logo": "logo.png", "slides": [{}]}),
+                "logo `logo.png` is not an asset id",
+            ),
+        ] {
+            let err = Deck::from_json(doc).unwrap_err();
+            assert!(err.0.contains(want), "{err}");
+        }
+    }
 
     #[test]
     fn spans_split_marks() {

@@ -8,7 +8,7 @@ use pulldown_cmark::{
 
 use crate::{
     Align, Aspect, Background, BackgroundFit, BackgroundPosition, Block, Deck, Invalid, Layout,
-    List, ListItem, Slide, Theme, MAX_MARKDOWN_BYTES, MAX_NESTING,
+    List, ListItem, Slide, Theme, MAX_COLUMNS, MAX_MARKDOWN_BYTES, MAX_NESTING,
 };
 
 /// Maps an image reference to an asset id.
@@ -94,6 +94,23 @@ pub fn parse_markdown_report(
                         "4:3" => Aspect::Standard,
                         other => return Err(bad(&format!("unknown size `{other}` (16:9 or 4:3)"))),
                     })
+                }
+                "brand" => {
+                    color(&value).map_err(|e| bad(&e))?;
+                    deck.brand = Some(value);
+                }
+                "logo" => {
+                    let url = value.trim();
+                    let id = url.strip_prefix("asset:").unwrap_or(url);
+                    deck.logo = Some(if uuid::Uuid::parse_str(id).is_ok() {
+                        id.to_owned()
+                    } else {
+                        opts.resolve_image.and_then(|r| r(url)).ok_or_else(|| {
+                            bad(&format!(
+                                "the logo must be an uploaded asset as `asset:<asset id>`, not `{url}`"
+                            ))
+                        })?
+                    });
                 }
                 "backgroundColor" | "background_color" => {
                     color(&value).map_err(|e| bad(&e))?;
@@ -439,6 +456,7 @@ fn kind(block: &Block) -> &'static str {
         Block::Quote { .. } => "a block quote",
         Block::Table { .. } => "a table",
         Block::Rule => "a rule",
+        Block::ColumnBreak => "a column break",
     }
 }
 
@@ -841,6 +859,26 @@ fn parse_slide(
                 if let Some(body) = comment_body(t) {
                     let body = body.trim().to_owned();
                     html.clear();
+                    if body == "column" {
+                        if !stack.is_empty() {
+                            return Err(Invalid(format!(
+                                "invalid markdown on line {line}: `<!-- column -->` starts a column of the slide; it cannot sit inside a list or block quote"
+                            )));
+                        }
+                        let breaks = slide
+                            .blocks
+                            .iter()
+                            .filter(|b| matches!(b, Block::ColumnBreak))
+                            .count();
+                        if breaks + 1 >= MAX_COLUMNS {
+                            return Err(Invalid(format!(
+                                "invalid markdown on line {line}: a slide has at most {} columns",
+                                MAX_COLUMNS
+                            )));
+                        }
+                        slide.blocks.push(Block::ColumnBreak);
+                        continue;
+                    }
                     directive(&mut slide, &mut found, &body, line, warnings)?;
                 }
             }
