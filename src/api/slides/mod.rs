@@ -17,6 +17,7 @@ mod decks;
 mod exports;
 mod publish;
 mod revisions;
+mod viewer;
 
 pub use assets::*;
 pub use decks::*;
