@@ -283,3 +283,88 @@ async fn viewer_navigates_by_keyboard_in_a_browser() {
     assert_eq!(browser.exec(state).await["counter"], json!("2 / 3"));
     browser.quit().await;
 }
+
+/// `update` with `markdown`, expecting `version`.
+async fn update_md(
+    s: &Server,
+    key: &str,
+    deck: &str,
+    version: i64,
+    md: &str,
+) -> crate::common::Resp {
+    s.post(
+        "/api/slides/update",
+        Some(key),
+        json!({"id": deck, "expected_version": version, "markdown": md}),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn image_file_names_resolve_to_the_decks_own_ready_assets() {
+    let s = Server::start().await;
+    let key = s.verified_user(&email("imgname")).await;
+    let d = id(&create_md(&s, &key, "# Chart\n").await);
+    let plain = export(&s, &key, &d, "pdf").await;
+    assert_eq!(plain["status"], json!("succeeded"), "{plain}");
+    let plain = download(plain["artifacts"][0]["url"].as_str().unwrap()).await;
+    let asset = upload_asset(&s, &key, &d, &png(240, 160), "image/png", None).await;
+    assert_eq!(asset["status"], json!("ready"), "{asset}");
+    let asset_id = id(&asset);
+
+    // A name no asset has is refused with its line, before and after a known one.
+    let r = update_md(&s, &key, &d, 1, "# Chart\n\nintro\n\n![](nope.png)\n").await;
+    r.assert_error(400);
+    let msg = r.body["message"].as_str().unwrap();
+    assert!(msg.contains("line 5") && msg.contains("nope.png"), "{msg}");
+
+    // The uploaded file's name (`upload_asset` sends `picture.png`) resolves to it.
+    let r = update_md(&s, &key, &d, 1, "# Chart\n\n![](picture.png)\n").await;
+    r.assert_ok();
+    let rev = s
+        .get(
+            &format!(
+                "/api/slides/revisions/{}?deck_id={d}",
+                r.body["revision_id"].as_str().unwrap()
+            ),
+            Some(&key),
+        )
+        .await;
+    rev.assert_ok();
+    assert!(rev.body.to_string().contains(&asset_id), "{}", rev.body);
+    let job = export(&s, &key, &d, "pdf").await;
+    assert_eq!(job["status"], json!("succeeded"), "{job}");
+    let pdf = download(job["artifacts"][0]["url"].as_str().unwrap()).await;
+    let has_image = |pdf: &[u8]| {
+        pdf.windows(6).any(|w| w == b"/Image") || pdf.windows(7).any(|w| w == b"/XObject")
+    };
+    assert!(!has_image(&plain));
+    assert!(
+        has_image(&pdf) && pdf.len() > plain.len() + 1_000,
+        "the image is in the PDF: {} vs {} bytes",
+        pdf.len(),
+        plain.len()
+    );
+
+    // Never another deck's asset: not the same owner's other deck, not another account's,
+    // and not on create (a new deck has no assets).
+    let other = id(&create_md(&s, &key, "# Other\n").await);
+    let r = update_md(&s, &key, &other, 1, "# Other\n\n![](picture.png)\n").await;
+    r.assert_error(400);
+    assert!(r.body["message"].as_str().unwrap().contains("line 3"));
+    let stranger = s.verified_user(&email("imgname-other")).await;
+    let theirs = id(&create_md(&s, &stranger, "# Theirs\n").await);
+    update_md(&s, &stranger, &theirs, 1, "# Theirs\n\n![](picture.png)\n")
+        .await
+        .assert_error(400);
+    update_md(&s, &stranger, &d, 2, "# Mine\n\n![](picture.png)\n")
+        .await
+        .assert_error(404);
+    s.post(
+        "/api/slides/create",
+        Some(&key),
+        json!({"markdown": "# New\n\n![](picture.png)\n"}),
+    )
+    .await
+    .assert_error(400);
+}
