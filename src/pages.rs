@@ -17,48 +17,66 @@ pub struct Page {
 
 impl Page {
     pub fn new(html: &'static str) -> Page {
-        let scripts: Vec<String> = inline_scripts(html)
-            .map(|s| {
-                let digest = Sha256::digest(s.as_bytes());
-                format!(
-                    "'sha256-{}'",
-                    base64::engine::general_purpose::STANDARD.encode(digest)
-                )
-            })
-            .collect();
-        let csp = format!(
-            "default-src 'none'; script-src {}; style-src 'unsafe-inline'; \
-             connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; \
-             base-uri 'none'; form-action 'self'",
-            if scripts.is_empty() {
-                "'none'".to_owned()
-            } else {
-                scripts.join(" ")
-            }
-        );
         Page {
             html,
-            csp: HeaderValue::from_str(&csp).expect("a policy of ASCII text"),
+            csp: policy_for(html),
         }
     }
 
     /// Not framed, not cached, no referrer, not sniffed.
     pub fn response(&self) -> Response {
-        let mut res = axum::response::Html(self.html).into_response();
-        let h = res.headers_mut();
-        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        h.insert(header::CONTENT_SECURITY_POLICY, self.csp.clone());
-        h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-        h.insert(
-            header::REFERRER_POLICY,
-            HeaderValue::from_static("no-referrer"),
-        );
-        h.insert(
-            header::X_CONTENT_TYPE_OPTIONS,
-            HeaderValue::from_static("nosniff"),
-        );
-        res
+        send(
+            axum::http::StatusCode::OK,
+            self.html.to_owned(),
+            self.csp.clone(),
+        )
     }
+}
+
+/// The policy of a page whose only scripts are the inline ones of `html` (named by
+/// their sha256). Built from a page's fixed template, never from text it shows.
+pub fn policy_for(html: &str) -> HeaderValue {
+    let scripts: Vec<String> = inline_scripts(html)
+        .map(|s| {
+            let digest = Sha256::digest(s.as_bytes());
+            format!(
+                "'sha256-{}'",
+                base64::engine::general_purpose::STANDARD.encode(digest)
+            )
+        })
+        .collect();
+    let csp = format!(
+        "default-src 'none'; script-src {}; style-src 'unsafe-inline'; \
+         connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; \
+         base-uri 'none'; form-action 'self'",
+        if scripts.is_empty() {
+            "'none'".to_owned()
+        } else {
+            scripts.join(" ")
+        }
+    );
+    HeaderValue::from_str(&csp).expect("a policy of ASCII text")
+}
+
+/// A page with `status` and the headers every page has: its policy, not framed, not
+/// cached, no referrer, not sniffed.
+pub fn send(status: axum::http::StatusCode, html: String, csp: HeaderValue) -> Response {
+    let mut res = (status, axum::response::Html(html)).into_response();
+    // An error page stays a page (not the API's JSON error object).
+    res.extensions_mut().insert(crate::reply::AsSent);
+    let h = res.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert(header::CONTENT_SECURITY_POLICY, csp);
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    res
 }
 
 /// The text of each `<script>` element without a `src` (what a browser hashes).

@@ -123,6 +123,40 @@ impl<T> IntoResponse for Recorded<T> {
     }
 }
 
+/// Marks a response the usage layer sends as it is, even with an error status: an HTML
+/// page (a browser's 404 page) that must not become the JSON error object.
+#[derive(Clone, Copy, Debug)]
+pub struct AsSent;
+
+/// A `T` answer to an API client, or a page for a browser that asked for HTML (the
+/// published deck URL: `Accept` decides). Only the document sees `T`; the page is sent
+/// as it is.
+pub struct OrPage<T> {
+    response: Response,
+    of: std::marker::PhantomData<T>,
+}
+
+impl<T: Serialize> OrPage<T> {
+    pub fn answer(body: T) -> Self {
+        Self::page(Answer(body).into_response())
+    }
+}
+
+impl<T> OrPage<T> {
+    pub fn page(response: Response) -> Self {
+        Self {
+            response,
+            of: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T> IntoResponse for OrPage<T> {
+    fn into_response(self) -> Response {
+        self.response
+    }
+}
+
 /// An answer serialised earlier (a cached one): the bytes of a `T` object, sent as they
 /// are; `private` adds `Cache-Control: private, no-store` like [`PrivateAnswer`].
 pub struct Prebuilt<T> {

@@ -153,6 +153,12 @@ impl<T: JsonSchema> DocReturn for Result<crate::reply::Recorded<T>, ApiError> {
     }
 }
 
+impl<T: JsonSchema> DocReturn for Result<crate::reply::OrPage<T>, ApiError> {
+    fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
+        op.response = Some(gen.subschema_for::<T>());
+    }
+}
+
 impl<T: JsonSchema> DocReturn for Result<crate::reply::Prebuilt<T>, ApiError> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
         op.response = Some(gen.subschema_for::<T>());

@@ -532,6 +532,9 @@ async fn finish(resp: Response, u: &Usage, method: &Method, path: &str) -> Respo
             }
             to_bytes(&m)
         }
+        None if parts.extensions.remove::<crate::reply::AsSent>().is_some() => {
+            return with_headers(Response::from_parts(parts, body), u);
+        }
         None => {
             let ct_json = parts
                 .headers

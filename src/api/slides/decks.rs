@@ -77,7 +77,8 @@ pub async fn create(
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<CreateBody>,
 ) -> ApiResult<Recorded<SlideDeck>> {
-    let (mut deck, source) = content_of(body.content, true)
+    // A new deck has no assets yet: an image file name cannot resolve on create.
+    let (mut deck, source) = content_of(body.content, true, ImageNames::default())
         .await?
         .ok_or_else(|| ApiError::bad_request("send one of `document`, `markdown` or `template`"))?;
     title_of(body.title.as_deref(), &mut deck)?;
@@ -169,7 +170,16 @@ pub async fn update(
 ) -> ApiResult<Recorded<SlideDeck>> {
     let id = required("id", &body.id)?;
     let expected = version(body.expected_version)?;
-    let replacement = content_of(body.content, false).await?;
+    // Image file names resolve to this deck's ready assets, read once the caller's
+    // access to the deck is checked (`check_assets` checks the ids again in the actor).
+    let names = match &body.content.markdown {
+        Some(_) => {
+            let (deck, _) = open(&app, &caller, &id).await?;
+            ImageNames::of_deck(&app, &deck.id).await?
+        }
+        None => ImageNames::default(),
+    };
+    let replacement = content_of(body.content, false, names).await?;
     let ops = body.operations;
     if replacement.is_some() == ops.is_some() {
         return Err(ApiError::bad_request(

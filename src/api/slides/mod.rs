@@ -17,6 +17,7 @@ mod decks;
 mod exports;
 mod publish;
 mod revisions;
+mod viewer;
 
 pub use assets::*;
 pub use decks::*;
@@ -346,6 +347,7 @@ pub struct Content {
 async fn content_of(
     content: Content,
     allow_template: bool,
+    names: ImageNames,
 ) -> ApiResult<Option<(Deck, &'static str)>> {
     let given: Vec<&str> = [
         ("document", content.document.is_some()),
@@ -380,9 +382,17 @@ async fn content_of(
             markdown: Some(text),
             ..
         } => (
-            off_runtime(move || plinth_slides::parse_markdown(&text))
-                .await?
-                .map_err(invalid)?,
+            off_runtime(move || {
+                let resolve = |name: &str| names.resolve(name);
+                plinth_slides::parse_markdown_with(
+                    &text,
+                    &plinth_slides::ParseOptions {
+                        resolve_image: Some(&resolve),
+                    },
+                )
+            })
+            .await?
+            .map_err(invalid)?,
             "markdown",
         ),
         Content {
@@ -404,6 +414,35 @@ async fn content_of(
         _ => return Ok(None),
     };
     Ok(Some(deck))
+}
+
+/// The file names a markdown deck may use for images (`![](chart.png)`): the ready
+/// assets of one deck, by the `file` they were uploaded as. Read only after the caller's
+/// access to that deck was checked, so a name never reaches another deck's asset.
+#[derive(Default)]
+pub(super) struct ImageNames(Vec<(String, String)>);
+
+impl ImageNames {
+    /// The ready assets of `deck_id`; when two share a name the newest wins.
+    async fn of_deck(app: &AppState, deck_id: &str) -> ApiResult<ImageNames> {
+        let mut ready: Vec<store::AssetRow> = store::deck_assets(&app.db, deck_id)
+            .await?
+            .into_iter()
+            .filter(|a| a.status == "ready")
+            .collect();
+        ready.sort_by_key(|a| std::cmp::Reverse(a.created_at));
+        Ok(ImageNames(
+            ready.into_iter().map(|a| (a.file, a.id)).collect(),
+        ))
+    }
+
+    fn resolve(&self, name: &str) -> Option<String> {
+        let name = name.strip_prefix("./").unwrap_or(name);
+        self.0
+            .iter()
+            .find(|(file, _)| file == name)
+            .map(|(_, id)| id.clone())
+    }
 }
 
 /// Runs CPU-bound deck work on the blocking pool so it never stalls the runtime threads

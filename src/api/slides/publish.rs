@@ -1,6 +1,9 @@
 //! Publication and audience content: publish, unpublish, public, present.
 
+use axum::response::IntoResponse;
+
 use super::*;
+use crate::reply::OrPage;
 
 /// Audience content plus short-lived URLs of its images.
 async fn audience_json(app: &AppState, deck_id: &str, content: &Value) -> ApiResult<Value> {
@@ -130,19 +133,35 @@ pub async fn unpublish(
     .map(Recorded::from)
 }
 
-/// `GET /api/slides/public/{id}` (Public): an active publication's audience content.
+/// `GET /api/slides/public/{id}` (Public): an active publication's audience content;
+/// to a browser (`Accept: text/html`) the audience viewer page instead, and a 404 page
+/// for a publication that is unknown or withdrawn.
 pub async fn public(
     State(app): State<AppState>,
     Path(id): Path<String>,
-) -> ApiResult<Answer<Publication>> {
-    let p = store::publication(&app.db, &id)
+    headers: axum::http::HeaderMap,
+) -> ApiResult<OrPage<Publication>> {
+    let html = viewer::wants_html(&headers);
+    let Some(p) = store::publication(&app.db, &id)
         .await?
         .filter(|p| p.status == "active")
-        .ok_or_else(|| ApiError::not_found("publication not found"))?;
-    Ok(Answer(Publication {
+    else {
+        return if html {
+            Ok(OrPage::page(viewer::not_found_page()))
+        } else {
+            Err(ApiError::not_found("publication not found"))
+        };
+    };
+    if html {
+        return Ok(OrPage::page(
+            viewer::page(&app, &p.deck_id, &p.content.0).await?,
+        ));
+    }
+    let answer = OrPage::answer(Publication {
         content: Some(audience_json(&app, &p.deck_id, &p.content.0).await?),
         ..Publication::from(&p)
-    }))
+    });
+    Ok(OrPage::page(viewer::vary_accept(answer.into_response())))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

@@ -1,0 +1,249 @@
+//! The audience viewer: what the published URL answers to a browser. The page is the
+//! renderer's HTML export of the audience deck (no notes, no hidden slides; every deck
+//! text escaped by the renderer) with the renderer's own script replaced by the
+//! viewer's: one slide at a time scaled to the window, keyboard navigation, a counter
+//! and fullscreen. The policy allows only the viewer's script, by its hash.
+
+use std::sync::LazyLock;
+
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use plinth_render::{Image, Images};
+use sha2::{Digest, Sha256};
+
+use super::*;
+use crate::storage::Fetched;
+
+/// Keys: → ↓ PageDown Space Enter forward; ← ↑ PageUp Backspace Shift+Space back;
+/// Home/End first/last; `f` fullscreen. `#n` in the URL opens slide n.
+const SCRIPT: &str = r##"
+(function () {
+  var slides = Array.prototype.slice.call(document.querySelectorAll("main > section.slide"));
+  var counter = document.getElementById("viewer-counter"), at = 0;
+  function show(i) {
+    if (!slides.length) { counter.textContent = "0 / 0"; return; }
+    at = Math.max(0, Math.min(slides.length - 1, i));
+    slides.forEach(function (s, k) { s.classList.toggle("current", k === at); });
+    counter.textContent = (at + 1) + " / " + slides.length;
+    if (history.replaceState) history.replaceState(null, "", "#" + (at + 1));
+  }
+  function fullscreen() {
+    var d = document;
+    if (d.fullscreenElement) { if (d.exitFullscreen) d.exitFullscreen(); return; }
+    var r = d.documentElement.requestFullscreen && d.documentElement.requestFullscreen();
+    if (r && r.catch) r.catch(function () {});
+  }
+  var first = parseInt(location.hash.slice(1), 10);
+  show(first > 0 ? first - 1 : 0);
+  document.addEventListener("keydown", function (e) {
+    if (e.altKey || e.ctrlKey || e.metaKey) return;
+    if (e.key === "f" || e.key === "F") { e.preventDefault(); fullscreen(); return; }
+    var step = { ArrowRight: 1, ArrowDown: 1, PageDown: 1, " ": 1, Enter: 1,
+                 ArrowLeft: -1, ArrowUp: -1, PageUp: -1, Backspace: -1 }[e.key];
+    if (e.key === " " && e.shiftKey) step = -1;
+    var to = e.key === "Home" ? 0 : e.key === "End" ? slides.length - 1 : step ? at + step : null;
+    if (to === null) return;
+    e.preventDefault();
+    show(to);
+  });
+})();
+"##;
+
+/// Everything after the slides: the counter and the viewer's script.
+static TAIL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "</main>\n<div id=\"viewer-counter\" aria-live=\"polite\"></div>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
+    )
+});
+
+/// The viewer's policy: its one script by hash, images only as data: URLs (the
+/// renderer inlines them), nothing fetched, never framed.
+static POLICY: LazyLock<HeaderValue> = LazyLock::new(|| {
+    let digest = Sha256::digest(SCRIPT.as_bytes());
+    let csp = format!(
+        "default-src 'none'; script-src 'sha256-{}'; style-src 'unsafe-inline'; \
+         img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+        base64::Engine::encode(&base64::engine::general_purpose::STANDARD, digest)
+    );
+    HeaderValue::from_str(&csp).expect("a policy of ASCII text")
+});
+
+const NOT_FOUND: &str = "<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>Not found</title>\
+<style>body{margin:0;min-height:100vh;display:flex;align-items:center;justify-content:center;\
+background:#0b0d10;color:#e8ebef;font-family:sans-serif}</style></head>\n<body><main><h1>\
+This presentation is not available</h1><p>It was never published, or it has been taken down.\
+</p></main></body>\n</html>\n";
+
+/// Whether the client asked for HTML over JSON: `text/html` (or `text/*`) with a
+/// higher weight than `application/json` (or `application/*`, `*/*`). A tie, no
+/// `Accept` or `*/*` alone keeps the JSON answer API clients have always had.
+pub(super) fn wants_html(headers: &HeaderMap) -> bool {
+    let mut html = 0.0f32;
+    let mut json = 0.0f32;
+    for accept in headers.get_all(header::ACCEPT) {
+        let Ok(accept) = accept.to_str() else {
+            continue;
+        };
+        for item in accept.split(',') {
+            let mut parts = item.split(';');
+            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.trim().parse::<f32>().ok())
+                .unwrap_or(1.0)
+                .clamp(0.0, 1.0);
+            match media.as_str() {
+                "text/html" | "text/*" => html = html.max(q),
+                "application/json" | "application/*" | "*/*" => json = json.max(q),
+                _ => {}
+            }
+        }
+    }
+    html > json
+}
+
+/// Marks the answer as depending on `Accept`, so no cache hands a page to an API client.
+pub(super) fn vary_accept(mut res: Response) -> Response {
+    res.headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("accept"));
+    res
+}
+
+/// The page a browser gets for an unknown or withdrawn publication.
+pub(super) fn not_found_page() -> Response {
+    vary_accept(crate::pages::send(
+        StatusCode::NOT_FOUND,
+        NOT_FOUND.to_owned(),
+        POLICY.clone(),
+    ))
+}
+
+/// The viewer page of a publication's audience content.
+pub(super) async fn page(app: &AppState, deck_id: &str, content: &Value) -> ApiResult<Response> {
+    // Stored content is already the audience deck; filtering again costs nothing and
+    // keeps notes and hidden slides out even of content stored by an older release.
+    let deck = Deck::from_json(content.clone())
+        .map_err(ApiError::internal)?
+        .audience();
+    let images = images(app, deck_id, &deck).await?;
+    let html = off_runtime(move || viewer_html(&deck, &images)).await?;
+    Ok(vary_accept(crate::pages::send(
+        StatusCode::OK,
+        html,
+        POLICY.clone(),
+    )))
+}
+
+/// The deck's ready images, checked against their sha256 as the export worker does (an
+/// object replaced through its upload URL after validation is left out, L4). A missing
+/// one is drawn by the renderer as a placeholder.
+async fn images(app: &AppState, deck_id: &str, deck: &Deck) -> ApiResult<Images> {
+    let ids = deck.asset_ids();
+    let mut out = Images::new();
+    if ids.is_empty() {
+        return Ok(out);
+    }
+    let assets = store::deck_assets(&app.db, deck_id).await?;
+    for a in assets
+        .iter()
+        .filter(|a| a.status == "ready" && ids.contains(&a.id))
+    {
+        let fetched = app
+            .objects
+            .get_limited(&a.object_key, MAX_ASSET_BYTES)
+            .await
+            .map_err(unavailable("object storage"))?;
+        if let Fetched::Bytes(bytes) = fetched {
+            if hex::encode(Sha256::digest(&bytes)).eq_ignore_ascii_case(&a.sha256) {
+                out.insert(
+                    a.id.clone(),
+                    Image {
+                        mime: a.mime.clone(),
+                        bytes,
+                    },
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The export's head and slides, with the viewer's style and tail.
+fn viewer_html(deck: &Deck, images: &Images) -> String {
+    let export = plinth_render::deck_html(deck, images);
+    let (w, h) = if deck.aspect == Some(plinth_slides::Aspect::Standard) {
+        (4, 3)
+    } else {
+        (16, 9)
+    };
+    let style = format!(
+        "<style>\n\
+         html {{ scroll-snap-type: none; height: 100%; overflow: hidden; }}\n\
+         body {{ height: 100%; overflow: hidden; }}\n\
+         main {{ height: 100vh; padding: 0; gap: 0; justify-content: center; }}\n\
+         main > section.slide {{ display: none; box-shadow: none; width: min(100vw, calc(100vh * {w} / {h})); }}\n\
+         main > section.slide.current {{ display: block; }}\n\
+         #viewer-counter {{ position: fixed; right: 12px; bottom: 8px; padding: 2px 8px; border-radius: 4px; background: rgba(0,0,0,.5); color: #e8ebef; font: 14px/1.4 \"DejaVu Sans\", Verdana, sans-serif; font-variant-numeric: tabular-nums; }}\n\
+         :fullscreen #viewer-counter {{ opacity: .6; }}\n\
+         </style>\n</head>"
+    );
+    // The head is the renderer's template (deck text there is escaped), so its first
+    // `</head>` is the real one; `</main>` is last in the body, after every slide.
+    let head_end = export.find("</head>");
+    let main_end = export.rfind("</main>");
+    match (head_end, main_end) {
+        (Some(he), Some(me)) if he < me => {
+            let mut out = String::with_capacity(export.len() + 2048);
+            out.push_str(&export[..he]);
+            out.push_str(&style);
+            out.push_str(&export[he + "</head>".len()..me]);
+            out.push_str(&TAIL);
+            out
+        }
+        // The renderer's page changed shape: its slides, with no script at all, rather
+        // than a page whose script the policy would block half of.
+        _ => export,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accept(v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT, HeaderValue::from_str(v).unwrap());
+        h
+    }
+
+    #[test]
+    fn browsers_get_html_and_api_clients_json() {
+        let chrome =
+            "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
+        assert!(wants_html(&accept(chrome)));
+        assert!(wants_html(&accept("text/html")));
+        assert!(!wants_html(&HeaderMap::new()));
+        assert!(!wants_html(&accept("*/*")));
+        assert!(!wants_html(&accept("application/json")));
+        assert!(!wants_html(&accept("application/json, text/html")));
+        assert!(!wants_html(&accept("text/html;q=0.5, application/json")));
+        assert!(!wants_html(&accept("text/html;q=0")));
+    }
+
+    #[test]
+    fn the_policy_names_the_one_script_of_the_tail() {
+        let policy = crate::pages::policy_for(&TAIL);
+        let own = POLICY.to_str().unwrap();
+        let hash = policy
+            .to_str()
+            .unwrap()
+            .split(';')
+            .find(|p| p.trim().starts_with("script-src"))
+            .unwrap()
+            .trim()
+            .to_owned();
+        assert!(own.contains(&hash), "{own} / {hash}");
+        assert!(!own.contains("script-src 'unsafe"), "{own}");
+    }
+}
