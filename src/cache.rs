@@ -20,8 +20,6 @@ use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::db::Db;
 
 /// How long any cached row is served without an announcement reaching this process.
@@ -30,46 +28,7 @@ pub const TTL: Duration = Duration::from_secs(5);
 /// The PostgreSQL notification channel of [`Stale`] announcements.
 pub const CHANNEL: &str = "plinth_invalidate";
 
-/// What changed. Serialised as JSON in the notification payload.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub enum Stale {
-    /// An account's key, level or profile.
-    User(String),
-    /// A deleted account: its posts and namespaces went with it.
-    Deleted(String),
-    /// One KV entry.
-    Kv { namespace: String, key: String },
-    /// Every entry of a namespace (deleted).
-    KvNamespace(String),
-    /// Posts were changed or deleted (a delete cascades to replies): every cached post.
-    Posts,
-}
-
-/// A write that changed rows the caches hold, as the data access returns it: the value
-/// comes out only through [`Caches::announce`], so no write path can forget to announce
-/// (issue 33). Dropping it unread is a compile warning (an error in CI).
-#[must_use = "announce the change: `app.caches.announce(changed).await`"]
-pub struct Changed<T> {
-    value: T,
-    stale: Stale,
-}
-
-impl<T> Changed<T> {
-    pub fn new(value: T, stale: Stale) -> Self {
-        Self { value, stale }
-    }
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Changed<U> {
-        Changed {
-            value: f(self.value),
-            stale: self.stale,
-        }
-    }
-    /// For a process with no caches (an operator command): the value and what to tell
-    /// the servers, which the caller announces itself ([`notify`]).
-    pub fn without_caches(self) -> (T, Stale) {
-        (self.value, self.stale)
-    }
-}
+pub use crate::db::changed::{Changed, Stale};
 
 /// Stripes of change counters: a reader notes its key's stripe before reading the
 /// database and fills the cache only if the stripe did not move meanwhile.
@@ -249,8 +208,9 @@ impl Caches {
     /// every other process. A failed notification is logged; the TTL still bounds it.
     /// Announces a [`Changed`] write and hands back its value.
     pub async fn announce<T>(&self, changed: Changed<T>) -> T {
-        self.stale(changed.stale).await;
-        changed.value
+        let (value, stale) = changed.into_parts();
+        self.stale(stale).await;
+        value
     }
 
     async fn stale(&self, what: Stale) {

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::cache::{Changed, Stale};
+use crate::db::changed::{Changed, Stale};
 use crate::db::{now, Db};
 use crate::with_db;
 

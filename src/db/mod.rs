@@ -5,6 +5,7 @@
 
 pub mod analytics;
 pub mod callbacks;
+pub mod changed;
 pub mod credits;
 pub mod documents;
 pub mod downloads;

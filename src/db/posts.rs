@@ -7,7 +7,7 @@ use sqlx::types::Json;
 use futures::future::BoxFuture;
 use plinth_actors::batch::{BatchStore, BatchWriter};
 
-use crate::cache::{Changed, Stale};
+use crate::db::changed::{Changed, Stale};
 use crate::db::{now, BeginWrite, Db, StoredJson};
 use crate::with_db;
 

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::types::Json;
 
-use crate::cache::{Changed, Stale};
+use crate::db::changed::{Changed, Stale};
 use crate::db::{now, BeginWrite, Db};
 use crate::with_db;
 

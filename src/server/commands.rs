@@ -102,7 +102,7 @@ pub async fn set_level(opts: Opts, email: &str, level: i64) -> anyhow::Result<()
     };
     // Running servers drop the account's cached key at once (PostgreSQL); on SQLite
     // their 5 s cache expiry keeps the operator contract's 10 s.
-    let (_, stale) = changed.without_caches();
+    let (_, stale) = changed.into_parts();
     if let Db::Postgres(pool) = &db {
         crate::cache::notify(pool, &stale).await?;
     }
