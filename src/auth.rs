@@ -291,6 +291,17 @@ pub enum Purchaser {
     Guest(Guest),
 }
 
+impl Purchaser {
+    /// Where this buyer's records of `what` live (idempotency scopes):
+    /// `<what>:<user id>` or `<what>:guest:<session id>`.
+    pub fn scope(&self, what: &str) -> String {
+        match self {
+            Purchaser::User(c) => format!("{what}:{}", c.id),
+            Purchaser::Guest(g) => format!("{what}:guest:{}", g.id),
+        }
+    }
+}
+
 impl axum::extract::FromRequestParts<AppState> for Purchaser {
     type Rejection = ApiError;
 

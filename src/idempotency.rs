@@ -274,6 +274,22 @@ where
     Ok(Recorded::from(reply))
 }
 
+/// A checkout or purchase behind its key: [`recorded`] under the route name `checkout`,
+/// an unknown outcome replayed (the payment is not at most once by itself).
+pub async fn checkout<T, Fut>(
+    app: &AppState,
+    key: &crate::extract::IdempotencyKey,
+    scope: String,
+    body: &impl serde::Serialize,
+    run: Fut,
+) -> ApiResult<Recorded<T>>
+where
+    T: serde::Serialize,
+    Fut: std::future::Future<Output = ApiResult<T>>,
+{
+    recorded(app, key.0.clone(), "checkout", scope, body, false, |_| run).await
+}
+
 /// A recorded answer as stored by [`run`]: encrypted under the master key, since checkout
 /// and purchase answers carry plaintext license keys and download tokens that are
 /// otherwise kept only as hashes (security round 2, L3). Deck changes' answers, recorded

@@ -377,94 +377,79 @@ pub async fn purchase(
     JsonBody(body): JsonBody<PurchaseBody>,
 ) -> ApiResult<Recorded<LinksPurchased>> {
     run_to_end(async move {
-        let scope = match &who {
-            Purchaser::User(c) => format!("download-purchase:{}", c.id),
-            Purchaser::Guest(g) => format!("download-purchase:guest:{}", g.id),
-        };
-        crate::idempotency::recorded(
-            &app,
-            key.0.clone(),
-            "checkout",
-            scope,
-            &body,
-            false,
-            |_| async {
-                let placed =
-                    purchase_checkout(&app, &who, &body, |item| asset_of(item).map(|_| ())).await?;
-                let user_id = match &who {
-                    Purchaser::User(c) => Some(c.id.clone()),
-                    Purchaser::Guest(_) => None,
+        let scope = who.scope("download-purchase");
+        crate::idempotency::checkout(&app, &key, scope, &body, async {
+            let placed =
+                purchase_checkout(&app, &who, &body, |item| asset_of(item).map(|_| ())).await?;
+            let user_id = match &who {
+                Purchaser::User(c) => Some(c.id.clone()),
+                Purchaser::Guest(_) => None,
+            };
+            let mut links: Vec<(LinkRow, String)> = Vec::new();
+            let mut failed = None;
+            'lines: for line in &placed.lines {
+                let item = match crate::db::inventory::get(&app.db, &line.item_id).await {
+                    Ok(Some(i)) => i,
+                    Ok(None) => {
+                        failed = Some(ApiError::not_found("item not found"));
+                        break;
+                    }
+                    Err(e) => {
+                        failed = Some(e.into());
+                        break;
+                    }
                 };
-                let mut links: Vec<(LinkRow, String)> = Vec::new();
-                let mut failed = None;
-                'lines: for line in &placed.lines {
-                    let item = match crate::db::inventory::get(&app.db, &line.item_id).await {
-                        Ok(Some(i)) => i,
-                        Ok(None) => {
-                            failed = Some(ApiError::not_found("item not found"));
-                            break;
-                        }
-                        Err(e) => {
-                            failed = Some(e.into());
-                            break;
-                        }
-                    };
-                    let (key, file_name, mime, max, expires) = match asset_of(&item) {
-                        Ok(a) => a,
+                let (key, file_name, mime, max, expires) = match asset_of(&item) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                };
+                for _ in 0..line.quantity {
+                    let issued = issue(
+                        &app,
+                        Issue {
+                            org_id: &placed.row.organization_id,
+                            item_id: Some(&line.item_id),
+                            order_id: Some(&placed.row.id),
+                            issuer_id: None,
+                            user_id: user_id.as_deref(),
+                            source: &key,
+                            file_name: &file_name,
+                            mime_type: &mime,
+                            max_downloads: max,
+                            expires_in: expires,
+                        },
+                    )
+                    .await;
+                    match issued {
+                        Ok(l) => links.push(l),
                         Err(e) => {
                             failed = Some(e);
-                            break;
-                        }
-                    };
-                    for _ in 0..line.quantity {
-                        let issued = issue(
-                            &app,
-                            Issue {
-                                org_id: &placed.row.organization_id,
-                                item_id: Some(&line.item_id),
-                                order_id: Some(&placed.row.id),
-                                issuer_id: None,
-                                user_id: user_id.as_deref(),
-                                source: &key,
-                                file_name: &file_name,
-                                mime_type: &mime,
-                                max_downloads: max,
-                                expires_in: expires,
-                            },
-                        )
-                        .await;
-                        match issued {
-                            Ok(l) => links.push(l),
-                            Err(e) => {
-                                failed = Some(e);
-                                break 'lines;
-                            }
+                            break 'lines;
                         }
                     }
                 }
-                if let Some(e) = failed {
-                    for (l, _) in &links {
-                        let _ = store::revoke(&app.db, &l.id).await;
-                        let _ = app.objects.delete(&l.clone_key).await;
-                    }
-                    crate::domain::orders::undo_purchase(
-                        &app,
-                        &placed.row,
-                        "download links not made",
-                    )
+            }
+            if let Some(e) = failed {
+                for (l, _) in &links {
+                    let _ = store::revoke(&app.db, &l.id).await;
+                    let _ = app.objects.delete(&l.clone_key).await;
+                }
+                crate::domain::orders::undo_purchase(&app, &placed.row, "download links not made")
                     .await?;
-                    return Err(e);
-                }
-                let data: Vec<Issued> = links
-                    .into_iter()
-                    .map(|l| issued_view(&app, l, &placed.row.domain))
-                    .collect();
-                Ok(LinksPurchased {
-                    checkout: (&placed).into(),
-                    links: data,
-                })
-            },
-        )
+                return Err(e);
+            }
+            let data: Vec<Issued> = links
+                .into_iter()
+                .map(|l| issued_view(&app, l, &placed.row.domain))
+                .collect();
+            Ok(LinksPurchased {
+                checkout: (&placed).into(),
+                links: data,
+            })
+        })
         .await
     })
     .await

@@ -379,46 +379,35 @@ pub async fn purchase(
     JsonBody(body): JsonBody<PurchaseBody>,
 ) -> ApiResult<Recorded<LicensesPurchased>> {
     run_to_end(async move {
-        let scope = match &who {
-            Purchaser::User(c) => format!("license-purchase:{}", c.id),
-            Purchaser::Guest(g) => format!("license-purchase:guest:{}", g.id),
-        };
-        crate::idempotency::recorded(
-            &app,
-            key.0.clone(),
-            "checkout",
-            scope,
-            &body,
-            false,
-            |_| async {
-                let placed =
-                    purchase_checkout(&app, &who, &body, |item| match terms(&item.data.0)?.0 {
-                        Some(_) => Ok(()),
-                        None => Err(ApiError::bad_request(format!(
-                            "`{}` is not a licensed item (no `data.license_product_id`)",
-                            item.sku
-                        ))),
-                    })
-                    .await?;
-                let keys_by_id = mint_for(&app, &who, &placed).await;
-                let keys_by_id = match keys_by_id {
-                    Ok(m) => m,
-                    Err(e) => {
-                        crate::domain::orders::undo_purchase(
-                            &app,
-                            &placed.row,
-                            "license keys not minted",
-                        )
-                        .await?;
-                        return Err(e);
-                    }
-                };
-                Ok(LicensesPurchased {
-                    checkout: (&placed).into(),
-                    licenses: minted(&app, &placed.row.id, &keys_by_id).await?,
+        let scope = who.scope("license-purchase");
+        crate::idempotency::checkout(&app, &key, scope, &body, async {
+            let placed =
+                purchase_checkout(&app, &who, &body, |item| match terms(&item.data.0)?.0 {
+                    Some(_) => Ok(()),
+                    None => Err(ApiError::bad_request(format!(
+                        "`{}` is not a licensed item (no `data.license_product_id`)",
+                        item.sku
+                    ))),
                 })
-            },
-        )
+                .await?;
+            let keys_by_id = mint_for(&app, &who, &placed).await;
+            let keys_by_id = match keys_by_id {
+                Ok(m) => m,
+                Err(e) => {
+                    crate::domain::orders::undo_purchase(
+                        &app,
+                        &placed.row,
+                        "license keys not minted",
+                    )
+                    .await?;
+                    return Err(e);
+                }
+            };
+            Ok(LicensesPurchased {
+                checkout: (&placed).into(),
+                licenses: minted(&app, &placed.row.id, &keys_by_id).await?,
+            })
+        })
         .await
     })
     .await

@@ -67,38 +67,30 @@ pub async fn checkout(
 ) -> ApiResult<Recorded<Placed>> {
     run_to_end(async move {
         let scope = format!("checkout:{}", caller.id);
-        crate::idempotency::recorded(
-            &app,
-            key.0.clone(),
-            "checkout",
-            scope,
-            &body,
-            false,
-            |_| async {
-                let pay = pay(body.payment_type.as_deref())?;
-                if let Some(pm) = &body.payment_method_id {
-                    crate::payments::valid_payment_method_id(pm)?;
-                }
-                let basket = basket(
-                    &app,
-                    Some(&caller),
-                    Owner::User(&caller.id),
-                    body.items.as_deref(),
-                    body.domain.as_deref(),
-                )
-                .await?;
-                let req = Request {
-                    buyer_email: Some(caller.user.email.clone()),
-                    customer_info: object("customer_info", body.customer_info.clone())?,
-                    shipping_address: address(body.shipping_address.clone())?,
-                    discount_code: body.discount_code.clone(),
-                    payment_method_id: body.payment_method_id.clone(),
-                };
-                place(&app, Buyer::User(caller.id.clone()), basket, pay, req)
-                    .await
-                    .map(|p| Placed::from(&p))
-            },
-        )
+        crate::idempotency::checkout(&app, &key, scope, &body, async {
+            let pay = pay(body.payment_type.as_deref())?;
+            if let Some(pm) = &body.payment_method_id {
+                crate::payments::valid_payment_method_id(pm)?;
+            }
+            let basket = basket(
+                &app,
+                Some(&caller),
+                Owner::User(&caller.id),
+                body.items.as_deref(),
+                body.domain.as_deref(),
+            )
+            .await?;
+            let req = Request {
+                buyer_email: Some(caller.user.email.clone()),
+                customer_info: object("customer_info", body.customer_info.clone())?,
+                shipping_address: address(body.shipping_address.clone())?,
+                discount_code: body.discount_code.clone(),
+                payment_method_id: body.payment_method_id.clone(),
+            };
+            place(&app, Buyer::User(caller.id.clone()), basket, pay, req)
+                .await
+                .map(|p| Placed::from(&p))
+        })
         .await
     })
     .await
@@ -116,47 +108,39 @@ pub async fn guest_checkout(
 ) -> ApiResult<Recorded<Placed>> {
     run_to_end(async move {
         let scope = format!("guest-checkout:{}", guest.id);
-        crate::idempotency::recorded(
-            &app,
-            key.0.clone(),
-            "checkout",
-            scope,
-            &body,
-            false,
-            |_| async {
-                crate::payments::valid_payment_method_id(&body.payment_method_id)?;
-                let basket = basket(
-                    &app,
-                    None,
-                    Owner::Guest(&guest.id),
-                    body.items.as_deref(),
-                    Some(&guest.domain),
-                )
-                .await?;
-                if basket.org_id != guest.org_id {
-                    return Err(ApiError::forbidden(
-                        "a guest session buys from its own organization only",
-                    ));
-                }
-                let customer_info = object("customer_info", body.customer_info.clone())?;
-                let email = body
-                    .email
-                    .as_deref()
-                    .or_else(|| customer_info.get("email").and_then(Value::as_str))
-                    .map(crate::domain::accounts::parse_email)
-                    .transpose()?;
-                let req = Request {
-                    buyer_email: email,
-                    customer_info,
-                    shipping_address: address(body.shipping_address.clone())?,
-                    discount_code: body.discount_code.clone(),
-                    payment_method_id: Some(body.payment_method_id.clone()),
-                };
-                place(&app, Buyer::Guest(guest.id.clone()), basket, Pay::Usd, req)
-                    .await
-                    .map(|p| Placed::from(&p))
-            },
-        )
+        crate::idempotency::checkout(&app, &key, scope, &body, async {
+            crate::payments::valid_payment_method_id(&body.payment_method_id)?;
+            let basket = basket(
+                &app,
+                None,
+                Owner::Guest(&guest.id),
+                body.items.as_deref(),
+                Some(&guest.domain),
+            )
+            .await?;
+            if basket.org_id != guest.org_id {
+                return Err(ApiError::forbidden(
+                    "a guest session buys from its own organization only",
+                ));
+            }
+            let customer_info = object("customer_info", body.customer_info.clone())?;
+            let email = body
+                .email
+                .as_deref()
+                .or_else(|| customer_info.get("email").and_then(Value::as_str))
+                .map(crate::domain::accounts::parse_email)
+                .transpose()?;
+            let req = Request {
+                buyer_email: email,
+                customer_info,
+                shipping_address: address(body.shipping_address.clone())?,
+                discount_code: body.discount_code.clone(),
+                payment_method_id: Some(body.payment_method_id.clone()),
+            };
+            place(&app, Buyer::Guest(guest.id.clone()), basket, Pay::Usd, req)
+                .await
+                .map(|p| Placed::from(&p))
+        })
         .await
     })
     .await
