@@ -278,7 +278,7 @@ where
 /// an unknown outcome replayed (the payment is not at most once by itself).
 pub async fn checkout<T, Fut>(
     app: &AppState,
-    key: &crate::extract::IdempotencyKey,
+    key: Option<String>,
     scope: String,
     body: &impl serde::Serialize,
     run: Fut,
@@ -287,7 +287,7 @@ where
     T: serde::Serialize,
     Fut: std::future::Future<Output = ApiResult<T>>,
 {
-    recorded(app, key.0.clone(), "checkout", scope, body, false, |_| run).await
+    recorded(app, key, "checkout", scope, body, false, |_| run).await
 }
 
 /// A recorded answer as stored by [`run`]: encrypted under the master key, since checkout

@@ -378,7 +378,7 @@ pub async fn purchase(
 ) -> ApiResult<Recorded<LinksPurchased>> {
     run_to_end(async move {
         let scope = who.scope("download-purchase");
-        crate::idempotency::checkout(&app, &key, scope, &body, async {
+        crate::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
             let placed =
                 purchase_checkout(&app, &who, &body, |item| asset_of(item).map(|_| ())).await?;
             let user_id = match &who {

@@ -380,7 +380,7 @@ pub async fn purchase(
 ) -> ApiResult<Recorded<LicensesPurchased>> {
     run_to_end(async move {
         let scope = who.scope("license-purchase");
-        crate::idempotency::checkout(&app, &key, scope, &body, async {
+        crate::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
             let placed =
                 purchase_checkout(&app, &who, &body, |item| match terms(&item.data.0)?.0 {
                     Some(_) => Ok(()),

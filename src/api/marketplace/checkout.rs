@@ -67,7 +67,7 @@ pub async fn checkout(
 ) -> ApiResult<Recorded<Placed>> {
     run_to_end(async move {
         let scope = format!("checkout:{}", caller.id);
-        crate::idempotency::checkout(&app, &key, scope, &body, async {
+        crate::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
             let pay = pay(body.payment_type.as_deref())?;
             if let Some(pm) = &body.payment_method_id {
                 crate::payments::valid_payment_method_id(pm)?;
@@ -108,7 +108,7 @@ pub async fn guest_checkout(
 ) -> ApiResult<Recorded<Placed>> {
     run_to_end(async move {
         let scope = format!("guest-checkout:{}", guest.id);
-        crate::idempotency::checkout(&app, &key, scope, &body, async {
+        crate::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
             crate::payments::valid_payment_method_id(&body.payment_method_id)?;
             let basket = basket(
                 &app,
