@@ -154,7 +154,7 @@ pub async fn public(
     };
     if html {
         return Ok(OrPage::page(
-            viewer::page(&app, &p.deck_id, &p.content.0).await?,
+            viewer::page(&app, &p.id, &p.deck_id, &p.content.0).await?,
         ));
     }
     let answer = OrPage::answer(Publication {

@@ -4,7 +4,7 @@
 //! viewer's: one slide at a time scaled to the window, keyboard navigation, a counter
 //! and fullscreen. The policy allows only the viewer's script, by its hash.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
@@ -119,18 +119,53 @@ pub(super) fn not_found_page() -> Response {
     ))
 }
 
+/// How long a rendered viewer page is served from memory: a publication's content never
+/// changes, but an image deleted from the deck should leave its page soon.
+const PAGE_TTL: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Rendered pages by publication id, at most 64 MiB of HTML: without it every view read
+/// and hashed each image from storage and rendered the deck again. Whether the
+/// publication is still active is read from the database on every request, before this.
+#[derive(Clone)]
+struct ByLength;
+
+impl quick_cache::Weighter<String, (std::time::Instant, Arc<String>)> for ByLength {
+    fn weight(&self, _: &String, v: &(std::time::Instant, Arc<String>)) -> u64 {
+        v.1.len().max(1) as u64
+    }
+}
+
+type Pages = quick_cache::sync::Cache<String, (std::time::Instant, Arc<String>), ByLength>;
+
+static PAGES: LazyLock<Pages> =
+    LazyLock::new(|| Pages::with_weighter(256, 64 * 1024 * 1024, ByLength));
+
 /// The viewer page of a publication's audience content.
-pub(super) async fn page(app: &AppState, deck_id: &str, content: &Value) -> ApiResult<Response> {
-    // Stored content is already the audience deck; filtering again costs nothing and
-    // keeps notes and hidden slides out even of content stored by an older release.
-    let deck = Deck::from_json(content.clone())
-        .map_err(ApiError::internal)?
-        .audience();
-    let images = images(app, deck_id, &deck).await?;
-    let html = off_runtime(move || viewer_html(&deck, &images)).await?;
+pub(super) async fn page(
+    app: &AppState,
+    publication_id: &str,
+    deck_id: &str,
+    content: &Value,
+) -> ApiResult<Response> {
+    let html = match PAGES.get(publication_id) {
+        Some((at, html)) if at.elapsed() < PAGE_TTL => html,
+        _ => {
+            // Stored content is already the audience deck; filtering again costs
+            // nothing and keeps notes and hidden slides out even of content stored by
+            // an older release.
+            let deck = Deck::from_json(content.clone())
+                .map_err(ApiError::internal)?
+                .audience();
+            let images = images(app, deck_id, &deck).await?;
+            let html = Arc::new(off_runtime(move || viewer_html(&deck, &images)).await?);
+            let entry = (std::time::Instant::now(), html.clone());
+            PAGES.insert(publication_id.to_owned(), entry);
+            html
+        }
+    };
     Ok(vary_accept(crate::pages::send(
         StatusCode::OK,
-        html,
+        html.as_str().to_owned(),
         POLICY.clone(),
     )))
 }
