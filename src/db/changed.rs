@@ -32,12 +32,6 @@ impl<T> Changed<T> {
     pub fn new(value: T, stale: Stale) -> Self {
         Self { value, stale }
     }
-    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Changed<U> {
-        Changed {
-            value: f(self.value),
-            stale: self.stale,
-        }
-    }
     /// The value and what it made stale: for `Caches::announce`, and for a process
     /// with no caches (an operator command), which tells the servers itself
     /// (`cache::notify`).
