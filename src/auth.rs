@@ -172,7 +172,7 @@ where
 
 /// Whether the caller belongs to the organization (platform admins do): the OrgMember
 /// rule for routes whose body names a record rather than its organization.
-pub async fn in_org(app: &AppState, caller: &Caller, org_id: &str) -> Result<bool, ApiError> {
+pub async fn in_org(app: &AppState, caller: &Caller, org_id: &str) -> Result<bool, sqlx::Error> {
     Ok(caller.is_admin()
         || crate::db::organizations::role_of(&app.db, org_id, &caller.id)
             .await?
@@ -182,7 +182,7 @@ pub async fn in_org(app: &AppState, caller: &Caller, org_id: &str) -> Result<boo
 /// Whether the caller administers the organization (platform admins do): the OrgAdmin
 /// rule for routes whose body names a record (an order, a license, a download link)
 /// rather than its organization.
-pub async fn org_admin(app: &AppState, caller: &Caller, org_id: &str) -> Result<bool, ApiError> {
+pub async fn org_admin(app: &AppState, caller: &Caller, org_id: &str) -> Result<bool, sqlx::Error> {
     Ok(caller.is_admin()
         || crate::db::organizations::role_of(&app.db, org_id, &caller.id).await?
             == Some(crate::states::OrgRole::Admin))

@@ -9,6 +9,8 @@ use serde_json::{Map, Value};
 
 use crate::reply::Reply;
 
+mod domain;
+
 #[derive(Debug)]
 pub struct ApiError {
     pub status: StatusCode,

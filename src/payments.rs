@@ -50,15 +50,19 @@ pub struct Card {
     pub exp_year: u32,
 }
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
     /// The card was declined: 402 to the client.
+    #[error("the payment was declined: {0}")]
     Declined(String),
     /// The request names something the provider does not know: 400.
+    #[error("{0}")]
     Invalid(String),
     /// The provider could not be reached or failed: 503, try again.
+    #[error("payment provider unavailable: {0}")]
     Unavailable(String),
     /// No payment provider is configured in this deployment: 503, an operator must act.
+    #[error("no payment provider is configured")]
     NotConfigured,
 }
 
@@ -76,30 +80,6 @@ pub fn valid_payment_method_id(pm: &str) -> Result<(), ProviderError> {
         Err(ProviderError::Invalid(
             "`paymentMethodId` must be a payment-method id such as pm_card_visa".into(),
         ))
-    }
-}
-
-impl From<ProviderError> for crate::error::ApiError {
-    fn from(e: ProviderError) -> Self {
-        match e {
-            ProviderError::Declined(m) => crate::error::ApiError::new(
-                axum::http::StatusCode::PAYMENT_REQUIRED,
-                format!("the payment was declined: {m}"),
-            ),
-            ProviderError::Invalid(m) => crate::error::ApiError::bad_request(m),
-            ProviderError::NotConfigured => crate::error::ApiError::new(
-                axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                "payments are not configured on this server (PLINTH_STRIPE_SECRET_KEY); \
-                 simulated payments run only when no real provider is configured",
-            ),
-            ProviderError::Unavailable(m) => {
-                tracing::error!(error = %m, "payment provider unavailable");
-                crate::error::ApiError::new(
-                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                    "the payment provider is unavailable; try again",
-                )
-            }
-        }
     }
 }
 

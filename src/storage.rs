@@ -51,14 +51,9 @@ pub fn valid_key(key: &str) -> bool {
         })
 }
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct StorageError(pub String);
-
-impl std::fmt::Display for StorageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 fn err(e: impl std::fmt::Display) -> StorageError {
     StorageError(e.to_string())

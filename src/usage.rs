@@ -15,6 +15,7 @@ use plinth_actors::credits::{Applied, Change, Entry};
 use serde_json::{json, Map, Value};
 
 use crate::auth::{self, Caller, CallerExt, LEVEL_ADMIN, LEVEL_VERIFIED};
+use crate::domain::ledger::{insufficient, LedgerError};
 use crate::error::ApiError;
 use crate::reply::Envelope;
 use crate::route_spec::{Access, Category};
@@ -425,7 +426,7 @@ async fn check(
     }
     let cost = entry.cost as i64;
     let Some(c) = caller else {
-        return Err(crate::domain::ledger::payment_required(app, cost, 0));
+        return Err(insufficient(app, cost, 0).into());
     };
     let charge = usage_entry(
         &c.id,
@@ -442,11 +443,9 @@ async fn check(
         .await
     {
         Ok(Applied::Done { .. }) => Ok(true),
-        Ok(Applied::Insufficient { balance, .. }) => {
-            Err(crate::domain::ledger::payment_required(app, cost, balance))
-        }
-        Ok(_) => Err(crate::domain::ledger::payment_required(app, cost, 0)),
-        Err(e) => Err(crate::domain::ledger::credit_error(e)),
+        Ok(Applied::Insufficient { balance, .. }) => Err(insufficient(app, cost, balance).into()),
+        Ok(_) => Err(insufficient(app, cost, 0).into()),
+        Err(e) => Err(LedgerError::Unanswered(e).into()),
     }
 }
 

@@ -698,7 +698,7 @@ pub async fn attachment_create(
     Path(id): Path<String>,
     JsonBody(b): JsonBody<AttachmentBody>,
 ) -> ApiResult<Answer<AttachmentUpload>> {
-    use crate::domain::uploads::{content_type, unavailable, upload_bound};
+    use crate::domain::uploads::{content_type, upload_bound};
     let file = crate::domain::validate::clean_filename(&b.file, "file")?;
     let ct = content_type(&b.r#type, "type")?;
     let (max, exact) = upload_bound(&app, b.size)?;
@@ -731,8 +731,7 @@ pub async fn attachment_create(
     let url = app
         .objects
         .presign_put(&key, &ct, max, exact, UPLOAD_TTL)
-        .await
-        .map_err(unavailable)?;
+        .await?;
     // Conditional: of two racing creates, one gets the event.
     if !store::claim_attachment(&app.db, &id, &hash, &key).await? {
         return Err(ApiError::new(
@@ -775,6 +774,6 @@ pub async fn attachment(
         .objects
         .presign_get(&key, DOWNLOAD_TTL)
         .await
-        .map_err(crate::domain::uploads::unavailable)?;
+        .map_err(crate::domain::uploads::UploadError::Storage)?;
     Ok(crate::reply::SignedRedirect::to(&url))
 }

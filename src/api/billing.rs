@@ -360,8 +360,10 @@ async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<b
             if let (Some(id), Some(order)) = (s("id"), object["metadata"]["order_id"].as_str()) {
                 let amount = object["amount"].as_i64().unwrap_or(-1);
                 let currency = object["currency"].as_str();
-                return crate::domain::orders::confirm_payment(app, order, &id, amount, currency)
-                    .await;
+                return Ok(crate::domain::orders::confirm_payment(
+                    app, order, &id, amount, currency,
+                )
+                .await?);
             }
             let (Some(id), Some(user)) = (s("id"), object["metadata"]["user_id"].as_str()) else {
                 return Ok(false);
@@ -434,7 +436,7 @@ pub async fn authenticate_agent(
         Err(e) => {
             let _ = app.payments.cancel_subscription(&subscription).await;
             let _ = app.payments.delete_customer(&customer).await;
-            return Err(e);
+            return Err(e.into());
         }
     };
     let named = users_db::set_username(&app.db, &user.id, &username).await?;

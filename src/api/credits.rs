@@ -13,7 +13,7 @@ use crate::auth::{Caller, Viewer};
 use crate::db::{credits as store, users as users_db};
 use crate::domain::accounts::parse_email;
 use crate::domain::ledger::{
-    apply, balance_after, credit_error, distribute_monthly, entry, MAX_AMOUNT,
+    apply, balance_after, distribute_monthly, entry, LedgerError, MAX_AMOUNT,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, IdempotencyKey, JsonBody};
@@ -451,7 +451,7 @@ async fn transfer(
     key: &Option<String>,
 ) -> ApiResult<Option<Applied>> {
     let group = uuid::Uuid::new_v4().to_string();
-    apply(
+    Ok(apply(
         app,
         vec![
             entry(
@@ -470,7 +470,7 @@ async fn transfer(
             ),
         ],
     )
-    .await
+    .await?)
 }
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
@@ -681,7 +681,7 @@ async fn store_credit(
             ));
         }
         // It may still land: keep the claim, so no other account can take it (M9).
-        Err(e @ CreditError::Unknown(_)) => return Err(credit_error(e)),
+        Err(e @ CreditError::Unknown(_)) => return Err(LedgerError::Unanswered(e).into()),
     }
     Ok(StoreCredited {
         success: True,

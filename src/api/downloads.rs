@@ -14,6 +14,8 @@ use serde_json::Value;
 use crate::auth::{Caller, OrgAdmin, Purchaser, Viewer};
 use crate::db::downloads::{self as store, LinkRow, NewLink};
 use crate::domain::checkout::{purchase as purchase_checkout, run_to_end, PurchaseBody};
+use crate::domain::uploads::UploadError;
+use crate::domain::Invalid;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdempotencyKey, JsonBody};
 use crate::reply::{Answer, PrivateAnswer, Recorded, SignedRedirect};
@@ -22,8 +24,8 @@ use crate::wire::downloads::{Issued, Link, LinksPurchased, Revoked};
 use crate::wire::{Data, Page, Saved, True};
 
 use crate::domain::downloads::{
-    bounded, own_source, DownloadAsset, DEFAULT_EXPIRES_IN, DEFAULT_MAX_DOWNLOADS, MAX_EXPIRES_IN,
-    URL_TTL,
+    bounded, own_source, DownloadAsset, SourceError, DEFAULT_EXPIRES_IN, DEFAULT_MAX_DOWNLOADS,
+    MAX_EXPIRES_IN, URL_TTL,
 };
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -227,7 +229,7 @@ pub async fn redeem(
     };
     match app.objects.presign_get(&clone, URL_TTL).await {
         Ok(url) => Ok(SignedRedirect::to(&url)),
-        Err(e) => Err(crate::domain::uploads::unavailable(e).into_response()),
+        Err(e) => Err(ApiError::from(UploadError::Storage(e)).into_response()),
     }
 }
 
@@ -334,17 +336,19 @@ pub async fn link_status(
 /// Whether the caller administers the link's organization now (having issued it gives no
 /// rights of its own: security round 2, M7).
 async fn may_see(app: &AppState, caller: &Caller, l: &LinkRow) -> ApiResult<bool> {
-    crate::auth::org_admin(app, caller, &l.organization_id).await
+    Ok(crate::auth::org_admin(app, caller, &l.organization_id).await?)
 }
 
 /// An item's `download_asset` as a purchase uses it: `(key, file name, mime type, max
 /// downloads, expires in seconds)`; 400 when the item has none or it is malformed, 403
 /// when its key is not the organization's own (checked again here, not only when the
 /// item was written).
-fn asset_of(item: &crate::db::inventory::ItemRow) -> ApiResult<(String, String, String, i64, i64)> {
+fn asset_of(
+    item: &crate::db::inventory::ItemRow,
+) -> Result<(String, String, String, i64, i64), SourceError> {
     let asset = DownloadAsset::of(&item.organization_id, &item.data.0)?.unwrap_or_default();
     let key = asset.key.ok_or_else(|| {
-        ApiError::bad_request(format!(
+        Invalid(format!(
             "`{}` is not a downloadable item (no `data.download_asset.key`)",
             item.sku
         ))
@@ -380,7 +384,8 @@ pub async fn purchase(
         let scope = who.scope("download-purchase");
         crate::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
             let placed =
-                purchase_checkout(&app, &who, &body, |item| asset_of(item).map(|_| ())).await?;
+                purchase_checkout(&app, &who, &body, |item| Ok(asset_of(item).map(|_| ())?))
+                    .await?;
             let user_id = match &who {
                 Purchaser::User(c) => Some(c.id.clone()),
                 Purchaser::Guest(_) => None,
@@ -402,7 +407,7 @@ pub async fn purchase(
                 let (key, file_name, mime, max, expires) = match asset_of(&item) {
                     Ok(a) => a,
                     Err(e) => {
-                        failed = Some(e);
+                        failed = Some(e.into());
                         break;
                     }
                 };

@@ -210,7 +210,7 @@ pub async fn update(
             return Ok(Answer(Saved::new(Event::from(&e))));
         }
     }
-    Err(records::busy())
+    Err(records::busy().into())
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

@@ -101,7 +101,7 @@ async fn with_profile(
     if name.is_none() && picture.is_none() {
         return Ok(user);
     }
-    accounts::modify_data(app, user, |data| {
+    Ok(accounts::modify_data(app, user, |data| {
         if let Some(n) = &name {
             data.insert("name".into(), json!(n));
         }
@@ -109,7 +109,7 @@ async fn with_profile(
             data.insert("avatar_url".into(), json!(p));
         }
     })
-    .await
+    .await?)
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

@@ -37,7 +37,7 @@ fn holds(caller: Option<&Caller>, u: &UnitRow) -> bool {
 /// Whether the caller sees the organization's private items.
 async fn member(app: &AppState, caller: Option<&Caller>, org_id: &str) -> ApiResult<bool> {
     match caller {
-        Some(c) => crate::auth::in_org(app, c, org_id).await,
+        Some(c) => Ok(crate::auth::in_org(app, c, org_id).await?),
         None => Ok(false),
     }
 }
@@ -439,7 +439,7 @@ pub async fn update(
             return Ok(Answer(Saved::new(Item::of(&item, true))));
         }
     }
-    Err(records::busy())
+    Err(records::busy().into())
 }
 
 /// `POST /api/inventory/delete` (OrgAdmin of the item's organization): the item and its

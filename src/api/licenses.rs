@@ -6,12 +6,13 @@
 
 use axum::extract::{Path, Query, State};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::auth::{Caller, OrgAdmin, Purchaser, Viewer};
 use crate::db::licenses::{self as store, Activation, Grant, LicenseRow, NewLicense, Of};
 use crate::domain::checkout::{purchase as purchase_checkout, run_to_end, PurchaseBody};
-use crate::domain::licenses::{new_key, normalize, status};
+use crate::domain::licenses::{new_key, normalize, status, terms, Terms};
+use crate::domain::Invalid;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdempotencyKey, JsonBody};
 use crate::reply::{Answer, PrivateAnswer, Recorded};
@@ -110,7 +111,11 @@ pub async fn create(
         None => None,
     };
     let terms = item.as_ref().map(|i| terms(&i.data.0)).transpose()?;
-    let (product_id, allowed, duration) = terms.unwrap_or((None, None, None));
+    let Terms {
+        product_id,
+        activations_allowed: allowed,
+        duration_seconds: duration,
+    } = terms.unwrap_or_default();
     let (keys, news) = mint(&app, count);
     let grant = Grant {
         org_id: &g.org.id,
@@ -130,30 +135,6 @@ pub async fn create(
         count: data.len(),
         data,
     }))
-}
-
-/// An item's license terms: `(license_product_id, license_activations_allowed,
-/// license_duration_seconds)`, each optional; 400 when one is malformed.
-fn terms(data: &Value) -> ApiResult<(Option<String>, Option<i64>, Option<i64>)> {
-    let product = data
-        .get("license_product_id")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let number = |k: &str| -> ApiResult<Option<i64>> {
-        match data.get(k) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => v.as_i64().filter(|n| *n >= 1).map(Some).ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "the item's `data.{k}` must be a whole number from 1"
-                ))
-            }),
-        }
-    };
-    Ok((
-        product,
-        number("license_activations_allowed")?,
-        number("license_duration_seconds")?,
-    ))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -381,15 +362,17 @@ pub async fn purchase(
     run_to_end(async move {
         let scope = who.scope("license-purchase");
         crate::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
-            let placed =
-                purchase_checkout(&app, &who, &body, |item| match terms(&item.data.0)?.0 {
+            let placed = purchase_checkout(&app, &who, &body, |item| {
+                match terms(&item.data.0)?.product_id {
                     Some(_) => Ok(()),
-                    None => Err(ApiError::bad_request(format!(
+                    None => Err(Invalid(format!(
                         "`{}` is not a licensed item (no `data.license_product_id`)",
                         item.sku
-                    ))),
-                })
-                .await?;
+                    ))
+                    .into()),
+                }
+            })
+            .await?;
             let keys_by_id = mint_for(&app, &who, &placed).await;
             let keys_by_id = match keys_by_id {
                 Ok(m) => m,
@@ -428,7 +411,11 @@ async fn mint_for(
         let item = crate::db::inventory::get(&app.db, &line.item_id)
             .await?
             .ok_or_else(|| ApiError::not_found("item not found"))?;
-        let (product_id, allowed, duration) = terms(&item.data.0)?;
+        let Terms {
+            product_id,
+            activations_allowed: allowed,
+            duration_seconds: duration,
+        } = terms(&item.data.0)?;
         let (keys, news) = mint(app, line.quantity);
         let grant = Grant {
             org_id: &placed.row.organization_id,

@@ -67,7 +67,7 @@ fn apply_markdown(data: &mut Map<String, Value>, markdown: &str) {
 }
 
 fn page(limit: Option<i64>, offset: Option<i64>) -> ApiResult<(i64, i64)> {
-    crate::domain::validate::page(limit, offset, 50, 200)
+    Ok(crate::domain::validate::page(limit, offset, 50, 200)?)
 }
 
 fn post_list(rows: Vec<PostRow>, total: i64, limit: i64, offset: i64) -> Answer<Page<Post>> {
@@ -371,7 +371,7 @@ pub async fn update(
         }
         post = store::get(&app.db, &post.id).await?.ok_or_else(not_found)?;
     }
-    Err(records::busy())
+    Err(records::busy().into())
 }
 
 /// `POST /api/posts/delete` (the author or an administrator): the post, its replies and

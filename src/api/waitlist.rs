@@ -12,7 +12,7 @@ use crate::auth::{Caller, OrgAdmin, Viewer};
 use crate::db::organizations::{self as orgs, OrgRow};
 use crate::db::users as users_db;
 use crate::db::waitlist::{self as store, Entry};
-use crate::domain::accounts::{create_account_for, parse_email};
+use crate::domain::accounts::{create_account_for, parse_email, AccountError};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, NoFields};
 use crate::reply::Answer;
@@ -129,12 +129,12 @@ async fn admit(app: &AppState, org: &OrgRow, email: &str) -> ApiResult<Value> {
         None => match create_account_for(app, email, &org.domain).await {
             Ok((u, _)) => u,
             // Created concurrently by another accept: reuse it.
-            Err(e) if e.status == axum::http::StatusCode::CONFLICT => {
+            Err(AccountError::Db(e)) if crate::db::unique_violation(&e).is_some() => {
                 users_db::by_email(&app.db, email)
                     .await?
                     .ok_or_else(|| ApiError::internal("account vanished after a conflict"))?
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         },
     };
     Ok(user

@@ -8,11 +8,28 @@ use serde_json::{json, Map, Value};
 use crate::cache::Changed;
 use crate::crypto;
 use crate::db::users::{self as store, NewUser, UserRow, Verification};
-use crate::error::{ApiError, ApiResult};
+use crate::domain::Invalid;
 use crate::mail::{self, Kind};
 use crate::state::AppState;
 
 pub const EXEMPT_ALL_EMAILS: &str = "EXEMPT_ALL_EMAILS";
+
+/// Why an account change did not happen.
+#[derive(Debug, thiserror::Error)]
+pub enum AccountError {
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error("user not found")]
+    NotFound,
+    /// Other writers won every try (a 409).
+    #[error("the account is being updated concurrently; retry")]
+    Busy,
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+    /// Ours, never the client's: logged, answered as a vague 500.
+    #[error("{0}")]
+    Internal(String),
+}
 
 /// Lifetimes of emailed one-time codes, by purpose.
 pub const VERIFY_CODE_TTL: Duration = Duration::hours(24);
@@ -20,10 +37,10 @@ pub const RESET_CODE_TTL: Duration = Duration::hours(1);
 pub const SIGNIN_CODE_TTL: Duration = Duration::minutes(15);
 
 /// Normalises and checks an email address (400 on anything malformed).
-pub fn parse_email(raw: &str) -> Result<String, ApiError> {
+pub fn parse_email(raw: &str) -> Result<String, Invalid> {
     let email = raw.trim().to_lowercase();
     if !email_address::EmailAddress::is_valid(&email) || !email.contains('.') {
-        return Err(ApiError::bad_request(format!(
+        return Err(Invalid::new(format!(
             "`{raw}` is not a valid email address"
         )));
     }
@@ -51,7 +68,7 @@ pub async fn modify_data(
     app: &AppState,
     mut user: UserRow,
     change: impl Fn(&mut Map<String, Value>),
-) -> ApiResult<UserRow> {
+) -> Result<UserRow, AccountError> {
     for _ in 0..8 {
         let mut data = match &user.data.0 {
             Value::Object(m) => m.clone(),
@@ -67,13 +84,11 @@ pub async fn modify_data(
             None => {
                 user = store::by_id(&app.db, &user.id)
                     .await?
-                    .ok_or_else(|| ApiError::not_found("user not found"))?;
+                    .ok_or(AccountError::NotFound)?;
             }
         }
     }
-    Err(ApiError::conflict(
-        "the account is being updated concurrently; retry",
-    ))
+    Err(AccountError::Busy)
 }
 
 /// The exemption tag follows the most recent sign-in that names a source: an exempt
@@ -82,7 +97,7 @@ pub async fn apply_exemption(
     app: &AppState,
     user: UserRow,
     source: Option<&str>,
-) -> ApiResult<UserRow> {
+) -> Result<UserRow, AccountError> {
     let Some(source) = source else {
         return Ok(user);
     };
@@ -113,7 +128,7 @@ pub async fn email_code(
     user: &UserRow,
     source: Option<&str>,
     purpose: &str,
-) -> ApiResult<bool> {
+) -> Result<bool, AccountError> {
     if is_exempt(user) {
         return Ok(false);
     }
@@ -143,7 +158,7 @@ pub async fn create_account(
     password: Option<&str>,
     source: Option<&str>,
     verified: bool,
-) -> ApiResult<(UserRow, String)> {
+) -> Result<(UserRow, String), AccountError> {
     create(app, email, password, source.map(|s| (s, true)), verified).await
 }
 
@@ -153,7 +168,7 @@ pub async fn create_account_for(
     app: &AppState,
     email: &str,
     org_domain: &str,
-) -> ApiResult<(UserRow, String)> {
+) -> Result<(UserRow, String), AccountError> {
     create(app, email, None, Some((org_domain, false)), true).await
 }
 
@@ -163,7 +178,7 @@ async fn create(
     password: Option<&str>,
     source: Option<(&str, bool)>,
     verified: bool,
-) -> ApiResult<(UserRow, String)> {
+) -> Result<(UserRow, String), AccountError> {
     let (source, source_by_self) = match source {
         Some((s, by_self)) => (Some(s), by_self),
         None => (None, true),
@@ -175,7 +190,7 @@ async fn create(
             Some(
                 tokio::task::spawn_blocking(move || crypto::hash_password(&p))
                     .await
-                    .map_err(ApiError::internal)?,
+                    .map_err(|e| AccountError::Internal(e.to_string()))?,
             )
         }
         None => None,
@@ -206,11 +221,13 @@ async fn create(
 }
 
 /// The account's API key in plain text (stored encrypted under the master key).
-pub fn user_key(app: &AppState, user: &UserRow) -> Result<String, ApiError> {
+pub fn user_key(app: &AppState, user: &UserRow) -> Result<String, AccountError> {
     app.key
         .decrypt(&user.key_cipher)
         .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| ApiError::internal("stored API key does not decrypt with the master key"))
+        .ok_or_else(|| {
+            AccountError::Internal("stored API key does not decrypt with the master key".into())
+        })
 }
 
 /// What proved control of the mailbox, which decides what survives from before.
@@ -258,7 +275,7 @@ async fn after(
     app: &AppState,
     user: Changed<UserRow>,
     fresh: (String, String),
-) -> ApiResult<(UserRow, String)> {
+) -> Result<(UserRow, String), AccountError> {
     let user = app.caches.announce(user).await;
     let (key, hash) = fresh;
     if crypto::ct_eq(user.key_hash.as_bytes(), hash.as_bytes()) {
@@ -270,7 +287,11 @@ async fn after(
 
 /// Verifies the account (finding H1): the first verification by any path rotates the
 /// API key, so a key handed out before the mailbox was proven stops working.
-pub async fn verify(app: &AppState, user_id: &str, proof: Proof) -> ApiResult<(UserRow, String)> {
+pub async fn verify(
+    app: &AppState,
+    user_id: &str,
+    proof: Proof,
+) -> Result<(UserRow, String), AccountError> {
     let (key, hash, cipher) = new_key(app);
     let user = store::verify(
         &app.db,
@@ -278,7 +299,7 @@ pub async fn verify(app: &AppState, user_id: &str, proof: Proof) -> ApiResult<(U
         &proof.verification((&hash, &cipher), None),
     )
     .await?
-    .ok_or_else(|| ApiError::not_found("user not found"))?;
+    .ok_or(AccountError::NotFound)?;
     after(app, user, (key, hash)).await
 }
 
@@ -289,7 +310,7 @@ pub async fn verify_with_code(
     code_hash: &str,
     proof: Proof,
     new_password_hash: Option<&str>,
-) -> ApiResult<Option<(UserRow, String)>> {
+) -> Result<Option<(UserRow, String)>, AccountError> {
     let (key, hash, cipher) = new_key(app);
     let how = proof.verification((&hash, &cipher), new_password_hash);
     match store::verify_with_code(&app.db, code_hash, &how).await? {
@@ -299,13 +320,13 @@ pub async fn verify_with_code(
 }
 
 /// Usernames: 3 to 32 characters of `a-z 0-9 _ . -`, stored lower-case, unique.
-pub fn parse_username(raw: &str) -> Result<String, ApiError> {
+pub fn parse_username(raw: &str) -> Result<String, Invalid> {
     let u = raw.trim().to_lowercase();
     let ok = (3..=32).contains(&u.len())
         && u.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.-".contains(c));
     if !ok {
-        return Err(ApiError::bad_request(
+        return Err(Invalid::new(
             "`username` must be 3 to 32 characters of a-z, 0-9, `_`, `.` or `-`",
         ));
     }

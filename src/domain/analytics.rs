@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 
+use super::Invalid;
 use crate::cache::ReadCache;
 use crate::db::analytics::{self as store, Grain, SiteRow};
 use crate::db::Db;
 use crate::domain::sketch::{self, Sketch};
-use crate::error::{ApiError, ApiResult};
 
 /// Attachments of events older than this are deleted by the expiry job.
 pub const ATTACHMENT_DAYS: chrono::TimeDelta = chrono::TimeDelta::days(30);
@@ -51,9 +51,9 @@ pub struct LabelPattern {
 impl LabelPattern {
     /// The patterns of a `stats` request, checked against the bounds above (400 naming
     /// the one exceeded).
-    pub fn parse_all(raw: &[String]) -> ApiResult<Vec<LabelPattern>> {
+    pub fn parse_all(raw: &[String]) -> Result<Vec<LabelPattern>, Invalid> {
         if raw.len() > MAX_PATTERNS {
-            return Err(ApiError::bad_request(format!(
+            return Err(Invalid::new(format!(
                 "`labels` may hold at most {MAX_PATTERNS} patterns"
             )));
         }
@@ -62,18 +62,18 @@ impl LabelPattern {
             let chars = p.chars().count();
             total += chars;
             if chars == 0 || chars > MAX_PATTERN_CHARS {
-                return Err(ApiError::bad_request(format!(
+                return Err(Invalid::new(format!(
                     "each of `labels` must be 1 to {MAX_PATTERN_CHARS} characters"
                 )));
             }
             if p.matches('*').count() > MAX_PATTERN_STARS {
-                return Err(ApiError::bad_request(format!(
+                return Err(Invalid::new(format!(
                     "each of `labels` may hold at most {MAX_PATTERN_STARS} `*`"
                 )));
             }
         }
         if total > MAX_PATTERNS_TOTAL {
-            return Err(ApiError::bad_request(format!(
+            return Err(Invalid::new(format!(
                 "`labels` may hold at most {MAX_PATTERNS_TOTAL} characters in all"
             )));
         }
@@ -451,7 +451,7 @@ mod tests {
 
     #[test]
     fn pattern_bounds_name_the_limit() {
-        let err = |v: Vec<String>| LabelPattern::parse_all(&v).unwrap_err().message;
+        let err = |v: Vec<String>| LabelPattern::parse_all(&v).unwrap_err().0;
         assert!(err(vec!["a".repeat(201)]).contains("200"));
         assert!(err(vec!["*a".repeat(9)]).contains("8"));
         assert!(err(vec!["x".to_owned(); 21]).contains("20"));

@@ -16,9 +16,13 @@ use serde_json::{json, Value};
 use crate::auth::{Caller, Purchaser};
 use crate::db::marketplace::{self as carts, Owner, SkuItem};
 use crate::db::orders::{self as store, Buyer, LineRow, NewOrder, NotPlaced, OrderRow};
+use crate::domain::downloads::SourceError;
+use crate::domain::ledger::LedgerError;
 use crate::domain::ledger::{apply, entry};
 use crate::domain::orders::discount_of;
-use crate::error::{ApiError, ApiResult};
+use crate::domain::orders::OrderError;
+use crate::domain::Invalid;
+use crate::payments::ProviderError;
 use crate::state::AppState;
 use crate::states::{DiscountKind, LedgerKind, OrderStatus, PaymentType};
 use crate::wire::marketplace::PendingPayment;
@@ -34,8 +38,73 @@ pub const MAX_UNPAID_UNITS: i64 = 20;
 pub const MAX_UNPAID_UNITS_PER_ITEM: i64 = 5;
 pub const UNPAID_HOLD_SECS: u64 = 600;
 
+/// Why a checkout or purchase did not place its order.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckoutError {
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// No item a caller may buy has the sku (a 404).
+    #[error("no item with sku `{0}`")]
+    NoSuchSku(String),
+    /// An item of the basket was deleted meanwhile (a 404).
+    #[error("item not found")]
+    ItemGone,
+    /// The buyer's unpaid holds of one item would pass [`MAX_UNPAID_UNITS_PER_ITEM`] (a 409).
+    #[error(
+        "at most {MAX_UNPAID_UNITS_PER_ITEM} units of `{0}` may be held in unpaid orders at \
+         once: pay for the pending ones, or send `payment_method_id` to pay now"
+    )]
+    HoldsOfItem(String),
+    /// The buyer's unpaid holds would pass [`MAX_UNPAID_UNITS`] (a 409).
+    #[error(
+        "at most {MAX_UNPAID_UNITS} units may be held in unpaid orders at once: pay for the \
+         pending ones, or send `payment_method_id` to pay now"
+    )]
+    Holds,
+    /// A 409 naming the line.
+    #[error("not enough of `{sku}` in stock ({available} available)")]
+    OutOfStock { sku: String, available: i64 },
+    /// The code reached `max_uses` before this order (a 409).
+    #[error("the discount code `{0}` has been used up")]
+    DiscountUsedUp(String),
+    /// The code ran out or expired while the order was written (a 409).
+    #[error("the discount code has been used up or expired")]
+    DiscountGone,
+    /// A 400 that also says the minimum.
+    #[error("the discount code `{code}` needs an order of at least {min_order_cents} cents")]
+    BelowMinimum { code: String, min_order_cents: i64 },
+    /// The provider did not complete a payment tried with the checkout (a 402).
+    #[error("the payment was not completed (the card may need authentication)")]
+    NotPaid,
+    /// An item's `download_asset` is not one the purchase can copy.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Payment(#[from] ProviderError),
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+    /// Ours, never the client's.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<OrderError> for CheckoutError {
+    fn from(e: OrderError) -> Self {
+        match e {
+            OrderError::Ledger(e) => e.into(),
+            OrderError::Payment(e) => e.into(),
+            OrderError::Db(e) => e.into(),
+            e @ OrderError::NoPaymentId => Self::Internal(e.to_string()),
+        }
+    }
+}
+
+type Result<T, E = CheckoutError> = std::result::Result<T, E>;
+
 /// 409 when this basket would take the buyer's unpaid holds past the caps.
-async fn check_holds(app: &AppState, buyer: &Buyer, lines: &[LineRow]) -> ApiResult<()> {
+async fn check_holds(app: &AppState, buyer: &Buyer, lines: &[LineRow]) -> Result<()> {
     let held = store::unpaid_units(&app.db, buyer).await?;
     for l in lines {
         let before = held
@@ -43,40 +112,33 @@ async fn check_holds(app: &AppState, buyer: &Buyer, lines: &[LineRow]) -> ApiRes
             .find(|(id, _)| *id == l.item_id)
             .map_or(0, |h| h.1);
         if before + l.quantity > MAX_UNPAID_UNITS_PER_ITEM {
-            return Err(ApiError::conflict(format!(
-                "at most {MAX_UNPAID_UNITS_PER_ITEM} units of `{}` may be held in unpaid \
-                 orders at once: pay for the pending ones, or send `payment_method_id` to \
-                 pay now",
-                l.sku
-            ))
-            .with("max_unpaid_units_per_item", MAX_UNPAID_UNITS_PER_ITEM));
+            return Err(CheckoutError::HoldsOfItem(l.sku.clone()));
         }
     }
     let total: i64 =
         held.iter().map(|(_, n)| n).sum::<i64>() + lines.iter().map(|l| l.quantity).sum::<i64>();
     if total > MAX_UNPAID_UNITS {
-        return Err(ApiError::conflict(format!(
-            "at most {MAX_UNPAID_UNITS} units may be held in unpaid orders at once: pay for \
-             the pending ones, or send `payment_method_id` to pay now"
-        ))
-        .with("max_unpaid_units", MAX_UNPAID_UNITS));
+        return Err(CheckoutError::Holds);
     }
     Ok(())
 }
 
 /// Runs work that moves money to its end in its own task, whatever happens to the
-/// request (a client hanging up drops the handler's future, not this task).
-pub async fn run_to_end<T: Send + 'static>(
-    work: impl std::future::Future<Output = ApiResult<T>> + Send + 'static,
-) -> ApiResult<T> {
-    tokio::spawn(work).await.map_err(ApiError::internal)?
+/// request (a client hanging up drops the handler's future, not this task). A task
+/// that panicked is the error `E` makes of the join failure.
+pub async fn run_to_end<T, E>(
+    work: impl std::future::Future<Output = Result<T, E>> + Send + 'static,
+) -> Result<T, E>
+where
+    T: Send + 'static,
+    E: Send + 'static + From<tokio::task::JoinError>,
+{
+    tokio::spawn(work).await?
 }
 
-pub fn quantity(q: i64) -> ApiResult<i64> {
+pub fn quantity(q: i64) -> Result<i64, Invalid> {
     if !(1..=MAX_QUANTITY).contains(&q) {
-        return Err(ApiError::bad_request(format!(
-            "`quantity` must be 1 to {MAX_QUANTITY}"
-        )));
+        return Err(Invalid(format!("`quantity` must be 1 to {MAX_QUANTITY}")));
     }
     Ok(q)
 }
@@ -88,7 +150,7 @@ pub async fn item_for(
     caller: Option<&Caller>,
     sku: &str,
     domain: Option<&str>,
-) -> ApiResult<SkuItem> {
+) -> Result<SkuItem> {
     let mut found = Vec::new();
     let domain = domain.map(|d| d.trim().to_lowercase());
     for item in carts::items_by_sku(&app.db, sku.trim(), domain.as_deref()).await? {
@@ -101,14 +163,9 @@ pub async fn item_for(
         }
     }
     match found.len() {
-        0 => Err(ApiError::not_found(format!(
-            "no item with sku `{}`",
-            sku.trim()
-        ))),
+        0 => Err(CheckoutError::NoSuchSku(sku.trim().to_owned())),
         1 => Ok(found.remove(0)),
-        _ => Err(ApiError::bad_request(
-            "several organizations sell this sku: send `domain` too",
-        )),
+        _ => Err(Invalid::new("several organizations sell this sku: send `domain` too").into()),
     }
 }
 
@@ -140,11 +197,11 @@ pub enum Pay {
     Usd,
 }
 
-pub fn pay(raw: Option<&str>) -> ApiResult<Pay> {
+pub fn pay(raw: Option<&str>) -> Result<Pay, Invalid> {
     match raw.map(|p| p.trim().to_lowercase()).as_deref() {
         None | Some("usd" | "provider" | "stripe" | "card") => Ok(Pay::Usd),
         Some("tokens") => Ok(Pay::Tokens),
-        Some(_) => Err(ApiError::bad_request(
+        Some(_) => Err(Invalid::new(
             "`payment_type` must be `tokens` or `usd` (the default: the payment provider)",
         )),
     }
@@ -166,16 +223,14 @@ pub async fn basket(
     cart: Owner<'_>,
     items: Option<&[ItemLine]>,
     domain: Option<&str>,
-) -> ApiResult<Basket> {
+) -> Result<Basket> {
     let mut found: Vec<(SkuItem, i64)> = Vec::new();
     let from_cart = items.is_none();
     match items {
-        Some([]) => return Err(ApiError::bad_request("`items` must not be empty")),
+        Some([]) => return Err(Invalid::new("`items` must not be empty").into()),
         Some(items) => {
             if items.len() > MAX_LINES {
-                return Err(ApiError::bad_request(format!(
-                    "at most {MAX_LINES} lines per checkout"
-                )));
+                return Err(Invalid(format!("at most {MAX_LINES} lines per checkout")).into());
             }
             for line in items {
                 let q = quantity(line.quantity)?;
@@ -186,16 +241,15 @@ pub async fn basket(
         None => {
             let lines = carts::cart(&app.db, cart).await?;
             if lines.is_empty() {
-                return Err(ApiError::bad_request(
-                    "the cart is empty: add items or send `items`",
-                ));
+                return Err(Invalid::new("the cart is empty: add items or send `items`").into());
             }
             // As for `items` (security round 2, L6: each line costs a query).
             if lines.len() > MAX_LINES {
-                return Err(ApiError::bad_request(format!(
+                return Err(Invalid(format!(
                     "at most {MAX_LINES} lines per checkout: the cart holds {}",
                     lines.len()
-                )));
+                ))
+                .into());
             }
             for l in lines {
                 let item = item_for(app, caller, &l.sku, Some(&l.domain)).await?;
@@ -208,9 +262,10 @@ pub async fn basket(
         found[0].0.domain.clone(),
     );
     if found.iter().any(|(i, _)| i.organization_id != org_id) {
-        return Err(ApiError::bad_request(
+        return Err(Invalid::new(
             "one organization per checkout: check out each organization's items separately",
-        ));
+        )
+        .into());
     }
     // Sold out already: refused before any tokens move or units are held.
     if let Some((item, _)) = found.iter().find(|(i, _)| !i.in_stock) {
@@ -237,10 +292,10 @@ pub async fn basket(
     })
 }
 
-fn sum(mut values: impl Iterator<Item = Option<i64>>) -> ApiResult<i64> {
+fn sum(mut values: impl Iterator<Item = Option<i64>>) -> Result<i64, Invalid> {
     values
         .try_fold(0i64, |acc, v| acc.checked_add(v?))
-        .ok_or_else(|| ApiError::bad_request("the order total is too large"))
+        .ok_or_else(|| Invalid::new("the order total is too large"))
 }
 
 /// The discount a code gives this basket (`(id, code, type, value)`), after its rules:
@@ -252,75 +307,71 @@ async fn discount(
     code: Option<&str>,
     subtotal_cents: i64,
     pay: Pay,
-) -> ApiResult<Option<(String, String, DiscountKind, f64)>> {
+) -> Result<Option<(String, String, DiscountKind, f64)>> {
     let Some(code) = code.map(|c| c.trim().to_uppercase()) else {
         return Ok(None);
     };
     // The spec's table of null, omitted and empty: `""` fails validation (`null` and an
     // omitted code mean no discount).
     if code.is_empty() {
-        return Err(ApiError::bad_request(
+        return Err(Invalid::new(
             "`discount_code` must not be empty: leave it out (or null) for no discount",
-        ));
+        )
+        .into());
     }
     let d = carts::discount_by_code(&app.db, org_id, &code)
         .await?
-        .ok_or_else(|| ApiError::bad_request(format!("unknown discount code `{code}`")))?;
+        .ok_or_else(|| Invalid(format!("unknown discount code `{code}`")))?;
     if d.expires_at.is_some_and(|e| e <= chrono::Utc::now()) {
-        return Err(ApiError::bad_request(format!(
-            "the discount code `{code}` has expired"
-        )));
+        return Err(Invalid(format!("the discount code `{code}` has expired")).into());
     }
     if d.max_uses.is_some_and(|m| d.uses >= m) {
-        return Err(ApiError::conflict(format!(
-            "the discount code `{code}` has been used up"
-        )));
+        return Err(CheckoutError::DiscountUsedUp(code));
     }
     if let Some(min) = d.min_order_cents.filter(|m| subtotal_cents < *m) {
-        return Err(ApiError::bad_request(format!(
-            "the discount code `{code}` needs an order of at least {min} cents"
-        ))
-        .with("min_order_cents", min));
+        return Err(CheckoutError::BelowMinimum {
+            code,
+            min_order_cents: min,
+        });
     }
     if pay == Pay::Tokens && d.r#type == DiscountKind::Fixed {
-        return Err(ApiError::bad_request(format!(
+        return Err(Invalid(format!(
             "the discount code `{code}` takes a fixed amount of cents off: it applies to USD checkouts"
-        )));
+        ))
+        .into());
     }
     Ok(Some((d.id, d.code, d.r#type, d.value)))
 }
 
 /// A JSON object of at most 16 KiB, or nothing.
-pub fn object(field: &str, v: Option<Value>) -> ApiResult<Value> {
+pub fn object(field: &str, v: Option<Value>) -> Result<Value, Invalid> {
     match v {
         None | Some(Value::Null) => Ok(json!({})),
         Some(Value::Object(m)) => {
             let v = Value::Object(m);
             if v.to_string().len() > 16 * 1024 {
-                return Err(ApiError::bad_request(format!(
-                    "`{field}` must be at most 16 KiB"
-                )));
+                return Err(Invalid(format!("`{field}` must be at most 16 KiB")));
             }
             Ok(v)
         }
-        Some(_) => Err(ApiError::bad_request(format!(
-            "`{field}` must be an object"
-        ))),
+        Some(_) => Err(Invalid(format!("`{field}` must be an object"))),
     }
 }
 
-pub fn address(a: Option<Address>) -> ApiResult<Option<Value>> {
+pub fn address(a: Option<Address>) -> Result<Option<Value>> {
     let Some(a) = a else { return Ok(None) };
     let fields = [&a.name, &a.street, &a.city, &a.state, &a.zip, &a.country];
     if fields
         .iter()
         .any(|f| f.as_ref().is_some_and(|s| s.len() > 200))
     {
-        return Err(ApiError::bad_request(
-            "`shipping_address` fields must be at most 200 characters",
-        ));
+        return Err(
+            Invalid::new("`shipping_address` fields must be at most 200 characters").into(),
+        );
     }
-    Ok(Some(serde_json::to_value(a).map_err(ApiError::internal)?))
+    Ok(Some(
+        serde_json::to_value(a).map_err(|e| CheckoutError::Internal(e.to_string()))?,
+    ))
 }
 
 /// Everything a checkout needs besides the basket.
@@ -361,7 +412,7 @@ pub async fn place(
     basket: Basket,
     pay: Pay,
     req: Request,
-) -> ApiResult<Placed> {
+) -> Result<Placed> {
     let subtotal_cents = sum(basket
         .lines
         .iter()
@@ -370,10 +421,7 @@ pub async fn place(
         Pay::Usd => None,
         Pay::Tokens => {
             if let Some(l) = basket.lines.iter().find(|l| l.price_tokens.is_none()) {
-                return Err(ApiError::bad_request(format!(
-                    "`{}` has no token price: pay in USD",
-                    l.sku
-                )));
+                return Err(Invalid(format!("`{}` has no token price: pay in USD", l.sku)).into());
             }
             Some(sum(basket.lines.iter().map(|l| {
                 l.price_tokens.and_then(|t| t.checked_mul(l.quantity))
@@ -497,9 +545,7 @@ pub async fn place(
             };
             if !intent.paid {
                 store::discard(&app.db, &order_id).await?;
-                return Err(ApiError::payment_required(
-                    "the payment was not completed (the card may need authentication)",
-                ));
+                return Err(CheckoutError::NotPaid);
             }
         }
         row.payment_id = Some(intent.id.clone());
@@ -543,26 +589,23 @@ async fn refund_unplaced(app: &AppState, user_id: &str, order_id: &str, total: i
     if let Err(e) =
         crate::domain::orders::refund_tokens(app, user_id, order_id, total, "not placed").await
     {
-        tracing::error!(order = order_id, user = user_id, tokens = total, error = ?e.cause,
+        tracing::error!(order = order_id, user = user_id, tokens = total, error = %e,
             "tokens of an order that was not placed could not be given back");
     }
 }
 
-fn out_of_stock(sku: &str, available: i64) -> ApiError {
-    ApiError::conflict(format!(
-        "not enough of `{sku}` in stock ({available} available)"
-    ))
-    .with("sku", sku)
-    .with("available", available)
+fn out_of_stock(sku: &str, available: i64) -> CheckoutError {
+    CheckoutError::OutOfStock {
+        sku: sku.to_owned(),
+        available,
+    }
 }
 
-fn not_placed(r: Result<(), NotPlaced>) -> ApiResult<()> {
+fn not_placed(r: Result<(), NotPlaced>) -> Result<()> {
     match r {
         Ok(()) => Ok(()),
         Err(NotPlaced::OutOfStock { sku, available }) => Err(out_of_stock(&sku, available)),
-        Err(NotPlaced::DiscountUsedUp) => Err(ApiError::conflict(
-            "the discount code has been used up or expired",
-        )),
+        Err(NotPlaced::DiscountUsedUp) => Err(CheckoutError::DiscountGone),
     }
 }
 
@@ -595,13 +638,14 @@ pub async fn purchase(
     app: &AppState,
     who: &Purchaser,
     body: &PurchaseBody,
-    sellable: impl Fn(&crate::db::inventory::ItemRow) -> ApiResult<()>,
-) -> ApiResult<Placed> {
+    sellable: impl Fn(&crate::db::inventory::ItemRow) -> Result<()>,
+) -> Result<Placed> {
     let pay = pay(body.payment_type.as_deref())?;
     if pay == Pay::Usd && body.payment_method_id.is_none() {
-        return Err(ApiError::bad_request(
+        return Err(Invalid::new(
             "a purchase is paid at once: send `payment_method_id` (or `payment_type: tokens`)",
-        ));
+        )
+        .into());
     }
     if let Some(pm) = &body.payment_method_id {
         crate::payments::valid_payment_method_id(pm)?;
@@ -616,9 +660,9 @@ pub async fn purchase(
         ),
         Purchaser::Guest(g) => {
             if pay == Pay::Tokens {
-                return Err(ApiError::bad_request(
-                    "a guest session pays in USD: send `payment_method_id`",
-                ));
+                return Err(
+                    Invalid::new("a guest session pays in USD: send `payment_method_id`").into(),
+                );
             }
             let email = body
                 .email
@@ -638,7 +682,7 @@ pub async fn purchase(
     for line in &basket.lines {
         let item = crate::db::inventory::get(&app.db, &line.item_id)
             .await?
-            .ok_or_else(|| ApiError::not_found("item not found"))?;
+            .ok_or(CheckoutError::ItemGone)?;
         sellable(&item)?;
     }
     let req = Request {

@@ -3,7 +3,21 @@
 
 use serde_json::Value;
 
-use crate::error::{ApiError, ApiResult};
+use super::Invalid;
+
+/// Why a link's source or an item's `download_asset` is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// A valid key, but not one of the organization's own objects (a 403).
+    #[error(
+        "`{field}` must name one of the organization's own objects: under \
+         catalog/{org_id}/ (upload with data/generate-presigned-url and \
+         `purpose: \"catalog\"`) or orgs/{org_id}/uploads/"
+    )]
+    NotOwn { field: String, org_id: String },
+}
 
 /// How long a redeemed link's storage URL works; also the grace window after a link's
 /// last allowed download before its clone is deleted ("burn after reading": the last
@@ -34,19 +48,16 @@ pub fn owned_by(org_id: &str, key: &str) -> bool {
 /// A source key as given (trimmed, without a leading `/`), if it is a valid key of one of
 /// the organization's own objects: 400 when it is not a valid key, 403 when it is not
 /// the organization's.
-pub fn own_source(org_id: &str, field: &str, raw: &str) -> ApiResult<String> {
+pub fn own_source(org_id: &str, field: &str, raw: &str) -> Result<String, SourceError> {
     let key = raw.trim().trim_start_matches('/').to_owned();
     if !crate::storage::valid_key(&key) {
-        return Err(ApiError::bad_request(format!(
-            "`{field}` is not a valid object key"
-        )));
+        return Err(Invalid(format!("`{field}` is not a valid object key")).into());
     }
     if !owned_by(org_id, &key) {
-        return Err(ApiError::forbidden(format!(
-            "`{field}` must name one of the organization's own objects: under \
-             catalog/{org_id}/ (upload with data/generate-presigned-url and \
-             `purpose: \"catalog\"`) or orgs/{org_id}/uploads/"
-        )));
+        return Err(SourceError::NotOwn {
+            field: field.to_owned(),
+            org_id: org_id.to_owned(),
+        });
     }
     Ok(key)
 }
@@ -56,9 +67,9 @@ pub fn bounded(
     field: &str,
     v: Option<i64>,
     range: std::ops::RangeInclusive<i64>,
-) -> ApiResult<Option<i64>> {
+) -> Result<Option<i64>, Invalid> {
     match v {
-        Some(n) if !range.contains(&n) => Err(ApiError::bad_request(format!(
+        Some(n) if !range.contains(&n) => Err(Invalid(format!(
             "`{field}` must be {} to {}",
             range.start(),
             range.end()
@@ -83,20 +94,22 @@ pub struct DownloadAsset {
 impl DownloadAsset {
     /// The asset of an item's `data`, `None` when it has none; 400 when it names a bucket
     /// or a limit is out of range, 403 when its key is not the organization's.
-    pub fn of(org_id: &str, data: &Value) -> ApiResult<Option<DownloadAsset>> {
+    pub fn of(org_id: &str, data: &Value) -> Result<Option<DownloadAsset>, SourceError> {
         let Some(asset) = data.get("download_asset").filter(|a| !a.is_null()) else {
             return Ok(None);
         };
         if !asset.is_object() {
-            return Err(ApiError::bad_request(
+            return Err(Invalid::new(
                 "`data.download_asset` must be an object {key, file_name, mime_type, ...}",
-            ));
+            )
+            .into());
         }
         if asset.get("bucket").is_some_and(|v| !v.is_null()) {
-            return Err(ApiError::bad_request(
+            return Err(Invalid::new(
                 "the item's `download_asset.bucket` cannot be used: links read from the \
                  configured object store",
-            ));
+            )
+            .into());
         }
         let text = |k: &str| asset.get(k).and_then(Value::as_str).map(str::to_owned);
         let number = |k: &str| asset.get(k).and_then(Value::as_i64);
@@ -139,15 +152,13 @@ mod tests {
             assert_eq!(owned_by(org, key), owned, "{key}");
         }
         assert!(own_source(org, "k", " /catalog/o1/x.zip").is_ok());
-        assert_eq!(
-            own_source(org, "k", "catalog/o2/x.zip").unwrap_err().status,
-            403
-        );
-        assert_eq!(
-            own_source(org, "k", "catalog/o1/../o2/x")
-                .unwrap_err()
-                .status,
-            400
-        );
+        assert!(matches!(
+            own_source(org, "k", "catalog/o2/x.zip"),
+            Err(SourceError::NotOwn { .. })
+        ));
+        assert!(matches!(
+            own_source(org, "k", "catalog/o1/../o2/x"),
+            Err(SourceError::Invalid(_))
+        ));
     }
 }

@@ -6,7 +6,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::crypto::{self, GrantKey};
-use crate::error::ApiError;
 use crate::state::AppState;
 
 /// The longest a grant may live: `exp` at most this far ahead of the server's clock.
@@ -35,33 +34,45 @@ pub fn mint(key: &GrantKey, email: &str, ttl_secs: i64, source: Option<String>) 
     key.seal(&serde_json::to_vec(&grant).expect("a grant serializes"))
 }
 
-fn unconfigured() -> ApiError {
-    ApiError::service_unavailable(
+/// Why a grant is not redeemed: 401 for the grant's faults, 503 when this server cannot
+/// check grants at all.
+#[derive(Debug, thiserror::Error)]
+pub enum GrantError {
+    #[error(
         "token exchange is not configured: set PLINTH_AUTH_TOKEN_KEY to the key shared with \
-         the identity service (it must differ from the master key)",
-    )
+         the identity service (it must differ from the master key)"
+    )]
+    Unconfigured,
+    #[error("invalid token")]
+    Invalid,
+    #[error("token expired")]
+    Expired,
+    #[error("token expiry is more than {MAX_TTL_SECS} seconds ahead")]
+    TooFarAhead,
+    #[error("token already used")]
+    Used,
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
 }
 
 /// Checks a grant and spends it: authentic (tag), unexpired, `exp` at most ten minutes
 /// ahead, and never redeemed before. Every refusal is a 401.
-pub async fn redeem(app: &AppState, token: &str) -> Result<Grant, ApiError> {
-    let key = app.auth_key.as_ref().ok_or_else(unconfigured)?;
-    let invalid = || ApiError::unauthorized("invalid token");
-    let plain = key.open(token).ok_or_else(invalid)?;
-    let grant: Grant = serde_json::from_slice(&plain).map_err(|_| invalid())?;
+pub async fn redeem(app: &AppState, token: &str) -> Result<Grant, GrantError> {
+    let key = app.auth_key.as_ref().ok_or(GrantError::Unconfigured)?;
+    let plain = key.open(token).ok_or(GrantError::Invalid)?;
+    let grant: Grant = serde_json::from_slice(&plain).map_err(|_| GrantError::Invalid)?;
     let now = Utc::now().timestamp();
     if grant.exp <= now {
-        return Err(ApiError::unauthorized("token expired"));
+        return Err(GrantError::Expired);
     }
     if grant.exp > now + MAX_TTL_SECS + SKEW_SECS {
-        return Err(ApiError::unauthorized(format!(
-            "token expiry is more than {MAX_TTL_SECS} seconds ahead"
-        )));
+        return Err(GrantError::TooFarAhead);
     }
-    let expires: DateTime<Utc> = DateTime::from_timestamp(grant.exp, 0).ok_or_else(invalid)?;
+    let expires: DateTime<Utc> =
+        DateTime::from_timestamp(grant.exp, 0).ok_or(GrantError::Invalid)?;
     let hash = crypto::sha256_hex(token.trim().to_ascii_lowercase().as_bytes());
     if !crate::db::grants::spend(&app.db, &hash, expires).await? {
-        return Err(ApiError::unauthorized("token already used"));
+        return Err(GrantError::Used);
     }
     Ok(grant)
 }

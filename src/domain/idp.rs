@@ -7,7 +7,6 @@ use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 
-use crate::error::ApiError;
 use crate::state::AppState;
 
 /// Signature algorithms accepted for ID tokens (never `none` or a shared secret).
@@ -44,7 +43,18 @@ async fn load_jwks(source: &str) -> Result<JwkSet, String> {
     serde_json::from_str(&text).map_err(|e| format!("parsing JWKS: {e}"))
 }
 
-async fn signing_keys(app: &AppState, kid: Option<&str>) -> Result<JwkSet, ApiError> {
+/// Why an ID token is not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum IdTokenError {
+    /// The token is malformed, expired, for someone else or badly signed (a 401).
+    #[error("invalid ID token: {0}")]
+    Invalid(&'static str),
+    /// The provider's keys could not be fetched (a 503; the cause is logged).
+    #[error("identity-provider keys are unavailable; try again later")]
+    KeysUnavailable(String),
+}
+
+async fn signing_keys(app: &AppState, kid: Option<&str>) -> Result<JwkSet, IdTokenError> {
     let known = |set: &JwkSet| kid.is_none_or(|k| set.find(k).is_some());
     if let Some(set) = app.jwks.cached(JWKS_TTL).filter(known) {
         return Ok(set);
@@ -53,13 +63,9 @@ async fn signing_keys(app: &AppState, kid: Option<&str>) -> Result<JwkSet, ApiEr
     if let Some(set) = app.jwks.cached(JWKS_MIN_REFRESH) {
         return Ok(set);
     }
-    let set = load_jwks(&app.opts.google_jwks).await.map_err(|e| {
-        let mut err = ApiError::service_unavailable(
-            "identity-provider keys are unavailable; try again later",
-        );
-        err.cause = Some(format!("identity-provider keys: {e}"));
-        err
-    })?;
+    let set = load_jwks(&app.opts.google_jwks)
+        .await
+        .map_err(|e| IdTokenError::KeysUnavailable(format!("identity-provider keys: {e}")))?;
     app.jwks.store(set.clone());
     Ok(set)
 }
@@ -73,8 +79,8 @@ pub struct IdClaims {
 }
 
 /// Verifies an ID token: signature against the configured JWKS, `iss`, `aud`, `exp`.
-pub async fn verify_id_token(app: &AppState, token: &str) -> Result<IdClaims, ApiError> {
-    let invalid = |why: &str| ApiError::unauthorized(format!("invalid ID token: {why}"));
+pub async fn verify_id_token(app: &AppState, token: &str) -> Result<IdClaims, IdTokenError> {
+    let invalid = IdTokenError::Invalid;
     let header = jsonwebtoken::decode_header(token).map_err(|_| invalid("malformed"))?;
     if !ALGORITHMS.contains(&header.alg) {
         return Err(invalid("unsupported signature algorithm"));

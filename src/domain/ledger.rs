@@ -6,7 +6,6 @@ use plinth_actors::credits::{Applied, Change, CreditError, Entry};
 use serde_json::{json, Value};
 
 use crate::db::users::UserRow;
-use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::states::LedgerKind;
 
@@ -23,14 +22,33 @@ pub fn monthly_credits(level: i64) -> i64 {
 /// small enough that no batch of changes can overflow a 64-bit sum (finding M2).
 pub const MAX_AMOUNT: i64 = 1_000_000_000_000_000;
 
-/// The 402 of the spec: the balance is short of what a call or an operation needs.
-pub fn payment_required(app: &AppState, required: i64, balance: i64) -> ApiError {
-    ApiError::payment_required(format!(
-        "{required} tokens are needed and the balance is {balance}"
-    ))
-    .with("tokens_required", required)
-    .with("tokens_balance", balance)
-    .with("payment_url", app.payment_url.clone())
+/// Why a change did not apply.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    /// The spec's 402: the balance is short of what a call or an operation needs.
+    #[error("{required} tokens are needed and the balance is {balance}")]
+    Insufficient {
+        required: i64,
+        balance: i64,
+        /// Where the account's owner can buy more (`PLINTH_PAYMENT_URL`).
+        payment_url: String,
+    },
+    /// A 404: the account has no credit account.
+    #[error("that account has no credit account (an admin can create it)")]
+    NoAccount,
+    /// No outcome from the credit actors (a 503): when it is unknown the client is told
+    /// so, to check the balance before retrying (a blind retry could apply twice).
+    #[error("{0}")]
+    Unanswered(CreditError),
+}
+
+/// The 402 for a balance of `balance` short of `required`.
+pub fn insufficient(app: &AppState, required: i64, balance: i64) -> LedgerError {
+    LedgerError::Insufficient {
+        required,
+        balance,
+        payment_url: app.payment_url.clone(),
+    }
 }
 
 /// The balance of `user_id` after a change that applied.
@@ -57,46 +75,28 @@ pub fn entry(
     }
 }
 
-/// A change without an outcome: 503 either way; when the outcome is unknown the client
-/// is told so, to check the balance before retrying (a blind retry could apply twice).
-pub fn credit_error(e: CreditError) -> ApiError {
-    let cause = e.to_string();
-    let mut err = match e {
-        CreditError::NotApplied(_) => ApiError::service_unavailable(
-            "the credit ledger is busy; nothing was applied, try again",
-        ),
-        CreditError::Unknown(_) => ApiError::service_unavailable(
-            "the credit ledger did not answer in time; the change may still apply: check the \
-             balance or history before retrying",
-        )
-        .with("outcome_unknown", true),
-    };
-    // Logged once, with the request's context, by the usage layer.
-    err.cause = Some(cause);
-    err
-}
-
 /// Runs a change through the actors. `Ok(None)` when an idempotency key made it a
 /// repeat; the balances of the entries otherwise.
-pub async fn apply(app: &AppState, entries: Vec<Entry>) -> ApiResult<Option<Applied>> {
+pub async fn apply(app: &AppState, entries: Vec<Entry>) -> Result<Option<Applied>, LedgerError> {
     let required = entries.iter().map(|e| -e.delta).max().unwrap_or(0);
     match app
         .credits
         .apply(Change { entries })
         .await
-        .map_err(credit_error)?
+        .map_err(LedgerError::Unanswered)?
     {
         done @ Applied::Done { .. } => Ok(Some(done)),
         Applied::Duplicate => Ok(None),
-        Applied::Insufficient { balance, .. } => Err(payment_required(app, required, balance)),
-        Applied::NoAccount { .. } => Err(ApiError::not_found(
-            "that account has no credit account (an admin can create it)",
-        )),
+        Applied::Insufficient { balance, .. } => Err(insufficient(app, required, balance)),
+        Applied::NoAccount { .. } => Err(LedgerError::NoAccount),
     }
 }
 
 /// Pays `user`'s monthly allotment for the current calendar month (UTC) once.
-pub async fn distribute_monthly(app: &AppState, user: &UserRow) -> ApiResult<(i64, bool)> {
+pub async fn distribute_monthly(
+    app: &AppState,
+    user: &UserRow,
+) -> Result<(i64, bool), LedgerError> {
     let amount = monthly_credits(user.level);
     let month = chrono::Utc::now().format("%Y-%m").to_string();
     if amount == 0 {

@@ -2,7 +2,43 @@
 //! first two led by the deployment's 3-character brand prefix, 19 random characters:
 //! 95 bits), and the outcome codes of a validation.
 
+use serde_json::Value;
+
+use crate::domain::Invalid;
 use crate::states::LicenseStatus;
+
+/// What an inventory item's `data` says of the licenses sold with it; each optional.
+#[derive(Debug, Default)]
+pub struct Terms {
+    /// `license_product_id`: what the key unlocks; an item without it is not licensed.
+    pub product_id: Option<String>,
+    /// `license_activations_allowed`: machines per key.
+    pub activations_allowed: Option<i64>,
+    /// `license_duration_seconds`: how long a key lasts from its minting.
+    pub duration_seconds: Option<i64>,
+}
+
+/// An item's license terms; 400 when a number is malformed.
+pub fn terms(data: &Value) -> Result<Terms, Invalid> {
+    let number = |k: &str| -> Result<Option<i64>, Invalid> {
+        match data.get(k) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v.as_i64().filter(|n| *n >= 1).map(Some).ok_or_else(|| {
+                Invalid(format!(
+                    "the item's `data.{k}` must be a whole number from 1"
+                ))
+            }),
+        }
+    };
+    Ok(Terms {
+        product_id: data
+            .get("license_product_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        activations_allowed: number("license_activations_allowed")?,
+        duration_seconds: number("license_duration_seconds")?,
+    })
+}
 
 /// Crockford's base32 alphabet (no I, L, O, U).
 const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";

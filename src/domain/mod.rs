@@ -20,3 +20,15 @@ pub mod richtext;
 pub mod sketch;
 pub mod uploads;
 pub mod validate;
+
+/// Input that breaks one of the rules (a 400): the message names the field and the rule.
+/// Each area's error enum carries it; `src/error/domain.rs` gives them all their status.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
+impl Invalid {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}

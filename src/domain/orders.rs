@@ -5,9 +5,24 @@
 use serde_json::json;
 
 use crate::db::orders::{self as store, OrderRow};
-use crate::error::ApiResult;
+use crate::domain::ledger::LedgerError;
+use crate::payments::ProviderError;
 use crate::state::AppState;
 use crate::states::{DiscountKind, OrderStatus, PaymentType};
+
+/// Why money could not be moved for an order.
+#[derive(Debug, thiserror::Error)]
+pub enum OrderError {
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Payment(#[from] ProviderError),
+    #[error(transparent)]
+    Db(#[from] sqlx::Error),
+    /// A paid USD order without the provider's payment id: ours, never the client's.
+    #[error("a paid USD order without a payment id")]
+    NoPaymentId,
+}
 
 /// Statuses of an order that was paid for (a receipt may be sent).
 pub fn completed(status: OrderStatus) -> bool {
@@ -81,7 +96,7 @@ pub async fn confirm_payment(
     payment_id: &str,
     amount_cents: i64,
     currency: Option<&str>,
-) -> ApiResult<bool> {
+) -> Result<bool, OrderError> {
     let Some(order) = store::get(&app.db, order_id).await? else {
         return Ok(false);
     };
@@ -126,7 +141,7 @@ pub async fn refund_tokens(
     order_id: &str,
     total: i64,
     reason: &str,
-) -> crate::error::ApiResult<()> {
+) -> Result<(), OrderError> {
     crate::domain::ledger::apply(
         app,
         vec![crate::domain::ledger::entry(
@@ -143,11 +158,7 @@ pub async fn refund_tokens(
 
 /// Undoes a paid purchase whose goods could not be made: its money back and the order
 /// `refunded`.
-pub async fn undo_purchase(
-    app: &AppState,
-    o: &OrderRow,
-    reason: &str,
-) -> crate::error::ApiResult<()> {
+pub async fn undo_purchase(app: &AppState, o: &OrderRow, reason: &str) -> Result<(), OrderError> {
     refund(app, o, reason).await?;
     crate::db::orders::release(
         &app.db,
@@ -162,15 +173,13 @@ pub async fn undo_purchase(
 
 /// Gives a paid order's money back: tokens through the credit actors (once per order),
 /// a provider payment at the provider.
-pub async fn refund(app: &AppState, o: &OrderRow, reason: &str) -> crate::error::ApiResult<()> {
+pub async fn refund(app: &AppState, o: &OrderRow, reason: &str) -> Result<(), OrderError> {
     match (o.payment_type.as_str(), &o.user_id, o.total_tokens) {
         ("tokens", Some(user), Some(total)) if total > 0 => {
             refund_tokens(app, user, &o.id, total, reason).await?;
         }
         ("usd", _, _) if o.total_cents > 0 => {
-            let payment = o.payment_id.as_deref().ok_or_else(|| {
-                crate::error::ApiError::internal("a paid USD order without a payment id")
-            })?;
+            let payment = o.payment_id.as_deref().ok_or(OrderError::NoPaymentId)?;
             app.payments.refund(payment).await?;
         }
         _ => {}

@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value};
 
+use super::Invalid;
 use crate::auth::Caller;
 use crate::db::posts::Reader;
-use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 /// Types whose `POST /api/posts` list shows published posts only (the spec names the
@@ -39,7 +39,7 @@ pub fn permanent_admin(app: &AppState, caller: &Caller) -> bool {
 
 /// A verified account whose email domain is a permanent admin domain or granted in the
 /// public-access table (read on every call: a removed grant takes effect at once).
-pub async fn team_previewer(app: &AppState, caller: &Caller) -> ApiResult<bool> {
+pub async fn team_previewer(app: &AppState, caller: &Caller) -> Result<bool, sqlx::Error> {
     if !caller.user.verified {
         return Ok(false);
     }
@@ -63,7 +63,7 @@ pub async fn may_read(
     app: &AppState,
     caller: Option<&Caller>,
     post: &Readable<'_>,
-) -> ApiResult<bool> {
+) -> Result<bool, sqlx::Error> {
     if published(post.data) {
         return Ok(true);
     }
@@ -90,7 +90,7 @@ pub async fn may_read(
 pub async fn list_reader<'a>(
     app: &AppState,
     caller: Option<&'a Caller>,
-) -> ApiResult<Option<Reader<'a>>> {
+) -> Result<Option<Reader<'a>>, sqlx::Error> {
     Ok(match caller {
         None => Some(Reader::default()),
         Some(c) if c.is_admin() || permanent_admin(app, c) => None,
@@ -119,7 +119,7 @@ pub fn deep_merge(stored: &mut Map<String, Value>, changes: &Map<String, Value>)
 
 /// A slug: trimmed and lower-cased, 1 to 200 of `a-z`, `0-9`, `-`, `_`, `.`, starting
 /// with a letter or digit.
-pub fn slug(raw: &str) -> ApiResult<String> {
+pub fn slug(raw: &str) -> Result<String, Invalid> {
     let s = raw.trim().to_lowercase();
     let ok = !s.is_empty()
         && s.len() <= 200
@@ -127,7 +127,7 @@ pub fn slug(raw: &str) -> ApiResult<String> {
         && s.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "-_.".contains(c));
     if !ok {
-        return Err(ApiError::bad_request(
+        return Err(Invalid::new(
             "`slug` must be 1 to 200 of a-z, 0-9, `-`, `_` and `.`, starting with a letter or digit",
         ));
     }
@@ -135,10 +135,10 @@ pub fn slug(raw: &str) -> ApiResult<String> {
 }
 
 /// A `src` (a unique source identifier): 1 to 500 characters.
-pub fn src(raw: &str) -> ApiResult<String> {
+pub fn src(raw: &str) -> Result<String, Invalid> {
     let s = raw.trim();
     if s.is_empty() || s.chars().count() > 500 {
-        return Err(ApiError::bad_request(
+        return Err(Invalid::new(
             "`src` must be a string of 1 to 500 characters",
         ));
     }

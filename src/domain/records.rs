@@ -5,15 +5,31 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::error::{ApiError, ApiResult};
+use super::Invalid;
 use crate::json_depth;
+
+/// Why a record's write is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// `data` nests deeper than [`json_depth::MAX_DEPTH`] (a 400).
+    #[error("`data` may nest at most {} levels", json_depth::MAX_DEPTH)]
+    TooDeep,
+    /// `data` is larger than [`MAX_DATA_BYTES`] (a 413).
+    #[error("`data` may hold at most {MAX_DATA_BYTES} bytes of JSON")]
+    TooLarge,
+    /// Other writers won every one of [`WRITE_TRIES`] tries (a 409).
+    #[error("the record is being updated concurrently; retry")]
+    Busy,
+}
 
 /// Largest `data` object a record keeps, serialized.
 pub const MAX_DATA_BYTES: usize = 256 * 1024;
 
 /// `data` after an update: the top-level keys of `changes` replace the stored ones and a
 /// `null` removes its key (the merge of `users/update` and `organizations/update`).
-pub fn merge(stored: &Value, changes: &Map<String, Value>) -> ApiResult<Value> {
+pub fn merge(stored: &Value, changes: &Map<String, Value>) -> Result<Value, RecordError> {
     let mut data = stored.as_object().cloned().unwrap_or_default();
     for (k, v) in changes {
         if v.is_null() {
@@ -30,19 +46,13 @@ pub fn merge(stored: &Value, changes: &Map<String, Value>) -> ApiResult<Value> {
 /// 400 when `data` nests deeper than [`json_depth::MAX_DEPTH`] (checked first, without
 /// recursion: serialising it would recurse), 413 when it is larger than
 /// [`MAX_DATA_BYTES`].
-pub fn check_data(data: &Value) -> ApiResult<()> {
+pub fn check_data(data: &Value) -> Result<(), RecordError> {
     if json_depth::depth_of(data) > json_depth::MAX_DEPTH {
-        return Err(ApiError::bad_request(format!(
-            "`data` may nest at most {} levels",
-            json_depth::MAX_DEPTH
-        ))
-        .with("max_depth", json_depth::MAX_DEPTH));
+        return Err(RecordError::TooDeep);
     }
     let size = serde_json::to_vec(data).map(|v| v.len()).unwrap_or(0);
     if size > MAX_DATA_BYTES {
-        return Err(ApiError::too_large(format!(
-            "`data` may hold at most {MAX_DATA_BYTES} bytes of JSON"
-        )));
+        return Err(RecordError::TooLarge);
     }
     Ok(())
 }
@@ -52,23 +62,23 @@ pub fn check_data(data: &Value) -> ApiResult<()> {
 pub const WRITE_TRIES: usize = 8;
 
 /// The 409 of a record that stayed too busy to update.
-pub fn busy() -> ApiError {
-    ApiError::conflict("the record is being updated concurrently; retry")
+pub fn busy() -> RecordError {
+    RecordError::Busy
 }
 
 /// An RFC 3339 timestamp (`2026-05-01T09:00:00Z`, any offset), as UTC.
-pub fn timestamp(field: &str, raw: &str) -> ApiResult<DateTime<Utc>> {
+pub fn timestamp(field: &str, raw: &str) -> Result<DateTime<Utc>, Invalid> {
     DateTime::parse_from_rfc3339(raw.trim())
         .map(|t| t.with_timezone(&Utc))
         .map_err(|_| {
-            ApiError::bad_request(format!(
+            Invalid::new(format!(
                 "`{field}` must be an RFC 3339 timestamp such as 2026-05-01T09:00:00Z"
             ))
         })
 }
 
 /// A time range that starts before it ends.
-pub fn range(begins_at: &str, ends_at: &str) -> ApiResult<(DateTime<Utc>, DateTime<Utc>)> {
+pub fn range(begins_at: &str, ends_at: &str) -> Result<(DateTime<Utc>, DateTime<Utc>), Invalid> {
     let (b, e) = (
         timestamp("begins_at", begins_at)?,
         timestamp("ends_at", ends_at)?,
@@ -77,11 +87,9 @@ pub fn range(begins_at: &str, ends_at: &str) -> ApiResult<(DateTime<Utc>, DateTi
     Ok((b, e))
 }
 
-pub fn check_range(begins_at: DateTime<Utc>, ends_at: DateTime<Utc>) -> ApiResult<()> {
+pub fn check_range(begins_at: DateTime<Utc>, ends_at: DateTime<Utc>) -> Result<(), Invalid> {
     if begins_at >= ends_at {
-        return Err(ApiError::bad_request(
-            "`begins_at` must be before `ends_at`",
-        ));
+        return Err(Invalid::new("`begins_at` must be before `ends_at`"));
     }
     Ok(())
 }
@@ -102,12 +110,10 @@ mod tests {
     #[test]
     fn oversized_data_is_refused() {
         let big = json!({"k": "x".repeat(MAX_DATA_BYTES)});
-        assert_eq!(
-            merge(&json!({}), big.as_object().unwrap())
-                .unwrap_err()
-                .status,
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE
-        );
+        assert!(matches!(
+            merge(&json!({}), big.as_object().unwrap()),
+            Err(RecordError::TooLarge)
+        ));
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! Input rules several areas share: domains, file names, upload content types.
 
-use crate::error::ApiError;
+use super::Invalid;
 
 /// A domain as organizations and the public-access list store it: lower-case DNS labels.
-pub fn parse_domain(raw: &str) -> Result<String, ApiError> {
+pub fn parse_domain(raw: &str) -> Result<String, Invalid> {
     let d = raw.trim().trim_end_matches('.').to_lowercase();
     let label_ok = |l: &str| {
         !l.is_empty()
@@ -13,16 +13,14 @@ pub fn parse_domain(raw: &str) -> Result<String, ApiError> {
             && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
     };
     if d.len() > 253 || !d.contains('.') || !d.split('.').all(label_ok) {
-        return Err(ApiError::bad_request(format!(
-            "`{raw}` is not a valid domain"
-        )));
+        return Err(Invalid::new(format!("`{raw}` is not a valid domain")));
     }
     Ok(d)
 }
 
 /// A file name kept to `[A-Za-z0-9._-]`, at most 128 characters; `field` names the
 /// request field in the error.
-pub fn clean_filename(raw: &str, field: &str) -> Result<String, ApiError> {
+pub fn clean_filename(raw: &str, field: &str) -> Result<String, Invalid> {
     let name: String = raw
         .trim()
         .chars()
@@ -36,7 +34,7 @@ pub fn clean_filename(raw: &str, field: &str) -> Result<String, ApiError> {
         .collect();
     let name = name.trim_matches(|c| c == '.' || c == '-').to_owned();
     if name.is_empty() || name.len() > 128 {
-        return Err(ApiError::bad_request(format!(
+        return Err(Invalid::new(format!(
             "`{field}` must have 1 to 128 usable characters"
         )));
     }
@@ -99,10 +97,10 @@ pub fn page(
     offset: Option<i64>,
     default: i64,
     max: i64,
-) -> Result<(i64, i64), ApiError> {
+) -> Result<(i64, i64), Invalid> {
     let (limit, offset) = (limit.unwrap_or(default), offset.unwrap_or(0));
     if !(1..=max).contains(&limit) || offset < 0 {
-        return Err(ApiError::bad_request(format!(
+        return Err(Invalid::new(format!(
             "`limit` must be 1 to {max} and `offset` 0 or more"
         )));
     }

@@ -17,9 +17,7 @@ use serde::Deserialize;
 
 use crate::auth::{OrgMember, Viewer};
 use crate::db::files::{self as store, FileRow, NewFile};
-use crate::domain::uploads::{
-    content_type, declared_size, unavailable, upload_bound, UPLOAD_LIMIT,
-};
+use crate::domain::uploads::{content_type, declared_size, upload_bound, UPLOAD_LIMIT};
 use crate::domain::validate::clean_filename;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
@@ -129,13 +127,8 @@ pub async fn generate_presigned_url(
     let url = app
         .objects
         .presign_put(&key, &ct, max, exact, URL_TTL)
-        .await
-        .map_err(unavailable)?;
-    let download_url = app
-        .objects
-        .presign_get(&key, URL_TTL)
-        .await
-        .map_err(unavailable)?;
+        .await?;
+    let download_url = app.objects.presign_get(&key, URL_TTL).await?;
     let id = store::create(
         &app.db,
         &NewFile {
@@ -244,12 +237,7 @@ async fn file_view(app: &AppState, f: &FileRow) -> ApiResult<File> {
     let url = match (&app.gcs, f.provider.as_str()) {
         (Some(gcs), "gcs") => Some(gcs.url("GET", &f.object_key, &Default::default(), URL_TTL)),
         (None, "gcs") => None,
-        _ => Some(
-            app.objects
-                .presign_get(&f.object_key, URL_TTL)
-                .await
-                .map_err(unavailable)?,
-        ),
+        _ => Some(app.objects.presign_get(&f.object_key, URL_TTL).await?),
     };
     Ok(File {
         id: f.id.clone(),
@@ -297,10 +285,7 @@ pub async fn delete(
     if f.provider == "gcs" {
         delete_from_gcs(&app, &f).await?;
     } else {
-        app.objects
-            .delete(&f.object_key)
-            .await
-            .map_err(unavailable)?;
+        app.objects.delete(&f.object_key).await?;
     }
     store::delete(&app.db, &f.id).await?;
     Ok(Answer(Deleted::new(f.id)))
@@ -329,11 +314,11 @@ async fn delete_from_gcs(app: &AppState, f: &FileRow) -> ApiResult<()> {
         .timeout(Duration::from_secs(20))
         .send()
         .await
-        .map_err(|e| unavailable(crate::storage::StorageError(e.to_string())))?;
+        .map_err(|e| crate::storage::StorageError(e.to_string()))?;
     if res.status().is_success() || res.status() == reqwest::StatusCode::NOT_FOUND {
         Ok(())
     } else {
-        Err(unavailable(crate::storage::StorageError(format!(
+        Err(ApiError::from(crate::storage::StorageError(format!(
             "GCS answered {} to a delete",
             res.status()
         ))))
@@ -394,8 +379,7 @@ pub async fn admin_upload(
     let url = app
         .objects
         .presign_put(&key, &ct, PUBLIC_LIMIT, false, URL_TTL)
-        .await
-        .map_err(unavailable)?;
+        .await?;
     Ok(Answer(PublicUpload {
         url,
         method: UploadMethod::Put,
@@ -413,7 +397,7 @@ pub async fn admin_delete(
     JsonBody(body): JsonBody<PublicObject>,
 ) -> ApiResult<Answer<PublicDeleted>> {
     let key = public_key(&body)?;
-    app.objects.delete(&key).await.map_err(unavailable)?;
+    app.objects.delete(&key).await?;
     Ok(Answer(PublicDeleted {
         success: True,
         key,

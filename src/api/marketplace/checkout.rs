@@ -87,9 +87,8 @@ pub async fn checkout(
                 discount_code: body.discount_code.clone(),
                 payment_method_id: body.payment_method_id.clone(),
             };
-            place(&app, Buyer::User(caller.id.clone()), basket, pay, req)
-                .await
-                .map(|p| Placed::from(&p))
+            let placed = place(&app, Buyer::User(caller.id.clone()), basket, pay, req).await?;
+            Ok(Placed::from(&placed))
         })
         .await
     })
@@ -137,9 +136,8 @@ pub async fn guest_checkout(
                 discount_code: body.discount_code.clone(),
                 payment_method_id: Some(body.payment_method_id.clone()),
             };
-            place(&app, Buyer::Guest(guest.id.clone()), basket, Pay::Usd, req)
-                .await
-                .map(|p| Placed::from(&p))
+            let placed = place(&app, Buyer::Guest(guest.id.clone()), basket, Pay::Usd, req).await?;
+            Ok(Placed::from(&placed))
         })
         .await
     })

@@ -340,8 +340,9 @@ fn check(f: &DiscountFields<'_>) -> ApiResult<()> {
 }
 
 fn expiry(raw: Option<&str>) -> ApiResult<Option<DateTime<Utc>>> {
-    raw.map(|t| crate::domain::records::timestamp("expires_at", t))
-        .transpose()
+    Ok(raw
+        .map(|t| crate::domain::records::timestamp("expires_at", t))
+        .transpose()?)
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

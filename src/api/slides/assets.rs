@@ -75,8 +75,7 @@ pub async fn asset_create(
             let url = a
                 .objects
                 .presign_put(&key, &mime, req.size as u64, true, UPLOAD_TTL)
-                .await
-                .map_err(unavailable("object storage"))?;
+                .await?;
             let row = store::create_asset(
                 &a.db,
                 NewAsset {
@@ -159,8 +158,7 @@ pub async fn asset_get(
         let url = app
             .objects
             .presign_get(&asset.object_key, DOWNLOAD_TTL)
-            .await
-            .map_err(unavailable("object storage"))?;
+            .await?;
         v.url = Some(url);
         v.url_expires_at = Some(chrono::Utc::now() + DOWNLOAD_TTL);
     }

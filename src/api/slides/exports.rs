@@ -15,7 +15,7 @@ use crate::reply::{EventStream, HeadedAnswer, PrivateAnswer};
 async fn job_view(app: &AppState, job: &JobRow) -> ApiResult<JobView> {
     crate::domain::exports::job_view(&app.objects, job)
         .await
-        .map_err(unavailable("object storage"))
+        .map_err(ApiError::from)
 }
 
 /// Where a client reads a job: `Location` of `exports/create`.

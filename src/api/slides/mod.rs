@@ -141,16 +141,6 @@ async fn stale_or_gone(app: &AppState, deck_id: &str) -> ApiError {
     }
 }
 
-fn unavailable(what: &str) -> impl Fn(crate::storage::StorageError) -> ApiError + '_ {
-    move |e| {
-        tracing::error!(error = %e, "{what}");
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("{what} is unavailable"),
-        )
-    }
-}
-
 // ---- idempotent changes ----
 
 use crate::idempotency::request_hash;

@@ -19,11 +19,7 @@ async fn audience_json(app: &AppState, deck_id: &str, content: &Value) -> ApiRes
     };
     for id in ids {
         if let Some(a) = assets.iter().find(|a| a.id == id && a.status == "ready") {
-            let url = app
-                .objects
-                .presign_get(&a.object_key, DOWNLOAD_TTL)
-                .await
-                .map_err(unavailable("object storage"))?;
+            let url = app.objects.presign_get(&a.object_key, DOWNLOAD_TTL).await?;
             images.insert(
                 id,
                 json!({ "url": url, "width": a.width, "height": a.height }),

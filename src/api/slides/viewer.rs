@@ -187,8 +187,7 @@ async fn images(app: &AppState, deck_id: &str, deck: &Deck) -> ApiResult<Images>
         let fetched = app
             .objects
             .get_limited(&a.object_key, MAX_ASSET_BYTES)
-            .await
-            .map_err(unavailable("object storage"))?;
+            .await?;
         if let Fetched::Bytes(bytes) = fetched {
             if hex::encode(Sha256::digest(&bytes)).eq_ignore_ascii_case(&a.sha256) {
                 out.insert(
