@@ -188,8 +188,17 @@ fn error_responses(r: &RouteSpec, takes_body: bool, keyed: bool) -> Map<String, 
         );
     }
     if takes_body {
-        out.insert("413".into(), error("the body is larger than 1 MiB"));
-        out.insert("415".into(), error("the body is not application/json"));
+        out.insert(
+            "413".into(),
+            error(&format!(
+                "the body is larger than {} MiB",
+                r.body_limit >> 20
+            )),
+        );
+        out.insert(
+            "415".into(),
+            error("the body's Content-Type is not one this operation takes"),
+        );
     }
     out.insert(
         "429".into(),
@@ -355,6 +364,14 @@ pub fn document(app: &AppState) -> Reply {
                     "schema": {"type": "string", "minLength": 1}}));
             }
             op["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"description": "the provider's signed event, checked byte for byte"}}}});
+        } else if let Some(about) = doc.binary_body {
+            // One content type, as generated clients model a file; the description names
+            // the others the route takes.
+            op["requestBody"] = json!({"required": true, "description": about, "content": {
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary", "minLength": 1}}}});
+            op["responses"]["422"] = json!({"description": "the file is not a valid image of its type (nothing is kept)",
+                "headers": common_headers(),
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}});
         } else if let Some(body) = &doc.body {
             let schema = if doc.names_org {
                 with_org_ref(body.as_value().clone())

@@ -114,6 +114,8 @@ pub struct RouteMeta {
     pub also: Option<&'static str>,
     /// Whether it has a handler (a route without one answers 501).
     pub built: bool,
+    /// The largest request body it reads ([`crate::BODY_LIMIT`] but for uploads).
+    pub body_limit: usize,
 }
 
 /// The `area` of the routes plinth adds to the spec's.

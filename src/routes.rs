@@ -41,7 +41,7 @@ impl RouteSpec {
 }
 
 macro_rules! route {
-    ($m:ident $path:literal, $access:ident, $cat:ident, $area:literal $(, also $also:ident)? $(=> $h:path)?) => {
+    ($m:ident $path:literal, $access:ident, $cat:ident, $area:literal $(, also $also:ident)? $(, body $limit:expr)? $(=> $h:path)?) => {
         RouteSpec {
             meta: RouteMeta {
                 method: stringify!($m),
@@ -52,6 +52,7 @@ macro_rules! route {
                 area: $area,
                 also: route!(@also $($also)?),
                 built: route!(@built $($h)?),
+                body_limit: route!(@limit $($limit)?),
             },
             handler: route!(@handler $($h)?),
             doc: route!(@doc $($h)?),
@@ -59,6 +60,8 @@ macro_rules! route {
     };
     (@also) => { None };
     (@also $also:ident) => { Some(stringify!($also)) };
+    (@limit) => { crate::BODY_LIMIT };
+    (@limit $limit:expr) => { $limit };
     (@built) => { false };
     (@built $h:path) => { true };
     (@handler) => { None };
@@ -330,6 +333,7 @@ pub static EXTRA_ROUTES: &[RouteSpec] = &[
     route!(GET "/api/slides/jobs/{id}/events", V10, Read, "Additions" => api::slides::job_events),
     route!(GET "/api/slides/callbacks/secret", V10, Read, "Additions" => api::slides::callback_secret),
     route!(POST "/api/slides/callbacks/secret/rotate", V10, Auth, "Additions" => api::slides::callback_secret_rotate),
+    route!(POST "/api/slides/assets/upload", V10, Upload, "Additions", body crate::domain::decks::MAX_ASSET_BYTES as usize => api::slides::asset_upload),
 ];
 
 /// Every route: the spec's, then the additions.
@@ -366,7 +370,7 @@ pub fn router() -> Router<AppState> {
         let takes_none = spec
             .doc
             .map(|d| d(&mut gen))
-            .is_some_and(|op| op.body.is_none() && !op.raw_body);
+            .is_some_and(|op| op.body.is_none() && !op.raw_body && op.binary_body.is_none());
         if takes_none && spec.method != "GET" {
             mr = mr.layer(axum::middleware::from_fn(crate::extract::object_or_empty));
         }

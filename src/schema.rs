@@ -39,6 +39,9 @@ pub struct Operation {
     pub never_succeeds: bool,
     /// The route honours the `Idempotency-Key` header.
     pub idempotency_key: bool,
+    /// The body is a file, not JSON (`application/octet-stream`); what the text says of
+    /// the types it may be.
+    pub binary_body: Option<&'static str>,
 }
 
 /// One handler argument's part of the operation.

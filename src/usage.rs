@@ -64,7 +64,12 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
     let uri = req.uri().clone();
     let path = uri.path();
     let (parts, body) = req.into_parts();
-    let (mut req, sent) = match read_body(&parts.headers, body).await {
+    let entry = parts
+        .extensions
+        .get::<MatchedPath>()
+        .and_then(|p| app.routes.get(method.as_str(), p.as_str()));
+    let limit = entry.map_or(crate::BODY_LIMIT, |e| e.spec.body_limit) as u64;
+    let (mut req, sent) = match read_body(&parts.headers, body, limit).await {
         Ok(bytes) => (Request::from_parts(parts, Body::from(bytes.clone())), bytes),
         Err(e) => {
             let mut resp = finish(e.into_response(), &Usage::default(), &method, path).await;
@@ -82,10 +87,6 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         let e = ApiError::bad_request("the URL may not contain NUL characters (%00)");
         return finish(e.into_response(), &Usage::default(), &method, path).await;
     }
-    let entry = req
-        .extensions()
-        .get::<MatchedPath>()
-        .and_then(|p| app.routes.get(method.as_str(), p.as_str()));
     let ip = req
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
@@ -240,20 +241,25 @@ async fn replay_keyed(
 /// the client, which is usually still sending, gets to read our 413.
 const DRAIN_LIMIT: u64 = 8 << 20;
 
-/// Reads the whole request body before anything looks at the request, up to
-/// [`crate::BODY_LIMIT`]. A refusal (bad key, rate limit, a path a handler rejects) then
+/// Reads the whole request body before anything looks at the request, up to the route's
+/// limit ([`crate::BODY_LIMIT`] but for uploads). A refusal (bad key, rate limit, a path a handler rejects) then
 /// never leaves a body unread: hyper would close the connection while the client is
 /// still writing, and the client would see a broken pipe instead of our answer. A
 /// declared length over the limit is refused at once (`Connection: close`).
-async fn read_body(headers: &axum::http::HeaderMap, body: Body) -> Result<bytes::Bytes, ApiError> {
+async fn read_body(
+    headers: &axum::http::HeaderMap,
+    body: Body,
+    limit: u64,
+) -> Result<bytes::Bytes, ApiError> {
     use futures::StreamExt;
-    let limit = crate::BODY_LIMIT as u64;
     let too_large = || {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
-            "request body is larger than the 1 MiB limit",
+            format!("request body is larger than the {} MiB limit", limit >> 20),
         )
+        .with("max_bytes", limit)
     };
+    let drain = DRAIN_LIMIT.max(limit + (1 << 20));
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -274,7 +280,7 @@ async fn read_body(headers: &axum::http::HeaderMap, body: Body) -> Result<bytes:
         let chunk =
             chunk.map_err(|_| ApiError::bad_request("the request body could not be read"))?;
         total += chunk.len() as u64;
-        if total > DRAIN_LIMIT {
+        if total > drain {
             return Err(too_large());
         }
         if total <= limit {

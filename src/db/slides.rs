@@ -324,7 +324,14 @@ pub async fn judge_asset(
         height = $6, updated_at = $7 WHERE id = $1 AND status = 'validating'")
         .bind(id).bind(status).bind(reason).bind(format).bind(w).bind(h).bind(now())
         .execute(p).await.map(|_| ()))?;
+    crate::watch::changed(&asset_watch(id));
     Ok(())
+}
+
+/// What an upload waiting for its image check watches (`crate::watch`; job ids are bare
+/// UUIDs, so the prefix keeps the two apart).
+pub fn asset_watch(asset_id: &str) -> String {
+    format!("asset:{asset_id}")
 }
 
 pub async fn delete_asset(db: &Db, id: &str) -> sqlx::Result<bool> {

@@ -1,4 +1,5 @@
-//! Image assets: reserve an upload, complete it (queues validation), read, delete.
+//! Image assets: reserve an upload, complete it (queues validation), read, delete; or
+//! all of it in one request (`assets/upload`).
 
 use super::*;
 
@@ -205,4 +206,184 @@ pub async fn asset_delete(
     )
     .await
     .map(Recorded::from)
+}
+
+/// An image as a request body: its bytes and the type its `Content-Type` names (one of
+/// [`IMAGE_TYPES`]), or `None` for `application/octet-stream` (the file name's extension
+/// then says); 415 for any other type. The usage layer has already bounded the body to
+/// the route's limit ([`MAX_ASSET_BYTES`]).
+pub struct ImageBody {
+    mime: Option<&'static str>,
+    bytes: axum::body::Bytes,
+}
+
+/// What `application/octet-stream` or no `Content-Type` means here: "see the file name".
+const ANY_FILE: &str = "application/octet-stream";
+
+/// The image type a file name's extension names.
+fn type_of_name(file: &str) -> Option<&'static str> {
+    let ext = file.rsplit_once('.')?.1.to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "webp" => "image/webp",
+        "svg" => "image/svg+xml",
+        _ => return None,
+    })
+}
+
+impl<S: Send + Sync> axum::extract::FromRequest<S> for ImageBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, _: &S) -> Result<Self, ApiError> {
+        let sent = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let essence = sent
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        let mime = match IMAGE_TYPES.iter().copied().find(|t| *t == essence) {
+            Some(t) => Some(t),
+            None if essence.is_empty() || essence == ANY_FILE => None,
+            None => {
+                return Err(ApiError::new(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    format!(
+                        "send the image as the body with its type as Content-Type: one of {} \
+                         (or {ANY_FILE} and a file name ending .png, .jpg, .webp or .svg)",
+                        IMAGE_TYPES.join(", ")
+                    ),
+                ))
+            }
+        };
+        // Not `Bytes::from_request`: its default 2 MB cap is not this route's limit.
+        let bytes = axum::body::to_bytes(req.into_body(), usize::MAX)
+            .await
+            .map_err(|_| ApiError::bad_request("the request body could not be read"))?;
+        if bytes.is_empty() {
+            return Err(ApiError::bad_request("the body must be the image's bytes"));
+        }
+        Ok(ImageBody { mime, bytes })
+    }
+}
+
+impl crate::schema::DocArg for ImageBody {
+    fn document(op: &mut crate::schema::Operation, _: &mut schemars::SchemaGenerator) {
+        op.binary_body = Some(
+            "the image file; its type is the file name's extension (png, jpg, webp, svg), or a \
+             Content-Type of image/png, image/jpeg, image/webp or image/svg+xml",
+        );
+    }
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct UploadQuery {
+    /// The deck the image belongs to.
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
+    deck_id: String,
+    /// The file name a markdown deck uses for it: `![](chart.png)`.
+    #[schemars(length(min = 1, max = 128), regex(pattern = r"[A-Za-z0-9_]"))]
+    file: String,
+}
+
+/// How long `assets/upload` waits for the image check before answering `validating`.
+const UPLOAD_CHECK_WAIT: Duration = Duration::from_secs(10);
+
+/// `POST /api/slides/assets/upload?deck_id=&file=` (Editor; an addition to the spec):
+/// the image in one request. The body is the file, its type the `Content-Type` (or, for
+/// `application/octet-stream`, the file name's extension); the
+/// image is stored, checked by the image queue like a completed upload, and the answer
+/// waits for the check (at most 10 s): a `ready` asset, which `![](file)` in the
+/// deck's markdown then names, or a 422 with the reason and nothing kept. After 10 s it
+/// answers the asset still `validating` (read `assets/{id}` for the verdict).
+pub async fn asset_upload(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Query(q): Query<UploadQuery>,
+    ImageBody { mime, bytes }: ImageBody,
+) -> ApiResult<Answer<Asset>> {
+    let deck_id = required("deck_id", &q.deck_id)?;
+    let file = crate::domain::validate::clean_filename(&q.file, "file")?;
+    let Some(mime) = mime.or_else(|| type_of_name(&file)) else {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "name the image's type: a Content-Type such as image/png, or a file name ending \
+             .png, .jpg, .webp or .svg",
+        ));
+    };
+    let (deck, _) = open(&app, &caller, &deck_id).await?;
+    let id = uuid::Uuid::new_v4().to_string();
+    let key = format!("slides/{}/assets/{id}/{file}", deck.id);
+    let size = bytes.len() as i64;
+    let sha = crate::crypto::sha256_hex(&bytes);
+    app.objects.put(&key, bytes.into(), mime).await?;
+    // The watch starts before the check is queued, so its verdict cannot be missed.
+    let watch = crate::watch::watch(&store::asset_watch(&id));
+    let created = async {
+        store::create_asset(
+            &app.db,
+            NewAsset {
+                id: &id,
+                deck_id: &deck.id,
+                created_by: &caller.id,
+                file: &file,
+                mime,
+                size,
+                sha256: &sha,
+                object_key: &key,
+            },
+        )
+        .await?;
+        store::start_validation(&app.db, &id).await
+    }
+    .await;
+    if let Err(e) = created {
+        // Nothing half-kept: the object without its row would never be read or deleted.
+        let _ = app.objects.delete(&key).await;
+        return Err(e.into());
+    }
+    let asset = checked(&app, &watch, &id).await?;
+    if asset.status == "rejected" {
+        store::delete_asset(&app.db, &id).await?;
+        let _ = app.objects.delete(&key).await;
+        let reason = asset.reason.unwrap_or_else(|| "not a valid image".into());
+        return Err(
+            ApiError::unprocessable(format!("the image was refused: {reason}"))
+                .with("reason", reason),
+        );
+    }
+    Ok(Answer(Asset::from(&asset)))
+}
+
+/// The asset once its check has a verdict, or as it is after [`UPLOAD_CHECK_WAIT`]:
+/// woken by the verdict's write in this process, and read again every 250 ms for a
+/// worker in another one.
+async fn checked(
+    app: &AppState,
+    watch: &crate::watch::Watch,
+    id: &str,
+) -> ApiResult<store::AssetRow> {
+    let deadline = tokio::time::Instant::now() + UPLOAD_CHECK_WAIT;
+    let notify = watch.notifier();
+    loop {
+        let woken = notify.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        let asset = store::asset(&app.db, id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("asset not found"))?;
+        if asset.status != "validating" || tokio::time::Instant::now() >= deadline {
+            return Ok(asset);
+        }
+        let _ = tokio::time::timeout_at(
+            deadline.min(tokio::time::Instant::now() + Duration::from_millis(250)),
+            woken,
+        )
+        .await;
+    }
 }
