@@ -527,18 +527,28 @@ fn url_safe(mut schema: Value) -> Value {
     schema
 }
 
+/// Hands every JSON object under `root` (arrays looked into) to `visit`, which says
+/// whether to look inside it. Iterative: a schema may nest deeper than a stack should.
+fn each_object(root: &mut Value, mut visit: impl FnMut(&mut Map<String, Value>) -> bool) {
+    let mut stack = vec![root];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Array(a) => stack.extend(a.iter_mut()),
+            Value::Object(m) => {
+                if visit(m) {
+                    stack.extend(m.values_mut());
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// `{"type": ["string", "null"], "format": ...}` as `anyOf` a formatted string or null:
 /// the same values, in the shape property testers and generators keep the format of
-/// (schemathesis's coverage phase drops a format beside a `null` type). Iterative.
+/// (schemathesis's coverage phase drops a format beside a `null` type).
 fn nullable_formats(schema: &mut Value) {
-    let mut stack = vec![schema];
-    while let Some(v) = stack.pop() {
-        let Value::Object(m) = v else {
-            if let Value::Array(a) = v {
-                stack.extend(a.iter_mut());
-            }
-            continue;
-        };
+    each_object(schema, |m| {
         let nullable = m
             .get("type")
             .and_then(Value::as_array)
@@ -562,10 +572,10 @@ fn nullable_formats(schema: &mut Value) {
             if let Some(d) = description {
                 m.insert("description".into(), d);
             }
-            continue;
+            return false;
         }
-        stack.extend(m.values_mut());
-    }
+        true
+    });
 }
 
 /// Keywords whose value is one schema, and those whose value maps names to schemas.
@@ -583,16 +593,9 @@ const SCHEMA_MAPS: [&str; 4] = ["properties", "patternProperties", "$defs", "sch
 
 /// JSON Schema lets `true` stand for "any value" (schemars writes it for `serde_json::Value`),
 /// but common client generators (openapi-python-client among them) accept only object
-/// schemas: `{}` means the same and every tool reads it. Iterative, like every walk here.
+/// schemas: `{}` means the same and every tool reads it.
 fn objects_for_boolean_schemas(doc: &mut Value) {
-    let mut stack = vec![doc];
-    while let Some(v) = stack.pop() {
-        let Value::Object(m) = v else {
-            if let Value::Array(a) = v {
-                stack.extend(a.iter_mut());
-            }
-            continue;
-        };
+    each_object(doc, |m| {
         for (k, child) in m.iter_mut() {
             let is_schema_map = SCHEMA_MAPS.contains(&k.as_str());
             if SCHEMA_KEYWORDS.contains(&k.as_str()) && *child == Value::Bool(true) {
@@ -606,9 +609,9 @@ fn objects_for_boolean_schemas(doc: &mut Value) {
                     }
                 }
             }
-            stack.push(child);
         }
-    }
+        true
+    });
 }
 
 /// The envelope every answer shares.

@@ -176,7 +176,7 @@ async fn one_request_uploads_checks_and_names_an_image() {
         png(8, 8),
     )
     .await
-    .assert_error(415);
+    .assert_error(400);
     let before = s.sql_count("SELECT COUNT(*) FROM slide_assets").await;
 
     // Otherwise the type comes from Content-Type and must be an image type.

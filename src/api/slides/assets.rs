@@ -286,8 +286,14 @@ pub struct UploadQuery {
     /// The deck the image belongs to.
     #[schemars(length(min = 1), regex(pattern = r"\S"))]
     deck_id: String,
-    /// The file name a markdown deck uses for it: `![](chart.png)`.
-    #[schemars(length(min = 1, max = 128), regex(pattern = r"[A-Za-z0-9_]"))]
+    /// The file name a markdown deck uses for it: `![](chart.png)`. It ends in the
+    /// image's extension (`.png`, `.jpg`, `.jpeg`, `.webp`, `.svg`, any case).
+    #[schemars(
+        length(min = 1, max = 128),
+        regex(
+            pattern = r"^.*[A-Za-z0-9_].*\.([Pp][Nn][Gg]|[Jj][Pp][Ee]?[Gg]|[Ww][Ee][Bb][Pp]|[Ss][Vv][Gg])$"
+        )
+    )]
     file: String,
 }
 
@@ -296,7 +302,7 @@ const UPLOAD_CHECK_WAIT: Duration = Duration::from_secs(10);
 
 /// `POST /api/slides/assets/upload?deck_id=&file=` (Editor; an addition to the spec):
 /// the image in one request. The body is the file, its type the `Content-Type` (or, for
-/// `application/octet-stream`, the file name's extension); the
+/// `application/octet-stream`, the file name's extension, which it must have); the
 /// image is stored, checked by the image queue like a completed upload, and the answer
 /// waits for the check (at most 10 s): a `ready` asset, which `![](file)` in the
 /// deck's markdown then names, or a 422 with the reason and nothing kept. After 10 s it
@@ -309,13 +315,11 @@ pub async fn asset_upload(
 ) -> ApiResult<Answer<Asset>> {
     let deck_id = required("deck_id", &q.deck_id)?;
     let file = crate::domain::validate::clean_filename(&q.file, "file")?;
-    let Some(mime) = mime.or_else(|| type_of_name(&file)) else {
-        return Err(ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "name the image's type: a Content-Type such as image/png, or a file name ending \
-             .png, .jpg, .webp or .svg",
-        ));
-    };
+    // The name is what markdown will name: it says what it is.
+    let by_name = type_of_name(&file).ok_or_else(|| {
+        ApiError::bad_request("`file` must end in .png, .jpg, .jpeg, .webp or .svg")
+    })?;
+    let mime = mime.unwrap_or(by_name);
     let (deck, _) = open(&app, &caller, &deck_id).await?;
     let id = uuid::Uuid::new_v4().to_string();
     let key = format!("slides/{}/assets/{id}/{file}", deck.id);
