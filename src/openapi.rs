@@ -535,7 +535,8 @@ fn each_object(root: &mut Value, mut visit: impl FnMut(&mut Map<String, Value>) 
         match v {
             Value::Array(a) => stack.extend(a.iter_mut()),
             Value::Object(m) => {
-                if visit(m) {
+                let inside = visit(m);
+                if inside {
                     stack.extend(m.values_mut());
                 }
             }
