@@ -69,7 +69,13 @@ pub fn render(
         // A notes page after the slide: no header, footer or page number of its own.
         if let Some(bare) = &bare {
             if let Some(notes) = crate::notes_slide(slide, i + 1) {
-                pages.push(layout::page(bare, &notes, &Default::default(), size));
+                pages.push(layout::page_with(
+                    bare,
+                    &notes,
+                    &Default::default(),
+                    size,
+                    layout::Fill::Top,
+                ));
             }
         }
         for page in pages {
