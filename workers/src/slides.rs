@@ -448,7 +448,8 @@ async fn export(
     warnings: &mut Vec<Warning>,
 ) -> Result<Outcome, BoxDynError> {
     let (env, job_id) = (run.env, run.job_id);
-    // Where an export's time goes, for the debug log at its end.
+    // Where an export's time goes, for the debug log at its end (`store` counts the
+    // objects written and the progress recorded).
     let mut clock = Clock::start();
     let mut images: Images = HashMap::new();
     for id in work.content.asset_ids() {
