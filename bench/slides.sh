@@ -5,17 +5,24 @@
 # SQLite by default; set DATABASE_URL=postgres://... for PostgreSQL.
 # Also times `plinth slides render` (the author's CLI) cold: one process per export.
 # Usage: bench/slides.sh [RUNS, default 5]   (SKIP_MARP=1 skips the comparison;
-#   DECK=fixtures/decks/bench20-rich.md for the deck with tables, highlighting, CJK, emoji)
+#   DECK=fixtures/decks/bench20-rich.md for the deck with tables, highlighting, CJK, emoji;
+#   RUST_LOG=warn,plinth_workers=debug logs each export's phases: "export timings").
+# The server's log is left in bench/out/slides-server.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
 DECK=${DECK:-fixtures/decks/bench20.md}
 [ -n "${BENCH_SKIP_BUILD:-}" ] || cargo build --release --bin plinth -p plinth >/dev/null 2>&1
 DATA=$(mktemp -d)
+mkdir -p bench/out
 DB=${DATABASE_URL:-sqlite://$DATA/plinth.db}
-cleanup() { kill "${PLINTH_PID:-}" 2>/dev/null || true; rm -rf "$DATA"; }
+cleanup() {
+  kill "${PLINTH_PID:-}" 2>/dev/null || true
+  cp "$DATA/err" bench/out/slides-server.log 2>/dev/null || true
+  rm -rf "$DATA"
+}
 trap cleanup EXIT
-PLINTH_RATE_LIMIT_MULTIPLIER=100000 RUST_LOG=warn \
+PLINTH_RATE_LIMIT_MULTIPLIER=100000 RUST_LOG=${RUST_LOG:-warn} \
   ./target/release/plinth serve --listen 127.0.0.1:0 --data-dir "$DATA" --database-url "$DB" >"$DATA/out" 2>"$DATA/err" &
 PLINTH_PID=$!
 for _ in $(seq 1 100); do grep -q listening "$DATA/out" 2>/dev/null && break; sleep 0.1; done
@@ -29,7 +36,6 @@ sleep 6 # the account cache expires after 5 s
 
 echo "machine: $(nproc) cores, $(uname -m), $(date -u +%F); database: ${DB%%:*}; deck: $DECK"
 echo "command: bench/slides.sh $RUNS"
-mkdir -p bench/out
 python3 bench/slides.py "$P" "$KEY" "$DECK" "$RUNS" bench/out/plinth.pdf | tee "$DATA/plinth.txt"
 # The CLI, cold (process start, font scan, parse, render, write), images beside the deck.
 CLI=$DATA/cli

@@ -43,8 +43,11 @@ figure.sized {{ flex: 0 0 auto; align-self: flex-start; max-width: 100%; }}
 figure.sized img {{ width: 100%; height: 100%; }}
 .frame {{ position: absolute; top: 0; bottom: 0; box-sizing: border-box; padding: calc(80 * var(--u)) calc(110 * var(--u)); display: flex; flex-direction: column; gap: calc(30 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(40 * var(--u)); line-height: 1.35; }}
 .layout-title .frame {{ justify-content: center; text-align: center; }}
+.body {{ flex: 1 1 auto; min-height: 0; display: flex; flex-direction: column; gap: calc(30 * var(--u)); justify-content: safe center; }}
+.layout-title .body {{ display: contents; }}
 img.logo {{ position: absolute; top: calc(16 * var(--u)); right: calc(110 * var(--u)); height: calc(56 * var(--u)); max-width: calc(280 * var(--u)); object-fit: contain; object-position: right; }}
-.columns {{ display: flex; gap: calc(70 * var(--u)); flex: 1 1 0; min-height: 0; }}
+.columns {{ display: flex; gap: calc(70 * var(--u)); flex: 0 1 auto; min-height: 0; }}
+.columns:has(> .column > figure:not(.sized)) {{ flex: 1 1 0; }}
 .column {{ flex: 1 1 0; min-width: 0; display: flex; flex-direction: column; gap: calc(30 * var(--u)); }}
 h1 {{ margin: 0 0 calc(16 * var(--u)); font-size: calc(68 * var(--u)); line-height: 1.2; color: var(--title); }}
 .layout-title h1 {{ font-size: calc(96 * var(--u)); }}
@@ -182,16 +185,21 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
             marked(&mut out, title, images);
             out.push_str("</h1>\n");
         }
-        if slide.blocks.contains(&Block::ColumnBreak) {
-            out.push_str("<div class=\"columns\">\n");
-            for blocks in slide.blocks.split(|b| *b == Block::ColumnBreak) {
-                out.push_str("<div class=\"column\">\n");
-                blocks_html(&mut out, blocks, images, 0, own.dark);
+        // The body, centred in the room under the title as the layout engine does it.
+        if !slide.blocks.is_empty() {
+            out.push_str("<div class=\"body\">\n");
+            if slide.blocks.contains(&Block::ColumnBreak) {
+                out.push_str("<div class=\"columns\">\n");
+                for blocks in slide.blocks.split(|b| *b == Block::ColumnBreak) {
+                    out.push_str("<div class=\"column\">\n");
+                    blocks_html(&mut out, blocks, images, 0, own.dark);
+                    out.push_str("</div>\n");
+                }
                 out.push_str("</div>\n");
+            } else {
+                blocks_html(&mut out, &slide.blocks, images, 0, own.dark);
             }
             out.push_str("</div>\n");
-        } else {
-            blocks_html(&mut out, &slide.blocks, images, 0, own.dark);
         }
         out.push_str("</div>\n");
         for (text, tag) in [

@@ -105,7 +105,20 @@ const SCALES: [f32; 10] = [1.0, 0.92, 0.85, 0.78, 0.72, 0.66, 0.6, 0.55, 0.5, 0.
 /// Below this a code block's lines are cut with an ellipsis instead of shrinking more.
 const MIN_CODE_SIZE: f32 = 13.0;
 
+/// Where a content slide's body goes when it is shorter than the room under the title.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// Centred in that room: a slide seen across a room.
+    Balanced,
+    /// At the top: a page read like a document (a PDF's notes pages).
+    Top,
+}
+
 pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Page {
+    page_with(deck, slide, sizes, size, Fill::Balanced)
+}
+
+pub fn page_with(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size, fill: Fill) -> Page {
     let pal = slide_palette(deck, slide);
     let pal = &pal;
     let width = CANVAS_HEIGHT * size.width as f32 / size.height as f32;
@@ -158,6 +171,7 @@ pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Pag
         width: content_w - 2.0 * margin_x,
         height: height - 2.0 * MARGIN_Y,
         centered: slide.layout == Layout::Title,
+        fill,
     };
 
     let mut code = HashMap::new();
@@ -187,15 +201,30 @@ pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Pag
     }
     let overflowed = fitted.is_none();
     let stack = fitted.unwrap_or_else(|| build(slide, &ctx, &frame, SCALES[SCALES.len() - 1]));
-    let top = if frame.centered {
-        frame.top + ((frame.height - stack.height) / 2.0).max(0.0)
+    // What the fitted stack leaves of the frame: a title slide centres everything in
+    // it; a content slide keeps its title at the top (where every slide has it) and
+    // centres the body in the room under it, so a short slide is not all at the top.
+    // A full slide has nothing left and starts at the top either way.
+    let spare = ((frame.height - stack.height) / 2.0).max(0.0);
+    let (title_top, body_top) = if frame.centered {
+        (frame.top + spare, frame.top + spare)
+    } else if frame.fill == Fill::Balanced {
+        (frame.top, frame.top + spare)
     } else {
-        frame.top
+        (frame.top, frame.top)
     };
     let mut content_items: Vec<Item> = stack
         .items
         .into_iter()
-        .map(|item| translate(item, frame.left, top))
+        .enumerate()
+        .map(|(i, item)| {
+            let top = if i < stack.title_items {
+                title_top
+            } else {
+                body_top
+            };
+            translate(item, frame.left, top)
+        })
         .collect();
     if overflowed {
         // At the floor scale what still does not fit is cut rather than drawn off the
@@ -430,12 +459,15 @@ struct Frame {
     width: f32,
     height: f32,
     centered: bool,
+    fill: Fill,
 }
 
 /// Items relative to the frame's top-left corner, and the height they take.
 struct Stack {
     items: Vec<Item>,
     height: f32,
+    /// The first this many items are the title (and its rule); the rest the body.
+    title_items: usize,
 }
 
 enum Piece {
@@ -467,6 +499,7 @@ fn build(slide: &Slide, ctx: &Ctx, frame: &Frame, s: f32) -> Stack {
     let centered = frame.centered;
     let mut pieces = Vec::new();
     let mut gaps = Vec::new();
+    let mut title_items = 0;
 
     if let Some(title) = slide.title.as_deref().filter(|t| !t.trim().is_empty()) {
         let size = s * if centered {
@@ -494,6 +527,7 @@ fn build(slide: &Slide, ctx: &Ctx, frame: &Frame, s: f32) -> Stack {
             r: 3.0 * s,
             fill: pal.accent,
         });
+        title_items = text.items.len();
         pieces.push(Piece::Fixed {
             items: text.items,
             height: rule_y + 6.0 * s,
@@ -535,7 +569,11 @@ fn build(slide: &Slide, ctx: &Ctx, frame: &Frame, s: f32) -> Stack {
     }
     gaps.pop();
     let (items, height) = share_out(pieces, &gaps, cw, frame.height, s);
-    Stack { items, height }
+    Stack {
+        items,
+        height,
+        title_items,
+    }
 }
 
 /// One column of blocks, `cw` wide, in at most `room` of height (images share it).

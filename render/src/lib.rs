@@ -40,6 +40,16 @@ pub struct FontFamily {
 pub fn font_families() -> Vec<FontFamily> {
     fonts::registry().families()
 }
+
+/// Scans the font directories and loads the embedded faces' metrics (advance tables,
+/// shaping data), as the first render would. A worker calls this once at start, off
+/// the request path; fallback faces still load when text first needs them.
+pub fn warm_up_fonts() {
+    let registry = fonts::registry();
+    for face in fonts::Face::ALL {
+        registry.metrics(face.font());
+    }
+}
 pub use crate::highlight::{knows as highlights_language, warm_up as warm_up_highlighting};
 pub use crate::image::{inspect_image, ImageInfo, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE};
 

@@ -9,11 +9,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use printpdf::Codepoint;
 use printpdf::{
-    Actions, BorderArray, Color, DictItem, ExternalStream, ExternalXObject, FontId,
-    ImageCompression, ImageOptimizationOptions, LinePoint, LinkAnnotation, Mm, Op, ParsedFont,
-    PdfDocument, PdfFont, PdfFontHandle, PdfPage, PdfSaveOptions, Point, Polygon, PolygonRing, Pt,
-    Px, RawImage, RawImageData, RawImageFormat, Rect, Rgb, TextItem, TextMatrix, TextRenderingMode,
-    WindingOrder, XObject, XObjectId, XObjectTransform,
+    Actions, BorderArray, Color, DictItem, ExternalStream, ExternalXObject, FontId, LinePoint,
+    LinkAnnotation, Mm, Op, ParsedFont, PdfDocument, PdfFont, PdfFontHandle, PdfPage,
+    PdfSaveOptions, Point, Polygon, PolygonRing, Pt, Px, Rect, Rgb, TextItem, TextMatrix,
+    TextRenderingMode, WindingOrder, XObject, XObjectId, XObjectTransform,
 };
 use resvg::tiny_skia;
 
@@ -70,7 +69,13 @@ pub fn render(
         // A notes page after the slide: no header, footer or page number of its own.
         if let Some(bare) = &bare {
             if let Some(notes) = crate::notes_slide(slide, i + 1) {
-                pages.push(layout::page(bare, &notes, &Default::default(), size));
+                pages.push(layout::page_with(
+                    bare,
+                    &notes,
+                    &Default::default(),
+                    size,
+                    layout::Fill::Top,
+                ));
             }
         }
         for page in pages {
@@ -366,10 +371,9 @@ pub fn render(
     let mut emoji: Vec<_> = emoji.into_values().flatten().collect();
     emoji.sort_by(|a, b| a.0 .0.cmp(&b.0 .0));
     for (id, b) in emoji {
-        let mut warnings = Vec::new();
-        match RawImage::decode_from_bytes(&b.png, &mut warnings) {
+        match decode_raster(&b.png, image::ImageFormat::Png) {
             Ok(img) => {
-                doc.resources.xobjects.map.insert(id, XObject::Image(img));
+                doc.resources.xobjects.map.insert(id, pixels_xobject(&img));
             }
             Err(e) => {
                 return Err(RenderError::Failed(format!(
@@ -406,15 +410,8 @@ pub fn render(
         // Already subset above; printpdf would embed the whole font otherwise anyway.
         subset_fonts: false,
         secure: true,
-        // Lossless, no resizing: images were sized above.
-        image_optimization: Some(ImageOptimizationOptions {
-            quality: None,
-            max_image_size: None,
-            dither_greyscale: Some(false),
-            convert_to_greyscale: Some(false),
-            auto_optimize: Some(false),
-            format: Some(ImageCompression::Flate),
-        }),
+        // Every image is an encoded stream already (above).
+        image_optimization: None,
     };
     let mut warnings = Vec::new();
     let mut pdf = doc.with_pages(pages).save(&opts, &mut warnings);
@@ -718,7 +715,8 @@ fn subset_font(font: FontKey, gids: &BTreeSet<u16>) -> Result<ParsedFont, Render
 }
 
 /// An image XObject no larger than `max_px`: JPEG (grey or RGB) passes through as
-/// DCT data; other rasters are decoded and resized; SVG is rasterized at the box size.
+/// DCT data and an opaque 8-bit PNG as its own Flate data; other rasters are decoded
+/// and resized; SVG is rasterized at the box size.
 fn xobject(image: &Image, max_px: (u32, u32)) -> Option<XObject> {
     let format = format_of(image)?;
     match format {
@@ -730,7 +728,8 @@ fn xobject(image: &Image, max_px: (u32, u32)) -> Option<XObject> {
             }
             raster_xobject(image, image::ImageFormat::Jpeg, max_px)
         }
-        Format::Png => raster_xobject(image, image::ImageFormat::Png, max_px),
+        Format::Png => png_passthrough(&image.bytes, max_px)
+            .or_else(|| raster_xobject(image, image::ImageFormat::Png, max_px)),
         Format::Webp => raster_xobject(image, image::ImageFormat::WebP, max_px),
         Format::Svg => {
             let tree = parse_svg(&image.bytes)?;
@@ -750,13 +749,8 @@ fn xobject(image: &Image, max_px: (u32, u32)) -> Option<XObject> {
                     [c.red(), c.green(), c.blue(), c.alpha()]
                 })
                 .collect();
-            Some(XObject::Image(RawImage {
-                pixels: RawImageData::U8(rgba),
-                width: w as usize,
-                height: h as usize,
-                data_format: RawImageFormat::RGBA8,
-                tag: Vec::new(),
-            }))
+            let img = image::RgbaImage::from_raw(w, h, rgba)?;
+            Some(pixels_xobject(&image::DynamicImage::ImageRgba8(img)))
         }
     }
 }
@@ -774,20 +768,141 @@ fn raster_xobject(
             image::imageops::FilterType::Triangle,
         );
     }
-    let (w, h) = (img.width() as usize, img.height() as usize);
-    let opaque = !img.color().has_alpha() || img.to_rgba8().pixels().all(|p| p.0[3] == 255);
-    let (pixels, data_format) = match (img.color().has_color(), opaque) {
-        (false, true) => (img.to_luma8().into_raw(), RawImageFormat::R8),
-        (_, true) => (img.to_rgb8().into_raw(), RawImageFormat::RGB8),
-        (_, false) => (img.to_rgba8().into_raw(), RawImageFormat::RGBA8),
+    Some(pixels_xobject(&img))
+}
+
+/// Decoded pixels as an image XObject: grey or RGB, Flate-compressed here, with a soft
+/// mask when some pixel is not opaque. printpdf would compress them at zlib's slowest
+/// level, several times the time of the default one for a few per cent of size.
+fn pixels_xobject(img: &image::DynamicImage) -> XObject {
+    let (w, h) = (img.width(), img.height());
+    let grey = !img.color().has_color();
+    let mut stream = if grey {
+        image_stream(&img.to_luma8(), w, h, 1)
+    } else {
+        image_stream(&img.to_rgb8(), w, h, 3)
     };
-    Some(XObject::Image(RawImage {
-        pixels: RawImageData::U8(pixels),
-        width: w,
-        height: h,
-        data_format,
-        tag: Vec::new(),
+    if img.color().has_alpha() {
+        let alpha: Vec<u8> = img.to_rgba8().pixels().map(|p| p.0[3]).collect();
+        if alpha.iter().any(|&a| a != 255) {
+            stream.dict.insert(
+                "SMask".to_owned(),
+                DictItem::Stream {
+                    stream: image_stream(&alpha, w, h, 1),
+                },
+            );
+        }
+    }
+    XObject::External(ExternalXObject {
+        stream,
+        width: Some(Px(w as usize)),
+        height: Some(Px(h as usize)),
+        dpi: None,
+    })
+}
+
+/// An 8-bit image stream of `pixels` (`colors` per pixel), Flate-compressed.
+fn image_stream(pixels: &[u8], w: u32, h: u32, colors: u8) -> ExternalStream {
+    use std::io::Write;
+    let mut z = flate2::write::ZlibEncoder::new(
+        Vec::with_capacity(pixels.len() / 4),
+        flate2::Compression::default(),
+    );
+    let content = z
+        .write_all(pixels)
+        .and_then(|()| z.finish())
+        .expect("compressing into memory does not fail");
+    let mut dict = image_dict(w, h, colors);
+    dict.insert("Filter".to_owned(), DictItem::Name(b"FlateDecode".to_vec()));
+    ExternalStream {
+        dict,
+        content,
+        compress: false,
+    }
+}
+
+fn image_dict(w: u32, h: u32, colors: u8) -> BTreeMap<String, DictItem> {
+    let name = |s: &str| DictItem::Name(s.as_bytes().to_vec());
+    BTreeMap::from([
+        ("Type".to_owned(), name("XObject")),
+        ("Subtype".to_owned(), name("Image")),
+        ("Width".to_owned(), DictItem::Int(w as i64)),
+        ("Height".to_owned(), DictItem::Int(h as i64)),
+        (
+            "ColorSpace".to_owned(),
+            name(if colors == 1 {
+                "DeviceGray"
+            } else {
+                "DeviceRGB"
+            }),
+        ),
+        ("BitsPerComponent".to_owned(), DictItem::Int(8)),
+    ])
+}
+
+/// An opaque 8-bit grey or RGB PNG, not interlaced and not much larger than `max_px`,
+/// as it is: its IDAT data is a zlib stream of scanlines with PNG's row filters, which
+/// PDF reads as Flate with the PNG predictors (ISO 32000-1, 7.4.4.4). No decoding and
+/// no compressing; the upload was fully decoded once when it was validated.
+fn png_passthrough(bytes: &[u8], max_px: (u32, u32)) -> Option<XObject> {
+    let mut at = 8;
+    let mut header = None;
+    let mut data = Vec::new();
+    while let Some(len) = bytes.get(at..at + 4) {
+        let len = u32::from_be_bytes(len.try_into().ok()?) as usize;
+        let kind = bytes.get(at + 4..at + 8)?;
+        let body = bytes.get(at + 8..at + 8 + len)?;
+        match kind {
+            b"IHDR" => header = Some(body),
+            b"IDAT" => data.extend_from_slice(body),
+            // Transparency by colour key: needs a mask, so decode.
+            b"tRNS" => return None,
+            b"IEND" => break,
+            _ => {}
+        }
+        at += len + 12;
+    }
+    let header = header.filter(|h| h.len() == 13)?;
+    let w = u32::from_be_bytes(header[0..4].try_into().ok()?);
+    let h = u32::from_be_bytes(header[4..8].try_into().ok()?);
+    let (depth, color, interlace) = (header[8], header[9], header[12]);
+    let colors = match color {
+        0 => 1,
+        2 => 3,
+        _ => return None,
+    };
+    if depth != 8 || interlace != 0 || w > max_px.0 * 2 || h > max_px.1 * 2 || data.is_empty() {
+        return None;
+    }
+    let mut dict = image_dict(w, h, colors);
+    dict.insert("Filter".to_owned(), DictItem::Name(b"FlateDecode".to_vec()));
+    dict.insert(
+        "DecodeParms".to_owned(),
+        DictItem::Dict {
+            map: BTreeMap::from([
+                ("Predictor".to_owned(), DictItem::Int(15)),
+                ("Colors".to_owned(), DictItem::Int(colors as i64)),
+                ("BitsPerComponent".to_owned(), DictItem::Int(8)),
+                ("Columns".to_owned(), DictItem::Int(w as i64)),
+            ]),
+        },
+    );
+    Some(XObject::External(ExternalXObject {
+        stream: ExternalStream {
+            dict,
+            content: data,
+            compress: false,
+        },
+        width: Some(Px(w as usize)),
+        height: Some(Px(h as usize)),
+        dpi: None,
     }))
+}
+
+/// Whether a PNG of any size would be embedded as it is.
+#[cfg(test)]
+pub(crate) fn passes_through(png: &[u8]) -> bool {
+    png_passthrough(png, (1 << 16, 1 << 16)).is_some()
 }
 
 /// Width, height and component count from a JPEG's start-of-frame marker.
@@ -816,23 +931,8 @@ fn jpeg_header(bytes: &[u8]) -> Option<(u32, u32, u8)> {
 }
 
 fn jpeg_passthrough(bytes: &[u8], w: u32, h: u32, components: u8) -> XObject {
-    let name = |s: &str| DictItem::Name(s.as_bytes().to_vec());
-    let dict = BTreeMap::from([
-        ("Type".to_owned(), name("XObject")),
-        ("Subtype".to_owned(), name("Image")),
-        ("Width".to_owned(), DictItem::Int(w as i64)),
-        ("Height".to_owned(), DictItem::Int(h as i64)),
-        (
-            "ColorSpace".to_owned(),
-            name(if components == 1 {
-                "DeviceGray"
-            } else {
-                "DeviceRGB"
-            }),
-        ),
-        ("BitsPerComponent".to_owned(), DictItem::Int(8)),
-        ("Filter".to_owned(), name("DCTDecode")),
-    ]);
+    let mut dict = image_dict(w, h, components);
+    dict.insert("Filter".to_owned(), DictItem::Name(b"DCTDecode".to_vec()));
     XObject::External(ExternalXObject {
         stream: ExternalStream {
             dict,

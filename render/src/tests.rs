@@ -1425,3 +1425,337 @@ fn layouts_fixture_renders_in_every_format() {
         deck.slides.len()
     );
 }
+
+/// Where the text items containing `first` and `last` reach, top of the first to the
+/// bottom of the last (the faces' ascent and descent around their baselines).
+fn text_span(page: &layout::Page, first: &str, last: &str) -> (f32, f32) {
+    let find = |needle: &str| {
+        page.items
+            .iter()
+            .find_map(|i| match i {
+                layout::Item::Text {
+                    y,
+                    size,
+                    text,
+                    face,
+                    ..
+                } if text.contains(needle) => Some((*y, *size, *face)),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{needle} not drawn"))
+    };
+    let (y0, s0, f0) = find(first);
+    let (y1, s1, f1) = find(last);
+    (
+        y0 - crate::fonts::metrics(f0).ascent * s0,
+        y1 + crate::fonts::metrics(f1).descent * s1,
+    )
+}
+
+/// The bottom of the accent rule under a content slide's title.
+fn title_bottom(page: &layout::Page) -> f32 {
+    page.items
+        .iter()
+        .find_map(|i| match i {
+            layout::Item::Rect { y, w, h, .. } if (*w - 96.0).abs() < 0.01 => Some(y + h),
+            _ => None,
+        })
+        .expect("a title rule")
+}
+
+/// The frame's bottom edge: the canvas less its bottom margin.
+const FRAME_BOTTOM: f32 = 1000.0;
+
+/// Within this much (units of a 1080-unit slide) a body counts as centred: the gap
+/// under the title and the line spacing make the drawn text sit a little off the
+/// centre of its layout box.
+const CENTRED: f32 = 40.0;
+
+fn page_of(md: &str, sizes: &layout::NaturalSizes, fill: layout::Fill) -> layout::Page {
+    let deck = plinth_slides::parse_markdown(md).unwrap();
+    layout::page_with(&deck, &deck.slides[0], sizes, Size::default(), fill)
+}
+
+/// A short content slide keeps its title at the top and centres its body in the room
+/// under it; the title slide layout is not changed by this.
+#[test]
+fn short_slides_are_balanced_under_their_title() {
+    let md = "## Two points\n\n- FIRSTPOINT\n- LASTPOINT\n";
+    let sizes = layout::NaturalSizes::new();
+    let balanced = page_of(md, &sizes, layout::Fill::Balanced);
+    let top = page_of(md, &sizes, layout::Fill::Top);
+    // The title does not move.
+    assert_eq!(title_bottom(&balanced), title_bottom(&top));
+    let title = title_bottom(&balanced);
+    assert!(title < 200.0, "title at the top: {title}");
+    let (a, b) = text_span(&balanced, "FIRSTPOINT", "LASTPOINT");
+    let (room_mid, body_mid) = ((title + FRAME_BOTTOM) / 2.0, (a + b) / 2.0);
+    assert!(
+        (body_mid - room_mid).abs() < CENTRED,
+        "body {a}..{b} (middle {body_mid}) not centred under the title (middle {room_mid})"
+    );
+    let (a_top, _) = text_span(&top, "FIRSTPOINT", "LASTPOINT");
+    assert!(a - a_top > 250.0, "the body moved down from {a_top} to {a}");
+
+    // Without a title the body is centred on the whole frame.
+    let page = page_of("Just one line, ALONE\n", &sizes, layout::Fill::Balanced);
+    let (a, b) = text_span(&page, "ALONE", "ALONE");
+    assert!(((a + b) / 2.0 - 540.0).abs() < CENTRED, "{a}..{b}");
+
+    // A title slide centres title and body together, as before.
+    let lead = "<!-- _class: lead -->\n\n# Opening\n\nA SUBTITLE line\n";
+    let page = page_of(lead, &sizes, layout::Fill::Balanced);
+    assert_eq!(
+        page.items,
+        page_of(lead, &sizes, layout::Fill::Top).items,
+        "the fill does not apply to title slides"
+    );
+    let (a, _) = text_span(&page, "Opening", "Opening");
+    let (_, b) = text_span(&page, "SUBTITLE", "SUBTITLE");
+    assert!(((a + b) / 2.0 - 540.0).abs() < CENTRED, "{a}..{b}");
+}
+
+/// A slide whose content fills the frame starts at the top as it always did: an image
+/// that takes the room left, a long list shrunk to fit, one cut at the floor scale.
+#[test]
+fn full_slides_start_at_the_top() {
+    let id = "6f1c2a3e-0000-4000-8000-0000000000aa";
+    let sizes: layout::NaturalSizes = [(
+        id.to_owned(),
+        layout::Natural {
+            width: 900.0,
+            height: 1600.0,
+            vector: false,
+        },
+    )]
+    .into();
+    let md = format!("## A tall photo\n\n![]({id})\n\nA CAPTION under it\n");
+    let balanced = page_of(&md, &sizes, layout::Fill::Balanced);
+    assert_eq!(
+        balanced.items,
+        page_of(&md, &sizes, layout::Fill::Top).items
+    );
+
+    let long: String = (1..=12)
+        .map(|i| format!("- POINT{i} with enough words to be a real line on a slide\n"))
+        .collect();
+    let md = format!("## Twelve points\n\n{long}");
+    let sizes = layout::NaturalSizes::new();
+    let (a, _) = text_span(
+        &page_of(&md, &sizes, layout::Fill::Balanced),
+        "POINT1 ",
+        "POINT1 ",
+    );
+    let (a_top, _) = text_span(
+        &page_of(&md, &sizes, layout::Fill::Top),
+        "POINT1 ",
+        "POINT1 ",
+    );
+    assert!(
+        (a - a_top).abs() < 25.0,
+        "a full list starts at the top: {a} against {a_top}"
+    );
+
+    let many: String = (1..=40)
+        .map(|i| format!("- point {i} with enough words to wrap onto a second line of the slide\n"))
+        .collect();
+    let md = format!("## Forty points\n\n{many}");
+    assert_eq!(
+        page_of(&md, &sizes, layout::Fill::Balanced).items,
+        page_of(&md, &sizes, layout::Fill::Top).items
+    );
+}
+
+/// Columns move as one block: both start on one line, the block centred under the
+/// title. Beside a split image the body is centred in its own part of the slide.
+#[test]
+fn columns_and_split_slides_are_balanced_too() {
+    let md = "## Compare\n\nLEFTTOP\n\n- LEFTMID\n- LEFTEND\n\n<!-- column -->\n\nRIGHTTOP\n";
+    let sizes = layout::NaturalSizes::new();
+    let page = page_of(md, &sizes, layout::Fill::Balanced);
+    let (left, end) = text_span(&page, "LEFTTOP", "LEFTEND");
+    let (right, _) = text_span(&page, "RIGHTTOP", "RIGHTTOP");
+    assert!((left - right).abs() < 1.0, "columns start on one line");
+    let title = title_bottom(&page);
+    assert!(
+        ((left + end) / 2.0 - (title + FRAME_BOTTOM) / 2.0).abs() < CENTRED,
+        "columns {left}..{end} not centred under the title at {title}"
+    );
+
+    let id = "6f1c2a3e-0000-4000-8000-0000000000ab";
+    let sizes: layout::NaturalSizes = [(
+        id.to_owned(),
+        layout::Natural {
+            width: 640.0,
+            height: 480.0,
+            vector: false,
+        },
+    )]
+    .into();
+    let md = format!("## Split\n\n![bg left:40%]({id})\n\nREFLOWED text beside the picture\n");
+    let page = page_of(&md, &sizes, layout::Fill::Balanced);
+    let clip = page
+        .items
+        .iter()
+        .find_map(|i| match i {
+            layout::Item::Image { clip, .. } => *clip,
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(clip, [0.0, 0.0, 768.0, 1080.0], "the image keeps its half");
+    let (a, b) = text_span(&page, "REFLOWED", "REFLOWED");
+    let title = title_bottom(&page);
+    assert!(
+        ((a + b) / 2.0 - (title + FRAME_BOTTOM) / 2.0).abs() < CENTRED,
+        "{a}..{b} under the title at {title}"
+    );
+}
+
+/// The PNG draws the balanced layout (the PDF draws the same display list), the PDF's
+/// notes pages read from the top, and the HTML centres the body with the same rule.
+#[test]
+fn every_format_draws_the_balanced_body() {
+    let md = "## Two points\n\n- FIRSTPOINT\n- LASTPOINT\n\n<!-- notes: SPEAKERNOTE -->\n";
+    let deck = plinth_slides::parse_markdown(md).unwrap();
+    let images = Images::new();
+    // The PNG: the body's ink sits in the middle of the room under the title.
+    let png = pixels(&slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap());
+    let background = png.get_pixel(5, 5).0;
+    let inked: Vec<u32> = (250..png.height())
+        .filter(|&y| (0..png.width()).any(|x| png.get_pixel(x, y).0 != background))
+        .collect();
+    let (first, last) = (inked[0] as f32, *inked.last().unwrap() as f32);
+    let page = layout::page(&deck, &deck.slides[0], &Default::default(), Size::default());
+    let room_mid = (title_bottom(&page) + FRAME_BOTTOM) / 2.0;
+    assert!(
+        ((first + last) / 2.0 - room_mid).abs() < CENTRED,
+        "PNG body ink {first}..{last}, room middle {room_mid}"
+    );
+
+    let html = deck_html(&deck, &images);
+    assert!(html.contains("<div class=\"body\">\n<ul>"), "{html}");
+    assert!(html.contains(".body { flex: 1 1 auto; min-height: 0; display: flex; flex-direction: column; gap: calc(30 * var(--u)); justify-content: safe center; }"));
+    assert!(html.contains(".layout-title .body { display: contents; }"));
+
+    let notes = crate::notes_slide(&deck.slides[0], 1).unwrap();
+    let bare = Deck {
+        slides: Vec::new(),
+        ..deck.clone()
+    };
+    let page = layout::page_with(
+        &bare,
+        &notes,
+        &Default::default(),
+        Size::default(),
+        layout::Fill::Top,
+    );
+    let (a, _) = text_span(&page, "SPEAKERNOTE", "SPEAKERNOTE");
+    assert!(
+        a < title_bottom(&page) + 100.0,
+        "notes start under their title: {a}"
+    );
+}
+
+/// Page `n` (1-based) of a PDF as 1920-pixel-wide pixels (poppler's pdftoppm), or
+/// `None` when pdftoppm is not installed.
+fn pdf_page_pixels(pdf: &[u8], n: usize) -> Option<::image::RgbImage> {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let k = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("plinth-ppm-{}-{k}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let path = dir.join("deck.pdf");
+    std::fs::write(&path, pdf).ok()?;
+    let page = n.to_string();
+    // A 720-point page at 192 dpi is 1920 pixels wide.
+    let out = Command::new("pdftoppm")
+        .args(["-png", "-r", "192", "-singlefile", "-f", &page, "-l", &page])
+        .arg(&path)
+        .arg(dir.join("page"))
+        .output()
+        .ok()?;
+    assert!(
+        out.status.success(),
+        "pdftoppm failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let img = ::image::open(dir.join("page.png")).unwrap().to_rgb8();
+    let _ = std::fs::remove_dir_all(&dir);
+    Some(img)
+}
+
+/// Images keep their pixels in the PDF whichever way they are embedded: an RGB or
+/// grey PNG as its own compressed data, one with transparency decoded into colour and
+/// a soft mask. Compared with the PNG export inside each image's box.
+#[test]
+fn pdf_images_match_the_png_export() {
+    let (w, h) = (300, 200);
+    let rgb = png_bytes(w, h);
+    let encode = |img: ::image::DynamicImage| {
+        let mut out = Vec::new();
+        img.write_to(&mut Cursor::new(&mut out), ::image::ImageFormat::Png)
+            .unwrap();
+        out
+    };
+    let grey = encode(::image::DynamicImage::ImageLuma8(
+        ::image::GrayImage::from_fn(w, h, |x, y| {
+            ::image::Luma([((x + y) * 255 / (w + h)) as u8])
+        }),
+    ));
+    let rgba = encode(::image::DynamicImage::ImageRgba8(
+        ::image::RgbaImage::from_fn(w, h, |x, y| {
+            ::image::Rgba([200, (y * 255 / h) as u8, 40, (x * 255 / w) as u8])
+        }),
+    ));
+    assert!(crate::pdf::passes_through(&rgb) && crate::pdf::passes_through(&grey));
+    assert!(!crate::pdf::passes_through(&rgba));
+    let ids = [
+        "6f1c2a3e-0000-4000-8000-0000000000c1",
+        "6f1c2a3e-0000-4000-8000-0000000000c2",
+        "6f1c2a3e-0000-4000-8000-0000000000c3",
+    ];
+    let mut images = Images::new();
+    for (id, bytes) in ids.iter().zip([rgb, grey, rgba]) {
+        let mime = inspect_image(&bytes).unwrap().mime.to_owned();
+        images.insert((*id).to_owned(), Image { mime, bytes });
+    }
+    let md: Vec<String> = ids.iter().map(|id| format!("![]({id})\n")).collect();
+    let deck = plinth_slides::parse_markdown(&md.join("\n---\n\n")).unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    for (i, slide) in deck.slides.iter().enumerate() {
+        let Some(page) = pdf_page_pixels(&pdf, i + 1) else {
+            eprintln!("pdftoppm not installed (apt-get install poppler-utils): skipped");
+            return;
+        };
+        let png = pixels(&slide_png(&deck, slide, &images, Size::default()).unwrap());
+        let laid = layout::page(
+            &deck,
+            slide,
+            &image::natural_sizes(&deck, slide, &images),
+            Size::default(),
+        );
+        let (x, y, bw, bh) = laid
+            .items
+            .iter()
+            .find_map(|i| match i {
+                layout::Item::Image { x, y, w, h, .. } => Some((*x, *y, *w, *h)),
+                _ => None,
+            })
+            .unwrap();
+        let mut worst = 0;
+        for gy in 1..10 {
+            for gx in 1..10 {
+                let px = (x + bw * gx as f32 / 10.0) as u32;
+                let py = (y + bh * gy as f32 / 10.0) as u32;
+                let (a, b) = (png.get_pixel(px, py).0, page.get_pixel(px, py).0);
+                for c in 0..3 {
+                    worst = worst.max((a[c] as i32 - b[c] as i32).abs());
+                }
+            }
+        }
+        assert!(
+            worst <= 16,
+            "image {} differs by up to {worst} from the PNG",
+            i + 1
+        );
+    }
+}

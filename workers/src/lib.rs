@@ -613,8 +613,9 @@ impl Queue {
             // Compiles the common languages' highlighting patterns (about 0.3 s) off the
             // request path, so the first export using one does not pay for it.
             tokio::task::spawn_blocking(plinth_render::warm_up_highlighting);
-            // Scans the font directories (PLINTH_FONTS_DIR, the system's) likewise.
-            tokio::task::spawn_blocking(plinth_render::font_families);
+            // Scans the font directories (PLINTH_FONTS_DIR, the system's) and loads the
+            // embedded faces likewise.
+            tokio::task::spawn_blocking(plinth_render::warm_up_fonts);
         }
         let monitor = {
             let (registry, names) = (registry.clone(), names.clone());

@@ -448,6 +448,9 @@ async fn export(
     warnings: &mut Vec<Warning>,
 ) -> Result<Outcome, BoxDynError> {
     let (env, job_id) = (run.env, run.job_id);
+    // Where an export's time goes, for the debug log at its end (`store` counts the
+    // objects written and the progress recorded).
+    let mut clock = Clock::start();
     let mut images: Images = HashMap::new();
     for id in work.content.asset_ids() {
         let Some(img) = work.images.get(&id) else {
@@ -491,6 +494,7 @@ async fn export(
             },
         );
     }
+    clock.lap("images");
     let deck = &work.content;
     // Characters no font has: the export goes on (they draw as boxes), the job's
     // answer lists them, and the log says so once per run.
@@ -518,6 +522,7 @@ async fn export(
             missing: m.missing,
         })
         .collect();
+    clock.lap("fonts");
     let slides = plinth_render::visible(deck);
     let total = slides.len();
     let size = Size::default();
@@ -533,6 +538,7 @@ async fn export(
                 if !run.progress(i, total).await? {
                     return Ok(Outcome::Stopped);
                 }
+                clock.lap("store");
                 let png = {
                     let (deck, slide, images) = (deck.clone(), (*slide).clone(), images.clone());
                     tokio::task::spawn_blocking(move || {
@@ -540,6 +546,7 @@ async fn export(
                     })
                     .await?
                 };
+                clock.lap("render");
                 let png = match png {
                     Ok(p) => p,
                     Err(e) => {
@@ -555,6 +562,7 @@ async fn export(
                     slide: Some(i + 1),
                 };
                 env.put_object(&a.key, png, "image/png").await?;
+                clock.lap("store");
                 artifacts.push(a);
             }
         }
@@ -601,6 +609,7 @@ async fn export(
                 .await
             };
             watcher.abort();
+            clock.lap("render");
             let pdf = match pdf? {
                 Ok(p) => p,
                 Err(RenderError::Cancelled) => return Ok(Outcome::Stopped),
@@ -617,6 +626,7 @@ async fn export(
                 slide: None,
             };
             env.put_object(&a.key, pdf, "application/pdf").await?;
+            clock.lap("store");
             artifacts.push(a);
         }
         "html" => {
@@ -624,6 +634,7 @@ async fn export(
                 return Ok(Outcome::Stopped);
             }
             let html = plinth_render::deck_html_with(deck, &images, options).into_bytes();
+            clock.lap("render");
             let a = Artifact {
                 key: artifact_key(&work.deck_id, job_id, work.attempt, "deck.html"),
                 name: "deck.html".into(),
@@ -633,6 +644,7 @@ async fn export(
             };
             env.put_object(&a.key, html, "text/html; charset=utf-8")
                 .await?;
+            clock.lap("store");
             artifacts.push(a);
         }
         other => {
@@ -645,7 +657,50 @@ async fn export(
     if !run.progress(total, total).await? {
         return Ok(Outcome::Stopped);
     }
+    clock.lap("store");
+    tracing::debug!(
+        job_id,
+        format = work.format,
+        images_ms = clock.ms("images"),
+        fonts_ms = clock.ms("fonts"),
+        render_ms = clock.ms("render"),
+        store_ms = clock.ms("store"),
+        "export timings"
+    );
     Ok(Outcome::Done)
+}
+
+/// Time spent per phase of a run, summed over laps: each lap is charged the time since
+/// the previous one.
+struct Clock {
+    last: std::time::Instant,
+    spent: Vec<(&'static str, Duration)>,
+}
+
+impl Clock {
+    fn start() -> Clock {
+        Clock {
+            last: std::time::Instant::now(),
+            spent: Vec::new(),
+        }
+    }
+
+    fn lap(&mut self, phase: &'static str) {
+        let now = std::time::Instant::now();
+        let d = now - self.last;
+        self.last = now;
+        match self.spent.iter_mut().find(|(p, _)| *p == phase) {
+            Some((_, total)) => *total += d,
+            None => self.spent.push((phase, d)),
+        }
+    }
+
+    fn ms(&self, phase: &str) -> f64 {
+        self.spent
+            .iter()
+            .find(|(p, _)| *p == phase)
+            .map_or(0.0, |(_, d)| d.as_secs_f64() * 1000.0)
+    }
 }
 
 /// An image check: a rejected file is the check's verdict (the asset says why), not a
