@@ -22,14 +22,17 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+/// A read of a job that its waiters share: made once `changes` had reached `.0`,
+/// started at `.1`.
+type Read = (u64, Instant, Arc<dyn Any + Send + Sync>);
+
 /// One job's waiters: how to wake them, and the last read of the job they share.
 #[derive(Default)]
 struct Entry {
     notify: Arc<Notify>,
     /// Changes heard so far (bumped before the waiters are woken).
     changes: AtomicU64,
-    /// The last read, made after `changes` reached `.0` and started at `.1`.
-    latest: tokio::sync::Mutex<Option<(u64, Instant, Arc<dyn Any + Send + Sync>)>>,
+    latest: tokio::sync::Mutex<Option<Read>>,
 }
 
 /// The waiters of each job that has any: its entry and how many hold it.
