@@ -26,7 +26,9 @@ cleanup() {
   rm -rf "$DATA"
 }
 trap cleanup EXIT
-export PLINTH_RATE_LIMIT_MULTIPLIER=100000000 RUST_LOG=warn PLINTH_CALLBACK_PRIVATE_NETWORKS=true
+# The metrics token lets the bench see when every client is waiting (`plinth_job_waiters`).
+export PLINTH_RATE_LIMIT_MULTIPLIER=100000000 RUST_LOG=warn PLINTH_CALLBACK_PRIVATE_NETWORKS=true \
+  PLINTH_METRICS_TOKEN=jobs-bench
 serve_flags=()
 [ -n "${SPLIT:-}" ] && serve_flags=(--no-workers)
 $T/plinth serve --listen 127.0.0.1:0 --data-dir "$DATA" --database-url "$DB" "${serve_flags[@]}" >"$DATA/out" 2>"$DATA/err" &
@@ -55,6 +57,8 @@ echo "machine: $(nproc) cores, $(uname -m), $(date -u +%F); build: $PROFILE; dat
 echo "command: ${SPLIT:+SPLIT=1 }bench/jobs.sh $WAITERS"
 echo "== pickup (100 html exports, one at a time, each followed with ?wait=60)"
 $J pickup "$P" "$KEY" "$DECK" 100
+echo "== pickup by an idle worker (the same, each queued 100 ms after the previous one ended)"
+$J pickup "$P" "$KEY" "$DECK" 100 100
 echo "== $WAITERS clients waiting on 100 jobs"
 $J wait "$P" "$KEY" "$DECK" 100 "$WAITERS"
 echo "== viewer throughput (wrk -t2 -c32 -d10s), alone then with $WAITERS waiting"
@@ -62,11 +66,13 @@ viewer() { wrk -t2 -c32 -d10s -H "x-api-key: $KEY" "$P/api/users/viewer" | awk '
 # Alone before and after, with the waiters between: the ratio is against the mean of the
 # two, so drift on this machine shows rather than passing for an effect.
 before=$(viewer)
-$J hold "$P" "$KEY" "$DECK" "$WAITERS" 14 &
+$J hold "$P" "$KEY" "$DECK" "$WAITERS" 12 >"$DATA/hold" &
 HOLD=$!
-sleep 3
+# Measured once they all wait (`hold` says so), not while their requests still arrive.
+until grep -q holding "$DATA/hold" 2>/dev/null; do sleep 0.1; done
 held=$(viewer)
 wait $HOLD
+cat "$DATA/hold"
 after=$(viewer)
 echo "viewer_rps_alone_before $before"
 echo "viewer_rps_with_waiters $held"

@@ -3,12 +3,16 @@
 //!
 //! `wait BASE KEY DECK JOBS WAITERS`: pauses the export queue, queues JOBS html exports
 //! with one client following each (`?wait=60`, again after each change) and, behind them,
-//! jobs that WAITERS - JOBS more clients wait on, resumes the queue and reports how long
-//! after each measured job's `finished_at` its client heard of it (milliseconds).
+//! jobs that WAITERS - JOBS more clients wait on, resumes the queue once the server holds
+//! them all (`plinth_job_waiters`) and reports how long after each measured job's
+//! `finished_at` its client heard of it (milliseconds).
 //!
-//! `pickup BASE KEY DECK N`: N html exports one after another, each followed with
-//! `?wait=60`; reports the queue's pickup (`started_at - created_at`) and how long after
-//! `finished_at` the client heard (medians).
+//! `wait` and `hold` read `/metrics` with `PLINTH_METRICS_TOKEN`.
+//!
+//! `pickup BASE KEY DECK N [GAP_MS]`: N html exports one after another, each followed
+//! with `?wait=60` (and, with GAP_MS, queued that long after the previous one ended, so
+//! that its worker is idle); reports the queue's pickup (`started_at - created_at`) and
+//! how long after `finished_at` the client heard (medians).
 //!
 //! `hold BASE KEY DECK WAITERS SECONDS`: WAITERS clients wait on jobs of the paused export
 //! queue for SECONDS (the script measures the viewer's throughput meanwhile), then resumes.
@@ -76,6 +80,46 @@ impl Api {
             json!({"queue": "export"}),
         )
         .await;
+        // Workers apply a pause within a second (they read the paused queues every
+        // second): jobs queued before that could still start.
+        if action == "pause" {
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+        }
+    }
+}
+
+impl Api {
+    /// Waits until the server holds `n` waiting clients (`plinth_job_waiters`, read with
+    /// `PLINTH_METRICS_TOKEN`): a client whose request is still queued behind the others'
+    /// is not waiting yet. How long that took.
+    async fn waiting(&self, n: usize) -> Duration {
+        let token = std::env::var("PLINTH_METRICS_TOKEN").expect("PLINTH_METRICS_TOKEN");
+        let start = Instant::now();
+        loop {
+            let text = self
+                .http
+                .get(format!("{}/metrics", self.base))
+                .bearer_auth(&token)
+                .send()
+                .await
+                .expect("metrics")
+                .text()
+                .await
+                .expect("metrics text");
+            let now = text
+                .lines()
+                .find_map(|l| l.strip_prefix("plinth_job_waiters "))
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .unwrap_or(0.0);
+            if now as usize >= n {
+                return start.elapsed();
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "{now} of {n} waiting"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 }
 
@@ -142,7 +186,7 @@ async fn wait(api: Arc<Api>, deck: String, jobs: usize, waiters: usize) {
     for id in &measured {
         tasks.push(tokio::spawn(follow(api.clone(), deck.clone(), id.clone())));
     }
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let registered = api.waiting(waiters).await;
     let resumed = Instant::now();
     api.queue("resume").await;
     let mut heard = Vec::new();
@@ -158,6 +202,10 @@ async fn wait(api: Arc<Api>, deck: String, jobs: usize, waiters: usize) {
     println!("jobs {jobs}");
     println!("waiters {waiters} ({idle} of them on later jobs)");
     println!(
+        "all_waiting_after_ms {:.0}",
+        registered.as_secs_f64() * 1000.0
+    );
+    println!(
         "measured_jobs_done_after_resume_ms {:.0}",
         done_after.as_secs_f64() * 1000.0
     );
@@ -166,16 +214,20 @@ async fn wait(api: Arc<Api>, deck: String, jobs: usize, waiters: usize) {
     println!("heard_after_end_ms_max {:.1}", pct(&mut heard, 1.0));
 }
 
-async fn pickup(api: Arc<Api>, deck: String, n: usize) {
+/// `gap`: how long to leave the queue idle before each export (none: each one is queued
+/// as soon as the client heard of the previous one's end, while its worker still records
+/// that run).
+async fn pickup(api: Arc<Api>, deck: String, n: usize, gap: Duration) {
     let (mut picked, mut heard_after) = (Vec::new(), Vec::new());
     for _ in 0..n {
+        tokio::time::sleep(gap).await;
         let id = api.export(&deck, json!({})).await;
         let (heard, v) = follow(api.clone(), deck.clone(), id).await;
         let at = |k: &str| rfc3339_ms(v[k].as_str().unwrap_or_else(|| panic!("{k}: {v}")));
         picked.push(at("started_at") - at("created_at"));
         heard_after.push(unix_ms(heard) - at("finished_at"));
     }
-    println!("exports {n}");
+    println!("exports {n}, {} ms apart", gap.as_millis());
     println!("pickup_ms_median {:.1}", median(&mut picked));
     println!("pickup_ms_p90 {:.1}", pct(&mut picked, 0.9));
     println!("heard_after_end_ms_median {:.1}", median(&mut heard_after));
@@ -196,7 +248,11 @@ async fn hold(api: Arc<Api>, deck: String, waiters: usize, seconds: u64) {
             ids[w % jobs].clone(),
         )));
     }
-    println!("holding {waiters} waiters for {seconds} s");
+    let registered = api.waiting(waiters).await;
+    println!(
+        "holding {waiters} waiters for {seconds} s (all waiting after {} ms)",
+        registered.as_millis()
+    );
     tokio::time::sleep(Duration::from_secs(seconds)).await;
     api.queue("resume").await;
     for t in tasks {
@@ -284,7 +340,10 @@ async fn main() {
         .unwrap();
     let api = Arc::new(Api { http, base, key });
     match mode {
-        "pickup" => pickup(api, deck, num(4)).await,
+        "pickup" => {
+            let gap = args.get(5).map_or(0, |_| num(5)) as u64;
+            pickup(api, deck, num(4), Duration::from_millis(gap)).await
+        }
         "wait" => wait(api, deck, num(4), num(5)).await,
         "hold" => hold(api, deck, num(4), num(5) as u64).await,
         "callbacks" => callbacks(api, deck, num(4)).await,

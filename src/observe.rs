@@ -145,6 +145,10 @@ fn describe() {
         "Actor shards restarted by their supervisor"
     );
     describe_gauge!(
+        "plinth_job_waiters",
+        "Clients of this process waiting on a slide job (`?wait=`, event streams)"
+    );
+    describe_gauge!(
         "plinth_db_pool_connections",
         "This process's database connections by state (in_use, idle)"
     );
@@ -162,6 +166,7 @@ pub async fn render(db: &Db) -> Option<String> {
     metrics::gauge!("plinth_db_pool_connections", "state" => "in_use")
         .set(size.saturating_sub(idle) as f64);
     metrics::gauge!("plinth_db_pool_connections", "state" => "idle").set(idle as f64);
+    metrics::gauge!("plinth_job_waiters").set(crate::watch::waiting() as f64);
     for (actor, n) in plinth_actors::shard::mailbox_lengths() {
         metrics::gauge!("plinth_actor_mailbox_length", "actor" => actor).set(n as f64);
     }

@@ -8,50 +8,92 @@
 //! write (migration 0026), and [`listen`] hears it. On SQLite only the process that wrote
 //! knows at once; a waiter also reads its job again every [`fallback`] interval, so a
 //! `plinth worker` process on the same file is seen within half a second.
+//!
+//! The waiters of one job share their reads ([`Watch::latest`]): a change that wakes a
+//! thousand clients waiting on one job reads it once, not a thousand times (all at the
+//! moment the job's queue is busiest).
 
+use std::any::Any;
 use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-/// The waiters of each job that has any: a notifier and how many hold it.
-type Waiters = HashMap<String, (Arc<Notify>, usize)>;
+/// A read of a job that its waiters share: made once `changes` had reached `.0`,
+/// started at `.1`.
+type Read = (u64, Instant, Arc<dyn Any + Send + Sync>);
+
+/// One job's waiters: how to wake them, and the last read of the job they share.
+#[derive(Default)]
+struct Entry {
+    notify: Arc<Notify>,
+    /// Changes heard so far (bumped before the waiters are woken).
+    changes: AtomicU64,
+    latest: tokio::sync::Mutex<Option<Read>>,
+}
+
+/// The waiters of each job that has any: its entry and how many hold it.
+type Waiters = HashMap<String, (Arc<Entry>, usize)>;
 static WAITERS: LazyLock<Mutex<Waiters>> = LazyLock::new(Default::default);
 
 /// Wakes this process's waiters on `job_id` (call it after the change committed).
 pub fn changed(job_id: &str) {
     let map = WAITERS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((notify, _)) = map.get(job_id) {
-        notify.notify_waiters();
+    if let Some((entry, _)) = map.get(job_id) {
+        entry.changes.fetch_add(1, Ordering::SeqCst);
+        entry.notify.notify_waiters();
     }
 }
 
-/// A waiter's hold on a job's notifier; dropping it lets the entry go.
+/// A waiter's hold on a job's entry; dropping it lets the entry go.
 pub struct Watch {
     job_id: String,
-    notify: Arc<Notify>,
+    entry: Arc<Entry>,
 }
 
 /// Starts watching `job_id`: create the [`Watch`] first, then read the job, then wait on
-/// [`Watch::notify`] (enabled before the read), so no change between the read and the
+/// [`Watch::notifier`] (enabled before the read), so no change between the read and the
 /// wait is missed.
 pub fn watch(job_id: &str) -> Watch {
     let mut map = WAITERS.lock().unwrap_or_else(|e| e.into_inner());
-    let entry = map
-        .entry(job_id.to_owned())
-        .or_insert_with(|| (Arc::new(Notify::new()), 0));
+    let entry = map.entry(job_id.to_owned()).or_default();
     entry.1 += 1;
     Watch {
         job_id: job_id.to_owned(),
-        notify: entry.0.clone(),
+        entry: entry.0.clone(),
     }
 }
 
 impl Watch {
     /// The notifier itself, for a waiter that must not borrow the watch.
     pub fn notifier(&self) -> Arc<Notify> {
-        self.notify.clone()
+        self.entry.notify.clone()
+    }
+
+    /// The job as read after every change this process heard of before the call, and,
+    /// with `since`, by a read that started after that instant: one waiter reads (`read`)
+    /// while the others of the job wait for its answer and share it.
+    pub async fn latest<T, E, F>(&self, since: Option<Instant>, read: F) -> Result<Arc<T>, E>
+    where
+        T: Any + Send + Sync,
+        F: Future<Output = Result<T, E>>,
+    {
+        let heard = self.entry.changes.load(Ordering::SeqCst);
+        let mut latest = self.entry.latest.lock().await;
+        if let Some((changes, started, value)) = latest.as_ref() {
+            let fresh = *changes >= heard && since.is_none_or(|s| *started >= s);
+            if let (true, Ok(value)) = (fresh, value.clone().downcast::<T>()) {
+                return Ok(value);
+            }
+        }
+        let (changes, started) = (self.entry.changes.load(Ordering::SeqCst), Instant::now());
+        let value = Arc::new(read.await?);
+        let shared: Arc<dyn Any + Send + Sync> = value.clone();
+        *latest = Some((changes, started, shared));
+        Ok(value)
     }
 }
 
@@ -65,6 +107,12 @@ impl Drop for Watch {
             }
         }
     }
+}
+
+/// How many clients of this process wait on a job now (`plinth_job_waiters`).
+pub fn waiting() -> usize {
+    let map = WAITERS.lock().unwrap_or_else(|e| e.into_inner());
+    map.values().map(|(_, holders)| holders).sum()
 }
 
 /// How often a waiter reads its job again although nothing woke it: often where another
@@ -142,5 +190,23 @@ mod tests {
             .expect("woken");
         drop((a, b, other));
         assert_eq!(watched(), before);
+    }
+
+    #[tokio::test]
+    async fn the_waiters_of_a_job_share_one_read_per_change() {
+        let reads = AtomicU64::new(0);
+        let read = || async { Ok::<_, ()>(reads.fetch_add(1, Ordering::SeqCst) + 1) };
+        let (a, b) = (watch("job-shared"), watch("job-shared"));
+        assert_eq!(*a.latest(None, read()).await.unwrap(), 1);
+        // Nothing changed since: the other waiter gets the same read.
+        assert_eq!(*b.latest(None, read()).await.unwrap(), 1);
+        changed("job-shared");
+        assert_eq!(*b.latest(None, read()).await.unwrap(), 2);
+        assert_eq!(*a.latest(None, read()).await.unwrap(), 2);
+        // A read that must have started after an instant is made again.
+        let now = Instant::now();
+        assert_eq!(*a.latest(Some(now), read()).await.unwrap(), 3);
+        assert_eq!(*b.latest(Some(now), read()).await.unwrap(), 3);
+        assert_eq!(reads.load(Ordering::SeqCst), 3);
     }
 }

@@ -752,30 +752,35 @@ pub async fn finish_run(db: &Db, run: &RunRecord) -> sqlx::Result<()> {
         ),
     };
     with_db!(db, p => {
-        let mut tx = p.begin_write().await?;
-        match (run.outcome, run.next_at) {
+        let change = match (run.outcome, run.next_at) {
             (RunOutcome::Retrying, Some(next)) => {
                 // Whole seconds, rounded up: SQLite's queue keeps `run_at` in seconds and a
                 // retry must never come early.
                 let secs = (next.timestamp_millis() + 999).div_euclid(1000);
-                match db {
+                Some(match db {
                     Db::Sqlite(_) => sqlx::query(reschedule).bind(secs),
                     Db::Postgres(_) => sqlx::query(reschedule).bind(secs as f64),
-                }
-                .bind(&run.job_id).bind(&run.worker).execute(&mut *tx).await?;
+                })
             }
-            (RunOutcome::Failed, _) => {
-                sqlx::query(give_up).bind(run.attempt).bind(&run.job_id).bind(&run.worker)
-                    .execute(&mut *tx).await?;
-            }
-            _ => {}
-        }
-        sqlx::query(INSERT)
+            (RunOutcome::Failed, _) => Some(sqlx::query(give_up).bind(run.attempt)),
+            _ => None,
+        };
+        let record = sqlx::query(INSERT)
             .bind(&run.job_id).bind(run.queue.name()).bind(run.attempt).bind(&run.worker)
             .bind(run.started_at).bind(run.finished_at).bind(run.waited_ms)
-            .bind(run.outcome.name()).bind(run.cause).bind(run.error.as_deref()).bind(run.next_at)
-            .execute(&mut *tx).await?;
-        tx.commit().await
+            .bind(run.outcome.name()).bind(run.cause).bind(run.error.as_deref()).bind(run.next_at);
+        match change {
+            // A run that went through only adds to the history: one statement, no
+            // transaction (on SQLite a transaction holds the write lock across its round
+            // trips, while every other writer waits).
+            None => record.execute(p).await.map(|_| ()),
+            Some(change) => {
+                let mut tx = p.begin_write().await?;
+                change.bind(&run.job_id).bind(&run.worker).execute(&mut *tx).await?;
+                record.execute(&mut *tx).await?;
+                tx.commit().await
+            }
+        }
     })
 }
 

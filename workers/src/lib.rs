@@ -302,8 +302,9 @@ macro_rules! push {
     };
 }
 
-/// How long an idle SQLite worker goes without looking for jobs queued by another
-/// process (jobs of its own process wake it at once: `wake`).
+/// How long an idle SQLite worker goes without hearing of jobs queued by another process
+/// (jobs of its own process wake it at once: `wake`): how often `wake::watch_due_sqlite`
+/// looks.
 const SQLITE_POLL: Duration = Duration::from_millis(100);
 /// PostgreSQL hears new jobs by LISTEN/NOTIFY (any process) and its own process's wakes;
 /// this slower poll finds retries and delayed jobs that came due.
@@ -316,20 +317,17 @@ fn batch(concurrency: usize) -> usize {
     concurrency.clamp(1, 10)
 }
 
-/// A SQLite storage as a worker's backend: woken by this process's new jobs, polled for
-/// the others'.
+/// A SQLite storage as a worker's backend: woken by this process's new jobs and, for the
+/// others' (`poll`), by `wake::watch_due_sqlite`, not by an interval: apalis's fetch
+/// takes the write lock whether a job is due or not.
 fn sqlite_backend<T>(
     s: SqliteStorage<T>,
     queue: QueueName,
-    poll: Option<Duration>,
+    _poll: Option<Duration>,
     concurrency: usize,
 ) -> PollWith<SqliteStorage<T>, Strategy> {
     s.with_config(sqlite_config(queue.table_name()).batch_size(batch(concurrency)))
-        .poll_with_strategy(
-            Strategy::new()
-                .apply(wake::Wakes::new(queue))
-                .interval(poll.unwrap_or(SQLITE_POLL)),
-        )
+        .poll_with_strategy(Strategy::new().apply(wake::Wakes::new(queue)))
 }
 
 type PgBackend<T> =
@@ -562,6 +560,14 @@ impl Queue {
             cfg.queues.clone(),
             shutdown.clone(),
         ));
+        if let Queue::Sqlite { email, .. } = self {
+            tokio::spawn(wake::watch_due_sqlite(
+                email.pool().clone(),
+                cfg.queues.iter().map(|(q, _)| *q).collect(),
+                cfg.poll.unwrap_or(SQLITE_POLL),
+                shutdown.clone(),
+            ));
+        }
         let monitor = match self.clone() {
             Queue::Sqlite {
                 email,

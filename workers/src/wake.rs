@@ -1,8 +1,9 @@
 //! In-process wake-ups: a job this process queues wakes this process's idle workers of
 //! its queue at once, after the job is committed (apalis would otherwise see it on its
-//! next poll: every 100 ms on SQLite). A poll strategy ([`Wakes`]) that apalis's poll
-//! loop drives next to the interval (and, on PostgreSQL, next to LISTEN/NOTIFY, which
-//! carries jobs queued by other processes).
+//! next poll). A poll strategy ([`Wakes`]) that apalis's poll loop drives (on PostgreSQL
+//! next to LISTEN/NOTIFY, which carries jobs queued by other processes, and an interval;
+//! on SQLite next to [`watch_due_sqlite`], which reads for due jobs instead of letting
+//! every worker's fetch take the write lock ten times a second).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
@@ -79,6 +80,54 @@ impl PollStrategy for Wakes {
             return Poll::Ready(Some(()));
         }
         Poll::Pending
+    }
+}
+
+/// Finds the queues that have a job due (pending and free, or failed with attempts left,
+/// and due by `run_at`) in apalis's SQLite table, with one read. A read takes no write
+/// lock: apalis's own fetch is an UPDATE that takes the database's one write lock on
+/// every poll, due job or not (ten times a second per queue), queued behind the API's
+/// writes and the jobs' own.
+const DUE_SQLITE: &str = "SELECT job_type FROM Jobs WHERE status = 'Pending' AND lock_by IS NULL \
+    AND (run_at IS NULL OR run_at <= ?1) GROUP BY job_type \
+    UNION SELECT job_type FROM Jobs WHERE status = 'Failed' AND attempts < max_attempts \
+    AND (run_at IS NULL OR run_at <= ?1) GROUP BY job_type";
+
+/// Wakes this process's idle SQLite workers of `queues` when a job of theirs is due, every
+/// `every`: jobs queued by another process (`plinth worker`, the CLI), retries whose time
+/// came, jobs handed back by a worker that died. Jobs queued by this process wake them at
+/// once ([`wake`]).
+pub async fn watch_due_sqlite(
+    pool: sqlx::SqlitePool,
+    queues: Vec<QueueName>,
+    every: std::time::Duration,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        match sqlx::query_scalar::<_, String>(DUE_SQLITE)
+            .bind(now)
+            .fetch_all(&pool)
+            .await
+        {
+            Ok(due) => {
+                for q in queues
+                    .iter()
+                    .filter(|q| due.iter().any(|d| d == q.table_name()))
+                {
+                    wake(*q);
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, "looking for due jobs failed; next time"),
+        }
     }
 }
 

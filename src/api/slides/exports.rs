@@ -152,6 +152,21 @@ fn wait_of(wait: Option<&str>) -> ApiResult<Option<std::time::Duration>> {
     }
 }
 
+/// The job as the waiters of this process share it (`watch::Watch::latest`); its deck was
+/// checked by the waiter's own first read and never changes.
+async fn job_read(app: &AppState, job_id: &str) -> ApiResult<JobRow> {
+    store::job(&app.db, job_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("job not found"))
+}
+
+/// What a fallback re-read accepts: a read another waiter of the job started in the last
+/// half interval (the fallback only catches changes no notification reported).
+fn fallback_since(every: std::time::Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_sub(every / 2).unwrap_or(now)
+}
+
 /// How often a waiter reads its job again although nothing woke it (`watch::fallback`).
 fn fallback(app: &AppState) -> std::time::Duration {
     let sqlite = matches!(app.db, crate::db::Db::Sqlite(_));
@@ -188,8 +203,8 @@ pub async fn job(
         })
     };
     let mut woken = next();
-    let mut job = deck_job(&app, &deck, &id).await?;
-    if let (Some(wait), Some(_)) = (wait, &watch) {
+    let mut job = Arc::new(deck_job(&app, &deck, &id).await?);
+    if let (Some(wait), Some(w)) = (wait, &watch) {
         let deadline = Instant::now() + wait;
         let first = job.status.clone();
         let every = fallback(&app);
@@ -197,14 +212,15 @@ pub async fn job(
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                 break;
             };
-            if let Some(w) = woken.as_mut() {
-                tokio::select! {
-                    _ = w => {}
-                    _ = tokio::time::sleep(left.min(every)) => {}
-                }
-            }
+            let since = match woken.as_mut() {
+                Some(n) => tokio::select! {
+                    _ = n => None,
+                    _ = tokio::time::sleep(left.min(every)) => Some(fallback_since(every)),
+                },
+                None => None,
+            };
             woken = next();
-            job = deck_job(&app, &deck, &id).await?;
+            job = w.latest(since, job_read(&app, &id)).await?;
         }
     }
     drop(woken);
@@ -232,7 +248,6 @@ fn sse(seq: u64, view: &JobView) -> bytes::Bytes {
 
 struct Follow {
     app: AppState,
-    deck: DeckRow,
     id: String,
     watch: crate::watch::Watch,
     /// What the last event said: (status, done, total).
@@ -251,11 +266,13 @@ async fn next_event(mut f: Follow) -> Option<(Result<bytes::Bytes, std::io::Erro
     let every = fallback(&f.app);
     let quiet_until = Instant::now() + KEEP_ALIVE;
     let notify = f.watch.notifier();
+    // The first event reads the job afresh; later ones share the reads of its waiters.
+    let mut since = f.last.is_none().then(Instant::now);
     loop {
         let notified = notify.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let job = match deck_job(&f.app, &f.deck, &f.id).await {
+        let job = match f.watch.latest(since, job_read(&f.app, &f.id)).await {
             Ok(j) => j,
             // Gone (its deck deleted): the stream ends.
             Err(_) => return None,
@@ -271,10 +288,10 @@ async fn next_event(mut f: Follow) -> Option<(Result<bytes::Bytes, std::io::Erro
         let Some(left) = quiet_until.checked_duration_since(Instant::now()) else {
             return Some((Ok(bytes::Bytes::from_static(b": keep-alive\n\n")), f));
         };
-        tokio::select! {
-            _ = notified => {}
-            _ = tokio::time::sleep(left.min(every)) => {}
-        }
+        since = tokio::select! {
+            _ = notified => None,
+            _ = tokio::time::sleep(left.min(every)) => Some(fallback_since(every)),
+        };
     }
 }
 
@@ -293,7 +310,6 @@ pub async fn job_events(
     deck_job(&app, &deck, &id).await?;
     let follow = Follow {
         app,
-        deck,
         id,
         watch,
         last: None,
