@@ -50,10 +50,11 @@ pub fn parse_markdown_report(
     let mut inherited = Directives::default();
     let mut heading_divider: Option<usize> = None;
     let mut first_local = Directives::default();
+    // Marp splits slides at every thematic break (`***`, `___`, `- - -`), not only `---`.
+    let mut is_marp = false;
     if let Some(end) = front_matter_end(&lines) {
         let mut marp_theme = None;
         let mut unknown_theme: Option<(usize, String)> = None;
-        let mut is_marp = false;
         for (n, line) in lines.iter().enumerate().take(end).skip(1) {
             let at = n + 1;
             if line.starts_with([' ', '\t', '-', '#']) || line.trim().is_empty() {
@@ -179,7 +180,8 @@ pub fn parse_markdown_report(
         start = end + 1;
     }
 
-    // Split on `---` lines outside fenced code.
+    // Split on `---` lines outside fenced code (and, in a Marp deck, on every thematic
+    // break: elsewhere `***` and `___` are a rule on the slide).
     let mut chunks: Vec<(usize, Vec<&str>)> = vec![(start + 1, Vec::new())];
     let mut fence: Option<(String, usize)> = None;
     for (n, line) in lines.iter().enumerate().skip(start) {
@@ -198,7 +200,7 @@ pub fn parse_markdown_report(
             None => {
                 if let Some(marker) = fence_marker(trimmed) {
                     fence = Some((marker, n + 1));
-                } else if line.trim_end() == "---" {
+                } else if line.trim_end() == "---" || (is_marp && thematic_break(line)) {
                     chunks.push((n + 2, Vec::new()));
                     continue;
                 } else if heading_divider.is_some_and(|d| {
@@ -345,6 +347,19 @@ impl Directives {
             slide.color = self.color;
         }
     }
+}
+
+/// A CommonMark thematic break: up to three spaces, then three or more of one of `-`,
+/// `*`, `_`, with only spaces or tabs between them.
+fn thematic_break(line: &str) -> bool {
+    let indent = line.len() - line.trim_start_matches(' ').len();
+    let rest = line.trim();
+    let Some(mark) = rest.chars().next().filter(|c| "-*_".contains(*c)) else {
+        return false;
+    };
+    indent <= 3
+        && rest.chars().all(|c| c == mark || c == ' ' || c == '\t')
+        && rest.chars().filter(|&c| c == mark).count() >= 3
 }
 
 /// Front matter: the first line is `---`, a later `---` closes it, and every line in
@@ -1524,6 +1539,24 @@ Say hello first.
 
 ![bg sepia](0b6f5e2a-7f44-4c1e-9a55-3f2d6f1b9a10)
 "#;
+
+    #[test]
+    fn a_marp_deck_splits_at_every_thematic_break() {
+        let md = "---\nmarp: true\n---\n\n# One\n\n***\n\n# Two\n\n___\n\n# Three\n\n* * *\n\n# Four\n\n```\n***\n```\n";
+        let deck = parse_markdown(md).unwrap();
+        let titles: Vec<_> = deck.slides.iter().map(|s| s.title.clone()).collect();
+        assert_eq!(
+            titles,
+            ["One", "Two", "Three", "Four"].map(|t| Some(t.to_owned()))
+        );
+        // In code (above) a `***` never splits; without `marp: true` they are rules.
+        let plain = parse_markdown("# One\n\n***\n\ntext\n\n___\n").unwrap();
+        assert_eq!(plain.slides.len(), 1);
+        assert!(!thematic_break("  a ***"));
+        assert!(!thematic_break("**"));
+        assert!(!thematic_break("    ***"));
+        assert!(thematic_break(" _ _ _ "));
+    }
 
     #[test]
     fn marp_decks_import_as_written() {
