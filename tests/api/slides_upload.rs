@@ -229,6 +229,42 @@ async fn one_request_uploads_checks_and_names_an_image() {
         before
     );
 
+    // A paused image queue: the answer still comes before the request deadline, the
+    // asset `validating`; it is checked once the queue resumes.
+    let admin = s.admin(&email("upload-admin")).await;
+    let queue = |path: &'static str| {
+        let (s, admin) = (&s, admin.clone());
+        async move {
+            s.post(path, Some(&admin), json!({"queue": "images"}))
+                .await
+                .assert_ok()
+        }
+    };
+    queue("/api/admin/queues/pause").await;
+    // Workers read the paused queues every second.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let r = upload(
+        &s,
+        Some(&key),
+        &format!("deck_id={d}&file=later.png"),
+        "image/png",
+        png(16, 16),
+    )
+    .await;
+    r.assert_ok();
+    assert_eq!(r.body["status"], json!("validating"), "{}", r.body);
+    queue("/api/admin/queues/resume").await;
+    let later = id(&r.body);
+    let done = poll(
+        &s,
+        &format!("/api/slides/assets/{later}?deck_id={d}"),
+        &key,
+        |v| v["status"] != json!("validating"),
+    )
+    .await;
+    assert_eq!(done["status"], json!("ready"), "{done}");
+    let before = s.sql_count("SELECT COUNT(*) FROM slide_assets").await;
+
     // Only the deck's editors: no key is a 401, another account's deck a 404.
     upload(
         &s,

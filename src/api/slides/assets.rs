@@ -297,16 +297,15 @@ pub struct UploadQuery {
     file: String,
 }
 
-/// How long `assets/upload` waits for the image check before answering `validating`.
-const UPLOAD_CHECK_WAIT: Duration = Duration::from_secs(10);
-
 /// `POST /api/slides/assets/upload?deck_id=&file=` (Editor; an addition to the spec):
 /// the image in one request. The body is the file, its type the `Content-Type` (or, for
 /// `application/octet-stream`, the file name's extension, which it must have); the
 /// image is stored, checked by the image queue like a completed upload, and the answer
-/// waits for the check (at most 10 s): a `ready` asset, which `![](file)` in the
-/// deck's markdown then names, or a 422 with the reason and nothing kept. After 10 s it
-/// answers the asset still `validating` (read `assets/{id}` for the verdict).
+/// waits for the check: a `ready` asset, which `![](file)` in the deck's markdown then
+/// names, or a 422 with the reason and nothing kept. It waits at most half the request
+/// timeout (`PLINTH_REQUEST_TIMEOUT`: 5 s of the default 10), so the answer always comes
+/// before the deadline; then it answers the asset still `validating` (a paused or busy
+/// image queue; read `assets/{id}` for the verdict).
 pub async fn asset_upload(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
@@ -351,7 +350,8 @@ pub async fn asset_upload(
         let _ = app.objects.delete(&key).await;
         return Err(e.into());
     }
-    let asset = checked(&app, &watch, &id).await?;
+    let patience = Duration::from_secs(app.opts.request_timeout.max(1)) / 2;
+    let asset = checked(&app, &watch, &id, patience).await?;
     if asset.status == "rejected" {
         store::delete_asset(&app.db, &id).await?;
         let _ = app.objects.delete(&key).await;
@@ -364,15 +364,16 @@ pub async fn asset_upload(
     Ok(Answer(Asset::from(&asset)))
 }
 
-/// The asset once its check has a verdict, or as it is after [`UPLOAD_CHECK_WAIT`]:
+/// The asset once its check has a verdict, or as it is after `patience`:
 /// woken by the verdict's write in this process, and read again every 250 ms for a
 /// worker in another one.
 async fn checked(
     app: &AppState,
     watch: &crate::watch::Watch,
     id: &str,
+    patience: Duration,
 ) -> ApiResult<store::AssetRow> {
-    let deadline = tokio::time::Instant::now() + UPLOAD_CHECK_WAIT;
+    let deadline = tokio::time::Instant::now() + patience;
     let notify = watch.notifier();
     loop {
         let woken = notify.notified();
