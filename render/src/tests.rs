@@ -1169,15 +1169,7 @@ fn columns_and_split_images_place_text_where_the_author_asked() {
         deck.slides[0].blocks
     );
     let (_, images) = sample();
-    let sizes: layout::NaturalSizes = [(
-        LOGO.to_owned(),
-        layout::Natural {
-            width: 64.0,
-            height: 48.0,
-            vector: false,
-        },
-    )]
-    .into();
+    let sizes = one_image(LOGO, 64.0, 48.0);
     let text_at = |page: &layout::Page, needle: &str| {
         page.items
             .iter()
@@ -1471,6 +1463,19 @@ const FRAME_BOTTOM: f32 = 1000.0;
 /// centre of its layout box.
 const CENTRED: f32 = 40.0;
 
+/// The natural size of one raster image, as the worker reads it before laying out.
+fn one_image(id: &str, width: f32, height: f32) -> layout::NaturalSizes {
+    [(
+        id.to_owned(),
+        layout::Natural {
+            width,
+            height,
+            vector: false,
+        },
+    )]
+    .into()
+}
+
 fn page_of(md: &str, sizes: &layout::NaturalSizes, fill: layout::Fill) -> layout::Page {
     let deck = plinth_slides::parse_markdown(md).unwrap();
     layout::page_with(&deck, &deck.slides[0], sizes, Size::default(), fill)
@@ -1520,15 +1525,7 @@ fn short_slides_are_balanced_under_their_title() {
 #[test]
 fn full_slides_start_at_the_top() {
     let id = "6f1c2a3e-0000-4000-8000-0000000000aa";
-    let sizes: layout::NaturalSizes = [(
-        id.to_owned(),
-        layout::Natural {
-            width: 900.0,
-            height: 1600.0,
-            vector: false,
-        },
-    )]
-    .into();
+    let sizes = one_image(id, 900.0, 1600.0);
     let md = format!("## A tall photo\n\n![]({id})\n\nA CAPTION under it\n");
     let balanced = page_of(&md, &sizes, layout::Fill::Balanced);
     assert_eq!(
@@ -1583,15 +1580,7 @@ fn columns_and_split_slides_are_balanced_too() {
     );
 
     let id = "6f1c2a3e-0000-4000-8000-0000000000ab";
-    let sizes: layout::NaturalSizes = [(
-        id.to_owned(),
-        layout::Natural {
-            width: 640.0,
-            height: 480.0,
-            vector: false,
-        },
-    )]
-    .into();
+    let sizes = one_image(id, 640.0, 480.0);
     let md = format!("## Split\n\n![bg left:40%]({id})\n\nREFLOWED text beside the picture\n");
     let page = page_of(&md, &sizes, layout::Fill::Balanced);
     let clip = page
