@@ -122,7 +122,7 @@ pub async fn update(
             return Ok(Answer(Saved::new(Document::from(&doc))));
         }
     }
-    Err(records::busy().into())
+    Err(records::RecordError::Busy.into())
 }
 
 /// `POST /api/documents/delete` (OrgMember of the document's organization; the body

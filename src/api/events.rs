@@ -210,7 +210,7 @@ pub async fn update(
             return Ok(Answer(Saved::new(Event::from(&e))));
         }
     }
-    Err(records::busy().into())
+    Err(records::RecordError::Busy.into())
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

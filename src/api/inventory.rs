@@ -439,7 +439,7 @@ pub async fn update(
             return Ok(Answer(Saved::new(Item::of(&item, true))));
         }
     }
-    Err(records::busy().into())
+    Err(records::RecordError::Busy.into())
 }
 
 /// `POST /api/inventory/delete` (OrgAdmin of the item's organization): the item and its

@@ -371,7 +371,7 @@ pub async fn update(
         }
         post = store::get(&app.db, &post.id).await?.ok_or_else(not_found)?;
     }
-    Err(records::busy().into())
+    Err(records::RecordError::Busy.into())
 }
 
 /// `POST /api/posts/delete` (the author or an administrator): the post, its replies and

@@ -58,13 +58,8 @@ pub fn check_data(data: &Value) -> Result<(), RecordError> {
 }
 
 /// How many times an optimistic read-modify-write re-reads a record that somebody else
-/// wrote in between before giving up with [`busy`].
+/// wrote in between before giving up with [`RecordError::Busy`].
 pub const WRITE_TRIES: usize = 8;
-
-/// The 409 of a record that stayed too busy to update.
-pub fn busy() -> RecordError {
-    RecordError::Busy
-}
 
 /// An RFC 3339 timestamp (`2026-05-01T09:00:00Z`, any offset), as UTC.
 pub fn timestamp(field: &str, raw: &str) -> Result<DateTime<Utc>, Invalid> {

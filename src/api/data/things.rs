@@ -168,7 +168,7 @@ pub async fn thing_update(
             return Ok(Answer(Saved::new(Thing::from(&t))));
         }
     }
-    Err(records::busy().into())
+    Err(records::RecordError::Busy.into())
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
