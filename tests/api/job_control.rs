@@ -88,8 +88,10 @@ fn cli_err(out: &std::process::Output) -> String {
 
 #[tokio::test]
 async fn operators_list_retry_and_cancel_jobs_over_http_and_the_cli() {
-    // Emails get 3 attempts, a second apart (the real back-off is minutes to hours).
-    let backoff = ("PLINTH_EMAIL_BACKOFF", "1s,1s");
+    // Emails get 3 attempts, 5 s then 1 s apart (the real back-off is minutes to hours).
+    // The first wait is long enough for the test to see `retrying` on a loaded machine,
+    // where one listing can take over a second.
+    let backoff = ("PLINTH_EMAIL_BACKOFF", "5s,1s");
     let s = Server::start_with(
         Options::default()
             .env("PLINTH_NO_WORKERS", "true")
