@@ -114,6 +114,8 @@ impl Registry {
                 }
             } else if ctx.is_paused() {
                 let _ = ctx.resume();
+                // The jobs queued during the pause are there to fetch.
+                crate::wake::wake(*queue);
             }
         }
     }

@@ -7,6 +7,7 @@
 pub mod callbacks;
 pub mod control;
 pub mod expiry;
+mod gate;
 pub mod lifecycle;
 mod mail;
 pub mod metrics;
@@ -317,37 +318,36 @@ fn batch(concurrency: usize) -> usize {
     concurrency.clamp(1, 10)
 }
 
-/// A SQLite storage as a worker's backend: woken by this process's new jobs and, for the
-/// others' (`poll`), by `wake::watch_due_sqlite`, not by an interval: apalis's fetch
-/// takes the write lock whether a job is due or not.
+/// A SQLite storage as a worker's backend: fetched when this process queued a job of its
+/// queue and, for the others' (`poll`), when `wake::watch_due_sqlite` sees one due, not on
+/// an interval: apalis's fetch takes the write lock whether a job is due or not.
 fn sqlite_backend<T>(
     s: SqliteStorage<T>,
     queue: QueueName,
     _poll: Option<Duration>,
     concurrency: usize,
-) -> PollWith<SqliteStorage<T>, Strategy> {
-    s.with_config(sqlite_config(queue.table_name()).batch_size(batch(concurrency)))
-        .poll_with_strategy(Strategy::new().apply(wake::Wakes::new(queue)))
+) -> gate::Gated<SqliteStorage<T>, Strategy> {
+    gate::Gated::new(
+        s.with_config(sqlite_config(queue.table_name()).batch_size(batch(concurrency))),
+        Strategy::new().apply(wake::Wakes::new(queue)),
+    )
 }
 
-type PgBackend<T> =
-    PollWith<PollWith<PostgresStorage<T>, StreamStrategy<apalis_postgres::Pubsub>>, Strategy>;
-
-/// A PostgreSQL storage as a worker's backend: LISTEN/NOTIFY, this process's wakes and a
-/// slow poll.
+/// A PostgreSQL storage as a worker's backend: fetched when a job of its queue is queued
+/// (by this process, or by another: `wake::listen_pg`), and on a slow interval (retries
+/// and delayed jobs that came due).
 fn pg_backend<T>(
     s: PostgresStorage<T>,
     queue: QueueName,
     poll: Option<Duration>,
     concurrency: usize,
-) -> PgBackend<T> {
-    s.with_config(postgres_config(queue.table_name()).batch_size(batch(concurrency)))
-        .with_pubsub()
-        .poll_with_strategy(
-            Strategy::new()
-                .apply(wake::Wakes::new(queue))
-                .interval(poll.unwrap_or(PG_POLL)),
-        )
+) -> gate::Gated<PostgresStorage<T>, Strategy> {
+    gate::Gated::new(
+        s.with_config(postgres_config(queue.table_name()).batch_size(batch(concurrency))),
+        Strategy::new()
+            .apply(wake::Wakes::new(queue))
+            .interval(poll.unwrap_or(PG_POLL)),
+    )
 }
 
 /// The worker pools this process runs (`WorkerConfig::queues`) over the storages of one
@@ -560,14 +560,20 @@ impl Queue {
             cfg.queues.clone(),
             shutdown.clone(),
         ));
-        if let Queue::Sqlite { email, .. } = self {
-            tokio::spawn(wake::watch_due_sqlite(
+        let queues: Vec<QueueName> = cfg.queues.iter().map(|(q, _)| *q).collect();
+        match self {
+            Queue::Sqlite { email, .. } => tokio::spawn(wake::watch_due_sqlite(
                 email.pool().clone(),
-                cfg.queues.iter().map(|(q, _)| *q).collect(),
+                queues,
                 cfg.poll.unwrap_or(SQLITE_POLL),
                 shutdown.clone(),
-            ));
-        }
+            )),
+            Queue::Postgres { email, .. } => tokio::spawn(wake::listen_pg(
+                email.pool().clone(),
+                queues,
+                shutdown.clone(),
+            )),
+        };
         let monitor = match self.clone() {
             Queue::Sqlite {
                 email,

@@ -1,9 +1,9 @@
-//! In-process wake-ups: a job this process queues wakes this process's idle workers of
-//! its queue at once, after the job is committed (apalis would otherwise see it on its
-//! next poll). A poll strategy ([`Wakes`]) that apalis's poll loop drives (on PostgreSQL
-//! next to LISTEN/NOTIFY, which carries jobs queued by other processes, and an interval;
-//! on SQLite next to [`watch_due_sqlite`], which reads for due jobs instead of letting
-//! every worker's fetch take the write lock ten times a second).
+//! Wake-ups: a job this process queues wakes this process's idle workers of its queue at
+//! once, after the job is committed ([`wake`]). Jobs of other processes wake them too: on
+//! PostgreSQL through one LISTEN connection per process ([`listen_pg`]: apalis's NOTIFY on
+//! every insert, which names the queue), on SQLite through one read for due jobs every
+//! 100 ms ([`watch_due_sqlite`]). A worker's poll strategy ([`Wakes`]) turns these into
+//! fetches (`gate::Gated` lets a worker fetch only then).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
@@ -127,6 +127,58 @@ pub async fn watch_due_sqlite(
                 }
             }
             Err(e) => tracing::debug!(error = %e, "looking for due jobs failed; next time"),
+        }
+    }
+}
+
+/// The channel apalis's trigger notifies on every insert into its PostgreSQL table, with
+/// `{"job_type": <queue>, "id": <job>}`.
+const PG_INSERT_CHANNEL: &str = "apalis::job::insert";
+
+/// Wakes this process's workers of `queues` when any process queues a job of theirs on
+/// PostgreSQL: one LISTEN connection for every queue (apalis's own listener takes one
+/// pooled connection per queue, and hands every queue's NOTIFY to every worker). A lost
+/// connection is made again; jobs queued meanwhile are found by the workers' interval.
+pub async fn listen_pg(
+    pool: sqlx::PgPool,
+    queues: Vec<QueueName>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    #[derive(serde::Deserialize)]
+    struct Insert {
+        job_type: String,
+    }
+    loop {
+        let listening = async {
+            let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
+            listener.listen(PG_INSERT_CHANNEL).await?;
+            // Jobs queued while no one listened.
+            for q in &queues {
+                wake(*q);
+            }
+            loop {
+                let n = listener.recv().await?;
+                let Ok(insert) = serde_json::from_str::<Insert>(n.payload()) else {
+                    continue;
+                };
+                if let Some(q) = queues.iter().find(|q| q.table_name() == insert.job_type) {
+                    wake(*q);
+                }
+            }
+            #[allow(unreachable_code)]
+            Ok::<(), sqlx::Error>(())
+        };
+        tokio::select! {
+            r = listening => {
+                if let Err(e) = r {
+                    tracing::warn!(error = %e, "listening for new jobs failed; again in 1 s");
+                }
+            }
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+            _ = stop.wait_for(|s| *s) => return,
         }
     }
 }
