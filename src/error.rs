@@ -96,6 +96,12 @@ impl From<sqlx::Error> for ApiError {
             crate::db::note_outage();
             return ApiError::unavailable(outage, err);
         }
+        if crate::db::foreign_key_violation(&err) {
+            return ApiError::conflict(
+                "a record this change refers to was deleted meanwhile (or others still refer \
+                 to the one it deletes); nothing was changed",
+            );
+        }
         match crate::db::unique_violation(&err) {
             Some(what) => ApiError::conflict(conflict_message(&what)),
             None => ApiError::internal(err),

@@ -233,6 +233,14 @@ pub fn unique_violation(err: &sqlx::Error) -> Option<String> {
     )
 }
 
+/// The change refers to a row that is gone (a deck deleted while an image was being
+/// uploaded to it), or deletes one that rows still refer to: a race between two clients,
+/// not a fault of ours. Answered 409 (`ApiError::from`).
+pub fn foreign_key_violation(err: &sqlx::Error) -> bool {
+    err.as_database_error()
+        .is_some_and(|db| matches!(db.kind(), sqlx::error::ErrorKind::ForeignKeyViolation))
+}
+
 /// A failure of the database itself, not of the request nor a bug of ours: unreachable,
 /// restarting, full, read-only, locked too long, or slower than its deadline. Answered
 /// 503 with `Retry-After` (`ApiError::from`), noted for `/readyz` ([`health`]).
@@ -329,6 +337,42 @@ pub fn values_sql(rows: usize, cols: usize, extra: Option<usize>) -> String {
 
 pub fn now() -> chrono::DateTime<chrono::Utc> {
     chrono::Utc::now()
+}
+
+#[cfg(test)]
+mod violation_tests {
+    /// A real violation of each kind, from SQLite, is recognised (and `ApiError::from`
+    /// answers it 409, never 500).
+    #[tokio::test]
+    async fn unique_and_foreign_key_violations_are_recognised() {
+        use sqlx::sqlite::SqliteConnectOptions;
+        use std::str::FromStr;
+        let opts = SqliteConnectOptions::from_str("sqlite::memory:")
+            .unwrap()
+            .foreign_keys(true);
+        let pool = sqlx::SqlitePool::connect_with(opts).await.unwrap();
+        for sql in [
+            "CREATE TABLE decks (id TEXT PRIMARY KEY)",
+            "CREATE TABLE assets (id TEXT PRIMARY KEY, deck_id TEXT NOT NULL REFERENCES decks(id))",
+            "INSERT INTO decks VALUES ('d')",
+        ] {
+            sqlx::query(sql).execute(&pool).await.unwrap();
+        }
+        let orphan = sqlx::query("INSERT INTO assets VALUES ('a', 'gone')")
+            .execute(&pool)
+            .await
+            .unwrap_err();
+        assert!(super::foreign_key_violation(&orphan));
+        assert!(super::unique_violation(&orphan).is_none());
+        let api = crate::error::ApiError::from(orphan);
+        assert_eq!(api.status, axum::http::StatusCode::CONFLICT);
+        let twice = sqlx::query("INSERT INTO decks VALUES ('d')")
+            .execute(&pool)
+            .await
+            .unwrap_err();
+        assert!(!super::foreign_key_violation(&twice));
+        assert!(super::unique_violation(&twice).is_some());
+    }
 }
 
 #[cfg(test)]

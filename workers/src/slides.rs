@@ -119,6 +119,30 @@ pub enum Fetched {
     Bytes(Vec<u8>),
 }
 
+/// Why a stored image cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unusable {
+    /// No object under its key.
+    Missing,
+    /// Not the file that was validated: replaced through its upload URL afterwards (L4).
+    Changed,
+}
+
+impl Fetched {
+    /// The bytes of a validated image asset, if they are still the file whose hex
+    /// `sha256` was recorded when it was validated: what exports and the viewer draw.
+    pub fn verified(self, sha256: &str) -> Result<Vec<u8>, Unusable> {
+        match self {
+            Fetched::Bytes(b) if hex::encode(Sha256::digest(&b)).eq_ignore_ascii_case(sha256) => {
+                Ok(b)
+            }
+            Fetched::Missing => Err(Unusable::Missing),
+            // A larger object than the validated one, or other bytes.
+            _ => Err(Unusable::Changed),
+        }
+    }
+}
+
 /// An uploaded asset awaiting validation.
 pub struct AssetCheck {
     pub object_key: String,
@@ -465,20 +489,19 @@ async fn export(
                 format!("image asset {id} is not ready (status {})", img.status),
             ));
         }
-        let bytes = match env.get_object(&img.object_key, img.size).await? {
-            Fetched::Bytes(b)
-                if hex::encode(Sha256::digest(&b)).eq_ignore_ascii_case(&img.sha256) =>
-            {
-                b
-            }
-            Fetched::Missing => {
+        let bytes = match env
+            .get_object(&img.object_key, img.size)
+            .await?
+            .verified(&img.sha256)
+        {
+            Ok(b) => b,
+            Err(Unusable::Missing) => {
                 return Ok(Outcome::Failed(
                     "asset",
                     format!("image asset {id} has no stored file"),
                 ))
             }
-            // Replaced through its upload URL after validation (L4).
-            _ => {
+            Err(Unusable::Changed) => {
                 return Ok(Outcome::Failed(
                     "asset",
                     format!("image asset {id} changed after it was validated; upload it again"),

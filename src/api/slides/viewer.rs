@@ -12,7 +12,6 @@ use plinth_render::{Image, Images};
 use sha2::{Digest, Sha256};
 
 use super::*;
-use crate::storage::Fetched;
 
 /// Keys: → ↓ PageDown Space Enter forward; ← ↑ PageUp Backspace Shift+Space back;
 /// Home/End first/last; `f` fullscreen. `#n` in the URL opens slide n.
@@ -188,16 +187,14 @@ async fn images(app: &AppState, deck_id: &str, deck: &Deck) -> ApiResult<Images>
             .objects
             .get_limited(&a.object_key, MAX_ASSET_BYTES)
             .await?;
-        if let Fetched::Bytes(bytes) = fetched {
-            if hex::encode(Sha256::digest(&bytes)).eq_ignore_ascii_case(&a.sha256) {
-                out.insert(
-                    a.id.clone(),
-                    Image {
-                        mime: a.mime.clone(),
-                        bytes,
-                    },
-                );
-            }
+        if let Ok(bytes) = fetched.verified(&a.sha256) {
+            out.insert(
+                a.id.clone(),
+                Image {
+                    mime: a.mime.clone(),
+                    bytes,
+                },
+            );
         }
     }
     Ok(out)
