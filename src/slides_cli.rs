@@ -72,7 +72,9 @@ struct Loaded {
     files: usize,
 }
 
-fn load(path: &Path) -> Result<Loaded, String> {
+/// Reads and parses the deck and its images; `warm` starts compiling its code's
+/// highlighting on another thread (for a render).
+fn load(path: &Path, warm: bool) -> Result<Loaded, String> {
     let shown = path.display();
     let source = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
     let base = path
@@ -106,6 +108,12 @@ fn load(path: &Path) -> Result<Loaded, String> {
     for w in warnings {
         eprintln!("warning: {shown}: {w}");
     }
+    if warm {
+        // The code's patterns compile on the second core while this one scans the fonts
+        // and reads the images (a cold start's two largest costs).
+        let code = deck.clone();
+        std::thread::spawn(move || plinth_render::warm_up_code(&code));
+    }
     let mut images = Images::new();
     let files = files.into_inner();
     for (id, file) in &files {
@@ -135,7 +143,7 @@ fn load(path: &Path) -> Result<Loaded, String> {
 }
 
 fn check(path: &Path) -> Result<(), String> {
-    let loaded = load(path)?;
+    let loaded = load(path, false)?;
     let total = loaded.deck.slides.len();
     let shown = plinth_render::visible(&loaded.deck).len();
     println!(
@@ -171,7 +179,7 @@ fn render(
     let output = output
         .map(Path::to_owned)
         .unwrap_or_else(|| path.with_extension(&format));
-    let Loaded { deck, images, .. } = load(path)?;
+    let Loaded { deck, images, .. } = load(path, true)?;
     let options = Options { notes };
     let size = Size::default();
     let write = |file: &Path, bytes: &[u8]| {

@@ -51,6 +51,20 @@ pub fn warm_up_fonts() {
     }
 }
 pub use crate::highlight::{knows as highlights_language, warm_up as warm_up_highlighting};
+
+/// Compiles the highlighting patterns this deck's code blocks need, as its render would
+/// (10–60 ms per language, the larger part of a cold render). `plinth slides render`
+/// runs it on a second thread while the first loads fonts and images; the render then
+/// finds the patterns compiled, or waits for the one being compiled.
+pub fn warm_up_code(deck: &Deck) {
+    for slide in &deck.slides {
+        plinth_slides::walk_blocks(&slide.blocks, 0, &mut |block| {
+            if let plinth_slides::Block::Code { code, language } = block {
+                let _ = crate::highlight::highlight(code, language.as_deref(), false);
+            }
+        });
+    }
+}
 pub use crate::image::{inspect_image, ImageInfo, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE};
 
 /// An uploaded image, already validated by [`inspect_image`].
