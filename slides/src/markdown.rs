@@ -567,8 +567,14 @@ fn parse_slide(
     let options =
         Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
 
+    // Inside an HTML block that a `<div>` wrapper opened (its next lines are HTML too).
+    let mut in_div_block = false;
     for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
         let line = first_line + line_starts.partition_point(|&s| s <= range.start) - 1;
+        let block_html = matches!(event, Event::Html(_));
+        if !block_html {
+            in_div_block = false;
+        }
         match event {
             Event::Start(Tag::CodeBlock(kind)) => {
                 flush_item(&mut stack, &mut inline, line)?;
@@ -866,9 +872,36 @@ fn parse_slide(
                     }
                     continue;
                 }
+                if let Some(tag) = wrapper_tags(t) {
+                    // Marp decks wrap markdown in `<div class="…">` and `<span>` for their
+                    // CSS: the content is drawn, the wrapper is not.
+                    html.clear();
+                    in_div_block = block_html && tag == "div";
+                    warnings.push(format!(
+                        "line {line}: <{tag}> is drawn as its content; its class and style have no effect (plinth draws its own themes)"
+                    ));
+                    continue;
+                }
+                if let Some((tag, text)) = wrapped_text(t).filter(|_| block_html) {
+                    // `<div class="accent">One line of text</div>`: the line, as text.
+                    html.clear();
+                    warnings.push(format!(
+                        "line {line}: <{tag}> is drawn as its content; its class and style have no effect (plinth draws its own themes)"
+                    ));
+                    let mut escaped = String::new();
+                    escape_into(&mut escaped, &text);
+                    emit(&mut slide, &mut stack, Block::Text { text: escaped }, line)?;
+                    continue;
+                }
                 if !t.starts_with("<!--") {
+                    // An HTML block (`<div>` with text on its next lines) is not markdown.
+                    let hint = if in_div_block {
+                        "; to have a <div>'s content drawn, put a blank line after its opening tag and before `</div>`"
+                    } else {
+                        ""
+                    };
                     return Err(Invalid(format!(
-                        "invalid markdown on line {line}: raw HTML is not supported (only `<!-- … -->` comments and `<br>`)"
+                        "invalid markdown on line {line}: raw HTML is not supported (only `<!-- … -->` comments, `<br>`, and `<div>`/`<span>` wrappers){hint}"
                     )));
                 }
                 if let Some(body) = comment_body(t) {
@@ -920,6 +953,70 @@ fn too_deep(line: usize) -> Invalid {
 fn is_line_break(t: &str) -> bool {
     let t = t.to_ascii_lowercase();
     matches!(t.as_str(), "<br>" | "<br/>" | "<br />")
+}
+
+/// Whether `t` is only opening and closing `<div>` and `<span>` tags (attributes and
+/// all, whitespace between): the name of the first, to say what was left undrawn.
+/// Anything else, text included, is not a wrapper.
+fn wrapper_tags(t: &str) -> Option<&'static str> {
+    let mut rest = t.trim();
+    let mut first = None;
+    while !rest.is_empty() {
+        let tag = rest.strip_prefix('<')?;
+        let end = tag.find('>')?;
+        let (inner, after) = (&tag[..end], &tag[end + 1..]);
+        if inner.contains('<') {
+            return None;
+        }
+        let name = inner.strip_prefix('/').unwrap_or(inner);
+        let name_end = name
+            .find(|c: char| c.is_ascii_whitespace() || c == '/')
+            .unwrap_or(name.len());
+        let found = match name[..name_end].to_ascii_lowercase().as_str() {
+            "div" => "div",
+            "span" => "span",
+            _ => return None,
+        };
+        // A closing tag has no attributes.
+        if inner.starts_with('/') && !name[name_end..].trim().is_empty() {
+            return None;
+        }
+        first.get_or_insert(found);
+        rest = after.trim_start();
+    }
+    first
+}
+
+/// `<div …>text</div>` (or `<span>`, nested wrappers too) on one line: the first tag's
+/// name and the text, with the five entities HTML text most often has decoded. `None`
+/// when the text has markup of its own.
+fn wrapped_text(t: &str) -> Option<(&'static str, String)> {
+    let t = t.trim();
+    let open_end = t.rfind(|c| c == '>').filter(|_| t.starts_with('<'))?;
+    // The opening tags end where the text starts, the closing ones start where it ends.
+    let text_start = t.find('>')? + 1;
+    let mut start = text_start;
+    while t[start..].starts_with('<') && !t[start..].starts_with("</") {
+        start += t[start..].find('>')? + 1;
+    }
+    let end = t[..=open_end].find("</")?;
+    if end < start {
+        return None;
+    }
+    let (head, text, tail) = (&t[..start], &t[start..end], &t[end..]);
+    let tag = wrapper_tags(head)?;
+    wrapper_tags(tail)?;
+    if text.contains('<') || text.trim().is_empty() {
+        return None;
+    }
+    let text = text
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&nbsp;", "\u{a0}")
+        .replace("&amp;", "&");
+    Some((tag, text.trim().to_owned()))
 }
 
 /// The text of a complete `<!-- … -->` comment, or `None` while it is still open.
@@ -1182,10 +1279,7 @@ mod tests {
                 .0
                 .contains("line 6: a code block after a nested list")
         );
-        assert!(parse_markdown("<div>x</div>")
-            .unwrap_err()
-            .0
-            .contains("HTML"));
+        assert!(parse_markdown("<p>x</p>").unwrap_err().0.contains("HTML"));
         assert!(parse_markdown("   \n---\n").is_err());
         assert!(parse_markdown("<!-- layout: wide -->\n# x").is_err());
     }
@@ -1659,5 +1753,80 @@ Say hello first.
         );
         let deck = parse_markdown("# <!-- fit --> Big\n").unwrap();
         assert_eq!(deck.slides[0].notes, None);
+    }
+
+    /// Real Marp decks wrap markdown in `<div class="…">` (a blank line inside, so the
+    /// content is markdown) and number chapters with `<span>`: the content is drawn, the
+    /// wrappers are reported; an HTML block with text inside, and every other element,
+    /// is still refused with its line.
+    #[test]
+    fn div_and_span_wrappers_are_drawn_as_their_content() {
+        let (deck, warnings) = parse_markdown_report(
+            "# Cover\n\n<div class=\"meta\">\n\n**Course:** Engines\n\n</div>\n\n\
+             <span class=\"chapter-number\">01</span>\n\n\
+             <div class=\"columns\">\n<div class=\"col positive\">\n\n- Godot\n\n</div>\n</div>\n",
+            &ParseOptions::default(),
+        )
+        .unwrap();
+        let text = format!("{:?}", deck.slides[0].blocks);
+        assert!(text.contains("**Course:** Engines"), "{text}");
+        assert!(text.contains("01"), "{text}");
+        assert!(text.contains("Godot"), "{text}");
+        assert!(!text.contains("<div") && !text.contains("<span"), "{text}");
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("line 3") && w.contains("<div>")),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings.iter().any(|w| w.contains("<span>")),
+            "{warnings:?}"
+        );
+        // Text inside the HTML block: refused, with the fix.
+        let err =
+            parse_markdown("# T\n\n<div class=\"box\">\n<strong>Goal</strong><br>\nText\n</div>\n")
+                .unwrap_err()
+                .0;
+        assert!(
+            err.contains("line 4") && err.contains("blank line"),
+            "{err}"
+        );
+        for html in [
+            "<script>alert(1)</script>",
+            "<div><img src=x></div>",
+            "<divx>",
+            "</div class=\"x\">",
+            "<span>text</span> <b>bold</b>",
+        ] {
+            assert!(
+                parse_markdown(&format!("# T\n\n{html}\n")).is_err(),
+                "{html} was accepted"
+            );
+        }
+        assert_eq!(wrapper_tags("<div class=\"a\"> </div>"), Some("div"));
+        assert_eq!(wrapper_tags("</span>"), Some("span"));
+        assert_eq!(wrapper_tags("<div>x</div>"), None);
+        // One line of text in a wrapper: the text, as a paragraph.
+        let (deck, warnings) = parse_markdown_report(
+            "# T\n\n<div class=\"accent\">An NLP system &amp; more</div>\n\nafter\n",
+            &ParseOptions::default(),
+        )
+        .unwrap();
+        let text = format!("{:?}", deck.slides[0].blocks);
+        assert!(text.contains("An NLP system & more"), "{text}");
+        assert!(text.contains("after") && !text.contains("accent"), "{text}");
+        assert!(
+            warnings.iter().any(|w| w.contains("line 3")),
+            "{warnings:?}"
+        );
+        assert_eq!(
+            wrapped_text("<div a=\"b\"><span>x y</span></div>"),
+            Some(("div", "x y".to_owned()))
+        );
+        assert_eq!(wrapped_text("<div>a <b>b</b></div>"), None);
+        assert_eq!(wrapped_text("<div>a</p>"), None);
+        assert_eq!(wrapped_text("<div></div>"), None);
+        assert_eq!(wrapped_text("<p>a</p>"), None);
     }
 }

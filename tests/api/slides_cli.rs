@@ -91,11 +91,7 @@ fn render_writes_pdf_png_and_html_from_a_deck_on_disk() {
 fn errors_exit_1_with_the_line_and_warnings_go_to_stderr() {
     let dir = tempfile::tempdir().unwrap();
     // Raw HTML is refused, with its line.
-    std::fs::write(
-        dir.path().join("bad.md"),
-        "# Title\n\ntext\n\n<div>raw</div>\n",
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("bad.md"), "# Title\n\ntext\n\n<p>raw</p>\n").unwrap();
     let o = plinth(dir.path(), &["slides", "render", "bad.md", "-o", "bad.pdf"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(
