@@ -992,7 +992,7 @@ fn wrapper_tags(t: &str) -> Option<&'static str> {
 /// when the text has markup of its own.
 fn wrapped_text(t: &str) -> Option<(&'static str, String)> {
     let t = t.trim();
-    let open_end = t.rfind(|c| c == '>').filter(|_| t.starts_with('<'))?;
+    let open_end = t.rfind('>').filter(|_| t.starts_with('<'))?;
     // The opening tags end where the text starts, the closing ones start where it ends.
     let text_start = t.find('>')? + 1;
     let mut start = text_start;
