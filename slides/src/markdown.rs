@@ -567,13 +567,16 @@ fn parse_slide(
     let options =
         Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
 
-    // Inside an HTML block that a `<div>` wrapper opened (its next lines are HTML too).
+    // Inside an HTML block that a `<div>` wrapper opened (its next lines are HTML too),
+    // and the text of its lines so far (`html_text`), drawn as one paragraph.
     let mut in_div_block = false;
+    let mut div_text = String::new();
     for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
         let line = first_line + line_starts.partition_point(|&s| s <= range.start) - 1;
         let block_html = matches!(event, Event::Html(_));
         if !block_html {
             in_div_block = false;
+            flush_div_text(&mut slide, &mut stack, &mut div_text, line)?;
         }
         match event {
             Event::Start(Tag::CodeBlock(kind)) => {
@@ -876,21 +879,35 @@ fn parse_slide(
                     // Marp decks wrap markdown in `<div class="…">` and `<span>` for their
                     // CSS: the content is drawn, the wrapper is not.
                     html.clear();
-                    in_div_block = block_html && tag == "div";
+                    flush_div_text(&mut slide, &mut stack, &mut div_text, line)?;
+                    in_div_block = block_html && (in_div_block || tag == "div");
                     warnings.push(format!(
                         "line {line}: <{tag}> is drawn as its content; its class and style have no effect (plinth draws its own themes)"
                     ));
                     continue;
                 }
-                if let Some((tag, text)) = wrapped_text(t).filter(|_| block_html) {
-                    // `<div class="accent">One line of text</div>`: the line, as text.
+                let opens_div = t.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("<div"));
+                if let Some(text) =
+                    html_text(t).filter(|_| block_html && (in_div_block || opens_div))
+                {
+                    // The lines of a `<div>` block: their text and inline marks, as one
+                    // paragraph (`<div class="accent">One line</div>`, or `<strong>Goal</strong><br>`
+                    // on the line after `<div class="box">`).
+                    let closes = t.to_ascii_lowercase().contains("</div>");
                     html.clear();
-                    warnings.push(format!(
-                        "line {line}: <{tag}> is drawn as its content; its class and style have no effect (plinth draws its own themes)"
-                    ));
-                    let mut escaped = String::new();
-                    escape_into(&mut escaped, &text);
-                    emit(&mut slide, &mut stack, Block::Text { text: escaped }, line)?;
+                    if !in_div_block {
+                        warnings.push(format!(
+                            "line {line}: <div> is drawn as its content; its class and style have no effect (plinth draws its own themes)"
+                        ));
+                    }
+                    in_div_block = !closes;
+                    if !div_text.is_empty() && !div_text.ends_with('\n') {
+                        div_text.push(' ');
+                    }
+                    div_text.push_str(&text);
+                    if !in_div_block {
+                        flush_div_text(&mut slide, &mut stack, &mut div_text, line)?;
+                    }
                     continue;
                 }
                 if !t.starts_with("<!--") {
@@ -933,7 +950,23 @@ fn parse_slide(
             _ => {}
         }
     }
+    flush_div_text(&mut slide, &mut stack, &mut div_text, first_line)?;
     Ok((slide, found.local, found.global))
+}
+
+/// The text gathered from a `<div>` block's lines, as a paragraph.
+fn flush_div_text(
+    slide: &mut Slide,
+    stack: &mut [Frame],
+    text: &mut String,
+    line: usize,
+) -> Result<(), Invalid> {
+    let t = std::mem::take(text);
+    let t = t.trim_end_matches('\n').trim();
+    if t.is_empty() {
+        return Ok(());
+    }
+    emit(slide, stack, Block::Text { text: t.to_owned() }, line)
 }
 
 fn nesting(stack: &[Frame]) -> usize {
@@ -987,36 +1020,50 @@ fn wrapper_tags(t: &str) -> Option<&'static str> {
     first
 }
 
-/// `<div …>text</div>` (or `<span>`, nested wrappers too) on one line: the first tag's
-/// name and the text, with the five entities HTML text most often has decoded. `None`
-/// when the text has markup of its own.
-fn wrapped_text(t: &str) -> Option<(&'static str, String)> {
-    let t = t.trim();
-    let open_end = t.rfind('>').filter(|_| t.starts_with('<'))?;
-    // The opening tags end where the text starts, the closing ones start where it ends.
-    let text_start = t.find('>')? + 1;
-    let mut start = text_start;
-    while t[start..].starts_with('<') && !t[start..].starts_with("</") {
-        start += t[start..].find('>')? + 1;
+/// One line of HTML as markdown text: its text (the five entities HTML text most often
+/// has decoded, markdown characters escaped) with `<strong>`/`<b>`, `<em>`/`<i>`,
+/// `<code>` and `<br>` as their marks; `<div>` and `<span>` tags drop out. `None` for
+/// any other element, or a line without text.
+fn html_text(t: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut rest = t.trim();
+    let mut text = false;
+    while !rest.is_empty() {
+        let Some(after) = rest.strip_prefix('<') else {
+            let end = rest.find('<').unwrap_or(rest.len());
+            let plain = rest[..end]
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&#39;", "'")
+                .replace("&nbsp;", "\u{a0}")
+                .replace("&amp;", "&");
+            text |= !plain.trim().is_empty();
+            escape_into(&mut out, &plain);
+            rest = &rest[end..];
+            continue;
+        };
+        let end = after.find('>')?;
+        let inner = &after[..end];
+        if inner.contains('<') {
+            return None;
+        }
+        let closing = inner.starts_with('/');
+        let name = inner.trim_start_matches('/');
+        let name_end = name
+            .find(|c: char| c.is_ascii_whitespace() || c == '/')
+            .unwrap_or(name.len());
+        match name[..name_end].to_ascii_lowercase().as_str() {
+            "div" | "span" => {}
+            "strong" | "b" => out.push_str("**"),
+            "em" | "i" => out.push('*'),
+            "code" => out.push('`'),
+            "br" if !closing => out.push('\n'),
+            _ => return None,
+        }
+        rest = &after[end + 1..];
     }
-    let end = t[..=open_end].find("</")?;
-    if end < start {
-        return None;
-    }
-    let (head, text, tail) = (&t[..start], &t[start..end], &t[end..]);
-    let tag = wrapper_tags(head)?;
-    wrapper_tags(tail)?;
-    if text.contains('<') || text.trim().is_empty() {
-        return None;
-    }
-    let text = text
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&nbsp;", "\u{a0}")
-        .replace("&amp;", "&");
-    Some((tag, text.trim().to_owned()))
+    text.then(|| out.trim_matches(' ').to_owned())
 }
 
 /// The text of a complete `<!-- … -->` comment, or `None` while it is still open.
@@ -1783,11 +1830,12 @@ Say hello first.
             warnings.iter().any(|w| w.contains("<span>")),
             "{warnings:?}"
         );
-        // Text inside the HTML block: refused, with the fix.
-        let err =
-            parse_markdown("# T\n\n<div class=\"box\">\n<strong>Goal</strong><br>\nText\n</div>\n")
-                .unwrap_err()
-                .0;
+        // Other elements inside the HTML block: refused, with the fix.
+        let err = parse_markdown(
+            "# T\n\n<div class=\"box\">\n<table><tr><td>x</td></tr></table>\n</div>\n",
+        )
+        .unwrap_err()
+        .0;
         assert!(
             err.contains("line 4") && err.contains("blank line"),
             "{err}"
@@ -1821,12 +1869,26 @@ Say hello first.
             "{warnings:?}"
         );
         assert_eq!(
-            wrapped_text("<div a=\"b\"><span>x y</span></div>"),
-            Some(("div", "x y".to_owned()))
+            html_text("<div a=\"b\"><span>x y</span></div>").as_deref(),
+            Some("x y")
         );
-        assert_eq!(wrapped_text("<div>a <b>b</b></div>"), None);
-        assert_eq!(wrapped_text("<div>a</p>"), None);
-        assert_eq!(wrapped_text("<div></div>"), None);
-        assert_eq!(wrapped_text("<p>a</p>"), None);
+        assert_eq!(
+            html_text("<strong>Goal</strong><br>").as_deref(),
+            Some("**Goal**\n")
+        );
+        assert_eq!(html_text("<div>a <img src=x></div>"), None);
+        assert_eq!(html_text("<div></div>"), None);
+        assert_eq!(html_text("<p>a</p>"), None);
+        // A `<div>` block with HTML lines inside: one paragraph of their text and marks.
+        let deck = parse_markdown(
+            "# T\n\n<div class=\"box\">\n<strong>Goal</strong><br>\nHelp *households*.\n</div>\n\nafter\n",
+        )
+        .unwrap();
+        let blocks = format!("{:?}", deck.slides[0].blocks);
+        assert!(
+            blocks.contains("Text { text: \"**Goal**\\nHelp \\\\*households\\\\*.\" }"),
+            "{blocks}"
+        );
+        assert!(blocks.contains("after"), "{blocks}");
     }
 }
