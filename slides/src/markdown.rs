@@ -988,16 +988,20 @@ fn is_line_break(t: &str) -> bool {
     matches!(t.as_str(), "<br>" | "<br/>" | "<br />")
 }
 
-/// Whether `t` is only opening and closing `<div>` and `<span>` tags (attributes and
-/// all, whitespace between): the name of the first, to say what was left undrawn.
-/// Anything else, text included, is not a wrapper.
-fn wrapper_tags(t: &str) -> Option<&'static str> {
+/// A line of HTML in pieces: tags (lower-case name, whether closing, whether it has
+/// attributes) and the text between them. `None` when a tag is not closed on the line.
+fn html_pieces(t: &str) -> Option<Vec<HtmlPiece<'_>>> {
+    let mut out = Vec::new();
     let mut rest = t.trim();
-    let mut first = None;
     while !rest.is_empty() {
-        let tag = rest.strip_prefix('<')?;
-        let end = tag.find('>')?;
-        let (inner, after) = (&tag[..end], &tag[end + 1..]);
+        let Some(after) = rest.strip_prefix('<') else {
+            let end = rest.find('<').unwrap_or(rest.len());
+            out.push(HtmlPiece::Text(&rest[..end]));
+            rest = &rest[end..];
+            continue;
+        };
+        let end = after.find('>')?;
+        let inner = &after[..end];
         if inner.contains('<') {
             return None;
         }
@@ -1005,17 +1009,52 @@ fn wrapper_tags(t: &str) -> Option<&'static str> {
         let name_end = name
             .find(|c: char| c.is_ascii_whitespace() || c == '/')
             .unwrap_or(name.len());
-        let found = match name[..name_end].to_ascii_lowercase().as_str() {
-            "div" => "div",
-            "span" => "span",
+        out.push(HtmlPiece::Tag {
+            name: name[..name_end].to_ascii_lowercase(),
+            closing: inner.starts_with('/'),
+            attributes: !name[name_end..].trim().is_empty(),
+        });
+        rest = &after[end + 1..];
+    }
+    Some(out)
+}
+
+enum HtmlPiece<'a> {
+    Tag {
+        name: String,
+        closing: bool,
+        attributes: bool,
+    },
+    Text(&'a str),
+}
+
+/// The wrappers plinth draws as their content.
+fn wrapper_name(name: &str) -> Option<&'static str> {
+    match name {
+        "div" => Some("div"),
+        "span" => Some("span"),
+        _ => None,
+    }
+}
+
+/// Whether `t` is only opening and closing `<div>` and `<span>` tags (attributes and
+/// all, whitespace between): the name of the first, to say what was left undrawn.
+/// Anything else, text included, is not a wrapper.
+fn wrapper_tags(t: &str) -> Option<&'static str> {
+    let mut first = None;
+    for piece in html_pieces(t)? {
+        match piece {
+            HtmlPiece::Text(text) if text.trim().is_empty() => {}
+            // A closing tag has no attributes.
+            HtmlPiece::Tag {
+                name,
+                closing,
+                attributes,
+            } if !(closing && attributes) => {
+                first.get_or_insert(wrapper_name(&name)?);
+            }
             _ => return None,
-        };
-        // A closing tag has no attributes.
-        if inner.starts_with('/') && !name[name_end..].trim().is_empty() {
-            return None;
         }
-        first.get_or_insert(found);
-        rest = after.trim_start();
     }
     first
 }
@@ -1026,42 +1065,29 @@ fn wrapper_tags(t: &str) -> Option<&'static str> {
 /// any other element, or a line without text.
 fn html_text(t: &str) -> Option<String> {
     let mut out = String::new();
-    let mut rest = t.trim();
     let mut text = false;
-    while !rest.is_empty() {
-        let Some(after) = rest.strip_prefix('<') else {
-            let end = rest.find('<').unwrap_or(rest.len());
-            let plain = rest[..end]
-                .replace("&lt;", "<")
-                .replace("&gt;", ">")
-                .replace("&quot;", "\"")
-                .replace("&#39;", "'")
-                .replace("&nbsp;", "\u{a0}")
-                .replace("&amp;", "&");
-            text |= !plain.trim().is_empty();
-            escape_into(&mut out, &plain);
-            rest = &rest[end..];
-            continue;
-        };
-        let end = after.find('>')?;
-        let inner = &after[..end];
-        if inner.contains('<') {
-            return None;
+    for piece in html_pieces(t)? {
+        match piece {
+            HtmlPiece::Text(plain) => {
+                let plain = plain
+                    .replace("&lt;", "<")
+                    .replace("&gt;", ">")
+                    .replace("&quot;", "\"")
+                    .replace("&#39;", "'")
+                    .replace("&nbsp;", "\u{a0}")
+                    .replace("&amp;", "&");
+                text |= !plain.trim().is_empty();
+                escape_into(&mut out, &plain);
+            }
+            HtmlPiece::Tag { name, closing, .. } => match name.as_str() {
+                "div" | "span" => {}
+                "strong" | "b" => out.push_str("**"),
+                "em" | "i" => out.push('*'),
+                "code" => out.push('`'),
+                "br" if !closing => out.push('\n'),
+                _ => return None,
+            },
         }
-        let closing = inner.starts_with('/');
-        let name = inner.trim_start_matches('/');
-        let name_end = name
-            .find(|c: char| c.is_ascii_whitespace() || c == '/')
-            .unwrap_or(name.len());
-        match name[..name_end].to_ascii_lowercase().as_str() {
-            "div" | "span" => {}
-            "strong" | "b" => out.push_str("**"),
-            "em" | "i" => out.push('*'),
-            "code" => out.push('`'),
-            "br" if !closing => out.push('\n'),
-            _ => return None,
-        }
-        rest = &after[end + 1..];
     }
     text.then(|| out.trim_matches(' ').to_owned())
 }
