@@ -152,12 +152,20 @@ pub async fn listen_pg(
         let listening = async {
             let mut listener = sqlx::postgres::PgListener::connect_with(&pool).await?;
             listener.listen(PG_INSERT_CHANNEL).await?;
+            let wake_all = || {
+                for q in &queues {
+                    wake(*q);
+                }
+            };
             // Jobs queued while no one listened.
-            for q in &queues {
-                wake(*q);
-            }
+            wake_all();
             loop {
-                let n = listener.recv().await?;
+                // `None`: the connection dropped and sqlx listens again on the next call;
+                // what was queued meanwhile is fetched now rather than at the interval.
+                let Some(n) = listener.try_recv().await? else {
+                    wake_all();
+                    continue;
+                };
                 let Ok(insert) = serde_json::from_str::<Insert>(n.payload()) else {
                     continue;
                 };
