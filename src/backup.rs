@@ -21,7 +21,27 @@ pub async fn backup(opts: Opts, path: &Path) -> anyhow::Result<()> {
     // Opens only a database a server set up, with the key it was set up with: a backup
     // taken under the wrong key would be one that cannot be restored.
     let (db, _) = crate::server::open_operator_database(&opts).await?;
-    match &db {
+    // Created empty first, readable by this user alone: a backup holds every secret of
+    // the database (security review N-M2). SQLite's VACUUM INTO and pg_dump both write
+    // into an empty file.
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .with_context(|| format!("creating {}", path.display()))?;
+    }
+    let written = write_backup(&opts, &db, path).await;
+    if written.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    written
+}
+
+async fn write_backup(opts: &Opts, db: &Db, path: &Path) -> anyhow::Result<()> {
+    match db {
         Db::Sqlite(pool) => {
             let target = path
                 .to_str()

@@ -32,8 +32,10 @@ const MAX_URL: usize = 2048;
 pub const SIGNATURE_HEADER: &str = "plinth-signature";
 
 /// Whether an address is one a callback must not reach by default: loopback, private,
-/// link-local, shared (CGNAT), unspecified, multicast or broadcast, and IPv6's
-/// equivalents (an IPv4-mapped address counts as its IPv4 address).
+/// link-local, shared (CGNAT), unspecified, multicast, broadcast, documentation,
+/// benchmarking and reserved ranges, and IPv6's equivalents. An IPv6 address that
+/// carries an IPv4 one (mapped, NAT64, 6to4, Teredo) counts as that address, since the
+/// network routes it there (security review N-L2).
 pub fn internal(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => {
@@ -45,20 +47,44 @@ pub fn internal(ip: IpAddr) -> bool {
                 || v4.is_broadcast()
                 || v4.is_multicast()
                 || v4.is_documentation()
-                || (o[0] == 100 && (64..128).contains(&o[1]))
+                || (o[0] == 100 && (64..128).contains(&o[1])) // shared address space
                 || o[0] == 0
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0) // IETF protocol assignments
+                || (o[0] == 198 && (o[1] & 0xfe) == 18) // benchmarking
+                || o[0] >= 240 // reserved
         }
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if let Some(v4) = embedded_v4(v6) {
                 return internal(IpAddr::V4(v4));
             }
             let first = v6.segments()[0];
             v6.is_loopback()
                 || v6.is_unspecified()
                 || v6.is_multicast()
-                || (first & 0xfe00) == 0xfc00
-                || (first & 0xffc0) == 0xfe80
+                || (first & 0xfe00) == 0xfc00 // unique local
+                || (first & 0xffc0) == 0xfe80 // link-local
+                || (first & 0xffc0) == 0xfec0 // site-local (deprecated, still routed)
+                || (first == 0x2001 && v6.segments()[1] == 0x0db8) // documentation
         }
+    }
+}
+
+/// The IPv4 address an IPv6 one stands for: IPv4-mapped (`::ffff:a.b.c.d`), NAT64
+/// (`64:ff9b::/96`, `64:ff9b:1::/48`), 6to4 (`2002:AABB:CCDD::/48`) and Teredo
+/// (`2001:0::/32`, client address inverted in the last 32 bits).
+fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    use std::net::Ipv4Addr;
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return Some(v4);
+    }
+    let s = v6.segments();
+    let low = |a: u16, b: u16| Ipv4Addr::new((a >> 8) as u8, a as u8, (b >> 8) as u8, b as u8);
+    match s {
+        [0x64, 0xff9b, 0, 0, 0, 0, a, b] => Some(low(a, b)),
+        [0x64, 0xff9b, 1, ..] => Some(low(s[6], s[7])),
+        [0x2002, a, b, ..] => Some(low(a, b)),
+        [0x2001, 0, ..] => Some(low(!s[6], !s[7])),
+        _ => None,
     }
 }
 
@@ -176,6 +202,15 @@ impl Deliverer {
         if !ended(&job.status) {
             return Ok(());
         }
+        // The event carries artifact URLs: only for a requester who may still read the
+        // deck (a member removed since gets nothing: security review N-L1).
+        if !still_reads(&self.db, &job.deck_id, &job.requested_by)
+            .await
+            .map_err(|e| storage(&e))?
+        {
+            tracing::info!(job = %job.id, "completion callback dropped: its requester no longer reads the deck");
+            return Ok(());
+        }
         let url = check_url(&target, true).map_err(|e| JobError::permanent("callback_url", e))?;
         let (secret, _) = secret(&self.db, &self.key, &job.requested_by)
             .await
@@ -249,10 +284,32 @@ impl Deliverer {
         reqwest::Client::builder()
             .timeout(TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
+            // A system proxy would resolve the name again, past the address checked
+            // here (security review N-L2).
+            .no_proxy()
             .resolve(&host, addr)
             .build()
             .map_err(|e| JobError::retry("callback_unreachable", e))
     }
+}
+
+/// Whether a user still reads a deck: its owner, a member of its organization, or a
+/// platform administrator.
+async fn still_reads(db: &Db, deck_id: &str, user_id: &str) -> sqlx::Result<bool> {
+    let Some(deck) = crate::db::slides::deck(db, deck_id).await? else {
+        return Ok(false);
+    };
+    let member = match &deck.organization_id {
+        None => deck.owner_id == user_id,
+        Some(org) => crate::db::organizations::role_of(db, org, user_id)
+            .await?
+            .is_some(),
+    };
+    if member {
+        return Ok(true);
+    }
+    let user = crate::db::users::by_id(db, user_id).await?;
+    Ok(user.is_some_and(|u| u.level >= crate::auth::LEVEL_ADMIN))
 }
 
 /// A URL for a log line: scheme, host, port and path only (a query may hold a token).

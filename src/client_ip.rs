@@ -70,9 +70,21 @@ fn parse_addr(raw: &str) -> Option<IpAddr> {
 }
 
 /// IPv4 clients of a dual-stack socket arrive as `::ffff:a.b.c.d`: one window either way.
-fn canonical(ip: IpAddr) -> IpAddr {
+pub fn canonical(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// The unit one client is counted by (rate windows, connection caps): an IPv4 address,
+/// or an IPv6 address's /64, which one subscriber usually holds whole.
+pub fn prefix(ip: IpAddr) -> IpAddr {
+    match canonical(ip) {
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            IpAddr::V6(std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0))
+        }
         v4 => v4,
     }
 }

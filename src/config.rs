@@ -725,6 +725,83 @@ pub struct Opts {
         global = true
     )]
     pub log_format: String,
+    /// What one client may hold of this process: connections, buffered bytes, time.
+    #[command(flatten)]
+    pub limits: Limits,
+}
+
+/// Resource limits on clients (docs/security.md "Budgets"). Every one is a flag and an
+/// environment variable; the defaults suit a small server facing the internet.
+#[derive(Args, Debug, Clone)]
+pub struct Limits {
+    /// Open connections the server holds at once; more wait in the kernel's backlog.
+    #[arg(
+        help_heading = "Limits",
+        long,
+        env = "PLINTH_MAX_CONNECTIONS",
+        default_value_t = 4096,
+        global = true
+    )]
+    pub max_connections: usize,
+    /// Open connections per client address (IPv6: per /64); one more is answered 429 and
+    /// closed. Peers in PLINTH_TRUSTED_PROXIES are not capped.
+    #[arg(
+        help_heading = "Limits",
+        long,
+        env = "PLINTH_MAX_CONNECTIONS_PER_CLIENT",
+        default_value_t = 256,
+        global = true
+    )]
+    pub max_connections_per_client: usize,
+    /// Seconds a client has to send a request's head (method, path, headers); also how
+    /// long an idle keep-alive connection stays open.
+    #[arg(
+        help_heading = "Limits",
+        long,
+        env = "PLINTH_HEADER_TIMEOUT",
+        default_value_t = 30,
+        global = true
+    )]
+    pub header_timeout: u64,
+    /// Seconds a request body may go without a byte arriving before it is answered 408.
+    #[arg(
+        help_heading = "Limits",
+        long,
+        env = "PLINTH_BODY_TIMEOUT",
+        default_value_t = 30,
+        global = true
+    )]
+    pub body_timeout: u64,
+    /// Slowest average a request body may arrive at, in bytes per second, once it has
+    /// taken PLINTH_BODY_TIMEOUT seconds (a trickle of bytes cannot hold a request open).
+    #[arg(
+        help_heading = "Limits",
+        long,
+        env = "PLINTH_MIN_BODY_RATE",
+        default_value_t = 1024,
+        global = true
+    )]
+    pub min_body_rate: u64,
+    /// Largest request body read from a caller without a valid API key, in bytes (a
+    /// route's own limit applies when it is smaller; the Stripe webhook has its own).
+    #[arg(
+        help_heading = "Limits",
+        long,
+        env = "PLINTH_ANONYMOUS_BODY_LIMIT",
+        default_value_t = 64 * 1024,
+        global = true
+    )]
+    pub anonymous_body_limit: u64,
+    /// Slide exports one account may have queued or running at once (administrators:
+    /// any); one more is answered 429.
+    #[arg(
+        help_heading = "Limits",
+        long,
+        env = "PLINTH_RENDERS_PER_ACCOUNT",
+        default_value_t = 4,
+        global = true
+    )]
+    pub renders_per_account: usize,
 }
 
 /// The options each command uses (the others are hidden from its `--help`; `serve`, the

@@ -4,6 +4,7 @@
 pub(crate) mod api;
 pub(crate) mod auth;
 pub mod backup;
+pub(crate) mod body;
 pub(crate) mod cache;
 pub(crate) mod callbacks;
 pub(crate) mod caller;

@@ -15,6 +15,10 @@ async fn main() -> anyhow::Result<()> {
     if let Some(Command::Slides(cmd)) = cli.command {
         std::process::exit(plinth::slides_cli::run(cmd));
     }
+    // Everything a server or operator command writes (database, outbox, objects,
+    // spooled uploads, backups) holds secrets or live links: its user's alone (security
+    // review N-M2). An author's `slides` command above keeps the user's own umask.
+    rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     server::init_logging(&cli.opts);
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => server::serve(cli.opts).await,

@@ -254,7 +254,12 @@ async fn write(
     let ObjectStore::Local(l) = &app.objects else {
         return refuse(StatusCode::NOT_FOUND, "not found");
     };
-    match l.write_stream(&key, body.into_data_stream(), q.max).await {
+    // The signed size bounds the body; the budget bounds how slowly it may come.
+    let budget = crate::body::BodyBudget::new(&app.opts.limits, u64::MAX, false);
+    match l
+        .write_stream(&key, crate::body::stream(body, budget), q.max)
+        .await
+    {
         Ok(()) => StatusCode::OK.into_response(),
         Err(WriteError::TooLarge) => too_large(),
         Err(WriteError::Body(e)) => refuse(StatusCode::BAD_REQUEST, &e),

@@ -699,6 +699,10 @@ fn hmac_hex(secret: &str, t: i64, body: &[u8]) -> String {
 /// How far a signature's timestamp may be from now.
 pub const SIGNATURE_TOLERANCE_SECS: i64 = 300;
 
+/// Largest webhook body read (it comes without an API key, so the anonymous limit would
+/// otherwise apply; Stripe's events are a few KiB, large invoices tens).
+pub const WEBHOOK_BODY_LIMIT: usize = 256 * 1024;
+
 /// Verifies `Stripe-Signature: t=...,v1=...[,v1=...]` over `"{t}.{body}"` with a
 /// constant-time comparison and a 5-minute tolerance.
 pub fn verify_signature(

@@ -116,6 +116,9 @@ pub struct RouteMeta {
     pub built: bool,
     /// The largest request body it reads ([`crate::BODY_LIMIT`] but for uploads).
     pub body_limit: usize,
+    /// Its own limit for callers without a valid key, instead of
+    /// `PLINTH_ANONYMOUS_BODY_LIMIT` (the Stripe webhook: signed, and sent without a key).
+    pub anonymous_body: Option<usize>,
 }
 
 /// The `area` of the routes plinth adds to the spec's.

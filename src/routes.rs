@@ -41,7 +41,7 @@ impl RouteSpec {
 }
 
 macro_rules! route {
-    ($m:ident $path:literal, $access:ident, $cat:ident, $area:literal $(, also $also:ident)? $(, body $limit:expr)? $(=> $h:path)?) => {
+    ($m:ident $path:literal, $access:ident, $cat:ident, $area:literal $(, also $also:ident)? $(, body $limit:expr)? $(, anonymous $anon:expr)? $(=> $h:path)?) => {
         RouteSpec {
             meta: RouteMeta {
                 method: stringify!($m),
@@ -53,6 +53,7 @@ macro_rules! route {
                 also: route!(@also $($also)?),
                 built: route!(@built $($h)?),
                 body_limit: route!(@limit $($limit)?),
+                anonymous_body: route!(@anon $($anon)?),
             },
             handler: route!(@handler $($h)?),
             doc: route!(@doc $($h)?),
@@ -62,6 +63,8 @@ macro_rules! route {
     (@also $also:ident) => { Some(stringify!($also)) };
     (@limit) => { crate::BODY_LIMIT };
     (@limit $limit:expr) => { $limit };
+    (@anon) => { None };
+    (@anon $anon:expr) => { Some($anon) };
     (@built) => { false };
     (@built $h:path) => { true };
     (@handler) => { None };
@@ -163,7 +166,7 @@ pub static ROUTES: &[RouteSpec] = &[
     route!(POST "/api/telemetry/metrics/query", Admin100, Read, "Telemetry" => api::telemetry::query),
     route!(POST "/api/telemetry/subscriptions/summary", Admin100, Read, "Telemetry" => api::telemetry::subscriptions_summary),
     // Webhook
-    route!(POST "/api/webhooks/stripe", Public, Unlimited, "Webhook" => api::billing::stripe),
+    route!(POST "/api/webhooks/stripe", Public, Unlimited, "Webhook", anonymous crate::payments::WEBHOOK_BODY_LIMIT => api::billing::stripe),
     // Posts
     route!(POST "/api/posts", Public, Read, "Posts" => api::posts::list),
     route!(GET "/api/posts/{id}", Public, Read, "Posts" => api::posts::get),

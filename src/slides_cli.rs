@@ -36,12 +36,20 @@ pub enum SlidesCommand {
         /// (PDF), a presenter view (HTML: press p).
         #[arg(long)]
         notes: bool,
+        /// Read images the deck names outside its own folder (absolute paths, `..`,
+        /// links leading out). Off: a deck from someone else cannot copy files of yours
+        /// into its output.
+        #[arg(long)]
+        allow_outside_images: bool,
     },
     /// Checks a deck without rendering: what an export would refuse (exit 1, with the
     /// line), images that are missing or unreadable, and warnings.
     Check {
         /// The deck's Markdown file.
         deck: PathBuf,
+        /// As for render.
+        #[arg(long)]
+        allow_outside_images: bool,
     },
 }
 
@@ -53,8 +61,18 @@ pub fn run(cmd: SlidesCommand) -> i32 {
             output,
             format,
             notes,
-        } => render(&deck, output.as_deref(), format.as_deref(), notes),
-        SlidesCommand::Check { deck } => check(&deck),
+            allow_outside_images,
+        } => render(
+            &deck,
+            output.as_deref(),
+            format.as_deref(),
+            notes,
+            allow_outside_images,
+        ),
+        SlidesCommand::Check {
+            deck,
+            allow_outside_images,
+        } => check(&deck, allow_outside_images),
     };
     match result {
         Ok(()) => 0,
@@ -74,7 +92,7 @@ struct Loaded {
 
 /// Reads and parses the deck and its images; `warm` starts compiling its code's
 /// highlighting on another thread (for a render).
-fn load(path: &Path, warm: bool) -> Result<Loaded, String> {
+fn load(path: &Path, warm: bool, outside: bool) -> Result<Loaded, String> {
     let shown = path.display();
     let source = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
     let base = path
@@ -82,11 +100,20 @@ fn load(path: &Path, warm: bool) -> Result<Loaded, String> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
         .to_owned();
+    // Images resolve inside the deck's folder, links followed (security review N-L6).
+    let root = base
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", base.display()))?;
+    let escaped = RefCell::new(Vec::<String>::new());
     // File names stand in for asset ids (the parser takes only asset ids).
     let files = RefCell::new(Vec::<(String, PathBuf)>::new());
     let resolve = |name: &str| -> Option<String> {
-        let file = base.join(name);
+        let file = base.join(name).canonicalize().ok()?;
         if !file.is_file() {
+            return None;
+        }
+        if !outside && !file.starts_with(&root) {
+            escaped.borrow_mut().push(name.to_owned());
             return None;
         }
         let mut files = files.borrow_mut();
@@ -103,8 +130,16 @@ fn load(path: &Path, warm: bool) -> Result<Loaded, String> {
     let opts = plinth_slides::ParseOptions {
         resolve_image: Some(&resolve),
     };
-    let (deck, warnings) = plinth_slides::parse_markdown_report(&source, &opts)
-        .map_err(|e| format!("{shown}: {}", e.0))?;
+    let parsed = plinth_slides::parse_markdown_report(&source, &opts);
+    let escaped = escaped.into_inner();
+    if !escaped.is_empty() {
+        return Err(format!(
+            "{shown}: images outside the deck's folder are not read: {} (pass \
+             --allow-outside-images to read them)",
+            escaped.join(", ")
+        ));
+    }
+    let (deck, warnings) = parsed.map_err(|e| format!("{shown}: {}", e.0))?;
     for w in warnings {
         eprintln!("warning: {shown}: {w}");
     }
@@ -142,8 +177,8 @@ fn load(path: &Path, warm: bool) -> Result<Loaded, String> {
     })
 }
 
-fn check(path: &Path) -> Result<(), String> {
-    let loaded = load(path, false)?;
+fn check(path: &Path, outside: bool) -> Result<(), String> {
+    let loaded = load(path, false, outside)?;
     let total = loaded.deck.slides.len();
     let shown = plinth_render::visible(&loaded.deck).len();
     println!(
@@ -160,6 +195,7 @@ fn render(
     output: Option<&Path>,
     format: Option<&str>,
     notes: bool,
+    outside: bool,
 ) -> Result<(), String> {
     let started = Instant::now();
     let format = match (format, output) {
@@ -179,7 +215,7 @@ fn render(
     let output = output
         .map(Path::to_owned)
         .unwrap_or_else(|| path.with_extension(&format));
-    let Loaded { deck, images, .. } = load(path, true)?;
+    let Loaded { deck, images, .. } = load(path, true, outside)?;
     let options = Options { notes };
     let size = Size::default();
     let write = |file: &Path, bytes: &[u8]| {

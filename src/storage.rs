@@ -156,6 +156,35 @@ impl ObjectStore {
         }
     }
 
+    /// Stores a file's contents as an object (an upload spooled to disk), streaming it:
+    /// never the whole file in memory.
+    pub async fn put_file(
+        &self,
+        key: &str,
+        file: &std::path::Path,
+        content_type: &str,
+    ) -> Result<(), StorageError> {
+        if !valid_key(key) {
+            return Err(StorageError(format!("invalid object key `{key}`")));
+        }
+        match self {
+            ObjectStore::Local(l) => l.copy_in(key, file).await,
+            ObjectStore::S3(s) => {
+                let body = ByteStream::from_path(file).await.map_err(err)?;
+                s.client
+                    .put_object()
+                    .bucket(&s.bucket)
+                    .key(key)
+                    .content_type(content_type)
+                    .body(body)
+                    .send()
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| err(aws_sdk_s3::error::DisplayErrorContext(e)))
+            }
+        }
+    }
+
     /// `None` when there is no such object.
     pub async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, StorageError> {
         match self.get_limited(key, u64::MAX).await? {
@@ -382,6 +411,17 @@ impl LocalStore {
         // Write then rename: readers never see half an object.
         let tmp = tmp_path(&path);
         tokio::fs::write(&tmp, bytes).await.map_err(err)?;
+        tokio::fs::rename(&tmp, &path).await.map_err(err)
+    }
+
+    /// Copies a file into the object (by way of a temporary name, as `write`).
+    async fn copy_in(&self, key: &str, file: &std::path::Path) -> Result<(), StorageError> {
+        let path = self.path(key);
+        if let Some(parent) = path.parent() {
+            tokio::fs::create_dir_all(parent).await.map_err(err)?;
+        }
+        let tmp = tmp_path(&path);
+        tokio::fs::copy(file, &tmp).await.map_err(err)?;
         tokio::fs::rename(&tmp, &path).await.map_err(err)
     }
 

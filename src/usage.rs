@@ -63,84 +63,94 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
     // A clone of the URI shares its bytes: no copy of the path per request.
     let uri = req.uri().clone();
     let path = uri.path();
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     let entry = parts
         .extensions
         .get::<MatchedPath>()
         .and_then(|p| app.routes.get(method.as_str(), p.as_str()));
-    let limit = entry.map_or(crate::BODY_LIMIT, |e| e.spec.body_limit) as u64;
-    let (mut req, sent) = match read_body(&parts.headers, body, limit).await {
-        Ok(bytes) => (Request::from_parts(parts, Body::from(bytes.clone())), bytes),
-        Err(e) => {
-            let mut resp = finish(e.into_response(), &Usage::default(), &method, path).await;
-            // The rest of the body stays unread: the connection cannot be reused.
-            resp.headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            return resp;
-        }
-    };
-    // A NUL in a path segment or query is never valid input, and PostgreSQL cannot store
-    // it: refused the same way on both databases (after the body is read, like every
-    // refusal).
-    let uri = req.uri();
-    if uri.path().contains("%00") || uri.query().is_some_and(|q| q.contains("%00")) {
-        let e = ApiError::bad_request("the URL may not contain NUL characters (%00)");
-        return finish(e.into_response(), &Usage::default(), &method, path).await;
-    }
-    let ip = req
-        .extensions()
+    let ip = parts
+        .extensions
         .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| crate::client_ip::client_ip(c.0.ip(), req.headers(), &app.opts.trusted_proxies));
+        .map(|c| crate::client_ip::client_ip(c.0.ip(), &parts.headers, &app.opts.trusted_proxies));
     // Header values share the request's bytes: cloned, not copied.
-    let key = req.headers().get(API_KEY).cloned();
+    let key = parts.headers.get(API_KEY).cloned();
     let key = key.as_ref().map(|v| v.to_str().unwrap_or("").trim());
-    let request_id = req.headers().get(REQUEST_ID).cloned();
+    let request_id = parts.headers.get(REQUEST_ID).cloned();
     let request_id = request_id.as_ref().and_then(|v| v.to_str().ok());
+    let idempotency_header = parts.headers.get(crate::idempotency::HEADER).cloned();
 
     let mut usage = Usage {
         cost: entry.map_or(0, |e| e.cost),
         ..Usage::default()
     };
     let route = entry.map_or("unmatched", |e| e.spec.path);
-    // A repeat of a request already answered under its idempotency key gets the recorded
-    // answer before anything is counted: retrying safely uses up no rate window.
-    let idempotency_header = req.headers().get(crate::idempotency::HEADER).cloned();
-    let deadline = deadline(&app.opts, req.uri());
-    let ran = tokio::time::timeout(deadline, async {
-        if let Some(replay) = replay_keyed(&app, entry, key, idempotency_header, &sent).await {
-            return Ran::Replayed(replay);
+    let deadline = deadline(&app.opts, &uri);
+    // The request's time, less what its body took to arrive (bounded on its own).
+    let mut due = tokio::time::Instant::now() + deadline;
+
+    // Everything that can refuse a request from its head alone (key, access, rate window)
+    // is decided before a byte of its body is read: a refused request holds no memory
+    // (security review N-H1).
+    let replayable = replayable(entry, idempotency_header.as_ref());
+    let head = tokio::time::timeout_at(due, async {
+        if uri.path().contains("%00") || uri.query().is_some_and(|q| q.contains("%00")) {
+            // A NUL is never valid input, and PostgreSQL cannot store it.
+            let e = ApiError::bad_request("the URL may not contain NUL characters (%00)");
+            return Err(e);
         }
-        let (caller, admitted) = admit(&app, entry, key, ip, &mut usage).await;
-        let resp = match admitted {
-            Ok(charged) => {
-                req.extensions_mut().insert(CallerExt(caller.clone()));
-                let resp = next.run(req).await;
-                if charged && !resp.status().is_success() {
-                    // Nothing was delivered: give the reserved tokens back.
-                    if let Some(c) = &caller {
-                        let refund = usage_entry(
-                            &c.id,
-                            usage.cost as i64,
-                            LedgerKind::UsageRefund,
-                            &method,
-                            path,
-                        );
-                        if let Err(e) = app
-                            .credits
-                            .apply(Change {
-                                entries: vec![refund],
-                            })
-                            .await
-                        {
-                            tracing::error!(error = %e, "token refund failed");
-                        }
-                    }
-                }
-                resp
+        admit(&app, entry, key, ip, replayable, &mut usage).await
+    })
+    .await;
+    let caller = match head {
+        Ok(Ok(caller)) => caller,
+        Ok(Err(e)) => return refused(&app, e, &parts.headers, body, &usage, &method, path).await,
+        Err(_) => {
+            let e = past_deadline(&method, deadline);
+            return refused(&app, e, &parts.headers, body, &usage, &method, path).await;
+        }
+    };
+
+    let reading = std::time::Instant::now();
+    let sent = match read_body(&app, entry, caller.is_none(), &mut parts, body).await {
+        Ok(sent) => sent,
+        Err(e) => {
+            let mut resp = finish(e.into_response(), &usage, &method, path).await;
+            // The rest of the body stays unread: the connection cannot be reused.
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return resp;
+        }
+    };
+    due += reading.elapsed();
+    let mut req = Request::from_parts(parts, Body::from(sent.clone()));
+
+    let ran = tokio::time::timeout_at(due, async {
+        // A repeat of a request already answered under its idempotency key gets the
+        // recorded answer before anything is counted: retrying safely uses up no rate
+        // window.
+        if replayable {
+            let c = caller.as_ref().expect("replayable requests have a caller");
+            let header = idempotency_header.as_ref();
+            let path = entry.map_or("", |e| e.spec.path);
+            if let Some(r) =
+                crate::idempotency::recorded_answer(&app, path, &c.id, header, &sent).await
+            {
+                return Ran::Replayed(r.into_response());
             }
-            Err(e) => e.into_response(),
+            if let Err(e) = rate(&app, entry, &caller, ip, &mut usage).await {
+                return Ran::Answered(caller.clone(), e.into_response());
+            }
+        }
+        let charged = match charge(&app, entry, &caller).await {
+            Ok(charged) => charged,
+            Err(e) => return Ran::Answered(caller.clone(), e.into_response()),
         };
-        Ran::Answered(caller, resp)
+        req.extensions_mut().insert(CallerExt(caller.clone()));
+        let resp = next.run(req).await;
+        if charged && !resp.status().is_success() {
+            refund(&app, caller.as_deref(), &usage, &method, path).await;
+        }
+        Ran::Answered(caller.clone(), resp)
     })
     .await;
     let (caller, resp) = match ran {
@@ -166,6 +176,101 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         crate::observe::http(route, &method, resp.status(), started);
     }
     finish(resp, &usage, &method, path).await
+}
+
+/// Whether a request may be a repeat of one answered under its `Idempotency-Key`: its
+/// rate window is then counted only after the recorded answers were looked at.
+fn replayable(entry: Option<RouteEntry>, header: Option<&HeaderValue>) -> bool {
+    header.is_some()
+        && entry.is_some_and(|e| {
+            e.spec.method == "POST" && crate::idempotency::hash_route(e.spec.path).is_some()
+        })
+}
+
+/// The answer to a request refused from its head, sent at once. Its body, if any, is
+/// read and dropped meanwhile (a little of it, for a little while) so that a client still
+/// writing gets to read the answer; a body declared larger closes the connection.
+async fn refused(
+    app: &AppState,
+    e: ApiError,
+    headers: &axum::http::HeaderMap,
+    body: Body,
+    usage: &Usage,
+    method: &Method,
+    path: &str,
+) -> Response {
+    let mut resp = e.into_response();
+    if !http_body::Body::is_end_stream(&body) {
+        // Drained, not kept: it costs time (bounded) and bandwidth, never memory.
+        let max = (crate::BODY_LIMIT as u64).max(app.opts.limits.anonymous_body_limit);
+        if crate::body::declared(headers).is_some_and(|n| n > max) {
+            resp.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        } else {
+            tokio::spawn(crate::body::drain(body, max, REFUSAL_DRAIN_TIME));
+        }
+    }
+    finish(resp, usage, method, path).await
+}
+
+/// How long a refused request's body may take to be drained.
+const REFUSAL_DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Reads the body of an admitted request within its budget: into memory (the route's
+/// limit, or the anonymous limit for a caller without a valid key), or, for routes that
+/// take uploads, into a file under the data directory that the handler finds in the
+/// request's extensions ([`crate::body::Spooled`]).
+async fn read_body(
+    app: &AppState,
+    entry: Option<RouteEntry>,
+    anonymous: bool,
+    parts: &mut axum::http::request::Parts,
+    body: Body,
+) -> Result<bytes::Bytes, ApiError> {
+    let limits = &app.opts.limits;
+    let route_limit = entry.map_or(crate::BODY_LIMIT, |e| e.spec.body_limit) as u64;
+    let (max, anonymous) = match entry.map(|e| e.spec.anonymous_body) {
+        Some(Some(own)) => (route_limit.min(own as u64), false),
+        _ if anonymous && limits.anonymous_body_limit < route_limit => {
+            (limits.anonymous_body_limit, true)
+        }
+        _ => (route_limit, false),
+    };
+    let budget = crate::body::BodyBudget::new(limits, max, anonymous);
+    if route_limit > crate::BODY_LIMIT as u64 && !anonymous {
+        let dir = app.opts.data_dir.join("tmp");
+        let spooled = crate::body::spool(&parts.headers, body, budget, &dir).await?;
+        parts.extensions.insert(std::sync::Arc::new(spooled));
+        return Ok(bytes::Bytes::new());
+    }
+    Ok(crate::body::read(&parts.headers, body, budget).await?)
+}
+
+async fn refund(
+    app: &AppState,
+    caller: Option<&Caller>,
+    usage: &Usage,
+    method: &Method,
+    path: &str,
+) {
+    // Nothing was delivered: give the reserved tokens back.
+    let Some(c) = caller else { return };
+    let refund = usage_entry(
+        &c.id,
+        usage.cost as i64,
+        LedgerKind::UsageRefund,
+        method,
+        path,
+    );
+    if let Err(e) = app
+        .credits
+        .apply(Change {
+            entries: vec![refund],
+        })
+        .await
+    {
+        tracing::error!(error = %e, "token refund failed");
+    }
 }
 
 /// What became of a request within its deadline.
@@ -210,97 +315,6 @@ fn past_deadline(method: &Method, deadline: std::time::Duration) -> ApiError {
     e
 }
 
-/// The recorded answer for a repeat of an answered request to a route that takes an
-/// idempotency key (`idempotency::recorded_answer`), for a caller whose key is
-/// valid and who may call the route; None for everything else (most requests: no key).
-async fn replay_keyed(
-    app: &AppState,
-    entry: Option<RouteEntry>,
-    key: Option<&str>,
-    header: Option<HeaderValue>,
-    body: &[u8],
-) -> Option<Response> {
-    let entry = entry.filter(|e| e.spec.method == "POST")?;
-    crate::idempotency::hash_route(entry.spec.path)?;
-    let key = key.filter(|k| !k.is_empty())?;
-    let caller = auth::resolve(app, key).await.ok()??;
-    let allowed = match entry.spec.access {
-        Access::V10 => caller.level >= LEVEL_VERIFIED,
-        Access::Admin100 => caller.level >= LEVEL_ADMIN,
-        _ => true,
-    };
-    if !allowed {
-        return None;
-    }
-    crate::idempotency::recorded_answer(app, entry.spec.path, &caller.id, header.as_ref(), body)
-        .await
-        .map(IntoResponse::into_response)
-}
-
-/// A chunked body over the limit is still read (and dropped) up to this size, so that
-/// the client, which is usually still sending, gets to read our 413.
-const DRAIN_LIMIT: u64 = 8 << 20;
-
-/// Reads the whole request body before anything looks at the request, up to the route's
-/// limit ([`crate::BODY_LIMIT`] but for uploads). A refusal (bad key, rate limit, a path a handler rejects) then
-/// never leaves a body unread: hyper would close the connection while the client is
-/// still writing, and the client would see a broken pipe instead of our answer. A
-/// declared length over the limit is refused at once (`Connection: close`).
-async fn read_body(
-    headers: &axum::http::HeaderMap,
-    body: Body,
-    limit: u64,
-) -> Result<bytes::Bytes, ApiError> {
-    use futures::StreamExt;
-    let too_large = || {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("request body is larger than the {} MiB limit", limit >> 20),
-        )
-        .with("max_bytes", limit)
-    };
-    let drain = DRAIN_LIMIT.max(limit + (1 << 20));
-    let declared = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limit) {
-        return Err(too_large());
-    }
-    // A body known to be empty (most GETs): nothing to read.
-    if http_body::Body::is_end_stream(&body) {
-        return Ok(bytes::Bytes::new());
-    }
-    let mut stream = body.into_data_stream();
-    // A body that arrives in one chunk (most) is kept as it came, without a copy.
-    let mut first: Option<bytes::Bytes> = None;
-    let mut buf = bytes::BytesMut::new();
-    let mut total = 0u64;
-    while let Some(chunk) = stream.next().await {
-        let chunk =
-            chunk.map_err(|_| ApiError::bad_request("the request body could not be read"))?;
-        total += chunk.len() as u64;
-        if total > drain {
-            return Err(too_large());
-        }
-        if total <= limit {
-            match first.take() {
-                None if buf.is_empty() => first = Some(chunk),
-                earlier => {
-                    if let Some(earlier) = earlier {
-                        buf.extend_from_slice(&earlier);
-                    }
-                    buf.extend_from_slice(&chunk);
-                }
-            }
-        }
-    }
-    if total > limit {
-        return Err(too_large());
-    }
-    Ok(first.unwrap_or_else(|| buf.freeze()))
-}
-
 /// The one log line of a 5xx: what failed (the cause the handler attached) with the
 /// request's context, so an operator can find the request from a client's report.
 fn log_failure(
@@ -332,40 +346,73 @@ fn usage_entry(user_id: &str, delta: i64, kind: LedgerKind, method: &Method, pat
     crate::domain::ledger::entry(user_id, delta, kind, None, route)
 }
 
-/// Everything that happens before the handler: the caller (when the key is valid), and
-/// whether tokens were reserved or why the request is refused.
+/// Everything decided from a request's head: the caller (when the key is valid), its
+/// rate window (but for a possible replay, counted after the replay check) and the
+/// route's access rule.
 async fn admit(
     app: &AppState,
     entry: Option<RouteEntry>,
     key: Option<&str>,
     ip: Option<IpAddr>,
+    replayable: bool,
     usage: &mut Usage,
-) -> (Option<Arc<Caller>>, Result<bool, ApiError>) {
+) -> Result<Option<Arc<Caller>>, ApiError> {
     let caller = match key {
-        Some(k) if !k.is_empty() => match auth::resolve(app, k).await {
-            Ok(c) => c,
-            Err(e) => return (None, Err(e)),
-        },
+        Some(k) if !k.is_empty() => auth::resolve(app, k).await?,
         _ => None,
     };
-    let result = check(app, entry, &caller, key, ip, usage).await;
-    (caller, result)
+    // Rate limit first: refused and unauthenticated requests count too, which is what
+    // bounds brute force on sign-in and verification.
+    if !replayable || caller.is_none() {
+        rate(app, entry, &caller, ip, usage).await?;
+    }
+    let Some(entry) = entry else {
+        return Ok(caller); // unknown route or method: the router answers 404/405
+    };
+    let need = |min_level: Option<i64>| -> Result<(), ApiError> {
+        let c = match (&caller, key) {
+            (Some(c), _) => c,
+            (None, Some(k)) if !k.is_empty() => {
+                return Err(ApiError::unauthorized("invalid API key"))
+            }
+            _ => {
+                return Err(ApiError::unauthorized(
+                    "this endpoint requires an API key in the x-api-key header",
+                ))
+            }
+        };
+        match min_level {
+            Some(l) if c.level < l => Err(ApiError::forbidden(if l >= LEVEL_ADMIN {
+                "this endpoint requires an administrator (level 100)"
+            } else {
+                "this endpoint requires a verified account (level 10); verify your email first"
+            })),
+            _ => Ok(()),
+        }
+    };
+    match entry.spec.access {
+        Access::Public | Access::Custom => {}
+        Access::Key | Access::OrgMember | Access::OrgAdmin => need(None)?,
+        Access::V10 => need(Some(LEVEL_VERIFIED))?,
+        Access::Admin100 => need(Some(LEVEL_ADMIN))?,
+    }
+    Ok(caller)
 }
 
-async fn check(
+/// Counts the request in its rate windows.
+async fn rate(
     app: &AppState,
     entry: Option<RouteEntry>,
     caller: &Option<Arc<Caller>>,
-    key: Option<&str>,
     ip: Option<IpAddr>,
     usage: &mut Usage,
-) -> Result<bool, ApiError> {
-    // Rate limit first: refused and unauthenticated requests count too, which is what
-    // bounds brute force on sign-in and verification.
+) -> Result<(), ApiError> {
     let category = entry.map_or(Category::Read, |e| e.spec.category);
     let level = caller.as_ref().map_or(0, |c| c.level);
+    // Anonymous clients are counted by address; an IPv6 client by its /64, which one
+    // subscriber holds whole (security review N-M3).
     let ip_key = || match ip {
-        Some(ip) => format!("ip:{ip}"),
+        Some(ip) => format!("ip:{}", crate::client_ip::prefix(ip)),
         None => "ip:unknown".to_owned(),
     };
     // Public sign-in, reset and verification routes are counted by client address
@@ -394,42 +441,19 @@ async fn check(
             rate_check(app, who, category, limit, usage).await?;
         }
     }
+    Ok(())
+}
 
-    let Some(entry) = entry else {
-        return Ok(false); // unknown route or method: the router answers 404/405
-    };
-
-    let need = |min_level: Option<i64>| -> Result<(), ApiError> {
-        let c = match (caller, key) {
-            (Some(c), _) => c,
-            (None, Some(k)) if !k.is_empty() => {
-                return Err(ApiError::unauthorized("invalid API key"))
-            }
-            _ => {
-                return Err(ApiError::unauthorized(
-                    "this endpoint requires an API key in the x-api-key header",
-                ))
-            }
-        };
-        match min_level {
-            Some(l) if c.level < l => Err(ApiError::forbidden(if l >= LEVEL_ADMIN {
-                "this endpoint requires an administrator (level 100)"
-            } else {
-                "this endpoint requires a verified account (level 10); verify your email first"
-            })),
-            _ => Ok(()),
-        }
-    };
-    match entry.spec.access {
-        Access::Public | Access::Custom => {}
-        Access::Key | Access::OrgMember | Access::OrgAdmin => need(None)?,
-        Access::V10 => need(Some(LEVEL_VERIFIED))?,
-        Access::Admin100 => need(Some(LEVEL_ADMIN))?,
-    }
-
-    if entry.cost == 0 {
+/// Reserves the route's token cost; true when tokens were taken (and are given back if
+/// the handler fails).
+async fn charge(
+    app: &AppState,
+    entry: Option<RouteEntry>,
+    caller: &Option<Arc<Caller>>,
+) -> Result<bool, ApiError> {
+    let Some(entry) = entry.filter(|e| e.cost > 0) else {
         return Ok(false);
-    }
+    };
     let cost = entry.cost as i64;
     let Some(c) = caller else {
         return Err(insufficient(app, cost, 0).into());

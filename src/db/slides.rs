@@ -396,6 +396,14 @@ pub async fn create_job(
     })
 }
 
+/// Exports a user has queued or running (the live-render cap).
+pub async fn live_jobs_of(db: &Db, user_id: &str) -> sqlx::Result<i64> {
+    let (n,): (i64,) = with_db!(db, p => sqlx::query_as(
+        "SELECT COUNT(*) FROM slide_jobs WHERE requested_by = $1 AND status IN ('pending', 'running')"
+    ).bind(user_id).fetch_one(p).await)?;
+    Ok(n)
+}
+
 pub async fn job(db: &Db, id: &str) -> sqlx::Result<Option<JobRow>> {
     let sql = format!("SELECT {JOB_COLUMNS} FROM slide_jobs WHERE id = $1");
     with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str())).bind(id).fetch_optional(p).await)

@@ -21,8 +21,7 @@ pub fn master_key(opts: &Opts) -> anyhow::Result<MasterKey> {
     if let Some(hex) = &opts.master_key {
         return MasterKey::from_hex(hex).context("PLINTH_MASTER_KEY");
     }
-    std::fs::create_dir_all(&opts.data_dir)
-        .with_context(|| format!("creating data dir {}", opts.data_dir.display()))?;
+    private_dir(&opts.data_dir)?;
     let path = opts.data_dir.join("master.key");
     let (key, generated) = MasterKey::load_or_create(&path)?;
     if generated {
@@ -68,8 +67,7 @@ pub async fn open_database(
     process: &str,
     key: &MasterKey,
 ) -> anyhow::Result<(Db, Queue)> {
-    std::fs::create_dir_all(&opts.data_dir)
-        .with_context(|| format!("creating data dir {}", opts.data_dir.display()))?;
+    private_dir(&opts.data_dir)?;
     let url = opts.database_url();
     let db = Db::connect(&url, process)
         .await
@@ -165,4 +163,19 @@ pub(super) fn redact_url(url: &str) -> String {
         }
         _ => url.to_owned(),
     }
+}
+
+/// Creates the data directory, or tightens an existing one, to its user alone (0700):
+/// the database, outbox and objects in it hold secrets and live links, whatever mode an
+/// older version or a `StateDirectory=` gave them (security review N-M2).
+pub(crate) fn private_dir(dir: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating data dir {}", dir.display()))?;
+    let mode = std::fs::metadata(dir)?.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 {
+        if let Err(e) = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)) {
+            tracing::warn!(dir = %dir.display(), error = %e, "the data directory is readable by other users and could not be made private");
+        }
+    }
+    Ok(())
 }

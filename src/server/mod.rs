@@ -4,7 +4,6 @@
 //! identity, chosen and checked at start), `pools` (job workers and what each job needs)
 //! and `commands` (the one-shot operator commands).
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -20,6 +19,7 @@ use crate::state::{AppState, Inner, RouteIndex};
 
 mod commands;
 mod database;
+mod http;
 mod pools;
 mod providers;
 
@@ -81,11 +81,9 @@ async fn serve_metrics(
     // Tests read this line to learn the port when listening on port 0.
     println!("plinth metrics on http://{bound}");
     let app: axum::Router = crate::routes::ops(crate::observe::OpsState { open: true, ..ops });
+    let limits = opts.limits.clone();
     Ok(Some(tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(stopped(stop))
-            .await
-        {
+        if let Err(e) = http::serve(listener, app, &limits, &[], stop).await {
             tracing::error!(error = %e, "metrics listener failed");
         }
     })))
@@ -360,11 +358,17 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         );
         let _ = stop_tx.send(true);
     });
-    let http = axum::serve(
+    let (limits, trusted) = (
+        state.opts.limits.clone(),
+        state.opts.trusted_proxies.clone(),
+    );
+    let http = http::serve(
         listener,
-        crate::app(state).into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(stopped(stop_rx.clone()));
+        crate::app(state),
+        &limits,
+        &trusted,
+        stop_rx.clone(),
+    );
     tokio::select! {
         served = http => served?,
         // Requests still running when the timeout ends are cut off.

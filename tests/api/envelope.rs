@@ -11,13 +11,14 @@ use crate::common::{email, Server};
 /// Declares an oversize body over a raw socket and reads the answer. (The server
 /// answers before the body is sent, so a client that is still sending could see the
 /// connection close first; a raw socket makes the test deterministic.)
-fn declare_oversize(s: &Server, path: &str) -> serde_json::Value {
+fn declare_oversize(s: &Server, path: &str, key: Option<&str>) -> serde_json::Value {
     use std::io::{Read, Write};
     let addr = s.base.trim_start_matches("http://").to_owned();
     let mut sock = std::net::TcpStream::connect(&addr).unwrap();
     write!(
         sock,
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 1100000\r\nConnection: close\r\n\r\n"
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n{}Content-Length: 1100000\r\nConnection: close\r\n\r\n",
+        key.map_or(String::new(), |k| format!("x-api-key: {k}\r\n"))
     )
     .unwrap();
     let mut raw = String::new();
@@ -30,11 +31,20 @@ fn declare_oversize(s: &Server, path: &str) -> serde_json::Value {
 #[tokio::test]
 async fn oversize_bodies_get_413_in_the_envelope() {
     let s = Server::start().await;
+    let key = s.verified_user(&email("oversize")).await;
     for path in ["/api/users/authenticate", "/api/404"] {
-        let v = declare_oversize(&s, path);
-        assert_eq!(v["error"], json!(true));
-        assert!(v["message"].as_str().unwrap().contains("1 MiB"), "{v}");
-        assert!(v["_usage"]["rate_limit"].is_object());
+        // Without a key the anonymous limit applies (PLINTH_ANONYMOUS_BODY_LIMIT), with
+        // one the route's.
+        for (key, limit, max) in [
+            (None, "64 KiB", 65536),
+            (Some(key.as_str()), "1 MiB", 1 << 20),
+        ] {
+            let v = declare_oversize(&s, path, key);
+            assert_eq!(v["error"], json!(true));
+            assert!(v["message"].as_str().unwrap().contains(limit), "{v}");
+            assert_eq!(v["max_bytes"], json!(max), "{v}");
+            assert!(v["_usage"]["rate_limit"].is_object());
+        }
     }
 }
 

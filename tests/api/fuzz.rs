@@ -231,8 +231,9 @@ async fn no_input_gets_a_5xx_or_drops_the_connection() {
             calls += 1;
             let oversized = matches!(&body, Body::Raw(_, b) if b.len() > plinth::BODY_LIMIT);
             if oversized {
-                // Refused on its declared length before it is read, on a connection the
-                // server then closes: a 413, or a write the server stopped reading.
+                // Refused from its head before it is read, on a connection the server
+                // then closes: a 413 (or, without a key, the 401/403 that the head alone
+                // decides), or a write the server stopped reading.
                 let one_shot = reqwest::Client::builder()
                     .pool_max_idle_per_host(0)
                     .build()
@@ -242,7 +243,9 @@ async fn no_input_gets_a_5xx_or_drops_the_connection() {
                     req = req.header("content-type", *ct).body(bytes.clone());
                 }
                 if let Ok(res) = req.send().await {
-                    if res.status() != reqwest::StatusCode::PAYLOAD_TOO_LARGE {
+                    let head_refusal =
+                        [401, 403, 404, 405, 413, 429].contains(&res.status().as_u16());
+                    if !head_refusal {
                         failures.push(format!(
                             "{} {url}: oversized body got {}",
                             route.method,
@@ -474,5 +477,54 @@ async fn deep_nesting_in_every_body_never_stops_the_server() {
         "{} failures:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+}
+
+/// The class of security review N-H1, for every route: a request without a valid key
+/// that declares a body over the anonymous limit is answered from its head alone, at
+/// once, without a byte of its body sent. A route that buffered first, or waited for the
+/// body before refusing, would keep this client waiting instead.
+#[tokio::test]
+async fn every_route_refuses_an_anonymous_oversized_body_from_its_head() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = Server::start().await;
+    let host = s.base.trim_start_matches("http://").to_owned();
+    let mut slow = Vec::new();
+    for route in plinth::routes::all().filter(|r| r.implemented()) {
+        // Past PLINTH_ANONYMOUS_BODY_LIMIT's default, or the route's own limit.
+        let declared = route.anonymous_body.unwrap_or(64 * 1024) + 1;
+        let path = concrete(route.path, "00000000-0000-4000-8000-000000000000");
+        for key in [None, Some("not-a-key")] {
+            let mut conn = tokio::net::TcpStream::connect(&host).await.unwrap();
+            let key = key.map_or(String::new(), |k| format!("x-api-key: {k}\r\n"));
+            let head = format!(
+                "{} {path} HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\n\
+                 {key}content-length: {declared}\r\n\r\n",
+                route.method
+            );
+            conn.write_all(head.as_bytes()).await.unwrap();
+            let mut answer = [0u8; 12];
+            let read = tokio::time::timeout(
+                std::time::Duration::from_secs(5),
+                conn.read_exact(&mut answer),
+            )
+            .await;
+            match read {
+                Ok(Ok(_)) => {
+                    let status = String::from_utf8_lossy(&answer[9..12]).into_owned();
+                    if !status.starts_with('4') {
+                        slow.push(format!("{} {path}: {status}", route.method));
+                    }
+                }
+                _ => slow.push(format!(
+                    "{} {path}: no answer before the body",
+                    route.method
+                )),
+            }
+        }
+    }
+    assert!(
+        slow.is_empty(),
+        "routes that wait for (or accept) an anonymous oversized body: {slow:#?}"
     );
 }

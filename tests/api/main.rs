@@ -22,6 +22,7 @@ mod envelope;
 mod faults;
 mod first_run;
 mod fuzz;
+mod hostile;
 mod idempotency;
 mod identity;
 mod inproc;

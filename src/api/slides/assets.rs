@@ -214,7 +214,7 @@ pub async fn asset_delete(
 /// the route's limit ([`MAX_ASSET_BYTES`]).
 pub struct ImageBody {
     mime: Option<&'static str>,
-    bytes: axum::body::Bytes,
+    file: std::sync::Arc<crate::body::Spooled>,
 }
 
 /// What `application/octet-stream` or no `Content-Type` means here: "see the file name".
@@ -261,14 +261,16 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for ImageBody {
                 ))
             }
         };
-        // Not `Bytes::from_request`: its default 2 MB cap is not this route's limit.
-        let bytes = axum::body::to_bytes(req.into_body(), usize::MAX)
-            .await
-            .map_err(|_| ApiError::bad_request("the request body could not be read"))?;
-        if bytes.is_empty() {
+        // The usage layer spooled the body to a file, within this route's limit.
+        let file = req
+            .extensions()
+            .get::<std::sync::Arc<crate::body::Spooled>>()
+            .cloned()
+            .ok_or_else(|| ApiError::bad_request("the body must be the image's bytes"))?;
+        if file.len == 0 {
             return Err(ApiError::bad_request("the body must be the image's bytes"));
         }
-        Ok(ImageBody { mime, bytes })
+        Ok(ImageBody { mime, file })
     }
 }
 
@@ -310,7 +312,7 @@ pub async fn asset_upload(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Query(q): Query<UploadQuery>,
-    ImageBody { mime, bytes }: ImageBody,
+    ImageBody { mime, file: body }: ImageBody,
 ) -> ApiResult<Answer<Asset>> {
     let deck_id = required("deck_id", &q.deck_id)?;
     let file = crate::domain::validate::clean_filename(&q.file, "file")?;
@@ -322,9 +324,8 @@ pub async fn asset_upload(
     let (deck, _) = open(&app, &caller, &deck_id).await?;
     let id = uuid::Uuid::new_v4().to_string();
     let key = format!("slides/{}/assets/{id}/{file}", deck.id);
-    let size = bytes.len() as i64;
-    let sha = crate::crypto::sha256_hex(&bytes);
-    app.objects.put(&key, bytes.into(), mime).await?;
+    let (size, sha) = (body.len as i64, body.sha256.as_str());
+    app.objects.put_file(&key, &body.path, mime).await?;
     // The watch starts before the check is queued, so its verdict cannot be missed.
     let watch = crate::watch::watch(&store::asset_watch(&id));
     let created = async {
@@ -337,7 +338,7 @@ pub async fn asset_upload(
                 file: &file,
                 mime,
                 size,
-                sha256: &sha,
+                sha256: sha,
                 object_key: &key,
             },
         )

@@ -11,11 +11,78 @@ use super::*;
 use crate::domain::exports::{ended, JobView};
 use crate::reply::{EventStream, HeadedAnswer, PrivateAnswer};
 
-/// The job as its client reads it, with fresh artifact URLs.
-async fn job_view(app: &AppState, job: &JobRow) -> ApiResult<JobView> {
-    crate::domain::exports::job_view(&app.objects, job)
+/// The job as `caller` reads it, with fresh artifact URLs. Its `callback_url` (which may
+/// hold a token in its query) is shown to the one who asked for it only (security
+/// review N-L1).
+async fn job_view(app: &AppState, caller: &Caller, job: &JobRow) -> ApiResult<JobView> {
+    let mut view = crate::domain::exports::job_view(&app.objects, job)
         .await
-        .map_err(ApiError::from)
+        .map_err(ApiError::from)?;
+    if job.requested_by != caller.id {
+        view.callback_url = None;
+    }
+    Ok(view)
+}
+
+/// Refuses a new export while the caller has as many queued or running as
+/// `PLINTH_RENDERS_PER_ACCOUNT` (administrators: any): a renders' worth of CPU is the
+/// most one account can keep busy (security review N-H3).
+async fn live_render_cap(app: &AppState, caller: &Caller) -> ApiResult<()> {
+    let cap = app.opts.limits.renders_per_account;
+    if caller.is_admin() || store::live_jobs_of(&app.db, &caller.id).await? < cap as i64 {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        axum::http::StatusCode::TOO_MANY_REQUESTS,
+        format!(
+            "this account already has {cap} exports queued or running; wait for one to end \
+             (or cancel it) before starting another"
+        ),
+    )
+    .with("max_live_exports", cap))
+}
+
+/// Waits and event streams one account may hold open at once (administrators: any).
+const FOLLOWERS_PER_ACCOUNT: usize = 64;
+
+/// Counts an account's open waits and event streams; a slot is given back when dropped.
+struct Following(String);
+
+static FOLLOWING: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<String, usize>>> =
+    std::sync::LazyLock::new(Default::default);
+
+impl Following {
+    fn start(caller: &Caller) -> ApiResult<Option<Following>> {
+        if caller.is_admin() {
+            return Ok(None);
+        }
+        let mut open = FOLLOWING.lock().unwrap_or_else(|e| e.into_inner());
+        let n = open.entry(caller.id.clone()).or_default();
+        if *n >= FOLLOWERS_PER_ACCOUNT {
+            return Err(ApiError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "this account already follows {FOLLOWERS_PER_ACCOUNT} jobs at once (waits \
+                     and event streams); close one first"
+                ),
+            )
+            .with("max_followers", FOLLOWERS_PER_ACCOUNT));
+        }
+        *n += 1;
+        Ok(Some(Following(caller.id.clone())))
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        let mut open = FOLLOWING.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = open.get_mut(&self.0) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.0);
+            }
+        }
+    }
 }
 
 /// Where a client reads a job: `Location` of `exports/create`.
@@ -91,6 +158,7 @@ pub async fn export_create(
         move |a, c, deck| async move {
             let revision_id = revision_id.unwrap_or_else(|| deck.current_revision_id.clone());
             let rev = deck_revision(&a, &deck, &revision_id).await?;
+            live_render_cap(&a, &c).await?;
             // The row and its queued task commit together: nothing is left pending that
             // no worker will run.
             let job = store::create_job(
@@ -102,7 +170,7 @@ pub async fn export_create(
                 callback_url.as_deref(),
             )
             .await?;
-            Ok(Reply::ok(job_view(&a, &job).await?))
+            Ok(Reply::ok(job_view(&a, &c, &job).await?))
         },
     )
     .await?;
@@ -194,6 +262,10 @@ pub async fn job(
     // A notification wakes only a waiter already registered (`Notify::notify_waiters`),
     // so each wake-up is registered before the read it follows: a change made during a
     // read then wakes the wait after it instead of being lost until the fallback read.
+    let following = match wait {
+        Some(_) => Following::start(&caller)?,
+        None => None,
+    };
     let watch = wait.map(|_| crate::watch::watch(&id));
     let next = || {
         watch.as_ref().map(|w| {
@@ -225,12 +297,17 @@ pub async fn job(
     }
     drop(woken);
     drop(watch);
+    drop(following);
+    if wait.is_some() {
+        // The caller may have lost the deck while waiting.
+        open(&app, &caller, &deck.id).await?;
+    }
     let mut headers = HeaderMap::new();
     if !ended(&job.status) {
         headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     Ok(HeadedAnswer {
-        body: job_view(&app, &job).await?,
+        body: job_view(&app, &caller, &job).await?,
         headers,
     })
 }
@@ -248,6 +325,9 @@ fn sse(seq: u64, view: &JobView) -> bytes::Bytes {
 
 struct Follow {
     app: AppState,
+    caller: Arc<Caller>,
+    deck_id: String,
+    _slot: Option<Following>,
     id: String,
     watch: crate::watch::Watch,
     /// What the last event said: (status, done, total).
@@ -279,10 +359,13 @@ async fn next_event(mut f: Follow) -> Option<(Result<bytes::Bytes, std::io::Erro
         };
         let now = (job.status.clone(), job.done, job.total);
         if f.last.as_ref() != Some(&now) {
+            // Each event is the caller's to read only while the deck is theirs to read
+            // (a removed member's stream ends: security review N-L1).
+            open(&f.app, &f.caller, &f.deck_id).await.ok()?;
             f.last = Some(now);
             f.done = ended(&job.status);
             f.seq += 1;
-            let view = job_view(&f.app, &job).await.ok()?;
+            let view = job_view(&f.app, &f.caller, &job).await.ok()?;
             return Some((Ok(sse(f.seq, &view)), f));
         }
         let Some(left) = quiet_until.checked_duration_since(Instant::now()) else {
@@ -306,10 +389,14 @@ pub async fn job_events(
     Query(q): Query<DeckQuery>,
 ) -> ApiResult<EventStream<JobView>> {
     let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
+    let slot = Following::start(&caller)?;
     let watch = crate::watch::watch(&id);
     deck_job(&app, &deck, &id).await?;
     let follow = Follow {
         app,
+        caller,
+        deck_id: deck.id,
+        _slot: slot,
         id,
         watch,
         last: None,
@@ -386,7 +473,7 @@ pub async fn job_cancel(
     if job.requested_by != caller.id {
         require_manager(role)?;
     }
-    let a = app.clone();
+    let (a, who) = (app.clone(), caller.clone());
     change(
         &app,
         format!("deck:{}", deck.id),
@@ -404,7 +491,7 @@ pub async fn job_cancel(
                 ))
                 .with("status", job.status));
             }
-            Ok(Reply::ok(job_view(&a, &job).await?))
+            Ok(Reply::ok(job_view(&a, &who, &job).await?))
         },
     )
     .await
