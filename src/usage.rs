@@ -91,7 +91,7 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
     // Everything that can refuse a request from its head alone (key, access, rate window)
     // is decided before a byte of its body is read: a refused request holds no memory
     // (security review N-H1).
-    let replayable = replayable(entry, idempotency_header.as_ref());
+    let replayable = replayable(entry);
     let head = tokio::time::timeout_at(due, async {
         if uri.path().contains("%00") || uri.query().is_some_and(|q| q.contains("%00")) {
             // A NUL is never valid input, and PostgreSQL cannot store it.
@@ -103,10 +103,14 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
     .await;
     let caller = match head {
         Ok(Ok(caller)) => caller,
-        Ok(Err(e)) => return refused(&app, e, &parts.headers, body, &usage, &method, path).await,
+        Ok(Err(e)) => {
+            let resp = refused(&app, e, &parts.headers, body, &usage, &method, path).await;
+            return observed(resp, route, &method, started);
+        }
         Err(_) => {
             let e = past_deadline(&method, deadline);
-            return refused(&app, e, &parts.headers, body, &usage, &method, path).await;
+            let resp = refused(&app, e, &parts.headers, body, &usage, &method, path).await;
+            return observed(resp, route, &method, started);
         }
     };
 
@@ -118,7 +122,7 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
             // The rest of the body stays unread: the connection cannot be reused.
             resp.headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
-            return resp;
+            return observed(resp, route, &method, started);
         }
     };
     due += reading.elapsed();
@@ -128,8 +132,7 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         // A repeat of a request already answered under its idempotency key gets the
         // recorded answer before anything is counted: retrying safely uses up no rate
         // window.
-        if replayable {
-            let c = caller.as_ref().expect("replayable requests have a caller");
+        if let (true, Some(c)) = (replayable, caller.as_ref()) {
             let header = idempotency_header.as_ref();
             let path = entry.map_or("", |e| e.spec.path);
             if let Some(r) =
@@ -178,13 +181,26 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
     finish(resp, &usage, &method, path).await
 }
 
-/// Whether a request may be a repeat of one answered under its `Idempotency-Key`: its
-/// rate window is then counted only after the recorded answers were looked at.
-fn replayable(entry: Option<RouteEntry>, header: Option<&HeaderValue>) -> bool {
-    header.is_some()
-        && entry.is_some_and(|e| {
-            e.spec.method == "POST" && crate::idempotency::hash_route(e.spec.path).is_some()
-        })
+/// Counts an answer given before the handler in the HTTP metrics, as every other.
+fn observed(
+    resp: Response,
+    route: &str,
+    method: &Method,
+    started: Option<std::time::Instant>,
+) -> Response {
+    if let Some(started) = started {
+        crate::observe::http(route, method, resp.status(), started);
+    }
+    resp
+}
+
+/// Whether a request may be a repeat of one answered under its idempotency key (the
+/// `Idempotency-Key` header or the body's `idempotency_key`): its rate window is then
+/// counted only after the recorded answers were looked at.
+fn replayable(entry: Option<RouteEntry>) -> bool {
+    entry.is_some_and(|e| {
+        e.spec.method == "POST" && crate::idempotency::hash_route(e.spec.path).is_some()
+    })
 }
 
 /// The answer to a request refused from its head, sent at once. Its body, if any, is
