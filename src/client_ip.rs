@@ -89,6 +89,24 @@ pub fn prefix(ip: IpAddr) -> IpAddr {
     }
 }
 
+/// The client's address as a handler extracts it (`None` without a socket, in process).
+pub struct ClientAddr(pub Option<IpAddr>);
+
+impl axum::extract::FromRequestParts<crate::state::AppState> for ClientAddr {
+    type Rejection = std::convert::Infallible;
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        app: &crate::state::AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let peer = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>();
+        Ok(ClientAddr(peer.map(|c| {
+            client_ip(c.0.ip(), &parts.headers, &app.opts.trusted_proxies)
+        })))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

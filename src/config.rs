@@ -218,6 +218,16 @@ pub struct Opts {
         global = true
     )]
     pub mail_from: String,
+    /// Emails one organization's templates may dress per hour (per process); past it
+    /// the platform's own words are sent instead.
+    #[arg(
+        help_heading = "Email",
+        long,
+        env = "PLINTH_ORG_TEMPLATE_MAILS_PER_HOUR",
+        default_value_t = 100,
+        global = true
+    )]
+    pub org_template_mails_per_hour: u64,
     /// Comma-separated application domains whose users get no email.
     #[arg(
         help_heading = "Accounts and sign-in",

@@ -3,7 +3,8 @@
 //!
 //! An organization named by `source` may carry templates in its `data` (`email`,
 //! `email_reset_password`, `email_send_password`, each `{from, subject, text}`); the link
-//! or password is appended to the template text.
+//! or password is appended to the template text, and the platform's own footer (which
+//! platform, which organization, "ignore this if it was not you") after it, always.
 
 use plinth_workers::Email;
 use serde_json::Value;
@@ -11,11 +12,16 @@ use serde_json::Value;
 use crate::db::users::UserRow;
 use crate::state::AppState;
 
-/// The three kinds of account email and their organization template keys.
-#[derive(Clone, Copy)]
+/// The kinds of account email and their organization template keys.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
-    /// Verification (new account, verify-resend, expired code) and one-time sign-in links.
+    /// Confirmation of the sign-up that opened the account (also resent, and after an
+    /// expired code).
     Verify,
+    /// Confirmation of a later sign-up attempt on an account nobody confirmed yet.
+    AnotherSignUp,
+    /// A one-time sign-in link (`authenticate-interstitial`).
+    SignIn,
     Reset,
     SendPassword,
 }
@@ -23,35 +29,131 @@ pub enum Kind {
 impl Kind {
     fn template_key(self) -> &'static str {
         match self {
-            Kind::Verify => "email",
+            Kind::Verify | Kind::AnotherSignUp | Kind::SignIn => "email",
             Kind::Reset => "email_reset_password",
             Kind::SendPassword => "email_send_password",
         }
     }
+
+    /// Default subject and text before the link or password.
+    fn default_words(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Verify => (
+                "Confirm your email",
+                "Confirm your email address by opening this link (valid for 24 hours):",
+            ),
+            Kind::AnotherSignUp => (
+                "Confirm your email",
+                "Someone signed up with this address, which already has an account that \
+                 nobody has confirmed yet. If it was you, open this link to confirm the \
+                 address with the password chosen at that sign-up (valid for 24 hours):",
+            ),
+            Kind::SignIn => (
+                "Your sign-in link",
+                "Open this link to sign in (valid for 15 minutes):",
+            ),
+            Kind::Reset => (
+                "Reset your password",
+                "Open this link to choose a new password (valid for 1 hour):",
+            ),
+            Kind::SendPassword => (
+                "Your password",
+                "Your account was created. Sign in with this password:",
+            ),
+        }
+    }
+
+    /// The line of the footer that no template removes.
+    fn ignore_line(self) -> &'static str {
+        match self {
+            Kind::Verify | Kind::AnotherSignUp => {
+                "If you did not sign up, ignore this email: nothing is confirmed unless the \
+                 link is opened and confirmed, and the page shows when and from where the \
+                 sign-up was made."
+            }
+            Kind::SignIn => {
+                "If you did not ask to sign in, ignore this email: nothing happens unless the \
+                 link is opened."
+            }
+            Kind::Reset => {
+                "If you did not ask for a password reset, ignore this email: your password \
+                 stays as it is."
+            }
+            Kind::SendPassword => {
+                "If you did not sign in with an identity provider, ignore this email."
+            }
+        }
+    }
 }
 
+/// Which organization may dress a mail, and on what ground (spec part 1, Notes 7).
+#[derive(Clone, Copy, Debug)]
+pub enum Dress<'a> {
+    /// No organization named.
+    Plain,
+    /// The confirmation mail of a sign-up attempt made with this `source` (or a resend
+    /// its key holder asked for with it): the organization is that sign-up's choice.
+    SignUp(&'a str),
+    /// Any other mail naming `source` (reset, sign-in link, generated password), which
+    /// anyone may ask for: dressed only when the organization is the account's own
+    /// (review N-M1).
+    Account(&'a str),
+}
+
+impl<'a> Dress<'a> {
+    pub fn sign_up(source: Option<&'a str>) -> Self {
+        source.map_or(Dress::Plain, Dress::SignUp)
+    }
+    pub fn account(source: Option<&'a str>) -> Self {
+        source.map_or(Dress::Plain, Dress::Account)
+    }
+    pub fn source(self) -> Option<&'a str> {
+        match self {
+            Dress::Plain => None,
+            Dress::SignUp(s) | Dress::Account(s) => Some(s),
+        }
+    }
+}
+
+/// The rate category of template mail per organization (outside the route categories).
+const ORG_MAIL_CATEGORY: u8 = 200;
+const HOUR_MS: u64 = 3_600_000;
+
 struct Template {
+    org: String,
     from: Option<String>,
     subject: Option<String>,
     text: Option<String>,
 }
 
-/// The organization template for `user`, if `source` names an organization the user
-/// joined by their own act: a verified account that signed up through it, or a member who
-/// created it or joined it themselves. Never for an unverified account, whose sign-up may
-/// have been somebody else's (security round 2, H3), nor for a member an admin added or
-/// an account a waitlist accept created (M1): otherwise anyone could dress the platform's
-/// genuine links in their own words by naming their organization.
+/// Whether the organization is the account's own choice: its confirmed sign-up's
+/// `source`, or a membership it took by its own act (not an admin's add).
+async fn own_organization(
+    app: &AppState,
+    user: &UserRow,
+    org: &crate::db::organizations::OrgRow,
+) -> bool {
+    if user.source_by_self && user.source.as_deref() == Some(org.domain.as_str()) {
+        return true;
+    }
+    match crate::db::organizations::self_joined(&app.db, &org.id, &user.id).await {
+        Ok(joined) => joined == Some(true),
+        Err(e) => {
+            tracing::warn!(error = %e, "reading membership; using the default template");
+            false
+        }
+    }
+}
+
+/// The organization template that may dress this mail ([`Dress`]), within the
+/// organization's hourly budget of dressed mail.
 async fn template(
     app: &AppState,
-    source: Option<&str>,
+    dress: Dress<'_>,
     kind: Kind,
     user: &UserRow,
 ) -> Option<Template> {
-    let source = source?;
-    if !user.verified {
-        return None;
-    }
+    let source = dress.source()?;
     let org = match crate::db::organizations::by_domain(&app.db, source).await {
         Ok(o) => o?,
         Err(e) => {
@@ -59,16 +161,8 @@ async fn template(
             return None;
         }
     };
-    let signed_up_here = user.source_by_self && user.source.as_deref() == Some(org.domain.as_str());
-    if !signed_up_here {
-        match crate::db::organizations::self_joined(&app.db, &org.id, &user.id).await {
-            Ok(Some(true)) => {}
-            Ok(_) => return None,
-            Err(e) => {
-                tracing::warn!(error = %e, "reading membership; using the default template");
-                return None;
-            }
-        }
+    if matches!(dress, Dress::Account(_)) && !own_organization(app, user, &org).await {
+        return None;
     }
     let t = org.data.0.get(kind.template_key())?;
     let field = |k: &str| {
@@ -78,10 +172,25 @@ async fn template(
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
     };
+    let limit = app.opts.org_template_mails_per_hour;
+    let budget = app
+        .rate
+        .check(
+            &format!("org-mail:{}", org.id),
+            ORG_MAIL_CATEGORY,
+            limit,
+            HOUR_MS,
+        )
+        .await;
+    if !budget.allowed {
+        tracing::warn!(organization = %org.domain, limit, "template mail budget spent; sending the platform's own words");
+        return None;
+    }
     Some(Template {
         from: field("from").filter(|f| sender_allowed(f, &org.domain)),
         subject: field("subject"),
         text: field("text"),
+        org: org.domain,
     })
 }
 
@@ -95,40 +204,37 @@ fn sender_allowed(from: &str, org_domain: &str) -> bool {
 }
 
 /// Builds the email (organization template or default) for `payload`, the link or
-/// password that is appended to the text.
+/// password that is appended to the text, followed by the platform's footer.
 pub async fn compose(
     app: &AppState,
-    source: Option<&str>,
+    dress: Dress<'_>,
     kind: Kind,
     user: &UserRow,
     payload: &str,
 ) -> Email {
-    let t = template(app, source, kind, user).await;
-    let to = user.email.as_str();
-    let (subject, intro) = match kind {
-        Kind::Verify => (
-            "Verify your email",
-            "Confirm your email address by opening this link (valid for 24 hours):",
-        ),
-        Kind::Reset => (
-            "Reset your password",
-            "Open this link to choose a new password (valid for 1 hour):",
-        ),
-        Kind::SendPassword => (
-            "Your password",
-            "Your account was created. Sign in with this password:",
-        ),
+    let t = template(app, dress, kind, user).await;
+    let (default_subject, intro) = kind.default_words();
+    let on_behalf = t
+        .as_ref()
+        .map(|t| format!(" on behalf of the organization {}", t.org))
+        .unwrap_or_default();
+    let footer = format!(
+        "-- \nSent by plinth at {}{on_behalf}.\n{}",
+        app.public_url,
+        kind.ignore_line()
+    );
+    let (from, subject, text) = match t {
+        Some(t) => (t.from, t.subject, t.text),
+        None => (None, None, None),
     };
-    let t = t.unwrap_or(Template {
-        from: None,
-        subject: None,
-        text: None,
-    });
     Email {
-        to: to.to_owned(),
-        from: t.from.unwrap_or_else(|| app.opts.mail_from.clone()),
-        subject: t.subject.unwrap_or_else(|| subject.to_owned()),
-        text: format!("{}\n\n{payload}\n", t.text.as_deref().unwrap_or(intro)),
+        to: user.email.clone(),
+        from: from.unwrap_or_else(|| app.opts.mail_from.clone()),
+        subject: subject.unwrap_or_else(|| default_subject.to_owned()),
+        text: format!(
+            "{}\n\n{payload}\n\n{footer}\n",
+            text.as_deref().unwrap_or(intro)
+        ),
     }
 }
 

@@ -323,6 +323,8 @@ pub static ROUTES: &[RouteSpec] = &[
 /// Adding one is adding a row.
 pub static EXTRA_ROUTES: &[RouteSpec] = &[
     route!(GET "/api/openapi.json", Public, Read, "Additions" => api::openapi::openapi),
+    route!(POST "/api/users/verify/details", Public, Auth, "Additions" => api::users::verify_details),
+    route!(POST "/api/users/verify/reject", Public, Auth, "Additions" => api::users::verify_reject),
     route!(GET "/api/admin/jobs/stats", Admin100, Read, "Additions" => api::admin::stats),
     route!(GET "/api/admin/jobs", Admin100, Read, "Additions" => api::admin::list),
     route!(GET "/api/admin/jobs/{id}", Admin100, Read, "Additions" => api::admin::show),

@@ -59,6 +59,7 @@ impl DocArg for HeaderMap {}
 impl DocArg for Method {}
 impl DocArg for Uri {}
 impl<T> DocArg for axum::extract::ConnectInfo<T> {}
+impl DocArg for crate::client_ip::ClientAddr {}
 
 impl DocArg for crate::extract::IdempotencyKey {
     fn document(op: &mut Operation, _: &mut SchemaGenerator) {

@@ -8,9 +8,7 @@ use serde_json::json;
 
 use crate::crypto;
 use crate::db::users as store;
-use crate::domain::accounts::{
-    self, apply_exemption, create_account, parse_email, parse_source, Proof,
-};
+use crate::domain::accounts::{self, apply_exemption, create_account, parse_email, parse_source};
 use crate::domain::grants;
 use crate::domain::idp::verify_id_token;
 use crate::error::{ApiError, ApiResult};
@@ -59,7 +57,7 @@ pub async fn authenticate_google_client(
 
     let (user, key, existing, emailed) = match store::by_email(&app.db, &email).await? {
         Some(user) => {
-            let (user, key) = accounts::verify(&app, &user.id, Proof::Elsewhere).await?;
+            let (user, key) = accounts::verify_elsewhere(&app, &user.id, source.as_deref()).await?;
             let user = apply_exemption(&app, user, source.as_deref()).await?;
             (user, key, true, false)
         }
@@ -73,7 +71,7 @@ pub async fn authenticate_google_client(
             } else {
                 let msg = mail::compose(
                     &app,
-                    source.as_deref(),
+                    mail::Dress::account(source.as_deref()),
                     Kind::SendPassword,
                     &user,
                     &password,
@@ -135,7 +133,7 @@ pub async fn authenticate_token(
     let source = parse_source(grant.source);
     let (user, api_key, existing) = match store::by_email(&app.db, &email).await? {
         Some(user) => {
-            let (user, k) = accounts::verify(&app, &user.id, Proof::Elsewhere).await?;
+            let (user, k) = accounts::verify_elsewhere(&app, &user.id, source.as_deref()).await?;
             let user = apply_exemption(&app, user, source.as_deref()).await?;
             (user, k, true)
         }

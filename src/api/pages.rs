@@ -6,45 +6,70 @@
 //! and the account's key. With `PLINTH_APP_URL` the emails link to the application
 //! instead; these pages stay for anyone who opens the server's own links.
 
-use axum::http::header;
+use std::sync::LazyLock;
+
+use axum::http::{header, HeaderValue};
 use axum::response::IntoResponse;
 
 const PAGE: &str = include_str!("../../assets/account.html");
 
-/// Scripts and styles inline only, requests to this origin only, no form posts, never
-/// framed.
-pub const CSP: &str = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-     connect-src 'self'; img-src data:; frame-ancestors 'none'; base-uri 'none'; \
-     form-action 'none'";
+/// One page per kind, with its policy: the inline script named by its sha256
+/// (`pages::policy_for`, review N-L3: `'unsafe-inline'` before), requests to this origin
+/// only, never framed.
+struct KindPage {
+    html: String,
+    csp: HeaderValue,
+}
 
-fn page(kind: &'static str) -> impl IntoResponse {
+impl KindPage {
+    fn new(kind: &str) -> KindPage {
+        let html = PAGE.replace("{{kind}}", kind);
+        let csp = crate::pages::policy_for(&html);
+        KindPage { html, csp }
+    }
+}
+
+static VERIFY: LazyLock<KindPage> = LazyLock::new(|| KindPage::new("verify"));
+static RESET: LazyLock<KindPage> = LazyLock::new(|| KindPage::new("reset"));
+static SIGN_IN: LazyLock<KindPage> = LazyLock::new(|| KindPage::new("signin"));
+
+fn page(p: &'static KindPage) -> impl IntoResponse {
     (
         [
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            ),
             // The URL holds a one-time code: not kept, not passed on.
-            (header::CACHE_CONTROL, "no-store"),
-            (header::CONTENT_SECURITY_POLICY, CSP),
-            (header::X_FRAME_OPTIONS, "DENY"),
-            (header::REFERRER_POLICY, "no-referrer"),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+            (header::CONTENT_SECURITY_POLICY, p.csp.clone()),
+            (header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY")),
+            (
+                header::REFERRER_POLICY,
+                HeaderValue::from_static("no-referrer"),
+            ),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
         ],
-        axum::response::Html(PAGE.replace("{{kind}}", kind)),
+        axum::response::Html(p.html.as_str()),
     )
 }
 
 /// `GET /verify?code=`: confirm an email (and optionally choose a password).
 pub async fn verify() -> impl IntoResponse {
-    page("verify")
+    page(&VERIFY)
 }
 
 /// `GET /reset-password?code=`: choose a new password.
 pub async fn reset_password() -> impl IntoResponse {
-    page("reset")
+    page(&RESET)
 }
 
 /// `GET /sign-in?code=`: a one-time sign-in link.
 pub async fn sign_in() -> impl IntoResponse {
-    page("signin")
+    page(&SIGN_IN)
 }
 
 #[cfg(test)]
@@ -56,5 +81,20 @@ mod tests {
             assert!(!page.contains(needle), "account.html contains {needle:?}");
         }
         assert!(page.contains("/api/users/verify") && page.contains("{{kind}}"));
+    }
+
+    #[test]
+    fn each_kind_names_its_script_by_hash() {
+        for kind in ["verify", "reset", "signin"] {
+            let p = super::KindPage::new(kind);
+            let csp = p.csp.to_str().unwrap_or_default();
+            let script_src = csp
+                .split(';')
+                .map(str::trim)
+                .find(|d| d.starts_with("script-src"))
+                .unwrap_or_default();
+            assert!(script_src.starts_with("script-src 'sha256-"), "{csp}");
+            assert!(!script_src.contains("unsafe-inline"), "{csp}");
+        }
     }
 }

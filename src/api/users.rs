@@ -8,21 +8,23 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::auth::{Caller, MaybeCaller, Viewer};
+use crate::auth::{Caller, Viewer};
+use crate::client_ip::ClientAddr;
 use crate::crypto;
 use crate::db::users as store;
 use crate::domain::accounts::{
-    self, apply_exemption, create_account, email_code, modify_data, parse_email, parse_source,
-    parse_username, user_key, Proof,
+    self, apply_exemption, email_code, modify_data, parse_email, parse_source, parse_username,
+    user_key, Asker, Attempt,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{IdBody, JsonBody};
+use crate::mail::{Dress, Kind};
 use crate::reply::{prebuild, Answer, Prebuilt};
 use crate::state::AppState;
 use crate::wire::users::{
-    CodeUsed, KeyRegenerated, LinkEmailed, PublicProfile, PublicUser, ResetRequested, SignedIn,
-    User, UserAnswer, UserDeleted, UserList, UserSaved, UsersBySource, VerificationResent,
-    VerificationState,
+    CodeDetails, CodeUsed, KeyRegenerated, LinkEmailed, PublicProfile, PublicUser, ResetRequested,
+    SignUpAttempt, SignUpRejected, SignedIn, User, UserAnswer, UserDeleted, UserList, UserSaved,
+    UsersBySource, VerificationResent, VerificationState,
 };
 use crate::wire::{Acknowledged, True};
 
@@ -65,9 +67,14 @@ pub struct AuthenticateBody {
 }
 
 /// `POST /api/users/authenticate`: signs in, or creates the account at level 0 and emails
-/// a verification code (unless the user is exempt).
+/// the confirmation of this sign-up (unless the user is exempt). Password attempts are
+/// limited per email as well as per address (`accounts::count_password_attempt`). A wrong
+/// password on an account nobody confirmed yet is kept as another sign-up attempt and
+/// mailed its own confirmation (401 with `emailed`): the owner of an address someone
+/// else registered first can still claim it.
 pub async fn authenticate(
     State(app): State<AppState>,
+    ClientAddr(ip): ClientAddr,
     JsonBody(body): JsonBody<AuthenticateBody>,
 ) -> ApiResult<Answer<SignedIn>> {
     let email = parse_email(&body.email)?;
@@ -75,11 +82,25 @@ pub async fn authenticate(
         return Err(ApiError::bad_request("`password` must not be empty"));
     }
     let source = parse_source(body.source);
+    let ip = ip.map(|i| i.to_string());
+    let attempt = Attempt {
+        password: &body.password,
+        source: source.as_deref(),
+        client_ip: ip.as_deref(),
+    };
+    accounts::count_password_attempt(&app, &email).await?;
 
-    if let Some(user) = store::by_email(&app.db, &email).await? {
-        if !check_password(body.password, user.password_hash.clone()).await? {
-            return Err(ApiError::unauthorized("invalid email or password"));
-        }
+    let Some(user) = store::by_email(&app.db, &email).await? else {
+        accounts::forget_failures(&app, &email).await?;
+        let (user, key, emailed) = accounts::sign_up(&app, &email, &attempt).await?;
+        return Ok(Answer(SignedIn {
+            user: User::of(&user, Some(&key)),
+            existing: false,
+            emailed,
+        }));
+    };
+    if check_password(body.password.clone(), user.password_hash.clone()).await? {
+        accounts::forget_failures(&app, &email).await?;
         let user = apply_exemption(&app, user, source.as_deref()).await?;
         let key = user_key(&app, &user)?;
         return Ok(Answer(SignedIn {
@@ -88,15 +109,17 @@ pub async fn authenticate(
             emailed: false,
         }));
     }
-
-    let (user, key) =
-        create_account(&app, &email, Some(&body.password), source.as_deref(), false).await?;
-    let emailed = email_code(&app, &user, source.as_deref(), "verify").await?;
-    Ok(Answer(SignedIn {
-        user: User::of(&user, Some(&key)),
-        existing: false,
-        emailed,
-    }))
+    if user.verified {
+        return Err(ApiError::unauthorized("invalid email or password"));
+    }
+    let emailed = accounts::another_sign_up(&app, &user, &attempt).await?;
+    let message = if emailed {
+        "invalid email or password; the address is not confirmed yet, so a link that \
+         confirms it with this password was emailed to it"
+    } else {
+        "invalid email or password"
+    };
+    Err(ApiError::unauthorized(message).with("emailed", emailed))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -115,8 +138,9 @@ pub async fn authenticate_interstitial(
 ) -> ApiResult<Answer<LinkEmailed>> {
     let email = parse_email(&body.email)?;
     let source = parse_source(body.source);
+    let dress = Dress::account(source.as_deref());
     let emailed = match store::by_email(&app.db, &email).await? {
-        Some(user) => email_code(&app, &user, source.as_deref(), "signin").await?,
+        Some(user) => email_code(&app, &user, Kind::SignIn, dress, Asker::Anyone, None).await?,
         None => false,
     };
     Ok(Answer(LinkEmailed { emailed }))
@@ -131,32 +155,41 @@ pub struct VerifyBody {
     password: Option<String>,
 }
 
-/// `POST /api/users/verify`: spends a one-time code. A verification code raises the
-/// account to VERIFIED (level 10); a reset or sign-in code proves the same control of the
-/// email and also answers the key (a reset code may carry the new `password`). An
-/// expired verification code emails a fresh one and answers 400 with `expired: true`.
-///
-/// A verification code proves the mailbox, not the password (security round 2, H3): on
-/// the first verification a password set before it survives only when the request
-/// carries the account's own key in `x-api-key` (the client that signed up and chose it)
-/// or sends a new `password`; otherwise it is cleared, so whoever registered the address
-/// first cannot sign in once its owner clicks the link.
-pub async fn verify(
-    State(app): State<AppState>,
-    caller: MaybeCaller,
-    JsonBody(body): JsonBody<VerifyBody>,
-) -> ApiResult<Answer<CodeUsed>> {
-    let code = body.code.trim();
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct CodeBody {
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
+    code: String,
+}
+
+fn invalid_code() -> ApiError {
+    ApiError::bad_request("invalid or already used code")
+}
+
+/// The unused code (expired or not) and its hash; 400 otherwise.
+async fn unused_code(app: &AppState, code: &str) -> ApiResult<(String, store::CodeRow)> {
+    let code = code.trim();
     if code.is_empty() {
         return Err(ApiError::bad_request("`code` must not be empty"));
     }
-    let invalid = || ApiError::bad_request("invalid or already used code");
     let hash = crypto::sha256_hex(code.as_bytes());
     let row = store::code(&app.db, &hash)
         .await?
         .filter(|r| r.used_at.is_none())
-        .ok_or_else(invalid)?;
+        .ok_or_else(invalid_code)?;
+    Ok((hash, row))
+}
 
+/// `POST /api/users/verify`: spends a one-time code. A verification code confirms the
+/// sign-up attempt that sent it (its password becomes the account's: the one chosen at
+/// sign-up survives a click on its own link) and raises the account to VERIFIED (level
+/// 10); a reset or sign-in code proves the same control of the email and answers the
+/// key (a reset code may carry the new `password`). An expired verification code emails
+/// a fresh one and answers 400 with `expired: true`.
+pub async fn verify(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<VerifyBody>,
+) -> ApiResult<Answer<CodeUsed>> {
+    let (hash, row) = unused_code(&app, &body.code).await?;
     let new_password = match body.password {
         Some(_) if row.purpose == "signin" => {
             return Err(ApiError::bad_request(
@@ -173,44 +206,128 @@ pub async fn verify(
         ),
         None => None,
     };
-
     if row.expires_at <= Utc::now() {
-        // An expired code is spent here, so it sends at most one fresh email (L6).
-        if !store::spend_code(&app.db, &hash).await? {
-            return Err(invalid());
-        }
-        if row.purpose != "verify" {
-            return Err(
-                ApiError::bad_request("code expired; ask for a new one").with("expired", true)
-            );
-        }
-        let user = store::by_id(&app.db, &row.user_id)
-            .await?
-            .ok_or_else(invalid)?;
-        let emailed = email_code(&app, &user, user.source.as_deref(), "verify").await?;
-        return Err(ApiError::bad_request(if emailed {
-            "verification code expired; a new code was emailed"
-        } else {
-            "verification code expired"
-        })
-        .with("expired", true)
-        .with("emailed", emailed));
+        return Err(expired(&app, &hash, &row).await?);
     }
-
-    let signed_up_here = caller.0.as_ref().is_some_and(|c| c.id == row.user_id);
-    let proof = match row.purpose.as_str() {
-        "reset" => Proof::Reset,
-        "verify" if signed_up_here || new_password.is_some() => Proof::SignupCode,
-        _ => Proof::Elsewhere,
-    };
-    let (user, key) = accounts::verify_with_code(&app, &hash, proof, new_password.as_deref())
+    let (user, key) = accounts::verify_with_code(&app, &hash, new_password.as_deref())
         .await?
-        .ok_or_else(invalid)?;
+        .ok_or_else(invalid_code)?;
     Ok(Answer(CodeUsed {
         success: True,
         purpose: row.purpose,
         password_changed: new_password.is_some(),
         user: User::of(&user, Some(&key)),
+    }))
+}
+
+/// The answer to an expired code, which is spent here so that it sends at most one
+/// fresh email (L6): a verification code is sent again for the same attempt.
+async fn expired(app: &AppState, hash: &str, row: &store::CodeRow) -> ApiResult<ApiError> {
+    if !store::spend_code(&app.db, hash).await? {
+        return Ok(invalid_code());
+    }
+    if row.purpose != "verify" {
+        return Ok(ApiError::bad_request("code expired; ask for a new one").with("expired", true));
+    }
+    let user = store::by_id(&app.db, &row.user_id)
+        .await?
+        .ok_or_else(invalid_code)?;
+    let attempt = match &row.attempt_id {
+        Some(id) => store::attempt(&app.db, id).await?,
+        None => None,
+    };
+    let emailed = match &attempt {
+        Some(a) => {
+            let kind = if a.opened_account {
+                Kind::Verify
+            } else {
+                Kind::AnotherSignUp
+            };
+            let dress = Dress::sign_up(a.source.as_deref());
+            email_code(app, &user, kind, dress, Asker::Anyone, Some(&a.id)).await?
+        }
+        None => {
+            let dress = Dress::account(user.source.as_deref());
+            email_code(app, &user, Kind::Verify, dress, Asker::Anyone, None).await?
+        }
+    };
+    Ok(ApiError::bad_request(if emailed {
+        "verification code expired; a new code was emailed"
+    } else {
+        "verification code expired"
+    })
+    .with("expired", true)
+    .with("emailed", emailed))
+}
+
+/// `POST /api/users/verify/details` (addition): what a code would do, without spending
+/// it: its purpose, the account, and for a verification code the sign-up it confirms
+/// (when, from which address, through which `source`), so that the confirmation page
+/// can show them before the person confirms.
+pub async fn verify_details(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<CodeBody>,
+) -> ApiResult<Answer<CodeDetails>> {
+    let (_, row) = unused_code(&app, &body.code).await?;
+    let user = store::by_id(&app.db, &row.user_id)
+        .await?
+        .ok_or_else(invalid_code)?;
+    let attempt = match &row.attempt_id {
+        Some(id) => store::attempt(&app.db, id).await?,
+        None => None,
+    };
+    Ok(Answer(CodeDetails {
+        expired: row.expires_at <= Utc::now(),
+        purpose: row.purpose,
+        email: user.email,
+        verified: user.verified,
+        account_created_at: user.created_at,
+        expires_at: row.expires_at,
+        attempt: attempt.map(|a| SignUpAttempt {
+            created_at: a.created_at,
+            source: a.source,
+            client_ip: a.client_ip,
+            opened_account: a.opened_account,
+        }),
+    }))
+}
+
+/// `POST /api/users/verify/reject` (addition): "this wasn't me" with a verification
+/// code. When the rejected sign-up created the account (nobody confirmed it yet), the
+/// account and every key issued for it are deleted; a later attempt only loses its codes.
+pub async fn verify_reject(
+    State(app): State<AppState>,
+    JsonBody(body): JsonBody<CodeBody>,
+) -> ApiResult<Answer<SignUpRejected>> {
+    let (hash, row) = unused_code(&app, &body.code).await?;
+    if row.purpose != "verify" {
+        return Err(ApiError::bad_request(
+            "only a sign-up confirmation can be rejected; ignore other links",
+        ));
+    }
+    let attempt = match &row.attempt_id {
+        Some(id) => store::attempt(&app.db, id).await?,
+        None => None,
+    };
+    if let Some(a) = attempt.filter(|a| !a.opened_account) {
+        if store::retire_attempt(&app.db, &a.id).await? == 0 {
+            return Err(invalid_code());
+        }
+        return Ok(Answer(SignUpRejected {
+            success: True,
+            account_deleted: false,
+        }));
+    }
+    if !store::spend_code(&app.db, &hash).await? {
+        return Err(invalid_code());
+    }
+    let deleted = store::delete_unverified(&app.db, &row.user_id).await?;
+    if !app.caches.announce(deleted).await {
+        return Err(invalid_code());
+    }
+    Ok(Answer(SignUpRejected {
+        success: True,
+        account_deleted: true,
     }))
 }
 
@@ -221,8 +338,9 @@ pub struct EmailSourceBody {
     source: Option<String>,
 }
 
-/// `POST /api/users/verify-resend`: a fresh verification email for the caller's own
-/// address (an admin may name any account). Already verified: nothing is sent.
+/// `POST /api/users/verify-resend`: a fresh confirmation of the sign-up that opened the
+/// caller's own account (an admin may name any account). Already verified: nothing is
+/// sent.
 pub async fn verify_resend(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
@@ -246,7 +364,8 @@ pub async fn verify_resend(
         }));
     }
     let source = parse_source(body.source);
-    let emailed = email_code(&app, &user, source.as_deref(), "verify").await?;
+    let emailed =
+        accounts::resend_confirmation(&app, &user, source.as_deref(), Asker::Holder).await?;
     Ok(Answer(VerificationResent {
         emailed,
         verified: false,
@@ -262,7 +381,8 @@ pub async fn reset_password(
     let email = parse_email(&body.email)?;
     let source = parse_source(body.source);
     if let Some(user) = store::by_email(&app.db, &email).await? {
-        email_code(&app, &user, source.as_deref(), "reset").await?;
+        let dress = Dress::account(source.as_deref());
+        email_code(&app, &user, Kind::Reset, dress, Asker::Anyone, None).await?;
     }
     Ok(Answer(ResetRequested {
         success: True,

@@ -1,15 +1,16 @@
 //! Account rules that more than one front door needs: parsing emails and sources,
-//! creating accounts, the exemption tag, emailed one-time codes, reading an account's
-//! API key, and verifying an account once its owner proved control of the mailbox.
+//! creating accounts and their sign-up attempts, the exemption tag, emailed one-time
+//! codes, the per-email limit on password guessing, reading an account's API key, and
+//! verifying an account once its owner proved control of the mailbox.
 
 use chrono::{Duration, Utc};
 use serde_json::{json, Map, Value};
 
 use crate::cache::Changed;
 use crate::crypto;
-use crate::db::users::{self as store, NewUser, UserRow, Verification};
+use crate::db::users::{self as store, NewAttempt, NewUser, Unproven, UserRow, Verification};
 use crate::domain::Invalid;
-use crate::mail::{self, Kind};
+use crate::mail::{self, Dress, Kind};
 use crate::state::AppState;
 
 pub const EXEMPT_ALL_EMAILS: &str = "EXEMPT_ALL_EMAILS";
@@ -29,6 +30,14 @@ pub enum AccountError {
     /// Ours, never the client's: logged, answered as a vague 500.
     #[error("{0}")]
     Internal(String),
+    /// Too many failed password sign-ins for the email (a 429, the same for any email).
+    #[error(
+        "too many failed sign-ins for this email: try again in {}s. The owner of the \
+         address can always get in at once with a password reset (POST \
+         /api/users/reset-password) or a one-time sign-in link (POST \
+         /api/users/authenticate-interstitial)", retry_after_ms.div_ceil(1000)
+    )]
+    Throttled { retry_after_ms: u64 },
 }
 
 /// Lifetimes of emailed one-time codes, by purpose.
@@ -101,7 +110,7 @@ pub async fn apply_exemption(
     let Some(source) = source else {
         return Ok(user);
     };
-    let exempt = app.exempt_domains.iter().any(|d| d == source);
+    let exempt = is_exempt_domain(app, source);
     modify_data(app, user, |data| {
         let mut tags: Vec<Value> = data
             .get("exemptions")
@@ -121,21 +130,45 @@ pub async fn apply_exemption(
     .await
 }
 
-/// Creates a one-time code for `user` and emails its link; `false` (and no code) for
-/// exempt users. Returns whether an email was queued.
+/// Who asked for a mail, which decides whether the exemption tag silences it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Asker {
+    /// The account's key holder (`verify-resend`) or its own sign-up.
+    Holder,
+    /// Anyone at all (reset, sign-in link, another sign-up attempt, an expired code).
+    Anyone,
+}
+
+pub fn is_exempt_domain(app: &AppState, source: &str) -> bool {
+    app.exempt_domains.iter().any(|d| d == source)
+}
+
+/// Whether no mail may go: a request through an exempt domain never sends any, and the
+/// exemption tag silences an unverified account only for its key holder, since whoever
+/// opened the account may have tagged it to lock its owner out (review N-L5).
+fn silenced(app: &AppState, user: &UserRow, source: Option<&str>, asker: Asker) -> bool {
+    source.is_some_and(|s| is_exempt_domain(app, s))
+        || (is_exempt(user) && (user.verified || asker == Asker::Holder))
+}
+
+/// Creates a one-time code for `user` (a verification code confirms `attempt`) and emails
+/// its link; `false` (and no code) when the mail is [`silenced`]. Returns whether an
+/// email was queued.
 pub async fn email_code(
     app: &AppState,
     user: &UserRow,
-    source: Option<&str>,
-    purpose: &str,
+    kind: Kind,
+    dress: Dress<'_>,
+    asker: Asker,
+    attempt: Option<&str>,
 ) -> Result<bool, AccountError> {
-    if is_exempt(user) {
+    if silenced(app, user, dress.source(), asker) {
         return Ok(false);
     }
-    let (ttl, kind, page) = match purpose {
-        "reset" => (RESET_CODE_TTL, Kind::Reset, "reset-password"),
-        "signin" => (SIGNIN_CODE_TTL, Kind::Verify, "sign-in"),
-        _ => (VERIFY_CODE_TTL, Kind::Verify, "verify"),
+    let (ttl, purpose, page) = match kind {
+        Kind::Reset => (RESET_CODE_TTL, "reset", "reset-password"),
+        Kind::SignIn => (SIGNIN_CODE_TTL, "signin", "sign-in"),
+        _ => (VERIFY_CODE_TTL, "verify", "verify"),
     };
     let code = crypto::new_code();
     store::add_code(
@@ -144,11 +177,189 @@ pub async fn email_code(
         &crypto::sha256_hex(code.as_bytes()),
         purpose,
         Utc::now() + ttl,
+        attempt.filter(|_| purpose == "verify"),
     )
     .await?;
     let link = mail::code_link(app, page, &code);
-    let email = mail::compose(app, source, kind, user, &link).await;
+    let email = mail::compose(app, dress, kind, user, &link).await;
     Ok(mail::send(app, email).await)
+}
+
+/// A sign-up attempt: the password chosen, the `source` named, and where it came from.
+pub struct Attempt<'a> {
+    pub password: &'a str,
+    pub source: Option<&'a str>,
+    pub client_ip: Option<&'a str>,
+}
+
+/// `authenticate` for an email without an account: the account (level 0), the attempt
+/// that opened it, and that attempt's confirmation mail. Answers the account, its key
+/// and whether a mail went.
+pub async fn sign_up(
+    app: &AppState,
+    email: &str,
+    a: &Attempt<'_>,
+) -> Result<(UserRow, String, bool), AccountError> {
+    let (user, key) = create_account(app, email, Some(a.password), a.source, false).await?;
+    let attempt = store::add_attempt(
+        &app.db,
+        NewAttempt {
+            user_id: &user.id,
+            opened_account: true,
+            password_hash: None,
+            source: a.source,
+            client_ip: a.client_ip,
+        },
+    )
+    .await?;
+    let dress = Dress::sign_up(a.source);
+    let emailed = email_code(
+        app,
+        &user,
+        Kind::Verify,
+        dress,
+        Asker::Holder,
+        Some(&attempt),
+    )
+    .await?;
+    Ok((user, key, emailed))
+}
+
+/// A sign-up with another password for an account nobody has confirmed yet: the attempt
+/// is kept with its own password and mailed its own confirmation, which (and only
+/// which) makes that password the account's. Whether a mail went.
+pub async fn another_sign_up(
+    app: &AppState,
+    user: &UserRow,
+    a: &Attempt<'_>,
+) -> Result<bool, AccountError> {
+    if silenced(app, user, a.source, Asker::Anyone) {
+        return Ok(false);
+    }
+    let hash = hash_password(a.password).await?;
+    let attempt = store::add_attempt(
+        &app.db,
+        NewAttempt {
+            user_id: &user.id,
+            opened_account: false,
+            password_hash: Some(&hash),
+            source: a.source,
+            client_ip: a.client_ip,
+        },
+    )
+    .await?;
+    let dress = Dress::sign_up(a.source);
+    email_code(
+        app,
+        user,
+        Kind::AnotherSignUp,
+        dress,
+        Asker::Anyone,
+        Some(&attempt),
+    )
+    .await
+}
+
+/// A fresh confirmation of the attempt that opened the account (`verify-resend`),
+/// dressed by `source` when the request names one.
+pub async fn resend_confirmation(
+    app: &AppState,
+    user: &UserRow,
+    source: Option<&str>,
+    asker: Asker,
+) -> Result<bool, AccountError> {
+    if silenced(app, user, source, asker) {
+        return Ok(false);
+    }
+    let attempt = match store::opening_attempt(&app.db, &user.id).await? {
+        Some(a) => a.id,
+        // An account from before attempts were kept: its current password opened it.
+        None => {
+            store::add_attempt(
+                &app.db,
+                NewAttempt {
+                    user_id: &user.id,
+                    opened_account: true,
+                    password_hash: None,
+                    source: user.source.as_deref(),
+                    client_ip: None,
+                },
+            )
+            .await?
+        }
+    };
+    email_code(
+        app,
+        user,
+        Kind::Verify,
+        Dress::sign_up(source),
+        asker,
+        Some(&attempt),
+    )
+    .await
+}
+
+async fn hash_password(password: &str) -> Result<String, AccountError> {
+    let p = password.to_owned();
+    tokio::task::spawn_blocking(move || crypto::hash_password(&p))
+        .await
+        .map_err(|e| AccountError::Internal(e.to_string()))
+}
+
+/// Failed password sign-ins per email (review N-M3): this many are free, then each
+/// further attempt waits `FIRST_DELAY`, doubling with every failure, at most `MAX_DELAY`.
+pub const FREE_FAILURES: i64 = 5;
+pub const FIRST_DELAY: Duration = Duration::seconds(1);
+pub const MAX_DELAY: Duration = Duration::minutes(10);
+/// Failures this old are forgotten.
+pub const FAILURES_KEPT: Duration = Duration::hours(24);
+
+/// How long the next attempt waits after `failures` failures.
+pub fn delay_after(failures: i64) -> Duration {
+    if failures < FREE_FAILURES {
+        return Duration::zero();
+    }
+    let doublings = (failures - FREE_FAILURES).min(20) as i32;
+    (FIRST_DELAY * 2i32.pow(doublings as u32)).min(MAX_DELAY)
+}
+
+fn failures_key(email: &str) -> String {
+    crypto::sha256_hex(email.as_bytes())
+}
+
+/// Counts a password attempt on `email` before the password is checked, so concurrent
+/// guesses from any number of addresses cannot share a free slot; [`forget_failures`]
+/// undoes it when the password was right. Throttled (429) while the email's delay runs,
+/// known account or not.
+pub async fn count_password_attempt(app: &AppState, email: &str) -> Result<(), AccountError> {
+    let key = failures_key(email);
+    for _ in 0..8 {
+        let now = Utc::now();
+        let (seen, before) = match store::failures(&app.db, &key).await? {
+            None => (None, 0),
+            Some(r) if now - r.updated_at > FAILURES_KEPT => (Some(r.failures), 0),
+            Some(r) if r.next_at > now => {
+                let wait = (r.next_at - now).num_milliseconds().max(1) as u64;
+                return Err(AccountError::Throttled {
+                    retry_after_ms: wait,
+                });
+            }
+            Some(r) => (Some(r.failures), r.failures),
+        };
+        let n = before + 1;
+        if store::count_failure(&app.db, &key, seen, n, now + delay_after(n)).await? {
+            return Ok(());
+        }
+    }
+    Err(AccountError::Throttled {
+        retry_after_ms: 1000,
+    })
+}
+
+/// The email's failures are forgotten: a right password, or its owner proved the
+/// mailbox (a verification, a completed reset).
+pub async fn forget_failures(app: &AppState, email: &str) -> Result<(), AccountError> {
+    Ok(store::clear_failures(&app.db, &failures_key(email)).await?)
 }
 
 /// Creates an account with a fresh API key; returns it with the key in plain text.
@@ -185,17 +396,10 @@ async fn create(
     };
     let key = crypto::new_api_key();
     let password_hash = match password {
-        Some(p) => {
-            let p = p.to_owned();
-            Some(
-                tokio::task::spawn_blocking(move || crypto::hash_password(&p))
-                    .await
-                    .map_err(|e| AccountError::Internal(e.to_string()))?,
-            )
-        }
+        Some(p) => Some(hash_password(p).await?),
         None => None,
     };
-    let exempt = source.is_some_and(|s| app.exempt_domains.iter().any(|d| d == s));
+    let exempt = source.is_some_and(|s| is_exempt_domain(app, s));
     let data = if exempt {
         json!({"exemptions": [EXEMPT_ALL_EMAILS]})
     } else {
@@ -230,38 +434,6 @@ pub fn user_key(app: &AppState, user: &UserRow) -> Result<String, AccountError> 
         })
 }
 
-/// What proved control of the mailbox, which decides what survives from before.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Proof {
-    /// The emailed verification code, presented with the account's own key (the client
-    /// that signed up and chose the password) or with a new password: the password stays
-    /// (or is replaced), the key rotates on the first verification. The code alone proves
-    /// only the mailbox and counts as [`Proof::Elsewhere`] (security round 2, H3).
-    SignupCode,
-    /// An identity provider's verified email, an identity-service grant, or an emailed
-    /// one-time sign-in link: on a never-verified account a password set before is
-    /// cleared too (whoever set it was never proven to own the mailbox).
-    Elsewhere,
-    /// A completed password reset: the new password replaces the old, and the key
-    /// rotates even on a verified account, so a leaked key dies with a reset.
-    Reset,
-}
-
-impl Proof {
-    fn verification<'a>(
-        self,
-        key: (&'a str, &'a str),
-        new_password_hash: Option<&'a str>,
-    ) -> Verification<'a> {
-        Verification {
-            new_key: key,
-            always_rotate: self == Proof::Reset && new_password_hash.is_some(),
-            clear_unverified_password: self != Proof::SignupCode,
-            new_password_hash,
-        }
-    }
-}
-
 /// A fresh API key: `(plaintext, sha256 hex, ciphertext under the master key)`.
 pub fn new_key(app: &AppState) -> (String, String, String) {
     let key = crypto::new_api_key();
@@ -270,13 +442,15 @@ pub fn new_key(app: &AppState) -> (String, String, String) {
     (key, hash, cipher)
 }
 
-/// The account as stored after a verification, and the key its owner now holds.
+/// The account as stored after a verification, and the key its owner now holds; the
+/// email's failed sign-ins are forgotten (its owner just proved the mailbox).
 async fn after(
     app: &AppState,
     user: Changed<UserRow>,
     fresh: (String, String),
 ) -> Result<(UserRow, String), AccountError> {
     let user = app.caches.announce(user).await;
+    forget_failures(app, &user.email).await?;
     let (key, hash) = fresh;
     if crypto::ct_eq(user.key_hash.as_bytes(), hash.as_bytes()) {
         return Ok((user, key));
@@ -285,35 +459,38 @@ async fn after(
     Ok((user, key))
 }
 
-/// Verifies the account (finding H1): the first verification by any path rotates the
-/// API key, so a key handed out before the mailbox was proven stops working.
-pub async fn verify(
+/// Verifies the account after an identity provider or the identity service proved the
+/// mailbox (finding H1): a first verification rotates the API key and drops what the
+/// account's opener set ([`Unproven::Elsewhere`]); `source`, named by this sign-in,
+/// becomes the account's own.
+pub async fn verify_elsewhere(
     app: &AppState,
     user_id: &str,
-    proof: Proof,
+    source: Option<&str>,
 ) -> Result<(UserRow, String), AccountError> {
     let (key, hash, cipher) = new_key(app);
-    let user = store::verify(
-        &app.db,
-        user_id,
-        &proof.verification((&hash, &cipher), None),
-    )
-    .await?
-    .ok_or(AccountError::NotFound)?;
+    let how = Verification {
+        new_key: (&hash, &cipher),
+        always_rotate: false,
+        unproven: Unproven::Elsewhere { source },
+        new_password_hash: None,
+    };
+    let user = store::verify(&app.db, user_id, &how)
+        .await?
+        .ok_or(AccountError::NotFound)?;
     after(app, user, (key, hash)).await
 }
 
-/// Spends an emailed one-time code and verifies its account; `None` when the code was
-/// spent concurrently or has expired.
+/// Spends an emailed one-time code and verifies its account (a verification code
+/// confirms its own sign-up attempt: `db::users::verify_with_code`); `None` when the
+/// code was spent concurrently or has expired.
 pub async fn verify_with_code(
     app: &AppState,
     code_hash: &str,
-    proof: Proof,
     new_password_hash: Option<&str>,
 ) -> Result<Option<(UserRow, String)>, AccountError> {
     let (key, hash, cipher) = new_key(app);
-    let how = proof.verification((&hash, &cipher), new_password_hash);
-    match store::verify_with_code(&app.db, code_hash, &how).await? {
+    match store::verify_with_code(&app.db, code_hash, (&hash, &cipher), new_password_hash).await? {
         Some(user) => Ok(Some(after(app, user, (key, hash)).await?)),
         None => Ok(None),
     }
@@ -331,4 +508,21 @@ pub fn parse_username(raw: &str) -> Result<String, Invalid> {
         ));
     }
     Ok(u)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guessing_delays_start_after_five_failures_double_and_are_capped() {
+        for n in 0..FREE_FAILURES {
+            assert_eq!(delay_after(n), Duration::zero());
+        }
+        assert_eq!(delay_after(5), Duration::seconds(1));
+        assert_eq!(delay_after(6), Duration::seconds(2));
+        assert_eq!(delay_after(8), Duration::seconds(8));
+        assert_eq!(delay_after(15), MAX_DELAY);
+        assert_eq!(delay_after(10_000), MAX_DELAY);
+    }
 }

@@ -145,6 +145,9 @@ impl From<AccountError> for ApiError {
             AccountError::Busy => said(StatusCode::CONFLICT, &e),
             AccountError::Db(e) => e.into(),
             AccountError::Internal(e) => ApiError::internal(e),
+            AccountError::Throttled { retry_after_ms } => {
+                said(StatusCode::TOO_MANY_REQUESTS, &e).with("retry_after_ms", retry_after_ms)
+            }
         }
     }
 }

@@ -121,6 +121,43 @@ pub struct CodeUsed {
     pub user: User,
 }
 
+/// `verify/details`: what a one-time code would do, read before it is spent.
+#[derive(Serialize, JsonSchema)]
+pub struct CodeDetails {
+    /// `verify`, `reset` or `signin`.
+    pub purpose: String,
+    #[schemars(extend("format" = "email"))]
+    pub email: String,
+    pub verified: bool,
+    pub account_created_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    /// Spending it now would answer 400 `expired` (and resend a verification code).
+    pub expired: bool,
+    /// The sign-up attempt a verification code confirms (`null` for other codes).
+    pub attempt: Option<SignUpAttempt>,
+}
+
+/// One sign-up of an address: when, from where, through which `source`.
+#[derive(Serialize, JsonSchema)]
+pub struct SignUpAttempt {
+    pub created_at: DateTime<Utc>,
+    pub source: Option<String>,
+    /// The client address the sign-up came from, as the server saw it.
+    pub client_ip: Option<String>,
+    /// This sign-up created the account (confirming it keeps the account's password);
+    /// otherwise it came later, with a password of its own.
+    pub opened_account: bool,
+}
+
+/// `verify/reject` ("this wasn't me").
+#[derive(Serialize, JsonSchema)]
+pub struct SignUpRejected {
+    pub success: True,
+    /// The unconfirmed account was deleted with every key (the rejected sign-up created
+    /// it); `false`: only that later attempt's codes died.
+    pub account_deleted: bool,
+}
+
 /// `verify-resend`.
 #[derive(Serialize, JsonSchema)]
 pub struct VerificationResent {

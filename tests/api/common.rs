@@ -381,8 +381,8 @@ impl Server {
         code_in(&text)
     }
 
-    /// Signs up and verifies as the client that signed up would (with its own key, so
-    /// the password stays); returns the key of a level-10 account (the first
+    /// Signs up and verifies as the client that signed up would (the code confirms this
+    /// sign-up and its password); returns the key of a level-10 account (the first
     /// verification rotates the key: the sign-up key stops working).
     pub async fn verified_user(&self, email: &str) -> String {
         let (signup_key, _) = self.signup(email).await;

@@ -56,6 +56,7 @@ async fn the_links_in_account_emails_open_pages_that_confirm_with_one_click() {
         .unwrap()
         .to_owned();
     assert!(csp.contains("connect-src 'self'") && csp.contains("default-src 'none'"));
+    assert!(csp.contains("script-src 'sha256-"), "{csp}");
     assert_eq!(r.headers()["cache-control"], "no-store");
     assert_eq!(r.headers()["referrer-policy"], "no-referrer");
     for page in ["/reset-password", "/sign-in"] {
@@ -77,8 +78,31 @@ async fn the_links_in_account_emails_open_pages_that_confirm_with_one_click() {
         .await;
     assert_eq!(
         shown,
-        json!(["Confirm your email", false, "Password (optional)"])
+        json!(["Confirm your email", false, "New password (optional)"])
     );
+    // Before anything is spent, the page shows when and from where the sign-up was
+    // made, and offers "this wasn't me" (issue 42).
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let details = loop {
+        let d = browser
+            .exec("return [document.getElementById('details').textContent, document.getElementById('reject').hidden];")
+            .await;
+        if !d[0].as_str().unwrap_or("").is_empty() {
+            break d;
+        }
+        assert!(Instant::now() < deadline, "no details shown");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let text = details[0].as_str().unwrap();
+    assert!(
+        text.contains(&addr) && text.contains("127.0.0.1"),
+        "{details}"
+    );
+    assert!(
+        text.contains("This sign-up created the account"),
+        "{details}"
+    );
+    assert_eq!(details[1], json!(false));
     // Opening the link spends nothing: the sign-up key still works until the click.
     s.get("/api/users/viewer", Some(&signup_key))
         .await
@@ -96,6 +120,16 @@ async fn the_links_in_account_emails_open_pages_that_confirm_with_one_click() {
     s.get("/api/users/viewer", Some(&signup_key))
         .await
         .assert_error(401);
+    // The password chosen at sign-up survives the click (UX review A1).
+    let r = s
+        .post(
+            "/api/users/authenticate",
+            None,
+            json!({"email": addr, "password": "correct horse"}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["user"]["key"], json!(key));
     // The same link again: the code is spent, and the page says so.
     browser.goto(&link).await;
     browser.click("#confirm").await;

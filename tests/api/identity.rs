@@ -84,7 +84,15 @@ async fn id_token_sign_in_creates_then_signs_in() {
     let key = r.body["user"]["key"].as_str().unwrap().to_owned();
     // The generated password arrives by email and works for password sign-in.
     let mail = s.wait_for_email(&addr, "Your password").await;
-    let password = mail.trim_end().lines().last().unwrap().trim().to_owned();
+    // The password is the line after the text (the platform's footer follows it).
+    let lines: Vec<&str> = mail.lines().collect();
+    let at = lines.iter().position(|l| l.contains("password:")).unwrap();
+    let password = lines[at + 1..]
+        .iter()
+        .map(|l| l.trim())
+        .find(|l| !l.is_empty())
+        .unwrap()
+        .to_owned();
     let r2 = s
         .post(
             "/api/users/authenticate",
@@ -186,6 +194,52 @@ async fn id_token_sign_up_on_an_exempt_domain_sends_no_password() {
     );
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert!(s.emails_to(&addr).is_empty());
+}
+
+/// Spec part 1, Notes 7: `email_send_password` when identity-provider sign-in creates a
+/// user with the organization's domain as `source`; the password is appended to the
+/// text, and the platform's footer follows (issue 42).
+#[tokio::test]
+async fn id_token_sign_up_through_an_organization_gets_its_password_template() {
+    let idp = Idp::new();
+    let s = idp.server().await;
+    let admin = s.verified_user(&email("idp-org-admin")).await;
+    let (org, _) = s.organization(&admin, "idp").await;
+    let t = json!({"from": format!("Org <hi@{org}>"), "subject": "Your Org password",
+                   "text": "Welcome to Org. Your password:"});
+    s.post(
+        "/api/organizations/update",
+        Some(&admin),
+        json!({"domain": org, "data": {"email_send_password": t}}),
+    )
+    .await
+    .assert_ok();
+    let addr = email("idp-org");
+    let r = s
+        .post(
+            PATH,
+            None,
+            json!({"token": idp.token(idp.claims(&addr)), "source": org}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["emailed"], json!(true));
+    let mail = s.wait_for_email(&addr, "Your Org password").await;
+    assert!(mail.contains(&format!("From: Org <hi@{org}>")), "{mail}");
+    assert!(mail.contains(&format!("on behalf of the organization {org}")));
+    let lines: Vec<&str> = mail.lines().collect();
+    let at = lines.iter().position(|l| l.contains("password:")).unwrap();
+    let password = lines[at + 1..]
+        .iter()
+        .map(|l| l.trim())
+        .find(|l| !l.is_empty());
+    s.post(
+        "/api/users/authenticate",
+        None,
+        json!({"email": addr, "password": password.unwrap()}),
+    )
+    .await
+    .assert_ok();
 }
 
 #[tokio::test]

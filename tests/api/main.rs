@@ -45,6 +45,7 @@ mod scaleout_jobs;
 mod scaleout_start;
 mod security;
 mod security2;
+mod security3;
 mod slide_helpers;
 mod slides;
 mod slides_cli;

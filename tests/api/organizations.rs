@@ -313,8 +313,8 @@ async fn settings_visibility_templates_and_deletion() {
     .await
     .assert_error(400);
 
-    // The organization's template dresses the mail of accounts that signed up with its
-    // domain as source, once they are verified (security round 2, H3).
+    // The organization's template dresses the mail of accounts that sign up with its
+    // domain as source, from the first (spec, Notes 7; issue 42).
     let addr = email("joiner");
     let r = s
         .post(
@@ -324,12 +324,11 @@ async fn settings_visibility_templates_and_deletion() {
         )
         .await;
     r.assert_ok();
-    let signup_key = r.body["user"]["key"].as_str().unwrap().to_owned();
     let mail = s.wait_for_email(&addr, "/verify?code=").await;
-    assert!(!mail.contains("Join Vis"), "{mail}");
+    assert!(mail.contains("Join Vis"), "{mail}");
     s.post(
         "/api/users/verify",
-        Some(&signup_key),
+        None,
         json!({"code": crate::common::code_in(&mail)}),
     )
     .await
@@ -341,9 +340,9 @@ async fn settings_visibility_templates_and_deletion() {
     )
     .await
     .assert_ok();
-    let mail = s.wait_for_email(&addr, "Join Vis").await;
+    let mail = s.wait_for_email(&addr, "/sign-in?code=").await;
     assert!(mail.contains(&format!("From: Vis <hi@{d}>")) && mail.contains("Welcome aboard:"));
-    assert!(mail.contains("/sign-in?code="));
+    assert!(mail.contains("Join Vis"));
 
     // Waitlist toggle: explicit sets, omitted flips.
     let r = s

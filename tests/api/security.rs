@@ -441,8 +441,7 @@ async fn m4_org_templates_cannot_dress_platform_mail_for_outsiders() {
         !mail.contains("Urgent") && !mail.contains("corp.example"),
         "{mail}"
     );
-    // A user who signed up through the organization gets its words once verified (the
-    // verification email itself is never dressed: round 2, H3), but never a sender
+    // A user who signed up through the organization gets its words, but never a sender
     // outside its domain.
     let joiner = email("m4joiner");
     let r = s
@@ -454,8 +453,12 @@ async fn m4_org_templates_cannot_dress_platform_mail_for_outsiders() {
         .await;
     r.assert_ok();
     let signup_key = r.body["user"]["key"].as_str().unwrap().to_owned();
+    // Its own sign-up mail is dressed (spec, Notes 7; issue 42), under the platform's
+    // footer and never from a sender outside the organization's domain.
     let mail = s.wait_for_email(&joiner, "/verify?code=").await;
-    assert!(!mail.contains("Reply with the code"), "{mail}");
+    assert!(mail.contains("Reply with the code"), "{mail}");
+    assert!(!mail.contains("security@corp.example"), "{mail}");
+    assert!(mail.contains(&format!("on behalf of the organization {evil}")));
     s.post(
         "/api/users/verify",
         Some(&signup_key),

@@ -90,9 +90,46 @@ async fn sign_in_returns_the_same_key_and_wrong_password_is_401() {
         .await;
     wrong.assert_error(401);
     assert!(!wrong.body["message"].as_str().unwrap().contains("exist"));
-    // Only one verification email was sent.
-    s.wait_for_email(&addr, "?code=").await;
-    assert_eq!(s.emails_to(&addr).len(), 1);
+    // Nobody confirmed the address yet: the other password is kept as another sign-up
+    // attempt and mailed its own confirmation (issue 42), which only its link confirms.
+    assert_eq!(wrong.body["emailed"], json!(true), "{}", wrong.body);
+    s.wait_for_email(&addr, "already has an account that nobody has confirmed")
+        .await;
+    assert_eq!(s.emails_to(&addr).len(), 2);
+}
+
+/// Spec part 1, Users: `verify {code}` is Public and confirms the email. The password
+/// chosen at sign-up survives a confirmation by the emailed code alone (no key), and
+/// signs in afterwards (issue 42; it was cleared before).
+#[tokio::test]
+async fn the_password_chosen_at_sign_up_survives_a_confirmation_by_code_alone() {
+    let s = Server::start().await;
+    let addr = email("spec-flow");
+    let (signup_key, _) = s.signup(&addr).await;
+    let code = s.verification_code(&addr).await;
+    let r = s
+        .post("/api/users/verify", None, json!({"code": code}))
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["purpose"], json!("verify"));
+    assert_eq!(r.body["password_changed"], json!(false));
+    assert_eq!(r.body["user"]["verified"], json!(true));
+    let key = r.body["user"]["key"].as_str().unwrap().to_owned();
+    let r = s
+        .post(
+            "/api/users/authenticate",
+            None,
+            json!({"email": addr, "password": "correct horse"}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["existing"], json!(true));
+    assert_eq!(r.body["user"]["key"], json!(key));
+    assert_eq!(r.body["user"]["level"], json!(10));
+    // The key handed out before the confirmation is dead.
+    s.get("/api/users/viewer", Some(&signup_key))
+        .await
+        .assert_error(401);
 }
 
 #[tokio::test]

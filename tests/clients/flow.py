@@ -71,8 +71,8 @@ signed = ok(users_authenticate.sync(
     body=UsersAuthenticateBody(email=EMAIL, password="correct horse battery"),
 ), "sign-up")
 assert signed.existing is False, signed
-# Verify as the client that signed up (its key proves it, so the password stays); the
-# first verification rotates the key.
+# Verify (the code confirms this sign-up and its password; the sign-up key is not
+# needed); the first verification rotates the key.
 verified = ok(users_verify.sync(
     client=authed(signed.user.key), body=UsersVerifyBody(code=code_from_outbox(EMAIL))
 ), "verify")
