@@ -10,21 +10,29 @@ use resvg::usvg::{self, filter::Kind, Node, Paint, Transform};
 /// An SVG image costlier than this to draw at its size is refused: at validation
 /// (drawn fitted into [`CHECK_SIZE`]) and again before every rasterisation.
 pub const MAX_SVG_COST: u64 = 250_000_000;
-/// The largest box an export draws an image in: the PDF embeds images at twice the
-/// slide's 1920×1080 pixels.
-pub const CHECK_SIZE: (u32, u32) = (3840, 2160);
+/// The box an upload is checked in: a full slide of the PNG export. (The PDF draws
+/// images at up to twice that, and lowers the density for one that would cost more.)
+pub const CHECK_SIZE: (u32, u32) = (1920, 1080);
 
-// Weights per device pixel (calibrated with the `svg_cost_calibration` test).
-const FILL: f64 = 1.0;
-const GRADIENT: f64 = 3.0;
-const PATTERN: f64 = 4.0;
+// Weights per device pixel, from the `svg_cost_calibration` test (nanoseconds per
+// pixel, rounded up).
+/// A rectangle's fill (tiny-skia's fast path).
+const FILL_RECT: f64 = 1.0;
+/// Any other path: anti-aliased, four sub-scanlines per row.
+const FILL_PATH: f64 = 30.0;
+const GRADIENT: f64 = 16.0;
+const PATTERN: f64 = 16.0;
 /// Allocating a layer, and compositing it back with a bilinear pattern shader.
-const LAYER: f64 = 6.0;
-const CLIP: f64 = 6.0;
-const MASK: f64 = 10.0;
+const LAYER: f64 = 12.0;
+const CLIP: f64 = 8.0;
+const MASK: f64 = 40.0;
 /// A filter region: source copy, colour-space conversions in and out.
-const FILTER: f64 = 8.0;
-const DECODE: f64 = 6.0;
+const FILTER: f64 = 10.0;
+const BOX_BLUR: f64 = 160.0;
+/// resvg's IIR blur (sigma under 2 pixels) works in f64 per channel.
+const IIR_BLUR: f64 = 600.0;
+/// Decoding an embedded raster image, per image pixel, at every draw.
+const DECODE: f64 = 40.0;
 const PER_NODE: f64 = 60.0;
 const PER_POINT: f64 = 20.0;
 
@@ -210,17 +218,17 @@ fn filter(f: &usvg::filter::Filter, ts: Transform, region: Area) -> f64 {
     let mut cost = FILTER * px;
     for p in f.primitives() {
         let weight = match p.kind() {
-            Kind::GaussianBlur(b) => blur(b.std_dev_x().get(), b.std_dev_y().get()),
-            Kind::DropShadow(d) => 10.0 + blur(d.std_dev_x().get(), d.std_dev_y().get()),
+            Kind::GaussianBlur(b) => blur(b.std_dev_x().get(), b.std_dev_y().get(), ts),
+            Kind::DropShadow(d) => 100.0 + blur(d.std_dev_x().get(), d.std_dev_y().get(), ts),
             Kind::Morphology(m) => {
                 let rx = (m.radius_x().get() as f64 * sx).round().max(0.0).min(region.x1 - region.x0);
                 let ry = (m.radius_y().get() as f64 * sy).round().max(0.0).min(region.y1 - region.y0);
-                2.0 + (2.0 * rx + 1.0) * (2.0 * ry + 1.0)
+                8.0 + 4.0 * (2.0 * rx + 1.0) * (2.0 * ry + 1.0)
             }
             Kind::ConvolveMatrix(c) => {
-                4.0 + 2.0 * c.matrix().columns() as f64 * c.matrix().rows() as f64
+                8.0 + 10.0 * c.matrix().columns() as f64 * c.matrix().rows() as f64
             }
-            Kind::Turbulence(t) => 4.0 + 40.0 * t.num_octaves().min(1 << 20) as f64,
+            Kind::Turbulence(t) => 8.0 + 130.0 * t.num_octaves().min(1 << 20) as f64,
             Kind::DiffuseLighting(_) | Kind::SpecularLighting(_) => 60.0,
             Kind::Image(i) => {
                 let inner = Ctx {
@@ -229,24 +237,28 @@ fn filter(f: &usvg::filter::Filter, ts: Transform, region: Area) -> f64 {
                 };
                 4.0 + group_children(i.root(), ts, inner) / px.max(1.0)
             }
-            Kind::DisplacementMap(_) => 12.0,
-            Kind::Tile(_) => 8.0,
-            Kind::Blend(_) | Kind::Composite(_) | Kind::Merge(_) => 6.0,
-            Kind::ColorMatrix(_) | Kind::ComponentTransfer(_) => 6.0,
-            Kind::Flood(_) | Kind::Offset(_) => 3.0,
+            Kind::DisplacementMap(_) => 40.0,
+            Kind::Tile(_) => 20.0,
+            Kind::Blend(_) | Kind::Composite(_) | Kind::Merge(_) => 20.0,
+            Kind::ColorMatrix(_) | Kind::ComponentTransfer(_) => 20.0,
+            Kind::Flood(_) | Kind::Offset(_) => 8.0,
         };
         cost += weight * px;
     }
     cost
 }
 
-/// Box blur (three passes each way) for sigma of 2 or more, IIR below: both linear in
-/// the area whatever the radius.
-fn blur(sx: f32, sy: f32) -> f64 {
+/// Box blur (five passes each way) for a device sigma of 2 or more, IIR below: both
+/// linear in the area whatever the radius.
+fn blur(sx: f32, sy: f32, ts: Transform) -> f64 {
+    let (kx, ky) = ts.get_scale();
+    let (sx, sy) = (sx * kx, sy * ky);
     if sx <= 0.0 && sy <= 0.0 {
         0.0
+    } else if sx >= 2.0 || sy >= 2.0 {
+        BOX_BLUR
     } else {
-        30.0
+        IIR_BLUR
     }
 }
 
@@ -257,17 +269,41 @@ fn path(p: &usvg::Path, ts: Transform, ctx: Ctx) -> f64 {
     let b = p.stroke_bounding_box();
     let area = Area::of(b.x(), b.y(), b.width(), b.height(), ts).clip(ctx.pixmap);
     let px = area.pixels();
-    let points = p.data().points().len() as f64;
-    let mut cost = PER_POINT * points;
-    let paints = p.fill().map(|f| f.paint()).into_iter();
-    for paint in paints.chain(p.stroke().map(|s| s.paint())) {
-        cost += match paint {
-            Paint::Color(_) => FILL * px,
-            Paint::LinearGradient(_) | Paint::RadialGradient(_) => GRADIENT * px,
-            Paint::Pattern(pat) => PATTERN * px + pattern(pat, ts),
-        };
+    let points = p.data().points();
+    let rect = points.len() <= 5;
+    let mut cost = PER_POINT * points.len() as f64;
+    if let Some(fill) = p.fill() {
+        let per = if rect { FILL_RECT } else { FILL_PATH };
+        cost += px * (per + paint(fill.paint()));
+    }
+    if let Some(stroke) = p.stroke() {
+        // A stroke covers about its length times its width, within its box.
+        let (kx, ky) = ts.get_scale();
+        let k = kx.max(ky) as f64;
+        let length: f64 = points
+            .windows(2)
+            .map(|w| ((w[1].x - w[0].x) as f64).hypot((w[1].y - w[0].y) as f64))
+            .sum();
+        let covered = (length * k * (stroke.width().get() as f64 * k + 2.0)).min(px);
+        cost += covered * (FILL_PATH + paint(stroke.paint()));
+    }
+    // A pattern's tile is drawn for each path it paints.
+    let paints = [p.fill().map(|f| f.paint()), p.stroke().map(|s| s.paint())];
+    for pat in paints.into_iter().flatten() {
+        if let Paint::Pattern(pat) = pat {
+            cost += pattern(pat, ts);
+        }
     }
     cost
+}
+
+/// What a paint adds per covered pixel.
+fn paint(p: &Paint) -> f64 {
+    match p {
+        Paint::Color(_) => 0.0,
+        Paint::LinearGradient(_) | Paint::RadialGradient(_) => GRADIENT,
+        Paint::Pattern(_) => PATTERN,
+    }
 }
 
 /// A pattern's tile is drawn into a pixmap of its own, at device scale, unclipped.

@@ -795,11 +795,24 @@ fn xobject(
             // full page's.
             let (w, h) = (max_px.0.max(1) as f64, max_px.1.max(1) as f64);
             let k = (w * h / (2.0 * 3840.0 * 2160.0)).sqrt().max(1.0);
-            let (w, h) = (((w / k) as u32).max(1), ((h / k) as u32).max(1));
+            let (mut w, mut h) = (((w / k) as u32).max(1), ((h / k) as u32).max(1));
             let size = tree.size();
-            let ts =
-                tiny_skia::Transform::from_scale(w as f32 / size.width(), h as f32 / size.height());
-            let cost = crate::cost::svg_cost(&tree, ts, w, h);
+            let at = |w: u32, h: u32| {
+                let ts = tiny_skia::Transform::from_scale(
+                    w as f32 / size.width(),
+                    h as f32 / size.height(),
+                );
+                (ts, crate::cost::svg_cost(&tree, ts, w, h))
+            };
+            let (mut ts, mut cost) = at(w, h);
+            if cost > crate::MAX_SVG_COST {
+                // Fewer pixels (down to the slide's own density) rather than no image:
+                // the cost is about proportional to the area.
+                let k = (cost as f64 / crate::MAX_SVG_COST as f64).sqrt().min(IMAGE_DENSITY as f64);
+                let (w2, h2) = (((w as f64 / k) as u32).max(1), ((h as f64 / k) as u32).max(1));
+                (ts, cost) = at(w2, h2);
+                (w, h) = (w2, h2);
+            }
             check_cost(&format!("image {id}"), cost, w, h)?;
             let Some(mut pixmap) = tiny_skia::Pixmap::new(w, h) else {
                 return Ok(None);

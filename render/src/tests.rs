@@ -372,7 +372,7 @@ fn crc32(bytes: &[u8]) -> u32 {
     !crc
 }
 
-fn png_with_header(w: u32, h: u32) -> Vec<u8> {
+pub(crate) fn png_with_header(w: u32, h: u32) -> Vec<u8> {
     let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
     let mut chunk = b"IHDR".to_vec();
     chunk.extend(w.to_be_bytes());
