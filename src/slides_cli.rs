@@ -237,9 +237,7 @@ fn render(
                                     size,
                                     &Budget::unlimited(),
                                 )
-                                .map_err(|e| {
-                                        format!("{}: slide {}: {e}", path.display(), i + 1)
-                                    })?;
+                                .map_err(|e| format!("{}: slide {}: {e}", path.display(), i + 1))?;
                                 write(&dir.join(format!("{stem}.{:03}.png", i + 1)), &png)?;
                             }
                         })

@@ -15,9 +15,15 @@ fn status() -> String {
 }
 
 fn main() {
-    println!("start                 VmRSS / RssAnon / RssFile: {}", status());
+    println!(
+        "start                 VmRSS / RssAnon / RssFile: {}",
+        status()
+    );
     plinth_render::warm_up_fonts();
-    println!("warm_up_fonts         VmRSS / RssAnon / RssFile: {}", status());
+    println!(
+        "warm_up_fonts         VmRSS / RssAnon / RssFile: {}",
+        status()
+    );
     let md = "# Hello 世界 مرحبا 😀\n\n- one\n- two ✓\n\n```rust\nfn main() {}\n```\n";
     let deck = plinth_slides::parse_markdown(md).expect("deck parses");
     let png = slide_png(
@@ -28,7 +34,14 @@ fn main() {
         &Budget::unlimited(),
     )
     .expect("slide renders");
-    println!("one slide ({} KB PNG) VmRSS / RssAnon / RssFile: {}", png.len() / 1024, status());
+    println!(
+        "one slide ({} KB PNG) VmRSS / RssAnon / RssFile: {}",
+        png.len() / 1024,
+        status()
+    );
     plinth_render::warm_up_highlighting();
-    println!("warm_up_highlighting  VmRSS / RssAnon / RssFile: {}", status());
+    println!(
+        "warm_up_highlighting  VmRSS / RssAnon / RssFile: {}",
+        status()
+    );
 }

@@ -55,7 +55,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut images = Images::new();
     for (id, path) in files.borrow().iter() {
         let bytes = std::fs::read(path)?;
-        let info = inspect_image(&bytes, &budget).map_err(|e| format!("{}: {e}", path.display()))?;
+        let info =
+            inspect_image(&bytes, &budget).map_err(|e| format!("{}: {e}", path.display()))?;
         images.insert(
             id.clone(),
             Image {

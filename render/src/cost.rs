@@ -221,8 +221,14 @@ fn filter(f: &usvg::filter::Filter, ts: Transform, region: Area) -> f64 {
             Kind::GaussianBlur(b) => blur(b.std_dev_x().get(), b.std_dev_y().get(), ts),
             Kind::DropShadow(d) => 100.0 + blur(d.std_dev_x().get(), d.std_dev_y().get(), ts),
             Kind::Morphology(m) => {
-                let rx = (m.radius_x().get() as f64 * sx).round().max(0.0).min(region.x1 - region.x0);
-                let ry = (m.radius_y().get() as f64 * sy).round().max(0.0).min(region.y1 - region.y0);
+                let rx = (m.radius_x().get() as f64 * sx)
+                    .round()
+                    .max(0.0)
+                    .min(region.x1 - region.x0);
+                let ry = (m.radius_y().get() as f64 * sy)
+                    .round()
+                    .max(0.0)
+                    .min(region.y1 - region.y0);
                 8.0 + 4.0 * (2.0 * rx + 1.0) * (2.0 * ry + 1.0)
             }
             Kind::ConvolveMatrix(c) => {

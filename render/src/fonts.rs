@@ -602,10 +602,6 @@ impl Metrics {
         self.charmap.map(c).map(|g| g.to_u32() as u16)
     }
 
-    pub fn skrifa(&self) -> Option<skrifa::FontRef<'static>> {
-        skrifa::FontRef::from_index(self.bytes, self.index).ok()
-    }
-
     /// Shapes one run: glyphs in visual order (right-to-left parts reversed, as usvg
     /// does for the PNG), advances and offsets in em, and where each glyph's cluster
     /// starts in the text (what the PDF's text layer maps it back to). Kerning is off, as in
@@ -693,7 +689,11 @@ fn layout_tables(data: &[u8], index: u32) -> Option<Vec<u8>> {
     let n = tables.len() as u16;
     let mut out = Vec::new();
     out.extend(0x0001_0000u32.to_be_bytes());
-    let pow = if n == 0 { 0 } else { 15 - n.leading_zeros() as u16 };
+    let pow = if n == 0 {
+        0
+    } else {
+        15 - n.leading_zeros() as u16
+    };
     for v in [n, 16 << pow, pow, n * 16 - (16 << pow)] {
         out.extend(v.to_be_bytes());
     }
@@ -714,11 +714,14 @@ fn layout_tables(data: &[u8], index: u32) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// A font file's bytes (borrowed for the embedded faces) and a face's index in it.
+pub type FontFile = (std::borrow::Cow<'static, [u8]>, u32);
+
 /// The whole font file of a face and its index in it, for what the layout tables
 /// lack: PDF subsetting (outlines) and colour emoji (bitmaps). Read for the moment it
 /// is needed. A face whose metrics did not load is drawn with the first embedded face,
 /// and so answers with it.
-pub fn full_data(key: FontKey) -> Option<(std::borrow::Cow<'static, [u8]>, u32)> {
+pub fn full_data(key: FontKey) -> Option<FontFile> {
     let f = REGISTRY.font(key);
     if f.metrics().is_none() {
         return Some((std::borrow::Cow::Borrowed(Face::Regular.bytes()), 0));

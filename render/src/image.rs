@@ -106,7 +106,10 @@ pub fn inspect_image(bytes: &[u8], budget: &Budget) -> Result<ImageInfo, RenderE
                 .map_err(|e| rejected(format!("not a readable {} image: {e}", format.name())))?;
             check_dimensions(w, h).map_err(rejected)?;
             decode_raster(bytes, raster).map_err(|e| {
-                rejected(format!("the {} image is truncated or corrupt: {e}", format.name()))
+                rejected(format!(
+                    "the {} image is truncated or corrupt: {e}",
+                    format.name()
+                ))
             })?;
             if format == Format::Jpeg && !jpeg_is_complete(bytes) {
                 return Err(rejected(
@@ -274,8 +277,9 @@ pub fn usvg_options<'a>(external: Option<Arc<AtomicBool>>) -> usvg::Options<'a> 
                 }
                 Some(format) => {
                     let raster = format.raster().expect("not SVG");
-                    let dims = image::ImageReader::with_format(Cursor::new(data.as_slice()), raster)
-                        .into_dimensions();
+                    let dims =
+                        image::ImageReader::with_format(Cursor::new(data.as_slice()), raster)
+                            .into_dimensions();
                     if matches!(dims, Ok((w, h)) if check_dimensions(w, h).is_ok()) {
                         default_data(mime, data, opts)
                     } else {
@@ -310,13 +314,16 @@ fn svg_structure_ok(data: &[u8]) -> bool {
         allow_dtd: true,
         ..Default::default()
     };
-    roxmltree::Document::parse_with_options(text, xml).is_ok_and(|doc| svgcheck::check(&doc).is_ok())
+    roxmltree::Document::parse_with_options(text, xml)
+        .is_ok_and(|doc| svgcheck::check(&doc).is_ok())
 }
 
 /// Parsed SVG images of one render, each parsed once: `Ok(None)` for one usvg cannot
 /// read (drawn as nothing, as before), `Err` for one over the structure limits.
 #[derive(Default)]
-pub struct SvgTrees(Mutex<HashMap<String, Result<Option<Arc<usvg::Tree>>, String>>>);
+pub struct SvgTrees(Mutex<HashMap<String, Parsed>>);
+
+type Parsed = Result<Option<Arc<usvg::Tree>>, String>;
 
 impl SvgTrees {
     pub fn get(&self, id: &str, image: &Image) -> Result<Option<Arc<usvg::Tree>>, RenderError> {

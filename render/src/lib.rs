@@ -26,9 +26,9 @@ use plinth_slides::{Aspect, Deck, Slide};
 pub use crate::budget::Budget;
 pub use crate::cost::{CHECK_SIZE as SVG_CHECK_SIZE, MAX_SVG_COST};
 pub use crate::coverage::{missing_glyphs, MissingGlyphs};
+pub use crate::fonts::FONTS_DIR_ENV;
 pub use crate::html::{html_size_bound, MAX_HTML_BYTES};
 pub use crate::svgcheck::{MAX_SVG_DEPTH, MAX_SVG_ELEMENTS};
-pub use crate::fonts::FONTS_DIR_ENV;
 
 /// A font family the renderer draws with, for `capabilities`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,7 +206,9 @@ pub fn deck_pdf(
     size: Size,
     budget: &Budget,
 ) -> Result<Vec<u8>, RenderError> {
-    deck_pdf_with(deck, images, size, Options::default(), budget, &mut |_| true)
+    deck_pdf_with(deck, images, size, Options::default(), budget, &mut |_| {
+        true
+    })
 }
 
 /// What an export carries besides the slides.
@@ -228,7 +230,14 @@ pub fn deck_pdf_with(
     budget: &Budget,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Vec<u8>, RenderError> {
-    pdf::render(deck, images, deck_size(deck, size), options, budget, progress)
+    pdf::render(
+        deck,
+        images,
+        deck_size(deck, size),
+        options,
+        budget,
+        progress,
+    )
 }
 
 /// The deck as one self-contained HTML page, each image in it once. Refused with

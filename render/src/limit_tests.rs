@@ -62,7 +62,8 @@ const ID: &str = "00000000-0000-4000-8000-000000000001";
 #[test]
 fn html_emits_each_image_once() {
     // A valid 2 MiB SVG (the reviewer's), used 40 times on one slide.
-    let mut svg = b"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"><!-- ".to_vec();
+    let mut svg =
+        b"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"><!-- ".to_vec();
     svg.extend(std::iter::repeat_n(b'x', 2 << 20));
     svg.extend(b" --><rect width=\"10\" height=\"10\"/></svg>");
     let images = Images::from([(ID.to_owned(), svg_image(svg))]);
@@ -72,7 +73,10 @@ fn html_emits_each_image_once() {
     let len = html.len() as u64;
     // 2 MiB as base64 is 2.67 MiB; the page is that and its markup, not 40 times it.
     assert!((2_790_000..3_000_000).contains(&len), "{len} bytes");
-    assert!(bound >= len && bound < len + 64 * 1024, "bound {bound}, page {len}");
+    assert!(
+        bound >= len && bound < len + 64 * 1024,
+        "bound {bound}, page {len}"
+    );
     assert_eq!(html.matches("data:image/svg+xml;base64,").count(), 1);
     assert_eq!(html.matches("<use href=\"#pic-0\"/>").count(), 40);
 }
@@ -98,8 +102,11 @@ fn html_size_bound_is_never_below_the_page() {
     let png = {
         let img = ::image::RgbImage::from_fn(33, 17, |x, _| ::image::Rgb([x as u8, 9, 9]));
         let mut out = Vec::new();
-        img.write_to(&mut std::io::Cursor::new(&mut out), ::image::ImageFormat::Png)
-            .unwrap();
+        img.write_to(
+            &mut std::io::Cursor::new(&mut out),
+            ::image::ImageFormat::Png,
+        )
+        .unwrap();
         out
     };
     let images = Images::from([(
@@ -127,7 +134,9 @@ fn html_over_the_limit_is_refused_before_it_is_built() {
             (id, svg_image(vec![b' '; 10 << 20]))
         })
         .collect();
-    let deck = deck_of(vec![slide_of(images.keys().map(|id| image_block(id)).collect())]);
+    let deck = deck_of(vec![slide_of(
+        images.keys().map(|id| image_block(id)).collect(),
+    )]);
     let started = Instant::now();
     let e = deck_html(&deck, &images, &Budget::unlimited()).unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(2));
@@ -139,13 +148,25 @@ fn html_over_the_limit_is_refused_before_it_is_built() {
         other => panic!("{other:?}"),
     }
     let text = e.to_string();
-    assert!(text.contains("MAX_HTML_BYTES") && text.contains(&MAX_HTML_BYTES.to_string()), "{text}");
+    assert!(
+        text.contains("MAX_HTML_BYTES") && text.contains(&MAX_HTML_BYTES.to_string()),
+        "{text}"
+    );
 
     // The limit applies to the bound, before anything is encoded.
     let small = deck_of(vec![slide_of(vec![image_block(ID)])]);
     let one = Images::from([(ID.to_owned(), svg_image(vec![b' '; 300_000]))]);
-    let e = html::render_within(&small, &one, Options::default(), &Budget::unlimited(), 400_000);
-    assert!(matches!(e, Err(RenderError::TooLarge { limit: 400_000, .. })), "{e:?}");
+    let e = html::render_within(
+        &small,
+        &one,
+        Options::default(),
+        &Budget::unlimited(),
+        400_000,
+    );
+    assert!(
+        matches!(e, Err(RenderError::TooLarge { limit: 400_000, .. })),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -153,10 +174,17 @@ fn blur_bombs_are_refused_at_upload_quickly() {
     for levels in [1, 2] {
         let started = Instant::now();
         let e = inspect_image(&blur_svg(levels, 10), &Budget::unlimited()).unwrap_err();
-        assert!(started.elapsed() < Duration::from_millis(900), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_millis(900),
+            "{:?}",
+            started.elapsed()
+        );
         assert!(matches!(e, RenderError::TooCostly { .. }), "{e:?}");
         let text = e.to_string();
-        assert!(text.contains("MAX_SVG_COST") && text.contains(&MAX_SVG_COST.to_string()), "{text}");
+        assert!(
+            text.contains("MAX_SVG_COST") && text.contains(&MAX_SVG_COST.to_string()),
+            "{text}"
+        );
     }
 }
 
@@ -196,7 +224,10 @@ fn use_fan_out_and_deep_nesting_are_refused_with_the_limit() {
         .unwrap_err()
         .to_string();
     assert!(started.elapsed() < Duration::from_millis(900));
-    assert!(e.contains(&MAX_SVG_ELEMENTS.to_string()) && e.contains("<use>"), "{e}");
+    assert!(
+        e.contains(&MAX_SVG_ELEMENTS.to_string()) && e.contains("<use>"),
+        "{e}"
+    );
 
     let deep = format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10">{}<rect width="1" height="1"/>{}</svg>"#,
@@ -206,14 +237,20 @@ fn use_fan_out_and_deep_nesting_are_refused_with_the_limit() {
     let e = inspect_image(deep.as_bytes(), &Budget::unlimited())
         .unwrap_err()
         .to_string();
-    assert!(e.contains(&MAX_SVG_DEPTH.to_string()) && e.contains("levels deep"), "{e}");
+    assert!(
+        e.contains(&MAX_SVG_DEPTH.to_string()) && e.contains("levels deep"),
+        "{e}"
+    );
 
     // A `<use>` chain nests as deep as the XML would.
     let mut chain = String::from(
         r#"<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="10" height="10"><defs><rect id="u0" width="1" height="1"/>"#,
     );
     for i in 1..=300 {
-        chain.push_str(&format!(r##"<g id="u{i}"><use xlink:href="#u{}"/></g>"##, i - 1));
+        chain.push_str(&format!(
+            r##"<g id="u{i}"><use xlink:href="#u{}"/></g>"##,
+            i - 1
+        ));
     }
     chain.push_str(r##"</defs><use xlink:href="#u300"/></svg>"##);
     let e = inspect_image(chain.as_bytes(), &Budget::unlimited())
@@ -226,11 +263,17 @@ fn use_fan_out_and_deep_nesting_are_refused_with_the_limit() {
 fn raster_bombs_name_the_limit() {
     // A 50,000 × 50,000 PNG of a few dozen bytes: refused from its header.
     let started = Instant::now();
-    let e = inspect_image(&tests::png_with_header(50_000, 50_000), &Budget::unlimited())
-        .unwrap_err()
-        .to_string();
+    let e = inspect_image(
+        &tests::png_with_header(50_000, 50_000),
+        &Budget::unlimited(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(started.elapsed() < Duration::from_millis(100));
-    assert!(e.contains("50000x50000") && e.contains("MAX_IMAGE_PIXELS"), "{e}");
+    assert!(
+        e.contains("50000x50000") && e.contains("MAX_IMAGE_PIXELS"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -238,12 +281,25 @@ fn render_refuses_a_costly_svg_that_skipped_validation() {
     let images = Images::from([(ID.to_owned(), svg_image(blur_svg(1, 10)))]);
     let deck = deck_of(vec![slide_of(vec![image_block(ID)])]);
     let started = Instant::now();
-    let e = slide_png(&deck, &deck.slides[0], &images, Size::default(), &Budget::unlimited())
-        .unwrap_err();
-    assert!(matches!(&e, RenderError::TooCostly { what, .. } if what.contains(ID)), "{e:?}");
+    let e = slide_png(
+        &deck,
+        &deck.slides[0],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&e, RenderError::TooCostly { what, .. } if what.contains(ID)),
+        "{e:?}"
+    );
     let e = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap_err();
     assert!(matches!(e, RenderError::TooCostly { .. }), "{e:?}");
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
 
     // Over the structure limits: refused by name, not drawn as nothing.
     let deep = format!(
@@ -252,8 +308,14 @@ fn render_refuses_a_costly_svg_that_skipped_validation() {
         "</g>".repeat(500)
     );
     let images = Images::from([(ID.to_owned(), svg_image(deep.into_bytes()))]);
-    let e = slide_png(&deck, &deck.slides[0], &images, Size::default(), &Budget::unlimited())
-        .unwrap_err();
+    let e = slide_png(
+        &deck,
+        &deck.slides[0],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("levels deep"), "{e}");
 }
 
@@ -281,8 +343,11 @@ fn decoding_svg() -> Vec<u8> {
         ::image::Rgb([(x / 12) as u8, (y / 12) as u8, 100])
     });
     let mut png = Vec::new();
-    img.write_to(&mut std::io::Cursor::new(&mut png), ::image::ImageFormat::Png)
-        .unwrap();
+    img.write_to(
+        &mut std::io::Cursor::new(&mut png),
+        ::image::ImageFormat::Png,
+    )
+    .unwrap();
     let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, png);
     format!(
         r#"<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="300" height="300"><image width="300" height="300" xlink:href="data:image/png;base64,{data}"/></svg>"#
@@ -303,7 +368,11 @@ fn a_cancelled_png_stops_within_a_second() {
     let r = slide_png(&deck, &deck.slides[0], &images, Size::default(), &budget);
     let elapsed = started.elapsed();
     canceller.join().unwrap();
-    assert!(matches!(r, Err(RenderError::Cancelled)), "{:?}", r.map(|p| p.len()));
+    assert!(
+        matches!(r, Err(RenderError::Cancelled)),
+        "{:?}",
+        r.map(|p| p.len())
+    );
     assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
 }
 
@@ -324,7 +393,11 @@ fn a_cancelled_pdf_stops_within_a_second() {
     let r = deck_pdf(&deck, &images, Size::default(), &budget);
     let elapsed = started.elapsed();
     canceller.join().unwrap();
-    assert!(matches!(r, Err(RenderError::Cancelled)), "{:?}", r.map(|p| p.len()));
+    assert!(
+        matches!(r, Err(RenderError::Cancelled)),
+        "{:?}",
+        r.map(|p| p.len())
+    );
     assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
 
     // A deadline stops it the same way, naming the limit.
@@ -345,7 +418,10 @@ fn a_slide_limit_stops_one_slow_slide() {
     let deck = deck_of(vec![slide_of((0..40).map(|_| image_block(ID)).collect())]);
     let budget = Budget::unlimited().per_slide(Duration::from_millis(200));
     let e = slide_png(&deck, &deck.slides[0], &images, Size::default(), &budget).unwrap_err();
-    assert!(e.to_string().contains("one slide went past its time limit"), "{e}");
+    assert!(
+        e.to_string().contains("one slide went past its time limit"),
+        "{e}"
+    );
 }
 
 /// Cost units against resvg's time for a range of SVGs (run with --ignored
@@ -362,30 +438,179 @@ fn svg_cost_calibration() {
     let full = r#"<rect width="1920" height="1080" fill="teal"/>"#;
     let repeat = |n: usize, s: &str| s.repeat(n);
     let png = {
-        let img = ::image::RgbImage::from_fn(2000, 2000, |x, y| ::image::Rgb([x as u8, y as u8, 7]));
+        let img =
+            ::image::RgbImage::from_fn(2000, 2000, |x, y| ::image::Rgb([x as u8, y as u8, 7]));
         let mut out = Vec::new();
-        img.write_to(&mut std::io::Cursor::new(&mut out), ::image::ImageFormat::Png)
-            .unwrap();
+        img.write_to(
+            &mut std::io::Cursor::new(&mut out),
+            ::image::ImageFormat::Png,
+        )
+        .unwrap();
         base64::Engine::encode(&base64::engine::general_purpose::STANDARD, out)
     };
     let cases: Vec<(&str, String)> = vec![
         ("20 full rects", wrap(1920, 1080, &repeat(20, full))),
-        ("5000 small rects", wrap(1920, 1080, &repeat(5000, r#"<rect x="10" y="10" width="200" height="200" fill="red"/>"#))),
-        ("20000 paths of 20 points", wrap(1920, 1080, &repeat(20000, r#"<path d="M1 1 L50 9 L20 80 L90 5 L3 40 L60 60 L7 7 L80 20 L30 30 L10 90 L1 1 L50 9 L20 80 L90 5 L3 40 L60 60 L7 7 L80 20 L30 30 Z"/>"#))),
-        ("20 gradients", wrap(1920, 1080, &format!(r##"<defs><linearGradient id="g"><stop offset="0" stop-color="red"/><stop offset="1" stop-color="blue"/></linearGradient></defs>{}"##, repeat(20, r##"<rect width="1920" height="1080" fill="url(#g)"/>"##)))),
-        ("20 opacity groups", wrap(1920, 1080, &repeat(20, &format!(r#"<g opacity="0.5">{full}</g>"#)))),
-        ("10 clip paths", wrap(1920, 1080, &format!(r##"<defs><clipPath id="c"><circle cx="960" cy="540" r="500"/></clipPath></defs>{}"##, repeat(10, &format!(r##"<g clip-path="url(#c)">{full}</g>"##))))),
-        ("10 masks", wrap(1920, 1080, &format!(r##"<defs><mask id="m"><circle cx="960" cy="540" r="500" fill="white"/></mask></defs>{}"##, repeat(10, &format!(r##"<g mask="url(#m)">{full}</g>"##))))),
-        ("5 box blurs", wrap(1920, 1080, &format!(r##"<defs><filter id="f"><feGaussianBlur stdDeviation="30"/></filter></defs>{}"##, repeat(5, &format!(r##"<g filter="url(#f)">{full}</g>"##))))),
-        ("5 small blurs", wrap(1920, 1080, &format!(r##"<defs><filter id="f"><feGaussianBlur stdDeviation="1"/></filter></defs>{}"##, repeat(5, &format!(r##"<g filter="url(#f)">{full}</g>"##))))),
-        ("3 drop shadows", wrap(1920, 1080, &format!(r##"<defs><filter id="f"><feDropShadow dx="5" dy="5" stdDeviation="8"/></filter></defs>{}"##, repeat(3, &format!(r##"<g filter="url(#f)">{full}</g>"##))))),
-        ("morphology r=4", wrap(1920, 1080, &format!(r##"<defs><filter id="f"><feMorphology radius="4"/></filter></defs><g filter="url(#f)">{full}</g>"##))),
-        ("turbulence 4 octaves", wrap(1920, 1080, r##"<defs><filter id="f"><feTurbulence baseFrequency="0.01" numOctaves="4"/></filter></defs><g filter="url(#f)"><rect width="1920" height="1080"/></g>"##)),
-        ("convolve 5x5", wrap(1920, 1080, &format!(r##"<defs><filter id="f"><feConvolveMatrix order="5" kernelMatrix="{}"/></filter></defs><g filter="url(#f)">{full}</g>"##, repeat(25, "1 ")))),
-        ("lighting", wrap(1920, 1080, &format!(r##"<defs><filter id="f"><feDiffuseLighting><feDistantLight azimuth="45" elevation="45"/></feDiffuseLighting></filter></defs><g filter="url(#f)">{full}</g>"##))),
-        ("5 patterns", wrap(1920, 1080, &format!(r##"<defs><pattern id="p" width="40" height="40" patternUnits="userSpaceOnUse"><circle cx="20" cy="20" r="15" fill="red"/></pattern></defs>{}"##, repeat(5, r##"<rect width="1920" height="1080" fill="url(#p)"/>"##)))),
-        ("4 png 2000x2000 uses", wrap(1920, 1080, &format!(r##"<defs><image id="i" width="1920" height="1080" xlink:href="data:image/png;base64,{png}"/></defs>{}"##, repeat(4, r##"<use xlink:href="#i"/>"##)))),
-        ("blur_svg(1) fan 3", String::from_utf8(blur_svg(1, 3)).unwrap()),
+        (
+            "5000 small rects",
+            wrap(
+                1920,
+                1080,
+                &repeat(
+                    5000,
+                    r#"<rect x="10" y="10" width="200" height="200" fill="red"/>"#,
+                ),
+            ),
+        ),
+        (
+            "20000 paths of 20 points",
+            wrap(
+                1920,
+                1080,
+                &repeat(
+                    20000,
+                    r#"<path d="M1 1 L50 9 L20 80 L90 5 L3 40 L60 60 L7 7 L80 20 L30 30 L10 90 L1 1 L50 9 L20 80 L90 5 L3 40 L60 60 L7 7 L80 20 L30 30 Z"/>"#,
+                ),
+            ),
+        ),
+        (
+            "20 gradients",
+            wrap(
+                1920,
+                1080,
+                &format!(
+                    r##"<defs><linearGradient id="g"><stop offset="0" stop-color="red"/><stop offset="1" stop-color="blue"/></linearGradient></defs>{}"##,
+                    repeat(20, r##"<rect width="1920" height="1080" fill="url(#g)"/>"##)
+                ),
+            ),
+        ),
+        (
+            "20 opacity groups",
+            wrap(
+                1920,
+                1080,
+                &repeat(20, &format!(r#"<g opacity="0.5">{full}</g>"#)),
+            ),
+        ),
+        (
+            "10 clip paths",
+            wrap(
+                1920,
+                1080,
+                &format!(
+                    r##"<defs><clipPath id="c"><circle cx="960" cy="540" r="500"/></clipPath></defs>{}"##,
+                    repeat(10, &format!(r##"<g clip-path="url(#c)">{full}</g>"##))
+                ),
+            ),
+        ),
+        (
+            "10 masks",
+            wrap(
+                1920,
+                1080,
+                &format!(
+                    r##"<defs><mask id="m"><circle cx="960" cy="540" r="500" fill="white"/></mask></defs>{}"##,
+                    repeat(10, &format!(r##"<g mask="url(#m)">{full}</g>"##))
+                ),
+            ),
+        ),
+        (
+            "5 box blurs",
+            wrap(
+                1920,
+                1080,
+                &format!(
+                    r##"<defs><filter id="f"><feGaussianBlur stdDeviation="30"/></filter></defs>{}"##,
+                    repeat(5, &format!(r##"<g filter="url(#f)">{full}</g>"##))
+                ),
+            ),
+        ),
+        (
+            "5 small blurs",
+            wrap(
+                1920,
+                1080,
+                &format!(
+                    r##"<defs><filter id="f"><feGaussianBlur stdDeviation="1"/></filter></defs>{}"##,
+                    repeat(5, &format!(r##"<g filter="url(#f)">{full}</g>"##))
+                ),
+            ),
+        ),
+        (
+            "3 drop shadows",
+            wrap(
+                1920,
+                1080,
+                &format!(
+                    r##"<defs><filter id="f"><feDropShadow dx="5" dy="5" stdDeviation="8"/></filter></defs>{}"##,
+                    repeat(3, &format!(r##"<g filter="url(#f)">{full}</g>"##))
+                ),
+            ),
+        ),
+        (
+            "morphology r=4",
+            wrap(
+                1920,
+                1080,
+                &format!(
+                    r##"<defs><filter id="f"><feMorphology radius="4"/></filter></defs><g filter="url(#f)">{full}</g>"##
+                ),
+            ),
+        ),
+        (
+            "turbulence 4 octaves",
+            wrap(
+                1920,
+                1080,
+                r##"<defs><filter id="f"><feTurbulence baseFrequency="0.01" numOctaves="4"/></filter></defs><g filter="url(#f)"><rect width="1920" height="1080"/></g>"##,
+            ),
+        ),
+        (
+            "convolve 5x5",
+            wrap(
+                1920,
+                1080,
+                &format!(
+                    r##"<defs><filter id="f"><feConvolveMatrix order="5" kernelMatrix="{}"/></filter></defs><g filter="url(#f)">{full}</g>"##,
+                    repeat(25, "1 ")
+                ),
+            ),
+        ),
+        (
+            "lighting",
+            wrap(
+                1920,
+                1080,
+                &format!(
+                    r##"<defs><filter id="f"><feDiffuseLighting><feDistantLight azimuth="45" elevation="45"/></feDiffuseLighting></filter></defs><g filter="url(#f)">{full}</g>"##
+                ),
+            ),
+        ),
+        (
+            "5 patterns",
+            wrap(
+                1920,
+                1080,
+                &format!(
+                    r##"<defs><pattern id="p" width="40" height="40" patternUnits="userSpaceOnUse"><circle cx="20" cy="20" r="15" fill="red"/></pattern></defs>{}"##,
+                    repeat(5, r##"<rect width="1920" height="1080" fill="url(#p)"/>"##)
+                ),
+            ),
+        ),
+        (
+            "4 png 2000x2000 uses",
+            wrap(
+                1920,
+                1080,
+                &format!(
+                    r##"<defs><image id="i" width="1920" height="1080" xlink:href="data:image/png;base64,{png}"/></defs>{}"##,
+                    repeat(4, r##"<use xlink:href="#i"/>"##)
+                ),
+            ),
+        ),
+        (
+            "blur_svg(1) fan 3",
+            String::from_utf8(blur_svg(1, 3)).unwrap(),
+        ),
     ];
     for (name, svg) in cases {
         let tree = usvg::Tree::from_str(&svg, &image::usvg_options(None)).unwrap();

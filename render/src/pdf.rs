@@ -129,8 +129,7 @@ pub fn render(
     let font_id = |f: FontKey| FontId(format!("F{}", f.0));
     let mut emoji: HashMap<(FontKey, u16), Option<(XObjectId, Bitmap)>> = HashMap::new();
     // Whole emoji font files, read once per document.
-    let mut files: HashMap<FontKey, Option<(std::borrow::Cow<'static, [u8]>, u32)>> =
-        HashMap::new();
+    let mut files: HashMap<FontKey, Option<crate::fonts::FontFile>> = HashMap::new();
 
     for (page, shaped) in laid {
         let (pw, ph) = (page.width * PT_PER_UNIT, page.height * PT_PER_UNIT);
@@ -808,8 +807,13 @@ fn xobject(
             if cost > crate::MAX_SVG_COST {
                 // Fewer pixels (down to the slide's own density) rather than no image:
                 // the cost is about proportional to the area.
-                let k = (cost as f64 / crate::MAX_SVG_COST as f64).sqrt().min(IMAGE_DENSITY as f64);
-                let (w2, h2) = (((w as f64 / k) as u32).max(1), ((h as f64 / k) as u32).max(1));
+                let k = (cost as f64 / crate::MAX_SVG_COST as f64)
+                    .sqrt()
+                    .min(IMAGE_DENSITY as f64);
+                let (w2, h2) = (
+                    ((w as f64 / k) as u32).max(1),
+                    ((h as f64 / k) as u32).max(1),
+                );
                 (ts, cost) = at(w2, h2);
                 (w, h) = (w2, h2);
             }

@@ -253,7 +253,9 @@ fn image_kind(
     let bytes = || std::sync::Arc::new(image.bytes.clone());
     let checked = |format| check_raster(id, image, format);
     Ok(match format_of(image) {
-        Some(Format::Svg) => trees.get(id, image)?.map(|t| usvg::ImageKind::SVG((*t).clone())),
+        Some(Format::Svg) => trees
+            .get(id, image)?
+            .map(|t| usvg::ImageKind::SVG((*t).clone())),
         Some(Format::Png) => checked(Format::Png)?.then(|| usvg::ImageKind::PNG(bytes())),
         Some(Format::Jpeg) => checked(Format::Jpeg)?.then(|| usvg::ImageKind::JPEG(bytes())),
         Some(Format::Webp) => checked(Format::Webp)?.then(|| usvg::ImageKind::WEBP(bytes())),
@@ -286,11 +288,8 @@ fn draw(
         .map(|(id, _)| id.to_string());
     if let Some((_, kind)) = image {
         let slot = std::sync::Mutex::new(Some(kind));
-        opts.image_href_resolver.resolve_string = Box::new(move |href, _| {
-            (href == SLOT)
-                .then(|| slot.lock().ok()?.take())
-                .flatten()
-        });
+        opts.image_href_resolver.resolve_string =
+            Box::new(move |href, _| (href == SLOT).then(|| slot.lock().ok()?.take()).flatten());
     }
     let tree = usvg::Tree::from_str(doc, &opts)
         .map_err(|e| RenderError::Failed(format!("slide SVG did not parse: {e}")))?;

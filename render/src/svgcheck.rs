@@ -115,9 +115,9 @@ fn own_sizes(doc: &Document) -> Vec<u64> {
     let n = doc.descendants().count() + 2;
     let mut size = vec![0u64; n];
     let mut marked = vec![false; n];
-    let all_marked = doc.descendants().any(|n| {
-        n.tag_name().name() == "style" && n.text().is_some_and(|t| t.contains("marker"))
-    });
+    let all_marked = doc
+        .descendants()
+        .any(|n| n.tag_name().name() == "style" && n.text().is_some_and(|t| t.contains("marker")));
     let marker = doc
         .descendants()
         .filter(|n| n.tag_name().name() == "marker")
@@ -144,11 +144,15 @@ fn own_sizes(doc: &Document) -> Vec<u64> {
         }
         marked[i] = parent_marked
             || node.attributes().any(|a| {
-                a.name().starts_with("marker") || (a.name() == "style" && a.value().contains("marker"))
+                a.name().starts_with("marker")
+                    || (a.name() == "style" && a.value().contains("marker"))
             });
         let mut own = 1u64;
         if node.tag_name().name() == "image" {
-            own += node.attribute((XLINK, "href")).or(node.attribute("href")).map_or(0, |h| h.len() as u64 / 1024);
+            own += node
+                .attribute((XLINK, "href"))
+                .or(node.attribute("href"))
+                .map_or(0, |h| h.len() as u64 / 1024);
         }
         if marker > 0 && (marked[i] || all_marked) {
             let vertices = ["d", "points"]

@@ -142,7 +142,14 @@ fn sample_deck_renders_to_png_pdf_and_html() {
             > 1000
     );
 
-    let svg = slide_svg(&deck, shown[2], &images, Size::default(), &Budget::unlimited()).unwrap();
+    let svg = slide_svg(
+        &deck,
+        shown[2],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     assert!(svg.contains("&lt;hello &amp; bye&gt;"));
     assert!(!svg.contains("SECRETNOTE"));
 
@@ -348,7 +355,14 @@ fn svg_images_and_missing_images() {
             bytes: br##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 40 20"><rect width="40" height="20" fill="#e03030"/><text x="4" y="14" font-family="sans-serif" font-size="10">Hi</text></svg>"##.to_vec(),
         },
     );
-    let png = slide_png(&deck, &deck.slides[0], &images, Size::default(), &Budget::unlimited()).unwrap();
+    let png = slide_png(
+        &deck,
+        &deck.slides[0],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
     assert!(img.pixels().filter(|p| p.0 == [0xe0, 0x30, 0x30]).count() > 10_000);
     let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
@@ -455,7 +469,14 @@ fn inspect_accepts_the_four_formats() {
             )],
             ..Deck::default()
         };
-        slide_png(&deck, &deck.slides[0], &images, Size::default(), &Budget::unlimited()).unwrap();
+        slide_png(
+            &deck,
+            &deck.slides[0],
+            &images,
+            Size::default(),
+            &Budget::unlimited(),
+        )
+        .unwrap();
         let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
         assert!(pdf.starts_with(b"%PDF"), "{}", info.format);
     }
@@ -464,13 +485,19 @@ fn inspect_accepts_the_four_formats() {
 #[test]
 fn inspect_refuses_bombs_and_junk() {
     let bomb = png_with_header(100_000, 100_000);
-    let e = inspect_image(&bomb, &Budget::unlimited()).unwrap_err().to_string();
+    let e = inspect_image(&bomb, &Budget::unlimited())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("100000x100000") && e.contains("40000000"), "{e}");
-    let e = inspect_image(&png_with_header(20_000, 100), &Budget::unlimited()).unwrap_err().to_string();
+    let e = inspect_image(&png_with_header(20_000, 100), &Budget::unlimited())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("16384"), "{e}");
 
     let png = png_bytes(200, 200);
-    let e = inspect_image(&png[..png.len() / 2], &Budget::unlimited()).unwrap_err().to_string();
+    let e = inspect_image(&png[..png.len() / 2], &Budget::unlimited())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("truncated or corrupt"), "{e}");
 
     let rgb =
@@ -491,13 +518,21 @@ fn inspect_refuses_bombs_and_junk() {
     assert!(inspect_image(b"", &Budget::unlimited()).is_err());
 
     let gif = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\xff\xff\xff\x00\x00\x00!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
-    let e = inspect_image(gif, &Budget::unlimited()).unwrap_err().to_string();
+    let e = inspect_image(gif, &Budget::unlimited())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("GIF"), "{e}");
 
     assert!(inspect_image(b"<html><body>hi</body></html>", &Budget::unlimited()).is_err());
-    assert!(inspect_image(b"<svg xmlns=\"http://www.w3.org/2000/svg\"><rect", &Budget::unlimited()).is_err());
+    assert!(inspect_image(
+        b"<svg xmlns=\"http://www.w3.org/2000/svg\"><rect",
+        &Budget::unlimited()
+    )
+    .is_err());
     let external = br#"<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="10" height="10"><image href="/etc/passwd" width="10" height="10"/></svg>"#;
-    let e = inspect_image(external, &Budget::unlimited()).unwrap_err().to_string();
+    let e = inspect_image(external, &Budget::unlimited())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("external"), "{e}");
     let huge_svg = br#"<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"/>"#;
     assert!(inspect_image(huge_svg, &Budget::unlimited()).is_err());
@@ -553,7 +588,14 @@ fn every_markdown_construct_renders_everywhere() {
         assert!(colours.len() > 20, "slide {} looks blank", slide.id);
     }
     // The inline image is drawn (the gradient's blue channel is 160).
-    let png = slide_png(&deck, &deck.slides[1], &images, Size::default(), &Budget::unlimited()).unwrap();
+    let png = slide_png(
+        &deck,
+        &deck.slides[1],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
     assert!(
         img.pixels()
@@ -562,7 +604,14 @@ fn every_markdown_construct_renders_everywhere() {
             > 50
     );
 
-    let svg = slide_svg(&deck, &deck.slides[0], &images, Size::default(), &Budget::unlimited()).unwrap();
+    let svg = slide_svg(
+        &deck,
+        &deck.slides[0],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     for needle in ["•", "▪", "✓", "3.", "4.", "Quoted wisdom", "nested quote"] {
         assert!(svg.contains(needle), "{needle} missing from the SVG");
     }
@@ -628,12 +677,21 @@ fn deep_documents_render_without_recursing_past_the_limit() {
     );
     let deck = plinth_slides::parse_markdown(&md).unwrap();
     let images = Images::new();
-    slide_png(&deck, &deck.slides[0], &images, Size::default(), &Budget::unlimited()).unwrap();
+    slide_png(
+        &deck,
+        &deck.slides[0],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
     if let Some(text) = pdftotext(&pdf) {
         assert!(text.contains("level 8"), "{text}");
     }
-    assert!(deck_html(&deck, &images, &Budget::unlimited()).unwrap().contains("level 8"));
+    assert!(deck_html(&deck, &images, &Budget::unlimited())
+        .unwrap()
+        .contains("level 8"));
 }
 
 const MARP_DECK: &str = r#"---
@@ -671,20 +729,48 @@ footer: Confidential
 fn marp_decks_render_with_their_settings() {
     let deck = plinth_slides::parse_markdown(MARP_DECK).unwrap();
     let (_, images) = sample();
-    let png = slide_png(&deck, &deck.slides[1], &images, Size::default(), &Budget::unlimited()).unwrap();
+    let png = slide_png(
+        &deck,
+        &deck.slides[1],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
     assert_eq!((img.width(), img.height()), (1440, 1080), "size: 4:3");
     // The split background: the gradient on the left, gaia's background on the right.
     assert_eq!(img.get_pixel(200, 540).0[2], 160);
     assert_eq!(img.get_pixel(1400, 540).0, [0xff, 0xf8, 0xe1]);
     // The inverted slide swaps gaia's colours.
-    let png = slide_png(&deck, &deck.slides[2], &images, Size::default(), &Budget::unlimited()).unwrap();
+    let png = slide_png(
+        &deck,
+        &deck.slides[2],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
     assert_eq!(img.get_pixel(2, 2).0, [0x45, 0x5a, 0x64]);
 
-    let svg = slide_svg(&deck, &deck.slides[1], &images, Size::default(), &Budget::unlimited()).unwrap();
+    let svg = slide_svg(
+        &deck,
+        &deck.slides[1],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     assert!(svg.contains(">Confidential<") && svg.contains("roadmap<") && svg.contains(">2<"));
-    let first = slide_svg(&deck, &deck.slides[0], &images, Size::default(), &Budget::unlimited()).unwrap();
+    let first = slide_svg(
+        &deck,
+        &deck.slides[0],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     assert!(!first.contains(">1<"), "_paginate: false");
 
     let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
@@ -868,7 +954,14 @@ fn list_items_with_blocks_render_in_their_column() {
     };
     let (item_x, code_x) = (x_of("Install:").unwrap(), x_of("install").unwrap());
     assert!(code_x > item_x, "code sits in the item's column");
-    slide_png(&deck, &deck.slides[0], &images, Size::default(), &Budget::unlimited()).unwrap();
+    slide_png(
+        &deck,
+        &deck.slides[0],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
     if let Some(text) = pdftotext(&pdf) {
         for needle in [
@@ -915,7 +1008,10 @@ fn marp_style_fixture_renders_with_file_images() {
     let mut images = Images::new();
     for (file, id) in files {
         let bytes = std::fs::read(format!("{dir}/{file}")).unwrap();
-        let mime = inspect_image(&bytes, &Budget::unlimited()).unwrap().mime.to_owned();
+        let mime = inspect_image(&bytes, &Budget::unlimited())
+            .unwrap()
+            .mime
+            .to_owned();
         images.insert(id.into(), Image { mime, bytes });
     }
     assert_eq!(deck.asset_ids().len(), 2);
@@ -970,7 +1066,14 @@ fn edge_documents_render() {
             let page = layout::page(
                 &deck,
                 slide,
-                &image::natural_sizes(&deck, slide, &images, &image::SvgTrees::default(), &Budget::unlimited()).unwrap(),
+                &image::natural_sizes(
+                    &deck,
+                    slide,
+                    &images,
+                    &image::SvgTrees::default(),
+                    &Budget::unlimited(),
+                )
+                .unwrap(),
                 size,
             );
             for item in &page.items {
@@ -1028,7 +1131,14 @@ fn every_script_and_colour_emoji_render() {
     let images = Images::new();
     let render = |text: &str| {
         let deck = plinth_slides::parse_markdown(&format!("# {text}\n")).unwrap();
-        slide_png(&deck, &deck.slides[0], &images, Size::default(), &Budget::unlimited()).unwrap()
+        slide_png(
+            &deck,
+            &deck.slides[0],
+            &images,
+            Size::default(),
+            &Budget::unlimited(),
+        )
+        .unwrap()
     };
     for (a, b) in [
         ("日本", "本日"),
@@ -1243,7 +1353,14 @@ fn columns_and_split_images_place_text_where_the_author_asked() {
         }
     }
 
-    let svg = slide_svg(&deck, &deck.slides[0], &images, Size::default(), &Budget::unlimited()).unwrap();
+    let svg = slide_svg(
+        &deck,
+        &deck.slides[0],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     assert!(svg.contains("LEFTWORD") && svg.contains("RIGHTWORD"));
     let html = deck_html(&deck, &images, &Budget::unlimited()).unwrap();
     assert!(html.contains("<div class=\"columns\">\n<div class=\"column\">\n<p>LEFTWORD"));
@@ -1289,7 +1406,14 @@ fn brand_colour_and_logo_on_every_slide() {
     assert_eq!(deck.asset_ids(), vec![LOGO.to_owned()]);
     let (_, images) = sample();
     for slide in &deck.slides {
-        let sizes = image::natural_sizes(&deck, slide, &images, &image::SvgTrees::default(), &Budget::unlimited()).unwrap();
+        let sizes = image::natural_sizes(
+            &deck,
+            slide,
+            &images,
+            &image::SvgTrees::default(),
+            &Budget::unlimited(),
+        )
+        .unwrap();
         let page = layout::page(&deck, slide, &sizes, Size::default());
         let logo = page
             .items
@@ -1314,13 +1438,28 @@ fn brand_colour_and_logo_on_every_slide() {
         });
         assert!(accent, "the title rule is in the brand colour");
     }
-    let png = slide_png(&deck, &deck.slides[1], &images, Size::default(), &Budget::unlimited()).unwrap();
+    let png = slide_png(
+        &deck,
+        &deck.slides[1],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
     // The logo is a blue-ish gradient (blue channel 160) in the corner.
     assert_eq!(img.get_pixel(1800, 44).0[2], 160);
     let html = deck_html(&deck, &images, &Budget::unlimited()).unwrap();
-    assert_eq!(html.matches("<svg class=\"pic logo\" role=\"img\" aria-label=\"logo\"").count(), 2);
-    assert_eq!(html.matches("data:image/png;base64,").count(), 1, "the logo once");
+    assert_eq!(
+        html.matches("<svg class=\"pic logo\" role=\"img\" aria-label=\"logo\"")
+            .count(),
+        2
+    );
+    assert_eq!(
+        html.matches("data:image/png;base64,").count(),
+        1,
+        "the logo once"
+    );
     assert!(html.contains("--accent: #e4007c"));
 
     let err = plinth_slides::parse_markdown("---\nlogo: logo.png\n---\n# T\n").unwrap_err();
@@ -1422,7 +1561,10 @@ fn layouts_fixture_renders_in_every_format() {
     let mut images = Images::new();
     for (file, id) in files {
         let bytes = std::fs::read(format!("{dir}/{file}")).unwrap();
-        let mime = inspect_image(&bytes, &Budget::unlimited()).unwrap().mime.to_owned();
+        let mime = inspect_image(&bytes, &Budget::unlimited())
+            .unwrap()
+            .mime
+            .to_owned();
         images.insert(id.into(), Image { mime, bytes });
     }
     for slide in visible(&deck) {
@@ -1632,7 +1774,16 @@ fn every_format_draws_the_balanced_body() {
     let deck = plinth_slides::parse_markdown(md).unwrap();
     let images = Images::new();
     // The PNG: the body's ink sits in the middle of the room under the title.
-    let png = pixels(&slide_png(&deck, &deck.slides[0], &images, Size::default(), &Budget::unlimited()).unwrap());
+    let png = pixels(
+        &slide_png(
+            &deck,
+            &deck.slides[0],
+            &images,
+            Size::default(),
+            &Budget::unlimited(),
+        )
+        .unwrap(),
+    );
     let background = png.get_pixel(5, 5).0;
     let inked: Vec<u32> = (250..png.height())
         .filter(|&y| (0..png.width()).any(|x| png.get_pixel(x, y).0 != background))
@@ -1728,7 +1879,10 @@ fn pdf_images_match_the_png_export() {
     ];
     let mut images = Images::new();
     for (id, bytes) in ids.iter().zip([rgb, grey, rgba]) {
-        let mime = inspect_image(&bytes, &Budget::unlimited()).unwrap().mime.to_owned();
+        let mime = inspect_image(&bytes, &Budget::unlimited())
+            .unwrap()
+            .mime
+            .to_owned();
         images.insert((*id).to_owned(), Image { mime, bytes });
     }
     let md: Vec<String> = ids.iter().map(|id| format!("![]({id})\n")).collect();
@@ -1739,11 +1893,20 @@ fn pdf_images_match_the_png_export() {
             eprintln!("pdftoppm not installed (apt-get install poppler-utils): skipped");
             return;
         };
-        let png = pixels(&slide_png(&deck, slide, &images, Size::default(), &Budget::unlimited()).unwrap());
+        let png = pixels(
+            &slide_png(&deck, slide, &images, Size::default(), &Budget::unlimited()).unwrap(),
+        );
         let laid = layout::page(
             &deck,
             slide,
-            &image::natural_sizes(&deck, slide, &images, &image::SvgTrees::default(), &Budget::unlimited()).unwrap(),
+            &image::natural_sizes(
+                &deck,
+                slide,
+                &images,
+                &image::SvgTrees::default(),
+                &Budget::unlimited(),
+            )
+            .unwrap(),
             Size::default(),
         );
         let (x, y, bw, bh) = laid
