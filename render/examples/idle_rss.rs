@@ -1,9 +1,10 @@
-//! Memory a process pays for the renderer: RSS after the font warm-up, after one
-//! rendered slide, after the highlighting warm-up (read from /proc/self/status).
+//! Memory a process pays for the renderer: RSS after the font warm-up (what a worker
+//! does at start), after a slide in fallback scripts and emoji, after a slide with code,
+//! after a PDF of both (read from /proc/self/status).
 //!
 //! cargo run --release -p plinth-render --example idle_rss
 
-use plinth_render::{slide_png, Budget, Images, Size};
+use plinth_render::{deck_pdf, slide_png, Budget, Images, Size};
 
 fn status() -> String {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -15,33 +16,18 @@ fn status() -> String {
 }
 
 fn main() {
-    println!(
-        "start                 VmRSS / RssAnon / RssFile: {}",
-        status()
-    );
+    println!("VmRSS / RssAnon / RssFile");
+    println!("start                  {}", status());
     plinth_render::warm_up_fonts();
-    println!(
-        "warm_up_fonts         VmRSS / RssAnon / RssFile: {}",
-        status()
-    );
-    let md = "# Hello 世界 مرحبا 😀\n\n- one\n- two ✓\n\n```rust\nfn main() {}\n```\n";
-    let deck = plinth_slides::parse_markdown(md).expect("deck parses");
-    let png = slide_png(
-        &deck,
-        &deck.slides[0],
-        &Images::new(),
-        Size::default(),
-        &Budget::unlimited(),
-    )
-    .expect("slide renders");
-    println!(
-        "one slide ({} KB PNG) VmRSS / RssAnon / RssFile: {}",
-        png.len() / 1024,
-        status()
-    );
     plinth_render::warm_up_highlighting();
-    println!(
-        "warm_up_highlighting  VmRSS / RssAnon / RssFile: {}",
-        status()
-    );
+    println!("warm-ups (idle worker) {}", status());
+    let md = "# Hello 世界 مرحبا 😀\n\n- one\n- two ✓\n\n---\n\n# Code\n\n```rust\nfn main() {}\n```\n";
+    let deck = plinth_slides::parse_markdown(md).expect("deck parses");
+    let (images, size, budget) = (Images::new(), Size::default(), Budget::unlimited());
+    slide_png(&deck, &deck.slides[0], &images, size, &budget).expect("slide renders");
+    println!("CJK, Arabic, emoji     {}", status());
+    slide_png(&deck, &deck.slides[1], &images, size, &budget).expect("slide renders");
+    println!("code slide             {}", status());
+    deck_pdf(&deck, &images, size, &budget).expect("PDF renders");
+    println!("PDF of both            {}", status());
 }

@@ -174,11 +174,9 @@ fn blur_bombs_are_refused_at_upload_quickly() {
     for levels in [1, 2] {
         let started = Instant::now();
         let e = inspect_image(&blur_svg(levels, 10), &Budget::unlimited()).unwrap_err();
-        assert!(
-            started.elapsed() < Duration::from_millis(900),
-            "{:?}",
-            started.elapsed()
-        );
+        let took = started.elapsed();
+        eprintln!("blur_svg({levels}): {e} ({took:?})");
+        assert!(took < Duration::from_millis(900), "{took:?}");
         assert!(matches!(e, RenderError::TooCostly { .. }), "{e:?}");
         let text = e.to_string();
         assert!(
