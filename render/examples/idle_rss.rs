@@ -21,7 +21,8 @@ fn main() {
     plinth_render::warm_up_fonts();
     plinth_render::warm_up_highlighting();
     println!("warm-ups (idle worker) {}", status());
-    let md = "# Hello 世界 مرحبا 😀\n\n- one\n- two ✓\n\n---\n\n# Code\n\n```rust\nfn main() {}\n```\n";
+    let md =
+        "# Hello 世界 مرحبا 😀\n\n- one\n- two ✓\n\n---\n\n# Code\n\n```rust\nfn main() {}\n```\n";
     let deck = plinth_slides::parse_markdown(md).expect("deck parses");
     let (images, size, budget) = (Images::new(), Size::default(), Budget::unlimited());
     slide_png(&deck, &deck.slides[0], &images, size, &budget).expect("slide renders");

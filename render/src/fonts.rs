@@ -71,6 +71,9 @@ const PREFERRED: &[&str] = &[
 /// For code: monospaced families first.
 const PREFERRED_MONO: &[&str] = &["Noto Sans Mono", "Noto Sans Mono CJK JP"];
 
+/// Characters whose font is remembered (about 24 bytes each).
+const MAX_PICKS: usize = 65_536;
+
 /// One face of the registry: 0–3 are the embedded faces ([`Face::font`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FontKey(pub u16);
@@ -391,6 +394,11 @@ impl Registry {
         }
         let found = self.search(face, c, pref);
         if let Ok(mut m) = self.picks.lock() {
+            // Bounded: text in every script could otherwise fill it with a million
+            // characters; starting over costs a few lookups.
+            if m.len() >= MAX_PICKS {
+                m.clear();
+            }
             m.insert(key, found);
         }
         found
