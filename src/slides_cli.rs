@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use clap::Subcommand;
-use plinth_render::{Image, Images, Options, Size};
+use plinth_render::{Budget, Image, Images, Options, Size};
 use plinth_slides::Deck;
 
 #[derive(Subcommand, Debug)]
@@ -153,8 +153,8 @@ fn load(path: &Path, warm: bool, outside: bool) -> Result<Loaded, String> {
     let files = files.into_inner();
     for (id, file) in &files {
         let bytes = std::fs::read(file).map_err(|e| format!("{}: {e}", file.display()))?;
-        let info =
-            plinth_render::inspect_image(&bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+        let info = plinth_render::inspect_image(&bytes, &Budget::unlimited())
+            .map_err(|e| format!("{}: {e}", file.display()))?;
         images.insert(
             id.clone(),
             Image {
@@ -223,16 +223,17 @@ fn render(
     };
     let written = match format.as_str() {
         "pdf" => {
-            let pdf = plinth_render::deck_pdf_with(&deck, &images, size, options, &mut |_| true)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let budget = Budget::unlimited();
+            let pdf =
+                plinth_render::deck_pdf_with(&deck, &images, size, options, &budget, &mut |_| true)
+                    .map_err(|e| format!("{}: {e}", path.display()))?;
             write(&output, &pdf)?;
             output.display().to_string()
         }
         "html" => {
-            write(
-                &output,
-                plinth_render::deck_html_with(&deck, &images, options).as_bytes(),
-            )?;
+            let html = plinth_render::deck_html_with(&deck, &images, options, &Budget::unlimited())
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            write(&output, html.as_bytes())?;
             output.display().to_string()
         }
         _ => {
@@ -265,10 +266,14 @@ fn render(
                                 let Some(slide) = slides.get(i) else {
                                     return Ok(());
                                 };
-                                let png = plinth_render::slide_png(&deck, slide, &images, size)
-                                    .map_err(|e| {
-                                        format!("{}: slide {}: {e}", path.display(), i + 1)
-                                    })?;
+                                let png = plinth_render::slide_png(
+                                    &deck,
+                                    slide,
+                                    &images,
+                                    size,
+                                    &Budget::unlimited(),
+                                )
+                                .map_err(|e| format!("{}: slide {}: {e}", path.display(), i + 1))?;
                                 write(&dir.join(format!("{stem}.{:03}.png", i + 1)), &png)?;
                             }
                         })

@@ -8,10 +8,13 @@
 
 use std::time::Instant;
 
-use plinth_render::{deck_html, deck_pdf, inspect_image, slide_png, visible, Image, Images, Size};
+use plinth_render::{
+    deck_html, deck_pdf, inspect_image, slide_png, visible, Budget, Image, Images, Size,
+};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let budget = Budget::unlimited();
     if args.len() < 2 {
         eprintln!("usage: render_deck DECK.md OUT_DIR [asset_id=path ...]");
         std::process::exit(2);
@@ -52,7 +55,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut images = Images::new();
     for (id, path) in files.borrow().iter() {
         let bytes = std::fs::read(path)?;
-        let info = inspect_image(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let info =
+            inspect_image(&bytes, &budget).map_err(|e| format!("{}: {e}", path.display()))?;
         images.insert(
             id.clone(),
             Image {
@@ -64,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for pair in &args[2..] {
         let (id, path) = pair.split_once('=').ok_or("images are asset_id=path")?;
         let bytes = std::fs::read(path)?;
-        let info = inspect_image(&bytes).map_err(|e| format!("{path}: {e}"))?;
+        let info = inspect_image(&bytes, &budget).map_err(|e| format!("{path}: {e}"))?;
         images.insert(
             id.to_owned(),
             Image {
@@ -79,7 +83,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut total_ms = 0.0;
     for (i, slide) in slides.iter().enumerate() {
         let t = Instant::now();
-        let png = slide_png(&deck, slide, &images, size)?;
+        let png = slide_png(&deck, slide, &images, size, &budget)?;
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         total_ms += ms;
         std::fs::write(out.join(format!("slide-{:02}.png", i + 1)), &png)?;
@@ -98,7 +102,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let t = Instant::now();
-    let pdf = deck_pdf(&deck, &images, size, &mut |_| true)?;
+    let pdf = deck_pdf(&deck, &images, size, &budget)?;
     println!(
         "pdf  {} pages: {:.1} ms total, {} bytes",
         slides.len(),
@@ -108,7 +112,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::fs::write(out.join("deck.pdf"), &pdf)?;
 
     let t = Instant::now();
-    let html = deck_html(&deck, &images);
+    let html = deck_html(&deck, &images, &budget)?;
     println!(
         "html {:.1} ms, {} bytes",
         t.elapsed().as_secs_f64() * 1000.0,

@@ -71,6 +71,9 @@ const PREFERRED: &[&str] = &[
 /// For code: monospaced families first.
 const PREFERRED_MONO: &[&str] = &["Noto Sans Mono", "Noto Sans Mono CJK JP"];
 
+/// Characters whose font is remembered (about 24 bytes each).
+const MAX_PICKS: usize = 65_536;
+
 /// One face of the registry: 0–3 are the embedded faces ([`Face::font`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FontKey(pub u16);
@@ -86,23 +89,30 @@ pub struct Font {
     path: Option<PathBuf>,
     embedded: Option<&'static [u8]>,
     index: u32,
+    /// The database the file is read through (memory-mapped, for a moment).
+    db: Option<Arc<fontdb::Database>>,
     loaded: OnceLock<Option<Metrics>>,
 }
 
 impl Font {
-    /// The face's data and metrics, read on first use (`None`: the file went away or
-    /// does not parse).
+    /// The face's metrics, read on first use (`None`: the file went away or does not
+    /// parse). A fallback face keeps only the tables layout and shaping read, copied
+    /// from its mapped file (about 1 MB of a 20 MB CJK face; the outlines and colour
+    /// bitmaps stay on disk until a PDF needs them, see [`full_data`]).
     pub fn metrics(&self) -> Option<&Metrics> {
         self.loaded
-            .get_or_init(|| {
-                let bytes: &'static [u8] = match (self.embedded, &self.path) {
-                    (Some(b), _) => b,
-                    // Read whole and kept for the life of the process: only faces that
-                    // text is actually drawn in get here.
-                    (None, Some(p)) => Box::leak(std::fs::read(p).ok()?.into_boxed_slice()),
-                    (None, None) => return None,
-                };
-                Metrics::load(bytes, self.index, self.embedded.is_some())
+            .get_or_init(|| match (self.embedded, &self.db) {
+                (Some(b), _) => Metrics::load(b, self.index, true, None),
+                (None, Some(db)) => {
+                    let (tables, bitmap) = db.with_face_data(self.id, |data, index| {
+                        Some((layout_tables(data, index)?, bitmap_only(data, index)))
+                    })??;
+                    // Kept for the life of the process: only faces that text is
+                    // actually drawn in get here.
+                    let bytes: &'static [u8] = Box::leak(tables.into_boxed_slice());
+                    Metrics::load(bytes, 0, false, Some(bitmap))
+                }
+                (None, None) => None,
             })
             .as_ref()
     }
@@ -154,7 +164,8 @@ impl Registry {
     pub fn load(operator_dir: Option<&Path>, system_dirs: &[&Path]) -> Registry {
         let mut db = fontdb::Database::new();
         for face in Face::ALL {
-            db.load_font_data(face.bytes().to_vec());
+            // Shared with the binary's own copy, not copied.
+            db.load_font_source(fontdb::Source::Binary(Arc::new(face.bytes())));
         }
         let embedded: Vec<fontdb::ID> = db.faces().map(|f| f.id).collect();
         let mut operator_ids = Vec::new();
@@ -190,6 +201,7 @@ impl Registry {
         db.set_monospace_family(MONO_FAMILY);
         db.set_cursive_family(SANS_FAMILY);
         db.set_fantasy_family(SANS_FAMILY);
+        let db = Arc::new(db);
 
         let mut fonts = Vec::new();
         for (i, face) in Face::ALL.iter().enumerate() {
@@ -204,6 +216,7 @@ impl Registry {
                 path: None,
                 embedded: Some(face.bytes()),
                 index: 0,
+                db: None,
                 loaded: OnceLock::new(),
             });
         }
@@ -222,6 +235,7 @@ impl Registry {
                 path: Some(path),
                 embedded: None,
                 index: info.index,
+                db: Some(db.clone()),
                 loaded: OnceLock::new(),
             });
         }
@@ -259,7 +273,7 @@ impl Registry {
             (!mono, preferred, i)
         });
         Registry {
-            db: Arc::new(db),
+            db,
             fonts,
             families,
             mono_families,
@@ -380,6 +394,11 @@ impl Registry {
         }
         let found = self.search(face, c, pref);
         if let Ok(mut m) = self.picks.lock() {
+            // Bounded: text in every script could otherwise fill it with a million
+            // characters; starting over costs a few lookups.
+            if m.len() >= MAX_PICKS {
+                m.clear();
+            }
             m.insert(key, found);
         }
         found
@@ -526,7 +545,12 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    fn load(bytes: &'static [u8], index: u32, table: bool) -> Option<Metrics> {
+    fn load(
+        bytes: &'static [u8],
+        index: u32,
+        table: bool,
+        bitmap: Option<bool>,
+    ) -> Option<Metrics> {
         let font = skrifa::FontRef::from_index(bytes, index).ok()?;
         let m = font.metrics(Size::unscaled(), LocationRef::default());
         let upem = m.units_per_em as f32;
@@ -544,8 +568,7 @@ impl Metrics {
                 })
                 .collect()
         });
-        let tag = |t: &[u8; 4]| font.table_data(skrifa::Tag::new(t)).is_some();
-        let bitmap = (tag(b"CBDT") || tag(b"sbix")) && !tag(b"glyf") && !tag(b"CFF ");
+        let bitmap = bitmap.unwrap_or_else(|| bitmap_only(bytes, index));
         let hr = harfrust::FontRef::from_index(bytes, index).ok()?;
         Some(Metrics {
             ascent: m.ascent / upem,
@@ -585,10 +608,6 @@ impl Metrics {
     /// The face's glyph for `c`, if it has one.
     pub fn glyph(&self, c: char) -> Option<u16> {
         self.charmap.map(c).map(|g| g.to_u32() as u16)
-    }
-
-    pub fn skrifa(&self) -> Option<skrifa::FontRef<'static>> {
-        skrifa::FontRef::from_index(self.bytes, self.index).ok()
     }
 
     /// Shapes one run: glyphs in visual order (right-to-left parts reversed, as usvg
@@ -653,6 +672,73 @@ pub struct Shaped {
 /// Cyrillic, Armenian) may join, reorder, or stack marks.
 pub fn needs_shaping(text: &str) -> bool {
     text.chars().any(|c| c as u32 >= 0x0590)
+}
+
+/// Colour bitmap glyphs (CBDT/sbix) and no outlines.
+fn bitmap_only(data: &[u8], index: u32) -> bool {
+    let Ok(font) = skrifa::FontRef::from_index(data, index) else {
+        return false;
+    };
+    let tag = |t: &[u8; 4]| font.table_data(skrifa::Tag::new(t)).is_some();
+    (tag(b"CBDT") || tag(b"sbix")) && !tag(b"glyf") && !tag(b"CFF ")
+}
+
+/// The tables layout and shaping read (character map, advances, OpenType layout), as
+/// a font file of their own with the same glyph numbers.
+fn layout_tables(data: &[u8], index: u32) -> Option<Vec<u8>> {
+    const TAGS: [&[u8; 4]; 10] = [
+        b"GDEF", b"GPOS", b"GSUB", b"OS/2", b"cmap", b"head", b"hhea", b"hmtx", b"maxp", b"post",
+    ];
+    let font = skrifa::FontRef::from_index(data, index).ok()?;
+    let tables: Vec<(&[u8; 4], &[u8])> = TAGS
+        .iter()
+        .filter_map(|t| Some((*t, font.table_data(skrifa::Tag::new(t))?.as_bytes())))
+        .collect();
+    let n = tables.len() as u16;
+    let mut out = Vec::new();
+    out.extend(0x0001_0000u32.to_be_bytes());
+    let pow = if n == 0 {
+        0
+    } else {
+        15 - n.leading_zeros() as u16
+    };
+    for v in [n, 16 << pow, pow, n * 16 - (16 << pow)] {
+        out.extend(v.to_be_bytes());
+    }
+    // Records sorted by tag (readers search them), data 4-byte aligned after them.
+    let at = 12 + 16 * tables.len();
+    let mut body = Vec::new();
+    for (tag, bytes) in &tables {
+        out.extend(*tag);
+        out.extend(0u32.to_be_bytes());
+        out.extend(((at + body.len()) as u32).to_be_bytes());
+        out.extend((bytes.len() as u32).to_be_bytes());
+        body.extend(*bytes);
+        while body.len() % 4 != 0 {
+            body.push(0);
+        }
+    }
+    out.extend(body);
+    Some(out)
+}
+
+/// A font file's bytes (borrowed for the embedded faces) and a face's index in it.
+pub type FontFile = (std::borrow::Cow<'static, [u8]>, u32);
+
+/// The whole font file of a face and its index in it, for what the layout tables
+/// lack: PDF subsetting (outlines) and colour emoji (bitmaps). Read for the moment it
+/// is needed. A face whose metrics did not load is drawn with the first embedded face,
+/// and so answers with it.
+pub fn full_data(key: FontKey) -> Option<FontFile> {
+    let f = REGISTRY.font(key);
+    if f.metrics().is_none() {
+        return Some((std::borrow::Cow::Borrowed(Face::Regular.bytes()), 0));
+    }
+    match (f.embedded, &f.path) {
+        (Some(b), _) => Some((std::borrow::Cow::Borrowed(b), f.index)),
+        (None, Some(p)) => Some((std::borrow::Cow::Owned(std::fs::read(p).ok()?), f.index)),
+        (None, None) => None,
+    }
 }
 
 /// The embedded face's metrics.

@@ -1,7 +1,11 @@
 //! Syntax highlighting of code blocks with syntect: its bundled syntaxes and themes,
-//! the pure-Rust regex engine, loaded once per process.
+//! the pure-Rust regex engine, loaded on first use. Compiled patterns stay in the
+//! syntax set (several MB per language), so the set is loaded afresh once code in more
+//! than [`MAX_LANGUAGES`] languages has been highlighted with it: memory stays bounded
+//! whatever languages decks use.
 
-use std::sync::OnceLock;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, RwLock};
 
 use syntect::easy::HighlightLines;
 use syntect::highlighting::{Theme, ThemeSet};
@@ -13,15 +17,19 @@ use crate::palette::Color;
 /// One line of code as runs of (colour, text); tabs already four spaces.
 pub type Line = Vec<(Color, String)>;
 
+/// Languages whose patterns one loaded syntax set compiles before it is replaced.
+pub const MAX_LANGUAGES: usize = 8;
+
 struct Assets {
     syntaxes: SyntaxSet,
     light: Theme,
     dark: Theme,
+    /// Syntaxes highlighted with this set (their patterns are compiled in it).
+    used: Mutex<HashSet<String>>,
 }
 
-fn assets() -> &'static Assets {
-    static ASSETS: OnceLock<Assets> = OnceLock::new();
-    ASSETS.get_or_init(|| {
+impl Assets {
+    fn load() -> Assets {
         let mut themes = ThemeSet::load_defaults().themes;
         Assets {
             syntaxes: SyntaxSet::load_defaults_newlines(),
@@ -31,28 +39,51 @@ fn assets() -> &'static Assets {
             dark: themes
                 .remove("base16-ocean.dark")
                 .expect("syntect bundles base16-ocean.dark"),
+            used: Mutex::new(HashSet::new()),
         }
-    })
-}
-
-/// Loads the syntaxes and themes and compiles the patterns of the most used languages
-/// (each costs 10–60 ms on first use in a release build; about 0.5 s in all). A
-/// worker calls this once at start, off the request path, so no export pays for it.
-/// Patterns compile per context as the highlighter enters it, so the sample has what
-/// real code has: comments, strings, numbers, calls, blocks, markup.
-pub fn warm_up() {
-    const SAMPLE: &str = "// line comment\n# hash comment\n/* block */\n\
-        import os\nfn main() { let x = f(\"s\\n\", 'c', 1.5e3, [1, true, null]); }\n\
-        def g(a: int) -> str:\n    return f\"{a}\"\n\
-        SELECT a, count(*) FROM t WHERE b = 'x' GROUP BY a;\n\
-        key: [1, \"two\"]\n<a href=\"x\">t</a>\n.c { color: #fff; }\n$v = `cmd $HOME`;\n";
-    for lang in [
-        "rust", "python", "js", "go", "bash", "sql", "json", "yaml", "java", "c", "cpp", "cs",
-        "html", "css", "ruby", "php",
-    ] {
-        let _ = highlight(SAMPLE, Some(lang), false);
     }
 }
+
+static ASSETS: RwLock<Option<Arc<Assets>>> = RwLock::new(None);
+
+fn current() -> Arc<Assets> {
+    if let Some(a) = ASSETS.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        return a.clone();
+    }
+    let mut slot = ASSETS.write().unwrap_or_else(|e| e.into_inner());
+    slot.get_or_insert_with(|| Arc::new(Assets::load())).clone()
+}
+
+/// The set to highlight `syntax` with: the current one, or a fresh one when the
+/// current one already compiled [`MAX_LANGUAGES`] others (renders still using the old
+/// one keep it until they finish).
+fn assets_for(syntax: &str) -> Arc<Assets> {
+    let a = current();
+    let room = {
+        let mut used = a.used.lock().unwrap_or_else(|e| e.into_inner());
+        let room = used.contains(syntax) || used.len() < MAX_LANGUAGES;
+        if room {
+            used.insert(syntax.to_owned());
+        }
+        room
+    };
+    if room {
+        return a;
+    }
+    let fresh = Arc::new(Assets::load());
+    fresh
+        .used
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(syntax.to_owned());
+    *ASSETS.write().unwrap_or_else(|e| e.into_inner()) = Some(fresh.clone());
+    fresh
+}
+
+/// Kept for the workers, which call it at start: the syntaxes now load, and their
+/// patterns compile, when code first needs them (10–60 ms per language), so an idle
+/// process holds none of it.
+pub fn warm_up() {}
 
 /// Names a fence may use for a syntax syntect knows under another name, or that it
 /// lacks and a close relative reads well enough (TypeScript as JavaScript).
@@ -101,8 +132,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("swift", "rust"),
 ];
 
-fn syntax(language: &str) -> Option<&'static SyntaxReference> {
-    let ss = &assets().syntaxes;
+fn syntax<'a>(ss: &'a SyntaxSet, language: &str) -> Option<&'a SyntaxReference> {
     let lang = language.trim().to_ascii_lowercase();
     let lang = ALIASES
         .iter()
@@ -114,14 +144,15 @@ fn syntax(language: &str) -> Option<&'static SyntaxReference> {
 
 /// Whether a fence's language is one the highlighter knows (directly or by alias).
 pub fn knows(language: &str) -> bool {
-    syntax(language).is_some()
+    syntax(&current().syntaxes, language).is_some()
 }
 
 /// The code's lines as coloured runs, or `None` for a language it does not know
 /// (the caller draws the code in one colour).
 pub fn highlight(code: &str, language: Option<&str>, dark: bool) -> Option<Vec<Line>> {
-    let syntax = syntax(language?)?;
-    let a = assets();
+    let name = syntax(&current().syntaxes, language?)?.name.clone();
+    let a = assets_for(&name);
+    let syntax = a.syntaxes.find_syntax_by_name(&name)?;
     let theme = if dark { &a.dark } else { &a.light };
     let mut h = HighlightLines::new(syntax, theme);
     let mut out = Vec::new();
@@ -207,7 +238,7 @@ mod tests {
     #[test]
     #[ignore]
     fn list_syntaxes() {
-        for s in assets().syntaxes.syntaxes() {
+        for s in current().syntaxes.syntaxes() {
             eprintln!("{} {:?}", s.name, s.file_extensions);
         }
     }

@@ -1,7 +1,13 @@
-//! The deck as one self-contained HTML file: inline CSS, images as data: URLs, one
-//! `<section>` per visible slide. Sizes follow the layout engine's (in units of
-//! 1/1920 of the slide width via container query units), so slides look alike.
+//! The deck as one self-contained HTML file: inline CSS, one `<section>` per visible
+//! slide, and each image once, as a data: URL in an SVG `<defs>` that every use of it
+//! references (`<svg><use href="#pic-N"/></svg>`: an image element of the SVG, so the
+//! viewer's `img-src data:` policy covers it). Sizes follow the layout engine's (in
+//! units of 1/1920 of the slide width via container query units), so slides look alike.
+//!
+//! The page is written through [`Out`]: into a `String`, or into a counter that
+//! measures it without building it ([`html_size_bound`]).
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use base64::Engine;
@@ -10,20 +16,215 @@ use plinth_slides::{
     Layout, ListItem, Slide, Theme, MAX_NESTING,
 };
 
-use crate::image::format_of;
+use crate::image::{format_of, natural_size, SvgTrees};
 use crate::layout::slide_palette;
-use crate::{visible, Image, Images};
+use crate::{visible, Budget, Images, RenderError};
 
-pub fn render(deck: &Deck, images: &Images, options: crate::Options) -> String {
+/// The largest HTML page the renderer builds (an export, or the public viewer's page).
+pub const MAX_HTML_BYTES: u64 = 64 << 20;
+
+/// Where the page is written.
+trait Out: Write {
+    fn push_str(&mut self, s: &str);
+    fn push(&mut self, c: char);
+    /// A size in CSS pixels: at most 9 characters.
+    fn number(&mut self, v: f32);
+    fn base64(&mut self, bytes: &[u8]);
+    /// A code block's content, highlighted.
+    fn code(&mut self, code: &str, language: Option<&str>, dark: bool);
+}
+
+impl Out for String {
+    fn push_str(&mut self, s: &str) {
+        String::push_str(self, s);
+    }
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+    fn number(&mut self, v: f32) {
+        String::push_str(self, &crate::svg::num(v.clamp(0.0, 999_999.0)));
+    }
+    fn base64(&mut self, bytes: &[u8]) {
+        base64::engine::general_purpose::STANDARD.encode_string(bytes, self);
+    }
+    fn code(&mut self, code: &str, language: Option<&str>, dark: bool) {
+        match crate::highlight::highlight(code, language, dark) {
+            Some(lines) => {
+                for (i, line) in lines.iter().enumerate() {
+                    if i > 0 {
+                        String::push(self, '\n');
+                    }
+                    for (colour, text) in line {
+                        let _ = write!(self, "<span style=\"color:{}\">", colour.hex());
+                        escape_into(self, text);
+                        String::push_str(self, "</span>");
+                    }
+                }
+            }
+            None => escape_into(self, code.trim_end_matches('\n')),
+        }
+    }
+}
+
+/// Counts what would be written; numbers and highlighted code at their longest.
+struct Count(u64);
+
+impl Write for Count {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0 += s.len() as u64;
+        Ok(())
+    }
+}
+
+impl Out for Count {
+    fn push_str(&mut self, s: &str) {
+        self.0 += s.len() as u64;
+    }
+    fn push(&mut self, c: char) {
+        self.0 += c.len_utf8() as u64;
+    }
+    fn number(&mut self, _: f32) {
+        self.0 += 9;
+    }
+    fn base64(&mut self, bytes: &[u8]) {
+        self.0 += (bytes.len() as u64).div_ceil(3) * 4;
+    }
+    fn code(&mut self, code: &str, _: Option<&str>, _: bool) {
+        // Each character its own run: `<span style="color:#rrggbb">` and `</span>`
+        // (35 bytes) around at most 6 bytes of escaped text; tabs become 4 spaces.
+        self.0 += 41 * code.len() as u64;
+    }
+}
+
+/// The images a page uses, each numbered at its first use, with its size.
+struct Pics<'a> {
+    images: &'a Images,
+    /// `None` while measuring: sizes are not needed then.
+    trees: Option<&'a SvgTrees>,
+    index: HashMap<&'a str, usize>,
+    used: Vec<(&'a str, f32, f32)>,
+}
+
+impl<'a> Pics<'a> {
+    fn new(images: &'a Images, trees: Option<&'a SvgTrees>) -> Pics<'a> {
+        Pics {
+            images,
+            trees,
+            index: HashMap::new(),
+            used: Vec::new(),
+        }
+    }
+
+    /// The image's number and natural size (what a browser would take for an `<img>`;
+    /// an SVG image usvg cannot size gets a browser's default of 300×150).
+    fn get(&mut self, id: &str) -> Option<(usize, f32, f32)> {
+        let (key, image) = self.images.get_key_value(id)?;
+        if let Some(&k) = self.index.get(id) {
+            let (_, w, h) = self.used[k];
+            return Some((k, w, h));
+        }
+        let (w, h) = match self.trees {
+            Some(trees) => match natural_size(key, image, trees) {
+                Ok(Some(n)) if n.width > 0.0 && n.height > 0.0 => (n.width, n.height),
+                _ => (300.0, 150.0),
+            },
+            None => (0.0, 0.0),
+        };
+        self.index.insert(key.as_str(), self.used.len());
+        self.used.push((key.as_str(), w, h));
+        Some((self.used.len() - 1, w, h))
+    }
+
+    /// Every image used, once.
+    fn defs<O: Out>(&self, out: &mut O, budget: &Budget) -> Result<(), RenderError> {
+        if self.used.is_empty() {
+            return Ok(());
+        }
+        out.push_str("<svg class=\"pics\" aria-hidden=\"true\"><defs>\n");
+        for (k, (id, w, h)) in self.used.iter().enumerate() {
+            budget.check()?;
+            let image = &self.images[*id];
+            let mime = format_of(image).map_or(image.mime.as_str(), |f| f.mime());
+            let _ = write!(out, "<image id=\"pic-{k}\" width=\"");
+            out.number(*w);
+            out.push_str("\" height=\"");
+            out.number(*h);
+            out.push_str("\" preserveAspectRatio=\"none\" href=\"data:");
+            escape_into(out, mime);
+            out.push_str(";base64,");
+            out.base64(&image.bytes);
+            out.push_str("\"/>\n");
+        }
+        out.push_str("</defs></svg>\n");
+        Ok(())
+    }
+}
+
+/// An upper bound of the page's size in bytes, computed without building it: the
+/// markup measured as it would be written (numbers and highlighted code at their
+/// longest) and each distinct image's base64 once.
+pub fn html_size_bound(deck: &Deck, images: &Images, options: crate::Options) -> u64 {
+    let mut count = Count(0);
+    let mut pics = Pics::new(images, None);
+    let unlimited = Budget::unlimited();
+    let _ = write_page(&mut count, deck, &mut pics, options, &unlimited);
+    let _ = pics.defs(&mut count, &unlimited);
+    tail(&mut count);
+    count.0
+}
+
+pub fn render(
+    deck: &Deck,
+    images: &Images,
+    options: crate::Options,
+    budget: &Budget,
+) -> Result<String, RenderError> {
+    render_within(deck, images, options, budget, MAX_HTML_BYTES)
+}
+
+/// [`render`] with the limit as a parameter (tests use a small one).
+pub fn render_within(
+    deck: &Deck,
+    images: &Images,
+    options: crate::Options,
+    budget: &Budget,
+    limit: u64,
+) -> Result<String, RenderError> {
+    budget.check()?;
+    let bound = html_size_bound(deck, images, options);
+    if bound > limit {
+        return Err(RenderError::TooLarge {
+            what: "the HTML page",
+            name: "MAX_HTML_BYTES",
+            size: bound,
+            limit,
+        });
+    }
+    let trees = SvgTrees::default();
+    let mut pics = Pics::new(images, Some(&trees));
+    let mut out = String::with_capacity(bound as usize);
+    write_page(&mut out, deck, &mut pics, options, budget)?;
+    pics.defs(&mut out, budget)?;
+    tail(&mut out);
+    Ok(out)
+}
+
+/// The head and the slides, up to the images' `<defs>`.
+fn write_page<O: Out>(
+    out: &mut O,
+    deck: &Deck,
+    pics: &mut Pics<'_>,
+    options: crate::Options,
+    budget: &Budget,
+) -> Result<(), RenderError> {
     // The deck's own colours and brand; slides with their own get them inline below.
     let pal = slide_palette(deck, &Slide::default());
     let title = deck.title.as_deref().unwrap_or("Slides");
-    let mut out = String::with_capacity(16 * 1024);
     out.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
     out.push_str(
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>",
     );
-    escape_into(&mut out, title);
+    escape_into(out, title);
     out.push_str("</title>\n<style>\n");
     let _ = write!(
         out,
@@ -33,19 +234,21 @@ body {{ margin: 0; }}
 main {{ display: flex; flex-direction: column; align-items: center; gap: 2vh; padding: 2vh 0; }}
 section.slide {{ position: relative; scroll-snap-align: center; width: min(96vw, calc(96vh * {aw} / {ah})); aspect-ratio: {aw} / {ah}; container-type: inline-size; background: var(--bg); color: var(--text); overflow: hidden; box-shadow: 0 2px 12px rgba(0,0,0,.4); }}
 section.slide > * {{ --u: calc(100cqw / {units}); }}
-.bg {{ position: absolute; top: 0; bottom: 0; background-position: center; background-repeat: no-repeat; }}
+svg.pic {{ width: auto; height: auto; }}
+svg.pics {{ position: absolute; width: 0; height: 0; overflow: hidden; }}
+svg.bg {{ position: absolute; top: 0; height: 100%; }}
 .chrome {{ position: absolute; left: calc(110 * var(--u)); right: calc(110 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(24 * var(--u)); line-height: 1.2; color: var(--muted); white-space: nowrap; overflow: hidden; }}
 header.chrome {{ top: calc(26 * var(--u)); }}
 footer.chrome {{ bottom: calc(26 * var(--u)); }}
 .page-number {{ position: absolute; right: calc(110 * var(--u)); bottom: calc(26 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(24 * var(--u)); color: var(--muted); }}
 figure.sized {{ flex: 0 0 auto; align-self: flex-start; max-width: 100%; }}
 .layout-title figure.sized {{ align-self: center; }}
-figure.sized img {{ width: 100%; height: 100%; }}
+figure.sized svg.pic {{ width: 100%; height: 100%; }}
 .frame {{ position: absolute; top: 0; bottom: 0; box-sizing: border-box; padding: calc(80 * var(--u)) calc(110 * var(--u)); display: flex; flex-direction: column; gap: calc(30 * var(--u)); font-family: "DejaVu Sans", Verdana, sans-serif; font-size: calc(40 * var(--u)); line-height: 1.35; }}
 .layout-title .frame {{ justify-content: center; text-align: center; }}
 .body {{ flex: 1 1 auto; min-height: 0; display: flex; flex-direction: column; gap: calc(30 * var(--u)); justify-content: safe center; }}
 .layout-title .body {{ display: contents; }}
-img.logo {{ position: absolute; top: calc(16 * var(--u)); right: calc(110 * var(--u)); height: calc(56 * var(--u)); max-width: calc(280 * var(--u)); object-fit: contain; object-position: right; }}
+svg.logo {{ position: absolute; top: calc(16 * var(--u)); right: calc(110 * var(--u)); height: calc(56 * var(--u)); max-width: calc(280 * var(--u)); }}
 .columns {{ display: flex; gap: calc(70 * var(--u)); flex: 0 1 auto; min-height: 0; }}
 .columns:has(> .column > figure:not(.sized)) {{ flex: 1 1 0; }}
 .column {{ flex: 1 1 0; min-width: 0; display: flex; flex-direction: column; gap: calc(30 * var(--u)); }}
@@ -65,7 +268,7 @@ code {{ font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; background:
 pre {{ margin: 0; padding: calc(26 * var(--u)); background: var(--code-bg); border-radius: calc(12 * var(--u)); font-size: calc(28 * var(--u)); line-height: 1.4; overflow: hidden; text-align: left; }}
 pre code {{ background: none; padding: 0; }}
 figure {{ margin: 0; flex: 1 1 0; min-height: calc(160 * var(--u)); display: flex; justify-content: center; }}
-figure img {{ max-width: 100%; max-height: 100%; object-fit: contain; }}
+figure svg.pic {{ max-width: 100%; max-height: 100%; }}
 li > ul, li > ol {{ margin-top: calc(10 * var(--u)); font-size: 0.9em; }}
 .item-blocks {{ display: flex; flex-direction: column; gap: calc(10 * var(--u)); margin-top: calc(10 * var(--u)); font-size: 0.9em; }}
 li.task {{ list-style: none; margin-left: -1.2em; }}
@@ -78,7 +281,7 @@ th {{ background: var(--code-bg); color: var(--title); border-bottom: calc(3 * v
 tbody tr:nth-child(even) {{ background: var(--stripe); }}
 hr {{ width: 100%; border: 0; height: calc(3 * var(--u)); background: var(--muted); margin: calc(8 * var(--u)) 0; }}
 a {{ color: var(--accent); }}
-img.inline {{ height: 1em; vertical-align: -0.15em; margin: 0 .08em; }}
+svg.inline {{ height: 1em; vertical-align: -0.15em; margin: 0 .08em; }}
 .missing {{ flex: 0 0 auto; padding: calc(30 * var(--u)); background: var(--code-bg); color: var(--muted); font-style: italic; border-radius: calc(12 * var(--u)); }}
 aside.notes {{ display: none; }}
 body.presenter {{ background: #0b0d10; color: #e8ebef; font-family: "DejaVu Sans", Verdana, sans-serif; }}
@@ -136,6 +339,7 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
     );
 
     for (i, slide) in visible(deck).into_iter().enumerate() {
+        budget.check()?;
         let layout = match slide.layout {
             Layout::Title => "layout-title",
             Layout::Content => "layout-content",
@@ -171,10 +375,11 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
             );
         }
         out.push_str(">\n");
-        let (left, right) = backgrounds_html(&mut out, slide, images);
-        if let Some(logo) = deck.logo.as_ref().and_then(|id| images.get(id)) {
-            img(&mut out, logo, "logo", Some("logo"));
-            out.push('\n');
+        let (left, right) = backgrounds_html(out, slide, pics);
+        if let Some(logo) = deck.logo.as_deref() {
+            if pic(out, pics, logo, "logo", "logo", "xMaxYMid meet") {
+                out.push('\n');
+            }
         }
         let _ = writeln!(
             out,
@@ -182,7 +387,7 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
         );
         if let Some(title) = slide.title.as_deref().filter(|t| !t.trim().is_empty()) {
             out.push_str("<h1>");
-            marked(&mut out, title, images);
+            marked(out, title, pics);
             out.push_str("</h1>\n");
         }
         // The body, centred in the room under the title as the layout engine does it.
@@ -192,12 +397,12 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
                 out.push_str("<div class=\"columns\">\n");
                 for blocks in slide.blocks.split(|b| *b == Block::ColumnBreak) {
                     out.push_str("<div class=\"column\">\n");
-                    blocks_html(&mut out, blocks, images, 0, own.dark);
+                    blocks_html(out, blocks, pics, 0, own.dark);
                     out.push_str("</div>\n");
                 }
                 out.push_str("</div>\n");
             } else {
-                blocks_html(&mut out, &slide.blocks, images, 0, own.dark);
+                blocks_html(out, &slide.blocks, pics, 0, own.dark);
             }
             out.push_str("</div>\n");
         }
@@ -216,7 +421,7 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
                 } else {
                     let _ = write!(out, "<{tag} class=\"chrome\">");
                 }
-                marked(&mut out, text, images);
+                marked(out, text, pics);
                 let _ = writeln!(out, "</{tag}>");
             }
         }
@@ -234,7 +439,7 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
         if options.notes {
             if let Some(notes) = slide.notes.as_deref().filter(|n| !n.trim().is_empty()) {
                 out.push_str("<aside class=\"notes\">");
-                escape_into(&mut out, notes);
+                escape_into(out, notes);
                 out.push_str("</aside>\n");
             }
         }
@@ -248,7 +453,11 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
              </div><div class=\"notes-text\"></div></div>\n",
         );
     }
+    Ok(())
+}
 
+/// From `</main>` on: the export's own script.
+fn tail<O: Out>(out: &mut O) {
     // Arrow keys, Page Up/Down and space move a slide at a time; scrolling snaps too.
     out.push_str(
         r##"</main>
@@ -307,29 +516,34 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
 </html>
 "##,
     );
-    out
 }
 
-fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize, dark: bool) {
+fn blocks_html<O: Out>(
+    out: &mut O,
+    blocks: &[Block],
+    pics: &mut Pics<'_>,
+    depth: usize,
+    dark: bool,
+) {
     for block in blocks {
         match block {
             Block::Heading { text, level } => {
                 // h1 is the slide title; headings in the body are h2 to h6.
                 let h = level.unwrap_or(2).clamp(2, 6);
                 let _ = write!(out, "<h{h}>");
-                marked(out, text, images);
+                marked(out, text, pics);
                 let _ = writeln!(out, "</h{h}>");
             }
             Block::Text { text } => {
                 out.push_str("<p>");
-                marked(out, text, images);
+                marked(out, text, pics);
                 out.push_str("</p>\n");
             }
             Block::Bullets {
                 items,
                 ordered,
                 start,
-            } => list_html(out, items, (*ordered, *start), images, depth + 1, dark),
+            } => list_html(out, items, (*ordered, *start), pics, depth + 1, dark),
             Block::Code { code, language } => {
                 out.push_str("<pre><code");
                 if let Some(lang) = language.as_deref().filter(|l| !l.is_empty()) {
@@ -338,21 +552,7 @@ fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize
                     out.push('"');
                 }
                 out.push('>');
-                match crate::highlight::highlight(code, language.as_deref(), dark) {
-                    Some(lines) => {
-                        for (i, line) in lines.iter().enumerate() {
-                            if i > 0 {
-                                out.push('\n');
-                            }
-                            for (colour, text) in line {
-                                let _ = write!(out, "<span style=\"color:{}\">", colour.hex());
-                                escape_into(out, text);
-                                out.push_str("</span>");
-                            }
-                        }
-                    }
-                    None => escape_into(out, code.trim_end_matches('\n')),
-                }
+                out.code(code, language.as_deref(), dark);
                 out.push_str("</code></pre>\n");
             }
             Block::Image {
@@ -362,8 +562,8 @@ fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize
                 height,
             } => {
                 let alt = alt.as_deref().unwrap_or("");
-                match images.get(asset_id) {
-                    Some(image) if width.is_some() || height.is_some() => {
+                match pics.images.contains_key(asset_id) {
+                    true if width.is_some() || height.is_some() => {
                         // Sized like the layout: slide pixels in units of the slide.
                         out.push_str("<figure class=\"sized\" style=\"");
                         if let Some(w) = width {
@@ -373,15 +573,15 @@ fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize
                             let _ = write!(out, "height:calc({h} * var(--u));");
                         }
                         out.push_str("\">");
-                        img(out, image, alt, None);
+                        pic(out, pics, asset_id, alt, "", "xMidYMid meet");
                         out.push_str("</figure>\n");
                     }
-                    Some(image) => {
+                    true => {
                         out.push_str("<figure>");
-                        img(out, image, alt, None);
+                        pic(out, pics, asset_id, alt, "", "xMidYMid meet");
                         out.push_str("</figure>\n");
                     }
-                    None => {
+                    false => {
                         out.push_str("<div class=\"missing\">[image: ");
                         escape_into(out, if alt.is_empty() { "unavailable" } else { alt });
                         out.push_str("]</div>\n");
@@ -391,7 +591,7 @@ fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize
             Block::Quote { blocks } => {
                 out.push_str("<blockquote>\n");
                 if depth < MAX_NESTING {
-                    blocks_html(out, blocks, images, depth + 1, dark);
+                    blocks_html(out, blocks, pics, depth + 1, dark);
                 }
                 out.push_str("</blockquote>\n");
             }
@@ -408,7 +608,7 @@ fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize
                 out.push_str("<table>\n<thead><tr>");
                 for (c, cell) in header.iter().enumerate() {
                     let _ = write!(out, "<th{}>", style(c));
-                    marked(out, cell, images);
+                    marked(out, cell, pics);
                     out.push_str("</th>");
                 }
                 out.push_str("</tr></thead>\n<tbody>\n");
@@ -416,7 +616,7 @@ fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize
                     out.push_str("<tr>");
                     for (c, cell) in row.iter().enumerate() {
                         let _ = write!(out, "<td{}>", style(c));
-                        marked(out, cell, images);
+                        marked(out, cell, pics);
                         out.push_str("</td>");
                     }
                     out.push_str("</tr>\n");
@@ -432,7 +632,7 @@ fn blocks_html(out: &mut String, blocks: &[Block], images: &Images, depth: usize
 
 /// Background images as absolutely placed boxes; answers the content's left and right
 /// insets in percent of the slide width.
-fn backgrounds_html(out: &mut String, slide: &Slide, images: &Images) -> (u32, u32) {
+fn backgrounds_html<O: Out>(out: &mut O, slide: &Slide, pics: &mut Pics<'_>) -> (u32, u32) {
     let (mut left, mut right) = (0u32, 0u32);
     let mut boxes: Vec<(u32, u32, &Background)> = Vec::new();
     for position in [BackgroundPosition::Left, BackgroundPosition::Right] {
@@ -469,32 +669,35 @@ fn backgrounds_html(out: &mut String, slide: &Slide, images: &Images) -> (u32, u
         .collect();
     all.extend(boxes);
     for (x, w, bg) in all {
-        let Some(image) = images.get(&bg.asset_id) else {
+        let Some((k, nw, nh)) = pics.get(&bg.asset_id) else {
             continue;
         };
-        let mime = format_of(image).map_or(image.mime.as_str(), |f| f.mime());
+        // `slice` covers the box as `background-size: cover` would, `meet` contains.
         let fit = match bg.fit {
-            BackgroundFit::Cover => "cover",
-            BackgroundFit::Contain => "contain",
+            BackgroundFit::Cover => "slice",
+            BackgroundFit::Contain => "meet",
         };
         let _ = write!(
             out,
-            "<div class=\"bg\" style=\"left: {x}%; width: {w}%; background-size: {fit}; background-image: url(data:"
+            "<svg class=\"bg\" style=\"left: {x}%; width: {w}%\" aria-hidden=\"true\" viewBox=\"0 0 "
         );
-        escape_into(out, mime);
-        out.push_str(";base64,");
-        base64::engine::general_purpose::STANDARD.encode_string(&image.bytes, out);
-        out.push_str(")\"></div>\n");
+        out.number(nw);
+        out.push(' ');
+        out.number(nh);
+        let _ = writeln!(
+            out,
+            "\" preserveAspectRatio=\"xMidYMid {fit}\"><use href=\"#pic-{k}\"/></svg>"
+        );
     }
     (left, right)
 }
 
 /// A list at `depth` (the quotes and lists it sits in, itself included; bounded).
-fn list_html(
-    out: &mut String,
+fn list_html<O: Out>(
+    out: &mut O,
     items: &[ListItem],
     (ordered, start): (bool, Option<u64>),
-    images: &Images,
+    pics: &mut Pics<'_>,
     depth: usize,
     dark: bool,
 ) {
@@ -519,10 +722,10 @@ fn list_html(
             }
             None => out.push('>'),
         }
-        marked(out, &item.text, images);
+        marked(out, &item.text, pics);
         if !item.blocks.is_empty() && depth < MAX_NESTING {
             out.push_str("<div class=\"item-blocks\">");
-            blocks_html(out, &item.blocks, images, depth, dark);
+            blocks_html(out, &item.blocks, pics, depth, dark);
             out.push_str("</div>");
         }
         if let Some(sub) = item.list.as_ref().filter(|_| depth < MAX_NESTING) {
@@ -530,7 +733,7 @@ fn list_html(
                 out,
                 &sub.items,
                 (sub.ordered, sub.start),
-                images,
+                pics,
                 depth + 1,
                 dark,
             );
@@ -540,24 +743,44 @@ fn list_html(
     let _ = writeln!(out, "</{tag}>");
 }
 
-fn img(out: &mut String, image: &Image, alt: &str, class: Option<&str>) {
-    let mime = format_of(image).map_or(image.mime.as_str(), |f| f.mime());
-    out.push_str("<img");
-    if let Some(c) = class {
-        let _ = write!(out, " class=\"{c}\"");
+/// A use of an image, sized as an `<img>` of it would be; false when there is no
+/// such image.
+fn pic<O: Out>(
+    out: &mut O,
+    pics: &mut Pics<'_>,
+    id: &str,
+    alt: &str,
+    class: &str,
+    align: &str,
+) -> bool {
+    let Some((k, w, h)) = pics.get(id) else {
+        return false;
+    };
+    out.push_str("<svg class=\"pic");
+    if !class.is_empty() {
+        out.push(' ');
+        out.push_str(class);
     }
-    out.push_str(" alt=\"");
+    out.push_str("\" role=\"img\" aria-label=\"");
     escape_into(out, alt);
-    out.push_str("\" src=\"data:");
-    escape_into(out, mime);
-    out.push_str(";base64,");
-    base64::engine::general_purpose::STANDARD.encode_string(&image.bytes, out);
-    out.push_str("\">");
+    out.push_str("\" width=\"");
+    out.number(w);
+    out.push_str("\" height=\"");
+    out.number(h);
+    out.push_str("\" viewBox=\"0 0 ");
+    out.number(w);
+    out.push(' ');
+    out.number(h);
+    let _ = write!(
+        out,
+        "\" preserveAspectRatio=\"{align}\"><use href=\"#pic-{k}\"/></svg>"
+    );
+    true
 }
 
-/// Inline marks as `<strong>`, `<em>`, `<s>`, `<code>`, `<a>` and inline `<img>`; line
+/// Inline marks as `<strong>`, `<em>`, `<s>`, `<code>`, `<a>` and inline images; line
 /// breaks in the text stay line breaks (`white-space: pre-line`).
-fn marked(out: &mut String, text: &str, images: &Images) {
+fn marked<O: Out>(out: &mut O, text: &str, pics: &mut Pics<'_>) {
     let mut open_link: Option<String> = None;
     for span in spans(text) {
         if open_link != span.link {
@@ -573,13 +796,10 @@ fn marked(out: &mut String, text: &str, images: &Images) {
             }
         }
         if let Some(id) = &span.image {
-            match images.get(id) {
-                Some(image) => img(out, image, &span.text, Some("inline")),
-                None => {
-                    out.push('[');
-                    escape_into(out, &span.text);
-                    out.push(']');
-                }
+            if !pic(out, pics, id, &span.text, "inline", "xMidYMid meet") {
+                out.push('[');
+                escape_into(out, &span.text);
+                out.push(']');
             }
             continue;
         }
@@ -606,6 +826,6 @@ fn marked(out: &mut String, text: &str, images: &Images) {
     }
 }
 
-fn escape_into(out: &mut String, text: &str) {
+fn escape_into<O: Out>(out: &mut O, text: &str) {
     crate::svg::escape_into(out, text);
 }

@@ -6,6 +6,8 @@
 //! and colour emoji from `PLINTH_FONTS_DIR` and the system's font directories
 //! ([`fonts`]); a character no font has is reported by [`missing_glyphs`].
 
+mod budget;
+mod cost;
 mod coverage;
 mod fonts;
 mod highlight;
@@ -15,13 +17,18 @@ mod layout;
 mod palette;
 mod pdf;
 mod svg;
+mod svgcheck;
 
 use std::collections::HashMap;
 
 use plinth_slides::{Aspect, Deck, Slide};
 
+pub use crate::budget::Budget;
+pub use crate::cost::{CHECK_SIZE as SVG_CHECK_SIZE, MAX_SVG_COST};
 pub use crate::coverage::{missing_glyphs, MissingGlyphs};
 pub use crate::fonts::FONTS_DIR_ENV;
+pub use crate::html::{html_size_bound, MAX_HTML_BYTES};
+pub use crate::svgcheck::{MAX_SVG_DEPTH, MAX_SVG_ELEMENTS};
 
 /// A font family the renderer draws with, for `capabilities`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,8 +102,43 @@ impl Default for Size {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
+    /// The budget's flag was set.
     #[error("cancelled")]
     Cancelled,
+    /// A deadline of the budget passed: `what` is "the render" or "one slide".
+    #[error("{what} went past its time limit of {:.1} s", limit.as_secs_f64())]
+    TimedOut {
+        what: &'static str,
+        limit: std::time::Duration,
+    },
+    /// An SVG image that would cost more than [`MAX_SVG_COST`] to draw at this size.
+    #[error(
+        "{what} is too costly to draw: {cost} cost units at {width}x{height} pixels, over the \
+         limit of {limit} (MAX_SVG_COST, about a quarter second of CPU); use fewer or smaller \
+         filters, blurs, masks and <use> copies"
+    )]
+    TooCostly {
+        what: String,
+        cost: u64,
+        limit: u64,
+        width: u32,
+        height: u32,
+    },
+    /// Output over its size limit, refused before it is built.
+    #[error(
+        "{what} would be {size} bytes, over the limit of {limit} bytes ({name}); use fewer or \
+         smaller images"
+    )]
+    TooLarge {
+        what: &'static str,
+        name: &'static str,
+        size: u64,
+        limit: u64,
+    },
+    /// An image that is not acceptable (at upload, or found so at render time); the
+    /// text is the reason to show.
+    #[error("{0}")]
+    Rejected(String),
     #[error("{0}")]
     Failed(String),
 }
@@ -121,36 +163,52 @@ pub fn deck_size(deck: &Deck, size: Size) -> Size {
     })
 }
 
-pub fn slide_svg(deck: &Deck, slide: &Slide, images: &Images, size: Size) -> String {
+/// The slide as a standalone SVG document (each image once, as a data: URL).
+pub fn slide_svg(
+    deck: &Deck,
+    slide: &Slide,
+    images: &Images,
+    size: Size,
+    budget: &Budget,
+) -> Result<String, RenderError> {
     let size = deck_size(deck, size);
-    let page = layout::page(
-        deck,
-        slide,
-        &image::natural_sizes(deck, slide, images),
-        size,
-    );
-    svg::render(&page, images, size)
+    let trees = image::SvgTrees::default();
+    let naturals = image::natural_sizes(deck, slide, images, &trees, budget)?;
+    let page = layout::page(deck, slide, &naturals, size);
+    Ok(svg::render(&page, images, &naturals, size))
 }
 
+/// The slide as a PNG of `size` (its width from the deck's aspect). Stops with the
+/// budget's error when it is cancelled or a deadline (its per-slide one included)
+/// passes; an SVG image costlier than [`MAX_SVG_COST`] to draw is refused.
 pub fn slide_png(
     deck: &Deck,
     slide: &Slide,
     images: &Images,
     size: Size,
+    budget: &Budget,
 ) -> Result<Vec<u8>, RenderError> {
+    let budget = budget.for_slide();
+    budget.check()?;
     let size = deck_size(deck, size);
-    svg::rasterize(&slide_svg(deck, slide, images, size), size)
+    let trees = image::SvgTrees::default();
+    let naturals = image::natural_sizes(deck, slide, images, &trees, &budget)?;
+    budget.check()?;
+    let page = layout::page(deck, slide, &naturals, size);
+    budget.check()?;
+    svg::rasterize(&page, images, &trees, size, &budget)
 }
 
-/// `progress(i)` is called before slide i (0-based, of the visible slides); returning
-/// false stops rendering with `Err(RenderError::Cancelled)`.
+/// The visible slides as one PDF. Stops with the budget's error as [`slide_png`] does.
 pub fn deck_pdf(
     deck: &Deck,
     images: &Images,
     size: Size,
-    progress: &mut dyn FnMut(usize) -> bool,
+    budget: &Budget,
 ) -> Result<Vec<u8>, RenderError> {
-    deck_pdf_with(deck, images, size, Options::default(), progress)
+    deck_pdf_with(deck, images, size, Options::default(), budget, &mut |_| {
+        true
+    })
 }
 
 /// What an export carries besides the slides.
@@ -162,22 +220,40 @@ pub struct Options {
     pub notes: bool,
 }
 
+/// `progress(i)` is called before slide i (0-based, of the visible slides); returning
+/// false stops rendering with `Err(RenderError::Cancelled)`, as the budget's flag does.
 pub fn deck_pdf_with(
     deck: &Deck,
     images: &Images,
     size: Size,
     options: Options,
+    budget: &Budget,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Vec<u8>, RenderError> {
-    pdf::render(deck, images, deck_size(deck, size), options, progress)
+    pdf::render(
+        deck,
+        images,
+        deck_size(deck, size),
+        options,
+        budget,
+        progress,
+    )
 }
 
-pub fn deck_html(deck: &Deck, images: &Images) -> String {
-    html::render(deck, images, Options::default())
+/// The deck as one self-contained HTML page, each image in it once. Refused with
+/// [`RenderError::TooLarge`] before anything is built when [`html_size_bound`] is over
+/// [`MAX_HTML_BYTES`].
+pub fn deck_html(deck: &Deck, images: &Images, budget: &Budget) -> Result<String, RenderError> {
+    html::render(deck, images, Options::default(), budget)
 }
 
-pub fn deck_html_with(deck: &Deck, images: &Images, options: Options) -> String {
-    html::render(deck, images, options)
+pub fn deck_html_with(
+    deck: &Deck,
+    images: &Images,
+    options: Options,
+    budget: &Budget,
+) -> Result<String, RenderError> {
+    html::render(deck, images, options, budget)
 }
 
 /// The page that follows a slide in a PDF with notes: "Notes · N: title" and the
@@ -212,5 +288,7 @@ fn sane(size: Size) -> Size {
     }
 }
 
+#[cfg(test)]
+mod limit_tests;
 #[cfg(test)]
 mod tests;

@@ -17,9 +17,9 @@ use printpdf::{
 use resvg::tiny_skia;
 
 use crate::fonts::{font_metrics, registry, FontKey, Metrics};
-use crate::image::{decode_raster, format_of, natural_sizes, parse_svg, Format};
+use crate::image::{check_cost, decode_raster, format_of, natural_sizes, Format, SvgTrees};
 use crate::layout::{self, Item};
-use crate::{visible, Image, Images, RenderError, Size};
+use crate::{visible, Budget, Image, Images, RenderError, Size};
 use plinth_slides::Deck;
 
 /// Points per layout unit: a 16:9 page is 720×405 pt (10 × 5.625 in), the usual
@@ -34,8 +34,10 @@ pub fn render(
     images: &Images,
     size: Size,
     options: crate::Options,
+    budget: &Budget,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Vec<u8>, RenderError> {
+    let trees = SvgTrees::default();
     let title = deck.title.as_deref().unwrap_or("Slides");
     let mut doc = PdfDocument::new(title);
     // Per asset: its XObject name and the largest box it is drawn in.
@@ -60,12 +62,11 @@ pub fn render(
         if !progress(i) {
             return Err(RenderError::Cancelled);
         }
-        let mut pages = vec![layout::page(
-            deck,
-            slide,
-            &natural_sizes(deck, slide, images),
-            size,
-        )];
+        let budget = budget.for_slide();
+        budget.check()?;
+        let naturals = natural_sizes(deck, slide, images, &trees, &budget)?;
+        budget.check()?;
+        let mut pages = vec![layout::page(deck, slide, &naturals, size)];
         // A notes page after the slide: no header, footer or page number of its own.
         if let Some(bare) = &bare {
             if let Some(notes) = crate::notes_slide(slide, i + 1) {
@@ -127,6 +128,8 @@ pub fn render(
     }
     let font_id = |f: FontKey| FontId(format!("F{}", f.0));
     let mut emoji: HashMap<(FontKey, u16), Option<(XObjectId, Bitmap)>> = HashMap::new();
+    // Whole emoji font files, read once per document.
+    let mut files: HashMap<FontKey, Option<crate::fonts::FontFile>> = HashMap::new();
 
     for (page, shaped) in laid {
         let (pw, ph) = (page.width * PT_PER_UNIT, page.height * PT_PER_UNIT);
@@ -220,12 +223,15 @@ pub fn render(
                         ops.push(Op::EndMarkedContent);
                     }
                     // Colour glyphs: each its bitmap, placed as usvg places it in the PNG.
-                    let m = font_metrics(*font);
                     let mut pen = *x;
                     for g in shaped.iter().flatten() {
                         let n = emoji.len();
                         let entry = emoji.entry((*font, g.gid)).or_insert_with(|| {
-                            bitmap(m, g.gid).map(|b| (XObjectId(format!("Em{n}")), b))
+                            let file = files
+                                .entry(*font)
+                                .or_insert_with(|| crate::fonts::full_data(*font));
+                            let (data, index) = file.as_ref()?;
+                            bitmap(data, *index, g.gid).map(|b| (XObjectId(format!("Em{n}")), b))
                         });
                         if let Some((id, b)) = entry {
                             let s = size / b.ppem;
@@ -362,6 +368,7 @@ pub fn render(
     }
 
     for (font, gids) in &used {
+        budget.check()?;
         let subset = subset_font(*font, gids)?;
         doc.resources
             .fonts
@@ -371,6 +378,7 @@ pub fn render(
     let mut emoji: Vec<_> = emoji.into_values().flatten().collect();
     emoji.sort_by(|a, b| a.0 .0.cmp(&b.0 .0));
     for (id, b) in emoji {
+        budget.check()?;
         match decode_raster(&b.png, image::ImageFormat::Png) {
             Ok(img) => {
                 doc.resources.xobjects.map.insert(id, pixels_xobject(&img));
@@ -393,7 +401,10 @@ pub fn render(
             (w * IMAGE_DENSITY).ceil() as u32,
             (h * IMAGE_DENSITY).ceil() as u32,
         );
-        match xobject(image, max_px) {
+        budget.check()?;
+        let x = xobject(&asset_id, image, max_px, &trees)?;
+        budget.check()?;
+        match x {
             Some(x) => {
                 doc.resources.xobjects.map.insert(id, x);
             }
@@ -414,6 +425,7 @@ pub fn render(
         // Every image is an encoded stream already (above).
         image_optimization: None,
     };
+    budget.check()?;
     let mut warnings = Vec::new();
     let mut lo = doc
         .with_pages(pages)
@@ -678,10 +690,10 @@ struct Bitmap {
     ppem: f32,
 }
 
-fn bitmap(m: &Metrics, gid: u16) -> Option<Bitmap> {
+fn bitmap(data: &[u8], index: u32, gid: u16) -> Option<Bitmap> {
     use skrifa::bitmap::BitmapData;
     use skrifa::MetadataProvider;
-    let font = m.skrifa()?;
+    let font = skrifa::FontRef::from_index(data, index).ok()?;
     let strikes = font.bitmap_strikes();
     let g = strikes.glyph_for_size(
         skrifa::instance::Size::unscaled(),
@@ -710,14 +722,15 @@ fn subset_font(font: FontKey, gids: &BTreeSet<u16>) -> Result<ParsedFont, Render
         subset::{subset, CmapTarget, SubsetProfile},
     };
     let fail = |e: String| RenderError::Failed(format!("font subsetting failed: {e}"));
-    let m = font_metrics(font);
+    let (file, index) =
+        crate::fonts::full_data(font).ok_or_else(|| fail("the font file went away".into()))?;
     let gids: BTreeSet<u16> = std::iter::once(0).chain(gids.iter().copied()).collect();
     let gids: Vec<u16> = gids.into_iter().collect();
-    let data = ReadScope::new(m.bytes)
+    let data = ReadScope::new(&file)
         .read::<FontData<'_>>()
         .map_err(|e| fail(e.to_string()))?;
     let provider = data
-        .table_provider(m.index as usize)
+        .table_provider(index as usize)
         .map_err(|e| fail(e.to_string()))?;
     let bytes = subset(&provider, &gids, &SubsetProfile::Pdf, CmapTarget::Unicode)
         .map_err(|e| fail(e.to_string()))?;
@@ -746,14 +759,26 @@ fn subset_font(font: FontKey, gids: &BTreeSet<u16>) -> Result<ParsedFont, Render
 
 /// An image XObject no larger than `max_px`: JPEG (grey or RGB) passes through as
 /// DCT data and an opaque 8-bit PNG as its own Flate data; other rasters are decoded
-/// and resized; SVG is rasterized at the box size.
-fn xobject(image: &Image, max_px: (u32, u32)) -> Option<XObject> {
-    let format = format_of(image)?;
-    match format {
+/// and resized; SVG is rasterized at the box size once its cost there is checked.
+fn xobject(
+    id: &str,
+    image: &Image,
+    max_px: (u32, u32),
+    trees: &SvgTrees,
+) -> Result<Option<XObject>, RenderError> {
+    let Some(format) = format_of(image) else {
+        return Ok(None);
+    };
+    if let Some((w, h)) = crate::image::dimensions(&image.bytes, format) {
+        // Validated at upload, but perhaps by an older release.
+        crate::image::check_dimensions(w, h)
+            .map_err(|e| RenderError::Rejected(format!("image {id}: {e}")))?;
+    }
+    Ok(match format {
         Format::Jpeg => {
             if let Some((w, h, components)) = jpeg_header(&image.bytes) {
                 if matches!(components, 1 | 3) && w <= max_px.0 * 2 && h <= max_px.1 * 2 {
-                    return Some(jpeg_passthrough(&image.bytes, w, h, components));
+                    return Ok(Some(jpeg_passthrough(&image.bytes, w, h, components)));
                 }
             }
             raster_xobject(image, image::ImageFormat::Jpeg, max_px)
@@ -762,15 +787,41 @@ fn xobject(image: &Image, max_px: (u32, u32)) -> Option<XObject> {
             .or_else(|| raster_xobject(image, image::ImageFormat::Png, max_px)),
         Format::Webp => raster_xobject(image, image::ImageFormat::WebP, max_px),
         Format::Svg => {
-            let tree = parse_svg(&image.bytes)?;
-            let (w, h) = (max_px.0.max(1), max_px.1.max(1));
-            let mut pixmap = tiny_skia::Pixmap::new(w, h)?;
+            let Some(tree) = trees.get(id, image)? else {
+                return Ok(None);
+            };
+            // A cover box may reach far past the page: no more pixels than twice a
+            // full page's.
+            let (w, h) = (max_px.0.max(1) as f64, max_px.1.max(1) as f64);
+            let k = (w * h / (2.0 * 3840.0 * 2160.0)).sqrt().max(1.0);
+            let (mut w, mut h) = (((w / k) as u32).max(1), ((h / k) as u32).max(1));
             let size = tree.size();
-            resvg::render(
-                &tree,
-                tiny_skia::Transform::from_scale(w as f32 / size.width(), h as f32 / size.height()),
-                &mut pixmap.as_mut(),
-            );
+            let at = |w: u32, h: u32| {
+                let ts = tiny_skia::Transform::from_scale(
+                    w as f32 / size.width(),
+                    h as f32 / size.height(),
+                );
+                (ts, crate::cost::svg_cost(&tree, ts, w, h))
+            };
+            let (mut ts, mut cost) = at(w, h);
+            if cost > crate::MAX_SVG_COST {
+                // Fewer pixels (down to the slide's own density) rather than no image:
+                // the cost is about proportional to the area.
+                let k = (cost as f64 / crate::MAX_SVG_COST as f64)
+                    .sqrt()
+                    .min(IMAGE_DENSITY as f64);
+                let (w2, h2) = (
+                    ((w as f64 / k) as u32).max(1),
+                    ((h as f64 / k) as u32).max(1),
+                );
+                (ts, cost) = at(w2, h2);
+                (w, h) = (w2, h2);
+            }
+            check_cost(&format!("image {id}"), cost, w, h)?;
+            let Some(mut pixmap) = tiny_skia::Pixmap::new(w, h) else {
+                return Ok(None);
+            };
+            resvg::render(&tree, ts, &mut pixmap.as_mut());
             let rgba: Vec<u8> = pixmap
                 .pixels()
                 .iter()
@@ -779,10 +830,10 @@ fn xobject(image: &Image, max_px: (u32, u32)) -> Option<XObject> {
                     [c.red(), c.green(), c.blue(), c.alpha()]
                 })
                 .collect();
-            let img = image::RgbaImage::from_raw(w, h, rgba)?;
-            Some(pixels_xobject(&image::DynamicImage::ImageRgba8(img)))
+            image::RgbaImage::from_raw(w, h, rgba)
+                .map(|img| pixels_xobject(&image::DynamicImage::ImageRgba8(img)))
         }
-    }
+    })
 }
 
 fn raster_xobject(

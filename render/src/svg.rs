@@ -1,15 +1,76 @@
-//! The display list as an SVG document, and SVG → PNG through resvg.
+//! The display list as an SVG document, and the display list → PNG through resvg.
 
 use std::fmt::Write;
 
 use base64::Engine;
 use resvg::{tiny_skia, usvg};
 
-use crate::image::{format_of, usvg_options};
-use crate::layout::{Item, Page};
-use crate::{Images, RenderError, Size};
+use crate::image::{format_of, usvg_options, Format, SvgTrees};
+use crate::layout::{Item, NaturalSizes, Page};
+use crate::{Budget, Image, Images, RenderError, Size};
 
-pub fn render(page: &Page, images: &Images, size: Size) -> String {
+/// The href the rasteriser's resolver answers with the one image of a segment.
+const SLOT: &str = "plinth:image";
+
+/// The slide as one standalone SVG document: each distinct image once, as a data: URL
+/// in `<defs>`, drawn through `<use>` in a viewport of its box.
+pub fn render(page: &Page, images: &Images, naturals: &NaturalSizes, size: Size) -> String {
+    let mut out = open(page, size, true);
+    let mut clips = 0;
+    let mut used: Vec<&str> = Vec::new();
+    for item in &page.items {
+        if let Item::Image { asset_id, .. } = item {
+            let (Some(_), Some(n)) = (images.get(asset_id), naturals.get(asset_id)) else {
+                continue;
+            };
+            let k = match used.iter().position(|u| u == asset_id) {
+                Some(k) => k,
+                None => {
+                    used.push(asset_id);
+                    used.len() - 1
+                }
+            };
+            image_item(&mut out, item, &mut clips, |out, x, y, w, h| {
+                let _ = write!(
+                    out,
+                    r##"<svg x="{}" y="{}" width="{}" height="{}" viewBox="0 0 {} {}" preserveAspectRatio="xMidYMid meet"><use xlink:href="#img-{k}"/></svg>"##,
+                    num(x),
+                    num(y),
+                    num(w),
+                    num(h),
+                    num(n.width),
+                    num(n.height)
+                );
+            });
+        } else {
+            plain_item(&mut out, item);
+        }
+    }
+    if !used.is_empty() {
+        out.push_str("<defs>");
+        for (k, id) in used.iter().enumerate() {
+            let (image, n) = (&images[*id], &naturals[*id]);
+            let mime = format_of(image).map_or(image.mime.as_str(), |f| f.mime());
+            let _ = write!(
+                out,
+                r#"<image id="img-{k}" width="{}" height="{}" preserveAspectRatio="none" style="image-rendering:smooth" xlink:href="data:"#,
+                num(n.width),
+                num(n.height)
+            );
+            escape_into(&mut out, mime);
+            out.push_str(";base64,");
+            base64::engine::general_purpose::STANDARD.encode_string(&image.bytes, &mut out);
+            out.push_str(r#""/>"#);
+        }
+        out.push_str("</defs>");
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// The root element (the same for every segment, so they draw alike) and, for the
+/// first, the background.
+fn open(page: &Page, size: Size, background: bool) -> String {
     let mut out = String::with_capacity(8 * 1024);
     // Kerning off: the layout measured plain advances, and the PDF draws them too.
     // (usvg reads `font-kerning` only from `style`.)
@@ -21,139 +82,228 @@ pub fn render(page: &Page, images: &Images, size: Size) -> String {
         num(page.width),
         num(page.height),
     );
-    let _ = write!(
-        out,
-        r#"<rect width="{}" height="{}" fill="{}"/>"#,
-        num(page.width),
-        num(page.height),
-        page.background.hex()
-    );
-    let mut clips = 0;
-    for item in &page.items {
-        match item {
-            Item::Rect {
-                x,
-                y,
-                w,
-                h,
-                r,
-                fill,
-            } => {
-                let _ = write!(
-                    out,
-                    r#"<rect x="{}" y="{}" width="{}" height="{}""#,
-                    num(*x),
-                    num(*y),
-                    num(*w),
-                    num(*h)
-                );
-                if *r > 0.0 {
-                    let _ = write!(out, r#" rx="{}""#, num(*r));
-                }
-                let _ = write!(out, r#" fill="{}"/>"#, fill.hex());
-            }
-            Item::Text {
-                x,
-                y,
-                size,
-                font,
-                fill,
-                text,
-                ..
-            } => {
-                // The family, weight and style that select exactly this face from the
-                // font database (fallback names quoted: some have digits or spaces).
-                let f = crate::fonts::registry().font(*font);
-                let _ = write!(
-                    out,
-                    r#"<text x="{}" y="{}" font-family=""#,
-                    num(*x),
-                    num(*y)
-                );
-                if font.0 < 4 {
-                    out.push_str(&f.family);
-                } else {
-                    out.push('\'');
-                    escape_into(&mut out, &f.family.replace('\'', ""));
-                    out.push('\'');
-                }
-                let _ = write!(out, r#"" font-size="{}""#, num(*size));
-                match f.weight {
-                    700 => out.push_str(r#" font-weight="bold""#),
-                    400 => {}
-                    w => {
-                        let _ = write!(out, r#" font-weight="{w}""#);
-                    }
-                }
-                if f.italic {
-                    out.push_str(r#" font-style="oblique""#);
-                }
-                let _ = write!(out, r#" fill="{}">"#, fill.hex());
-                escape_into(&mut out, text);
-                out.push_str("</text>");
-            }
-            Item::Image {
-                x,
-                y,
-                w,
-                h,
-                asset_id,
-                clip,
-            } => {
-                let Some(image) = images.get(asset_id) else {
-                    continue;
-                };
-                let mime = format_of(image).map_or(image.mime.as_str(), |f| f.mime());
-                // Bilinear ("smooth", which usvg reads only from `style`) rather than the
-                // default bicubic: about three times faster on large photos, and neither
-                // filter is better at downscaling.
-                if let Some([cx, cy, cw, ch]) = clip {
-                    clips += 1;
-                    let _ = write!(
-                        out,
-                        r#"<clipPath id="c{clips}"><rect x="{}" y="{}" width="{}" height="{}"/></clipPath><g clip-path="url(#c{clips})">"#,
-                        num(*cx),
-                        num(*cy),
-                        num(*cw),
-                        num(*ch)
-                    );
-                }
-                let _ = write!(
-                    out,
-                    r#"<image x="{}" y="{}" width="{}" height="{}" preserveAspectRatio="xMidYMid meet" style="image-rendering:smooth" xlink:href="data:"#,
-                    num(*x),
-                    num(*y),
-                    num(*w),
-                    num(*h)
-                );
-                escape_into(&mut out, mime);
-                out.push_str(";base64,");
-                base64::engine::general_purpose::STANDARD.encode_string(&image.bytes, &mut out);
-                out.push_str(r#""/>"#);
-                if clip.is_some() {
-                    out.push_str("</g>");
-                }
-            }
-            // Links matter in PDF and HTML only.
-            Item::Link { .. } => {}
-        }
+    if background {
+        let _ = write!(
+            out,
+            r#"<rect width="{}" height="{}" fill="{}"/>"#,
+            num(page.width),
+            num(page.height),
+            page.background.hex()
+        );
     }
-    out.push_str("</svg>");
     out
 }
 
-/// Renders an SVG document into a PNG of exactly `size`.
-pub fn rasterize(svg: &str, size: Size) -> Result<Vec<u8>, RenderError> {
-    let tree = usvg::Tree::from_str(svg, &usvg_options(None))
-        .map_err(|e| RenderError::Failed(format!("slide SVG did not parse: {e}")))?;
+/// An image item in its clip, if it has one; `draw` writes the image in its box.
+fn image_item(
+    out: &mut String,
+    item: &Item,
+    clips: &mut u32,
+    draw: impl FnOnce(&mut String, f32, f32, f32, f32),
+) {
+    let Item::Image {
+        x, y, w, h, clip, ..
+    } = item
+    else {
+        return;
+    };
+    if let Some([cx, cy, cw, ch]) = clip {
+        *clips += 1;
+        let _ = write!(
+            out,
+            r#"<clipPath id="c{clips}"><rect x="{}" y="{}" width="{}" height="{}"/></clipPath><g clip-path="url(#c{clips})">"#,
+            num(*cx),
+            num(*cy),
+            num(*cw),
+            num(*ch)
+        );
+    }
+    draw(out, *x, *y, *w, *h);
+    if clip.is_some() {
+        out.push_str("</g>");
+    }
+}
+
+/// Boxes and text.
+fn plain_item(out: &mut String, item: &Item) {
+    match item {
+        Item::Rect {
+            x,
+            y,
+            w,
+            h,
+            r,
+            fill,
+        } => {
+            let _ = write!(
+                out,
+                r#"<rect x="{}" y="{}" width="{}" height="{}""#,
+                num(*x),
+                num(*y),
+                num(*w),
+                num(*h)
+            );
+            if *r > 0.0 {
+                let _ = write!(out, r#" rx="{}""#, num(*r));
+            }
+            let _ = write!(out, r#" fill="{}"/>"#, fill.hex());
+        }
+        Item::Text {
+            x,
+            y,
+            size,
+            font,
+            fill,
+            text,
+            ..
+        } => {
+            // The family, weight and style that select exactly this face from the
+            // font database (fallback names quoted: some have digits or spaces).
+            let f = crate::fonts::registry().font(*font);
+            let _ = write!(
+                out,
+                r#"<text x="{}" y="{}" font-family=""#,
+                num(*x),
+                num(*y)
+            );
+            if font.0 < 4 {
+                out.push_str(&f.family);
+            } else {
+                out.push('\'');
+                escape_into(out, &f.family.replace('\'', ""));
+                out.push('\'');
+            }
+            let _ = write!(out, r#"" font-size="{}""#, num(*size));
+            match f.weight {
+                700 => out.push_str(r#" font-weight="bold""#),
+                400 => {}
+                w => {
+                    let _ = write!(out, r#" font-weight="{w}""#);
+                }
+            }
+            if f.italic {
+                out.push_str(r#" font-style="oblique""#);
+            }
+            let _ = write!(out, r#" fill="{}">"#, fill.hex());
+            escape_into(out, text);
+            out.push_str("</text>");
+        }
+        // Links matter in PDF and HTML only; images are drawn by the callers.
+        Item::Link { .. } | Item::Image { .. } => {}
+    }
+}
+
+/// Renders the page into a PNG of exactly `size`, in segments: each run of boxes and
+/// text in one resvg pass, each image in one of its own after its cost is checked
+/// ([`crate::MAX_SVG_COST`]), with the budget checked between them. Segments draw onto
+/// the same pixmap in order, as one document's top-level elements would.
+pub fn rasterize(
+    page: &Page,
+    images: &Images,
+    trees: &SvgTrees,
+    size: Size,
+    budget: &Budget,
+) -> Result<Vec<u8>, RenderError> {
     let mut pixmap = tiny_skia::Pixmap::new(size.width, size.height)
         .ok_or_else(|| RenderError::Failed("cannot allocate the slide image".into()))?;
-    let ts = tiny_skia::Transform::from_scale(
-        size.width as f32 / tree.size().width(),
-        size.height as f32 / tree.size().height(),
-    );
-    resvg::render(&tree, ts, &mut pixmap.as_mut());
+    let mut doc = open(page, size, true);
+    let mut clips = 0;
+    for item in &page.items {
+        let Item::Image { asset_id, .. } = item else {
+            plain_item(&mut doc, item);
+            continue;
+        };
+        let Some(image) = images.get(asset_id) else {
+            continue;
+        };
+        doc.push_str("</svg>");
+        draw(&doc, None, &mut pixmap)?;
+        budget.check()?;
+        let Some(kind) = image_kind(asset_id, image, trees)? else {
+            doc = open(page, size, false);
+            continue;
+        };
+        let mut one = open(page, size, false);
+        image_item(&mut one, item, &mut clips, |out, x, y, w, h| {
+            let _ = write!(
+                out,
+                r#"<image x="{}" y="{}" width="{}" height="{}" preserveAspectRatio="xMidYMid meet" style="image-rendering:smooth" xlink:href="{SLOT}"/>"#,
+                num(x),
+                num(y),
+                num(w),
+                num(h)
+            );
+        });
+        one.push_str("</svg>");
+        draw(&one, Some((asset_id, kind)), &mut pixmap)?;
+        budget.check()?;
+        doc = open(page, size, false);
+    }
+    doc.push_str("</svg>");
+    draw(&doc, None, &mut pixmap)?;
     encode_png(&pixmap)
+}
+
+/// What the segment's `<image>` resolves to: the raster bytes, or the parsed SVG.
+fn image_kind(
+    id: &str,
+    image: &Image,
+    trees: &SvgTrees,
+) -> Result<Option<usvg::ImageKind>, RenderError> {
+    let bytes = || std::sync::Arc::new(image.bytes.clone());
+    let checked = |format| check_raster(id, image, format);
+    Ok(match format_of(image) {
+        Some(Format::Svg) => trees
+            .get(id, image)?
+            .map(|t| usvg::ImageKind::SVG((*t).clone())),
+        Some(Format::Png) => checked(Format::Png)?.then(|| usvg::ImageKind::PNG(bytes())),
+        Some(Format::Jpeg) => checked(Format::Jpeg)?.then(|| usvg::ImageKind::JPEG(bytes())),
+        Some(Format::Webp) => checked(Format::Webp)?.then(|| usvg::ImageKind::WEBP(bytes())),
+        None => None,
+    })
+}
+
+/// A raster image's header against the upload limits (it was validated, but not
+/// necessarily by this release): resvg decodes it whole.
+fn check_raster(id: &str, image: &Image, format: Format) -> Result<bool, RenderError> {
+    match crate::image::dimensions(&image.bytes, format) {
+        Some((w, h)) => crate::image::check_dimensions(w, h)
+            .map(|()| true)
+            .map_err(|e| RenderError::Rejected(format!("image {id}: {e}"))),
+        None => Ok(false),
+    }
+}
+
+/// Parses one segment and draws it; an image segment is first costed.
+fn draw(
+    doc: &str,
+    image: Option<(&str, usvg::ImageKind)>,
+    pixmap: &mut tiny_skia::Pixmap,
+) -> Result<(), RenderError> {
+    let mut opts = usvg_options(None);
+    // Raster images are bounded by the pixel limit; SVG ones by their cost.
+    let id = image
+        .as_ref()
+        .filter(|(_, kind)| matches!(kind, usvg::ImageKind::SVG(_)))
+        .map(|(id, _)| id.to_string());
+    if let Some((_, kind)) = image {
+        let slot = std::sync::Mutex::new(Some(kind));
+        opts.image_href_resolver.resolve_string =
+            Box::new(move |href, _| (href == SLOT).then(|| slot.lock().ok()?.take()).flatten());
+    }
+    let tree = usvg::Tree::from_str(doc, &opts)
+        .map_err(|e| RenderError::Failed(format!("slide SVG did not parse: {e}")))?;
+    let (w, h) = (pixmap.width(), pixmap.height());
+    let ts = tiny_skia::Transform::from_scale(
+        w as f32 / tree.size().width(),
+        h as f32 / tree.size().height(),
+    );
+    if let Some(id) = id {
+        let cost = crate::cost::svg_cost(&tree, ts, w, h);
+        crate::image::check_cost(&format!("image {id}"), cost, w, h)?;
+    }
+    resvg::render(&tree, ts, &mut pixmap.as_mut());
+    Ok(())
 }
 
 /// PNG at the fast deflate level. Slides have an opaque background, so alpha is
@@ -188,18 +338,18 @@ pub fn num(v: f32) -> String {
 }
 
 /// XML text and attribute escaping.
-pub fn escape_into(out: &mut String, text: &str) {
+pub fn escape_into<W: Write + ?Sized>(out: &mut W, text: &str) {
     for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
+        let _ = match c {
+            '&' => out.write_str("&amp;"),
+            '<' => out.write_str("&lt;"),
+            '>' => out.write_str("&gt;"),
+            '"' => out.write_str("&quot;"),
+            '\'' => out.write_str("&#39;"),
             // Not allowed in XML 1.0 at all.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => {}
-            '\u{fffe}' | '\u{ffff}' => {}
-            c => out.push(c),
-        }
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => Ok(()),
+            '\u{fffe}' | '\u{ffff}' => Ok(()),
+            c => out.write_char(c),
+        };
     }
 }

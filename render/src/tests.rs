@@ -126,7 +126,7 @@ fn sample_deck_renders_to_png_pdf_and_html() {
 
     let mut pngs = Vec::new();
     for slide in &shown {
-        let png = slide_png(&deck, slide, &images, Size::default()).unwrap();
+        let png = slide_png(&deck, slide, &images, Size::default(), &Budget::unlimited()).unwrap();
         let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
         assert_eq!((img.width(), img.height()), (1920, 1080));
         let colours: HashSet<[u8; 3]> = img.pixels().map(|p| p.0).collect();
@@ -142,15 +142,29 @@ fn sample_deck_renders_to_png_pdf_and_html() {
             > 1000
     );
 
-    let svg = slide_svg(&deck, shown[2], &images, Size::default());
+    let svg = slide_svg(
+        &deck,
+        shown[2],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     assert!(svg.contains("&lt;hello &amp; bye&gt;"));
     assert!(!svg.contains("SECRETNOTE"));
 
     let mut seen = Vec::new();
-    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |i| {
-        seen.push(i);
-        true
-    })
+    let pdf = deck_pdf_with(
+        &deck,
+        &images,
+        Size::default(),
+        Options::default(),
+        &Budget::unlimited(),
+        &mut |i| {
+            seen.push(i);
+            true
+        },
+    )
     .unwrap();
     assert!(pdf.starts_with(b"%PDF"));
     assert_eq!(seen, [0, 1, 2]);
@@ -185,7 +199,7 @@ fn sample_deck_renders_to_png_pdf_and_html() {
         None => eprintln!("pdftotext not on PATH: skipping the PDF text check"),
     }
 
-    let html = deck_html(&deck, &images);
+    let html = deck_html(&deck, &images, &Budget::unlimited()).unwrap();
     assert_eq!(html.matches("<section").count(), 3);
     assert!(html.contains("Sample &lt;deck&gt; &amp; co"));
     assert!(html.contains("data:image/png;base64,"));
@@ -219,7 +233,14 @@ fn pdftotext(pdf: &[u8]) -> Option<String> {
 #[test]
 fn pdf_progress_can_cancel() {
     let (deck, images) = sample();
-    let r = deck_pdf(&deck, &images, Size::default(), &mut |i| i < 1);
+    let r = deck_pdf_with(
+        &deck,
+        &images,
+        Size::default(),
+        Options::default(),
+        &Budget::unlimited(),
+        &mut |i| i < 1,
+    );
     assert!(matches!(r, Err(RenderError::Cancelled)));
 }
 
@@ -227,13 +248,13 @@ fn pdf_progress_can_cancel() {
 fn rendering_is_deterministic() {
     let (deck, images) = sample();
     for slide in visible(&deck) {
-        let a = slide_png(&deck, slide, &images, Size::default()).unwrap();
-        let b = slide_png(&deck, slide, &images, Size::default()).unwrap();
+        let a = slide_png(&deck, slide, &images, Size::default(), &Budget::unlimited()).unwrap();
+        let b = slide_png(&deck, slide, &images, Size::default(), &Budget::unlimited()).unwrap();
         assert!(a == b, "slide {} differs between runs", slide.id);
     }
     // The PDF too: fixed resource names, no timestamps.
-    let a = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
-    let b = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    let a = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
+    let b = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
     assert!(a == b, "PDF differs between runs");
 }
 
@@ -245,7 +266,7 @@ fn dark_theme_and_other_sizes() {
         width: 1024,
         height: 768,
     };
-    let png = slide_png(&deck, &deck.slides[1], &images, size).unwrap();
+    let png = slide_png(&deck, &deck.slides[1], &images, size, &Budget::unlimited()).unwrap();
     let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
     assert_eq!((img.width(), img.height()), (1024, 768));
     let corner = img.get_pixel(2, 2).0;
@@ -334,10 +355,17 @@ fn svg_images_and_missing_images() {
             bytes: br##"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 40 20"><rect width="40" height="20" fill="#e03030"/><text x="4" y="14" font-family="sans-serif" font-size="10">Hi</text></svg>"##.to_vec(),
         },
     );
-    let png = slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap();
+    let png = slide_png(
+        &deck,
+        &deck.slides[0],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
     assert!(img.pixels().filter(|p| p.0 == [0xe0, 0x30, 0x30]).count() > 10_000);
-    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
     if let Some(text) = pdftotext(&pdf) {
         assert!(text.contains("[image: lost one]"), "{text}");
     }
@@ -358,7 +386,7 @@ fn crc32(bytes: &[u8]) -> u32 {
     !crc
 }
 
-fn png_with_header(w: u32, h: u32) -> Vec<u8> {
+pub(crate) fn png_with_header(w: u32, h: u32) -> Vec<u8> {
     let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
     let mut chunk = b"IHDR".to_vec();
     chunk.extend(w.to_be_bytes());
@@ -382,7 +410,7 @@ fn png_with_header(w: u32, h: u32) -> Vec<u8> {
 #[test]
 fn inspect_accepts_the_four_formats() {
     let png = png_bytes(30, 20);
-    let info = inspect_image(&png).unwrap();
+    let info = inspect_image(&png, &Budget::unlimited()).unwrap();
     assert_eq!(
         (info.format, info.mime, info.width, info.height),
         ("png", "image/png", 30, 20)
@@ -393,13 +421,13 @@ fn inspect_accepts_the_four_formats() {
     let mut jpeg = Vec::new();
     rgb.write_to(&mut Cursor::new(&mut jpeg), ::image::ImageFormat::Jpeg)
         .unwrap();
-    let info = inspect_image(&jpeg).unwrap();
+    let info = inspect_image(&jpeg, &Budget::unlimited()).unwrap();
     assert_eq!((info.format, info.width, info.height), ("jpeg", 33, 17));
 
     let mut webp = Vec::new();
     rgb.write_to(&mut Cursor::new(&mut webp), ::image::ImageFormat::WebP)
         .unwrap();
-    let info = inspect_image(&webp).unwrap();
+    let info = inspect_image(&webp, &Budget::unlimited()).unwrap();
     assert_eq!(
         (info.format, info.mime, info.width, info.height),
         ("webp", "image/webp", 33, 17)
@@ -407,19 +435,19 @@ fn inspect_accepts_the_four_formats() {
 
     let svg = br#"<?xml version="1.0"?>
 <svg xmlns="http://www.w3.org/2000/svg" width="120" height="80"><circle cx="60" cy="40" r="30"/></svg>"#;
-    let info = inspect_image(svg).unwrap();
+    let info = inspect_image(svg, &Budget::unlimited()).unwrap();
     assert_eq!(
         (info.format, info.mime, info.width, info.height),
         ("svg", "image/svg+xml", 120, 80)
     );
     let viewbox_only = br#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 300 150"/>"#;
-    let info = inspect_image(viewbox_only).unwrap();
+    let info = inspect_image(viewbox_only, &Budget::unlimited()).unwrap();
     assert_eq!((info.width, info.height), (300, 150));
 
     // Every accepted format also renders, in a slide and in the PDF.
     for bytes in [png, jpeg, webp, svg.to_vec()] {
         let mut images = Images::new();
-        let info = inspect_image(&bytes).unwrap();
+        let info = inspect_image(&bytes, &Budget::unlimited()).unwrap();
         images.insert(
             LOGO.into(),
             Image {
@@ -441,8 +469,15 @@ fn inspect_accepts_the_four_formats() {
             )],
             ..Deck::default()
         };
-        slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap();
-        let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+        slide_png(
+            &deck,
+            &deck.slides[0],
+            &images,
+            Size::default(),
+            &Budget::unlimited(),
+        )
+        .unwrap();
+        let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
         assert!(pdf.starts_with(b"%PDF"), "{}", info.format);
     }
 }
@@ -450,13 +485,19 @@ fn inspect_accepts_the_four_formats() {
 #[test]
 fn inspect_refuses_bombs_and_junk() {
     let bomb = png_with_header(100_000, 100_000);
-    let e = inspect_image(&bomb).unwrap_err();
+    let e = inspect_image(&bomb, &Budget::unlimited())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("100000x100000") && e.contains("40000000"), "{e}");
-    let e = inspect_image(&png_with_header(20_000, 100)).unwrap_err();
+    let e = inspect_image(&png_with_header(20_000, 100), &Budget::unlimited())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("16384"), "{e}");
 
     let png = png_bytes(200, 200);
-    let e = inspect_image(&png[..png.len() / 2]).unwrap_err();
+    let e = inspect_image(&png[..png.len() / 2], &Budget::unlimited())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("truncated or corrupt"), "{e}");
 
     let rgb =
@@ -464,7 +505,7 @@ fn inspect_refuses_bombs_and_junk() {
     let mut jpeg = Vec::new();
     rgb.write_to(&mut Cursor::new(&mut jpeg), ::image::ImageFormat::Jpeg)
         .unwrap();
-    assert!(inspect_image(&jpeg[..jpeg.len() - 40]).is_err());
+    assert!(inspect_image(&jpeg[..jpeg.len() - 40], &Budget::unlimited()).is_err());
 
     let mut seed = 0x1234_5678u32;
     let random: Vec<u8> = (0..4096)
@@ -473,20 +514,28 @@ fn inspect_refuses_bombs_and_junk() {
             (seed >> 16) as u8
         })
         .collect();
-    assert!(inspect_image(&random).is_err());
-    assert!(inspect_image(b"").is_err());
+    assert!(inspect_image(&random, &Budget::unlimited()).is_err());
+    assert!(inspect_image(b"", &Budget::unlimited()).is_err());
 
     let gif = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\xff\xff\xff\x00\x00\x00!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
-    let e = inspect_image(gif).unwrap_err();
+    let e = inspect_image(gif, &Budget::unlimited())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("GIF"), "{e}");
 
-    assert!(inspect_image(b"<html><body>hi</body></html>").is_err());
-    assert!(inspect_image(b"<svg xmlns=\"http://www.w3.org/2000/svg\"><rect").is_err());
+    assert!(inspect_image(b"<html><body>hi</body></html>", &Budget::unlimited()).is_err());
+    assert!(inspect_image(
+        b"<svg xmlns=\"http://www.w3.org/2000/svg\"><rect",
+        &Budget::unlimited()
+    )
+    .is_err());
     let external = br#"<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="10" height="10"><image href="/etc/passwd" width="10" height="10"/></svg>"#;
-    let e = inspect_image(external).unwrap_err();
+    let e = inspect_image(external, &Budget::unlimited())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("external"), "{e}");
     let huge_svg = br#"<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"/>"#;
-    assert!(inspect_image(huge_svg).is_err());
+    assert!(inspect_image(huge_svg, &Budget::unlimited()).is_err());
 }
 
 /// Every CommonMark + GFM construct a slide shows, through markdown, in all three
@@ -533,13 +582,20 @@ fn every_markdown_construct_renders_everywhere() {
     let deck = plinth_slides::parse_markdown(EVERYTHING).unwrap();
     let (_, images) = sample();
     for slide in visible(&deck) {
-        let png = slide_png(&deck, slide, &images, Size::default()).unwrap();
+        let png = slide_png(&deck, slide, &images, Size::default(), &Budget::unlimited()).unwrap();
         let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
         let colours: HashSet<[u8; 3]> = img.pixels().map(|p| p.0).collect();
         assert!(colours.len() > 20, "slide {} looks blank", slide.id);
     }
     // The inline image is drawn (the gradient's blue channel is 160).
-    let png = slide_png(&deck, &deck.slides[1], &images, Size::default()).unwrap();
+    let png = slide_png(
+        &deck,
+        &deck.slides[1],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
     assert!(
         img.pixels()
@@ -548,12 +604,19 @@ fn every_markdown_construct_renders_everywhere() {
             > 50
     );
 
-    let svg = slide_svg(&deck, &deck.slides[0], &images, Size::default());
+    let svg = slide_svg(
+        &deck,
+        &deck.slides[0],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     for needle in ["•", "▪", "✓", "3.", "4.", "Quoted wisdom", "nested quote"] {
         assert!(svg.contains(needle), "{needle} missing from the SVG");
     }
 
-    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
     assert!(
         String::from_utf8_lossy(&pdf).contains("https://example.com/docs"),
         "no link annotation"
@@ -585,7 +648,7 @@ fn every_markdown_construct_renders_everywhere() {
         }
     }
 
-    let html = deck_html(&deck, &images);
+    let html = deck_html(&deck, &images, &Budget::unlimited()).unwrap();
     for needle in [
         "<li>one <strong>bold</strong><ol><li>two<ul><li>three <em>deep</em><ul><li class=\"task\"><input type=\"checkbox\" disabled checked> ticked task</li>",
         "<ol start=\"3\">",
@@ -595,7 +658,8 @@ fn every_markdown_construct_renders_everywhere() {
         "<td style=\"text-align:center\"><code>3 ms</code></td>",
         "<a href=\"https://example.com/docs\">the docs</a>",
         "<hr>",
-        "<img class=\"inline\" alt=\"logo\" src=\"data:image/png;base64,",
+        "<svg class=\"pic inline\" role=\"img\" aria-label=\"logo\" width=\"64\" height=\"48\" viewBox=\"0 0 64 48\" preserveAspectRatio=\"xMidYMid meet\"><use href=\"#pic-0\"/></svg>",
+        "<image id=\"pic-0\" width=\"64\" height=\"48\" preserveAspectRatio=\"none\" href=\"data:image/png;base64,",
     ] {
         assert!(html.contains(needle), "{needle:?} missing from HTML");
     }
@@ -613,12 +677,21 @@ fn deep_documents_render_without_recursing_past_the_limit() {
     );
     let deck = plinth_slides::parse_markdown(&md).unwrap();
     let images = Images::new();
-    slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap();
-    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    slide_png(
+        &deck,
+        &deck.slides[0],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
     if let Some(text) = pdftotext(&pdf) {
         assert!(text.contains("level 8"), "{text}");
     }
-    assert!(deck_html(&deck, &images).contains("level 8"));
+    assert!(deck_html(&deck, &images, &Budget::unlimited())
+        .unwrap()
+        .contains("level 8"));
 }
 
 const MARP_DECK: &str = r#"---
@@ -656,35 +729,63 @@ footer: Confidential
 fn marp_decks_render_with_their_settings() {
     let deck = plinth_slides::parse_markdown(MARP_DECK).unwrap();
     let (_, images) = sample();
-    let png = slide_png(&deck, &deck.slides[1], &images, Size::default()).unwrap();
+    let png = slide_png(
+        &deck,
+        &deck.slides[1],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
     assert_eq!((img.width(), img.height()), (1440, 1080), "size: 4:3");
     // The split background: the gradient on the left, gaia's background on the right.
     assert_eq!(img.get_pixel(200, 540).0[2], 160);
     assert_eq!(img.get_pixel(1400, 540).0, [0xff, 0xf8, 0xe1]);
     // The inverted slide swaps gaia's colours.
-    let png = slide_png(&deck, &deck.slides[2], &images, Size::default()).unwrap();
+    let png = slide_png(
+        &deck,
+        &deck.slides[2],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
     assert_eq!(img.get_pixel(2, 2).0, [0x45, 0x5a, 0x64]);
 
-    let svg = slide_svg(&deck, &deck.slides[1], &images, Size::default());
+    let svg = slide_svg(
+        &deck,
+        &deck.slides[1],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     assert!(svg.contains(">Confidential<") && svg.contains("roadmap<") && svg.contains(">2<"));
-    let first = slide_svg(&deck, &deck.slides[0], &images, Size::default());
+    let first = slide_svg(
+        &deck,
+        &deck.slides[0],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     assert!(!first.contains(">1<"), "_paginate: false");
 
-    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
     if let Some(text) = pdftotext(&pdf) {
         for needle in ["Acme roadmap", "Confidential", "Split", "3"] {
             assert!(text.contains(needle), "{needle:?} missing:\n{text}");
         }
     }
-    let html = deck_html(&deck, &images);
+    let html = deck_html(&deck, &images, &Budget::unlimited()).unwrap();
     for needle in [
         "aspect-ratio: 4 / 3",
         "<header class=\"chrome\"><strong>Acme</strong> roadmap</header>",
         "<footer class=\"chrome\">Confidential</footer>",
         "<span class=\"page-number\">2</span>",
-        "<div class=\"bg\" style=\"left: 0%; width: 40%; background-size: cover; background-image: url(data:image/png;base64,",
+        "<svg class=\"bg\" style=\"left: 0%; width: 40%\" aria-hidden=\"true\" viewBox=\"0 0 64 48\" preserveAspectRatio=\"xMidYMid slice\"><use href=\"#pic-",
         "<div class=\"frame\" style=\"left: 40%; right: 0%\">",
         "--bg: #455a64",
         "<figure class=\"sized\" style=\"width:calc(450 * var(--u));\">",
@@ -715,13 +816,13 @@ fn code_is_highlighted_in_every_format() {
             })
             .collect();
         assert!(code_colours.len() >= 4, "{theme}: {code_colours:?}");
-        let html = deck_html(&deck, &images);
+        let html = deck_html(&deck, &images, &Budget::unlimited()).unwrap();
         assert!(html.contains("<span style=\"color:#"), "{theme}");
         assert!(
             html.contains("plain text</code>"),
             "unknown languages stay plain"
         );
-        let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+        let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
         if let Some(text) = pdftotext(&pdf) {
             assert!(text.contains("let x = \"hi\"; // note"), "{text}");
         }
@@ -757,7 +858,7 @@ fn bench_rich_deck() {
             env!("CARGO_MANIFEST_DIR")
         ))
         .unwrap();
-        let info = inspect_image(&bytes).unwrap();
+        let info = inspect_image(&bytes, &Budget::unlimited()).unwrap();
         images.insert(
             id.into(),
             Image {
@@ -808,18 +909,18 @@ fn bench_rich_deck() {
     let mut pdf_ms = Vec::new();
     for _ in 0..7 {
         let t = Instant::now();
-        let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+        let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
         pdf_ms.push(t.elapsed().as_secs_f64() * 1000.0);
         assert!(pdf.len() > 10_000);
     }
     let mut png_ms = Vec::new();
     for slide in visible(&deck) {
         let t = Instant::now();
-        slide_png(&deck, slide, &images, Size::default()).unwrap();
+        slide_png(&deck, slide, &images, Size::default(), &Budget::unlimited()).unwrap();
         png_ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     let t = Instant::now();
-    let html = deck_html(&deck, &images);
+    let html = deck_html(&deck, &images, &Budget::unlimited()).unwrap();
     let html_ms = t.elapsed().as_secs_f64() * 1000.0;
     let median = |v: &mut Vec<f64>| {
         v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -853,8 +954,15 @@ fn list_items_with_blocks_render_in_their_column() {
     };
     let (item_x, code_x) = (x_of("Install:").unwrap(), x_of("install").unwrap());
     assert!(code_x > item_x, "code sits in the item's column");
-    slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap();
-    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    slide_png(
+        &deck,
+        &deck.slides[0],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
     if let Some(text) = pdftotext(&pdf) {
         for needle in [
             "Install:",
@@ -865,7 +973,7 @@ fn list_items_with_blocks_render_in_their_column() {
             assert!(text.contains(needle), "{needle:?} missing:\n{text}");
         }
     }
-    let html = deck_html(&deck, &images);
+    let html = deck_html(&deck, &images, &Budget::unlimited()).unwrap();
     assert!(
         html.contains("<li>Install:<div class=\"item-blocks\"><pre><code class=\"language-bash\">")
     );
@@ -900,11 +1008,14 @@ fn marp_style_fixture_renders_with_file_images() {
     let mut images = Images::new();
     for (file, id) in files {
         let bytes = std::fs::read(format!("{dir}/{file}")).unwrap();
-        let mime = inspect_image(&bytes).unwrap().mime.to_owned();
+        let mime = inspect_image(&bytes, &Budget::unlimited())
+            .unwrap()
+            .mime
+            .to_owned();
         images.insert(id.into(), Image { mime, bytes });
     }
     assert_eq!(deck.asset_ids().len(), 2);
-    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
     if let Some(text) = pdftotext(&pdf) {
         for needle in [
             "Roadmap 2027",
@@ -915,7 +1026,7 @@ fn marp_style_fixture_renders_with_file_images() {
             assert!(text.contains(needle), "{needle:?} missing:\n{text}");
         }
     }
-    let html = deck_html(&deck, &images);
+    let html = deck_html(&deck, &images, &Budget::unlimited()).unwrap();
     assert_eq!(html.matches("class=\"bg\"").count(), 2);
 }
 
@@ -955,7 +1066,14 @@ fn edge_documents_render() {
             let page = layout::page(
                 &deck,
                 slide,
-                &image::natural_sizes(&deck, slide, &images),
+                &image::natural_sizes(
+                    &deck,
+                    slide,
+                    &images,
+                    &image::SvgTrees::default(),
+                    &Budget::unlimited(),
+                )
+                .unwrap(),
                 size,
             );
             for item in &page.items {
@@ -966,10 +1084,10 @@ fn edge_documents_render() {
                     );
                 }
             }
-            slide_png(&deck, slide, &images, Size::default()).unwrap();
+            slide_png(&deck, slide, &images, Size::default(), &Budget::unlimited()).unwrap();
         }
-        deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
-        deck_html(&deck, &images);
+        deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
+        deck_html(&deck, &images, &Budget::unlimited()).unwrap();
     }
 }
 
@@ -1013,7 +1131,14 @@ fn every_script_and_colour_emoji_render() {
     let images = Images::new();
     let render = |text: &str| {
         let deck = plinth_slides::parse_markdown(&format!("# {text}\n")).unwrap();
-        slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap()
+        slide_png(
+            &deck,
+            &deck.slides[0],
+            &images,
+            Size::default(),
+            &Budget::unlimited(),
+        )
+        .unwrap()
     };
     for (a, b) in [
         ("日本", "本日"),
@@ -1042,7 +1167,7 @@ fn every_script_and_colour_emoji_render() {
 
     let md = "# 日本語のスライド\n\n- العربية: تصدير\n- हिन्दी और ไทย\n- Emoji 🍎 and 👨‍👩‍👧 inline\n";
     let deck = plinth_slides::parse_markdown(md).unwrap();
-    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
     let body = String::from_utf8_lossy(&pdf);
     for font in [
         "NotoSansCJKJP-Bold",
@@ -1118,8 +1243,16 @@ fn notes_go_into_exports_only_when_asked() {
     assert!(deck.slides[0].notes.is_some(), "{:?}", deck.slides[0]);
     let images = Images::new();
     let with = Options { notes: true };
-    let plain = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
-    let noted = deck_pdf_with(&deck, &images, Size::default(), with, &mut |_| true).unwrap();
+    let plain = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
+    let noted = deck_pdf_with(
+        &deck,
+        &images,
+        Size::default(),
+        with,
+        &Budget::unlimited(),
+        &mut |_| true,
+    )
+    .unwrap();
     assert_eq!(page_count(&plain), 3);
     assert_eq!(
         page_count(&noted),
@@ -1145,13 +1278,13 @@ fn notes_go_into_exports_only_when_asked() {
         );
     }
 
-    let plain = deck_html(&deck, &images);
+    let plain = deck_html(&deck, &images, &Budget::unlimited()).unwrap();
     assert!(!plain.contains("SAYTHIS") && !plain.contains("id=\"presenter\""));
-    let noted = deck_html_with(&deck, &images, with);
+    let noted = deck_html_with(&deck, &images, with, &Budget::unlimited()).unwrap();
     assert!(noted.contains("<aside class=\"notes\">SAYTHIS greet everyone</aside>"));
     assert!(noted.contains("id=\"presenter\"") && noted.contains("class=\"timer\""));
     // The audience copy has no notes to carry, whatever the option.
-    let audience = deck_html_with(&deck.audience(), &images, with);
+    let audience = deck_html_with(&deck.audience(), &images, with, &Budget::unlimited()).unwrap();
     assert!(!audience.contains("SAYTHIS") && !audience.contains("<aside"));
 }
 
@@ -1220,14 +1353,21 @@ fn columns_and_split_images_place_text_where_the_author_asked() {
         }
     }
 
-    let svg = slide_svg(&deck, &deck.slides[0], &images, Size::default());
+    let svg = slide_svg(
+        &deck,
+        &deck.slides[0],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     assert!(svg.contains("LEFTWORD") && svg.contains("RIGHTWORD"));
-    let html = deck_html(&deck, &images);
+    let html = deck_html(&deck, &images, &Budget::unlimited()).unwrap();
     assert!(html.contains("<div class=\"columns\">\n<div class=\"column\">\n<p>LEFTWORD"));
     assert!(html.contains("</div>\n<div class=\"column\">\n<p>RIGHTWORD"));
     // Beside the split image the footer moves with the content, as in the PNG.
     assert!(html.contains("<footer class=\"chrome\" style=\"left: calc(40% + 110 * var(--u)); right: calc(0% + 110 * var(--u))\">"));
-    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
     if let Some(text) = pdftotext(&pdf) {
         assert!(
             text.contains("LEFTWORD") && text.contains("RIGHTWORD"),
@@ -1266,7 +1406,14 @@ fn brand_colour_and_logo_on_every_slide() {
     assert_eq!(deck.asset_ids(), vec![LOGO.to_owned()]);
     let (_, images) = sample();
     for slide in &deck.slides {
-        let sizes = image::natural_sizes(&deck, slide, &images);
+        let sizes = image::natural_sizes(
+            &deck,
+            slide,
+            &images,
+            &image::SvgTrees::default(),
+            &Budget::unlimited(),
+        )
+        .unwrap();
         let page = layout::page(&deck, slide, &sizes, Size::default());
         let logo = page
             .items
@@ -1291,12 +1438,28 @@ fn brand_colour_and_logo_on_every_slide() {
         });
         assert!(accent, "the title rule is in the brand colour");
     }
-    let png = slide_png(&deck, &deck.slides[1], &images, Size::default()).unwrap();
+    let png = slide_png(
+        &deck,
+        &deck.slides[1],
+        &images,
+        Size::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let img = ::image::load_from_memory(&png).unwrap().to_rgb8();
     // The logo is a blue-ish gradient (blue channel 160) in the corner.
     assert_eq!(img.get_pixel(1800, 44).0[2], 160);
-    let html = deck_html(&deck, &images);
-    assert_eq!(html.matches("<img class=\"logo\" alt=\"logo\"").count(), 2);
+    let html = deck_html(&deck, &images, &Budget::unlimited()).unwrap();
+    assert_eq!(
+        html.matches("<svg class=\"pic logo\" role=\"img\" aria-label=\"logo\"")
+            .count(),
+        2
+    );
+    assert_eq!(
+        html.matches("data:image/png;base64,").count(),
+        1,
+        "the logo once"
+    );
     assert!(html.contains("--accent: #e4007c"));
 
     let err = plinth_slides::parse_markdown("---\nlogo: logo.png\n---\n# T\n").unwrap_err();
@@ -1367,7 +1530,7 @@ fn right_to_left_paragraphs_align_right() {
         .collect();
     assert_eq!(bullets.len(), 2);
     assert!(bullets[0] > iend && bullets[1] < ex, "{bullets:?}");
-    let html = deck_html(&deck, &Images::new());
+    let html = deck_html(&deck, &Images::new(), &Budget::unlimited()).unwrap();
     assert!(html.contains("unicode-bidi: plaintext"));
     assert!(
         html.contains("<li dir=\"rtl\">שלום עולם</li>") && html.contains("<li>English item</li>")
@@ -1398,22 +1561,25 @@ fn layouts_fixture_renders_in_every_format() {
     let mut images = Images::new();
     for (file, id) in files {
         let bytes = std::fs::read(format!("{dir}/{file}")).unwrap();
-        let mime = inspect_image(&bytes).unwrap().mime.to_owned();
+        let mime = inspect_image(&bytes, &Budget::unlimited())
+            .unwrap()
+            .mime
+            .to_owned();
         images.insert(id.into(), Image { mime, bytes });
     }
     for slide in visible(&deck) {
-        slide_png(&deck, slide, &images, Size::default()).unwrap();
+        slide_png(&deck, slide, &images, Size::default(), &Budget::unlimited()).unwrap();
     }
-    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
     assert_eq!(page_count(&pdf), deck.slides.len());
     if let Some(text) = pdftotext(&pdf) {
         for needle in ["A release a day", "Two weeks per release", "first point"] {
             assert!(text.contains(needle), "{needle:?} missing:\n{text}");
         }
     }
-    let html = deck_html(&deck, &images);
+    let html = deck_html(&deck, &images, &Budget::unlimited()).unwrap();
     assert_eq!(
-        html.matches("<img class=\"logo\"").count(),
+        html.matches("<svg class=\"pic logo\"").count(),
         deck.slides.len()
     );
 }
@@ -1608,7 +1774,16 @@ fn every_format_draws_the_balanced_body() {
     let deck = plinth_slides::parse_markdown(md).unwrap();
     let images = Images::new();
     // The PNG: the body's ink sits in the middle of the room under the title.
-    let png = pixels(&slide_png(&deck, &deck.slides[0], &images, Size::default()).unwrap());
+    let png = pixels(
+        &slide_png(
+            &deck,
+            &deck.slides[0],
+            &images,
+            Size::default(),
+            &Budget::unlimited(),
+        )
+        .unwrap(),
+    );
     let background = png.get_pixel(5, 5).0;
     let inked: Vec<u32> = (250..png.height())
         .filter(|&y| (0..png.width()).any(|x| png.get_pixel(x, y).0 != background))
@@ -1621,7 +1796,7 @@ fn every_format_draws_the_balanced_body() {
         "PNG body ink {first}..{last}, room middle {room_mid}"
     );
 
-    let html = deck_html(&deck, &images);
+    let html = deck_html(&deck, &images, &Budget::unlimited()).unwrap();
     assert!(html.contains("<div class=\"body\">\n<ul>"), "{html}");
     assert!(html.contains(".body { flex: 1 1 auto; min-height: 0; display: flex; flex-direction: column; gap: calc(30 * var(--u)); justify-content: safe center; }"));
     assert!(html.contains(".layout-title .body { display: contents; }"));
@@ -1704,22 +1879,34 @@ fn pdf_images_match_the_png_export() {
     ];
     let mut images = Images::new();
     for (id, bytes) in ids.iter().zip([rgb, grey, rgba]) {
-        let mime = inspect_image(&bytes).unwrap().mime.to_owned();
+        let mime = inspect_image(&bytes, &Budget::unlimited())
+            .unwrap()
+            .mime
+            .to_owned();
         images.insert((*id).to_owned(), Image { mime, bytes });
     }
     let md: Vec<String> = ids.iter().map(|id| format!("![]({id})\n")).collect();
     let deck = plinth_slides::parse_markdown(&md.join("\n---\n\n")).unwrap();
-    let pdf = deck_pdf(&deck, &images, Size::default(), &mut |_| true).unwrap();
+    let pdf = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
     for (i, slide) in deck.slides.iter().enumerate() {
         let Some(page) = pdf_page_pixels(&pdf, i + 1) else {
             eprintln!("pdftoppm not installed (apt-get install poppler-utils): skipped");
             return;
         };
-        let png = pixels(&slide_png(&deck, slide, &images, Size::default()).unwrap());
+        let png = pixels(
+            &slide_png(&deck, slide, &images, Size::default(), &Budget::unlimited()).unwrap(),
+        );
         let laid = layout::page(
             &deck,
             slide,
-            &image::natural_sizes(&deck, slide, &images),
+            &image::natural_sizes(
+                &deck,
+                slide,
+                &images,
+                &image::SvgTrees::default(),
+                &Budget::unlimited(),
+            )
+            .unwrap(),
             Size::default(),
         );
         let (x, y, bw, bh) = laid

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use apalis::prelude::{BoxDynError, Data};
 use futures::future::BoxFuture;
-use plinth_render::{Image, Images, RenderError, Size};
+use plinth_render::{Budget, Image, Images, RenderError, Size};
 use plinth_slides::Deck;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -565,7 +565,7 @@ async fn export(
                 let png = {
                     let (deck, slide, images) = (deck.clone(), (*slide).clone(), images.clone());
                     tokio::task::spawn_blocking(move || {
-                        plinth_render::slide_png(&deck, &slide, &images, size)
+                        plinth_render::slide_png(&deck, &slide, &images, size, &Budget::unlimited())
                     })
                     .await?
                 };
@@ -624,7 +624,8 @@ async fn export(
                     done.clone(),
                 );
                 tokio::task::spawn_blocking(move || {
-                    plinth_render::deck_pdf_with(&deck, &images, size, options, &mut |i| {
+                    let budget = Budget::new(cancelled.clone(), None);
+                    plinth_render::deck_pdf_with(&deck, &images, size, options, &budget, &mut |i| {
                         done.store(i, std::sync::atomic::Ordering::Relaxed);
                         !cancelled.load(std::sync::atomic::Ordering::Relaxed)
                     })
@@ -656,7 +657,11 @@ async fn export(
             if !run.progress(0, total).await? {
                 return Ok(Outcome::Stopped);
             }
-            let html = plinth_render::deck_html_with(deck, &images, options).into_bytes();
+            let html =
+                match plinth_render::deck_html_with(deck, &images, options, &Budget::unlimited()) {
+                    Ok(html) => html.into_bytes(),
+                    Err(e) => return Ok(Outcome::Failed("render", e.to_string())),
+                };
             clock.lap("render");
             let a = Artifact {
                 key: artifact_key(&work.deck_id, job_id, work.attempt, "deck.html"),
@@ -780,8 +785,8 @@ fn judge(asset: &AssetCheck, bytes: &[u8]) -> Verdict {
             asset.sha256
         ));
     }
-    match plinth_render::inspect_image(bytes) {
-        Err(reason) => Verdict::Rejected(reason),
+    match plinth_render::inspect_image(bytes, &Budget::unlimited()) {
+        Err(reason) => Verdict::Rejected(reason.to_string()),
         Ok(info) if info.mime != asset.declared_type => Verdict::Rejected(format!(
             "declared {} but the file is {}",
             asset.declared_type, info.mime

@@ -156,7 +156,11 @@ pub(super) async fn page(
                 .map_err(ApiError::internal)?
                 .audience();
             let images = images(app, deck_id, &deck).await?;
-            let html = Arc::new(off_runtime(move || viewer_html(&deck, &images)).await?);
+            // Refused past the renderer's page limit (MAX_HTML_BYTES), naming it.
+            let html = off_runtime(move || viewer_html(&deck, &images))
+                .await?
+                .map_err(|e| ApiError::unprocessable(e.to_string()))?;
+            let html = Arc::new(html);
             let entry = (std::time::Instant::now(), html.clone());
             PAGES.insert(publication_id.to_owned(), entry);
             html
@@ -201,8 +205,8 @@ async fn images(app: &AppState, deck_id: &str, deck: &Deck) -> ApiResult<Images>
 }
 
 /// The export's head and slides, with the viewer's style and tail.
-fn viewer_html(deck: &Deck, images: &Images) -> String {
-    let export = plinth_render::deck_html(deck, images);
+fn viewer_html(deck: &Deck, images: &Images) -> Result<String, plinth_render::RenderError> {
+    let export = plinth_render::deck_html(deck, images, &plinth_render::Budget::unlimited())?;
     let (w, h) = if deck.aspect == Some(plinth_slides::Aspect::Standard) {
         (4, 3)
     } else {
@@ -230,11 +234,11 @@ fn viewer_html(deck: &Deck, images: &Images) -> String {
             out.push_str(&style);
             out.push_str(&export[he + "</head>".len()..me]);
             out.push_str(&TAIL);
-            out
+            Ok(out)
         }
         // The renderer's page changed shape: its slides, with no script at all, rather
         // than a page whose script the policy would block half of.
-        _ => export,
+        _ => Ok(export),
     }
 }
 
