@@ -184,7 +184,7 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
 /// Counts an answer given before the handler in the HTTP metrics, as every other.
 fn observed(
     resp: Response,
-    route: &str,
+    route: &'static str,
     method: &Method,
     started: Option<std::time::Instant>,
 ) -> Response {
