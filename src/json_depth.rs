@@ -126,6 +126,23 @@ pub fn parse_lenient(text: &str) -> serde_json::Result<Value> {
     }
 }
 
+/// The length of `value` as JSON, counted without keeping the text.
+pub fn json_len<T: serde::Serialize + ?Sized>(value: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    let _ = serde_json::to_writer(&mut n, value);
+    n.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

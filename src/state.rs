@@ -61,6 +61,10 @@ pub struct Inner {
     /// Builds the OpenAPI document (`crate::http::openapi::document`): a function the server
     /// hands in, since what reads the route table sits above the handlers in it.
     pub openapi: fn(&AppState) -> crate::http::reply::Reply,
+    /// The document, serialised on first request and then shared: it depends only on the
+    /// configuration, and building it per request cost milliseconds an anonymous client
+    /// could ask for in a loop (issue 41).
+    pub openapi_doc: std::sync::OnceLock<bytes::Bytes>,
 }
 
 impl Deref for AppState {

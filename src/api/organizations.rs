@@ -5,6 +5,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::db::organizations::{self as store, MemberChange, OrgRow};
+use crate::domain::records;
 use crate::domain::validate::parse_domain;
 use crate::http::auth::{OrgAdmin, OrgMember, Viewer};
 use crate::http::error::{ApiError, ApiResult};
@@ -43,9 +44,24 @@ fn check_data(data: &Map<String, Value>) -> Result<(), ApiError> {
             None | Some(Value::Null) => {}
             Some(Value::Object(t)) => {
                 for (field, v) in t {
-                    if !["from", "subject", "text"].contains(&field.as_str()) || !v.is_string() {
+                    let Some(text) = v.as_str() else {
+                        return Err(template_fields(k));
+                    };
+                    let (limit, one_line) = match field.as_str() {
+                        "from" | "subject" => (MAX_TEMPLATE_LINE, true),
+                        "text" => (MAX_TEMPLATE_TEXT, false),
+                        _ => return Err(template_fields(k)),
+                    };
+                    // Every email sent from the template carries it: bounded here, once.
+                    if text.len() > limit {
                         return Err(ApiError::bad_request(format!(
-                            "`data.{k}` is a template: string fields `from`, `subject`, `text`"
+                            "`data.{k}.{field}` may hold at most {limit} bytes"
+                        ))
+                        .with("max_bytes", limit));
+                    }
+                    if one_line && text.contains(['\r', '\n']) {
+                        return Err(ApiError::bad_request(format!(
+                            "`data.{k}.{field}` must be one line"
                         )));
                     }
                 }
@@ -57,7 +73,32 @@ fn check_data(data: &Map<String, Value>) -> Result<(), ApiError> {
             }
         }
     }
+    records::check_data(&Value::Object(data.clone()))?;
     Ok(())
+}
+
+fn template_fields(k: &str) -> ApiError {
+    ApiError::bad_request(format!(
+        "`data.{k}` is a template: string fields `from`, `subject`, `text`"
+    ))
+}
+
+/// A template's `from` and `subject` (one header line each) and its `text`.
+const MAX_TEMPLATE_LINE: usize = 200;
+const MAX_TEMPLATE_TEXT: usize = 16 * 1024;
+/// An organization's display name, in bytes.
+const MAX_NAME: usize = 200;
+
+/// A trimmed, non-empty name of at most [`MAX_NAME`] bytes.
+fn parse_name(name: Option<&str>) -> ApiResult<Option<&str>> {
+    let name = name.map(str::trim).filter(|n| !n.is_empty());
+    if name.is_some_and(|n| n.len() > MAX_NAME) {
+        return Err(
+            ApiError::bad_request(format!("`name` may hold at most {MAX_NAME} bytes"))
+                .with("max_bytes", MAX_NAME),
+        );
+    }
+    Ok(name)
 }
 
 /// Shallow-merges `changes` into the organization's `data` with an optimistic version
@@ -138,10 +179,7 @@ pub async fn create(
     let org = store::create(
         &app.db,
         &domain,
-        body.name
-            .as_deref()
-            .map(str::trim)
-            .filter(|n| !n.is_empty()),
+        parse_name(body.name.as_deref())?,
         &Value::Object(data),
         &caller.id,
     )
@@ -188,12 +226,7 @@ pub async fn update(
     let mut merged = g.org.data.0.as_object().cloned().unwrap_or_default();
     merged.extend(changes.clone());
     check_data(&merged)?;
-    let name = g
-        .body
-        .name
-        .as_deref()
-        .map(str::trim)
-        .filter(|n| !n.is_empty());
+    let name = parse_name(g.body.name.as_deref())?;
     let org = merge_data(&app, g.org, name, |data| {
         for (k, v) in &changes {
             if v.is_null() {

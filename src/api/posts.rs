@@ -60,10 +60,16 @@ fn post_type(raw: &str) -> ApiResult<String> {
     Ok(t.to_owned())
 }
 
-/// Sets `body` and `editorContent` from markdown (rule 1).
-fn apply_markdown(data: &mut Map<String, Value>, markdown: &str) {
+/// Sets `body` and `editorContent` from markdown (rule 1). Markdown that could not be
+/// stored (`body` alone would pass `MAX_DATA_BYTES`) is refused before it is parsed, so
+/// the document built from it stays a bounded multiple of a storable input.
+fn apply_markdown(data: &mut Map<String, Value>, markdown: &str) -> ApiResult<()> {
+    if markdown.len() > records::MAX_DATA_BYTES {
+        return Err(records::RecordError::TooLarge.into());
+    }
     data.insert("body".into(), json!(markdown));
     data.insert("editorContent".into(), richtext::markdown_to_doc(markdown));
+    Ok(())
 }
 
 fn page(limit: Option<i64>, offset: Option<i64>) -> ApiResult<(i64, i64)> {
@@ -264,7 +270,7 @@ pub async fn create(
     }
     let mut data = body.fields.unwrap_or_default();
     match &body.markdown {
-        Some(md) => apply_markdown(&mut data, md),
+        Some(md) => apply_markdown(&mut data, md)?,
         None => {
             if !data.get("editorContent").is_some_and(Value::is_object) {
                 data.insert("editorContent".into(), richtext::empty_doc());
@@ -358,7 +364,7 @@ pub async fn update(
             rules::deep_merge(&mut data, changes);
         }
         if let Some(md) = &u.markdown {
-            apply_markdown(&mut data, md);
+            apply_markdown(&mut data, md)?;
         }
         let data = Value::Object(data);
         records::check_data(&data)?;

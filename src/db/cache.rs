@@ -178,6 +178,17 @@ impl CachedPost {
     }
 }
 
+/// Bytes the caller cache may weigh (see [`weight_of`]).
+const CALLERS_BYTES: u64 = 64 << 20;
+/// Bytes the post cache may weigh.
+const POSTS_BYTES: u64 = 32 << 20;
+
+/// The weight of a cached row whose `data` is `data`: twice its JSON (the parsed value
+/// and the answer made from it) plus the row's fixed fields.
+fn weight_of(data: &serde_json::Value) -> u32 {
+    (1024 + 2 * crate::json_depth::json_len(data)).min(u32::MAX as usize) as u32
+}
+
 /// Every read cache of the process and the announcer of changes.
 pub struct Caches {
     /// sha256(API key) → caller.
@@ -193,12 +204,15 @@ pub struct Caches {
 impl Caches {
     pub fn new(db: Db, credits: plinth_actors::credits::CreditAccounts) -> Self {
         Self {
-            callers: ReadCache::new(100_000, 100_000, |_, _| 1),
+            // Callers and posts hold `data` (up to 256 KiB each) and later their
+            // serialised answer beside it: weighed by bytes, not counted, so a few
+            // thousand large accounts cannot hold gigabytes (issue 41).
+            callers: ReadCache::new(CALLERS_BYTES, 100_000, |_, c| weight_of(&c.user.data.0)),
             // Values are up to 256 KiB: bounded by bytes.
             kv: ReadCache::new(64 << 20, 100_000, |k, v| {
                 (k.0.len() + k.1.len() + v.1.len() + 64).min(u32::MAX as usize) as u32
             }),
-            posts: ReadCache::new(10_000, 10_000, |_, _| 1),
+            posts: ReadCache::new(POSTS_BYTES, 10_000, |_, p| weight_of(&p.row.data.0)),
             credits,
             db,
         }

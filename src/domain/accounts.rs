@@ -22,6 +22,9 @@ pub enum AccountError {
     Invalid(#[from] Invalid),
     #[error("user not found")]
     NotFound,
+    /// The merged `data` is too deep or too large (400 / 413).
+    #[error(transparent)]
+    Data(#[from] crate::domain::records::RecordError),
     /// Other writers won every try (a 409).
     #[error("the account is being updated concurrently; retry")]
     Busy,
@@ -88,6 +91,9 @@ pub async fn modify_data(
         if data == user.data.0 {
             return Ok(user);
         }
+        // The merge, not only the request, is bounded: many small updates must not
+        // grow one row (and every later read of it) without limit.
+        crate::domain::records::check_data(&data)?;
         match store::write_data(&app.db, &user.id, user.version, &data).await? {
             Some(updated) => return Ok(app.caches.announce(updated).await),
             None => {

@@ -609,6 +609,9 @@ fn not_placed(r: Result<(), NotPlaced>) -> Result<()> {
     }
 }
 
+/// Most units (license keys, download links) one purchase mints.
+pub const MAX_PURCHASE_UNITS: i64 = 100;
+
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
 /// Paid at once: a payment method, or tokens.
 #[schemars(extend("anyOf" = [{"required": ["payment_method_id"], "properties": {"payment_method_id": {"type": "string"}}}, {"required": ["payment_type"], "properties": {"payment_type": {"enum": ["tokens"]}}}]))]
@@ -679,6 +682,15 @@ pub async fn purchase(
         }
     };
     let basket = basket(app, caller, owner, Some(&body.items), domain.as_deref()).await?;
+    // Each unit mints a key or clones a stored file into a link, all in this answer.
+    let units: i64 = basket.lines.iter().map(|l| l.quantity).sum();
+    if units > MAX_PURCHASE_UNITS {
+        return Err(Invalid(format!(
+            "a purchase mints at most {MAX_PURCHASE_UNITS} keys or links: this one asks for \
+             {units} (split it into several purchases)"
+        ))
+        .into());
+    }
     for line in &basket.lines {
         let item = crate::db::inventory::get(&app.db, &line.item_id)
             .await?

@@ -48,6 +48,10 @@ impl Open {
 /// (security round 2, H1: 20,000 `>` once made a document that overflowed the stack).
 pub const MAX_NESTING: usize = 32;
 
+/// Longest link `href` or `title` made a mark, in bytes (longer ones leave the text
+/// unlinked): each text node inside a link carries a copy.
+pub const MAX_ATTR: usize = 2048;
+
 /// Whether a link or image target may be written into the document: relative, or
 /// `http`, `https` (and for links `mailto`). Editors render `href` as it is, so
 /// `javascript:` and `data:` never get there (security round 2, L4).
@@ -196,8 +200,10 @@ pub fn markdown_to_doc(markdown: &str) -> Value {
                 Tag::Link {
                     dest_url, title, ..
                 } => {
-                    // An unsafe target leaves the text unlinked.
-                    let mark = safe_url(&dest_url, true).then(|| {
+                    // An unsafe target leaves the text unlinked, and so does one past
+                    // MAX_ATTR: the mark is copied onto every text node of the link.
+                    let fits = dest_url.len() <= MAX_ATTR && title.len() <= MAX_ATTR;
+                    let mark = (fits && safe_url(&dest_url, true)).then(|| {
                         let mut attrs = json!({"href": dest_url.to_string()});
                         if !title.is_empty() {
                             attrs["title"] = json!(title.to_string());

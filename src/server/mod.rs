@@ -258,6 +258,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     }
     let state = AppState::new(Inner {
         openapi: crate::http::openapi::document,
+        openapi_doc: Default::default(),
         exempt_domains: Opts::normalized_domains(&opts.exempt_domains),
         admin_domains: Opts::normalized_domains(&opts.admin_domains),
         public_url,

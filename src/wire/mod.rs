@@ -68,8 +68,21 @@ pub struct Page<T> {
     pub offset: i64,
 }
 
-impl<T> Page<T> {
-    pub fn new(data: Vec<T>, total: i64, limit: i64, offset: i64) -> Page<T> {
+/// Most bytes of items one page answers: records hold up to 256 KiB each, so `limit`
+/// of them could make an answer of a hundred megabytes, copied again per request. Past
+/// this the page is cut (never below one item); `count` says how many came, and a
+/// client pages on from `offset + count` as always.
+pub const MAX_PAGE_BYTES: usize = 16 << 20;
+
+impl<T: Serialize> Page<T> {
+    pub fn new(mut data: Vec<T>, total: i64, limit: i64, offset: i64) -> Page<T> {
+        let mut bytes = 0;
+        if let Some(cut) = data.iter().position(|item| {
+            bytes += crate::json_depth::json_len(item);
+            bytes > MAX_PAGE_BYTES
+        }) {
+            data.truncate(cut.max(1));
+        }
         Page {
             count: data.len(),
             data,

@@ -346,6 +346,25 @@ async fn purchases_give_one_link_per_unit() {
         .unwrap();
     assert_eq!(file.bytes().await.unwrap().as_ref(), b"ID3 a song");
 
+    // Each unit clones the file: a purchase mints at most 100, refused before payment.
+    let r = s
+        .post(
+            "/api/downloads/purchase",
+            Some(&buyer),
+            json!({"items": [{"sku": "SONG", "quantity": 101}], "payment_type": "tokens", "domain": domain}),
+        )
+        .await;
+    r.assert_error(400);
+    assert!(
+        r.body["message"].as_str().unwrap().contains("at most 100"),
+        "{}",
+        r.body
+    );
+    assert_eq!(
+        s.get("/api/credits/balance", Some(&buyer)).await.body["balance"],
+        80
+    );
+
     // A missing source after payment: the order is refunded, no link is left.
     let r = s
         .post(

@@ -3,6 +3,7 @@
 mod common;
 
 mod accounts;
+mod amplify;
 mod analytics;
 mod appstore;
 mod architecture;

@@ -66,6 +66,11 @@ pub struct Artifact {
     pub slide: Option<usize>,
 }
 
+/// Most font warnings kept for one export (the first ones, in slide order).
+pub const MAX_WARNINGS: usize = 100;
+/// Most missing characters named in one warning.
+pub const MAX_MISSING_CHARS: usize = 64;
+
 /// Text an export could not draw: characters no installed font has (docs/slides.md,
 /// "Fonts"). The export still succeeds; its answer lists these.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -541,12 +546,14 @@ async fn export(
              (docs/slides.md, \"Fonts\") or set PLINTH_FONTS_DIR"
         );
     }
+    // Stored with the job and sent with every read of it: bounded, whatever the deck.
     *warnings = missing
         .into_iter()
+        .take(MAX_WARNINGS)
         .map(|m| Warning {
             slide: m.slide,
             text: m.text,
-            missing: m.missing,
+            missing: m.missing.chars().take(MAX_MISSING_CHARS).collect(),
         })
         .collect();
     clock.lap("fonts");

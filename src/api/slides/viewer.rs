@@ -122,7 +122,9 @@ pub(super) fn not_found_page() -> Response {
 /// changes, but an image deleted from the deck should leave its page soon.
 const PAGE_TTL: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// Rendered pages by publication id, at most 64 MiB of HTML: without it every view read
+/// Rendered pages by publication id, in one shard holding one page of the renderer's
+/// largest size and then some (a sharded cache splits its capacity, and pages between a
+/// shard's share and the limit were never kept, so each view built them again): without it every view read
 /// and hashed each image from storage and rendered the deck again. Whether the
 /// publication is still active is read from the database on every request, before this.
 /// A page is shared bytes: every response sends the cached page, never a copy of it, and
@@ -140,8 +142,16 @@ impl quick_cache::Weighter<String, Page> for ByLength {
 
 type Pages = quick_cache::sync::Cache<String, Page, ByLength>;
 
-static PAGES: LazyLock<Pages> =
-    LazyLock::new(|| Pages::with_weighter(256, 64 * 1024 * 1024, ByLength));
+static PAGES: LazyLock<Pages> = LazyLock::new(|| {
+    let options = quick_cache::OptionsBuilder::new()
+        .shards(1)
+        .estimated_items_capacity(256)
+        // The hot section (97 %) must hold the largest page.
+        .weight_capacity(plinth_render::MAX_HTML_BYTES * 9 / 8)
+        .build()
+        .expect("valid cache options");
+    Pages::with_options(options, ByLength, Default::default(), Default::default())
+});
 
 /// How long building one viewer page may take (its images read, the deck rendered).
 const BUILD_LIMIT: std::time::Duration = std::time::Duration::from_secs(8);

@@ -142,6 +142,7 @@ impl From<AccountError> for ApiError {
         match e {
             AccountError::Invalid(e) => e.into(),
             AccountError::NotFound => said(StatusCode::NOT_FOUND, &e),
+            AccountError::Data(e) => e.into(),
             AccountError::Busy => said(StatusCode::CONFLICT, &e),
             AccountError::Db(e) => e.into(),
             AccountError::Internal(e) => ApiError::internal(e),
