@@ -439,12 +439,19 @@ async fn sigterm_finishes_an_in_flight_request_and_refuses_new_connections() {
     let mut conn = std::net::TcpStream::connect(&addr).unwrap();
     conn.set_read_timeout(Some(Duration::from_secs(20)))
         .unwrap();
+    // `Expect: 100-continue`: the server says when the handler starts reading the body,
+    // so SIGTERM comes while the request is surely in flight (a head not yet parsed when
+    // the shutdown starts is an idle connection to hyper, and is closed).
     write!(
         conn,
-        "POST /api/aes HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST /api/aes HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n",
         body.len()
     )
     .unwrap();
+    conn.flush().unwrap();
+    let mut interim = [0u8; 25];
+    conn.read_exact(&mut interim).unwrap();
+    assert_eq!(&interim[..], b"HTTP/1.1 100 Continue\r\n\r\n");
     conn.write_all(&body[..10]).unwrap();
     conn.flush().unwrap();
     std::thread::sleep(Duration::from_millis(300));
