@@ -425,15 +425,14 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
                 let _ = writeln!(out, "</{tag}>");
             }
         }
-        if slide.paginate.unwrap_or(deck.paginate) {
+        if let Some(n) = crate::layout::page_number(deck, slide) {
             if right > 0 {
                 let _ = writeln!(
                     out,
-                    "<span class=\"page-number\" style=\"right: calc({right}% + 110 * var(--u))\">{}</span>",
-                    i + 1
+                    "<span class=\"page-number\" style=\"right: calc({right}% + 110 * var(--u))\">{n}</span>"
                 );
             } else {
-                let _ = writeln!(out, "<span class=\"page-number\">{}</span>", i + 1);
+                let _ = writeln!(out, "<span class=\"page-number\">{n}</span>");
             }
         }
         if options.notes {
@@ -527,7 +526,7 @@ fn blocks_html<O: Out>(
 ) {
     for block in blocks {
         match block {
-            Block::Heading { text, level } => {
+            Block::Heading { text, level, .. } => {
                 // h1 is the slide title; headings in the body are h2 to h6.
                 let h = level.unwrap_or(2).clamp(2, 6);
                 let _ = write!(out, "<h{h}>");

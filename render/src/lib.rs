@@ -14,6 +14,7 @@ mod highlight;
 mod html;
 mod image;
 mod layout;
+mod look;
 mod palette;
 mod pdf;
 mod svg;

@@ -3,6 +3,7 @@
 //!
 //! The format is described for clients in `docs/slides.md` (with a JSON Schema).
 
+mod inline;
 mod markdown;
 mod templates;
 
@@ -70,6 +71,20 @@ pub struct Deck {
     /// An image asset drawn small in the top-right corner of every slide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logo: Option<String>,
+    /// The Marp theme the deck is drawn as (its type scale, placement and colours);
+    /// `theme` then picks its light colours or its dark (`invert`) ones. Without it the
+    /// deck has plinth's own look.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marp_theme: Option<MarpTheme>,
+}
+
+/// Marp's three built-in themes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarpTheme {
+    Default,
+    Gaia,
+    Uncover,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,6 +158,13 @@ pub struct Slide {
     pub layout: Layout,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The title's heading level (1 or 2) where the markdown gave one: Marp themes draw
+    /// `#` larger than `##`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title_level: Option<u8>,
+    /// Marp's `# <!-- fit -->`: the title is scaled to fill the slide's width.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub title_fit: bool,
     #[serde(default)]
     pub blocks: Vec<Block>,
     /// Speaker notes: never rendered on slides, never shown to an audience.
@@ -155,6 +177,10 @@ pub struct Slide {
     pub theme: Option<Theme>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paginate: Option<bool>,
+    /// Marp's `paginate: hold` and `skip`: the slide does not advance the page number
+    /// (hold shows the previous one, skip none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub uncounted: bool,
     /// Overrides the deck's; an empty string removes it on this slide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<String>,
@@ -180,6 +206,9 @@ pub enum Block {
         /// 1 to 6, as `#` to `######` (default 2); 3 and below are drawn smaller.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         level: Option<u8>,
+        /// Marp's `<!-- fit -->`: scaled to fill the width.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        fit: bool,
     },
     Text {
         text: String,
@@ -530,6 +559,7 @@ impl Deck {
             color: self.color.clone(),
             brand: self.brand.clone(),
             logo: self.logo.clone(),
+            marp_theme: self.marp_theme,
         }
     }
 
@@ -750,7 +780,7 @@ fn check_blocks(
             ));
         }
         match block {
-            Block::Heading { text, level } => {
+            Block::Heading { text, level, .. } => {
                 if level.is_some_and(|l| !(1..=6).contains(&l)) {
                     return invalid(format!("{at}: a heading level is 1 to 6"));
                 }
