@@ -807,6 +807,11 @@ fn marked<O: Out>(out: &mut O, text: &str, pics: &mut Pics<'_>) {
             (span.italic, "em"),
             (span.strike, "s"),
             (span.code, "code"),
+            (span.sub, "sub"),
+            (span.sup, "sup"),
+            (span.small, "small"),
+            (span.mark, "mark"),
+            (span.underline, "u"),
         ]
         .iter()
         .filter(|(on, _)| *on)

@@ -421,7 +421,8 @@ enum Piece {
     Image {
         asset_id: String,
         natural: (f32, f32),
-        raster: bool,
+        max_scale: f32,
+        centred: bool,
     },
 }
 
@@ -512,7 +513,13 @@ fn title_piece(slide: &Slide, title: &str, ctx: &Ctx, frame: &Frame, s: f32) -> 
         glyphs = marked_glyphs(title, Face::Bold, size, ctx);
     }
     let leading = look.heading_leading;
-    let mut text = Paragraph::new(&glyphs, cw, size, leading, align(centered), pal.title, pal);
+    // Marp colours `#` in the title colour and `##` as text; plinth every title.
+    let fill = if level <= 1 || look.title_rule {
+        pal.title
+    } else {
+        pal.text
+    };
+    let mut text = Paragraph::new(&glyphs, cw, size, leading, align(centered), fill, pal);
     if !look.title_rule {
         return Piece::Fixed {
             items: text.items,
@@ -632,15 +639,13 @@ fn stack_pieces(pieces: Vec<Piece>, gaps: &[f32], cw: f32, share: f32) -> (Vec<I
             Piece::Image {
                 asset_id,
                 natural: (iw, ih),
-                raster,
+                max_scale,
+                centred,
             } => {
-                let mut k = (cw / iw).min(share / ih);
-                if raster {
-                    k = k.min(MAX_UPSCALE);
-                }
+                let k = (cw / iw).min(share / ih).min(max_scale);
                 let (w, h) = (iw * k, ih * k);
                 items.push(Item::Image {
-                    x: (cw - w) / 2.0,
+                    x: if centred { (cw - w) / 2.0 } else { 0.0 },
                     y,
                     w,
                     h,
@@ -744,20 +749,13 @@ fn block_piece(block: &Block, ctx: &Ctx, cw: f32, centered: bool, s: f32, depth:
                         (None, Some(h)) => (*h as f32 * aspect, *h as f32),
                         (None, None) => (n.width, n.height),
                     };
-                    // Scaled with the slide, and never wider than the column.
-                    let k = s.min(cw / w);
-                    let (w, h) = (w * k, h * k);
-                    let x = if centered { (cw - w) / 2.0 } else { 0.0 };
-                    Piece::Fixed {
-                        items: vec![Item::Image {
-                            x,
-                            y: 0.0,
-                            w,
-                            h,
-                            asset_id: asset_id.clone(),
-                            clip: None,
-                        }],
-                        height: h,
+                    // At most the size asked for, scaled with the slide; smaller when
+                    // the slide has less room (rather than shrinking the whole slide).
+                    Piece::Image {
+                        asset_id: asset_id.clone(),
+                        natural: (w, h),
+                        max_scale: s,
+                        centred: centered,
                     }
                 }
                 None => placeholder(None, pal, cw, s),
@@ -767,7 +765,9 @@ fn block_piece(block: &Block, ctx: &Ctx, cw: f32, centered: bool, s: f32, depth:
             Some(n) if n.width > 0.0 && n.height > 0.0 => Piece::Image {
                 asset_id: asset_id.clone(),
                 natural: (n.width, n.height),
-                raster: !n.vector,
+                // Raster images are not blown up past MAX_UPSCALE of their pixels.
+                max_scale: if n.vector { f32::INFINITY } else { MAX_UPSCALE },
+                centred: true,
             },
             _ => placeholder(alt.as_deref(), pal, cw, s),
         },
@@ -1341,6 +1341,12 @@ struct Glyph {
     /// Extra room before/after: the padding of an inline code background.
     pre: f32,
     post: f32,
+    /// `<sub>`, `<sup>`, `<small>`: the size as a share of the line's, and how far the
+    /// baseline rises (in the line's size).
+    scale: f32,
+    rise: f32,
+    mark: bool,
+    underline: bool,
 }
 
 impl Glyph {
@@ -1356,6 +1362,10 @@ impl Glyph {
             adv,
             pre: 0.0,
             post: 0.0,
+            scale: 1.0,
+            rise: 0.0,
+            mark: false,
+            underline: false,
         }
     }
 }
@@ -1511,11 +1521,19 @@ fn marked_glyphs(text: &str, base: Face, size: f32, ctx: &Ctx) -> Vec<Glyph> {
         let text = clean(&shown);
         let n = text.chars().count();
         let chars: Vec<char> = text.chars().collect();
+        let (scale, rise) = match (span.sub, span.sup, span.small) {
+            (true, _, _) => (0.75, -0.18),
+            (_, true, _) => (0.75, 0.36),
+            (_, _, true) => (0.85, 0.0),
+            _ => (1.0, 0.0),
+        };
         for (i, &c) in chars.iter().enumerate() {
-            let mut g = font_glyph(c, chars.get(i + 1).copied(), face, size, &mut prev);
+            let next = chars.get(i + 1).copied();
+            let mut g = font_glyph(c, next, face, size * scale, &mut prev);
             g.code = span.code;
             g.strike = span.strike;
             g.link = link.clone();
+            (g.scale, g.rise, g.mark, g.underline) = (scale, rise, span.mark, span.underline);
             if span.code {
                 g.pre = if i == 0 { pad } else { 0.0 };
                 g.post = if i + 1 == n { pad } else { 0.0 };
@@ -1606,13 +1624,11 @@ impl Paragraph {
             let key = |g: usize| {
                 let gl = &glyphs[g];
                 (
-                    gl.face,
-                    gl.font,
-                    gl.code,
-                    gl.strike,
+                    (gl.face, gl.font, gl.code, gl.strike),
                     gl.link.as_ref().map(|l| Rc::as_ptr(l) as *const u8),
                     gl.image.is_some(),
                     levels.get(g).copied().unwrap_or(0),
+                    (gl.scale.to_bits(), gl.rise.to_bits(), gl.mark, gl.underline),
                 )
             };
             let mut runs: Vec<(usize, usize)> = Vec::new();
@@ -1620,7 +1636,7 @@ impl Paragraph {
             while start < line.len() {
                 let k = key(line[start].0);
                 let mut end = start + 1;
-                while end < line.len() && !k.5 && key(line[end].0) == k {
+                while end < line.len() && !k.2 && key(line[end].0) == k {
                     end += 1;
                 }
                 runs.push((start, end));
@@ -1650,47 +1666,15 @@ impl Paragraph {
                         clip: None,
                     });
                 } else {
-                    if first.code {
-                        let pad = 0.22 * size;
-                        items.push(Item::Rect {
-                            x: x - pad * 0.8,
-                            y: y - 0.86 * size,
-                            w: run_w + pad * 1.6,
-                            h: 1.12 * size,
-                            r: 0.15 * size,
-                            fill: pal.inline_code_bg,
-                        });
-                    }
                     let text: String = line[start..end].iter().map(|&(g, _)| glyphs[g].c).collect();
-                    items.push(Item::Text {
+                    let run = Run {
                         x,
                         y,
+                        w: run_w,
                         size,
-                        face: first.face,
-                        font: first.font,
                         fill: color,
-                        text,
-                    });
-                    if first.strike {
-                        items.push(Item::Rect {
-                            x,
-                            y: y - 0.32 * size,
-                            w: run_w,
-                            h: 0.06 * size,
-                            r: 0.0,
-                            fill: color,
-                        });
-                    }
-                    if first.link.is_some() {
-                        items.push(Item::Rect {
-                            x,
-                            y: y + 0.1 * size,
-                            w: run_w,
-                            h: 0.05 * size,
-                            r: 0.0,
-                            fill: color,
-                        });
-                    }
+                    };
+                    text_run(&mut items, first, text, run, pal);
                 }
                 if let Some(url) = &first.link {
                     items.push(Item::Link {
@@ -1710,6 +1694,61 @@ impl Paragraph {
             first_baseline: baseline,
             rtl,
         }
+    }
+}
+
+/// Where one run of a line goes: its start, baseline, width, the line's size, colour.
+struct Run {
+    x: f32,
+    y: f32,
+    w: f32,
+    size: f32,
+    fill: Color,
+}
+
+/// One run of text in one style, with what its marks draw around it: the inline code
+/// chip or `<mark>` highlight behind it, the strike, underline or link line over it.
+fn text_run(items: &mut Vec<Item>, first: &Glyph, text: String, run: Run, pal: &Palette) {
+    let Run { x, y, w, size, .. } = run;
+    let behind = if first.code {
+        Some(pal.inline_code_bg)
+    } else if first.mark {
+        Some(pal.mark_bg)
+    } else {
+        None
+    };
+    if let Some(fill) = behind {
+        let pad = 0.22 * size;
+        items.push(Item::Rect {
+            x: x - pad * 0.8,
+            y: y - 0.86 * size,
+            w: w + pad * 1.6,
+            h: 1.12 * size,
+            r: 0.15 * size,
+            fill,
+        });
+    }
+    let fill = if first.mark && !first.code {
+        readable(run.fill, pal.mark_bg, MIN_CONTRAST)
+    } else {
+        run.fill
+    };
+    let (size, y) = (size * first.scale, y - first.rise * size);
+    items.push(Item::Text {
+        x,
+        y,
+        size,
+        face: first.face,
+        font: first.font,
+        fill,
+        text,
+    });
+    let mut line = |dy: f32, h: f32| items.push(rect(x, y + dy * size, w, h * size, fill));
+    if first.strike {
+        line(-0.32, 0.06);
+    }
+    if first.link.is_some() || first.underline {
+        line(0.1, 0.05);
     }
 }
 

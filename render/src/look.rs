@@ -107,9 +107,10 @@ impl Look {
         }
     }
 
-    /// Headings and paragraphs of this slide are centred across.
+    /// Headings and paragraphs of this slide are centred across (Marp's default theme
+    /// has no `lead` class: its title slides stay left-aligned).
     pub fn centred(&self, slide: &Slide) -> bool {
-        self.centre_all || slide.layout == Layout::Title
+        self.centre_all || (slide.layout == Layout::Title && self.kind != Kind::Default)
     }
 
     /// This slide's content is centred from top to bottom.
@@ -323,6 +324,12 @@ fn derive(kind: Kind, bg: Color, fg: Color, title: Color, accent: Color) -> Pale
         head_fill,
         head_text: readable(head_text, head_fill, MIN_CONTRAST),
         markers: if kind == Kind::Plinth { accent } else { fg },
+        // GitHub's yellow highlight, as strong as the background lets it be.
+        mark_bg: mix(
+            bg,
+            Color(0xff, 0xd3, 0x3d),
+            if luminance(bg) < 0.4 { 0.3 } else { 0.4 },
+        ),
         dark: luminance(code_bg) < 0.4,
     }
 }

@@ -31,6 +31,8 @@ pub struct Palette {
     /// The table header's fill and text.
     pub head_fill: Color,
     pub head_text: Color,
+    /// `<mark>`'s highlight.
+    pub mark_bg: Color,
     /// List bullets and numbers (plinth's look draws them in the accent instead).
     pub markers: Color,
     /// Code boxes are dark: code is highlighted with a dark theme.
@@ -55,6 +57,7 @@ pub fn palette(theme: Theme) -> Palette {
             head_fill: Color(0xf2, 0xf4, 0xf7),
             head_text: Color(0x10, 0x2a, 0x43),
             markers: Color(0x2f, 0x6f, 0xeb),
+            mark_bg: Color(0xff, 0xf8, 0xc5),
             dark: false,
         },
         Theme::Dark => Palette {
@@ -73,6 +76,7 @@ pub fn palette(theme: Theme) -> Palette {
             head_fill: Color(0x22, 0x29, 0x33),
             head_text: Color(0xff, 0xff, 0xff),
             markers: Color(0x58, 0xa6, 0xff),
+            mark_bg: Color(0x4b, 0x3f, 0x1a),
             dark: true,
         },
     }

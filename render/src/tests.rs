@@ -2014,3 +2014,41 @@ fn run_contrast(png: &::image::RgbImage, x: f32, y: f32, size: f32, text: &str) 
         .map(|c| contrast(Color(c[0], c[1], c[2]), fill))
         .fold(1.0, f32::max)
 }
+
+/// Marp's inline HTML is drawn: `<sub>`/`<sup>` smaller and off the baseline, `<mark>`
+/// on a highlight, `<kbd>` as code.
+#[test]
+fn inline_html_marks_are_drawn() {
+    let deck = plinth_slides::parse_markdown(
+        "## Notation\n\nH<sub>2</sub>O and x<sup>3</sup>, <mark>MARKED</mark>, <kbd>Ctrl</kbd>\n",
+    )
+    .unwrap();
+    let page = layout::page(&deck, &deck.slides[0], &Default::default(), Size::default());
+    let run = |needle: &str| {
+        page.items
+            .iter()
+            .find_map(|i| match i {
+                layout::Item::Text { y, size, text, .. } if text.trim() == needle => {
+                    Some((*y, *size))
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("{needle} not drawn"))
+    };
+    let (base, size) = run("O and x");
+    let (sub_y, sub_size) = run("2");
+    let (sup_y, sup_size) = run("3");
+    assert!(sub_size < size && sup_size < size);
+    assert!(sub_y > base && sup_y < base, "{sub_y} {base} {sup_y}");
+    let (mark_y, _) = run("MARKED");
+    let fills: Vec<_> = page
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            layout::Item::Rect { y, h, fill, .. } if *y < mark_y && y + h > mark_y => Some(*fill),
+            _ => None,
+        })
+        .collect();
+    let pal = layout::slide_palette(&deck, &deck.slides[0]);
+    assert!(fills.contains(&pal.mark_bg) && fills.contains(&pal.inline_code_bg));
+}

@@ -1032,13 +1032,59 @@ pub struct Span {
     pub link: Option<String>,
     /// An inline image: its asset id (`text` is the alt text).
     pub image: Option<String>,
+    /// Marp's inline HTML: `<sub>`, `<sup>`, `<small>`, `<mark>`, `<u>` (or `<ins>`);
+    /// `<kbd>` is drawn as code, `<s>`/`<del>` struck, `<b>`, `<i>`, `<code>` as their marks.
+    pub sub: bool,
+    pub sup: bool,
+    pub small: bool,
+    pub mark: bool,
+    pub underline: bool,
+}
+
+/// The inline HTML elements marked text may hold (Marp's allowlist), each as the flag
+/// it sets on a [`Span`].
+pub const INLINE_TAGS: &[&str] = &[
+    "sub", "sup", "small", "mark", "u", "ins", "kbd", "s", "del", "b", "strong", "i", "em", "code",
+];
+
+/// At the start of `chars`: an allowlisted tag `<name>` or `</name>` (any case), as
+/// (its name, whether it closes, its length in characters).
+pub fn inline_tag(chars: &[char]) -> Option<(&'static str, bool, usize)> {
+    if chars.first() != Some(&'<') {
+        return None;
+    }
+    let closes = chars.get(1) == Some(&'/');
+    let from = if closes { 2 } else { 1 };
+    let end = chars.iter().take(from + 8).position(|&c| c == '>')?;
+    let name: String = chars[from..end]
+        .iter()
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let tag = INLINE_TAGS.iter().find(|t| **t == name)?;
+    Some((tag, closes, end + 1))
+}
+
+impl Span {
+    fn set_tag(&mut self, tag: &str, on: bool) {
+        match tag {
+            "sub" => self.sub = on,
+            "sup" => self.sup = on,
+            "small" => self.small = on,
+            "mark" => self.mark = on,
+            "u" | "ins" => self.underline = on,
+            "s" | "del" => self.strike = on,
+            "b" | "strong" => self.bold = on,
+            "i" | "em" => self.italic = on,
+            _ => self.code = on,
+        }
+    }
 }
 
 /// Characters a backslash escapes in marked text.
-pub const ESCAPABLE: &str = "*_`\\~[]";
+pub const ESCAPABLE: &str = "*_`\\~[]<";
 
 /// Splits inline marks: `**bold**`, `*italic*` (or `_italic_`), `~~struck~~`,
-/// `` `code` ``, `[text](url)` and `![alt](asset:<id>)`. An unmatched mark is kept as
+/// `` `code` ``, `[text](url)`, `![alt](asset:<id>)` and the tags of [`INLINE_TAGS`]. An unmatched mark is kept as
 /// a literal character; a backslash escapes the next mark character. Linear in the
 /// text's length.
 pub fn spans(text: &str) -> Vec<Span> {
@@ -1100,6 +1146,12 @@ pub fn spans(text: &str) -> Vec<Span> {
                 i += end + 2;
                 continue;
             }
+        }
+        if let Some((tag, closes, len)) = inline_tag(&chars[i..]) {
+            flush(&mut cur, &mut out, &style);
+            style.set_tag(tag, !closes);
+            i += len;
+            continue;
         }
         if c == '!' && chars.get(i + 1) == Some(&'[') {
             if let Some((close, url, resume)) = target(&chars, i + 1) {

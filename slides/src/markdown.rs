@@ -422,6 +422,8 @@ impl Inline {
 }
 
 fn escape_into(out: &mut String, t: &str) {
+    // Every `<` too: text events come in pieces, so `\<sub>` cannot be told from a tag
+    // by looking at one of them.
     for c in t.chars() {
         if crate::ESCAPABLE.contains(c) {
             out.push('\\');
@@ -890,6 +892,18 @@ fn parse_slide(
                 if is_line_break(t) {
                     html.clear();
                     inline.text.push('\n');
+                    continue;
+                }
+                let chars: Vec<char> = t.chars().collect();
+                if let Some((tag, closes, _)) = crate::inline_tag(&chars)
+                    .filter(|(_, _, len)| *len == chars.len() && !block_html)
+                {
+                    // Marp's inline HTML allowlist: kept as a mark of the text.
+                    html.clear();
+                    inline.other = true;
+                    inline.text.push_str(if closes { "</" } else { "<" });
+                    inline.text.push_str(tag);
+                    inline.text.push('>');
                     continue;
                 }
                 if t.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("<style")) {
@@ -1964,6 +1978,26 @@ Say hello first.
         );
     }
 
+    /// Marp's inline HTML allowlist is kept as marks of the text; a `<` that only looks
+    /// like a tag in the markdown's text stays a character.
+    #[test]
+    fn inline_html_allowlist_is_drawn() {
+        let deck = parse_markdown(
+            "# H<sub>2</sub>O\n\nx<sup>2</sup>, <kbd>Ctrl</kbd>, <mark>exam</mark>, <u>u</u>, <small>s</small>, `<sub>` and \\<sub\\>\n",
+        )
+        .unwrap();
+        let s = &deck.slides[0];
+        assert_eq!(s.title.as_deref(), Some("H<sub>2</sub>O"));
+        let Block::Text { text } = &s.blocks[0] else {
+            panic!("{s:?}")
+        };
+        let spans = crate::spans(text);
+        let flagged = |t: &str| spans.iter().find(|s| s.text == t).cloned().unwrap();
+        assert!(flagged("2").sup && flagged("Ctrl").code && flagged("exam").mark);
+        assert!(flagged("u").underline && flagged("s").small);
+        assert!(crate::plain(text).ends_with("<sub> and <sub>"), "{text}");
+    }
+
     /// Marp counts pages as it shows them: `hold` repeats the number, `skip` hides it,
     /// and neither advances the count; `hide` is `false`.
     #[test]
@@ -2025,7 +2059,7 @@ Say hello first.
             "<div><img src=x></div>",
             "<divx>",
             "</div class=\"x\">",
-            "<span>text</span> <b>bold</b>",
+            "<span>text</span> <blink>bold</blink>",
         ] {
             assert!(
                 parse_markdown(&format!("# T\n\n{html}\n")).is_err(),
