@@ -1525,6 +1525,7 @@ fn marked_glyphs(text: &str, base: Face, size: f32, ctx: &Ctx) -> Vec<Glyph> {
             (true, _, _) => (0.75, -0.18),
             (_, true, _) => (0.75, 0.36),
             (_, _, true) => (0.85, 0.0),
+            _ if span.code => (ctx.look.inline_code, 0.0),
             _ => (1.0, 0.0),
         };
         for (i, &c) in chars.iter().enumerate() {

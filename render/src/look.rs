@@ -57,6 +57,8 @@ pub struct Look {
     /// Space between list items (in `em`) and a list's indent (in `em`).
     pub item_gap: f32,
     pub list_indent: f32,
+    /// Inline code size in `em` of its text.
+    pub inline_code: f32,
     /// Code size in `em` of the body, its line height and padding (in code `em`).
     pub code: f32,
     pub code_leading: f32,
@@ -147,6 +149,7 @@ fn default_look() -> Look {
         heading_below: 24.0,
         item_gap: 0.25,
         list_indent: 2.0,
+        inline_code: 0.85,
         code: 0.85,
         code_leading: 1.45,
         code_pad: (24.0 / 37.0, 24.0 / 37.0),
@@ -184,6 +187,7 @@ fn gaia_look() -> Look {
         heading_below: 52.5,
         item_gap: 0.3,
         list_indent: 1.6,
+        inline_code: 0.8,
         code: 0.7,
         code_leading: 1.35,
         code_pad: (0.5, 0.5),
@@ -219,6 +223,7 @@ fn uncover_look() -> Look {
         heading_below: 45.0,
         item_gap: 0.0,
         list_indent: 1.6,
+        inline_code: 1.0,
         code: 0.7,
         code_leading: 1.15,
         code_pad: (0.4, 0.6),
