@@ -253,7 +253,14 @@ pub fn code_link(app: &AppState, page: &str, code: &str) -> String {
 }
 
 /// Queues an email; `true` when it was accepted for delivery (the `emailed` field).
-pub async fn send(app: &AppState, email: Email) -> bool {
+pub async fn send(app: &AppState, mut email: Email) -> bool {
+    // The text holds one-time links: sealed under the master key while it waits in the
+    // queue tables (and in every backup of them); the worker opens it to send it (N-M2).
+    email.text = format!(
+        "{}{}",
+        plinth_workers::SEALED,
+        app.key.encrypt(email.text.as_bytes())
+    );
     match app.queue.push_email(email).await {
         Ok(()) => true,
         Err(e) => {

@@ -60,8 +60,16 @@ pub fn policy_for(html: &str) -> HeaderValue {
 
 /// A page with `status` and the headers every page has: its policy, not framed, not
 /// cached, no referrer, not sniffed.
-pub fn send(status: axum::http::StatusCode, html: String, csp: HeaderValue) -> Response {
-    let mut res = (status, axum::response::Html(html)).into_response();
+pub fn send(
+    status: axum::http::StatusCode,
+    html: impl Into<axum::body::Body>,
+    csp: HeaderValue,
+) -> Response {
+    let mut res = (
+        status,
+        axum::response::Html::<axum::body::Body>(html.into()),
+    )
+        .into_response();
     // An error page stays a page (not the API's JSON error object).
     res.extensions_mut().insert(crate::reply::AsSent);
     let h = res.headers_mut();

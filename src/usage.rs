@@ -559,6 +559,8 @@ fn with_usage(object: &[u8], u: &Usage) -> Vec<u8> {
 const WRAP_LIMIT: usize = 1 << 20;
 
 async fn finish(resp: Response, u: &Usage, method: &Method, path: &str) -> Response {
+    let mut u = *u;
+    let u = &mut u;
     let (mut parts, body) = resp.into_parts();
     let status = parts.status;
     // Room for what is added below and `x-request-id` at once: growing the map header by
@@ -568,6 +570,13 @@ async fn finish(resp: Response, u: &Usage, method: &Method, path: &str) -> Respo
     let object = match parts.extensions.remove::<Envelope>() {
         Some(Envelope::Json(bytes)) => bytes,
         Some(Envelope::Map(mut m)) => {
+            // A 429 of a handler's own window (a password guessed too often) says when
+            // it reopens in the standard header too.
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                if let Some(ms) = m.get("retry_after_ms").and_then(Value::as_u64) {
+                    u.retry_after_ms = ms;
+                }
+            }
             // A read changes nothing: a database failure under it has no outcome to doubt.
             if method.is_safe() && m.remove("outcome_unknown").is_some() {
                 m.insert(

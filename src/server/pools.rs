@@ -48,8 +48,16 @@ pub(super) fn ports(
     mail: MailBackend,
     (role, worker_prefix): (&'static str, &str),
 ) -> plinth_workers::Ports {
+    let opener = key.clone();
     plinth_workers::Ports {
-        mail,
+        mail: plinth_workers::Mailer {
+            backend: mail,
+            open: std::sync::Arc::new(move |sealed: &str| {
+                opener
+                    .decrypt(sealed)
+                    .and_then(|b| String::from_utf8(b).ok())
+            }),
+        },
         slides: slide_env(db, objects),
         expiry: expiry_env(db, objects),
         callbacks: std::sync::Arc::new(crate::callbacks::Deliverer {

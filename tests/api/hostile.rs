@@ -11,6 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::common::{email, Options, Server};
+use crate::slide_helpers::{create_md, ended, export, id, poll};
 
 /// Anonymous memory of a process (heap and stacks, not the mapped binary or fonts).
 pub fn rss_anon(pid: u32) -> u64 {
@@ -254,6 +255,9 @@ async fn hostile_clients_leave_a_normal_client_fast_and_memory_bounded() {
         .await;
     assert!(r.status.as_u16() < 500, "{:?}", r.body);
 
+    images_are_inlined_once(&s, &key).await;
+    costly_svgs_are_refused_and_cancel_stops_the_cpu(&s, &key).await;
+
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let (mut took, failed) = normal.await.unwrap();
     let peak = peak.await.unwrap();
@@ -274,4 +278,156 @@ async fn hostile_clients_leave_a_normal_client_fast_and_memory_bounded() {
     );
     // Everything still answers.
     s.get("/api/users/viewer", Some(&key)).await.assert_ok();
+}
+
+/// Uploads an image through `assets/upload`; its answer.
+async fn upload(s: &Server, key: &str, deck: &str, file: &str, bytes: Vec<u8>) -> (u16, Value) {
+    let r = s
+        .raw(
+            reqwest::Method::POST,
+            &format!("/api/slides/assets/upload?deck_id={deck}&file={file}"),
+        )
+        .header("x-api-key", key)
+        .header("content-type", "image/svg+xml")
+        .body(bytes)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// The review's N-H2: one 2 MiB SVG used 40 times. The public page carries it once
+/// (about 2.8 MB), not 40 times (106 MiB).
+async fn images_are_inlined_once(s: &Server, key: &str) {
+    let deck = create_md(s, key, "# Big\n").await;
+    let deck_id = id(&deck);
+    let svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><!-- {} --><rect width="10" height="10"/></svg>"#,
+        "x".repeat(2 << 20)
+    );
+    let (status, asset) = upload(s, key, &deck_id, "big.svg", svg.into_bytes()).await;
+    assert_eq!(status, 200, "{asset}");
+    let md = format!(
+        "# Big\n\n{}",
+        format!("![](asset:{})\n\n", id(&asset)).repeat(40)
+    );
+    let rev = s
+        .post(
+            "/api/slides/update",
+            Some(key),
+            json!({"id": deck_id, "expected_version": 1, "markdown": md}),
+        )
+        .await;
+    rev.assert_ok();
+    let job = export(s, key, &deck_id, "html").await;
+    assert_eq!(job["status"], "succeeded", "{job}");
+    let size = job["artifacts"][0]["size"].as_u64().unwrap();
+    assert!(size < 4 << 20, "the HTML export is {size} bytes");
+    let p = s
+        .post(
+            "/api/slides/publish",
+            Some(key),
+            json!({"deck_id": deck_id, "revision_id": rev.body["revision_id"],
+                   "expected_version": rev.body["version"]}),
+        )
+        .await;
+    p.assert_ok();
+    let url = p.body["url"].as_str().unwrap();
+    let path = &url[url.find("/api/").unwrap()..];
+    for _ in 0..3 {
+        let page = s
+            .raw(reqwest::Method::GET, path)
+            .header("accept", "text/html")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(page.status().as_u16(), 200);
+        let len = page.bytes().await.unwrap().len();
+        assert!(len < 4 << 20, "the public page is {len} bytes");
+    }
+}
+
+/// CPU time (user + system) the process has used so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = &stat[stat.rfind(')').map_or(0, |i| i + 2)..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The review's N-H3: the blur-through-<use> SVG is refused at upload, naming the cost
+/// limit; and an export of a deck that is slow but allowed stops burning CPU within a
+/// second of `jobs/cancel`.
+async fn costly_svgs_are_refused_and_cancel_stops_the_cpu(s: &Server, key: &str) {
+    let deck_id = id(&create_md(s, key, "# Costly\n").await);
+    let mut bomb = String::from(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="4000" height="4000"><defs><filter id="f" x="-1" y="-1" width="3" height="3"><feGaussianBlur stdDeviation="50"/></filter><g id="a0" filter="url(#f)"><rect width="4000" height="4000" fill="red"/></g>"#,
+    );
+    bomb.push_str(&format!(
+        r#"<g id="a1" filter="url(#f)">{}</g>"#,
+        r##"<use xlink:href="#a0"/>"##.repeat(10)
+    ));
+    bomb.push_str(r##"</defs><use xlink:href="#a1"/></svg>"##);
+    let started = Instant::now();
+    let (status, body) = upload(s, key, &deck_id, "bomb.svg", bomb.into_bytes()).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("MAX_SVG_COST"),
+        "{body}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    // Allowed, but slow: a blurred square, forty times on each of 20 slides (seconds a
+    // slide: a cancel must stop a slide midway).
+    let slow = r#"<svg xmlns="http://www.w3.org/2000/svg" width="1600" height="900"><defs><filter id="f"><feGaussianBlur stdDeviation="20"/></filter></defs><g filter="url(#f)"><rect x="100" y="100" width="700" height="350" fill="teal"/></g></svg>"#;
+    let (status, asset) = upload(s, key, &deck_id, "slow.svg", slow.as_bytes().to_vec()).await;
+    assert_eq!(status, 200, "{asset}");
+    let image = format!("![](asset:{})\n\n", id(&asset));
+    let md: Vec<String> = (1..=20)
+        .map(|i| format!("# {i}\n\n{}", image.repeat(40)))
+        .collect();
+    s.post(
+        "/api/slides/update",
+        Some(key),
+        json!({"id": deck_id, "expected_version": 1, "markdown": md.join("\n---\n\n")}),
+    )
+    .await
+    .assert_ok();
+    let r = s
+        .post(
+            "/api/slides/exports/create",
+            Some(key),
+            json!({"deck_id": deck_id, "format": "png"}),
+        )
+        .await;
+    r.assert_ok();
+    let job = id(&r.body);
+    let path = format!("/api/slides/jobs/{job}?deck_id={deck_id}");
+    poll(s, &path, key, |v| v["status"] != "pending").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    s.post(
+        "/api/slides/jobs/cancel",
+        Some(key),
+        json!({"deck_id": deck_id, "job_id": job}),
+    )
+    .await
+    .assert_ok();
+    // Within a second the renders stop; the next two seconds burn (almost) no CPU.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = cpu_seconds(s.pid());
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let burned = cpu_seconds(s.pid()) - before;
+    assert!(
+        burned < 0.8,
+        "{burned:.2} s of CPU in the 2 s after cancel + 1 s"
+    );
+    let v = poll(s, &path, key, ended).await;
+    assert_eq!(v["status"], "cancelled", "{v}");
 }

@@ -525,6 +525,11 @@ async fn n_m3_guessing_one_account_from_many_addresses_is_throttled_not_locked()
     r.assert_error(429);
     let wait = r.body["retry_after_ms"].as_u64().unwrap();
     assert!(wait > 0 && wait <= 1000, "{}", r.body);
+    assert_eq!(
+        r.header("retry-after").as_deref(),
+        Some("1"),
+        "the standard header too"
+    );
     let message = r.body["message"].as_str().unwrap().to_owned();
     assert!(message.contains("reset-password") && message.contains("authenticate-interstitial"));
     // Even the right password waits: the answer tells nothing about the guess.
@@ -558,4 +563,56 @@ async fn n_m3_guessing_one_account_from_many_addresses_is_throttled_not_locked()
     .await
     .assert_ok();
     sign_in(&s, &victim, "new pw").await.assert_ok();
+}
+
+/// N-M2: what the server writes is its user's alone (data directory 0700, database,
+/// outbox and backups 0600), and the email jobs in the queue tables hold no live link.
+#[tokio::test]
+async fn n_m2_secrets_at_rest_are_private_and_queued_links_are_sealed() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Server::start().await;
+    let to = email("nm2");
+    s.signup(&to).await;
+    s.wait_for_email(&to, "?code=").await;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = s.data_dir();
+    assert_eq!(mode(&dir), 0o700, "the data directory");
+    let mut files = vec![dir.join("master.key")];
+    if crate::common::pg_admin_url().is_none() {
+        files.push(dir.join("plinth.db"));
+    }
+    for f in std::fs::read_dir(dir.join("outbox")).unwrap() {
+        files.push(f.unwrap().path());
+    }
+    for f in &files {
+        assert_eq!(mode(f) & 0o077, 0, "{} is {:o}", f.display(), mode(f));
+    }
+    // The queued email's text is sealed: no `code=` in the queue tables.
+    let (table, text) = if crate::common::pg_admin_url().is_some() {
+        ("apalis.jobs", "convert_from(job, 'UTF8')")
+    } else {
+        ("Jobs", "CAST(job AS TEXT)")
+    };
+    let jobs = s.sql_count(&format!("SELECT COUNT(*) FROM {table}")).await;
+    assert!(jobs >= 1);
+    let open = s
+        .sql_count(&format!(
+            "SELECT COUNT(*) FROM {table} WHERE {text} LIKE '%code=%'"
+        ))
+        .await;
+    assert_eq!(open, 0, "a queued email holds a live link in the clear");
+    // A backup is created 0600.
+    let backup = s.dir.path().join("backup.db");
+    let out = s.cli(&["backup", backup.to_str().unwrap()]);
+    if out.status.success() {
+        assert_eq!(
+            mode(&backup) & 0o077,
+            0,
+            "the backup is {:o}",
+            mode(&backup)
+        );
+    } else {
+        // PostgreSQL without pg_dump on this machine: the command says so.
+        assert!(String::from_utf8_lossy(&out.stderr).contains("pg_dump"));
+    }
 }

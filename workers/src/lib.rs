@@ -28,7 +28,7 @@ pub use apalis::prelude::BoxDynError;
 pub use callbacks::{CallbackEnv, CallbackTask};
 pub use expiry::{ExpiryEnv, ExpiryTask};
 pub use lifecycle::{JobLog, Outcome, RunRecord};
-pub use mail::{mailbox_domain, valid_mailbox, MailBackend, MailStatus};
+pub use mail::{mailbox_domain, valid_mailbox, MailBackend, MailStatus, Mailer, Opener, SEALED};
 pub use pool::{render_pool, RenderPool};
 pub use retry::{Backoff, JobError};
 pub use slides::{ExportTask, ImageTask, SlideEnv};
@@ -253,7 +253,7 @@ fn postgres_config(queue: &str) -> apalis_postgres::Config {
         .missed_heartbeats(3)
 }
 
-async fn deliver(job: EmailJob, mail: Data<MailBackend>) -> Result<(), BoxDynError> {
+async fn deliver(job: EmailJob, mail: Data<Mailer>) -> Result<(), BoxDynError> {
     mail.deliver(&job.id, &job.email).await
 }
 
@@ -451,7 +451,7 @@ macro_rules! monitor {
 
 /// What the workers reach the outside through (the server implements each).
 pub struct Ports {
-    pub mail: MailBackend,
+    pub mail: Mailer,
     pub slides: slides::Env,
     pub expiry: expiry::Env,
     pub callbacks: callbacks::Env,

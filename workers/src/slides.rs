@@ -23,6 +23,8 @@ use std::time::Duration;
 use apalis::prelude::{BoxDynError, Data};
 use futures::future::BoxFuture;
 use plinth_render::{Budget, Image, Images, RenderError, Size};
+
+use crate::pool::render_pool;
 use plinth_slides::Deck;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -523,7 +525,9 @@ async fn export(
     // answer lists them, and the log says so once per run.
     let missing = {
         let deck = deck.clone();
-        tokio::task::spawn_blocking(move || plinth_render::missing_glyphs(&deck)).await?
+        render_pool()
+            .run(move || plinth_render::missing_glyphs(&deck))
+            .await?
     };
     if !missing.is_empty() {
         let chars: std::collections::BTreeSet<char> =
@@ -555,132 +559,26 @@ async fn export(
         _ => (work.format.as_str(), false),
     };
     let options = plinth_render::Options { notes };
-    match format {
-        "png" => {
-            for (i, slide) in slides.iter().enumerate() {
-                if !run.progress(i, total).await? {
-                    return Ok(Outcome::Stopped);
-                }
-                clock.lap("store");
-                let png = {
-                    let (deck, slide, images) = (deck.clone(), (*slide).clone(), images.clone());
-                    tokio::task::spawn_blocking(move || {
-                        plinth_render::slide_png(&deck, &slide, &images, size, &Budget::unlimited())
-                    })
-                    .await?
-                };
-                clock.lap("render");
-                let png = match png {
-                    Ok(p) => p,
-                    Err(e) => {
-                        return Ok(Outcome::Failed("render", format!("slide {}: {e}", i + 1)))
-                    }
-                };
-                let name = format!("slide-{:03}.png", i + 1);
-                let a = Artifact {
-                    key: artifact_key(&work.deck_id, job_id, work.attempt, &name),
-                    name,
-                    content_type: "image/png".into(),
-                    size: png.len() as u64,
-                    slide: Some(i + 1),
-                };
-                env.put_object(&a.key, png, "image/png").await?;
-                clock.lap("store");
-                artifacts.push(a);
-            }
-        }
-        "pdf" => {
-            // Cancellation is checked between slides from inside the renderer, through a
-            // flag that a watcher task keeps current.
-            let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-            let watcher = {
-                let (env, job, owner, lost, cancelled, done) = (
-                    env.clone(),
-                    job_id.to_owned(),
-                    run.owner.to_owned(),
-                    run.lost.clone(),
-                    cancelled.clone(),
-                    done.clone(),
-                );
-                tokio::spawn(async move {
-                    loop {
-                        let n = done.load(std::sync::atomic::Ordering::Relaxed);
-                        let held = !lost.load(Ordering::Relaxed)
-                            && !matches!(env.progress(&job, &owner, n, total).await, Ok(false));
-                        if !held {
-                            cancelled.store(true, std::sync::atomic::Ordering::Relaxed);
-                            return;
-                        }
-                        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-                    }
-                })
-            };
-            let pdf = {
-                let (deck, images, cancelled, done) = (
-                    deck.clone(),
-                    images.clone(),
-                    cancelled.clone(),
-                    done.clone(),
-                );
-                tokio::task::spawn_blocking(move || {
-                    let budget = Budget::new(cancelled.clone(), None);
-                    plinth_render::deck_pdf_with(&deck, &images, size, options, &budget, &mut |i| {
-                        done.store(i, std::sync::atomic::Ordering::Relaxed);
-                        !cancelled.load(std::sync::atomic::Ordering::Relaxed)
-                    })
-                })
-                .await
-            };
-            watcher.abort();
-            clock.lap("render");
-            let pdf = match pdf? {
-                Ok(p) => p,
-                Err(RenderError::Cancelled) => return Ok(Outcome::Stopped),
-                Err(e) => return Ok(Outcome::Failed("render", e.to_string())),
-            };
-            if !run.progress(total, total).await? {
-                return Ok(Outcome::Stopped);
-            }
-            let a = Artifact {
-                key: artifact_key(&work.deck_id, job_id, work.attempt, "deck.pdf"),
-                name: "deck.pdf".into(),
-                content_type: "application/pdf".into(),
-                size: pdf.len() as u64,
-                slide: None,
-            };
-            env.put_object(&a.key, pdf, "application/pdf").await?;
-            clock.lap("store");
-            artifacts.push(a);
-        }
-        "html" => {
-            if !run.progress(0, total).await? {
-                return Ok(Outcome::Stopped);
-            }
-            let html =
-                match plinth_render::deck_html_with(deck, &images, options, &Budget::unlimited()) {
-                    Ok(html) => html.into_bytes(),
-                    Err(e) => return Ok(Outcome::Failed("render", e.to_string())),
-                };
-            clock.lap("render");
-            let a = Artifact {
-                key: artifact_key(&work.deck_id, job_id, work.attempt, "deck.html"),
-                name: "deck.html".into(),
-                content_type: "text/html; charset=utf-8".into(),
-                size: html.len() as u64,
-                slide: None,
-            };
-            env.put_object(&a.key, html, "text/html; charset=utf-8")
-                .await?;
-            clock.lap("store");
-            artifacts.push(a);
-        }
-        other => {
-            return Ok(Outcome::Failed(
-                "render",
-                format!("unknown export format `{other}`"),
-            ))
-        }
+    let stop = Stopper::watch(run, total);
+    let out = Output {
+        run,
+        work,
+        stop: &stop,
+        size,
+    };
+    let rendered = match format {
+        "png" => out.pngs(&slides, &images, &mut clock, artifacts).await?,
+        "pdf" => out.pdf(&images, options, &mut clock, artifacts).await?,
+        "html" => out.html(&images, options, &mut clock, artifacts).await?,
+        other => Err(RenderError::Failed(format!(
+            "unknown export format `{other}`"
+        ))),
+    };
+    drop(stop);
+    match rendered {
+        Ok(()) => {}
+        Err(RenderError::Cancelled) => return Ok(Outcome::Stopped),
+        Err(e) => return Ok(Outcome::Failed("render", e.to_string())),
     }
     if !run.progress(total, total).await? {
         return Ok(Outcome::Stopped);
@@ -696,6 +594,196 @@ async fn export(
         "export timings"
     );
     Ok(Outcome::Done)
+}
+
+/// A whole export may render this long (under the job's 10-minute timeout), one slide
+/// one minute.
+const RENDER_LIMIT: Duration = Duration::from_secs(570);
+const SLIDE_LIMIT: Duration = Duration::from_secs(60);
+
+/// The render budget of one run. A watcher keeps its flag current with the job (set
+/// when the job is cancelled or its lease lost, checked every 200 ms); dropping it
+/// (the run ended, or its future was dropped by the job timeout or at shutdown) sets
+/// the flag too, so the render threads stop within a second whatever stopped the run
+/// (security review N-H3).
+struct Stopper {
+    budget: Budget,
+    /// Slides done, for the progress the watcher records.
+    done: Arc<std::sync::atomic::AtomicUsize>,
+    watcher: tokio::task::JoinHandle<()>,
+}
+
+impl Stopper {
+    fn watch(run: &Run<'_>, total: usize) -> Stopper {
+        let deadline = std::time::Instant::now() + RENDER_LIMIT;
+        let budget = Budget::new(Arc::default(), Some(deadline)).per_slide(SLIDE_LIMIT);
+        let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (env, job, owner, lost, flag, n) = (
+            run.env.clone(),
+            run.job_id.to_owned(),
+            run.owner.to_owned(),
+            run.lost.clone(),
+            budget.flag(),
+            done.clone(),
+        );
+        let watcher = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let n = n.load(Ordering::Relaxed);
+                let held = !lost.load(Ordering::Relaxed)
+                    && !matches!(env.progress(&job, &owner, n, total).await, Ok(false));
+                if !held {
+                    flag.store(true, Ordering::Relaxed);
+                    return;
+                }
+            }
+        });
+        Stopper {
+            budget,
+            done,
+            watcher,
+        }
+    }
+}
+
+impl Drop for Stopper {
+    fn drop(&mut self) {
+        self.budget.cancel();
+        self.watcher.abort();
+    }
+}
+
+/// What the format writers of one run share.
+struct Output<'a> {
+    run: &'a Run<'a>,
+    work: &'a ExportWork,
+    stop: &'a Stopper,
+    size: Size,
+}
+
+type Rendered = Result<Result<(), RenderError>, BoxDynError>;
+
+impl Output<'_> {
+    async fn store(
+        &self,
+        name: String,
+        bytes: Vec<u8>,
+        content_type: &str,
+        slide: Option<usize>,
+    ) -> Result<Artifact, BoxDynError> {
+        let a = Artifact {
+            key: artifact_key(
+                &self.work.deck_id,
+                self.run.job_id,
+                self.work.attempt,
+                &name,
+            ),
+            name,
+            content_type: content_type.into(),
+            size: bytes.len() as u64,
+            slide,
+        };
+        self.run.env.put_object(&a.key, bytes, content_type).await?;
+        Ok(a)
+    }
+
+    /// One PNG per slide, as many at once as the render pool has threads.
+    async fn pngs(
+        &self,
+        slides: &[&plinth_slides::Slide],
+        images: &Images,
+        clock: &mut Clock,
+        artifacts: &mut Vec<Artifact>,
+    ) -> Rendered {
+        let deck = Arc::new(self.work.content.clone());
+        let images = Arc::new(images.clone());
+        let at_once = render_pool().threads();
+        for (first, batch) in slides.chunks(at_once).enumerate() {
+            let first = first * at_once;
+            let renders = batch.iter().map(|slide| {
+                let (deck, images, slide) = (deck.clone(), images.clone(), (*slide).clone());
+                let (budget, size) = (self.stop.budget.clone(), self.size);
+                render_pool()
+                    .run(move || plinth_render::slide_png(&deck, &slide, &images, size, &budget))
+            });
+            let pngs = futures::future::join_all(renders).await;
+            clock.lap("render");
+            for (i, png) in pngs.into_iter().enumerate() {
+                let n = first + i + 1;
+                let png = match png? {
+                    Ok(p) => p,
+                    Err(RenderError::Cancelled) => return Ok(Err(RenderError::Cancelled)),
+                    Err(e) => return Ok(Err(RenderError::Failed(format!("slide {n}: {e}")))),
+                };
+                let name = format!("slide-{n:03}.png");
+                artifacts.push(self.store(name, png, "image/png", Some(n)).await?);
+                self.stop.done.store(n, Ordering::Relaxed);
+            }
+            clock.lap("store");
+        }
+        Ok(Ok(()))
+    }
+
+    async fn pdf(
+        &self,
+        images: &Images,
+        options: plinth_render::Options,
+        clock: &mut Clock,
+        artifacts: &mut Vec<Artifact>,
+    ) -> Rendered {
+        let (deck, images, budget, done, size) = (
+            self.work.content.clone(),
+            images.clone(),
+            self.stop.budget.clone(),
+            self.stop.done.clone(),
+            self.size,
+        );
+        let pdf = render_pool()
+            .run(move || {
+                plinth_render::deck_pdf_with(&deck, &images, size, options, &budget, &mut |i| {
+                    done.store(i, Ordering::Relaxed);
+                    !budget.is_cancelled()
+                })
+            })
+            .await?;
+        clock.lap("render");
+        let pdf = match pdf {
+            Ok(p) => p,
+            Err(e) => return Ok(Err(e)),
+        };
+        artifacts.push(
+            self.store("deck.pdf".into(), pdf, "application/pdf", None)
+                .await?,
+        );
+        clock.lap("store");
+        Ok(Ok(()))
+    }
+
+    async fn html(
+        &self,
+        images: &Images,
+        options: plinth_render::Options,
+        clock: &mut Clock,
+        artifacts: &mut Vec<Artifact>,
+    ) -> Rendered {
+        let (deck, images, budget) = (
+            self.work.content.clone(),
+            images.clone(),
+            self.stop.budget.clone(),
+        );
+        let html = render_pool()
+            .run(move || plinth_render::deck_html_with(&deck, &images, options, &budget))
+            .await?;
+        clock.lap("render");
+        let html = match html {
+            Ok(h) => h.into_bytes(),
+            Err(e) => return Ok(Err(e)),
+        };
+        let ct = "text/html; charset=utf-8";
+        artifacts.push(self.store("deck.html".into(), html, ct, None).await?);
+        clock.lap("store");
+        Ok(Ok(()))
+    }
 }
 
 /// Time spent per phase of a run, summed over laps: each lap is charged the time since
@@ -756,7 +844,7 @@ pub async fn run_image_check(task: ImageTask, env: Data<Env>) -> Result<(), BoxD
             asset.size
         )),
         // Decoding is CPU work: off the async threads.
-        Fetched::Bytes(bytes) => tokio::task::spawn_blocking(move || judge(&asset, &bytes)).await?,
+        Fetched::Bytes(bytes) => render_pool().run(move || judge(&asset, &bytes)).await?,
     };
     env.judge_asset(&task.asset_id, &verdict)
         .await
@@ -785,6 +873,7 @@ fn judge(asset: &AssetCheck, bytes: &[u8]) -> Verdict {
             asset.sha256
         ));
     }
+    // Bounded by the image limits themselves (pixels, SVG structure and cost).
     match plinth_render::inspect_image(bytes, &Budget::unlimited()) {
         Err(reason) => Verdict::Rejected(reason.to_string()),
         Ok(info) if info.mime != asset.declared_type => Verdict::Rejected(format!(

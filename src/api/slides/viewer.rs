@@ -125,19 +125,26 @@ const PAGE_TTL: std::time::Duration = std::time::Duration::from_secs(300);
 /// Rendered pages by publication id, at most 64 MiB of HTML: without it every view read
 /// and hashed each image from storage and rendered the deck again. Whether the
 /// publication is still active is read from the database on every request, before this.
+/// A page is shared bytes: every response sends the cached page, never a copy of it, and
+/// concurrent first views of one publication build it once (security review N-H2).
 #[derive(Clone)]
 struct ByLength;
 
-impl quick_cache::Weighter<String, (std::time::Instant, Arc<String>)> for ByLength {
-    fn weight(&self, _: &String, v: &(std::time::Instant, Arc<String>)) -> u64 {
+type Page = (std::time::Instant, bytes::Bytes);
+
+impl quick_cache::Weighter<String, Page> for ByLength {
+    fn weight(&self, _: &String, v: &Page) -> u64 {
         v.1.len().max(1) as u64
     }
 }
 
-type Pages = quick_cache::sync::Cache<String, (std::time::Instant, Arc<String>), ByLength>;
+type Pages = quick_cache::sync::Cache<String, Page, ByLength>;
 
 static PAGES: LazyLock<Pages> =
     LazyLock::new(|| Pages::with_weighter(256, 64 * 1024 * 1024, ByLength));
+
+/// How long building one viewer page may take (its images read, the deck rendered).
+const BUILD_LIMIT: std::time::Duration = std::time::Duration::from_secs(8);
 
 /// The viewer page of a publication's audience content.
 pub(super) async fn page(
@@ -146,31 +153,57 @@ pub(super) async fn page(
     deck_id: &str,
     content: &Value,
 ) -> ApiResult<Response> {
-    let html = match PAGES.get(publication_id) {
-        Some((at, html)) if at.elapsed() < PAGE_TTL => html,
-        _ => {
-            // Stored content is already the audience deck; filtering again costs
-            // nothing and keeps notes and hidden slides out even of content stored by
-            // an older release.
-            let deck = Deck::from_json(content.clone())
-                .map_err(ApiError::internal)?
-                .audience();
-            let images = images(app, deck_id, &deck).await?;
-            // Refused past the renderer's page limit (MAX_HTML_BYTES), naming it.
-            let html = off_runtime(move || viewer_html(&deck, &images))
-                .await?
-                .map_err(|e| ApiError::unprocessable(e.to_string()))?;
-            let html = Arc::new(html);
-            let entry = (std::time::Instant::now(), html.clone());
-            PAGES.insert(publication_id.to_owned(), entry);
-            html
+    let html = loop {
+        match PAGES.get_value_or_guard_async(publication_id).await {
+            Ok((at, html)) if at.elapsed() < PAGE_TTL => break html,
+            Ok(_) => {
+                PAGES.remove(publication_id);
+            }
+            Err(guard) => {
+                let html = build(app, deck_id, content).await?;
+                let _ = guard.insert((std::time::Instant::now(), html.clone()));
+                break html;
+            }
         }
     };
     Ok(vary_accept(crate::pages::send(
         StatusCode::OK,
-        html.as_str().to_owned(),
+        html,
         POLICY.clone(),
     )))
+}
+
+/// Renders a publication's page on the render pool, within [`BUILD_LIMIT`] and the
+/// renderer's page limit (`MAX_HTML_BYTES`), which is checked against the images' stored
+/// sizes before any of them is read.
+async fn build(app: &AppState, deck_id: &str, content: &Value) -> ApiResult<bytes::Bytes> {
+    // Stored content is already the audience deck; filtering again costs nothing and
+    // keeps notes and hidden slides out even of content stored by an older release.
+    let deck = Deck::from_json(content.clone())
+        .map_err(ApiError::internal)?
+        .audience();
+    let images = images(app, deck_id, &deck).await?;
+    let budget = plinth_render::Budget::new(
+        Arc::default(),
+        Some(std::time::Instant::now() + BUILD_LIMIT),
+    );
+    // A client that goes away (or the request deadline) stops the render too.
+    let _stop = StopOnDrop(budget.clone());
+    plinth_workers::render_pool()
+        .run(move || viewer_html(&deck, &images, &budget))
+        .await
+        .map_err(ApiError::internal)?
+        .map(bytes::Bytes::from)
+        .map_err(|e| ApiError::unprocessable(e.to_string()))
+}
+
+/// Cancels a render when the request that wanted it is dropped.
+struct StopOnDrop(plinth_render::Budget);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
 }
 
 /// The deck's ready images, checked against their sha256 as the export worker does (an
@@ -183,10 +216,25 @@ async fn images(app: &AppState, deck_id: &str, deck: &Deck) -> ApiResult<Images>
         return Ok(out);
     }
     let assets = store::deck_assets(&app.db, deck_id).await?;
-    for a in assets
+    let used: Vec<_> = assets
         .iter()
         .filter(|a| a.status == "ready" && ids.contains(&a.id))
-    {
+        .collect();
+    // Each image goes into the page once, as base64: a page that could not be sent is
+    // refused before a byte of its images is read.
+    let inlined: u64 = used
+        .iter()
+        .map(|a| (a.size.max(0) as u64).div_ceil(3) * 4)
+        .sum();
+    if inlined > plinth_render::MAX_HTML_BYTES {
+        return Err(ApiError::unprocessable(format!(
+            "the page's images would be {inlined} bytes, over the limit of {} bytes \
+             (MAX_HTML_BYTES); use fewer or smaller images",
+            plinth_render::MAX_HTML_BYTES
+        ))
+        .with("max_bytes", plinth_render::MAX_HTML_BYTES));
+    }
+    for a in used {
         let fetched = app
             .objects
             .get_limited(&a.object_key, MAX_ASSET_BYTES)
@@ -205,8 +253,12 @@ async fn images(app: &AppState, deck_id: &str, deck: &Deck) -> ApiResult<Images>
 }
 
 /// The export's head and slides, with the viewer's style and tail.
-fn viewer_html(deck: &Deck, images: &Images) -> Result<String, plinth_render::RenderError> {
-    let export = plinth_render::deck_html(deck, images, &plinth_render::Budget::unlimited())?;
+fn viewer_html(
+    deck: &Deck,
+    images: &Images,
+    budget: &plinth_render::Budget,
+) -> Result<String, plinth_render::RenderError> {
+    let export = plinth_render::deck_html(deck, images, budget)?;
     let (w, h) = if deck.aspect == Some(plinth_slides::Aspect::Standard) {
         (4, 3)
     } else {
