@@ -120,6 +120,28 @@ async fn versions_revisions_and_idempotency_keys() {
     let b = s.post("/api/slides/create", Some(&key), body).await;
     a.assert_ok();
     assert_eq!(a.body["id"], b.body["id"]);
+    assert_eq!(a.body["warnings"], json!([]));
+
+    // `update` (and `create`) answer what the markdown sets that is not drawn, with lines.
+    let r = s
+        .post(
+            "/api/slides/update",
+            Some(&key),
+            json!({"id": d, "expected_version": 3, "markdown": "# Launch :rocket:\n\nWhen $x^2$ :nosuchcode:\n"}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["content"]["slides"][0]["title"], json!("Launch 🚀"));
+    let warnings = r.body["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings
+        .iter()
+        .all(|w| w.as_str().unwrap().starts_with("line 3: ")));
+    let g = s.get(&format!("/api/slides/{d}"), Some(&key)).await;
+    assert!(
+        g.body.get("warnings").is_none(),
+        "warnings belong to the change"
+    );
 }
 
 #[tokio::test]
