@@ -1,5 +1,5 @@
 //! Who is calling: the account behind a valid API key, as resolved once and cached
-//! (`crate::cache`) for the requests that follow. Apart from `auth.rs`, whose extractors
+//! (`crate::db::cache`) for the requests that follow. Apart from `auth.rs`, whose extractors
 //! need the state, so that the caches the state holds need not import them.
 
 pub const LEVEL_VERIFIED: i64 = 10;

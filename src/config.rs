@@ -49,9 +49,9 @@ pub enum Command {
         path: std::path::PathBuf,
     },
     /// Slide decks on this machine, no server needed: render a Markdown deck to PDF, PNG
-    /// or HTML, or check it (src/slides_cli.rs).
+    /// or HTML, or check it (src/cli/slides.rs).
     #[command(subcommand)]
-    Slides(crate::slides_cli::SlidesCommand),
+    Slides(SlidesCommand),
 }
 
 #[derive(Subcommand, Debug)]
@@ -366,14 +366,14 @@ pub struct Opts {
     )]
     pub cors_origins: Vec<String>,
     /// Load balancers and proxies (IP addresses or CIDR blocks, comma-separated) whose
-    /// `X-Forwarded-For` / `Forwarded` header names the client (src/client_ip.rs); from
+    /// `X-Forwarded-For` / `Forwarded` header names the client (src/http/client_ip.rs); from
     /// any other peer those headers are ignored.
     #[arg(
         help_heading = "Server",
         long,
         env = "PLINTH_TRUSTED_PROXIES",
         value_delimiter = ',',
-        value_parser = crate::client_ip::parse_net,
+        value_parser = parse_net,
         global = true
     )]
     pub trusted_proxies: Vec<ipnet::IpNet>,
@@ -960,4 +960,51 @@ pub fn host_name() -> String {
         })
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into())
+}
+
+/// Parses one `PLINTH_TRUSTED_PROXIES` item: a CIDR (`10.0.0.0/8`) or a single address.
+pub fn parse_net(s: &str) -> Result<ipnet::IpNet, String> {
+    let s = s.trim();
+    s.parse::<ipnet::IpNet>()
+        .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+        .map_err(|_| format!("`{s}` is neither an IP address nor a CIDR block"))
+}
+
+/// `plinth slides …` (`crate::cli::slides` runs them).
+#[derive(Subcommand, Debug)]
+pub enum SlidesCommand {
+    /// Renders a Markdown deck (Marp decks as written) to PDF, PNG or HTML.
+    ///
+    /// The format comes from --format, else from the output's extension, else PDF. The
+    /// output defaults to the deck's path with the format's extension. PNG writes one
+    /// 1920×1080 file per visible slide: `<output stem>.001.png`, … (into the directory
+    /// when the output is one).
+    Render {
+        /// The deck's Markdown file.
+        deck: PathBuf,
+        /// The file to write.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// pdf, png or html.
+        #[arg(long, value_parser = ["pdf", "png", "html"])]
+        format: Option<String>,
+        /// Speaker notes for the presenter: a notes page after each slide with notes
+        /// (PDF), a presenter view (HTML: press p).
+        #[arg(long)]
+        notes: bool,
+        /// Read images the deck names outside its own folder (absolute paths, `..`,
+        /// links leading out). Off: a deck from someone else cannot copy files of yours
+        /// into its output.
+        #[arg(long)]
+        allow_outside_images: bool,
+    },
+    /// Checks a deck without rendering: what an export would refuse (exit 1, with the
+    /// line), images that are missing or unreadable, and warnings.
+    Check {
+        /// The deck's Markdown file.
+        deck: PathBuf,
+        /// As for render.
+        #[arg(long)]
+        allow_outside_images: bool,
+    },
 }

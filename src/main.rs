@@ -13,7 +13,7 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or_else(|e| e.exit());
     // An author's command: no logging set-up, data directory or database.
     if let Some(Command::Slides(cmd)) = cli.command {
-        std::process::exit(plinth::slides_cli::run(cmd));
+        std::process::exit(plinth::cli::slides::run(cmd));
     }
     // Everything a server or operator command writes (database, outbox, objects,
     // spooled uploads, backups) holds secrets or live links: its user's alone (security
@@ -33,8 +33,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Analytics(AnalyticsCommand::RebuildRollups) => {
             server::rebuild_rollups(cli.opts).await
         }
-        Command::Jobs(cmd) => plinth::jobs_cli::jobs(cli.opts, cmd).await,
-        Command::Backup { path } => plinth::backup::backup(cli.opts, &path).await,
+        Command::Jobs(cmd) => plinth::cli::jobs::jobs(cli.opts, cmd).await,
+        Command::Backup { path } => plinth::cli::backup::backup(cli.opts, &path).await,
         Command::Slides(_) => unreachable!("handled above"),
     }
 }

@@ -14,9 +14,9 @@ use axum::http::{Method, StatusCode};
 use metrics::{Counter, Histogram};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
+use crate::adapters::storage::ObjectStore;
 use crate::db::Db;
 use crate::state::AppState;
-use crate::storage::ObjectStore;
 use plinth_workers::Queue;
 
 /// What the probes and the scrape need: a `worker` process has these but no API state.
@@ -166,7 +166,7 @@ pub async fn render(db: &Db) -> Option<String> {
     metrics::gauge!("plinth_db_pool_connections", "state" => "in_use")
         .set(size.saturating_sub(idle) as f64);
     metrics::gauge!("plinth_db_pool_connections", "state" => "idle").set(idle as f64);
-    metrics::gauge!("plinth_job_waiters").set(crate::watch::waiting() as f64);
+    metrics::gauge!("plinth_job_waiters").set(crate::db::watch::waiting() as f64);
     for (actor, n) in plinth_actors::shard::mailbox_lengths() {
         metrics::gauge!("plinth_actor_mailbox_length", "actor" => actor).set(n as f64);
     }

@@ -11,7 +11,7 @@ use plinth_workers::{MailBackend, Queue};
 use crate::config::Opts;
 use crate::crypto::MasterKey;
 use crate::db::Db;
-use crate::route_spec::RouteMeta;
+use crate::http::route_spec::RouteMeta;
 
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -24,9 +24,9 @@ pub struct Inner {
     /// exchange (503). Never the master key.
     pub auth_key: Option<crate::crypto::GrantKey>,
     pub jwks: crate::domain::jwks::JwksCache,
-    pub payments: std::sync::Arc<dyn crate::payments::PaymentProvider>,
+    pub payments: std::sync::Arc<dyn crate::adapters::payments::PaymentProvider>,
     /// The app store vouching for in-app purchases (`PLINTH_APPLE_*`, else simulated).
-    pub store_verifier: std::sync::Arc<dyn crate::store::StoreVerifier>,
+    pub store_verifier: std::sync::Arc<dyn crate::adapters::appstore::StoreVerifier>,
     /// `Stripe-Signature` secret (`PLINTH_STRIPE_WEBHOOK_SECRET`, else derived from the
     /// master key for the simulated provider).
     pub webhook_secret: String,
@@ -45,22 +45,22 @@ pub struct Inner {
     /// Active analytics sites for the track path (5 s).
     pub analytics_sites: crate::domain::analytics::SiteCache,
     /// Read caches (API keys, KV entries, posts) and the announcer of changes.
-    pub caches: std::sync::Arc<crate::cache::Caches>,
+    pub caches: std::sync::Arc<crate::db::cache::Caches>,
     pub queue: Queue,
     pub mail: MailBackend,
-    pub objects: crate::storage::ObjectStore,
+    pub objects: crate::adapters::storage::ObjectStore,
     pub routes: RouteIndex,
     /// Labelled prices (`PLINTH_PRICES_FILE`, else `fixtures/prices.json`).
     pub prices: crate::domain::prices::PriceList,
     /// Google Cloud Storage signed URLs, when configured (`PLINTH_GCS_*`).
-    pub gcs: Option<crate::gcs::Gcs>,
+    pub gcs: Option<crate::adapters::gcs::Gcs>,
     /// Post inserts (group commit on SQLite).
     pub posts: crate::db::posts::Writer,
     /// Places marketplace orders (group commit on SQLite).
     pub orders: crate::db::orders::Placer,
-    /// Builds the OpenAPI document (`crate::openapi::document`): a function the server
+    /// Builds the OpenAPI document (`crate::http::openapi::document`): a function the server
     /// hands in, since what reads the route table sits above the handlers in it.
-    pub openapi: fn(&AppState) -> crate::reply::Reply,
+    pub openapi: fn(&AppState) -> crate::http::reply::Reply,
 }
 
 impl Deref for AppState {

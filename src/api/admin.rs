@@ -1,7 +1,7 @@
 //! Job control for operators (Admin100; additions beyond the spec, docs/api.md): queue
 //! counts, throughput and latency, jobs by status with search, one job with every
 //! attempt, retry and cancel. `plinth jobs` does the same from the command line
-//! (`src/jobs_cli.rs`); both read `db::jobs`.
+//! (`src/cli/jobs.rs`); both read `db::jobs`.
 
 use axum::extract::{Path, Query, State};
 use chrono::{DateTime, Utc};
@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::db::jobs::{self as store, Outcome};
-use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
-use crate::reply::Answer;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::states::JobStatus;
 
@@ -183,7 +183,7 @@ pub struct ListQuery {
     #[schemars(regex(pattern = r"^\s*([A-Za-z0-9@._+-]{3,254}\s*)?$"))]
     search: Option<String>,
     /// 1 to 500; 50 when absent.
-    #[serde(default, deserialize_with = "crate::extract::lenient_i64")]
+    #[serde(default, deserialize_with = "crate::http::extract::lenient_i64")]
     #[schemars(with = "Option<i64>")]
     #[schemars(range(min = 1, max = 500))]
     limit: Option<i64>,
@@ -382,7 +382,7 @@ fn queue_of(body: &QueueBody) -> ApiResult<plinth_workers::QueueName> {
 /// the queue (each process sees it within a second); running jobs finish; new jobs wait.
 pub async fn pause(
     State(app): State<AppState>,
-    crate::auth::Viewer(caller): crate::auth::Viewer,
+    crate::http::auth::Viewer(caller): crate::http::auth::Viewer,
     JsonBody(body): JsonBody<QueueBody>,
 ) -> ApiResult<Answer<QueueAnswer>> {
     let queue = queue_of(&body)?;

@@ -12,14 +12,14 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::{Caller, Viewer};
 use crate::db::analytics::{self as store, Grain, HitRow, SiteRow};
 use crate::domain::analytics::{
     normalize_label, tally, visitor_id, Counted, LabelPattern, Need, Standing, Visitor, MAX_LABEL,
 };
-use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
-use crate::reply::{Answer, PrivateAnswer};
+use crate::http::auth::{Caller, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
+use crate::http::reply::{Answer, PrivateAnswer};
 use crate::state::AppState;
 use crate::wire::analytics::{
     All, AttachmentUpload, Bucket, Counts, Event, Events, Granularity, LabelCount, Member,
@@ -361,8 +361,12 @@ pub async fn track(
                 day: &day,
                 // The client's address behind trusted proxies (security round 2, L2: the
                 // proxy's own address made every visitor one).
-                ip: &crate::client_ip::client_ip(peer.ip(), &headers, &app.opts.trusted_proxies)
-                    .to_string(),
+                ip: &crate::http::client_ip::client_ip(
+                    peer.ip(),
+                    &headers,
+                    &app.opts.trusted_proxies,
+                )
+                .to_string(),
                 agent,
             },
         ),
@@ -435,8 +439,8 @@ pub async fn script() -> impl axum::response::IntoResponse {
 
 /// The dashboard (`assets/analytics/dashboard.html`): one static page that signs in with
 /// an API key kept in the tab's session storage and draws from `stats` and `events`.
-static DASHBOARD: std::sync::LazyLock<crate::pages::Page> = std::sync::LazyLock::new(|| {
-    crate::pages::Page::new(include_str!("../../assets/analytics/dashboard.html"))
+static DASHBOARD: std::sync::LazyLock<crate::http::pages::Page> = std::sync::LazyLock::new(|| {
+    crate::http::pages::Page::new(include_str!("../../assets/analytics/dashboard.html"))
 });
 
 /// `GET /analytics/dashboard`: outside the JSON API. Not framed, no referrer, its own
@@ -756,7 +760,7 @@ pub async fn attachment(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
     Path(id): Path<String>,
-) -> ApiResult<crate::reply::SignedRedirect> {
+) -> ApiResult<crate::http::reply::SignedRedirect> {
     let event = store::event_attachment(&app.db, &id)
         .await?
         .ok_or_else(|| ApiError::not_found("event not found"))?;
@@ -775,5 +779,5 @@ pub async fn attachment(
         .presign_get(&key, DOWNLOAD_TTL)
         .await
         .map_err(crate::domain::uploads::UploadError::Storage)?;
-    Ok(crate::reply::SignedRedirect::to(&url))
+    Ok(crate::http::reply::SignedRedirect::to(&url))
 }

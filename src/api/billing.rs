@@ -11,14 +11,14 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::Viewer;
+use crate::adapters::payments::{plan, verify_signature, PLANS};
 use crate::db::{payments as store, users as users_db};
 use crate::domain::accounts::{create_account, user_key};
 use crate::domain::ledger::distribute_monthly;
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, JsonBody};
-use crate::payments::{plan, verify_signature, PLANS};
-use crate::reply::{Answer, PrivateAnswer};
+use crate::http::auth::Viewer;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{IdBody, JsonBody};
+use crate::http::reply::{Answer, PrivateAnswer};
 use crate::state::AppState;
 use crate::wire::billing::{
     AgentAccount, AgentSubscription, Charged, CheckoutSession, CurrentPaymentMethod, Invoice,
@@ -73,7 +73,7 @@ pub async fn subscribe(
             .map(|c| c.customer_id);
         let (id, url) = app
             .payments
-            .checkout_session(crate::payments::CheckoutRequest {
+            .checkout_session(crate::adapters::payments::CheckoutRequest {
                 user_id: &caller.id,
                 email: &caller.user.email,
                 customer: customer.as_deref(),
@@ -402,7 +402,7 @@ pub async fn authenticate_agent(
     }
     let plan = plan(&body.product_id)
         .ok_or_else(|| ApiError::bad_request(format!("unknown productId `{}`", body.product_id)))?;
-    crate::payments::valid_payment_method_id(&body.payment_method_id)?;
+    crate::adapters::payments::valid_payment_method_id(&body.payment_method_id)?;
     if users_db::by_username(&app.db, &username).await?.is_some() {
         return Err(ApiError::conflict("that username is already taken"));
     }

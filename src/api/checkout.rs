@@ -13,8 +13,8 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::adapters::payments::{plan, sign_event};
 use crate::db::payments as store;
-use crate::payments::{plan, sign_event};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -133,11 +133,11 @@ async fn complete_checkout(
             .await
             .map_err(|e| (StatusCode::PAYMENT_REQUIRED, format!("{e:?}")))?,
     };
-    let declined = |e: crate::payments::ProviderError| match e {
-        crate::payments::ProviderError::Declined(m) => (StatusCode::PAYMENT_REQUIRED, m),
-        crate::payments::ProviderError::Invalid(m) => (StatusCode::BAD_REQUEST, m),
-        crate::payments::ProviderError::Unavailable(m) => (StatusCode::BAD_GATEWAY, m),
-        crate::payments::ProviderError::NotConfigured => (
+    let declined = |e: crate::adapters::payments::ProviderError| match e {
+        crate::adapters::payments::ProviderError::Declined(m) => (StatusCode::PAYMENT_REQUIRED, m),
+        crate::adapters::payments::ProviderError::Invalid(m) => (StatusCode::BAD_REQUEST, m),
+        crate::adapters::payments::ProviderError::Unavailable(m) => (StatusCode::BAD_GATEWAY, m),
+        crate::adapters::payments::ProviderError::NotConfigured => (
             StatusCode::SERVICE_UNAVAILABLE,
             "payments are not configured".to_owned(),
         ),
@@ -250,7 +250,9 @@ async fn pay(
             .attach_payment_method("", &form.payment_method)
             .await
             .map_err(|e| match e {
-                crate::payments::ProviderError::Declined(m) => (StatusCode::PAYMENT_REQUIRED, m),
+                crate::adapters::payments::ProviderError::Declined(m) => {
+                    (StatusCode::PAYMENT_REQUIRED, m)
+                }
                 other => (StatusCode::BAD_REQUEST, format!("{other:?}")),
             })?;
         let event = json!({

@@ -9,8 +9,8 @@
 /// The page (`assets/console.html`): inline CSS and script, no external request; its
 /// policy allows that script alone (by hash), requests only to this origin (the key must
 /// never leave for another one), and no framing.
-static PAGE: std::sync::LazyLock<crate::pages::Page> =
-    std::sync::LazyLock::new(|| crate::pages::Page::new(HTML));
+static PAGE: std::sync::LazyLock<crate::http::pages::Page> =
+    std::sync::LazyLock::new(|| crate::http::pages::Page::new(HTML));
 const HTML: &str = include_str!("../../assets/console.html");
 
 /// `GET /console`: outside the JSON API. Not framed, not cached, no referrer.

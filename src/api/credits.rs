@@ -9,17 +9,17 @@ use plinth_actors::credits::{Applied, Change, CreditError};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::auth::{Caller, Viewer};
 use crate::db::{credits as store, users as users_db};
 use crate::domain::accounts::parse_email;
 use crate::domain::ledger::{
     apply, balance_after, distribute_monthly, entry, LedgerError, MAX_AMOUNT,
 };
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, IdempotencyKey, JsonBody};
-use crate::idempotency;
-use crate::reply::{Answer, Recorded};
-use crate::route_spec::{Category, ADDITIONS};
+use crate::http::auth::{Caller, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{IdBody, IdempotencyKey, JsonBody};
+use crate::http::idempotency;
+use crate::http::reply::{Answer, Recorded};
+use crate::http::route_spec::{Category, ADDITIONS};
 use crate::state::AppState;
 use crate::states::LedgerKind;
 use crate::wire::credits::{
@@ -630,7 +630,7 @@ async fn store_credit(
     let verified = app.store_verifier.verify(id).await?;
     let id = verified.transaction_id.as_str();
     let product = verified.product_id;
-    let tokens = crate::store::product_tokens(&product)
+    let tokens = crate::adapters::appstore::product_tokens(&product)
         .and_then(|t| t.checked_mul(verified.quantity))
         .ok_or_else(|| {
             ApiError::bad_request(format!(

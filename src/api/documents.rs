@@ -7,12 +7,12 @@ use axum::extract::{Path, State};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::auth::{OrgMember, Viewer};
 use crate::db::documents as store;
 use crate::domain::records;
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, JsonBody};
-use crate::reply::Answer;
+use crate::http::auth::{OrgMember, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{IdBody, JsonBody};
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::wire::documents::Document;
 use crate::wire::{Data, Deleted, Page, Saved};
@@ -38,11 +38,11 @@ pub struct ListBody {
     #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
     r#type: Option<String>,
     /// 1 to 200, default 50.
-    #[serde(default, deserialize_with = "crate::extract::lenient_i64")]
+    #[serde(default, deserialize_with = "crate::http::extract::lenient_i64")]
     #[schemars(with = "Option<i64>")]
     #[schemars(range(min = 1, max = 200))]
     limit: Option<i64>,
-    #[serde(default, deserialize_with = "crate::extract::lenient_i64")]
+    #[serde(default, deserialize_with = "crate::http::extract::lenient_i64")]
     #[schemars(with = "Option<i64>")]
     /// 0 or more (default 0).
     #[schemars(range(min = 0))]
@@ -133,7 +133,7 @@ pub async fn delete(
     JsonBody(body): JsonBody<IdBody>,
 ) -> ApiResult<Answer<Deleted>> {
     let doc = store::get(&app.db, &body.id).await?.ok_or_else(not_found)?;
-    if !crate::auth::in_org(&app, &caller, &doc.organization_id).await? {
+    if !crate::http::auth::in_org(&app, &caller, &doc.organization_id).await? {
         return Err(not_found());
     }
     store::delete(&app.db, &doc.id).await?;

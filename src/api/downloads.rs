@@ -11,14 +11,14 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::auth::{Caller, OrgAdmin, Purchaser, Viewer};
 use crate::db::downloads::{self as store, LinkRow, NewLink};
 use crate::domain::checkout::{purchase as purchase_checkout, run_to_end, PurchaseBody};
 use crate::domain::uploads::UploadError;
 use crate::domain::Invalid;
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdempotencyKey, JsonBody};
-use crate::reply::{Answer, PrivateAnswer, Recorded, SignedRedirect};
+use crate::http::auth::{Caller, OrgAdmin, Purchaser, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{IdempotencyKey, JsonBody};
+use crate::http::reply::{Answer, PrivateAnswer, Recorded, SignedRedirect};
 use crate::state::AppState;
 use crate::wire::downloads::{Issued, Link, LinksPurchased, Revoked};
 use crate::wire::{Data, Page, Saved, True};
@@ -300,7 +300,7 @@ pub struct ListQuery {
 pub async fn list(
     State(app): State<AppState>,
     Query(q): Query<ListQuery>,
-    g: OrgAdmin<crate::extract::NoFields>,
+    g: OrgAdmin<crate::http::extract::NoFields>,
 ) -> ApiResult<PrivateAnswer<Page<Link>>> {
     let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 100)?;
     let (rows, total) = store::list(&app.db, &g.org.id, limit, offset).await?;
@@ -336,7 +336,7 @@ pub async fn link_status(
 /// Whether the caller administers the link's organization now (having issued it gives no
 /// rights of its own: security round 2, M7).
 async fn may_see(app: &AppState, caller: &Caller, l: &LinkRow) -> ApiResult<bool> {
-    Ok(crate::auth::org_admin(app, caller, &l.organization_id).await?)
+    Ok(crate::http::auth::org_admin(app, caller, &l.organization_id).await?)
 }
 
 /// An item's `download_asset` as a purchase uses it: `(key, file name, mime type, max
@@ -382,7 +382,7 @@ pub async fn purchase(
 ) -> ApiResult<Recorded<LinksPurchased>> {
     run_to_end(async move {
         let scope = who.scope("download-purchase");
-        crate::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
+        crate::http::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
             let placed =
                 purchase_checkout(&app, &who, &body, |item| Ok(asset_of(item).map(|_| ())?))
                     .await?;

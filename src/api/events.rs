@@ -6,11 +6,11 @@ use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::auth::{Caller, MaybeCaller, OrgMember, Viewer};
 use crate::db::events::{self as store, EventFields, EventRow};
 use crate::domain::records;
-use crate::error::{ApiError, ApiResult};
-use crate::reply::Answer;
+use crate::http::auth::{Caller, MaybeCaller, OrgMember, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::wire::events::{Conflicts, Event};
 use crate::wire::{Data, Deleted, Page, Saved};
@@ -72,7 +72,7 @@ pub async fn list(
         .await?
         .ok_or_else(|| ApiError::not_found("organization not found"))?;
     let member = match &caller.0 {
-        Some(c) => crate::auth::in_org(&app, c, &org.id).await?,
+        Some(c) => crate::http::auth::in_org(&app, c, &org.id).await?,
         None => false,
     };
     let (rows, total) = store::list(&app.db, &org.id, !member, limit, offset).await?;
@@ -83,7 +83,7 @@ pub async fn list(
 /// The event if the caller may see it (404 otherwise).
 async fn visible(app: &AppState, caller: &Caller, id: &str) -> ApiResult<EventRow> {
     let e = store::get(&app.db, id).await?.ok_or_else(not_found)?;
-    if visible_to_all(&e) || crate::auth::in_org(app, caller, &e.organization_id).await? {
+    if visible_to_all(&e) || crate::http::auth::in_org(app, caller, &e.organization_id).await? {
         Ok(e)
     } else {
         Err(not_found())

@@ -13,9 +13,9 @@ use axum::http::HeaderMap;
 use plinth_actors::decks::{Answer, ChangeError};
 use serde_json::{Map, Value};
 
-use crate::error::{ApiError, ApiResult};
-use crate::idempotency as rules;
-use crate::reply::Reply;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::idempotency as rules;
+use crate::http::reply::Reply;
 
 /// The request's key: the header's or the body's (the same key; both different: 400).
 pub fn key(headers: &HeaderMap, body: &Map<String, Value>) -> ApiResult<Option<String>> {

@@ -6,15 +6,15 @@ use axum::extract::State;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::adapters::mail::{self, Kind};
 use crate::crypto;
 use crate::db::users as store;
 use crate::domain::accounts::{self, apply_exemption, create_account, parse_email, parse_source};
 use crate::domain::grants;
 use crate::domain::idp::verify_id_token;
-use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
-use crate::mail::{self, Kind};
-use crate::reply::Answer;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::wire::users::{SignedIn, TokenSignedIn, User};
 

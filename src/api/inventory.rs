@@ -7,14 +7,14 @@ use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::auth::{Caller, MaybeCaller, OrgAdmin, Viewer};
 use crate::db::inventory::{self as store, Claim, ItemChange, ItemRow, NewItem, UnitRow};
 use crate::db::organizations::OrgRow;
 use crate::domain::downloads::DownloadAsset;
 use crate::domain::records;
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, JsonBody};
-use crate::reply::Answer;
+use crate::http::auth::{Caller, MaybeCaller, OrgAdmin, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{IdBody, JsonBody};
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::states::UnitStatus;
 use crate::wire::inventory::{Claimed, Item, ItemDetail, Unit, UnitsAdded};
@@ -37,7 +37,7 @@ fn holds(caller: Option<&Caller>, u: &UnitRow) -> bool {
 /// Whether the caller sees the organization's private items.
 async fn member(app: &AppState, caller: Option<&Caller>, org_id: &str) -> ApiResult<bool> {
     match caller {
-        Some(c) => Ok(crate::auth::in_org(app, c, org_id).await?),
+        Some(c) => Ok(crate::http::auth::in_org(app, c, org_id).await?),
         None => Ok(false),
     }
 }
@@ -391,11 +391,11 @@ pub struct UpdateBody {
     id: String,
     price_cents: Option<i64>,
     /// `null` makes the item USD only; omitted, no change.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
     #[schemars(with = "Option<i64>")]
     price_tokens: Option<Option<i64>>,
     /// `null` removes the tier gate; omitted, no change.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
     #[schemars(with = "Option<i64>")]
     min_tier: Option<Option<i64>>,
     private: Option<bool>,

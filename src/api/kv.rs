@@ -6,11 +6,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
-use crate::auth::Viewer;
 use crate::db::kv as store;
-use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
-use crate::reply::{prebuild, Answer, Prebuilt, PrivateAnswer};
+use crate::http::auth::Viewer;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
+use crate::http::reply::{prebuild, Answer, Prebuilt, PrivateAnswer};
 use crate::state::AppState;
 use crate::wire::kv::{Entry, EntryDeleted, Namespace, NamespaceDeleted, Namespaces};
 use crate::wire::{Data, Saved, True};
@@ -168,7 +168,7 @@ pub async fn entry_create(
 }
 
 /// `POST /api/kv/entries/get` (Admin100, owner). The answer comes from the read cache
-/// (`crate::cache`: every change is announced to every process) or one query that reads
+/// (`crate::db::cache`: every change is announced to every process) or one query that reads
 /// the entry and checks the owner; only a miss asks which of the two is missing.
 pub async fn entry_get(
     State(app): State<AppState>,

@@ -8,14 +8,14 @@ use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::{Caller, OrgAdmin, Purchaser, Viewer};
 use crate::db::licenses::{self as store, Activation, Grant, LicenseRow, NewLicense, Of};
 use crate::domain::checkout::{purchase as purchase_checkout, run_to_end, PurchaseBody};
 use crate::domain::licenses::{new_key, normalize, status, terms, Terms};
 use crate::domain::Invalid;
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdempotencyKey, JsonBody};
-use crate::reply::{Answer, PrivateAnswer, Recorded};
+use crate::http::auth::{Caller, OrgAdmin, Purchaser, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{IdempotencyKey, JsonBody};
+use crate::http::reply::{Answer, PrivateAnswer, Recorded};
 use crate::state::AppState;
 use crate::states::LicenseStatus;
 use crate::wire::licenses::{
@@ -68,7 +68,7 @@ fn not_found() -> ApiError {
 /// regenerate the keys they had issued); only organization admins issue licenses.
 async fn managed(app: &AppState, caller: &Caller, id: &str) -> ApiResult<LicenseRow> {
     let l = store::get(&app.db, id).await?.ok_or_else(not_found)?;
-    if crate::auth::org_admin(app, caller, &l.organization_id).await? {
+    if crate::http::auth::org_admin(app, caller, &l.organization_id).await? {
         return Ok(l);
     }
     Err(not_found())
@@ -316,7 +316,7 @@ pub async fn list(
     let of = match q.domain.as_deref() {
         None => Of::User(&caller.id),
         Some(d) => {
-            org = crate::auth::administered(&app, &caller, d, "licenses").await?;
+            org = crate::http::auth::administered(&app, &caller, d, "licenses").await?;
             Of::Organization(&org.id)
         }
     };
@@ -334,7 +334,7 @@ pub async fn get(
 ) -> ApiResult<PrivateAnswer<Data<License>>> {
     let l = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
     let owner = l.user_id.as_deref() == Some(caller.id.as_str());
-    if !owner && !crate::auth::org_admin(&app, &caller, &l.organization_id).await? {
+    if !owner && !crate::http::auth::org_admin(&app, &caller, &l.organization_id).await? {
         return Err(not_found());
     }
     let key = app
@@ -361,7 +361,7 @@ pub async fn purchase(
 ) -> ApiResult<Recorded<LicensesPurchased>> {
     run_to_end(async move {
         let scope = who.scope("license-purchase");
-        crate::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
+        crate::http::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
             let placed = purchase_checkout(&app, &who, &body, |item| {
                 match terms(&item.data.0)?.product_id {
                     Some(_) => Ok(()),

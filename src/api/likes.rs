@@ -5,11 +5,11 @@
 use axum::extract::{Path, State};
 use serde::Deserialize;
 
-use crate::auth::{Caller, Viewer};
 use crate::db::likes::{self as store, LikeRow};
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, JsonBody};
-use crate::reply::Answer;
+use crate::http::auth::{Caller, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{IdBody, JsonBody};
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::wire::likes::{Like, Liker, LikesOf};
 use crate::wire::{Deleted, Saved};

@@ -32,7 +32,7 @@ pub mod waitlist;
 
 use axum::http::{Method, Uri};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// Rows of the route table without a handler yet.
 pub async fn not_implemented(method: Method, uri: Uri) -> ApiError {

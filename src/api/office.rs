@@ -5,11 +5,11 @@ use axum::extract::State;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::Viewer;
 use crate::db::office as store;
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, JsonBody};
-use crate::reply::Answer;
+use crate::http::auth::Viewer;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{IdBody, JsonBody};
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::states::ApplicationStatus;
 use crate::wire::office::{OfficeApplication, OfficeDeleted, OfficeStanding};

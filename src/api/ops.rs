@@ -11,9 +11,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
-use crate::error::ApiResult;
+use crate::http::error::ApiResult;
+use crate::http::reply::Answer;
 use crate::observe::{ErrorCount, OpsState, ServerError};
-use crate::reply::Answer;
 
 /// The process is up and serving: nothing else is checked (a restart cures nothing a
 /// dependency broke).

@@ -4,12 +4,12 @@ use axum::extract::State;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::auth::{OrgAdmin, OrgMember, Viewer};
 use crate::db::organizations::{self as store, MemberChange, OrgRow};
 use crate::domain::validate::parse_domain;
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, JsonBody, NoFields};
-use crate::reply::Answer;
+use crate::http::auth::{OrgAdmin, OrgMember, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{IdBody, JsonBody, NoFields};
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::states::OrgRole;
 use crate::wire::organizations::{

@@ -24,7 +24,7 @@ struct KindPage {
 impl KindPage {
     fn new(kind: &str) -> KindPage {
         let html = PAGE.replace("{{kind}}", kind);
-        let csp = crate::pages::policy_for(&html);
+        let csp = crate::http::pages::policy_for(&html);
         KindPage { html, csp }
     }
 }

@@ -11,14 +11,14 @@ use axum::http::HeaderMap;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::auth::{Caller, MaybeCaller, Viewer};
-use crate::cache::CachedPost;
+use crate::db::cache::CachedPost;
 use crate::db::posts::{self as store, Filter, OwnedPost, PostFields, PostRow};
 use crate::domain::posts::{self as rules, Readable};
 use crate::domain::{records, richtext};
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, JsonBody};
-use crate::reply::{prebuild, Answer, Prebuilt, PrivateAnswer};
+use crate::http::auth::{Caller, MaybeCaller, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{IdBody, JsonBody};
+use crate::http::reply::{prebuild, Answer, Prebuilt, PrivateAnswer};
 use crate::state::AppState;
 use crate::wire::posts::{AdminStats, Backlink, Post, Reception, ReceptionData, Referrer, Thread};
 use crate::wire::{Data, Deleted, Page, Saved, True};
@@ -198,7 +198,7 @@ pub async fn get(
 }
 
 /// `GET /api/posts/public/{slug}`: as by id. The row comes from the read cache
-/// (`crate::cache`: post changes are announced to every process) or one query; who may
+/// (`crate::db::cache`: post changes are announced to every process) or one query; who may
 /// read it is decided on every request.
 pub async fn by_slug(
     State(app): State<AppState>,
@@ -250,7 +250,7 @@ pub async fn create(
     JsonBody(body): JsonBody<CreateBody>,
 ) -> ApiResult<Answer<Saved<Post>>> {
     let post_type = post_type(&body.r#type)?;
-    let org_id = crate::auth::member_org(&app, &caller, body.domain.as_deref()).await?;
+    let org_id = crate::http::auth::member_org(&app, &caller, body.domain.as_deref()).await?;
     if let Some(thread) = &body.thread_id {
         let t = store::get(&app.db, thread).await?.ok_or_else(not_found)?;
         if !rules::may_read(&app, Some(&caller), &readable(&t)).await? {
@@ -317,11 +317,11 @@ pub struct Updates {
     /// Deep-merged into `data` (objects merge at every depth, `null` removes a key).
     data: Option<Map<String, Value>>,
     /// A new slug, or `null` to clear it.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
     #[schemars(with = "Option<String>")]
     slug: Option<Option<String>>,
     /// A new src, or `null` to clear it.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
     #[schemars(with = "Option<String>")]
     src: Option<Option<String>>,
     /// Replaces `data.editorContent` and `data.body`.

@@ -6,13 +6,13 @@
 use axum::extract::State;
 use serde::Deserialize;
 
-use crate::auth::{Caller, Viewer};
 use crate::db::public_access as store;
 use crate::domain::posts::email_domain;
 use crate::domain::validate::parse_domain;
-use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
-use crate::reply::Answer;
+use crate::http::auth::{Caller, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::wire::public_access::{
     AccessAdded, AccessDomain, AccessDomains, AccessRemoved, AccessStatus,

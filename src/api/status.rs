@@ -4,10 +4,10 @@ use axum::extract::State;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::auth::MaybeCaller;
-use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
-use crate::reply::Answer;
+use crate::http::auth::MaybeCaller;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
+use crate::http::reply::Answer;
 use crate::state::AppState;
 
 /// Health of the server and each adapter. Always 200 while the server accepts requests;

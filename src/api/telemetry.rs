@@ -8,11 +8,11 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::auth::MaybeCaller;
 use crate::db::telemetry::{self as store, Dimension, EventRow, Range};
-use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
-use crate::reply::{Accepted, Answer};
+use crate::http::auth::MaybeCaller;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
+use crate::http::reply::{Accepted, Answer};
 use crate::state::AppState;
 use crate::wire::telemetry::{
     Bucketing, Daily, Day, EventsAccepted, Funnel, Metric, QueryAnswer, QueryRow, Subscriptions,

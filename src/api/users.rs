@@ -8,18 +8,18 @@ use chrono::Utc;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::auth::{Caller, Viewer};
-use crate::client_ip::ClientAddr;
+use crate::adapters::mail::{Dress, Kind};
 use crate::crypto;
 use crate::db::users as store;
 use crate::domain::accounts::{
     self, apply_exemption, email_code, modify_data, parse_email, parse_source, parse_username,
     user_key, Asker, Attempt,
 };
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, JsonBody};
-use crate::mail::{Dress, Kind};
-use crate::reply::{prebuild, Answer, Prebuilt};
+use crate::http::auth::{Caller, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::ClientAddr;
+use crate::http::extract::{IdBody, JsonBody};
+use crate::http::reply::{prebuild, Answer, Prebuilt};
 use crate::state::AppState;
 use crate::wire::users::{
     CodeDetails, CodeUsed, KeyRegenerated, LinkEmailed, PublicProfile, PublicUser, ResetRequested,
@@ -725,10 +725,11 @@ pub async fn viewer_likes(
 pub async fn viewer_organizations(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
-) -> ApiResult<crate::reply::Answer<crate::wire::Data<Vec<crate::wire::organizations::Organization>>>>
-{
+) -> ApiResult<
+    crate::http::reply::Answer<crate::wire::Data<Vec<crate::wire::organizations::Organization>>>,
+> {
     let orgs = crate::db::organizations::memberships(&app.db, &caller.id).await?;
-    Ok(crate::reply::Answer(crate::wire::Data {
+    Ok(crate::http::reply::Answer(crate::wire::Data {
         data: orgs.iter().map(Into::into).collect(),
     }))
 }

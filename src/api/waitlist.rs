@@ -8,14 +8,14 @@ use axum::extract::{Query, State};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::auth::{Caller, OrgAdmin, Viewer};
 use crate::db::organizations::{self as orgs, OrgRow};
 use crate::db::users as users_db;
 use crate::db::waitlist::{self as store, Entry};
 use crate::domain::accounts::{create_account_for, parse_email, AccountError};
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, NoFields};
-use crate::reply::Answer;
+use crate::http::auth::{Caller, OrgAdmin, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{JsonBody, NoFields};
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::states::WaitlistStatus::{Accepted, Pending};
 use crate::wire::waitlist::{

@@ -12,8 +12,8 @@ use serde_json::Value;
 use sqlx::types::Json;
 use sqlx::AssertSqlSafe;
 
+use crate::db::sketch::{self, Sketch};
 use crate::db::{now, values_sql, BeginWrite, Db};
-use crate::domain::sketch::{self, Sketch};
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]

@@ -1,5 +1,5 @@
 //! What a write to a cached row made stale, as the data access returns it (the caches
-//! themselves are `crate::cache`, which reads through `src/db/`; this module sits below
+//! themselves are `crate::db::cache`, which reads through `src/db/`; this module sits below
 //! both).
 
 use serde::{Deserialize, Serialize};

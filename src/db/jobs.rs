@@ -843,7 +843,7 @@ pub async fn retry(db: &Db, id: &str) -> sqlx::Result<Outcome> {
         plinth_workers::wake(queue);
     }
     if let Some(job_id) = client {
-        crate::watch::changed(&job_id);
+        crate::db::watch::changed(&job_id);
     }
     outcome(db, id, changed.is_some()).await
 }
@@ -883,7 +883,7 @@ pub async fn cancel(db: &Db, id: &str) -> sqlx::Result<Outcome> {
         plinth_workers::wake(QueueName::Callbacks);
     }
     if let Some(target) = client {
-        crate::watch::changed(&target);
+        crate::db::watch::changed(&target);
     }
     outcome(db, id, changed).await
 }

@@ -4,6 +4,7 @@
 //! body once per backend so each gets its own row and argument types.
 
 pub mod analytics;
+pub mod cache;
 pub mod callbacks;
 pub mod changed;
 pub mod credits;
@@ -28,11 +29,13 @@ pub mod posts;
 pub mod public_access;
 pub mod rate;
 pub mod settings;
+pub mod sketch;
 pub mod slides;
 pub mod telemetry;
 pub mod things;
 pub mod users;
 pub mod waitlist;
+pub mod watch;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -364,7 +367,7 @@ mod violation_tests {
             .unwrap_err();
         assert!(super::foreign_key_violation(&orphan));
         assert!(super::unique_violation(&orphan).is_none());
-        let api = crate::error::ApiError::from(orphan);
+        let api = crate::http::error::ApiError::from(orphan);
         assert_eq!(api.status, axum::http::StatusCode::CONFLICT);
         let twice = sqlx::query("INSERT INTO decks VALUES ('d')")
             .execute(&pool)

@@ -324,11 +324,11 @@ pub async fn judge_asset(
         height = $6, updated_at = $7 WHERE id = $1 AND status = 'validating'")
         .bind(id).bind(status).bind(reason).bind(format).bind(w).bind(h).bind(now())
         .execute(p).await.map(|_| ()))?;
-    crate::watch::changed(&asset_watch(id));
+    crate::db::watch::changed(&asset_watch(id));
     Ok(())
 }
 
-/// What an upload waiting for its image check watches (`crate::watch`; job ids are bare
+/// What an upload waiting for its image check watches (`crate::db::watch`; job ids are bare
 /// UUIDs, so the prefix keeps the two apart).
 pub fn asset_watch(asset_id: &str) -> String {
     format!("asset:{asset_id}")
@@ -447,7 +447,7 @@ pub async fn cancel_job(db: &Db, id: &str) -> sqlx::Result<Option<(bool, JobRow)
         plinth_workers::wake(plinth_workers::QueueName::Callbacks);
     }
     if cancelled {
-        crate::watch::changed(id);
+        crate::db::watch::changed(id);
     }
     Ok(job(db, id).await?.map(|j| (cancelled, j)))
 }
@@ -484,7 +484,7 @@ pub async fn start_job(
     let claimed: Option<JobRow> = with_db!(db, p => sqlx::query_as(AssertSqlSafe(sql.as_str()))
         .bind(id).bind(now).bind(owner).bind(lease_until).fetch_optional(p).await)?;
     if let Some(row) = claimed {
-        crate::watch::changed(id);
+        crate::db::watch::changed(id);
         return Ok(Started::Claimed(Box::new(row)));
     }
     let lease: Option<(String, Option<DateTime<Utc>>)> = with_db!(db, p => sqlx::query_as(
@@ -522,7 +522,7 @@ pub async fn renew_job(
             .execute(p).await.map(|r| r.rows_affected()))?,
     };
     if reported && n > 0 {
-        crate::watch::changed(id);
+        crate::db::watch::changed(id);
     }
     Ok(n > 0)
 }
@@ -535,7 +535,7 @@ pub async fn release_job(db: &Db, id: &str, owner: &str) -> sqlx::Result<()> {
         lease_until = NULL, updated_at = $3 WHERE id = $1 AND status = 'running' AND lease_owner = $2")
         .bind(id).bind(owner).bind(now()).execute(p).await.map(|r| r.rows_affected()))?;
     if n > 0 {
-        crate::watch::changed(id);
+        crate::db::watch::changed(id);
     }
     Ok(())
 }
@@ -568,7 +568,7 @@ pub async fn finish_job(
         Ok::<_, sqlx::Error>(ended)
     })?;
     if let Some((callback,)) = &ended {
-        crate::watch::changed(id);
+        crate::db::watch::changed(id);
         if callback.is_some() {
             plinth_workers::wake(plinth_workers::QueueName::Callbacks);
         }
@@ -715,7 +715,7 @@ pub async fn sweep(
         }
         tx.commit().await?;
         for (id, _) in &failed {
-            crate::watch::changed(id);
+            crate::db::watch::changed(id);
         }
         if failed.iter().any(|(_, url)| url.is_some()) {
             plinth_workers::wake(plinth_workers::QueueName::Callbacks);

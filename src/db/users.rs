@@ -8,6 +8,9 @@ use crate::db::changed::{Changed, Stale};
 use crate::db::{now, BeginWrite, Db};
 use crate::with_db;
 
+/// The tag of an account that gets no email at all (an exempt application domain's).
+pub const EXEMPT_ALL_EMAILS: &str = "EXEMPT_ALL_EMAILS";
+
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct UserRow {
     pub id: String,
@@ -306,7 +309,7 @@ fn untag(data: &mut Value) {
         return;
     };
     if let Some(Value::Array(tags)) = map.get_mut("exemptions") {
-        tags.retain(|t| t != crate::domain::accounts::EXEMPT_ALL_EMAILS);
+        tags.retain(|t| t != EXEMPT_ALL_EMAILS);
         if tags.is_empty() {
             map.remove("exemptions");
         }

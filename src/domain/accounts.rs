@@ -6,14 +6,14 @@
 use chrono::{Duration, Utc};
 use serde_json::{json, Map, Value};
 
-use crate::cache::Changed;
+use crate::adapters::mail::{self, Dress, Kind};
 use crate::crypto;
+use crate::db::cache::Changed;
 use crate::db::users::{self as store, NewAttempt, NewUser, Unproven, UserRow, Verification};
 use crate::domain::Invalid;
-use crate::mail::{self, Dress, Kind};
 use crate::state::AppState;
 
-pub const EXEMPT_ALL_EMAILS: &str = "EXEMPT_ALL_EMAILS";
+pub use crate::db::users::EXEMPT_ALL_EMAILS;
 
 /// Why an account change did not happen.
 #[derive(Debug, thiserror::Error)]

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 
 use super::Invalid;
-use crate::cache::ReadCache;
 use crate::db::analytics::{self as store, Grain, SiteRow};
+use crate::db::cache::ReadCache;
+use crate::db::sketch::{self, Sketch};
 use crate::db::Db;
-use crate::domain::sketch::{self, Sketch};
 
 /// Attachments of events older than this are deleted by the expiry job.
 pub const ATTACHMENT_DAYS: chrono::TimeDelta = chrono::TimeDelta::days(30);
@@ -157,7 +157,7 @@ pub struct Standing {
 }
 
 /// Active sites by id for the track path (`None`: no such active site), kept
-/// [`crate::cache::TTL`] (5 s) so a soft delete on another process is honoured within
+/// [`crate::db::cache::TTL`] (5 s) so a soft delete on another process is honoured within
 /// 5 s; this process forgets at once.
 #[derive(Clone)]
 pub struct SiteCache(Arc<ReadCache<String, Option<Arc<SiteRow>>>>);
@@ -299,7 +299,7 @@ pub struct Tally {
     labels: Option<HashMap<String, Count>>,
 }
 
-/// Hits and distinct visitors (exact up to 256, else estimated: src/domain/sketch.rs).
+/// Hits and distinct visitors (exact up to 256, else estimated: src/db/sketch.rs).
 #[derive(Debug, PartialEq)]
 pub struct Counted {
     pub hits: i64,

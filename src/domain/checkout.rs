@@ -13,19 +13,19 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::auth::{Caller, Purchaser};
+use crate::adapters::payments::ProviderError;
+use crate::caller::Caller;
 use crate::db::marketplace::{self as carts, Owner, SkuItem};
 use crate::db::orders::{self as store, Buyer, LineRow, NewOrder, NotPlaced, OrderRow};
+use crate::domain::buyers::Purchaser;
 use crate::domain::downloads::SourceError;
 use crate::domain::ledger::LedgerError;
 use crate::domain::ledger::{apply, entry};
 use crate::domain::orders::discount_of;
 use crate::domain::orders::OrderError;
 use crate::domain::Invalid;
-use crate::payments::ProviderError;
 use crate::state::AppState;
 use crate::states::{DiscountKind, LedgerKind, OrderStatus, PaymentType};
-use crate::wire::marketplace::PendingPayment;
 
 /// Largest quantity of one line.
 pub const MAX_QUANTITY: i64 = 1_000;
@@ -155,7 +155,9 @@ pub async fn item_for(
     let domain = domain.map(|d| d.trim().to_lowercase());
     for item in carts::items_by_sku(&app.db, sku.trim(), domain.as_deref()).await? {
         let member = match caller {
-            Some(c) if item.private => crate::auth::in_org(app, c, &item.organization_id).await?,
+            Some(c) if item.private => {
+                crate::domain::orgs::in_org(app, c, &item.organization_id).await?
+            }
             _ => false,
         };
         if !item.private || member {
@@ -392,17 +394,15 @@ pub struct Placed {
     pub payment: Option<PendingPayment>,
 }
 
-impl From<&Placed> for crate::wire::marketplace::Placed {
-    fn from(p: &Placed) -> Self {
-        Self {
-            success: crate::wire::True,
-            order_id: p.row.id.clone(),
-            status: p.row.status,
-            data: crate::wire::marketplace::Order::of(&p.row, &p.lines),
-            balance: p.balance,
-            payment: p.payment.clone(),
-        }
-    }
+/// A provider payment still to be made for a pending order.
+#[derive(Clone, Debug)]
+pub struct PendingPayment {
+    pub provider: String,
+    pub id: String,
+    /// For the provider's client library (Stripe.js) to confirm the payment.
+    pub client_secret: Option<String>,
+    /// A page where the buyer pays, when plinth hosts it (simulated payments).
+    pub url: Option<String>,
 }
 
 /// Places and pays for the order of a basket.
@@ -648,7 +648,7 @@ pub async fn purchase(
         .into());
     }
     if let Some(pm) = &body.payment_method_id {
-        crate::payments::valid_payment_method_id(pm)?;
+        crate::adapters::payments::valid_payment_method_id(pm)?;
     }
     let (caller, owner, buyer, domain, email) = match who {
         Purchaser::User(c) => (

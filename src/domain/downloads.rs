@@ -50,7 +50,7 @@ pub fn owned_by(org_id: &str, key: &str) -> bool {
 /// the organization's.
 pub fn own_source(org_id: &str, field: &str, raw: &str) -> Result<String, SourceError> {
     let key = raw.trim().trim_start_matches('/').to_owned();
-    if !crate::storage::valid_key(&key) {
+    if !crate::adapters::storage::valid_key(&key) {
         return Err(Invalid(format!("`{field}` is not a valid object key")).into());
     }
     if !owned_by(org_id, &key) {

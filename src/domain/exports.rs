@@ -7,8 +7,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::adapters::storage::{ObjectStore, StorageError};
 use crate::db::slides::JobRow;
-use crate::storage::{ObjectStore, StorageError};
 
 /// Artifact download URLs (spec: five minutes).
 pub const ARTIFACT_URL_TTL: Duration = Duration::from_secs(5 * 60);

@@ -3,6 +3,7 @@
 
 pub mod accounts;
 pub mod analytics;
+pub mod buyers;
 pub mod checkout;
 pub mod decks;
 pub mod downloads;
@@ -13,16 +14,16 @@ pub mod jwks;
 pub mod ledger;
 pub mod licenses;
 pub mod orders;
+pub mod orgs;
 pub mod posts;
 pub mod prices;
 pub mod records;
 pub mod richtext;
-pub mod sketch;
 pub mod uploads;
 pub mod validate;
 
 /// Input that breaks one of the rules (a 400): the message names the field and the rule.
-/// Each area's error enum carries it; `src/error/domain.rs` gives them all their status.
+/// Each area's error enum carries it; `src/http/error/domain.rs` gives them all their status.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct Invalid(pub String);

@@ -4,9 +4,9 @@
 
 use serde_json::json;
 
+use crate::adapters::payments::ProviderError;
 use crate::db::orders::{self as store, OrderRow};
 use crate::domain::ledger::LedgerError;
-use crate::payments::ProviderError;
 use crate::state::AppState;
 use crate::states::{DiscountKind, OrderStatus, PaymentType};
 

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::Invalid;
-use crate::auth::Caller;
+use crate::caller::Caller;
 use crate::db::posts::Reader;
 use crate::state::AppState;
 
@@ -74,7 +74,7 @@ pub async fn may_read(
         return Ok(true);
     }
     if let Some(org) = post.organization_id {
-        if crate::auth::in_org(app, c, org).await? {
+        if crate::domain::orgs::in_org(app, c, org).await? {
             return Ok(true);
         }
     }

@@ -18,7 +18,7 @@ pub enum UploadError {
     TooLarge,
     /// Object storage failed (a 503; the cause is logged, never sent).
     #[error("object storage is unavailable")]
-    Storage(#[from] crate::storage::StorageError),
+    Storage(#[from] crate::adapters::storage::StorageError),
 }
 
 /// A MIME type a client may upload (types a browser would run are refused: L4).

@@ -104,7 +104,7 @@ pub async fn set_level(opts: Opts, email: &str, level: i64) -> anyhow::Result<()
     // their 5 s cache expiry keeps the operator contract's 10 s.
     let (_, stale) = changed.into_parts();
     if let Db::Postgres(pool) = &db {
-        crate::cache::notify(pool, &stale).await?;
+        crate::db::cache::notify(pool, &stale).await?;
     }
     println!("{email} is now level {level}");
     Ok(())

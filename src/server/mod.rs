@@ -19,7 +19,7 @@ use crate::state::{AppState, Inner, RouteIndex};
 
 mod commands;
 mod database;
-mod http;
+mod listener;
 mod pools;
 mod providers;
 
@@ -80,10 +80,11 @@ async fn serve_metrics(
     let bound = listener.local_addr()?;
     // Tests read this line to learn the port when listening on port 0.
     println!("plinth metrics on http://{bound}");
-    let app: axum::Router = crate::routes::ops(crate::observe::OpsState { open: true, ..ops });
+    let app: axum::Router =
+        crate::http::routes::ops(crate::observe::OpsState { open: true, ..ops });
     let limits = opts.limits.clone();
     Ok(Some(tokio::spawn(async move {
-        if let Err(e) = http::serve(listener, app, &limits, &[], stop).await {
+        if let Err(e) = listener::serve(listener, app, &limits, &[], stop).await {
             tracing::error!(error = %e, "metrics listener failed");
         }
     })))
@@ -138,7 +139,7 @@ impl Built {
 pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     // New emails get as many attempts as the email back-off has waits, plus one.
     configure_backoff(&opts)?;
-    crate::CorsPolicy::check(&opts.cors_origins).map_err(anyhow::Error::msg)?;
+    crate::http::cors::CorsPolicy::check(&opts.cors_origins).map_err(anyhow::Error::msg)?;
     if let Some(url) = opts.app_url.as_deref().filter(|u| !u.trim().is_empty()) {
         let u = url.trim();
         if !(u.starts_with("https://") || u.starts_with("http://")) || u.contains('?') {
@@ -160,7 +161,10 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
             crate::crypto::sha256_hex(format!("webhook:{}", key.to_hex()).as_bytes())
         )
     });
-    let routes = RouteIndex::new(crate::routes::all().map(|r| &r.meta), &opts.token_costs()?)?;
+    let routes = RouteIndex::new(
+        crate::http::routes::all().map(|r| &r.meta),
+        &opts.token_costs()?,
+    )?;
     let prices = crate::domain::prices::PriceList::load(opts.prices_file.as_deref())?;
     if !crate::domain::licenses::valid_prefix(&opts.license_prefix.to_ascii_uppercase()) {
         anyhow::bail!(
@@ -168,7 +172,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
             opts.license_prefix
         );
     }
-    let gcs = crate::gcs::Gcs::from_config(&opts)?;
+    let gcs = crate::adapters::gcs::Gcs::from_config(&opts)?;
     let posts = crate::db::posts::Writer::start(&db)
         .await
         .map_err(|e| anyhow::anyhow!("starting the post writer: {e}"))?;
@@ -187,7 +191,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
                 if kind == Some(crate::config::RateStoreKind::Postgres) {
                     Shared::ALL
                 } else {
-                    Shared::only(&[crate::routes::Category::Auth as u8])
+                    Shared::only(&[crate::http::routes::Category::Auth as u8])
                 },
             )),
             (Db::Sqlite(_), Some(crate::config::RateStoreKind::Postgres)) => {
@@ -223,10 +227,10 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         .clone()
         .unwrap_or_else(|| format!("{public_url}/api/users/subscriptions"));
 
-    let objects = crate::storage::ObjectStore::from_config(&opts, &key, &public_url)?;
+    let objects = crate::adapters::storage::ObjectStore::from_config(&opts, &key, &public_url)?;
     let decks = DeckActors::start(
         opts.rate_shards,
-        std::sync::Arc::new(crate::slide_jobs::Idempotency(db.clone())),
+        std::sync::Arc::new(crate::jobs::slides::Idempotency(db.clone())),
     )
     .await
     .map_err(|e| anyhow::anyhow!("starting deck actors: {e}"))?;
@@ -246,14 +250,14 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     )
     .await
     .map_err(|e| anyhow::anyhow!("starting the analytics writer: {e}"))?;
-    let caches = std::sync::Arc::new(crate::cache::Caches::new(db.clone(), credits.clone()));
+    let caches = std::sync::Arc::new(crate::db::cache::Caches::new(db.clone(), credits.clone()));
     if let Db::Postgres(pool) = &db {
-        tokio::spawn(crate::cache::listen(pool.clone(), caches.clone()));
+        tokio::spawn(crate::db::cache::listen(pool.clone(), caches.clone()));
         // Waiting clients hear job changes made by every process.
-        tokio::spawn(crate::watch::listen(pool.clone()));
+        tokio::spawn(crate::db::watch::listen(pool.clone()));
     }
     let state = AppState::new(Inner {
-        openapi: crate::openapi::document,
+        openapi: crate::http::openapi::document,
         exempt_domains: Opts::normalized_domains(&opts.exempt_domains),
         admin_domains: Opts::normalized_domains(&opts.admin_domains),
         public_url,
@@ -330,7 +334,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
             ("serve", &cfg.name_prefix),
         );
         let every = Duration::from_secs(state.opts.monthly_interval_secs.max(1));
-        let periodic = tokio::spawn(crate::periodic::run(
+        let periodic = tokio::spawn(crate::jobs::periodic::run(
             state.db.clone(),
             crate::config::process_name("serve"),
             state.credits.clone(),
@@ -362,7 +366,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
         state.opts.limits.clone(),
         state.opts.trusted_proxies.clone(),
     );
-    let http = http::serve(
+    let http = listener::serve(
         listener,
         crate::app(state),
         &limits,
@@ -432,8 +436,11 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     check_object_storage(&opts, &db).await?;
     let mail = mail_backend(&opts)?;
     // Workers only read and write objects; links are made by the API processes.
-    let objects =
-        crate::storage::ObjectStore::from_config(&opts, &key, &opts.public_url(&opts.listen))?;
+    let objects = crate::adapters::storage::ObjectStore::from_config(
+        &opts,
+        &key,
+        &opts.public_url(&opts.listen),
+    )?;
     let ports = ports(
         &opts,
         &db,
@@ -462,7 +469,7 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     };
     let metrics = serve_metrics(&opts, ops, stop_rx.clone()).await?;
     watch_hosts(&opts, &db, stop_rx.clone());
-    let periodic = tokio::spawn(crate::periodic::run(
+    let periodic = tokio::spawn(crate::jobs::periodic::run(
         db,
         me,
         credits,

@@ -21,9 +21,9 @@ pub(super) fn credit_shards(db: &Db, opts: &Opts) -> usize {
 
 pub(super) fn slide_env(
     db: &Db,
-    objects: &crate::storage::ObjectStore,
+    objects: &crate::adapters::storage::ObjectStore,
 ) -> plinth_workers::slides::Env {
-    std::sync::Arc::new(crate::slide_jobs::Env {
+    std::sync::Arc::new(crate::jobs::slides::Env {
         db: db.clone(),
         objects: objects.clone(),
     })
@@ -31,9 +31,9 @@ pub(super) fn slide_env(
 
 pub(super) fn expiry_env(
     db: &Db,
-    objects: &crate::storage::ObjectStore,
+    objects: &crate::adapters::storage::ObjectStore,
 ) -> plinth_workers::expiry::Env {
-    std::sync::Arc::new(crate::slide_jobs::Env {
+    std::sync::Arc::new(crate::jobs::slides::Env {
         db: db.clone(),
         objects: objects.clone(),
     })
@@ -43,7 +43,7 @@ pub(super) fn expiry_env(
 pub(super) fn ports(
     opts: &Opts,
     db: &Db,
-    objects: &crate::storage::ObjectStore,
+    objects: &crate::adapters::storage::ObjectStore,
     key: &MasterKey,
     mail: MailBackend,
     (role, worker_prefix): (&'static str, &str),
@@ -60,13 +60,13 @@ pub(super) fn ports(
         },
         slides: slide_env(db, objects),
         expiry: expiry_env(db, objects),
-        callbacks: std::sync::Arc::new(crate::callbacks::Deliverer {
+        callbacks: std::sync::Arc::new(crate::adapters::callbacks::Deliverer {
             db: db.clone(),
             objects: objects.clone(),
             key: key.clone(),
             private_ok: opts.callback_private_networks,
         }),
-        control: std::sync::Arc::new(crate::slide_jobs::Control {
+        control: std::sync::Arc::new(crate::jobs::slides::Control {
             db: db.clone(),
             name: crate::config::process_name(role),
             role,
@@ -146,7 +146,7 @@ pub fn worker_pools(opts: &Opts) -> anyhow::Result<Vec<(QueueName, usize)>> {
 /// The worker pools of this process over its database.
 pub(super) fn worker_config(opts: &Opts, db: &Db, queues: Vec<(QueueName, usize)>) -> WorkerConfig {
     WorkerConfig {
-        log: std::sync::Arc::new(crate::slide_jobs::JobRuns(db.clone())),
+        log: std::sync::Arc::new(crate::jobs::slides::JobRuns(db.clone())),
         poll: opts
             .queue_poll_ms
             .map(|ms| Duration::from_millis(ms.clamp(10, 60_000))),

@@ -104,31 +104,31 @@ pub(super) fn grant_key(opts: &Opts, master: &MasterKey) -> anyhow::Result<Optio
 pub(super) fn providers(
     opts: &Opts,
 ) -> anyhow::Result<(
-    std::sync::Arc<dyn crate::payments::PaymentProvider>,
-    std::sync::Arc<dyn crate::store::StoreVerifier>,
+    std::sync::Arc<dyn crate::adapters::payments::PaymentProvider>,
+    std::sync::Arc<dyn crate::adapters::appstore::StoreVerifier>,
 )> {
     let stripe = opts
         .stripe_secret_key
         .as_deref()
         .filter(|k| !k.trim().is_empty());
-    let simulated_ok = stripe.is_none() && !crate::store::configured(opts);
+    let simulated_ok = stripe.is_none() && !crate::adapters::appstore::configured(opts);
     if opts.production && simulated_ok {
         anyhow::bail!(
             "--production refuses simulated payments and a simulated App Store: configure \
              PLINTH_STRIPE_SECRET_KEY and/or PLINTH_APPLE_*"
         );
     }
-    let payments: std::sync::Arc<dyn crate::payments::PaymentProvider> = match stripe {
-        Some(secret) => std::sync::Arc::new(crate::payments::Stripe::new(
+    let payments: std::sync::Arc<dyn crate::adapters::payments::PaymentProvider> = match stripe {
+        Some(secret) => std::sync::Arc::new(crate::adapters::payments::Stripe::new(
             opts.stripe_api_base
                 .as_deref()
                 .unwrap_or("https://api.stripe.com"),
             secret,
         )),
-        None if simulated_ok => std::sync::Arc::new(crate::payments::Simulated),
-        None => std::sync::Arc::new(crate::payments::Unconfigured),
+        None if simulated_ok => std::sync::Arc::new(crate::adapters::payments::Simulated),
+        None => std::sync::Arc::new(crate::adapters::payments::Unconfigured),
     };
-    let store = crate::store::from_opts(opts, simulated_ok)?;
+    let store = crate::adapters::appstore::from_opts(opts, simulated_ok)?;
     for (what, name) in [("payments", payments.name()), ("App Store", store.name())] {
         match name {
             "simulated" => tracing::warn!(

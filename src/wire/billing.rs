@@ -21,8 +21,8 @@ pub struct Plan {
     pub monthly_credits: i64,
 }
 
-impl From<&crate::payments::Plan> for Plan {
-    fn from(p: &crate::payments::Plan) -> Plan {
+impl From<&crate::adapters::payments::Plan> for Plan {
+    fn from(p: &crate::adapters::payments::Plan) -> Plan {
         Plan {
             product_id: p.product_id.clone(),
             name: p.name.clone(),

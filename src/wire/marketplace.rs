@@ -264,7 +264,7 @@ pub struct OrderState {
 }
 
 /// A provider payment still to be made for a pending order.
-#[derive(Clone, Serialize, JsonSchema)]
+#[derive(Serialize, JsonSchema)]
 pub struct PendingPayment {
     pub provider: String,
     pub id: String,
@@ -288,4 +288,28 @@ pub struct Placed {
     /// A USD order not paid yet: where to pay it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub payment: Option<PendingPayment>,
+}
+
+impl From<&crate::domain::checkout::PendingPayment> for PendingPayment {
+    fn from(p: &crate::domain::checkout::PendingPayment) -> Self {
+        PendingPayment {
+            provider: p.provider.clone(),
+            id: p.id.clone(),
+            client_secret: p.client_secret.clone(),
+            url: p.url.clone(),
+        }
+    }
+}
+
+impl From<&crate::domain::checkout::Placed> for Placed {
+    fn from(p: &crate::domain::checkout::Placed) -> Self {
+        Self {
+            success: super::True,
+            order_id: p.row.id.clone(),
+            status: p.row.status,
+            data: Order::of(&p.row, &p.lines),
+            balance: p.balance,
+            payment: p.payment.as_ref().map(PendingPayment::from),
+        }
+    }
 }

@@ -1,4 +1,4 @@
-//! The real App Store client (src/store.rs) against a stub of Apple's App Store Server API
+//! The real App Store client (src/adapters/appstore.rs) against a stub of Apple's App Store Server API
 //! run inside the test. The test makes a certificate chain shaped like Apple's (P-384 root
 //! and intermediate signing with ecdsa-with-SHA384, a P-256 leaf, Apple's marker
 //! extensions) and an App Store Connect P-256 key; the stub checks every bearer token

@@ -2,10 +2,10 @@
 //! of caller below its access, never answers 2xx and never shows another tenant's data.
 //!
 //! What a route needs is read from the spec's access column (fixtures/endpoints.tsv),
-//! not from our route table, so loosening a route in `src/routes.rs` fails here twice:
+//! not from our route table, so loosening a route in `src/http/routes.rs` fails here twice:
 //! the table check, and the calls made by the callers it would then let in.
 
-use plinth::routes::{Access, ROUTES};
+use plinth::http::routes::{Access, ROUTES};
 use reqwest::Method;
 use serde_json::{json, Value};
 

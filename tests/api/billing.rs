@@ -170,7 +170,7 @@ async fn webhook_signatures_replays_and_subscription_events() {
     webhook(
         &s,
         &event,
-        Some(plinth::payments::sign_event(
+        Some(plinth::adapters::payments::sign_event(
             "whsec_wrong",
             chrono::Utc::now().timestamp(),
             event.to_string().as_bytes(),
@@ -181,7 +181,7 @@ async fn webhook_signatures_replays_and_subscription_events() {
     webhook(
         &s,
         &event,
-        Some(plinth::payments::sign_event(
+        Some(plinth::adapters::payments::sign_event(
             SECRET,
             chrono::Utc::now().timestamp() - 600,
             event.to_string().as_bytes(),
@@ -380,7 +380,7 @@ async fn a_person_completes_the_simulated_checkout_in_headless_chromium() {
     // The page shows the plan and a Pay button.
     browser.goto(&checkout).await;
     let page = browser.source().await;
-    let plan = plinth::payments::plan("prod_paying_monthly").unwrap();
+    let plan = plinth::adapters::payments::plan("prod_paying_monthly").unwrap();
     assert!(
         page.contains(&format!("<h1>Subscribe to {}</h1>", plan.name)),
         "{page}"

@@ -133,7 +133,7 @@ async fn a_finished_export_posts_a_signed_event_retried_until_acknowledged() {
     assert_eq!(got[0].event_id, got[1].event_id, "one event, two attempts");
     let now = chrono::Utc::now().timestamp();
     for (n, g) in got.iter().enumerate() {
-        plinth::payments::verify_signature(&secret, &g.signature, &g.body, now)
+        plinth::adapters::payments::verify_signature(&secret, &g.signature, &g.body, now)
             .unwrap_or_else(|e| panic!("attempt {n}: {e}: {}", g.signature));
         let event: Value = serde_json::from_slice(&g.body).unwrap();
         assert_eq!(event["id"], json!(g.event_id));
@@ -150,8 +150,14 @@ async fn a_finished_export_posts_a_signed_event_retried_until_acknowledged() {
     // A forged or altered event does not verify.
     let mut altered = got[1].body.clone();
     altered[0] = b' ';
-    assert!(plinth::payments::verify_signature(&secret, &got[1].signature, &altered, now).is_err());
-    assert!(plinth::payments::verify_signature(
+    assert!(plinth::adapters::payments::verify_signature(
+        &secret,
+        &got[1].signature,
+        &altered,
+        now
+    )
+    .is_err());
+    assert!(plinth::adapters::payments::verify_signature(
         "whsec_other",
         &got[1].signature,
         &got[1].body,
@@ -201,7 +207,8 @@ async fn a_finished_export_posts_a_signed_event_retried_until_acknowledged() {
     let event: Value = serde_json::from_slice(&got[2].body).unwrap();
     assert_eq!(event["type"], json!("export.failed"), "{event}");
     assert_eq!(event["data"]["job"]["id"], r.body["id"]);
-    plinth::payments::verify_signature(&rotated, &got[2].signature, &got[2].body, now).unwrap();
+    plinth::adapters::payments::verify_signature(&rotated, &got[2].signature, &got[2].body, now)
+        .unwrap();
     // Without a callback_url nothing is posted.
     export(&s, &key, &deck, "html").await;
     tokio::time::sleep(Duration::from_millis(1000)).await;

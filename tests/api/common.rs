@@ -304,7 +304,11 @@ impl Server {
     pub async fn webhook(&self, event: &Value, secret: &str, signature: Option<String>) -> Resp {
         let body = event.to_string();
         let sig = signature.unwrap_or_else(|| {
-            plinth::payments::sign_event(secret, chrono::Utc::now().timestamp(), body.as_bytes())
+            plinth::adapters::payments::sign_event(
+                secret,
+                chrono::Utc::now().timestamp(),
+                body.as_bytes(),
+            )
         });
         let mut req = self
             .raw(reqwest::Method::POST, "/api/webhooks/stripe")

@@ -3,7 +3,7 @@
 //! and query parameters, oversized bodies and wrong content types. No answer may be a
 //! 5xx, no connection may drop, and the server must still answer afterwards.
 
-use plinth::routes::ROUTES;
+use plinth::http::routes::ROUTES;
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -490,7 +490,7 @@ async fn every_route_refuses_an_anonymous_oversized_body_from_its_head() {
     let s = Server::start().await;
     let host = s.base.trim_start_matches("http://").to_owned();
     let mut slow = Vec::new();
-    for route in plinth::routes::all().filter(|r| r.implemented()) {
+    for route in plinth::http::routes::all().filter(|r| r.implemented()) {
         // Past PLINTH_ANONYMOUS_BODY_LIMIT's default, or the route's own limit.
         let declared = route.anonymous_body.unwrap_or(64 * 1024) + 1;
         let path = concrete(route.path, "00000000-0000-4000-8000-000000000000");

@@ -100,8 +100,8 @@ async fn unknown_routes_wrong_methods_and_the_404_endpoint() {
         .await
         .assert_error(405);
     // A public route whose area is not built yet (while one is left).
-    let unbuilt = plinth::routes::ROUTES.iter().find(|r| {
-        !r.implemented() && r.method == "POST" && r.access == plinth::routes::Access::Public
+    let unbuilt = plinth::http::routes::ROUTES.iter().find(|r| {
+        !r.implemented() && r.method == "POST" && r.access == plinth::http::routes::Access::Public
     });
     if let Some(route) = unbuilt {
         let r = app.post(route.path, json!({})).await;
@@ -280,7 +280,10 @@ async fn openapi_has_request_schemas_for_every_built_endpoint_and_main_responses
     r.assert_ok();
     let doc = &r.body;
     let mut checked = 0;
-    for route in plinth::routes::ROUTES.iter().filter(|r| r.implemented()) {
+    for route in plinth::http::routes::ROUTES
+        .iter()
+        .filter(|r| r.implemented())
+    {
         let op = &doc["paths"][route.path][route.method.to_lowercase()];
         if route.method == "POST" {
             let schema = &op["requestBody"]["content"]["application/json"]["schema"];

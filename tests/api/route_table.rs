@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use plinth::routes::{Access, ROUTES};
+use plinth::http::routes::{Access, ROUTES};
 use reqwest::Method;
 use serde_json::json;
 
@@ -202,7 +202,7 @@ async fn openapi_document_covers_the_table() {
 fn status_doc_matches_the_table() {
     let mut out = String::from(
         "# Endpoint status\n\n\
-         Generated from the route table (`src/routes.rs`) by the test `status_doc_matches_the_table`\n\
+         Generated from the route table (`src/http/routes.rs`) by the test `status_doc_matches_the_table`\n\
          (`PLINTH_BLESS=1 cargo test status_doc` rewrites it). **done**: built and tested end to end.\n\
          **501**: routed, access-checked, rate-limited and answering `501 {error: true, message: \"... not implemented ...\"}`\n\
          until its area lands.\n",

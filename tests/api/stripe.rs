@@ -53,7 +53,7 @@ async fn localstripe() -> Option<LocalStripe> {
     }
     // The plans of fixtures/plans.json, as Stripe plans with the same ids.
     let http = reqwest::Client::new();
-    for plan in plinth::payments::PLANS.iter() {
+    for plan in plinth::adapters::payments::PLANS.iter() {
         let r = http
             .post(format!("{base}/v1/plans"))
             .basic_auth(KEY, Some(""))

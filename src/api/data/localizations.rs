@@ -5,11 +5,11 @@
 use axum::extract::{Path, State};
 use serde::Deserialize;
 
-use crate::auth::{Caller, Viewer};
 use crate::db::localizations::{self as store, LocalizationRow};
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, JsonBody};
-use crate::reply::Answer;
+use crate::http::auth::{Caller, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{IdBody, JsonBody};
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::wire::localizations::{Localization, Translations};
 use crate::wire::{Data, Deleted, Saved};

@@ -15,13 +15,13 @@ use std::time::Duration;
 use axum::extract::{Query, State};
 use serde::Deserialize;
 
-use crate::auth::{OrgMember, Viewer};
 use crate::db::files::{self as store, FileRow, NewFile};
 use crate::domain::uploads::{content_type, declared_size, upload_bound, UPLOAD_LIMIT};
 use crate::domain::validate::clean_filename;
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdBody, JsonBody};
-use crate::reply::Answer;
+use crate::http::auth::{OrgMember, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{IdBody, JsonBody};
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::wire::data::{File, PublicDeleted, PublicUpload, Upload, UploadMethod};
 use crate::wire::{Deleted, Page, True};
@@ -94,7 +94,7 @@ async fn upload_target(
         let (max, exact) = upload_bound(app, g.body.size)?;
         return Ok((upload_key(&g.org.id, filename), max, exact));
     }
-    if !crate::auth::org_admin(app, &g.caller, &g.org.id).await? {
+    if !crate::http::auth::org_admin(app, &g.caller, &g.org.id).await? {
         return Err(ApiError::forbidden(
             "catalog uploads are for the organization's admins",
         ));
@@ -174,7 +174,7 @@ pub async fn generate_presigned_url_gcs(
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
             format!(
                 "Google Cloud Storage is not configured: set {}",
-                crate::gcs::VARIABLES
+                crate::adapters::gcs::VARIABLES
             ),
         )
     })?;
@@ -299,7 +299,7 @@ async fn delete_from_gcs(app: &AppState, f: &FileRow) -> ApiResult<()> {
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
             format!(
                 "Google Cloud Storage is not configured: set {}",
-                crate::gcs::VARIABLES
+                crate::adapters::gcs::VARIABLES
             ),
         )
     })?;
@@ -314,14 +314,13 @@ async fn delete_from_gcs(app: &AppState, f: &FileRow) -> ApiResult<()> {
         .timeout(Duration::from_secs(20))
         .send()
         .await
-        .map_err(|e| crate::storage::StorageError(e.to_string()))?;
+        .map_err(|e| crate::adapters::storage::StorageError(e.to_string()))?;
     if res.status().is_success() || res.status() == reqwest::StatusCode::NOT_FOUND {
         Ok(())
     } else {
-        Err(ApiError::from(crate::storage::StorageError(format!(
-            "GCS answered {} to a delete",
-            res.status()
-        ))))
+        Err(ApiError::from(crate::adapters::storage::StorageError(
+            format!("GCS answered {} to a delete", res.status()),
+        )))
     }
 }
 
@@ -357,7 +356,7 @@ pub struct PublicUploadBody {
 fn public_key(o: &PublicObject) -> ApiResult<String> {
     let folder = o.folder.trim().trim_matches('/');
     let key = format!("public/{folder}/{}", clean_filename(&o.file, "file")?);
-    if folder.is_empty() || !crate::storage::valid_key(&key) {
+    if folder.is_empty() || !crate::adapters::storage::valid_key(&key) {
         return Err(ApiError::bad_request(
             "`folder` must be path segments of letters, digits, `.`, `_` and `-`",
         ));

@@ -5,9 +5,9 @@ use axum::extract::State;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
-use crate::reply::Answer;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::wire::Data;
 

@@ -9,12 +9,12 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::auth::{Caller, Viewer};
 use crate::db::things::{self as store, ThingFields, ThingRow};
 use crate::domain::records;
-use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
-use crate::reply::Answer;
+use crate::http::auth::{Caller, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::wire::things::{Thing, ThingMatches, ThingPage};
 use crate::wire::{Data, Deleted, Page, Saved};
@@ -76,7 +76,7 @@ pub async fn thing_create(
     let slug = crate::domain::posts::slug(&body.slug)?;
     let data = Value::Object(body.data.unwrap_or_default());
     records::check_data(&data)?;
-    let org_id = crate::auth::member_org(&app, &caller, body.domain.as_deref()).await?;
+    let org_id = crate::http::auth::member_org(&app, &caller, body.domain.as_deref()).await?;
     let fields = ThingFields {
         title: &title,
         category: &category,
@@ -105,7 +105,7 @@ async fn changeable(
         _ => false,
     };
     match &t.organization_id {
-        Some(org) if names_its_org && crate::auth::in_org(app, caller, org).await? => Ok(t),
+        Some(org) if names_its_org && crate::http::auth::in_org(app, caller, org).await? => Ok(t),
         _ => Err(not_found()),
     }
 }

@@ -6,15 +6,15 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::auth::{Guest, Viewer};
 use crate::db::marketplace::Owner;
 use crate::db::orders::Buyer;
 use crate::domain::checkout::{
     address, basket, object, pay, place, run_to_end, Address, ItemLine, Pay, Request,
 };
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{IdempotencyKey, JsonBody};
-use crate::reply::Recorded;
+use crate::http::auth::{Guest, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{IdempotencyKey, JsonBody};
+use crate::http::reply::Recorded;
 use crate::state::AppState;
 use crate::wire::marketplace::Placed;
 
@@ -67,10 +67,10 @@ pub async fn checkout(
 ) -> ApiResult<Recorded<Placed>> {
     run_to_end(async move {
         let scope = format!("checkout:{}", caller.id);
-        crate::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
+        crate::http::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
             let pay = pay(body.payment_type.as_deref())?;
             if let Some(pm) = &body.payment_method_id {
-                crate::payments::valid_payment_method_id(pm)?;
+                crate::adapters::payments::valid_payment_method_id(pm)?;
             }
             let basket = basket(
                 &app,
@@ -107,8 +107,8 @@ pub async fn guest_checkout(
 ) -> ApiResult<Recorded<Placed>> {
     run_to_end(async move {
         let scope = format!("guest-checkout:{}", guest.id);
-        crate::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
-            crate::payments::valid_payment_method_id(&body.payment_method_id)?;
+        crate::http::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
+            crate::adapters::payments::valid_payment_method_id(&body.payment_method_id)?;
             let basket = basket(
                 &app,
                 None,

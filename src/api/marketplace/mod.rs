@@ -14,14 +14,14 @@ use axum::extract::{Path, State};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use crate::auth::{takes_guests, Guest, OrgAdmin, Viewer};
 use crate::db::marketplace::{
     self as store, CartLine, Discount as DiscountRow, DiscountFields, Owner,
 };
 use crate::domain::checkout::{item_for, quantity, MAX_QUANTITY};
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, NoFields};
-use crate::reply::Answer;
+use crate::http::auth::{takes_guests, Guest, OrgAdmin, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{JsonBody, NoFields};
+use crate::http::reply::Answer;
 use crate::state::AppState;
 use crate::states::DiscountKind;
 use crate::wire::analytics::All;
@@ -391,15 +391,15 @@ pub struct DiscountUpdate {
     #[schemars(with = "Option<DiscountKind>")]
     r#type: Option<String>,
     /// `null` removes the expiry.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
     #[schemars(with = "Option<String>")]
     expires_at: Option<Option<String>>,
     /// `null` removes the limit.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
     #[schemars(with = "Option<i64>")]
     max_uses: Option<Option<i64>>,
     /// `null` removes the minimum.
-    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[serde(default, deserialize_with = "crate::http::extract::present")]
     #[schemars(with = "Option<i64>")]
     min_order_cents: Option<Option<i64>>,
 }

@@ -5,13 +5,13 @@
 use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 
-use crate::auth::{Caller, MaybeCaller, Viewer};
 use crate::db::orders::{self as store, LineRow, Of, OrderRow};
 use crate::domain::checkout::run_to_end;
 use crate::domain::orders::{completed, may_move, Role};
-use crate::error::{ApiError, ApiResult};
-use crate::extract::JsonBody;
-use crate::reply::{Answer, PrivateAnswer};
+use crate::http::auth::{Caller, MaybeCaller, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::JsonBody;
+use crate::http::reply::{Answer, PrivateAnswer};
 use crate::state::AppState;
 use crate::states::{OrderStatus, PaymentType};
 use crate::wire::marketplace::{Order, OrderState, OrderUpdated, PublicOrder, ReceiptSent};
@@ -26,7 +26,7 @@ fn not_found() -> ApiError {
 async fn order_for(app: &AppState, caller: &Caller, id: &str) -> ApiResult<(OrderRow, Role)> {
     let o = store::get(&app.db, id).await?.ok_or_else(not_found)?;
     // A seller buying from their own shop moves the order as its seller.
-    if crate::auth::org_admin(app, caller, &o.organization_id).await? {
+    if crate::http::auth::org_admin(app, caller, &o.organization_id).await? {
         return Ok((o, Role::Seller));
     }
     if o.user_id.as_deref() == Some(caller.id.as_str()) {
@@ -62,7 +62,7 @@ pub async fn orders(
     let of = match q.domain.as_deref() {
         None => Of::User(&caller.id),
         Some(d) => {
-            org = crate::auth::administered(&app, &caller, d, "orders").await?;
+            org = crate::http::auth::administered(&app, &caller, d, "orders").await?;
             Of::Organization(&org.id)
         }
     };
@@ -207,7 +207,7 @@ async fn send(app: &AppState, o: &OrderRow) -> ApiResult<bool> {
         .as_deref()
         .ok_or_else(|| ApiError::bad_request("the order has no email to send a receipt to"))?;
     let lines = store::lines(&app.db, &o.id).await?;
-    if !crate::mail::send(app, receipt(app, o, &lines, to)).await {
+    if !crate::adapters::mail::send(app, receipt(app, o, &lines, to)).await {
         return Err(ApiError::new(
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
             "the email queue is unavailable; try again",

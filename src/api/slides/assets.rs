@@ -214,7 +214,7 @@ pub async fn asset_delete(
 /// the route's limit ([`MAX_ASSET_BYTES`]).
 pub struct ImageBody {
     mime: Option<&'static str>,
-    file: std::sync::Arc<crate::body::Spooled>,
+    file: std::sync::Arc<crate::http::body::Spooled>,
 }
 
 /// What `application/octet-stream` or no `Content-Type` means here: "see the file name".
@@ -264,7 +264,7 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for ImageBody {
         // The usage layer spooled the body to a file, within this route's limit.
         let file = req
             .extensions()
-            .get::<std::sync::Arc<crate::body::Spooled>>()
+            .get::<std::sync::Arc<crate::http::body::Spooled>>()
             .cloned()
             .ok_or_else(|| ApiError::bad_request("the body must be the image's bytes"))?;
         if file.len == 0 {
@@ -274,8 +274,8 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for ImageBody {
     }
 }
 
-impl crate::schema::DocArg for ImageBody {
-    fn document(op: &mut crate::schema::Operation, _: &mut schemars::SchemaGenerator) {
+impl crate::http::schema::DocArg for ImageBody {
+    fn document(op: &mut crate::http::schema::Operation, _: &mut schemars::SchemaGenerator) {
         op.binary_body = Some(
             "the image file; its type is the file name's extension (png, jpg, webp, svg), or a \
              Content-Type of image/png, image/jpeg, image/webp or image/svg+xml",
@@ -327,7 +327,7 @@ pub async fn asset_upload(
     let (size, sha) = (body.len as i64, body.sha256.as_str());
     app.objects.put_file(&key, &body.path, mime).await?;
     // The watch starts before the check is queued, so its verdict cannot be missed.
-    let watch = crate::watch::watch(&store::asset_watch(&id));
+    let watch = crate::db::watch::watch(&store::asset_watch(&id));
     let created = async {
         store::create_asset(
             &app.db,
@@ -370,7 +370,7 @@ pub async fn asset_upload(
 /// worker in another one.
 async fn checked(
     app: &AppState,
-    watch: &crate::watch::Watch,
+    watch: &crate::db::watch::Watch,
     id: &str,
     patience: Duration,
 ) -> ApiResult<store::AssetRow> {

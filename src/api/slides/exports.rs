@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::*;
 use crate::domain::exports::{ended, JobView};
-use crate::reply::{EventStream, HeadedAnswer, PrivateAnswer};
+use crate::http::reply::{EventStream, HeadedAnswer, PrivateAnswer};
 
 /// The job as `caller` reads it, with fresh artifact URLs. Its `callback_url` (which may
 /// hold a token in its query) is shown to the one who asked for it only (security
@@ -144,7 +144,7 @@ pub async fn export_create(
     let callback_url = body
         .callback_url
         .as_deref()
-        .map(|u| crate::callbacks::check_url(u, app.opts.callback_private_networks))
+        .map(|u| crate::adapters::callbacks::check_url(u, app.opts.callback_private_networks))
         .transpose()
         .map_err(ApiError::bad_request)?
         .map(|u| u.to_string());
@@ -243,7 +243,7 @@ fn fallback(app: &AppState) -> std::time::Duration {
             || app.opts.queues.iter().any(|q| {
                 plinth_workers::QueueName::parse(q) == Some(plinth_workers::QueueName::Export)
             }));
-    crate::watch::fallback(sqlite, exports_here)
+    crate::db::watch::fallback(sqlite, exports_here)
 }
 
 /// `GET /api/slides/jobs/{id}?deck_id=&wait=` (Editor). A job that has not ended answers
@@ -266,7 +266,7 @@ pub async fn job(
         Some(_) => Following::start(&caller)?,
         None => None,
     };
-    let watch = wait.map(|_| crate::watch::watch(&id));
+    let watch = wait.map(|_| crate::db::watch::watch(&id));
     let next = || {
         watch.as_ref().map(|w| {
             let mut n = Box::pin(w.notifier().notified_owned());
@@ -329,7 +329,7 @@ struct Follow {
     deck_id: String,
     _slot: Option<Following>,
     id: String,
-    watch: crate::watch::Watch,
+    watch: crate::db::watch::Watch,
     /// What the last event said: (status, done, total).
     last: Option<(String, i64, i64)>,
     seq: u64,
@@ -390,7 +390,7 @@ pub async fn job_events(
 ) -> ApiResult<EventStream<JobView>> {
     let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
     let slot = Following::start(&caller)?;
-    let watch = crate::watch::watch(&id);
+    let watch = crate::db::watch::watch(&id);
     deck_job(&app, &deck, &id).await?;
     let follow = Follow {
         app,
@@ -433,7 +433,7 @@ pub async fn callback_secret(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
 ) -> ApiResult<PrivateAnswer<CallbackSecret>> {
-    let (secret, created_at) = crate::callbacks::secret(&app.db, &app.key, &caller.id)
+    let (secret, created_at) = crate::adapters::callbacks::secret(&app.db, &app.key, &caller.id)
         .await
         .map_err(ApiError::from_anyhow)?;
     Ok(PrivateAnswer(CallbackSecret { secret, created_at }))
@@ -445,7 +445,7 @@ pub async fn callback_secret_rotate(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
 ) -> ApiResult<PrivateAnswer<CallbackSecret>> {
-    let (secret, created_at) = crate::callbacks::rotate(&app.db, &app.key, &caller.id)
+    let (secret, created_at) = crate::adapters::callbacks::rotate(&app.db, &app.key, &caller.id)
         .await
         .map_err(ApiError::from_anyhow)?;
     Ok(PrivateAnswer(CallbackSecret { secret, created_at }))

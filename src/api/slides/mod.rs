@@ -35,21 +35,21 @@ use plinth_slides::{Deck, Operation};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::reply::{Answer, Recorded};
+use crate::http::reply::{Answer, Recorded};
 use crate::wire::slides::{
     self as wire, Asset, AssetDeleted, Capabilities, Presentation, Publication, Revision,
     Revisions, SlideDeck, SlideDeckDeleted, SlideDecks,
 };
 use crate::wire::True;
 
-use crate::auth::{Caller, Viewer};
 use crate::db::slides::{
     self as store, DeckRow, JobRow, NewAsset, NewRevision, Published, Unpublished,
 };
-use crate::error::{ApiError, ApiResult};
-use crate::extract::{from_object, JsonBody};
+use crate::http::auth::{Caller, Viewer};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::extract::{from_object, JsonBody};
 
-use crate::reply::Reply;
+use crate::http::reply::Reply;
 use crate::state::AppState;
 
 use crate::domain::decks::MAX_ASSET_BYTES;
@@ -143,7 +143,7 @@ async fn stale_or_gone(app: &AppState, deck_id: &str) -> ApiError {
 
 // ---- idempotent changes ----
 
-use crate::idempotency::request_hash;
+use crate::http::idempotency::request_hash;
 
 /// The body of a deck mutation: typed, plus the JSON as sent and its idempotency key
 /// (the `Idempotency-Key` header or the body's `idempotency_key`: `api::idempotent`; a
@@ -165,7 +165,7 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
 
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
         let headers = req.headers().clone();
-        let bytes = crate::extract::read_json_bytes(req, state).await?;
+        let bytes = crate::http::extract::read_json_bytes(req, state).await?;
         if too_many_operations(&bytes) {
             return Err(ApiError::new(
                 StatusCode::PAYLOAD_TOO_LARGE,
@@ -175,14 +175,14 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
                 ),
             ));
         }
-        let json = crate::extract::parse_object(&bytes)?;
+        let json = crate::http::extract::parse_object(&bytes)?;
         let key = crate::api::idempotent::key(&headers, &json)?;
         Ok(DeckChange(from_object(json.clone())?, Sent { key, json }))
     }
 }
 
-impl<T: schemars::JsonSchema> crate::schema::DocArg for DeckChange<T> {
-    fn document(op: &mut crate::schema::Operation, gen: &mut schemars::SchemaGenerator) {
+impl<T: schemars::JsonSchema> crate::http::schema::DocArg for DeckChange<T> {
+    fn document(op: &mut crate::http::schema::Operation, gen: &mut schemars::SchemaGenerator) {
         // Inline, with the key beside the body's own fields: one object schema whose
         // `required` the document reads (an `allOf` would hide it).
         let mut body = T::json_schema(gen);

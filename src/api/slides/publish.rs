@@ -3,7 +3,7 @@
 use axum::response::IntoResponse;
 
 use super::*;
-use crate::reply::OrPage;
+use crate::http::reply::OrPage;
 
 /// Audience content plus short-lived URLs of its images.
 async fn audience_json(app: &AppState, deck_id: &str, content: &Value) -> ApiResult<Value> {

@@ -111,7 +111,7 @@ pub(super) fn vary_accept(mut res: Response) -> Response {
 
 /// The page a browser gets for an unknown or withdrawn publication.
 pub(super) fn not_found_page() -> Response {
-    vary_accept(crate::pages::send(
+    vary_accept(crate::http::pages::send(
         StatusCode::NOT_FOUND,
         NOT_FOUND.to_owned(),
         POLICY.clone(),
@@ -166,7 +166,7 @@ pub(super) async fn page(
             }
         }
     };
-    Ok(vary_accept(crate::pages::send(
+    Ok(vary_accept(crate::http::pages::send(
         StatusCode::OK,
         html,
         POLICY.clone(),
@@ -320,7 +320,7 @@ mod tests {
 
     #[test]
     fn the_policy_names_the_one_script_of_the_tail() {
-        let policy = crate::pages::policy_for(&TAIL);
+        let policy = crate::http::pages::policy_for(&TAIL);
         let own = POLICY.to_str().unwrap();
         let hash = policy
             .to_str()

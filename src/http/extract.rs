@@ -9,7 +9,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::json_depth;
 
 pub struct JsonBody<T>(pub T);
@@ -32,8 +32,8 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for IdempotencyKey {
         parts: &mut axum::http::request::Parts,
         _: &S,
     ) -> Result<Self, ApiError> {
-        let header = parts.headers.get(crate::idempotency::HEADER);
-        crate::idempotency::header_key(header).map(IdempotencyKey)
+        let header = parts.headers.get(crate::http::idempotency::HEADER);
+        crate::http::idempotency::header_key(header).map(IdempotencyKey)
     }
 }
 
@@ -199,7 +199,7 @@ pub fn lenient_i64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>
 }
 
 /// A field where `null` means something (clear it) and absence means "no change": with
-/// `#[serde(default, deserialize_with = "crate::extract::present")]`, absent is `None`,
+/// `#[serde(default, deserialize_with = "crate::http::extract::present")]`, absent is `None`,
 /// `null` is `Some(None)`.
 pub fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
 where
@@ -207,6 +207,24 @@ where
     T: Deserialize<'de>,
 {
     Option::<T>::deserialize(d).map(Some)
+}
+
+/// The client's address as a handler extracts it (`None` without a socket, in process).
+pub struct ClientAddr(pub Option<std::net::IpAddr>);
+
+impl axum::extract::FromRequestParts<crate::state::AppState> for ClientAddr {
+    type Rejection = std::convert::Infallible;
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        app: &crate::state::AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let peer = parts
+            .extensions
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>();
+        Ok(ClientAddr(peer.map(|c| {
+            crate::http::client_ip::client_ip(c.0.ip(), &parts.headers, &app.opts.trusted_proxies)
+        })))
+    }
 }
 
 #[cfg(test)]

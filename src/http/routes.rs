@@ -10,7 +10,7 @@ use axum::routing::{get, MethodFilter, MethodRouter};
 use axum::Router;
 
 use crate::api;
-pub use crate::route_spec::{Access, Category, RouteMeta};
+pub use crate::http::route_spec::{Access, Category, RouteMeta};
 use crate::state::AppState;
 
 pub type Handler = fn(MethodFilter) -> MethodRouter<AppState>;
@@ -21,7 +21,7 @@ pub struct RouteSpec {
     pub meta: RouteMeta,
     pub handler: Option<Handler>,
     /// The request side of the OpenAPI operation, read off the handler's argument types
-    /// (`crate::schema`).
+    /// (`crate::http::schema`).
     pub doc: Option<DocFn>,
 }
 
@@ -32,7 +32,7 @@ impl std::ops::Deref for RouteSpec {
     }
 }
 
-pub type DocFn = fn(&mut schemars::SchemaGenerator) -> crate::schema::Operation;
+pub type DocFn = fn(&mut schemars::SchemaGenerator) -> crate::http::schema::Operation;
 
 impl RouteSpec {
     pub fn implemented(&self) -> bool {
@@ -70,7 +70,7 @@ macro_rules! route {
     (@handler) => { None };
     (@handler $h:path) => { Some(|f: MethodFilter| axum::routing::on(f, $h)) };
     (@doc) => { None };
-    (@doc $h:path) => { Some(|g: &mut schemars::SchemaGenerator| crate::schema::document($h, g)) };
+    (@doc $h:path) => { Some(|g: &mut schemars::SchemaGenerator| crate::http::schema::document($h, g)) };
 }
 
 /// Every endpoint of `spec/endpoints.tsv`, in its order. Categories follow the spec's
@@ -166,7 +166,7 @@ pub static ROUTES: &[RouteSpec] = &[
     route!(POST "/api/telemetry/metrics/query", Admin100, Read, "Telemetry" => api::telemetry::query),
     route!(POST "/api/telemetry/subscriptions/summary", Admin100, Read, "Telemetry" => api::telemetry::subscriptions_summary),
     // Webhook
-    route!(POST "/api/webhooks/stripe", Public, Unlimited, "Webhook", anonymous crate::payments::WEBHOOK_BODY_LIMIT => api::billing::stripe),
+    route!(POST "/api/webhooks/stripe", Public, Unlimited, "Webhook", anonymous crate::adapters::payments::WEBHOOK_BODY_LIMIT => api::billing::stripe),
     // Posts
     route!(POST "/api/posts", Public, Read, "Posts" => api::posts::list),
     route!(GET "/api/posts/{id}", Public, Read, "Posts" => api::posts::get),
@@ -377,7 +377,9 @@ pub fn router() -> Router<AppState> {
             .map(|d| d(&mut gen))
             .is_some_and(|op| op.body.is_none() && !op.raw_body && op.binary_body.is_none());
         if takes_none && spec.method != "GET" {
-            mr = mr.layer(axum::middleware::from_fn(crate::extract::object_or_empty));
+            mr = mr.layer(axum::middleware::from_fn(
+                crate::http::extract::object_or_empty,
+            ));
         }
         let entry = by_path.remove(spec.path).unwrap_or_default();
         by_path.insert(spec.path, entry.merge(mr));

@@ -14,11 +14,11 @@ use axum::response::{IntoResponse, Response};
 use plinth_actors::credits::{Applied, Change, Entry};
 use serde_json::{json, Map, Value};
 
-use crate::auth::{self, Caller, CallerExt, LEVEL_ADMIN, LEVEL_VERIFIED};
 use crate::domain::ledger::{insufficient, LedgerError};
-use crate::error::ApiError;
-use crate::reply::Envelope;
-use crate::route_spec::{Access, Category};
+use crate::http::auth::{self, Caller, CallerExt, LEVEL_ADMIN, LEVEL_VERIFIED};
+use crate::http::error::ApiError;
+use crate::http::reply::Envelope;
+use crate::http::route_spec::{Access, Category};
 use crate::state::{AppState, RouteEntry};
 use crate::states::LedgerKind;
 
@@ -68,16 +68,15 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         .extensions
         .get::<MatchedPath>()
         .and_then(|p| app.routes.get(method.as_str(), p.as_str()));
-    let ip = parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| crate::client_ip::client_ip(c.0.ip(), &parts.headers, &app.opts.trusted_proxies));
+    let ip = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| {
+        crate::http::client_ip::client_ip(c.0.ip(), &parts.headers, &app.opts.trusted_proxies)
+    });
     // Header values share the request's bytes: cloned, not copied.
     let key = parts.headers.get(API_KEY).cloned();
     let key = key.as_ref().map(|v| v.to_str().unwrap_or("").trim());
     let request_id = parts.headers.get(REQUEST_ID).cloned();
     let request_id = request_id.as_ref().and_then(|v| v.to_str().ok());
-    let idempotency_header = parts.headers.get(crate::idempotency::HEADER).cloned();
+    let idempotency_header = parts.headers.get(crate::http::idempotency::HEADER).cloned();
 
     let mut usage = Usage {
         cost: entry.map_or(0, |e| e.cost),
@@ -136,7 +135,7 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
             let header = idempotency_header.as_ref();
             let path = entry.map_or("", |e| e.spec.path);
             if let Some(r) =
-                crate::idempotency::recorded_answer(&app, path, &c.id, header, &sent).await
+                crate::http::idempotency::recorded_answer(&app, path, &c.id, header, &sent).await
             {
                 return Ran::Replayed(r.into_response());
             }
@@ -199,7 +198,7 @@ fn observed(
 /// counted only after the recorded answers were looked at.
 fn replayable(entry: Option<RouteEntry>) -> bool {
     entry.is_some_and(|e| {
-        e.spec.method == "POST" && crate::idempotency::hash_route(e.spec.path).is_some()
+        e.spec.method == "POST" && crate::http::idempotency::hash_route(e.spec.path).is_some()
     })
 }
 
@@ -219,11 +218,11 @@ async fn refused(
     if !http_body::Body::is_end_stream(&body) {
         // Drained, not kept: it costs time (bounded) and bandwidth, never memory.
         let max = (crate::BODY_LIMIT as u64).max(app.opts.limits.anonymous_body_limit);
-        if crate::body::declared(headers).is_some_and(|n| n > max) {
+        if crate::http::body::declared(headers).is_some_and(|n| n > max) {
             resp.headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));
         } else {
-            tokio::spawn(crate::body::drain(body, max, REFUSAL_DRAIN_TIME));
+            tokio::spawn(crate::http::body::drain(body, max, REFUSAL_DRAIN_TIME));
         }
     }
     finish(resp, usage, method, path).await
@@ -235,7 +234,7 @@ const REFUSAL_DRAIN_TIME: std::time::Duration = std::time::Duration::from_secs(5
 /// Reads the body of an admitted request within its budget: into memory (the route's
 /// limit, or the anonymous limit for a caller without a valid key), or, for routes that
 /// take uploads, into a file under the data directory that the handler finds in the
-/// request's extensions ([`crate::body::Spooled`]).
+/// request's extensions ([`crate::http::body::Spooled`]).
 async fn read_body(
     app: &AppState,
     entry: Option<RouteEntry>,
@@ -252,14 +251,14 @@ async fn read_body(
         }
         _ => (route_limit, false),
     };
-    let budget = crate::body::BodyBudget::new(limits, max, anonymous);
+    let budget = crate::http::body::BodyBudget::new(limits, max, anonymous);
     if route_limit > crate::BODY_LIMIT as u64 && !anonymous {
         let dir = app.opts.data_dir.join("tmp");
-        let spooled = crate::body::spool(&parts.headers, body, budget, &dir).await?;
+        let spooled = crate::http::body::spool(&parts.headers, body, budget, &dir).await?;
         parts.extensions.insert(std::sync::Arc::new(spooled));
         return Ok(bytes::Bytes::new());
     }
-    Ok(crate::body::read(&parts.headers, body, budget).await?)
+    Ok(crate::http::body::read(&parts.headers, body, budget).await?)
 }
 
 async fn refund(
@@ -343,7 +342,7 @@ fn log_failure(
 ) {
     let cause = resp
         .extensions()
-        .get::<crate::error::ErrorCause>()
+        .get::<crate::http::error::ErrorCause>()
         .map_or("(no cause recorded)", |c| c.0.as_str());
     let route = entry.map_or(path, |e| e.spec.path);
     let caller = caller.map_or("-", |c| c.id.as_str());
@@ -428,7 +427,7 @@ async fn rate(
     // Anonymous clients are counted by address; an IPv6 client by its /64, which one
     // subscriber holds whole (security review N-M3).
     let ip_key = || match ip {
-        Some(ip) => format!("ip:{}", crate::client_ip::prefix(ip)),
+        Some(ip) => format!("ip:{}", crate::http::client_ip::prefix(ip)),
         None => "ip:unknown".to_owned(),
     };
     // Public sign-in, reset and verification routes are counted by client address
@@ -586,7 +585,11 @@ async fn finish(resp: Response, u: &Usage, method: &Method, path: &str) -> Respo
             }
             to_bytes(&m)
         }
-        None if parts.extensions.remove::<crate::reply::AsSent>().is_some() => {
+        None if parts
+            .extensions
+            .remove::<crate::http::reply::AsSent>()
+            .is_some() =>
+        {
             return with_headers(Response::from_parts(parts, body), u);
         }
         None => {

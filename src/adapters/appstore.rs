@@ -26,12 +26,12 @@ use x509_cert::der::{Decode, Encode};
 use x509_cert::Certificate;
 
 use crate::config::Opts;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// Token products of the stores (`fixtures/store_products.json`): product id → tokens.
 static STORE_PRODUCTS: LazyLock<HashMap<String, i64>> = LazyLock::new(|| {
     let all: HashMap<String, Value> =
-        serde_json::from_str(include_str!("../fixtures/store_products.json"))
+        serde_json::from_str(include_str!("../../fixtures/store_products.json"))
             .expect("valid store_products.json");
     all.into_iter()
         .filter_map(|(k, v)| Some((k, v.as_i64()?)))

@@ -32,7 +32,7 @@ struct PlansFile {
 
 /// The plans of `fixtures/plans.json`, by product id.
 pub static PLANS: LazyLock<Vec<Plan>> = LazyLock::new(|| {
-    serde_json::from_str::<PlansFile>(include_str!("../fixtures/plans.json"))
+    serde_json::from_str::<PlansFile>(include_str!("../../fixtures/plans.json"))
         .expect("valid plans.json")
         .plans
 });

@@ -71,7 +71,7 @@ pub fn send(
     )
         .into_response();
     // An error page stays a page (not the API's JSON error object).
-    res.extensions_mut().insert(crate::reply::AsSent);
+    res.extensions_mut().insert(crate::http::reply::AsSent);
     let h = res.headers_mut();
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     h.insert(header::CONTENT_SECURITY_POLICY, csp);

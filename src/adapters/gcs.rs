@@ -202,8 +202,8 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
-    const VECTORS: &str = include_str!("../fixtures/gcs/v4_signatures.json");
-    const ACCOUNT: &str = include_str!("../fixtures/gcs/test_service_account.not-a-test.json");
+    const VECTORS: &str = include_str!("../../fixtures/gcs/v4_signatures.json");
+    const ACCOUNT: &str = include_str!("../../fixtures/gcs/test_service_account.not-a-test.json");
 
     fn strings(v: &Value) -> BTreeMap<String, String> {
         v.as_object()

@@ -21,7 +21,7 @@ pub struct Reply {
 pub struct ErrorCause(pub String);
 
 /// A success body of a known shape: the handler's return type names it, so the OpenAPI
-/// document lists its schema (`crate::schema`).
+/// document lists its schema (`crate::http::schema`).
 pub struct Answer<T>(pub T);
 
 impl<T: Serialize> IntoResponse for Answer<T> {

@@ -11,47 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use clap::Subcommand;
+use crate::config::SlidesCommand;
 use plinth_render::{Budget, Image, Images, Options, Size};
 use plinth_slides::Deck;
-
-#[derive(Subcommand, Debug)]
-pub enum SlidesCommand {
-    /// Renders a Markdown deck (Marp decks as written) to PDF, PNG or HTML.
-    ///
-    /// The format comes from --format, else from the output's extension, else PDF. The
-    /// output defaults to the deck's path with the format's extension. PNG writes one
-    /// 1920×1080 file per visible slide: `<output stem>.001.png`, … (into the directory
-    /// when the output is one).
-    Render {
-        /// The deck's Markdown file.
-        deck: PathBuf,
-        /// The file to write.
-        #[arg(short, long)]
-        output: Option<PathBuf>,
-        /// pdf, png or html.
-        #[arg(long, value_parser = ["pdf", "png", "html"])]
-        format: Option<String>,
-        /// Speaker notes for the presenter: a notes page after each slide with notes
-        /// (PDF), a presenter view (HTML: press p).
-        #[arg(long)]
-        notes: bool,
-        /// Read images the deck names outside its own folder (absolute paths, `..`,
-        /// links leading out). Off: a deck from someone else cannot copy files of yours
-        /// into its output.
-        #[arg(long)]
-        allow_outside_images: bool,
-    },
-    /// Checks a deck without rendering: what an export would refuse (exit 1, with the
-    /// line), images that are missing or unreadable, and warnings.
-    Check {
-        /// The deck's Markdown file.
-        deck: PathBuf,
-        /// As for render.
-        #[arg(long)]
-        allow_outside_images: bool,
-    },
-}
 
 /// Runs the command; the process's exit status.
 pub fn run(cmd: SlidesCommand) -> i32 {

@@ -162,7 +162,7 @@ pub async fn sweep_slides(db: &Db) -> anyhow::Result<crate::db::slides::Swept> {
         db,
         now - STUCK_AFTER,
         now - PENDING_AFTER,
-        now - crate::idempotency::KEPT,
+        now - crate::http::idempotency::KEPT,
     )
     .await?)
 }

@@ -12,9 +12,9 @@ use axum::routing::get;
 use axum::Router;
 use serde::Deserialize;
 
-use crate::route_spec::Category;
+use crate::adapters::storage::{valid_key, ObjectStore, WriteError};
+use crate::http::route_spec::Category;
 use crate::state::AppState;
-use crate::storage::{valid_key, ObjectStore, WriteError};
 
 /// Uploads one client address may make per minute through signed URLs.
 const OBJECT_PUTS_PER_MINUTE: u64 = 60;
@@ -79,7 +79,7 @@ async fn admit(
     per_minute: u64,
     category: Category,
 ) -> Result<(), Response> {
-    let client = crate::client_ip::client_ip(peer.ip(), headers, &app.opts.trusted_proxies);
+    let client = crate::http::client_ip::client_ip(peer.ip(), headers, &app.opts.trusted_proxies);
     let limit = (per_minute as f64 * app.opts.rate_limit_multiplier)
         .ceil()
         .max(1.0) as u64;
@@ -255,9 +255,9 @@ async fn write(
         return refuse(StatusCode::NOT_FOUND, "not found");
     };
     // The signed size bounds the body; the budget bounds how slowly it may come.
-    let budget = crate::body::BodyBudget::new(&app.opts.limits, u64::MAX, false);
+    let budget = crate::http::body::BodyBudget::new(&app.opts.limits, u64::MAX, false);
     match l
-        .write_stream(&key, crate::body::stream(body, budget), q.max)
+        .write_stream(&key, crate::http::body::stream(body, budget), q.max)
         .await
     {
         Ok(()) => StatusCode::OK.into_response(),

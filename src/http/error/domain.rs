@@ -5,6 +5,8 @@
 use axum::http::StatusCode;
 
 use super::ApiError;
+use crate::adapters::payments::ProviderError;
+use crate::adapters::storage::StorageError;
 use crate::domain::accounts::AccountError;
 use crate::domain::checkout::{CheckoutError, MAX_UNPAID_UNITS, MAX_UNPAID_UNITS_PER_ITEM};
 use crate::domain::downloads::SourceError;
@@ -16,8 +18,6 @@ use crate::domain::records::RecordError;
 use crate::domain::uploads::{UploadError, UPLOAD_LIMIT};
 use crate::domain::Invalid;
 use crate::json_depth::MAX_DEPTH;
-use crate::payments::ProviderError;
-use crate::storage::StorageError;
 use plinth_actors::credits::CreditError;
 
 /// The error's own words with `status`.

@@ -13,8 +13,8 @@
 use axum::http::StatusCode;
 use serde_json::{Map, Value};
 
-use crate::error::{ApiError, ApiResult};
-use crate::reply::{Answer, Recorded, Reply};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::reply::{Answer, Recorded, Reply};
 use crate::state::AppState;
 
 /// How long a recorded answer replays; older records are expired and pruned.

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use sha2::Digest;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// How much of a body may arrive, and how fast it must.
 #[derive(Debug, Clone, Copy)]

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 
-use crate::reply::Reply;
+use crate::http::reply::Reply;
 
 mod domain;
 
@@ -20,7 +20,7 @@ pub struct ApiError {
     pub cause: Option<String>,
 }
 
-pub use crate::reply::ErrorCause;
+pub use crate::http::reply::ErrorCause;
 
 pub type ApiResult<T = Reply> = Result<T, ApiError>;
 

@@ -9,13 +9,15 @@ use sha2::Digest;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 use crate::state::AppState;
 
 pub use crate::caller::{Caller, LEVEL_ADMIN, LEVEL_VERIFIED};
+pub use crate::domain::buyers::{takes_guests, Guest, Purchaser};
+pub use crate::domain::orgs::{in_org, org_admin};
 
 /// Resolves an API key. `Ok(None)` means the key matches no account. Cached by
-/// sha256(key) (`crate::cache`): a change to the account is announced to every process,
+/// sha256(key) (`crate::db::cache`): a change to the account is announced to every process,
 /// and an entry lives at most 5 s, so `plinth users set-level` on SQLite is seen within
 /// the operator contract's 10 s.
 pub async fn resolve(state: &AppState, key: &str) -> Result<Option<Arc<Caller>>, ApiError> {
@@ -126,7 +128,7 @@ where
             }
             m
         } else {
-            crate::extract::read_object(req, state).await?
+            crate::http::extract::read_object(req, state).await?
         };
         let (key, value) = ORG_KEYS
             .iter()
@@ -165,27 +167,9 @@ where
             org,
             caller,
             role,
-            body: crate::extract::from_object(object)?,
+            body: crate::http::extract::from_object(object)?,
         })
     }
-}
-
-/// Whether the caller belongs to the organization (platform admins do): the OrgMember
-/// rule for routes whose body names a record rather than its organization.
-pub async fn in_org(app: &AppState, caller: &Caller, org_id: &str) -> Result<bool, sqlx::Error> {
-    Ok(caller.is_admin()
-        || crate::db::organizations::role_of(&app.db, org_id, &caller.id)
-            .await?
-            .is_some())
-}
-
-/// Whether the caller administers the organization (platform admins do): the OrgAdmin
-/// rule for routes whose body names a record (an order, a license, a download link)
-/// rather than its organization.
-pub async fn org_admin(app: &AppState, caller: &Caller, org_id: &str) -> Result<bool, sqlx::Error> {
-    Ok(caller.is_admin()
-        || crate::db::organizations::role_of(&app.db, org_id, &caller.id).await?
-            == Some(crate::states::OrgRole::Admin))
 }
 
 /// The organization `domain` names, for a caller who administers it: 404 when there is
@@ -231,14 +215,8 @@ pub async fn member_org(
 
 // ---- guest sessions (marketplace guest checkout, purchases) ----
 
-/// A live guest session, from `Authorization: Bearer <token>`: its id and its
-/// organization's id and domain. 401 when the token is missing, unknown or expired.
-pub struct Guest {
-    pub id: String,
-    pub org_id: String,
-    pub domain: String,
-}
-
+/// A guest session from `Authorization: Bearer <token>`: 401 when the token is missing,
+/// unknown or expired.
 impl axum::extract::FromRequestParts<AppState> for Guest {
     type Rejection = ApiError;
 
@@ -278,30 +256,7 @@ impl axum::extract::FromRequestParts<AppState> for Guest {
     }
 }
 
-/// Whether the organization's `data.guest_checkout_enabled` is true (checked at every
-/// guest request: turning it off stops live sessions too).
-pub fn takes_guests(org: &crate::db::organizations::OrgRow) -> bool {
-    org.data.0.get("guest_checkout_enabled") == Some(&serde_json::Value::Bool(true))
-}
-
-/// "Key or guest session" (purchases): the caller when a valid API key was sent, else
-/// a live guest session (401 with neither).
-pub enum Purchaser {
-    User(Arc<Caller>),
-    Guest(Guest),
-}
-
-impl Purchaser {
-    /// Where this buyer's records of `what` live (idempotency scopes):
-    /// `<what>:<user id>` or `<what>:guest:<session id>`.
-    pub fn scope(&self, what: &str) -> String {
-        match self {
-            Purchaser::User(c) => format!("{what}:{}", c.id),
-            Purchaser::Guest(g) => format!("{what}:guest:{}", g.id),
-        }
-    }
-}
-
+/// A purchaser: the caller with a valid key, else a live guest session.
 impl axum::extract::FromRequestParts<AppState> for Purchaser {
     type Rejection = ApiError;
 

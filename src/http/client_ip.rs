@@ -9,14 +9,6 @@ use std::net::IpAddr;
 use axum::http::HeaderMap;
 use ipnet::IpNet;
 
-/// Parses one `PLINTH_TRUSTED_PROXIES` item: a CIDR (`10.0.0.0/8`) or a single address.
-pub fn parse_net(s: &str) -> Result<IpNet, String> {
-    let s = s.trim();
-    s.parse::<IpNet>()
-        .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
-        .map_err(|_| format!("`{s}` is neither an IP address nor a CIDR block"))
-}
-
 /// The client address of a request from `peer`.
 pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[IpNet]) -> IpAddr {
     let is_trusted = |ip: &IpAddr| trusted.iter().any(|n| n.contains(&canonical(*ip)));
@@ -89,27 +81,10 @@ pub fn prefix(ip: IpAddr) -> IpAddr {
     }
 }
 
-/// The client's address as a handler extracts it (`None` without a socket, in process).
-pub struct ClientAddr(pub Option<IpAddr>);
-
-impl axum::extract::FromRequestParts<crate::state::AppState> for ClientAddr {
-    type Rejection = std::convert::Infallible;
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        app: &crate::state::AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let peer = parts
-            .extensions
-            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>();
-        Ok(ClientAddr(peer.map(|c| {
-            client_ip(c.0.ip(), &parts.headers, &app.opts.trusted_proxies)
-        })))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::parse_net;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();

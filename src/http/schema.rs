@@ -10,10 +10,10 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, Uri};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 
-use crate::auth::{InOrg, MaybeCaller, Viewer};
-use crate::error::ApiError;
-use crate::extract::JsonBody;
-use crate::reply::{Answer, PrivateAnswer, Reply};
+use crate::http::auth::{InOrg, MaybeCaller, Viewer};
+use crate::http::error::ApiError;
+use crate::http::extract::JsonBody;
+use crate::http::reply::{Answer, PrivateAnswer, Reply};
 
 /// What the route table knows about a handler's request.
 #[derive(Default)]
@@ -52,16 +52,16 @@ pub trait DocArg {
 impl<S> DocArg for State<S> {}
 impl DocArg for Viewer {}
 impl DocArg for MaybeCaller {}
-impl DocArg for crate::auth::Guest {}
-impl DocArg for crate::auth::Purchaser {}
+impl DocArg for crate::http::auth::Guest {}
+impl DocArg for crate::http::auth::Purchaser {}
 impl<T> DocArg for Path<T> {}
 impl DocArg for HeaderMap {}
 impl DocArg for Method {}
 impl DocArg for Uri {}
 impl<T> DocArg for axum::extract::ConnectInfo<T> {}
-impl DocArg for crate::client_ip::ClientAddr {}
+impl DocArg for crate::http::extract::ClientAddr {}
 
-impl DocArg for crate::extract::IdempotencyKey {
+impl DocArg for crate::http::extract::IdempotencyKey {
     fn document(op: &mut Operation, _: &mut SchemaGenerator) {
         op.idempotency_key = true;
     }
@@ -112,7 +112,7 @@ impl DocReturn for ApiError {
 impl DocReturn for Result<Reply, ApiError> {}
 impl DocReturn for Result<axum::response::Response, ApiError> {}
 
-impl<E> DocReturn for Result<crate::reply::SignedRedirect, E> {
+impl<E> DocReturn for Result<crate::http::reply::SignedRedirect, E> {
     fn document(op: &mut Operation, _: &mut SchemaGenerator) {
         op.success_status = Some(302);
         op.redirect = true;
@@ -125,20 +125,20 @@ impl<T: JsonSchema> DocReturn for Result<Answer<T>, ApiError> {
     }
 }
 
-impl<T: JsonSchema> DocReturn for Result<crate::reply::Accepted<T>, ApiError> {
+impl<T: JsonSchema> DocReturn for Result<crate::http::reply::Accepted<T>, ApiError> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
         op.response = Some(gen.subschema_for::<T>());
         op.success_status = Some(202);
     }
 }
 
-impl<T: JsonSchema> DocReturn for Result<crate::reply::HeadedAnswer<T>, ApiError> {
+impl<T: JsonSchema> DocReturn for Result<crate::http::reply::HeadedAnswer<T>, ApiError> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
         op.response = Some(gen.subschema_for::<T>());
     }
 }
 
-impl<T: JsonSchema> DocReturn for Result<crate::reply::EventStream<T>, ApiError> {
+impl<T: JsonSchema> DocReturn for Result<crate::http::reply::EventStream<T>, ApiError> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
         op.response = Some(gen.subschema_for::<T>());
         op.event_stream = true;
@@ -151,19 +151,19 @@ impl<T: JsonSchema> DocReturn for Result<PrivateAnswer<T>, ApiError> {
     }
 }
 
-impl<T: JsonSchema> DocReturn for Result<crate::reply::Recorded<T>, ApiError> {
+impl<T: JsonSchema> DocReturn for Result<crate::http::reply::Recorded<T>, ApiError> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
         op.response = Some(gen.subschema_for::<T>());
     }
 }
 
-impl<T: JsonSchema> DocReturn for Result<crate::reply::OrPage<T>, ApiError> {
+impl<T: JsonSchema> DocReturn for Result<crate::http::reply::OrPage<T>, ApiError> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
         op.response = Some(gen.subschema_for::<T>());
     }
 }
 
-impl<T: JsonSchema> DocReturn for Result<crate::reply::Prebuilt<T>, ApiError> {
+impl<T: JsonSchema> DocReturn for Result<crate::http::reply::Prebuilt<T>, ApiError> {
     fn document(op: &mut Operation, gen: &mut SchemaGenerator) {
         op.response = Some(gen.subschema_for::<T>());
     }

@@ -2,7 +2,7 @@
 //! route tables, `ROUTES` and `EXTRA_ROUTES` (paths, methods, tags, security, rate
 //! category and cost per operation), the spec's own notes (`fixtures/spec_notes.tsv`:
 //! summaries and descriptions), and for every built endpoint the request and answer
-//! types of its handler (`crate::schema`). OpenAPI 3.1, so the schemas are JSON Schema
+//! types of its handler (`crate::http::schema`). OpenAPI 3.1, so the schemas are JSON Schema
 //! 2020-12. Operation ids are the path in camelCase (`slidesExportsCreate`), stable
 //! across releases; every operation lists the statuses it answers, each error with the
 //! shared envelope.
@@ -13,8 +13,8 @@ use std::sync::LazyLock;
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
-use crate::reply::Reply;
-use crate::routes::{Access, RouteSpec};
+use crate::http::reply::Reply;
+use crate::http::routes::{Access, RouteSpec};
 use crate::state::AppState;
 
 /// How an organization is named in the body of an OrgMember/OrgAdmin route.
@@ -112,7 +112,7 @@ pub fn operation_id(method: &str, path: &str, second: bool) -> String {
 
 /// The spec's request and notes columns, by method and our path.
 static NOTES: LazyLock<HashMap<(String, String), (String, String)>> = LazyLock::new(|| {
-    let spec_path: HashMap<(String, String), String> = include_str!("../fixtures/endpoints.tsv")
+    let spec_path: HashMap<(String, String), String> = include_str!("../../fixtures/endpoints.tsv")
         .lines()
         .skip(1)
         .filter_map(|l| {
@@ -124,7 +124,7 @@ static NOTES: LazyLock<HashMap<(String, String), (String, String)>> = LazyLock::
         })
         .collect();
     let notes: HashMap<(String, String), (String, String)> =
-        include_str!("../fixtures/spec_notes.tsv")
+        include_str!("../../fixtures/spec_notes.tsv")
             .lines()
             .skip(1)
             .filter_map(|l| {
@@ -267,7 +267,7 @@ pub fn document(app: &AppState) -> Reply {
         })
         .into_generator();
     let mut paths = Map::new();
-    for r in crate::routes::all() {
+    for r in crate::http::routes::all() {
         let mut params: Vec<Value> = r
             .path
             .split('/')
@@ -301,7 +301,7 @@ pub fn document(app: &AppState) -> Reply {
         let takes_body = doc.body.is_some() || doc.raw_body || r.method != "GET";
         // The slide routes read the key through the deck actors, the others through the
         // `IdempotencyKey` argument (docs/api.md, "Idempotency").
-        let keyed = doc.idempotency_key || crate::idempotency::hash_route(r.path).is_some();
+        let keyed = doc.idempotency_key || crate::http::idempotency::hash_route(r.path).is_some();
         if keyed {
             params.push(json!({"name": "Idempotency-Key", "in": "header", "required": false,
                 "description": "a retry with the same key and body replays the first answer (24 hours); \
@@ -416,7 +416,7 @@ pub fn document(app: &AppState) -> Reply {
             if let Some(p) =
                 op.pointer_mut("/requestBody/content/application~1json/schema/properties/productId")
             {
-                let plans: Vec<&str> = crate::payments::PLANS
+                let plans: Vec<&str> = crate::adapters::payments::PLANS
                     .iter()
                     .map(|p| p.product_id.as_str())
                     .collect();
@@ -428,7 +428,7 @@ pub fn document(app: &AppState) -> Reply {
             for name in ["paymentMethodId", "payment_method_id"] {
                 let at = format!("/requestBody/content/application~1json/schema/properties/{name}");
                 if let Some(p) = op.pointer_mut(&at) {
-                    p["enum"] = json!(crate::payments::simulated_payment_methods());
+                    p["enum"] = json!(crate::adapters::payments::simulated_payment_methods());
                 }
             }
         }
@@ -460,7 +460,7 @@ pub fn document(app: &AppState) -> Reply {
     if let Value::Object(common) = common_schemas() {
         schemas.extend(common);
     }
-    let mut areas: Vec<&str> = crate::routes::all().map(|r| r.area).collect();
+    let mut areas: Vec<&str> = crate::http::routes::all().map(|r| r.area).collect();
     areas.sort_unstable();
     areas.dedup();
     let tags: Vec<Value> = areas.iter().map(|a| json!({"name": a})).collect();
@@ -664,7 +664,7 @@ mod tests {
             "creditsVerifyAppleTransactionDistritbution"
         );
         let mut seen = std::collections::HashSet::new();
-        for r in crate::routes::all() {
+        for r in crate::http::routes::all() {
             for (i, m) in std::iter::once(r.method).chain(r.also).enumerate() {
                 let id = operation_id(m, r.path, i > 0);
                 assert!(seen.insert(id.clone()), "{id} twice ({m} {})", r.path);

@@ -155,14 +155,14 @@ impl Clients {
     }
 
     fn enter(&self, peer: IpAddr) -> Option<Slot> {
-        let peer = crate::client_ip::canonical(peer);
+        let peer = crate::http::client_ip::canonical(peer);
         if self.trusted.iter().any(|n| n.contains(&peer)) {
             return Some(Slot {
                 clients: None,
                 who: peer,
             });
         }
-        let who = crate::client_ip::prefix(peer);
+        let who = crate::http::client_ip::prefix(peer);
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
         let n = open.entry(who).or_default();
         if *n >= self.cap {
@@ -198,11 +198,17 @@ mod tests {
         let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
         let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
         let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
-        assert_eq!(crate::client_ip::prefix(a), crate::client_ip::prefix(b));
-        assert_ne!(crate::client_ip::prefix(a), crate::client_ip::prefix(c));
+        assert_eq!(
+            crate::http::client_ip::prefix(a),
+            crate::http::client_ip::prefix(b)
+        );
+        assert_ne!(
+            crate::http::client_ip::prefix(a),
+            crate::http::client_ip::prefix(c)
+        );
         let mapped: IpAddr = "::ffff:10.0.0.7".parse().unwrap();
         assert_eq!(
-            crate::client_ip::prefix(mapped),
+            crate::http::client_ip::prefix(mapped),
             "10.0.0.7".parse::<IpAddr>().unwrap()
         );
     }

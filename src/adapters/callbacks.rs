@@ -18,10 +18,10 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use plinth_workers::{BoxDynError, CallbackTask, JobError};
 
+use crate::adapters::storage::ObjectStore;
 use crate::crypto::MasterKey;
 use crate::db::Db;
 use crate::domain::exports::{ended, job_view, Event, EventData};
-use crate::storage::ObjectStore;
 
 /// How long a receiver has to answer.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -227,7 +227,7 @@ impl Deliverer {
             data: EventData { job: view },
         };
         let body = serde_json::to_vec(&event).map_err(|e| storage(&e))?;
-        let signature = crate::payments::sign_event(&secret, t, &body);
+        let signature = crate::adapters::payments::sign_event(&secret, t, &body);
         let client = self.client_for(&url).await?;
         let answer = client
             .post(url.clone())
@@ -309,7 +309,7 @@ async fn still_reads(db: &Db, deck_id: &str, user_id: &str) -> sqlx::Result<bool
         return Ok(true);
     }
     let user = crate::db::users::by_id(db, user_id).await?;
-    Ok(user.is_some_and(|u| u.level >= crate::auth::LEVEL_ADMIN))
+    Ok(user.is_some_and(|u| u.level >= crate::http::auth::LEVEL_ADMIN))
 }
 
 /// A URL for a log line: scheme, host, port and path only (a query may hold a token).

@@ -11,10 +11,10 @@ use plinth_workers::slides::{
 use plinth_workers::ExpiryEnv;
 use serde_json::json;
 
+use crate::adapters::storage::ObjectStore;
 use crate::db::slides as store;
 use crate::db::Db;
 use crate::domain::decks::MAX_ASSET_BYTES;
-use crate::storage::ObjectStore;
 
 type Fut<'a, T> = BoxFuture<'a, Result<T, plinth_workers::BoxDynError>>;
 
@@ -265,7 +265,7 @@ impl IdempotencyStore for Idempotency {
         request_hash: &'a str,
     ) -> BoxFuture<'a, Result<Claim, String>> {
         async move {
-            use crate::idempotency::{KEPT, STALE_CLAIM};
+            use crate::http::idempotency::{KEPT, STALE_CLAIM};
             let now = chrono::Utc::now();
             let held = crate::db::idempotency::claim(
                 &self.0,
