@@ -234,6 +234,7 @@ body {{ margin: 0; }}
 main {{ display: flex; flex-direction: column; align-items: center; gap: 2vh; padding: 2vh 0; }}
 section.slide {{ position: relative; scroll-snap-align: center; width: min(96vw, calc(96vh * {aw} / {ah})); aspect-ratio: {aw} / {ah}; container-type: inline-size; background: var(--bg); color: var(--text); overflow: hidden; box-shadow: 0 2px 12px rgba(0,0,0,.4); }}
 section.slide > * {{ --u: calc(100cqw / {units}); }}
+section.slide > .frame {{ --u: calc(100cqw / {units} * var(--s, 1)); }}
 svg.pic {{ width: auto; height: auto; }}
 svg.pics {{ position: absolute; width: 0; height: 0; overflow: hidden; }}
 svg.bg {{ position: absolute; top: 0; height: 100%; }}
@@ -381,10 +382,14 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
                 out.push('\n');
             }
         }
-        let _ = writeln!(
+        // The frame at the step the layout engine shrank this slide to, so the page
+        // never cuts what the PDF and PNG show (a long listing).
+        let _ = write!(
             out,
-            "<div class=\"frame\" style=\"left: {left}%; right: {right}%\">"
+            "<div class=\"frame\" style=\"left: {left}%; right: {right}%; --s: "
         );
+        out.number(fit_scale(deck, slide, pics, budget)?);
+        out.push_str("\">\n");
         if let Some(title) = slide.title.as_deref().filter(|t| !t.trim().is_empty()) {
             out.push_str("<h1>");
             marked(out, title, pics);
@@ -453,6 +458,21 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
         );
     }
     Ok(())
+}
+
+/// The layout engine's shrink step for a slide (1 while only measuring the page).
+fn fit_scale(
+    deck: &Deck,
+    slide: &Slide,
+    pics: &Pics<'_>,
+    budget: &Budget,
+) -> Result<f32, RenderError> {
+    let Some(trees) = pics.trees else {
+        return Ok(1.0);
+    };
+    let naturals = crate::image::natural_sizes(deck, slide, pics.images, trees, budget)?;
+    let size = crate::deck_size(deck, crate::Size::default());
+    Ok(crate::layout::page(deck, slide, &naturals, size).scale)
 }
 
 /// From `</main>` on: the export's own script.

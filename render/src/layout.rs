@@ -71,6 +71,8 @@ pub struct Page {
     pub height: f32,
     pub background: Color,
     pub items: Vec<Item>,
+    /// The shrink step the content was drawn at (1.0 when it fit as it was).
+    pub scale: f32,
 }
 
 /// An image's own size; vector images may be scaled up freely.
@@ -195,12 +197,13 @@ pub fn page_with(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size, f
     for scale in SCALES {
         let stack = build(slide, &ctx, &frame, scale);
         if stack.height <= frame.height + 0.5 {
-            fitted = Some(stack);
+            fitted = Some((stack, scale));
             break;
         }
     }
     let overflowed = fitted.is_none();
-    let stack = fitted.unwrap_or_else(|| build(slide, &ctx, &frame, SCALES[SCALES.len() - 1]));
+    let floor = SCALES[SCALES.len() - 1];
+    let (stack, scale) = fitted.unwrap_or_else(|| (build(slide, &ctx, &frame, floor), floor));
     // What the fitted stack leaves of the frame: title and body stay together, centred
     // in it as Marp's default and uncover themes centre them, or at its top (gaia, and
     // a PDF's notes pages).
@@ -247,6 +250,7 @@ pub fn page_with(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size, f
         height,
         background: pal.background,
         items,
+        scale,
     }
 }
 
@@ -1132,7 +1136,7 @@ fn row_fill(style: TableStyle, pal: &Palette, r: usize) -> Option<Color> {
     match style {
         TableStyle::Plinth | TableStyle::Gaia if r == 0 => Some(pal.head_fill),
         // GitHub tints the even rows of the body, gaia the odd ones.
-        TableStyle::Plinth | TableStyle::Grid if r > 0 && r % 2 == 0 => Some(pal.stripe),
+        TableStyle::Plinth | TableStyle::Grid if r > 0 && r.is_multiple_of(2) => Some(pal.stripe),
         TableStyle::Gaia if r % 2 == 1 => Some(pal.stripe),
         _ => None,
     }

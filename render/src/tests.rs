@@ -786,7 +786,7 @@ fn marp_decks_render_with_their_settings() {
         "<footer class=\"chrome\">Confidential</footer>",
         "<span class=\"page-number\">2</span>",
         "<svg class=\"bg\" style=\"left: 0%; width: 40%\" aria-hidden=\"true\" viewBox=\"0 0 64 48\" preserveAspectRatio=\"xMidYMid slice\"><use href=\"#pic-",
-        "<div class=\"frame\" style=\"left: 40%; right: 0%\">",
+        "<div class=\"frame\" style=\"left: 40%; right: 0%; --s: 1\">",
         "--bg: #455a64",
         "<figure class=\"sized\" style=\"width:calc(450 * var(--u));\">",
     ] {
@@ -2051,4 +2051,24 @@ fn inline_html_marks_are_drawn() {
         .collect();
     let pal = layout::slide_palette(&deck, &deck.slides[0]);
     assert!(fills.contains(&pal.mark_bg) && fills.contains(&pal.inline_code_bg));
+}
+
+/// The HTML export shrinks an overfull slide by the layout engine's step, as PDF and
+/// PNG do, instead of cutting its last lines.
+#[test]
+fn html_shrinks_an_overfull_slide_as_the_layout_does() {
+    let lines: String = (1..=26).map(|i| format!("int line_{i} = {i};\n")).collect();
+    let md = format!("## A long listing\n\n```c\n{lines}```\n\n---\n\n## Short\n\nOne line\n");
+    let deck = plinth_slides::parse_markdown(&md).unwrap();
+    let page = layout::page(&deck, &deck.slides[0], &Default::default(), Size::default());
+    assert!(page.scale < 1.0);
+    let html = deck_html(&deck, &Images::new(), &Budget::unlimited()).unwrap();
+    let scales: Vec<f32> = html
+        .match_indices("--s: ")
+        .map(|(i, m)| {
+            let rest = &html[i + m.len()..];
+            rest[..rest.find('"').unwrap()].parse().unwrap()
+        })
+        .collect();
+    assert_eq!(scales, vec![page.scale, 1.0]);
 }
