@@ -765,6 +765,19 @@ fn block_piece(block: &Block, ctx: &Ctx, cw: f32, centered: bool, s: f32, depth:
                 None => placeholder(None, pal, cw, s),
             }
         }
+        // A display formula: at the size it was typeset at (the body's), centred as
+        // KaTeX centres it, smaller only when the slide has no room.
+        Block::Image { asset_id, alt, .. } if asset_id.starts_with(plinth_slides::MATHS) => {
+            match ctx.sizes.get(asset_id) {
+                Some(n) if n.width > 0.0 && n.height > 0.0 => Piece::Image {
+                    asset_id: asset_id.clone(),
+                    natural: (n.width, n.height),
+                    max_scale: s,
+                    centred: true,
+                },
+                _ => placeholder(alt.as_deref(), pal, cw, s),
+            }
+        }
         Block::Image { asset_id, alt, .. } => match ctx.sizes.get(asset_id) {
             Some(n) if n.width > 0.0 && n.height > 0.0 => Piece::Image {
                 asset_id: asset_id.clone(),
@@ -1339,8 +1352,9 @@ struct Glyph {
     strike: bool,
     /// The link the character is part of.
     link: Option<Rc<str>>,
-    /// An inline image (`c` is U+FFFC): its asset id and height.
-    image: Option<(Rc<str>, f32)>,
+    /// An inline image (`c` is U+FFFC): its asset id, height and how far its top is
+    /// above the baseline.
+    image: Option<(Rc<str>, f32, f32)>,
     adv: f32,
     /// Extra room before/after: the padding of an inline code background.
     pre: f32,
@@ -1506,9 +1520,16 @@ fn marked_glyphs(text: &str, base: Face, size: f32, ctx: &Ctx) -> Vec<Glyph> {
                 .get(id)
                 .filter(|n| n.width > 0.0 && n.height > 0.0)
             {
-                let h = size;
+                // A formula keeps its own height (typeset at the body size) and sits
+                // on the maths axis; a picture is as tall as the text.
+                let (h, top) = if id.starts_with(plinth_slides::MATHS) {
+                    let h = n.height * size / ctx.look.text;
+                    (h, 0.3 * size + 0.5 * h)
+                } else {
+                    (size, 0.8 * size)
+                };
                 let mut g = Glyph::new('\u{fffc}', face, n.width / n.height * h);
-                g.image = Some((Rc::from(id.as_str()), h));
+                g.image = Some((Rc::from(id.as_str()), h, top));
                 g.link = link;
                 // Room on both sides, like a character's side bearings.
                 g.pre = 0.08 * size;
@@ -1661,10 +1682,10 @@ impl Paragraph {
                 } else {
                     fill
                 };
-                if let Some((asset_id, h)) = &first.image {
+                if let Some((asset_id, h, top)) = &first.image {
                     items.push(Item::Image {
                         x,
-                        y: y - 0.8 * h,
+                        y: y - top,
                         w: first.adv,
                         h: *h,
                         asset_id: asset_id.to_string(),

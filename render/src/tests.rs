@@ -2072,3 +2072,86 @@ fn html_shrinks_an_overfull_slide_as_the_layout_does() {
         .collect();
     assert_eq!(scales, vec![page.scale, 1.0]);
 }
+
+/// Maths is typeset, not drawn as its TeX: in the slide's SVG each formula is an SVG
+/// image (the source's `\frac` and `^` are nowhere in the text), in the PNG the display
+/// formula's box holds ink in the slide's text colour (light on an `invert` slide), and
+/// neither the PDF's text nor the HTML's shows the source.
+#[cfg(feature = "maths")]
+#[test]
+fn maths_is_typeset_in_every_format() {
+    let md = "---\nmarp: true\ntheme: default\nclass: invert\n---\n\n## Energy\n\n\
+              When $E = mc^2$ holds\n\n$$\n\\frac{a+b}{2} \\geq \\sqrt{ab}\n$$\n";
+    let deck = plinth_slides::parse_markdown(md).unwrap();
+    let slide = &deck.slides[0];
+    let none = Images::new();
+    let budget = Budget::unlimited();
+    let svg = slide_svg(&deck, slide, &none, Size::default(), &budget).unwrap();
+    assert!(
+        !svg.contains("frac") && !svg.contains("mc^2"),
+        "TeX drawn as text"
+    );
+    assert_eq!(svg.matches("data:image/svg+xml").count(), 2, "two formulas");
+
+    let (prepared, images) = maths::prepare(&deck, &none);
+    let pslide = &prepared.slides[0];
+    let trees = image::SvgTrees::default();
+    let naturals = image::natural_sizes(&prepared, pslide, &images, &trees, &budget).unwrap();
+    let page = layout::page(&prepared, pslide, &naturals, Size::default());
+    let boxes: Vec<(f32, f32, f32, f32, bool)> = page
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            layout::Item::Image {
+                x,
+                y,
+                w,
+                h,
+                asset_id,
+                ..
+            } if asset_id.starts_with("maths:") => {
+                Some((*x, *y, *w, *h, asset_id.starts_with("maths:d:")))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(boxes.len(), 2, "{boxes:?}");
+    let look = look::Look::of(&deck);
+    let (x, y, w, h, _) = *boxes.iter().find(|b| b.4).unwrap();
+    // At about the body's size: a fraction is two lines of text tall.
+    assert!(h > 1.2 * look.text && h < 4.0 * look.text, "{h}");
+    // Centred across the slide.
+    assert!((x + w / 2.0 - 960.0).abs() < 40.0, "{x} {w}");
+    let (_, iy, _, ih, _) = *boxes.iter().find(|b| !b.4).unwrap();
+    assert!(ih > 0.6 * look.text && ih < 2.0 * look.text, "inline {ih}");
+    assert!(iy < y, "the inline formula's line is above the display one");
+
+    let png = pixels(&slide_png(&deck, slide, &none, Size::default(), &budget).unwrap());
+    let pal = look::slide_palette(&deck, slide);
+    let near = |p: &::image::Rgb<u8>, c: palette::Color| {
+        (p.0[0] as i32 - c.0 as i32).abs()
+            + (p.0[1] as i32 - c.1 as i32).abs()
+            + (p.0[2] as i32 - c.2 as i32).abs()
+            < 60
+    };
+    let mut ink = 0;
+    for py in y as u32..(y + h) as u32 {
+        for px in x as u32..(x + w) as u32 {
+            if near(png.get_pixel(px, py), pal.text) {
+                ink += 1;
+            }
+        }
+    }
+    assert!(
+        look::luminance(pal.text) > 0.5,
+        "an invert slide has light text"
+    );
+    assert!(ink as f32 > 0.03 * w * h, "{ink} ink pixels in {w}x{h}");
+
+    let pdf = deck_pdf(&deck, &none, Size::default(), &budget).unwrap();
+    if let Some(text) = pdftotext(&pdf) {
+        assert!(text.contains("Energy") && !text.contains("frac"), "{text}");
+    }
+    let html = deck_html(&deck, &none, &budget).unwrap();
+    assert!(!html.contains("frac") && !html.contains("mc^2"));
+}

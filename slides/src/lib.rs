@@ -8,6 +8,7 @@ mod markdown;
 mod templates;
 
 use std::collections::HashSet;
+use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
@@ -499,7 +500,7 @@ impl Deck {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         let mut add = |id: &str| {
-            if seen.insert(id.to_owned()) {
+            if !id.starts_with(MATHS) && seen.insert(id.to_owned()) {
                 out.push(id.to_owned());
             }
         };
@@ -805,7 +806,7 @@ fn check_blocks(
                 {
                     return invalid(format!("{at}: image width and height are 1 to 8192"));
                 }
-                if uuid::Uuid::parse_str(asset_id).is_err() {
+                if uuid::Uuid::parse_str(asset_id).is_err() && maths_of(asset_id).is_none() {
                     return invalid(format!(
                         "{at}: image asset_id `{asset_id}` is not an asset id"
                     ));
@@ -903,12 +904,51 @@ fn check_marks(at: &str, text: &str) -> Result<(), Invalid> {
             }
         }
         if let Some(id) = &span.image {
-            if uuid::Uuid::parse_str(id).is_err() {
+            if uuid::Uuid::parse_str(id).is_err() && maths_of(id).is_none() {
                 return invalid(format!("{at}: inline image `{id}` is not an asset id"));
             }
         }
     }
     Ok(())
+}
+
+/// How maths travels in a deck: as an image whose reference carries the TeX source
+/// (`maths:i:<hex>` inline, `maths:d:<hex>` a display formula), typeset when the deck
+/// is rendered. It names no asset, so [`Deck::asset_ids`] leaves it out.
+pub const MATHS: &str = "maths:";
+
+/// The longest TeX source of one formula, in bytes.
+pub const MAX_MATHS_BYTES: usize = 2000;
+
+/// The image reference of a formula.
+pub fn maths_ref(tex: &str, display: bool) -> String {
+    let mut out = String::with_capacity(8 + 2 * tex.len());
+    out.push_str(MATHS);
+    out.push_str(if display { "d:" } else { "i:" });
+    for b in tex.trim().bytes() {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// The TeX source of a formula's reference and whether it is a display formula; what
+/// follows the source (`:…`, a renderer's colour) is left out. `None` for anything else.
+pub fn maths_of(id: &str) -> Option<(String, bool)> {
+    let rest = id.strip_prefix(MATHS)?;
+    let (display, hex) = match rest.split_at_checked(2)? {
+        ("d:", hex) => (true, hex),
+        ("i:", hex) => (false, hex),
+        _ => return None,
+    };
+    let hex = hex.split(':').next()?;
+    if hex.is_empty() || !hex.len().is_multiple_of(2) || hex.len() > 2 * MAX_MATHS_BYTES {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect();
+    Some((String::from_utf8(bytes?).ok()?, display))
 }
 
 /// Whether a link target is one an export may carry.

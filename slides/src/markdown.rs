@@ -575,7 +575,8 @@ fn parse_slide(
     let options = Options::ENABLE_TABLES
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_TASKLISTS
-        | Options::ENABLE_FOOTNOTES;
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_MATH;
     let mut notes = Footnotes::default();
 
     // Inside an HTML block that a `<div>` wrapper opened (its next lines are HTML too),
@@ -629,6 +630,30 @@ fn parse_slide(
                 if let (Some(label), Some(Frame::Quote(blocks))) = (notes.open.pop(), stack.pop()) {
                     let n = notes.number(&label);
                     notes.defined.push((n, blocks));
+                }
+            }
+            Event::InlineMath(tex) | Event::DisplayMath(tex)
+                if code.is_none() && image.is_none() =>
+            {
+                // Display maths is written `$$…$$` (pulldown-cmark's DisplayMath).
+                let display = text
+                    .get(range.clone())
+                    .is_some_and(|src| src.starts_with("$$"));
+                if tex.len() > crate::MAX_MATHS_BYTES {
+                    return Err(Invalid(format!(
+                        "invalid markdown on line {line}: a formula is at most {} bytes of TeX",
+                        crate::MAX_MATHS_BYTES
+                    )));
+                }
+                let id = crate::maths_ref(&tex, display);
+                inline.text.push_str("![](");
+                inline.text.push_str(&id);
+                inline.text.push(')');
+                if display {
+                    // Alone in its paragraph, a display formula is a block of its own.
+                    inline.images.push((id, String::new(), None, None));
+                } else {
+                    inline.other = true;
                 }
             }
             Event::Code(t) => {
@@ -1053,7 +1078,7 @@ fn marp_text(t: &str, line: usize, warnings: &mut Vec<String>) -> String {
     }
     if crate::inline::has_maths(&text) {
         warn(format!(
-            "line {line}: TeX maths (`$…$`, `$$…$$`) is drawn as its source: plinth does not typeset maths yet"
+            "line {line}: a `$` that opens no formula is drawn as written (maths is `$…$` with no space inside the dollars, or `$$…$$`)"
         ));
     }
     text
@@ -1973,9 +1998,45 @@ Say hello first.
             "{warnings:?}"
         );
         assert!(
-            warnings.iter().any(|w| w.starts_with("line 5: TeX maths")),
-            "{warnings:?}"
+            !warnings.iter().any(|w| w.starts_with("line 5")),
+            "maths is typeset, not warned: {warnings:?}"
         );
+        let maths = crate::maths_ref("E = mc^2", false);
+        assert_eq!(
+            s.blocks[1],
+            Block::Text {
+                text: format!("![]({maths})")
+            }
+        );
+    }
+
+    /// `$…$` is an inline formula in its text, `$$…$$` alone in its paragraph a display
+    /// formula block; both carry their TeX to the renderer, and money stays text.
+    #[test]
+    fn maths_inline_and_display() {
+        let md = "# Maths\n\nWhen $A v = \\lambda v$ holds, from $5 to $10.\n\n$$\n\\int_0^1 x\\,dx = \\frac{1}{2}\n$$\n";
+        let (deck, warnings) = parse_markdown_report(md, &ParseOptions::default()).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let s = &deck.slides[0];
+        let Block::Text { text } = &s.blocks[0] else {
+            panic!("{s:?}")
+        };
+        let spans = crate::spans(text);
+        let formula = spans.iter().find_map(|s| s.image.clone()).unwrap();
+        assert_eq!(
+            crate::maths_of(&formula),
+            Some(("A v = \\lambda v".to_owned(), false))
+        );
+        assert!(crate::plain(text).contains("from $5 to $10"), "{text}");
+        let Block::Image { asset_id, .. } = &s.blocks[1] else {
+            panic!("{s:?}")
+        };
+        let (tex, display) = crate::maths_of(asset_id).unwrap();
+        assert!(display && tex.contains("\\frac{1}{2}"), "{tex}");
+        // A formula names no asset, and the stored deck keeps it.
+        assert!(deck.asset_ids().is_empty());
+        let back = crate::Deck::from_json(serde_json::to_value(&deck).unwrap()).unwrap();
+        assert_eq!(back, deck);
     }
 
     /// Marp's inline HTML allowlist is kept as marks of the text; a `<` that only looks
