@@ -234,6 +234,7 @@ body {{ margin: 0; }}
 main {{ display: flex; flex-direction: column; align-items: center; gap: 2vh; padding: 2vh 0; }}
 section.slide {{ position: relative; scroll-snap-align: center; width: min(96vw, calc(96vh * {aw} / {ah})); aspect-ratio: {aw} / {ah}; container-type: inline-size; background: var(--bg); color: var(--text); overflow: hidden; box-shadow: 0 2px 12px rgba(0,0,0,.4); }}
 section.slide > * {{ --u: calc(100cqw / {units}); }}
+section.slide > .frame {{ --u: calc(100cqw / {units} * var(--s, 1)); }}
 svg.pic {{ width: auto; height: auto; }}
 svg.pics {{ position: absolute; width: 0; height: 0; overflow: hidden; }}
 svg.bg {{ position: absolute; top: 0; height: 100%; }}
@@ -381,10 +382,14 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
                 out.push('\n');
             }
         }
-        let _ = writeln!(
+        // The frame at the step the layout engine shrank this slide to, so the page
+        // never cuts what the PDF and PNG show (a long listing).
+        let _ = write!(
             out,
-            "<div class=\"frame\" style=\"left: {left}%; right: {right}%\">"
+            "<div class=\"frame\" style=\"left: {left}%; right: {right}%; --s: "
         );
+        out.number(fit_scale(deck, slide, pics, budget)?);
+        out.push_str("\">\n");
         if let Some(title) = slide.title.as_deref().filter(|t| !t.trim().is_empty()) {
             out.push_str("<h1>");
             marked(out, title, pics);
@@ -425,15 +430,14 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
                 let _ = writeln!(out, "</{tag}>");
             }
         }
-        if slide.paginate.unwrap_or(deck.paginate) {
+        if let Some(n) = crate::layout::page_number(deck, slide) {
             if right > 0 {
                 let _ = writeln!(
                     out,
-                    "<span class=\"page-number\" style=\"right: calc({right}% + 110 * var(--u))\">{}</span>",
-                    i + 1
+                    "<span class=\"page-number\" style=\"right: calc({right}% + 110 * var(--u))\">{n}</span>"
                 );
             } else {
-                let _ = writeln!(out, "<span class=\"page-number\">{}</span>", i + 1);
+                let _ = writeln!(out, "<span class=\"page-number\">{n}</span>");
             }
         }
         if options.notes {
@@ -454,6 +458,21 @@ body.presenter #presenter {{ display: flex; flex-direction: column; gap: 1.5vh; 
         );
     }
     Ok(())
+}
+
+/// The layout engine's shrink step for a slide (1 while only measuring the page).
+fn fit_scale(
+    deck: &Deck,
+    slide: &Slide,
+    pics: &Pics<'_>,
+    budget: &Budget,
+) -> Result<f32, RenderError> {
+    let Some(trees) = pics.trees else {
+        return Ok(1.0);
+    };
+    let naturals = crate::image::natural_sizes(deck, slide, pics.images, trees, budget)?;
+    let size = crate::deck_size(deck, crate::Size::default());
+    Ok(crate::layout::page(deck, slide, &naturals, size).scale)
 }
 
 /// From `</main>` on: the export's own script.
@@ -527,7 +546,7 @@ fn blocks_html<O: Out>(
 ) {
     for block in blocks {
         match block {
-            Block::Heading { text, level } => {
+            Block::Heading { text, level, .. } => {
                 // h1 is the slide title; headings in the body are h2 to h6.
                 let h = level.unwrap_or(2).clamp(2, 6);
                 let _ = write!(out, "<h{h}>");
@@ -808,6 +827,11 @@ fn marked<O: Out>(out: &mut O, text: &str, pics: &mut Pics<'_>) {
             (span.italic, "em"),
             (span.strike, "s"),
             (span.code, "code"),
+            (span.sub, "sub"),
+            (span.sup, "sup"),
+            (span.small, "small"),
+            (span.mark, "mark"),
+            (span.underline, "u"),
         ]
         .iter()
         .filter(|(on, _)| *on)

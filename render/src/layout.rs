@@ -10,8 +10,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use plinth_slides::{
-    parse_color, spans, walk_blocks, Background, BackgroundFit, BackgroundPosition, Block, Deck,
-    Layout, Slide,
+    spans, walk_blocks, Background, BackgroundFit, BackgroundPosition, Block, Deck, Layout, Slide,
 };
 
 use crate::fonts::{self, font_metrics, metrics, Face, FontKey};
@@ -21,7 +20,9 @@ use crate::Size;
 /// Canvas height in layout units; at 1080p a unit is a pixel.
 pub const CANVAS_HEIGHT: f32 = 1080.0;
 
-pub use crate::palette::{palette, Color, Palette};
+pub use crate::look::slide_palette;
+use crate::look::{readable, Kind, Look, TableStyle, MIN_CONTRAST};
+pub use crate::palette::{Color, Palette};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
@@ -70,6 +71,8 @@ pub struct Page {
     pub height: f32,
     pub background: Color,
     pub items: Vec<Item>,
+    /// The shrink step the content was drawn at (1.0 when it fit as it was).
+    pub scale: f32,
 }
 
 /// An image's own size; vector images may be scaled up freely.
@@ -84,17 +87,7 @@ pub struct Natural {
 /// placeholder.
 pub type NaturalSizes = HashMap<String, Natural>;
 
-// Sizes at full scale, in layout units: body text of 40 on a 1080 slide (3.7% of its
-// height; Marp's 35 px of 720 is 4.9%) reads across a room and still leaves room for
-// eight to ten lines.
-const MARGIN_X: f32 = 110.0;
-const MARGIN_Y: f32 = 80.0;
-const TITLE_SIZE: f32 = 68.0;
-const TITLE_SLIDE_TITLE_SIZE: f32 = 96.0;
-const HEADING_SIZE: f32 = 52.0;
-const TEXT_SIZE: f32 = 40.0;
-const CODE_SIZE: f32 = 28.0;
-const BLOCK_GAP: f32 = 30.0;
+// Type sizes, margins and spacing come from the deck's look (`crate::look`).
 /// Between the columns of a slide split by column breaks.
 const COLUMN_GAP: f32 = 70.0;
 const MIN_IMAGE_HEIGHT: f32 = 160.0;
@@ -121,10 +114,11 @@ pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Pag
 pub fn page_with(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size, fill: Fill) -> Page {
     let pal = slide_palette(deck, slide);
     let pal = &pal;
+    let look = Look::of(deck);
     let width = CANVAS_HEIGHT * size.width as f32 / size.height as f32;
     let height = CANVAS_HEIGHT;
     // Narrow canvases get narrower margins so text keeps some room.
-    let margin_x = MARGIN_X.min(width * 0.06);
+    let margin_x = look.margin_x.min(width * 0.08);
 
     // Background images: a split beside the content, or the whole slide behind it.
     let mut items = Vec::new();
@@ -167,11 +161,18 @@ pub fn page_with(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size, f
     let margin_x = margin_x.min(content_w * 0.08);
     let frame = Frame {
         left: content.0 + margin_x,
-        top: MARGIN_Y,
+        top: look.margin_top,
         width: content_w - 2.0 * margin_x,
-        height: height - 2.0 * MARGIN_Y,
-        centered: slide.layout == Layout::Title,
-        fill,
+        height: height - look.margin_top - look.margin_bottom,
+        centered: look.centred(slide),
+        // Title slides are centred whatever the fill; gaia starts the others at the top.
+        fill: if slide.layout == Layout::Title {
+            Fill::Balanced
+        } else if look.centred_vertically(slide) {
+            fill
+        } else {
+            Fill::Top
+        },
     };
 
     let mut code = HashMap::new();
@@ -188,6 +189,7 @@ pub fn page_with(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size, f
     });
     let ctx = Ctx {
         pal,
+        look: &look,
         sizes,
         code: &code,
     };
@@ -195,36 +197,25 @@ pub fn page_with(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size, f
     for scale in SCALES {
         let stack = build(slide, &ctx, &frame, scale);
         if stack.height <= frame.height + 0.5 {
-            fitted = Some(stack);
+            fitted = Some((stack, scale));
             break;
         }
     }
     let overflowed = fitted.is_none();
-    let stack = fitted.unwrap_or_else(|| build(slide, &ctx, &frame, SCALES[SCALES.len() - 1]));
-    // What the fitted stack leaves of the frame: a title slide centres everything in
-    // it; a content slide keeps its title at the top (where every slide has it) and
-    // centres the body in the room under it, so a short slide is not all at the top.
-    // A full slide has nothing left and starts at the top either way.
+    let floor = SCALES[SCALES.len() - 1];
+    let (stack, scale) = fitted.unwrap_or_else(|| (build(slide, &ctx, &frame, floor), floor));
+    // What the fitted stack leaves of the frame: title and body stay together, centred
+    // in it as Marp's default and uncover themes centre them, or at its top (gaia, and
+    // a PDF's notes pages).
     let spare = ((frame.height - stack.height) / 2.0).max(0.0);
-    let (title_top, body_top) = if frame.centered {
-        (frame.top + spare, frame.top + spare)
-    } else if frame.fill == Fill::Balanced {
-        (frame.top, frame.top + spare)
-    } else {
-        (frame.top, frame.top)
+    let top = match frame.fill {
+        Fill::Balanced => frame.top + spare,
+        Fill::Top => frame.top,
     };
     let mut content_items: Vec<Item> = stack
         .items
         .into_iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let top = if i < stack.title_items {
-                title_top
-            } else {
-                body_top
-            };
-            translate(item, frame.left, top)
-        })
+        .map(|item| translate(item, frame.left, top))
         .collect();
     if overflowed {
         // At the floor scale what still does not fit is cut rather than drawn off the
@@ -252,57 +243,15 @@ pub fn page_with(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size, f
             .collect();
     }
     items.extend(content_items);
-    let logo_w = logo(deck, sizes, width, &mut items);
-    chrome(
-        deck,
-        slide,
-        pal,
-        sizes,
-        (content.0 + margin_x, content.1 - margin_x),
-        logo_w,
-        &mut items,
-    );
+    let logo_w = logo(deck, sizes, width, margin_x, &mut items);
+    chrome(deck, slide, &ctx, content, logo_w, &mut items);
     Page {
         width,
         height,
         background: pal.background,
         items,
+        scale,
     }
-}
-
-/// The slide's colours: its theme (or the deck's), then the deck's and the slide's own
-/// background and text colours.
-pub fn slide_palette(deck: &Deck, slide: &Slide) -> Palette {
-    let mut pal = palette(slide.theme.unwrap_or(deck.theme));
-    let rgb = |c: Option<&String>| {
-        c.and_then(|c| parse_color(c))
-            .map(|(r, g, b)| Color(r, g, b))
-    };
-    // A slide in the other theme (Marp's `invert`) swaps the deck's own colours.
-    let inverted = slide.theme.is_some_and(|t| t != deck.theme);
-    let (deck_bg, deck_text) = if inverted {
-        (deck.color.as_ref(), deck.background_color.as_ref())
-    } else {
-        (deck.background_color.as_ref(), deck.color.as_ref())
-    };
-    if let Some(c) = rgb(slide.background_color.as_ref().or(deck_bg)) {
-        pal.background = c;
-    }
-    if let Some(c) = rgb(slide.color.as_ref().or(deck_text)) {
-        pal.text = c;
-        pal.title = c;
-    }
-    if let Some(c) = rgb(deck.brand.as_ref()) {
-        pal.accent = c;
-        // Quote bars stay quieter than the accent: halfway to the background.
-        let mid = |a: u8, b: u8| ((a as u16 + b as u16) / 2) as u8;
-        pal.quote_bar = Color(
-            mid(c.0, pal.background.0),
-            mid(c.1, pal.background.1),
-            mid(c.2, pal.background.2),
-        );
-    }
-    pal
 }
 
 /// Logo box at full scale: at most this tall and wide, in the top-right margin.
@@ -311,7 +260,7 @@ const LOGO_MAX_WIDTH: f32 = 280.0;
 const LOGO_TOP: f32 = 16.0;
 
 /// The deck's logo in the top-right corner; answers the width it takes (0 without one).
-fn logo(deck: &Deck, sizes: &NaturalSizes, width: f32, items: &mut Vec<Item>) -> f32 {
+fn logo(deck: &Deck, sizes: &NaturalSizes, width: f32, margin: f32, items: &mut Vec<Item>) -> f32 {
     let Some((id, n)) = deck
         .logo
         .as_ref()
@@ -322,7 +271,7 @@ fn logo(deck: &Deck, sizes: &NaturalSizes, width: f32, items: &mut Vec<Item>) ->
     };
     let k = (LOGO_HEIGHT / n.height).min(LOGO_MAX_WIDTH / n.width);
     let (w, h) = (n.width * k, n.height * k);
-    let right = width - MARGIN_X.min(width * 0.06);
+    let right = width - margin;
     items.push(Item::Image {
         x: right - w,
         y: LOGO_TOP + (LOGO_HEIGHT - h) / 2.0,
@@ -368,64 +317,64 @@ fn backgrounds(
     }
 }
 
-const CHROME_SIZE: f32 = 24.0;
+/// The page number Marp shows on a slide: visible slides counted in order, except
+/// those marked `hold` or `skip` (a held slide shows the number before it).
+pub fn page_number(deck: &Deck, slide: &Slide) -> Option<usize> {
+    if !slide.paginate.unwrap_or(deck.paginate) {
+        return None;
+    }
+    let mut n = 0;
+    for s in deck.slides.iter().filter(|s| !s.hidden) {
+        if !s.uncounted {
+            n += 1;
+        }
+        if s.id == slide.id {
+            return Some(n.max(1));
+        }
+    }
+    None
+}
 
 /// Header, footer and page number, in the margins.
 fn chrome(
     deck: &Deck,
     slide: &Slide,
-    pal: &Palette,
-    sizes: &NaturalSizes,
-    (left, right): (f32, f32),
+    ctx: &Ctx,
+    (x0, x1): (f32, f32),
     logo_w: f32,
     items: &mut Vec<Item>,
 ) {
-    let code = HashMap::new();
-    let ctx = Ctx {
-        pal,
-        sizes,
-        code: &code,
-    };
-    let size = CHROME_SIZE;
+    // Beside a split background, in the content's part of the slide.
+    let (pal, c) = (ctx.pal, ctx.look.chrome);
+    let (left, right) = (x0 + c.left, x1 - c.right);
+    let size = c.size;
     let w = (right - left).max(size);
     let header = slide.header.as_ref().or(deck.header.as_ref());
     let footer = slide.footer.as_ref().or(deck.footer.as_ref());
-    let paginate = slide.paginate.unwrap_or(deck.paginate);
-    let number = paginate
-        .then(|| {
-            deck.slides
-                .iter()
-                .filter(|s| !s.hidden)
-                .position(|s| s.id == slide.id)
-        })
-        .flatten()
-        .map(|i| (i + 1).to_string());
+    let number = page_number(deck, slide).map(|n| n.to_string());
     let number_w = number
         .as_ref()
-        .map_or(0.0, |n| measure(n, Face::Regular, size) + size);
+        .map_or(0.0, |n| measure(n, Face::Regular, c.number_size) + size);
     for (text, baseline, max_w) in [
         // The header stops short of the logo.
         (
             header,
-            50.0,
+            c.header_baseline,
             w - if logo_w > 0.0 { logo_w + size } else { 0.0 },
         ),
-        (footer, CANVAS_HEIGHT - 34.0, w - number_w),
+        (footer, CANVAS_HEIGHT - c.footer_baseline, w - number_w),
     ] {
         let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
             continue;
         };
-        let glyphs = marked_glyphs(text, Face::Regular, size, &ctx);
+        let glyphs = marked_glyphs(text, Face::Regular, size, ctx);
+        let align = if c.centred {
+            TextAlign::Center
+        } else {
+            TextAlign::Left
+        };
         // One line: what does not fit is cut.
-        let p = Paragraph::new(
-            &glyphs,
-            max_w.max(size),
-            size,
-            1.2,
-            TextAlign::Left,
-            pal.muted,
-            pal,
-        );
+        let p = Paragraph::new(&glyphs, max_w.max(size), size, 1.2, align, pal.muted, pal);
         let first = p.first_baseline;
         items.extend(
             p.items
@@ -440,11 +389,11 @@ fn chrome(
         );
     }
     if let Some(n) = number {
-        let w = measure(&n, Face::Regular, size);
+        let w = measure(&n, Face::Regular, c.number_size);
         let (number, _) = text_items(
             right - w,
-            CANVAS_HEIGHT - 34.0,
-            size,
+            CANVAS_HEIGHT - c.footer_baseline,
+            c.number_size,
             Face::Regular,
             pal.muted,
             &n,
@@ -466,8 +415,6 @@ struct Frame {
 struct Stack {
     items: Vec<Item>,
     height: f32,
-    /// The first this many items are the title (and its rule); the rest the body.
-    title_items: usize,
 }
 
 enum Piece {
@@ -478,7 +425,8 @@ enum Piece {
     Image {
         asset_id: String,
         natural: (f32, f32),
-        raster: bool,
+        max_scale: f32,
+        centred: bool,
     },
 }
 
@@ -486,6 +434,7 @@ enum Piece {
 #[derive(Clone, Copy)]
 struct Ctx<'a> {
     pal: &'a Palette,
+    look: &'a Look,
     sizes: &'a NaturalSizes,
     /// Highlighted code blocks, by the block's address (computed once per slide, not
     /// once per fitting step).
@@ -493,54 +442,31 @@ struct Ctx<'a> {
 }
 
 fn build(slide: &Slide, ctx: &Ctx, frame: &Frame, s: f32) -> Stack {
-    let pal = ctx.pal;
     let ctx = *ctx;
     let cw = frame.width;
     let centered = frame.centered;
     let mut pieces = Vec::new();
     let mut gaps = Vec::new();
-    let mut title_items = 0;
-
+    let mut prev: Option<&Block> = None;
+    let title_block;
     if let Some(title) = slide.title.as_deref().filter(|t| !t.trim().is_empty()) {
-        let size = s * if centered {
-            TITLE_SLIDE_TITLE_SIZE
-        } else {
-            TITLE_SIZE
+        pieces.push(title_piece(slide, title, &ctx, frame, s));
+        title_block = Block::Heading {
+            text: String::new(),
+            level: Some(slide.title_level.unwrap_or(1)),
+            fit: slide.title_fit,
         };
-        // The markdown front door keeps inline marks (and their escapes) in titles too.
-        let glyphs = marked_glyphs(title, Face::Bold, size, &ctx);
-        let mut text = Paragraph::new(&glyphs, cw, size, 1.2, align(centered), pal.title, pal);
-        let rule_w = 96.0 * s;
-        let rule_x = if centered {
-            (cw - rule_w) / 2.0
-        } else if text.rtl {
-            cw - rule_w
-        } else {
-            0.0
-        };
-        let rule_y = text.height + 16.0 * s;
-        text.items.push(Item::Rect {
-            x: rule_x,
-            y: rule_y,
-            w: rule_w,
-            h: 6.0 * s,
-            r: 3.0 * s,
-            fill: pal.accent,
-        });
-        title_items = text.items.len();
-        pieces.push(Piece::Fixed {
-            items: text.items,
-            height: rule_y + 6.0 * s,
-        });
-        gaps.push(46.0 * s);
+        prev = Some(&title_block);
     }
-
     let columns: Vec<&[Block]> = slide
         .blocks
         .split(|b| matches!(b, Block::ColumnBreak))
         .collect();
     if columns.len() > 1 {
         // Side by side under the title; each column shares out its own height.
+        if prev.is_some() {
+            gaps.push(gap_between(&ctx, prev, columns[0].first(), s));
+        }
         let gap = COLUMN_GAP * s;
         let col_w = (cw - gap * (columns.len() - 1) as f32) / columns.len() as f32;
         let above = pieces
@@ -560,20 +486,103 @@ fn build(slide: &Slide, ctx: &Ctx, frame: &Frame, s: f32) -> Stack {
             height = height.max(h);
         }
         pieces.push(Piece::Fixed { items, height });
-        gaps.push(0.0);
     } else {
         for block in &slide.blocks {
+            if prev.is_some() {
+                gaps.push(gap_between(&ctx, prev, Some(block), s));
+            }
             pieces.push(block_piece(block, &ctx, cw, centered, s, 0));
-            gaps.push(BLOCK_GAP * s);
+            prev = Some(block);
         }
     }
-    gaps.pop();
     let (items, height) = share_out(pieces, &gaps, cw, frame.height, s);
-    Stack {
-        items,
-        height,
-        title_items,
+    Stack { items, height }
+}
+
+/// The slide's title as its theme draws it: its heading size (filling the width when
+/// `fit`), plinth's accent rule under it.
+fn title_piece(slide: &Slide, title: &str, ctx: &Ctx, frame: &Frame, s: f32) -> Piece {
+    let (pal, look) = (ctx.pal, ctx.look);
+    let cw = frame.width;
+    let centered = frame.centered;
+    let level = slide.title_level.unwrap_or(1);
+    let mut size = s * match look.title_slide_title {
+        Some(big) if centered && slide.layout == Layout::Title => big,
+        _ => look.heading_size(level),
+    };
+    // The markdown front door keeps inline marks (and their escapes) in titles too.
+    let mut glyphs = marked_glyphs(title, Face::Bold, size, ctx);
+    if slide.title_fit {
+        size = fit_size(&glyphs, size, cw, frame.height * 0.8 / look.heading_leading);
+        glyphs = marked_glyphs(title, Face::Bold, size, ctx);
     }
+    let leading = look.heading_leading;
+    // Marp colours `#` in the title colour and `##` as text; plinth every title.
+    let fill = if level <= 1 || look.title_rule {
+        pal.title
+    } else {
+        pal.text
+    };
+    let mut text = Paragraph::new(&glyphs, cw, size, leading, align(centered), fill, pal);
+    if !look.title_rule {
+        return Piece::Fixed {
+            items: text.items,
+            height: text.height,
+        };
+    }
+    let rule_w = 96.0 * s;
+    let rule_x = if centered {
+        (cw - rule_w) / 2.0
+    } else if text.rtl {
+        cw - rule_w
+    } else {
+        0.0
+    };
+    let rule_y = text.height + 16.0 * s;
+    text.items.push(Item::Rect {
+        x: rule_x,
+        y: rule_y,
+        w: rule_w,
+        h: 6.0 * s,
+        r: 3.0 * s,
+        fill: pal.accent,
+    });
+    Piece::Fixed {
+        items: text.items,
+        height: rule_y + 6.0 * s,
+    }
+}
+
+/// Marp's `fit`: the size at which a one-line text is as wide as the column, at most
+/// `max` (so a short word does not fill the slide's height).
+fn fit_size(glyphs: &[Glyph], size: f32, cw: f32, max: f32) -> f32 {
+    let longest = glyphs
+        .split(|g| g.c == '\n')
+        .map(|line| line.iter().map(|g| g.pre + g.adv + g.post).sum::<f32>())
+        .fold(0.0, f32::max);
+    if longest <= 0.0 {
+        return size;
+    }
+    // A hair under the column so rounding never wraps the last word.
+    (size * cw * 0.995 / longest).min(max)
+}
+
+/// Space between two blocks (the title counts as a heading): the theme's gap, or the
+/// larger margin a heading has above or below it.
+fn gap_between(ctx: &Ctx, prev: Option<&Block>, next: Option<&Block>, s: f32) -> f32 {
+    let look = ctx.look;
+    let below = match prev {
+        Some(Block::Heading { .. }) if look.title_rule => 36.0,
+        Some(Block::Heading { .. }) => look.heading_below,
+        _ => look.gap,
+    };
+    let above = match next {
+        Some(Block::Heading { level, .. }) => {
+            look.heading_above * look.heading_size(level.unwrap_or(2))
+        }
+        _ => 0.0,
+    };
+    below.max(above) * s
 }
 
 /// One column of blocks, `cw` wide, in at most `room` of height (images share it).
@@ -589,7 +598,10 @@ fn column(
         .iter()
         .map(|b| block_piece(b, ctx, cw, centered, s, 0))
         .collect();
-    let gaps = vec![BLOCK_GAP * s; pieces.len().saturating_sub(1)];
+    let gaps: Vec<f32> = blocks
+        .windows(2)
+        .map(|w| gap_between(ctx, Some(&w[0]), Some(&w[1]), s))
+        .collect();
     share_out(pieces, &gaps, cw, room, s)
 }
 
@@ -631,15 +643,13 @@ fn stack_pieces(pieces: Vec<Piece>, gaps: &[f32], cw: f32, share: f32) -> (Vec<I
             Piece::Image {
                 asset_id,
                 natural: (iw, ih),
-                raster,
+                max_scale,
+                centred,
             } => {
-                let mut k = (cw / iw).min(share / ih);
-                if raster {
-                    k = k.min(MAX_UPSCALE);
-                }
+                let k = (cw / iw).min(share / ih).min(max_scale);
                 let (w, h) = (iw * k, ih * k);
                 items.push(Item::Image {
-                    x: (cw - w) / 2.0,
+                    x: if centred { (cw - w) / 2.0 } else { 0.0 },
                     y,
                     w,
                     h,
@@ -667,33 +677,29 @@ fn align(centered: bool) -> TextAlign {
 fn block_piece(block: &Block, ctx: &Ctx, cw: f32, centered: bool, s: f32, depth: usize) -> Piece {
     let pal = ctx.pal;
     match block {
-        Block::Heading { text, level } => {
-            let size = s * match level.unwrap_or(2) {
-                0..=2 => HEADING_SIZE,
-                3 => 46.0,
-                _ => 42.0,
-            };
-            let p = Paragraph::new(
-                &marked_glyphs(text, Face::Bold, size, ctx),
-                cw,
-                size,
-                1.2,
-                align(centered),
-                pal.text,
-                pal,
-            );
+        Block::Heading { text, level, fit } => {
+            let level = level.unwrap_or(2);
+            let mut size = s * ctx.look.heading_size(level);
+            let mut glyphs = marked_glyphs(text, Face::Bold, size, ctx);
+            if *fit {
+                size = fit_size(&glyphs, size, cw, 600.0 * s);
+                glyphs = marked_glyphs(text, Face::Bold, size, ctx);
+            }
+            let fill = if level <= 1 { pal.title } else { pal.text };
+            let leading = ctx.look.heading_leading;
+            let p = Paragraph::new(&glyphs, cw, size, leading, align(centered), fill, pal);
             Piece::Fixed {
                 items: p.items,
                 height: p.height,
             }
         }
         Block::Text { text } => {
-            let size = TEXT_SIZE * s;
+            let size = ctx.look.text * s;
             let p = Paragraph::new(
                 &marked_glyphs(text, Face::Regular, size, ctx),
                 cw,
                 size,
-                1.35,
+                ctx.look.leading,
                 align(centered),
                 pal.text,
                 pal,
@@ -726,7 +732,7 @@ fn block_piece(block: &Block, ctx: &Ctx, cw: f32, centered: bool, s: f32, depth:
         }
         Block::Code { code, .. } => {
             let colours = ctx.code.get(&(block as *const Block as usize));
-            code_block(code, colours, pal, cw, centered, s)
+            code_block(code, colours, ctx, cw, centered, s)
         }
         Block::Image {
             asset_id,
@@ -747,30 +753,38 @@ fn block_piece(block: &Block, ctx: &Ctx, cw: f32, centered: bool, s: f32, depth:
                         (None, Some(h)) => (*h as f32 * aspect, *h as f32),
                         (None, None) => (n.width, n.height),
                     };
-                    // Scaled with the slide, and never wider than the column.
-                    let k = s.min(cw / w);
-                    let (w, h) = (w * k, h * k);
-                    let x = if centered { (cw - w) / 2.0 } else { 0.0 };
-                    Piece::Fixed {
-                        items: vec![Item::Image {
-                            x,
-                            y: 0.0,
-                            w,
-                            h,
-                            asset_id: asset_id.clone(),
-                            clip: None,
-                        }],
-                        height: h,
+                    // At most the size asked for, scaled with the slide; smaller when
+                    // the slide has less room (rather than shrinking the whole slide).
+                    Piece::Image {
+                        asset_id: asset_id.clone(),
+                        natural: (w, h),
+                        max_scale: s,
+                        centred: centered,
                     }
                 }
                 None => placeholder(None, pal, cw, s),
+            }
+        }
+        // A display formula: at the size it was typeset at (the body's), centred as
+        // KaTeX centres it, smaller only when the slide has no room.
+        Block::Image { asset_id, alt, .. } if asset_id.starts_with(plinth_slides::MATHS) => {
+            match ctx.sizes.get(asset_id) {
+                Some(n) if n.width > 0.0 && n.height > 0.0 => Piece::Image {
+                    asset_id: asset_id.clone(),
+                    natural: (n.width, n.height),
+                    max_scale: s,
+                    centred: true,
+                },
+                _ => placeholder(alt.as_deref(), pal, cw, s),
             }
         }
         Block::Image { asset_id, alt, .. } => match ctx.sizes.get(asset_id) {
             Some(n) if n.width > 0.0 && n.height > 0.0 => Piece::Image {
                 asset_id: asset_id.clone(),
                 natural: (n.width, n.height),
-                raster: !n.vector,
+                // Raster images are not blown up past MAX_UPSCALE of their pixels.
+                max_scale: if n.vector { f32::INFINITY } else { MAX_UPSCALE },
+                centred: true,
             },
             _ => placeholder(alt.as_deref(), pal, cw, s),
         },
@@ -845,8 +859,9 @@ fn list(
     s: f32,
     (level, depth): (usize, usize),
 ) -> (Vec<Item>, f32, f32) {
-    let pal = ctx.pal;
-    let size = TEXT_SIZE * s * if level > 1 { 0.9 } else { 1.0 };
+    let (pal, look) = (ctx.pal, ctx.look);
+    // Sub-items at full size, as Marp draws them.
+    let size = look.text * s;
     let markers: Vec<String> = (0..items.len() as u64)
         .map(|n| {
             if ordered {
@@ -861,8 +876,8 @@ fn list(
         .map(|m| measure(m, Face::Regular, size))
         .fold(0.0, f32::max);
     let box_w = 0.8 * size;
-    let indent = marker_w + 0.55 * size;
-    let gap = 0.3 * size;
+    let indent = (marker_w + 0.55 * size).max(look.list_indent * size);
+    let gap = look.item_gap * size;
     let mut out = Vec::new();
     let mut y = 0.0;
     let mut widest: f32 = 0.0;
@@ -877,7 +892,7 @@ fn list(
             &glyphs,
             (cw - text_x).max(size),
             size,
-            1.3,
+            look.leading,
             TextAlign::Start,
             pal.text,
             pal,
@@ -921,9 +936,10 @@ fn list(
                 });
             }
         } else {
-            let marker_x = if ordered {
-                // Numbers right-aligned so the dots line up.
-                marker_w - measure(&marker, Face::Regular, size)
+            // Numbers right-aligned so the dots line up, half an em before the text.
+            let own_w = measure(&marker, Face::Regular, size);
+            let marker_x = if ordered || look.kind != Kind::Plinth {
+                indent - 0.5 * size - own_w
             } else {
                 0.0
             };
@@ -933,7 +949,7 @@ fn list(
                     y + p.first_baseline,
                     size,
                     Face::Regular,
-                    pal.accent,
+                    pal.markers,
                     &marker,
                 )
                 .0,
@@ -1005,10 +1021,9 @@ fn table(
     s: f32,
 ) -> Piece {
     use plinth_slides::Align;
-    let pal = ctx.pal;
-    let size = TEXT_SIZE * s * 0.9;
-    let pad_x = 0.6 * size;
-    let pad_y = 0.32 * size;
+    let (pal, look) = (ctx.pal, ctx.look);
+    let size = look.text * look.table_text * s;
+    let (pad_y, pad_x) = (look.table_pad.0 * size, look.table_pad.1 * size);
     let columns = header.len().max(1);
     let cells: Vec<Vec<Vec<Glyph>>> = std::iter::once(header)
         .chain(rows.iter().map(|r| r.as_slice()))
@@ -1073,8 +1088,9 @@ fn table(
     };
     let mut out = Vec::new();
     let mut y = 0.0;
+    let mut row_tops = Vec::new();
     for (r, row) in cells.iter().enumerate() {
-        let fill = if r == 0 { pal.title } else { pal.text };
+        let fill = if r == 0 { pal.head_text } else { pal.text };
         let paragraphs: Vec<Paragraph> = row
             .iter()
             .enumerate()
@@ -1090,15 +1106,8 @@ fn table(
             })
             .collect();
         let row_h = paragraphs.iter().map(|p| p.height).fold(size, f32::max) + 2.0 * pad_y;
-        if r == 0 || r % 2 == 0 {
-            out.push(Item::Rect {
-                x: x0,
-                y,
-                w: table_w,
-                h: row_h,
-                r: 0.0,
-                fill: if r == 0 { pal.code_bg } else { pal.stripe },
-            });
+        if let Some(fill) = row_fill(look.table, pal, r) {
+            out.push(rect(x0, y, table_w, row_h, fill));
         }
         let mut x = x0;
         for (c, p) in paragraphs.into_iter().enumerate() {
@@ -1109,32 +1118,95 @@ fn table(
             );
             x += widths[c] + 2.0 * pad_x;
         }
+        row_tops.push(y);
         y += row_h;
-        // The header's rule is heavier.
-        let line = if r == 0 { 3.0 * s } else { 1.0 * s };
-        out.push(Item::Rect {
-            x: x0,
-            y: y - line,
-            w: table_w,
-            h: line,
-            r: 0.0,
-            fill: if r == 0 { pal.accent } else { pal.rule },
-        });
     }
+    row_tops.push(y);
+    let mut edges = vec![x0];
+    for w in &widths {
+        edges.push(edges.last().copied().unwrap_or(x0) + w + 2.0 * pad_x);
+    }
+    out.extend(table_lines(look.table, pal, &row_tops, &edges, s));
     Piece::Fixed {
         items: out,
         height: y,
     }
 }
 
+fn rect(x: f32, y: f32, w: f32, h: f32, fill: Color) -> Item {
+    Item::Rect {
+        x,
+        y,
+        w,
+        h,
+        r: 0.0,
+        fill,
+    }
+}
+
+/// The fill of row `r` (0 is the header), if it has one.
+fn row_fill(style: TableStyle, pal: &Palette, r: usize) -> Option<Color> {
+    match style {
+        TableStyle::Plinth | TableStyle::Gaia if r == 0 => Some(pal.head_fill),
+        // GitHub tints the even rows of the body, gaia the odd ones.
+        TableStyle::Plinth | TableStyle::Grid if r > 0 && r.is_multiple_of(2) => Some(pal.stripe),
+        TableStyle::Gaia if r % 2 == 1 => Some(pal.stripe),
+        _ => None,
+    }
+}
+
+/// The table's lines: under each row (plinth, uncover) or round every cell (grid, gaia).
+/// `rows` are the rows' top edges and the table's bottom, `edges` the columns' edges.
+fn table_lines(style: TableStyle, pal: &Palette, rows: &[f32], edges: &[f32], s: f32) -> Vec<Item> {
+    let (x0, x1) = (edges[0], edges[edges.len() - 1]);
+    let (y0, y1) = (rows[0], rows[rows.len() - 1]);
+    let mut out = Vec::new();
+    match style {
+        TableStyle::Plinth | TableStyle::Lines => {
+            let (head, body) = if style == TableStyle::Plinth {
+                (pal.accent, pal.rule)
+            } else {
+                (pal.text, pal.text)
+            };
+            let last = if style == TableStyle::Lines {
+                rows.len() - 2
+            } else {
+                rows.len() - 1
+            };
+            for (i, &y) in rows.iter().enumerate().skip(1).take(last) {
+                // The header's rule is heavier.
+                let line = if i == 1 { 3.0 * s } else { 1.0 * s };
+                let fill = if i == 1 { head } else { body };
+                out.push(rect(x0, y - line, x1 - x0, line, fill));
+            }
+        }
+        TableStyle::Grid | TableStyle::Gaia => {
+            let fill = if style == TableStyle::Gaia {
+                pal.text
+            } else {
+                pal.rule
+            };
+            let line = 1.5 * s;
+            for &y in rows {
+                out.push(rect(x0, y - line / 2.0, x1 - x0, line, fill));
+            }
+            for &x in edges {
+                out.push(rect(x - line / 2.0, y0, line, y1 - y0, fill));
+            }
+        }
+    }
+    out
+}
+
 fn code_block(
     code: &str,
     colours: Option<&Vec<highlight::Line>>,
-    pal: &Palette,
+    ctx: &Ctx,
     cw: f32,
     centered: bool,
     s: f32,
 ) -> Piece {
+    let (pal, look) = (ctx.pal, ctx.look);
     let lines: Vec<String> = code
         .trim_end_matches(['\n', '\r'])
         .split('\n')
@@ -1151,26 +1223,28 @@ fn code_block(
         .iter()
         .map(|l| measure(l, Face::Mono, 1.0))
         .fold(0.0, f32::max);
-    let pad = 26.0 * s;
+    // The theme's code size, shrunk to the column when a line is wider (Marp's
+    // auto-scaling); padding at the theme's size.
+    let mut size = look.code * look.text * s;
+    let (pad_y, pad) = (look.code_pad.0 * size, look.code_pad.1 * size);
     let avail = cw - 2.0 * pad;
-    let mut size = CODE_SIZE * s;
     if widest * size > avail {
         size = (avail / widest).max(MIN_CODE_SIZE);
     }
-    let line_h = 1.4 * size;
-    let box_w = if centered {
+    let line_h = look.code_leading * size;
+    let box_w = if centered || look.code_centred {
         (widest * size + 2.0 * pad).min(cw)
     } else {
         cw
     };
     let box_x = (cw - box_w) / 2.0;
-    let height = lines.len() as f32 * line_h + 2.0 * pad;
+    let height = lines.len() as f32 * line_h + 2.0 * pad_y;
     let mut items = vec![Item::Rect {
         x: box_x,
         y: 0.0,
         w: box_w,
         h: height,
-        r: 12.0 * s,
+        r: 9.0 * s,
         fill: pal.code_bg,
     }];
     let baseline = baseline_in_line(Face::Mono, size, line_h);
@@ -1179,7 +1253,7 @@ fn code_block(
         if text.trim().is_empty() {
             continue;
         }
-        let y = pad + i as f32 * line_h + baseline;
+        let y = pad_y + i as f32 * line_h + baseline;
         let runs: Vec<(Color, String)> = match colours {
             Some(c) => {
                 // Cut the runs where the truncated line ends.
@@ -1196,7 +1270,8 @@ fn code_block(
                     }
                     let part: String = t.chars().take(left).collect();
                     left -= part.chars().count();
-                    runs.push((*colour, part));
+                    // The highlighting theme's colour, kept readable on this box.
+                    runs.push((readable(*colour, pal.code_bg, MIN_CONTRAST), part));
                 }
                 if keep != usize::MAX {
                     runs.push((pal.code_text, "…".to_owned()));
@@ -1277,12 +1352,19 @@ struct Glyph {
     strike: bool,
     /// The link the character is part of.
     link: Option<Rc<str>>,
-    /// An inline image (`c` is U+FFFC): its asset id and height.
-    image: Option<(Rc<str>, f32)>,
+    /// An inline image (`c` is U+FFFC): its asset id, height and how far its top is
+    /// above the baseline.
+    image: Option<(Rc<str>, f32, f32)>,
     adv: f32,
     /// Extra room before/after: the padding of an inline code background.
     pre: f32,
     post: f32,
+    /// `<sub>`, `<sup>`, `<small>`: the size as a share of the line's, and how far the
+    /// baseline rises (in the line's size).
+    scale: f32,
+    rise: f32,
+    mark: bool,
+    underline: bool,
 }
 
 impl Glyph {
@@ -1298,6 +1380,10 @@ impl Glyph {
             adv,
             pre: 0.0,
             post: 0.0,
+            scale: 1.0,
+            rise: 0.0,
+            mark: false,
+            underline: false,
         }
     }
 }
@@ -1434,9 +1520,16 @@ fn marked_glyphs(text: &str, base: Face, size: f32, ctx: &Ctx) -> Vec<Glyph> {
                 .get(id)
                 .filter(|n| n.width > 0.0 && n.height > 0.0)
             {
-                let h = size;
+                // A formula keeps its own height (typeset at the body size) and sits
+                // on the maths axis; a picture is as tall as the text.
+                let (h, top) = if id.starts_with(plinth_slides::MATHS) {
+                    let h = n.height * size / ctx.look.text;
+                    (h, 0.3 * size + 0.5 * h)
+                } else {
+                    (size, 0.8 * size)
+                };
                 let mut g = Glyph::new('\u{fffc}', face, n.width / n.height * h);
-                g.image = Some((Rc::from(id.as_str()), h));
+                g.image = Some((Rc::from(id.as_str()), h, top));
                 g.link = link;
                 // Room on both sides, like a character's side bearings.
                 g.pre = 0.08 * size;
@@ -1453,11 +1546,20 @@ fn marked_glyphs(text: &str, base: Face, size: f32, ctx: &Ctx) -> Vec<Glyph> {
         let text = clean(&shown);
         let n = text.chars().count();
         let chars: Vec<char> = text.chars().collect();
+        let (scale, rise) = match (span.sub, span.sup, span.small) {
+            (true, _, _) => (0.75, -0.18),
+            (_, true, _) => (0.75, 0.36),
+            (_, _, true) => (0.85, 0.0),
+            _ if span.code => (ctx.look.inline_code, 0.0),
+            _ => (1.0, 0.0),
+        };
         for (i, &c) in chars.iter().enumerate() {
-            let mut g = font_glyph(c, chars.get(i + 1).copied(), face, size, &mut prev);
+            let next = chars.get(i + 1).copied();
+            let mut g = font_glyph(c, next, face, size * scale, &mut prev);
             g.code = span.code;
             g.strike = span.strike;
             g.link = link.clone();
+            (g.scale, g.rise, g.mark, g.underline) = (scale, rise, span.mark, span.underline);
             if span.code {
                 g.pre = if i == 0 { pad } else { 0.0 };
                 g.post = if i + 1 == n { pad } else { 0.0 };
@@ -1548,13 +1650,11 @@ impl Paragraph {
             let key = |g: usize| {
                 let gl = &glyphs[g];
                 (
-                    gl.face,
-                    gl.font,
-                    gl.code,
-                    gl.strike,
+                    (gl.face, gl.font, gl.code, gl.strike),
                     gl.link.as_ref().map(|l| Rc::as_ptr(l) as *const u8),
                     gl.image.is_some(),
                     levels.get(g).copied().unwrap_or(0),
+                    (gl.scale.to_bits(), gl.rise.to_bits(), gl.mark, gl.underline),
                 )
             };
             let mut runs: Vec<(usize, usize)> = Vec::new();
@@ -1562,7 +1662,7 @@ impl Paragraph {
             while start < line.len() {
                 let k = key(line[start].0);
                 let mut end = start + 1;
-                while end < line.len() && !k.5 && key(line[end].0) == k {
+                while end < line.len() && !k.2 && key(line[end].0) == k {
                     end += 1;
                 }
                 runs.push((start, end));
@@ -1576,63 +1676,31 @@ impl Paragraph {
                 let run_w = xl + glyphs[gl].adv - x0;
                 let x = dx + x0 + shifts[r];
                 let color = if first.code {
-                    pal.code_text
+                    pal.inline_code_text
                 } else if first.link.is_some() {
                     pal.accent
                 } else {
                     fill
                 };
-                if let Some((asset_id, h)) = &first.image {
+                if let Some((asset_id, h, top)) = &first.image {
                     items.push(Item::Image {
                         x,
-                        y: y - 0.8 * h,
+                        y: y - top,
                         w: first.adv,
                         h: *h,
                         asset_id: asset_id.to_string(),
                         clip: None,
                     });
                 } else {
-                    if first.code {
-                        let pad = 0.22 * size;
-                        items.push(Item::Rect {
-                            x: x - pad * 0.8,
-                            y: y - 0.86 * size,
-                            w: run_w + pad * 1.6,
-                            h: 1.12 * size,
-                            r: 0.15 * size,
-                            fill: pal.inline_code_bg,
-                        });
-                    }
                     let text: String = line[start..end].iter().map(|&(g, _)| glyphs[g].c).collect();
-                    items.push(Item::Text {
+                    let run = Run {
                         x,
                         y,
+                        w: run_w,
                         size,
-                        face: first.face,
-                        font: first.font,
                         fill: color,
-                        text,
-                    });
-                    if first.strike {
-                        items.push(Item::Rect {
-                            x,
-                            y: y - 0.32 * size,
-                            w: run_w,
-                            h: 0.06 * size,
-                            r: 0.0,
-                            fill: color,
-                        });
-                    }
-                    if first.link.is_some() {
-                        items.push(Item::Rect {
-                            x,
-                            y: y + 0.1 * size,
-                            w: run_w,
-                            h: 0.05 * size,
-                            r: 0.0,
-                            fill: color,
-                        });
-                    }
+                    };
+                    text_run(&mut items, first, text, run, pal);
                 }
                 if let Some(url) = &first.link {
                     items.push(Item::Link {
@@ -1652,6 +1720,61 @@ impl Paragraph {
             first_baseline: baseline,
             rtl,
         }
+    }
+}
+
+/// Where one run of a line goes: its start, baseline, width, the line's size, colour.
+struct Run {
+    x: f32,
+    y: f32,
+    w: f32,
+    size: f32,
+    fill: Color,
+}
+
+/// One run of text in one style, with what its marks draw around it: the inline code
+/// chip or `<mark>` highlight behind it, the strike, underline or link line over it.
+fn text_run(items: &mut Vec<Item>, first: &Glyph, text: String, run: Run, pal: &Palette) {
+    let Run { x, y, w, size, .. } = run;
+    let behind = if first.code {
+        Some(pal.inline_code_bg)
+    } else if first.mark {
+        Some(pal.mark_bg)
+    } else {
+        None
+    };
+    if let Some(fill) = behind {
+        let pad = 0.22 * size;
+        items.push(Item::Rect {
+            x: x - pad * 0.8,
+            y: y - 0.86 * size,
+            w: w + pad * 1.6,
+            h: 1.12 * size,
+            r: 0.15 * size,
+            fill,
+        });
+    }
+    let fill = if first.mark && !first.code {
+        readable(run.fill, pal.mark_bg, MIN_CONTRAST)
+    } else {
+        run.fill
+    };
+    let (size, y) = (size * first.scale, y - first.rise * size);
+    items.push(Item::Text {
+        x,
+        y,
+        size,
+        face: first.face,
+        font: first.font,
+        fill,
+        text,
+    });
+    let mut line = |dy: f32, h: f32| items.push(rect(x, y + dy * size, w, h * size, fill));
+    if first.strike {
+        line(-0.32, 0.06);
+    }
+    if first.link.is_some() || first.underline {
+        line(0.1, 0.05);
     }
 }
 

@@ -14,6 +14,34 @@ mod highlight;
 mod html;
 mod image;
 mod layout;
+mod look;
+#[cfg(feature = "maths")]
+mod maths;
+#[cfg(not(feature = "maths"))]
+mod maths {
+    //! Without the `maths` feature, formulas draw as missing images.
+    use std::borrow::Cow;
+
+    use plinth_slides::{Deck, Slide};
+
+    use crate::Images;
+
+    pub fn prepare<'a>(deck: &'a Deck, images: &'a Images) -> (Cow<'a, Deck>, Cow<'a, Images>) {
+        (Cow::Borrowed(deck), Cow::Borrowed(images))
+    }
+
+    pub fn prepare_slide<'a>(
+        deck: &'a Deck,
+        _: &Slide,
+        images: &'a Images,
+    ) -> (Cow<'a, Deck>, Cow<'a, Images>) {
+        (Cow::Borrowed(deck), Cow::Borrowed(images))
+    }
+
+    pub fn same_slide<'a>(_: &'a Deck, _: &Deck, slide: &'a Slide) -> &'a Slide {
+        slide
+    }
+}
 mod palette;
 mod pdf;
 mod svg;
@@ -171,6 +199,9 @@ pub fn slide_svg(
     size: Size,
     budget: &Budget,
 ) -> Result<String, RenderError> {
+    let (prepared, images) = maths::prepare_slide(deck, slide, images);
+    let (deck, slide) = (&*prepared, maths::same_slide(&prepared, deck, slide));
+    let images = &*images;
     let size = deck_size(deck, size);
     let trees = image::SvgTrees::default();
     let naturals = image::natural_sizes(deck, slide, images, &trees, budget)?;
@@ -190,6 +221,9 @@ pub fn slide_png(
 ) -> Result<Vec<u8>, RenderError> {
     let budget = budget.for_slide();
     budget.check()?;
+    let (prepared, images) = maths::prepare_slide(deck, slide, images);
+    let (deck, slide) = (&*prepared, maths::same_slide(&prepared, deck, slide));
+    let images = &*images;
     let size = deck_size(deck, size);
     let trees = image::SvgTrees::default();
     let naturals = image::natural_sizes(deck, slide, images, &trees, &budget)?;
@@ -230,10 +264,11 @@ pub fn deck_pdf_with(
     budget: &Budget,
     progress: &mut dyn FnMut(usize) -> bool,
 ) -> Result<Vec<u8>, RenderError> {
+    let (deck, images) = maths::prepare(deck, images);
     pdf::render(
-        deck,
-        images,
-        deck_size(deck, size),
+        &deck,
+        &images,
+        deck_size(&deck, size),
         options,
         budget,
         progress,
@@ -244,7 +279,7 @@ pub fn deck_pdf_with(
 /// [`RenderError::TooLarge`] before anything is built when [`html_size_bound`] is over
 /// [`MAX_HTML_BYTES`].
 pub fn deck_html(deck: &Deck, images: &Images, budget: &Budget) -> Result<String, RenderError> {
-    html::render(deck, images, Options::default(), budget)
+    deck_html_with(deck, images, Options::default(), budget)
 }
 
 pub fn deck_html_with(
@@ -253,7 +288,8 @@ pub fn deck_html_with(
     options: Options,
     budget: &Budget,
 ) -> Result<String, RenderError> {
-    html::render(deck, images, options, budget)
+    let (deck, images) = maths::prepare(deck, images);
+    html::render(&deck, &images, options, budget)
 }
 
 /// The page that follows a slide in a PDF with notes: "Notes · N: title" and the

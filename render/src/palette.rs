@@ -1,4 +1,5 @@
-//! Colours of the two themes, shared by every writer.
+//! Colours of plinth's two themes (the base of its look in [`crate::look`]), shared by
+//! every writer.
 
 use plinth_slides::Theme;
 
@@ -21,12 +22,20 @@ pub struct Palette {
     pub code_bg: Color,
     pub code_text: Color,
     pub inline_code_bg: Color,
+    pub inline_code_text: Color,
     /// Every other table row.
     pub stripe: Color,
     /// Lines between table rows.
     pub rule: Color,
     pub quote_bar: Color,
-    /// Dark theme: code is highlighted with a dark theme.
+    /// The table header's fill and text.
+    pub head_fill: Color,
+    pub head_text: Color,
+    /// `<mark>`'s highlight.
+    pub mark_bg: Color,
+    /// List bullets and numbers (plinth's look draws them in the accent instead).
+    pub markers: Color,
+    /// Code boxes are dark: code is highlighted with a dark theme.
     pub dark: bool,
 }
 
@@ -44,6 +53,11 @@ pub fn palette(theme: Theme) -> Palette {
             stripe: Color(0xf6, 0xf8, 0xfa),
             rule: Color(0xd0, 0xd7, 0xde),
             quote_bar: Color(0xa8, 0xc5, 0xf7),
+            inline_code_text: Color(0x24, 0x29, 0x2f),
+            head_fill: Color(0xf2, 0xf4, 0xf7),
+            head_text: Color(0x10, 0x2a, 0x43),
+            markers: Color(0x2f, 0x6f, 0xeb),
+            mark_bg: Color(0xff, 0xf8, 0xc5),
             dark: false,
         },
         Theme::Dark => Palette {
@@ -58,6 +72,11 @@ pub fn palette(theme: Theme) -> Palette {
             stripe: Color(0x1c, 0x22, 0x2b),
             rule: Color(0x30, 0x36, 0x3d),
             quote_bar: Color(0x2f, 0x6f, 0xeb),
+            inline_code_text: Color(0xe6, 0xed, 0xf3),
+            head_fill: Color(0x22, 0x29, 0x33),
+            head_text: Color(0xff, 0xff, 0xff),
+            markers: Color(0x58, 0xa6, 0xff),
+            mark_bg: Color(0x4b, 0x3f, 0x1a),
             dark: true,
         },
     }

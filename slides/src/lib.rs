@@ -3,10 +3,12 @@
 //!
 //! The format is described for clients in `docs/slides.md` (with a JSON Schema).
 
+mod inline;
 mod markdown;
 mod templates;
 
 use std::collections::HashSet;
+use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +72,20 @@ pub struct Deck {
     /// An image asset drawn small in the top-right corner of every slide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logo: Option<String>,
+    /// The Marp theme the deck is drawn as (its type scale, placement and colours);
+    /// `theme` then picks its light colours or its dark (`invert`) ones. Without it the
+    /// deck has plinth's own look.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marp_theme: Option<MarpTheme>,
+}
+
+/// Marp's three built-in themes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarpTheme {
+    Default,
+    Gaia,
+    Uncover,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,6 +159,13 @@ pub struct Slide {
     pub layout: Layout,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// The title's heading level (1 or 2) where the markdown gave one: Marp themes draw
+    /// `#` larger than `##`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title_level: Option<u8>,
+    /// Marp's `# <!-- fit -->`: the title is scaled to fill the slide's width.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub title_fit: bool,
     #[serde(default)]
     pub blocks: Vec<Block>,
     /// Speaker notes: never rendered on slides, never shown to an audience.
@@ -155,6 +178,10 @@ pub struct Slide {
     pub theme: Option<Theme>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paginate: Option<bool>,
+    /// Marp's `paginate: hold` and `skip`: the slide does not advance the page number
+    /// (hold shows the previous one, skip none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub uncounted: bool,
     /// Overrides the deck's; an empty string removes it on this slide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<String>,
@@ -180,6 +207,9 @@ pub enum Block {
         /// 1 to 6, as `#` to `######` (default 2); 3 and below are drawn smaller.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         level: Option<u8>,
+        /// Marp's `<!-- fit -->`: scaled to fill the width.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        fit: bool,
     },
     Text {
         text: String,
@@ -470,7 +500,7 @@ impl Deck {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         let mut add = |id: &str| {
-            if seen.insert(id.to_owned()) {
+            if !id.starts_with(MATHS) && seen.insert(id.to_owned()) {
                 out.push(id.to_owned());
             }
         };
@@ -530,6 +560,7 @@ impl Deck {
             color: self.color.clone(),
             brand: self.brand.clone(),
             logo: self.logo.clone(),
+            marp_theme: self.marp_theme,
         }
     }
 
@@ -750,7 +781,7 @@ fn check_blocks(
             ));
         }
         match block {
-            Block::Heading { text, level } => {
+            Block::Heading { text, level, .. } => {
                 if level.is_some_and(|l| !(1..=6).contains(&l)) {
                     return invalid(format!("{at}: a heading level is 1 to 6"));
                 }
@@ -775,7 +806,7 @@ fn check_blocks(
                 {
                     return invalid(format!("{at}: image width and height are 1 to 8192"));
                 }
-                if uuid::Uuid::parse_str(asset_id).is_err() {
+                if uuid::Uuid::parse_str(asset_id).is_err() && maths_of(asset_id).is_none() {
                     return invalid(format!(
                         "{at}: image asset_id `{asset_id}` is not an asset id"
                     ));
@@ -873,12 +904,51 @@ fn check_marks(at: &str, text: &str) -> Result<(), Invalid> {
             }
         }
         if let Some(id) = &span.image {
-            if uuid::Uuid::parse_str(id).is_err() {
+            if uuid::Uuid::parse_str(id).is_err() && maths_of(id).is_none() {
                 return invalid(format!("{at}: inline image `{id}` is not an asset id"));
             }
         }
     }
     Ok(())
+}
+
+/// How maths travels in a deck: as an image whose reference carries the TeX source
+/// (`maths:i:<hex>` inline, `maths:d:<hex>` a display formula), typeset when the deck
+/// is rendered. It names no asset, so [`Deck::asset_ids`] leaves it out.
+pub const MATHS: &str = "maths:";
+
+/// The longest TeX source of one formula, in bytes.
+pub const MAX_MATHS_BYTES: usize = 2000;
+
+/// The image reference of a formula.
+pub fn maths_ref(tex: &str, display: bool) -> String {
+    let mut out = String::with_capacity(8 + 2 * tex.len());
+    out.push_str(MATHS);
+    out.push_str(if display { "d:" } else { "i:" });
+    for b in tex.trim().bytes() {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// The TeX source of a formula's reference and whether it is a display formula; what
+/// follows the source (`:…`, a renderer's colour) is left out. `None` for anything else.
+pub fn maths_of(id: &str) -> Option<(String, bool)> {
+    let rest = id.strip_prefix(MATHS)?;
+    let (display, hex) = match rest.split_at_checked(2)? {
+        ("d:", hex) => (true, hex),
+        ("i:", hex) => (false, hex),
+        _ => return None,
+    };
+    let hex = hex.split(':').next()?;
+    if hex.is_empty() || !hex.len().is_multiple_of(2) || hex.len() > 2 * MAX_MATHS_BYTES {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect();
+    Some((String::from_utf8(bytes?).ok()?, display))
 }
 
 /// Whether a link target is one an export may carry.
@@ -1002,13 +1072,59 @@ pub struct Span {
     pub link: Option<String>,
     /// An inline image: its asset id (`text` is the alt text).
     pub image: Option<String>,
+    /// Marp's inline HTML: `<sub>`, `<sup>`, `<small>`, `<mark>`, `<u>` (or `<ins>`);
+    /// `<kbd>` is drawn as code, `<s>`/`<del>` struck, `<b>`, `<i>`, `<code>` as their marks.
+    pub sub: bool,
+    pub sup: bool,
+    pub small: bool,
+    pub mark: bool,
+    pub underline: bool,
+}
+
+/// The inline HTML elements marked text may hold (Marp's allowlist), each as the flag
+/// it sets on a [`Span`].
+pub const INLINE_TAGS: &[&str] = &[
+    "sub", "sup", "small", "mark", "u", "ins", "kbd", "s", "del", "b", "strong", "i", "em", "code",
+];
+
+/// At the start of `chars`: an allowlisted tag `<name>` or `</name>` (any case), as
+/// (its name, whether it closes, its length in characters).
+pub fn inline_tag(chars: &[char]) -> Option<(&'static str, bool, usize)> {
+    if chars.first() != Some(&'<') {
+        return None;
+    }
+    let closes = chars.get(1) == Some(&'/');
+    let from = if closes { 2 } else { 1 };
+    let end = chars.iter().take(from + 8).position(|&c| c == '>')?;
+    let name: String = chars[from..end]
+        .iter()
+        .collect::<String>()
+        .to_ascii_lowercase();
+    let tag = INLINE_TAGS.iter().find(|t| **t == name)?;
+    Some((tag, closes, end + 1))
+}
+
+impl Span {
+    fn set_tag(&mut self, tag: &str, on: bool) {
+        match tag {
+            "sub" => self.sub = on,
+            "sup" => self.sup = on,
+            "small" => self.small = on,
+            "mark" => self.mark = on,
+            "u" | "ins" => self.underline = on,
+            "s" | "del" => self.strike = on,
+            "b" | "strong" => self.bold = on,
+            "i" | "em" => self.italic = on,
+            _ => self.code = on,
+        }
+    }
 }
 
 /// Characters a backslash escapes in marked text.
-pub const ESCAPABLE: &str = "*_`\\~[]";
+pub const ESCAPABLE: &str = "*_`\\~[]<";
 
 /// Splits inline marks: `**bold**`, `*italic*` (or `_italic_`), `~~struck~~`,
-/// `` `code` ``, `[text](url)` and `![alt](asset:<id>)`. An unmatched mark is kept as
+/// `` `code` ``, `[text](url)`, `![alt](asset:<id>)` and the tags of [`INLINE_TAGS`]. An unmatched mark is kept as
 /// a literal character; a backslash escapes the next mark character. Linear in the
 /// text's length.
 pub fn spans(text: &str) -> Vec<Span> {
@@ -1070,6 +1186,12 @@ pub fn spans(text: &str) -> Vec<Span> {
                 i += end + 2;
                 continue;
             }
+        }
+        if let Some((tag, closes, len)) = inline_tag(&chars[i..]) {
+            flush(&mut cur, &mut out, &style);
+            style.set_tag(tag, !closes);
+            i += len;
+            continue;
         }
         if c == '!' && chars.get(i + 1) == Some(&'[') {
             if let Some((close, url, resume)) = target(&chars, i + 1) {

@@ -8,7 +8,7 @@ use pulldown_cmark::{
 
 use crate::{
     Align, Aspect, Background, BackgroundFit, BackgroundPosition, Block, Deck, Invalid, Layout,
-    List, ListItem, Slide, Theme, MAX_COLUMNS, MAX_MARKDOWN_BYTES, MAX_NESTING,
+    List, ListItem, MarpTheme, Slide, Theme, MAX_COLUMNS, MAX_MARKDOWN_BYTES, MAX_NESTING,
 };
 
 /// Maps an image reference to an asset id.
@@ -79,13 +79,14 @@ pub fn parse_markdown_report(
                 "theme" => match value.as_str() {
                     "light" => deck.theme = Theme::Light,
                     "dark" => deck.theme = Theme::Dark,
-                    "default" | "gaia" | "uncover" => marp_theme = Some(value.clone()),
+                    "default" => marp_theme = Some(MarpTheme::Default),
+                    "gaia" => marp_theme = Some(MarpTheme::Gaia),
+                    "uncover" => marp_theme = Some(MarpTheme::Uncover),
                     other => unknown_theme = Some((at, other.to_owned())),
                 },
                 "marp" => is_marp = yes_no(&value) == Some(true),
                 "paginate" => {
-                    deck.paginate =
-                        yes_no(&value).ok_or_else(|| bad("paginate is true or false"))?
+                    deck.paginate = paginate(&value).ok_or_else(|| bad(PAGINATE_VALUES))?.0
                 }
                 "header" => deck.header = Some(value),
                 "footer" => deck.footer = Some(value),
@@ -164,19 +165,8 @@ pub fn parse_markdown_report(
                 )));
             }
         }
-        match marp_theme.as_deref() {
-            Some("gaia") => {
-                // Gaia's warm light colours, unless the deck sets its own.
-                deck.background_color
-                    .get_or_insert_with(|| "#fff8e1".into());
-                deck.color.get_or_insert_with(|| "#455a64".into());
-            }
-            // Uncover centres every slide.
-            Some("uncover") if inherited.class.is_none() => {
-                inherited.class = Some("lead".into());
-            }
-            _ => {}
-        }
+        // A Marp deck without a theme has Marp's default one.
+        deck.marp_theme = marp_theme.or(is_marp.then_some(MarpTheme::Default));
         start = end + 1;
     }
 
@@ -278,9 +268,21 @@ fn yaml_scalar(value: &str) -> String {
 fn yes_no(v: &str) -> Option<bool> {
     match v {
         "true" | "yes" | "on" => Some(true),
-        // Marp's `skip` and `hold` hide the number too.
-        "false" | "no" | "off" | "skip" | "hold" => Some(false),
+        "false" | "no" | "off" => Some(false),
         _ => None,
+    }
+}
+
+const PAGINATE_VALUES: &str = "paginate is true, false, hold, skip or hide";
+
+/// Marp's paginate values: (the number shows, the slide advances the count). `hold`
+/// shows the number without advancing it, `skip` neither; `hide` is `false`.
+fn paginate(v: &str) -> Option<(bool, bool)> {
+    match v {
+        "hold" => Some((true, false)),
+        "skip" => Some((false, false)),
+        "hide" => Some((false, true)),
+        v => yes_no(v).map(|on| (on, true)),
     }
 }
 
@@ -297,7 +299,8 @@ struct Directives {
     /// The slide chose its layout with `<!-- layout: … -->` (a class does not change it).
     layout_set: bool,
     class: Option<String>,
-    paginate: Option<bool>,
+    /// As [`paginate`] answers.
+    paginate: Option<(bool, bool)>,
     header: Option<String>,
     footer: Option<String>,
     background_color: Option<String>,
@@ -331,8 +334,11 @@ impl Directives {
                 }
             }
         }
-        if self.paginate.is_some_and(|p| p != deck.paginate) {
-            slide.paginate = self.paginate;
+        if let Some((on, counted)) = self.paginate {
+            if on != deck.paginate {
+                slide.paginate = Some(on);
+            }
+            slide.uncounted = !counted;
         }
         if self.header.is_some() && self.header != deck.header {
             slide.header = self.header;
@@ -416,6 +422,8 @@ impl Inline {
 }
 
 fn escape_into(out: &mut String, t: &str) {
+    // Every `<` too: text events come in pieces, so `\<sub>` cannot be told from a tag
+    // by looking at one of them.
     for c in t.chars() {
         if crate::ESCAPABLE.contains(c) {
             out.push('\\');
@@ -564,8 +572,12 @@ fn parse_slide(
     let line_starts: Vec<usize> = std::iter::once(0)
         .chain(text.match_indices('\n').map(|(i, _)| i + 1))
         .collect();
-    let options =
-        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let options = Options::ENABLE_TABLES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_MATH;
+    let mut notes = Footnotes::default();
 
     // Inside an HTML block that a `<div>` wrapper opened (its next lines are HTML too),
     // and the text of its lines so far (`html_text`), drawn as one paragraph.
@@ -604,7 +616,46 @@ fn parse_slide(
             Event::Text(t) if code.is_some() => code.as_mut().expect("in code").1.push_str(&t),
             Event::Text(t) if image.is_some() => image.as_mut().expect("in image").1.push_str(&t),
             Event::Code(t) if image.is_some() => image.as_mut().expect("in image").1.push_str(&t),
-            Event::Text(t) => inline.push_text(&t),
+            Event::Text(t) => inline.push_text(&marp_text(&t, line, warnings)),
+            Event::FootnoteReference(label) => {
+                let n = notes.number(&label);
+                inline.text.push_str(&crate::inline::superscript(n));
+            }
+            Event::Start(Tag::FootnoteDefinition(label)) => {
+                flush_item(&mut stack, &mut inline, line)?;
+                notes.open.push(label.to_string());
+                stack.push(Frame::Quote(Vec::new()));
+            }
+            Event::End(TagEnd::FootnoteDefinition) => {
+                if let (Some(label), Some(Frame::Quote(blocks))) = (notes.open.pop(), stack.pop()) {
+                    let n = notes.number(&label);
+                    notes.defined.push((n, blocks));
+                }
+            }
+            Event::InlineMath(tex) | Event::DisplayMath(tex)
+                if code.is_none() && image.is_none() =>
+            {
+                // Display maths is written `$$…$$` (pulldown-cmark's DisplayMath).
+                let display = text
+                    .get(range.clone())
+                    .is_some_and(|src| src.starts_with("$$"));
+                if tex.len() > crate::MAX_MATHS_BYTES {
+                    return Err(Invalid(format!(
+                        "invalid markdown on line {line}: a formula is at most {} bytes of TeX",
+                        crate::MAX_MATHS_BYTES
+                    )));
+                }
+                let id = crate::maths_ref(&tex, display);
+                inline.text.push_str("![](");
+                inline.text.push_str(&id);
+                inline.text.push(')');
+                if display {
+                    // Alone in its paragraph, a display formula is a block of its own.
+                    inline.images.push((id, String::new(), None, None));
+                } else {
+                    inline.other = true;
+                }
+            }
             Event::Code(t) => {
                 inline.other = true;
                 inline.text.push('`');
@@ -651,10 +702,13 @@ fn parse_slide(
                     && level <= HeadingLevel::H2
                 {
                     slide.title = Some(t);
+                    slide.title_level = Some(level as u8);
+                    slide.title_fit = std::mem::take(&mut found.fit);
                 } else {
                     let block = Block::Heading {
                         text: t,
                         level: Some(level as u8),
+                        fit: std::mem::take(&mut found.fit),
                     };
                     emit(&mut slide, &mut stack, block, line)?;
                 }
@@ -865,6 +919,18 @@ fn parse_slide(
                     inline.text.push('\n');
                     continue;
                 }
+                let chars: Vec<char> = t.chars().collect();
+                if let Some((tag, closes, _)) = crate::inline_tag(&chars)
+                    .filter(|(_, _, len)| *len == chars.len() && !block_html)
+                {
+                    // Marp's inline HTML allowlist: kept as a mark of the text.
+                    html.clear();
+                    inline.other = true;
+                    inline.text.push_str(if closes { "</" } else { "<" });
+                    inline.text.push_str(tag);
+                    inline.text.push('>');
+                    continue;
+                }
                 if t.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("<style")) {
                     // Marp's inline theme CSS: plinth draws its own themes.
                     if t.to_ascii_lowercase().contains("</style>") {
@@ -951,7 +1017,71 @@ fn parse_slide(
         }
     }
     flush_div_text(&mut slide, &mut stack, &mut div_text, first_line)?;
+    notes.append_to(&mut slide);
     Ok((slide, found.local, found.global))
+}
+
+/// A slide's footnotes: numbered in the order they are first referred to (or defined),
+/// drawn as paragraphs at the end of the slide.
+#[derive(Default)]
+struct Footnotes {
+    labels: Vec<String>,
+    /// Labels of the definitions being read.
+    open: Vec<String>,
+    defined: Vec<(usize, Vec<Block>)>,
+}
+
+impl Footnotes {
+    fn number(&mut self, label: &str) -> usize {
+        match self.labels.iter().position(|l| l == label) {
+            Some(i) => i + 1,
+            None => {
+                self.labels.push(label.to_owned());
+                self.labels.len()
+            }
+        }
+    }
+
+    fn append_to(mut self, slide: &mut Slide) {
+        self.defined.sort_by_key(|(n, _)| *n);
+        for (n, blocks) in self.defined {
+            let mut blocks = blocks.into_iter();
+            let mark = crate::inline::superscript(n);
+            match blocks.next() {
+                Some(Block::Text { text }) => slide.blocks.push(Block::Text {
+                    text: format!("{mark} {text}"),
+                }),
+                Some(other) => {
+                    slide.blocks.push(Block::Text { text: mark });
+                    slide.blocks.push(other);
+                }
+                None => {}
+            }
+            slide.blocks.extend(blocks);
+        }
+    }
+}
+
+/// A text event of a Marp deck: emoji shortcodes replaced, unknown shortcodes and TeX
+/// maths (drawn as their source) warned about, once per line.
+fn marp_text(t: &str, line: usize, warnings: &mut Vec<String>) -> String {
+    let (text, unknown) = crate::inline::shortcodes(t);
+    let mut warn = |w: String| {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    };
+    for code in unknown {
+        warn(format!(
+            "line {line}: `{code}` is not an emoji shortcode and is drawn as written"
+        ));
+    }
+    if crate::inline::has_maths(&text) {
+        warn(format!(
+            "line {line}: a `$` that opens no formula is drawn as written (maths is `$…$` with no space inside the dollars, or `$$…$$`)"
+        ));
+    }
+    text
 }
 
 /// The text gathered from a `<div>` block's lines, as a paragraph.
@@ -1110,6 +1240,8 @@ struct Found {
     local: Directives,
     /// `key: value`: this slide and the ones after it.
     global: Directives,
+    /// A `<!-- fit -->` seen in the heading being read.
+    fit: bool,
 }
 
 const MARP_IGNORED: &[&str] = &[
@@ -1142,7 +1274,7 @@ fn directive(
         return Ok(());
     }
     if body == "fit" {
-        // Marp's fitting heading: every plinth slide is fitted anyway.
+        found.fit = true;
         return Ok(());
     }
     if let Some(layout) = body.strip_prefix("layout:") {
@@ -1182,8 +1314,7 @@ fn directive(
             match bare {
                 "class" => target.class = Some(value),
                 "paginate" => {
-                    target.paginate =
-                        Some(yes_no(&value).ok_or_else(|| bad("paginate is true or false"))?)
+                    target.paginate = Some(paginate(&value).ok_or_else(|| bad(PAGINATE_VALUES))?)
                 }
                 "header" => target.header = Some(value),
                 "footer" => target.footer = Some(value),
@@ -1732,8 +1863,9 @@ Say hello first.
         assert!(deck.paginate);
         assert_eq!(deck.header.as_deref(), Some("**Acme** roadmap"));
         assert_eq!(deck.footer.as_deref(), Some("Confidential"));
-        assert_eq!(deck.background_color.as_deref(), Some("#fff8e1"));
-        assert_eq!(deck.color.as_deref(), Some("#455a64"));
+        // Gaia's colours come from the theme, not from settings the deck did not make.
+        assert_eq!(deck.marp_theme, Some(MarpTheme::Gaia));
+        assert_eq!(deck.background_color, None);
         assert_eq!(deck.slides.len(), 3, "{deck:#?}");
         let s = &deck.slides[0];
         assert_eq!(s.layout, Layout::Title);
@@ -1802,8 +1934,10 @@ Say hello first.
             parse_markdown("---\nheadingDivider: 2\n---\n# One\n\ntext\n\n## Two\n\n### three\n")
                 .unwrap();
         assert_eq!(deck.slides.len(), 2);
+        // Uncover centres every slide itself: its slides keep their own layout.
         let deck = parse_markdown("---\ntheme: uncover\n---\n# One\n").unwrap();
-        assert_eq!(deck.slides[0].layout, Layout::Title);
+        assert_eq!(deck.marp_theme, Some(MarpTheme::Uncover));
+        assert_eq!(deck.slides[0].layout, Layout::Content);
         // Front matter as people write it: YAML comments, dotted keys, lists, local
         // directives, `#` colours; `<style>` is read and has no effect.
         let (deck, warnings) = parse_markdown_report(
@@ -1824,8 +1958,123 @@ Say hello first.
             warnings.iter().any(|w| w.contains("<style>")),
             "{warnings:?}"
         );
-        let deck = parse_markdown("# <!-- fit --> Big\n").unwrap();
+        let deck = parse_markdown("# <!-- fit --> Big\n\n### <!-- fit --> Small\n").unwrap();
         assert_eq!(deck.slides[0].notes, None);
+        assert!(deck.slides[0].title_fit);
+        assert_eq!(deck.slides[0].title_level, Some(1));
+        assert!(matches!(
+            deck.slides[0].blocks[0],
+            Block::Heading { fit: true, .. }
+        ));
+    }
+
+    /// Shortcodes become emoji, footnotes numbers with their text at the end of the
+    /// slide; maths and unknown shortcodes are warned about with their line.
+    #[test]
+    fn shortcodes_footnotes_and_maths() {
+        let (deck, warnings) = parse_markdown_report(
+            "# Done :tada:\n\nShipped[^a] :rocket: :nosuchcode:\n\n$E = mc^2$\n\n[^a]: On Friday.\n",
+            &ParseOptions::default(),
+        )
+        .unwrap();
+        let s = &deck.slides[0];
+        assert_eq!(s.title.as_deref(), Some("Done 🎉"));
+        assert_eq!(
+            s.blocks[0],
+            Block::Text {
+                text: "Shipped¹ 🚀 :nosuchcode:".into()
+            }
+        );
+        assert_eq!(
+            s.blocks.last(),
+            Some(&Block::Text {
+                text: "¹ On Friday.".into()
+            })
+        );
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with("line 3: `:nosuchcode:`")),
+            "{warnings:?}"
+        );
+        assert!(
+            !warnings.iter().any(|w| w.starts_with("line 5")),
+            "maths is typeset, not warned: {warnings:?}"
+        );
+        let maths = crate::maths_ref("E = mc^2", false);
+        assert_eq!(
+            s.blocks[1],
+            Block::Text {
+                text: format!("![]({maths})")
+            }
+        );
+    }
+
+    /// `$…$` is an inline formula in its text, `$$…$$` alone in its paragraph a display
+    /// formula block; both carry their TeX to the renderer, and money stays text.
+    #[test]
+    fn maths_inline_and_display() {
+        let md = "# Maths\n\nWhen $A v = \\lambda v$ holds, from $5 to $10.\n\n$$\n\\int_0^1 x\\,dx = \\frac{1}{2}\n$$\n";
+        let (deck, warnings) = parse_markdown_report(md, &ParseOptions::default()).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let s = &deck.slides[0];
+        let Block::Text { text } = &s.blocks[0] else {
+            panic!("{s:?}")
+        };
+        let spans = crate::spans(text);
+        let formula = spans.iter().find_map(|s| s.image.clone()).unwrap();
+        assert_eq!(
+            crate::maths_of(&formula),
+            Some(("A v = \\lambda v".to_owned(), false))
+        );
+        assert!(crate::plain(text).contains("from $5 to $10"), "{text}");
+        let Block::Image { asset_id, .. } = &s.blocks[1] else {
+            panic!("{s:?}")
+        };
+        let (tex, display) = crate::maths_of(asset_id).unwrap();
+        assert!(display && tex.contains("\\frac{1}{2}"), "{tex}");
+        // A formula names no asset, and the stored deck keeps it.
+        assert!(deck.asset_ids().is_empty());
+        let back = crate::Deck::from_json(serde_json::to_value(&deck).unwrap()).unwrap();
+        assert_eq!(back, deck);
+    }
+
+    /// Marp's inline HTML allowlist is kept as marks of the text; a `<` that only looks
+    /// like a tag in the markdown's text stays a character.
+    #[test]
+    fn inline_html_allowlist_is_drawn() {
+        let deck = parse_markdown(
+            "# H<sub>2</sub>O\n\nx<sup>2</sup>, <kbd>Ctrl</kbd>, <mark>exam</mark>, <u>u</u>, <small>s</small>, `<sub>` and \\<sub\\>\n",
+        )
+        .unwrap();
+        let s = &deck.slides[0];
+        assert_eq!(s.title.as_deref(), Some("H<sub>2</sub>O"));
+        let Block::Text { text } = &s.blocks[0] else {
+            panic!("{s:?}")
+        };
+        let spans = crate::spans(text);
+        let flagged = |t: &str| spans.iter().find(|s| s.text == t).cloned().unwrap();
+        assert!(flagged("2").sup && flagged("Ctrl").code && flagged("exam").mark);
+        assert!(flagged("u").underline && flagged("s").small);
+        assert!(crate::plain(text).ends_with("<sub> and <sub>"), "{text}");
+    }
+
+    /// Marp counts pages as it shows them: `hold` repeats the number, `skip` hides it,
+    /// and neither advances the count; `hide` is `false`.
+    #[test]
+    fn paginate_hold_skip_and_hide() {
+        let deck = parse_markdown(
+            "---\nmarp: true\npaginate: true\n---\n# A\n\n---\n<!-- _paginate: skip -->\n# B\n\n---\n<!-- _paginate: hold -->\n# C\n\n---\n<!-- _paginate: hide -->\n# D\n",
+        )
+        .unwrap();
+        let s = &deck.slides;
+        assert_eq!(deck.marp_theme, Some(MarpTheme::Default));
+        assert_eq!((s[0].paginate, s[0].uncounted), (None, false));
+        assert_eq!((s[1].paginate, s[1].uncounted), (Some(false), true));
+        assert_eq!((s[2].paginate, s[2].uncounted), (None, true));
+        assert_eq!((s[3].paginate, s[3].uncounted), (Some(false), false));
+        let err = parse_markdown("<!-- paginate: maybe -->\n# A\n").unwrap_err();
+        assert!(err.0.contains("hold, skip or hide"), "{err}");
     }
 
     /// Real Marp decks wrap markdown in `<div class="…">` (a blank line inside, so the
@@ -1871,7 +2120,7 @@ Say hello first.
             "<div><img src=x></div>",
             "<divx>",
             "</div class=\"x\">",
-            "<span>text</span> <b>bold</b>",
+            "<span>text</span> <blink>bold</blink>",
         ] {
             assert!(
                 parse_markdown(&format!("# T\n\n{html}\n")).is_err(),

@@ -180,7 +180,11 @@ fn render(
     let Loaded { deck, images, .. } = load(path, true, outside)?;
     let options = Options { notes };
     let size = Size::default();
+    // `-o shots/deck.png` makes `shots/` as it writes, as the docs' examples expect.
     let write = |file: &Path, bytes: &[u8]| {
+        if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
         std::fs::write(file, bytes).map_err(|e| format!("{}: {e}", file.display()))
     };
     let written = match format.as_str() {

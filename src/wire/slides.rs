@@ -39,6 +39,11 @@ pub struct SlideDeck {
     pub role: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub publication: Option<Publication>,
+    /// `create` and `update` only: what the markdown sets that plinth does not draw
+    /// (unsupported Marp settings, maths, unknown emoji shortcodes), one line each with
+    /// its line number, as `plinth slides check` prints them; empty when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
 }
 
 impl From<&DeckRow> for SlideDeck {
@@ -63,6 +68,7 @@ impl From<&DeckRow> for SlideDeck {
             revision: None,
             role: None,
             publication: None,
+            warnings: None,
         }
     }
 }

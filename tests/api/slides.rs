@@ -120,6 +120,37 @@ async fn versions_revisions_and_idempotency_keys() {
     let b = s.post("/api/slides/create", Some(&key), body).await;
     a.assert_ok();
     assert_eq!(a.body["id"], b.body["id"]);
+    assert_eq!(a.body["warnings"], json!([]));
+
+    // `update` (and `create`) answer what the markdown sets that is not drawn, with lines.
+    let r = s
+        .post(
+            "/api/slides/update",
+            Some(&key),
+            json!({"id": d, "expected_version": 3, "markdown": "# Launch :rocket:\n\nWhen $x^2$ :nosuchcode:\n"}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["content"]["slides"][0]["title"], json!("Launch 🚀"));
+    let warnings = r.body["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(warnings[0]
+        .as_str()
+        .unwrap()
+        .starts_with("line 3: `:nosuchcode:`"));
+    // The maths is typeset, not warned about: stored as a formula, which names no asset.
+    let text = r.body["content"]["slides"][0]["blocks"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(text.contains("](maths:i:"), "{text}");
+    let g = s.get(&format!("/api/slides/{d}"), Some(&key)).await;
+    assert!(
+        g.body.get("warnings").is_none(),
+        "warnings belong to the change"
+    );
+    let job = export(&s, &key, &d, "png").await;
+    assert_eq!(job["status"], json!("succeeded"), "{job}");
 }
 
 #[tokio::test]

@@ -290,3 +290,89 @@ async fn one_request_uploads_checks_and_names_an_image() {
         before
     );
 }
+
+/// The upload one-liner of docs/slides.md, run as pasted (`curl --data-binary` sends
+/// `application/x-www-form-urlencoded` when no type is given): the image is stored and
+/// checked. A Marp deck's `img/…` paths work unchanged: the file name keeps its folder
+/// and `![](img/chart.png)` names it; `..` is refused.
+#[tokio::test]
+async fn documented_one_liner_and_folders_work_as_written() {
+    let s = Server::start().await;
+    let key = s.verified_user(&email("oneliner")).await;
+    let d = id(&create_md(&s, &key, "# Chart\n").await);
+
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/slides.md")).unwrap();
+    let line = docs
+        .lines()
+        .find_map(|l| {
+            let start = l.find("`curl --data-binary")?;
+            let rest = &l[start + 1..];
+            Some(rest[..rest.find('`')?].to_owned())
+        })
+        .expect("docs/slides.md has the upload one-liner");
+    assert!(!line.contains("Content-Type"), "{line}");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_owned();
+    std::fs::create_dir_all(dir.join("img")).unwrap();
+    let bytes = png(40, 30);
+    std::fs::write(dir.join("chart.png"), &bytes).unwrap();
+    std::fs::write(dir.join("img/chart.png"), png(20, 10)).unwrap();
+    let run = |cmd: &str| {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "{cmd} --silent --show-error --write-out '\\n%{{http_code}}'"
+            ))
+            .current_dir(&dir)
+            .env("KEY", &key)
+            .env("URL", &s.base)
+            .env("DECK", &d)
+            .output()
+            .expect("curl runs");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap();
+        (
+            code.to_owned(),
+            serde_json::from_str::<serde_json::Value>(body).unwrap(),
+        )
+    };
+    let (code, a) = run(&line);
+    assert_eq!(code, "200", "{line}: {a}");
+    assert_eq!(a["status"], json!("ready"), "{a}");
+    assert_eq!(a["file"], json!("chart.png"));
+    assert_eq!(a["type"], json!("image/png"));
+    assert_eq!(a["sha256"], json!(sha256_hex(&bytes)));
+
+    // The same line for a file in a folder, as a Marp deck keeps its images.
+    let (code, a) = run(&line.replace("chart.png", "img/chart.png"));
+    assert_eq!(code, "200", "{a}");
+    assert_eq!(a["file"], json!("img/chart.png"));
+    assert_eq!(
+        (a["width"].clone(), a["height"].clone()),
+        (json!(20), json!(10))
+    );
+    let in_folder = id(&a);
+    let r = s
+        .post(
+            "/api/slides/update",
+            Some(&key),
+            json!({"id": d, "expected_version": 1,
+                   "markdown": "# Chart\n\n![](img/chart.png)\n\n---\n\n![](./img/chart.png)\n"}),
+        )
+        .await;
+    r.assert_ok();
+    let deck = s.get(&format!("/api/slides/{d}"), Some(&key)).await;
+    deck.assert_ok();
+    let text = deck.body.to_string();
+    assert_eq!(
+        text.matches(&in_folder).count(),
+        2,
+        "both name the folder's image: {text}"
+    );
+
+    // A name that climbs out of its folder is refused, and nothing is kept.
+    let (code, e) = run(&line.replace("file=chart.png", "file=../chart.png"));
+    assert_eq!(code, "400", "{e}");
+    assert!(e["message"].as_str().unwrap().contains(".."), "{e}");
+}

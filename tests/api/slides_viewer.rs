@@ -284,6 +284,125 @@ async fn viewer_navigates_by_keyboard_in_a_browser() {
     browser.quit().await;
 }
 
+/// The viewer by pointer (mouse, touch, pen): a tap on the right goes forward, on the
+/// left third back, a swipe turns the page its way. `p` opens the presenter window
+/// (`#presenter`: this slide, the next one, the counter and a timer), which drives
+/// every audience window of the publication, and they drive it.
+#[tokio::test]
+async fn viewer_taps_swipes_and_a_presenter_window_drives_the_audience() {
+    let s = Server::start().await;
+    let (_, _, pid) = published(&s).await;
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    browser.window(1200, 800).await;
+    let url = format!("{}/api/slides/public/{pid}", s.base);
+    browser.goto(&url).await;
+    let counter = r#"return document.getElementById("viewer-counter").textContent;"#;
+    let pointer = |x0: u32, x1: u32| {
+        format!(
+            "var o = {{bubbles: true, isPrimary: true, pointerId: 1, pointerType: 'touch', clientY: 400}};\n\
+             var t = document.querySelector('section.slide.current');\n\
+             t.dispatchEvent(new PointerEvent('pointerdown', Object.assign({{clientX: {x0}}}, o)));\n\
+             t.dispatchEvent(new PointerEvent('pointerup', Object.assign({{clientX: {x1}}}, o)));"
+        )
+    };
+    let mut seen = Vec::new();
+    for (x0, x1) in [
+        (900, 900), // tap right: forward
+        (100, 100), // tap left third: back
+        (800, 300), // swipe left: forward
+        (800, 300), // to the last
+        (300, 800), // swipe right: back
+    ] {
+        browser.exec(&pointer(x0, x1)).await;
+        seen.push(browser.exec(counter).await.as_str().unwrap().to_owned());
+    }
+    assert_eq!(seen, ["2 / 3", "1 / 3", "2 / 3", "3 / 3", "2 / 3"]);
+
+    // The presenter window, as `p` opens it (a second window of the same browser).
+    let audience = browser.cmd(reqwest::Method::GET, "/window", None).await;
+    let opened = browser
+        .cmd(
+            reqwest::Method::POST,
+            "/window/new",
+            Some(json!({"type": "window"})),
+        )
+        .await;
+    let presenter = opened["handle"].clone();
+    browser
+        .cmd(
+            reqwest::Method::POST,
+            "/window",
+            Some(json!({ "handle": presenter })),
+        )
+        .await;
+    browser.goto(&format!("{url}#presenter")).await;
+    let view = r#"
+        var shown = Array.prototype.filter.call(document.querySelectorAll("section.slide"),
+            function (s) { return getComputedStyle(s).display !== "none"; });
+        return {
+            titles: shown.map(function (s) { return s.querySelector("h1").textContent; }),
+            timer: document.getElementById("viewer-timer").textContent,
+            timer_shown: getComputedStyle(document.getElementById("viewer-timer")).display !== "none",
+            counter: document.getElementById("viewer-counter").textContent
+        };"#;
+    let v = browser.exec(view).await;
+    assert_eq!(v["titles"], json!(["ALPHA opening", "BRAVO middle"]), "{v}");
+    assert_eq!(v["timer_shown"], json!(true), "{v}");
+    assert!(v["timer"].as_str().unwrap().starts_with("0:0"), "{v}");
+    // The presenter moves on: the audience window follows.
+    browser
+        .exec("document.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowRight', bubbles: true}));")
+        .await;
+    let v = browser.exec(view).await;
+    assert_eq!(
+        v["titles"],
+        json!(["BRAVO middle", "CHARLIE closing"]),
+        "{v}"
+    );
+    browser
+        .cmd(
+            reqwest::Method::POST,
+            "/window",
+            Some(json!({ "handle": audience })),
+        )
+        .await;
+    let mut followed = String::new();
+    for _ in 0..50 {
+        followed = browser.exec(counter).await.as_str().unwrap().to_owned();
+        if followed == "2 / 3" && browser.exec(view).await["titles"] == json!(["BRAVO middle"]) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(followed, "2 / 3");
+    // And the audience window drives the presenter's.
+    browser.exec(&pointer(900, 900)).await;
+    browser
+        .cmd(
+            reqwest::Method::POST,
+            "/window",
+            Some(json!({ "handle": presenter })),
+        )
+        .await;
+    let mut titles = Value::Null;
+    for _ in 0..50 {
+        titles = browser.exec(view).await["titles"].clone();
+        if titles == json!(["CHARLIE closing"]) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        titles,
+        json!(["CHARLIE closing"]),
+        "the last slide has no next"
+    );
+    assert_eq!(browser.exec(counter).await, json!("3 / 3"));
+    browser.quit().await;
+}
+
 /// `update` with `markdown`, expecting `version`.
 async fn update_md(
     s: &Server,

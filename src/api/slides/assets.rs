@@ -38,7 +38,7 @@ pub async fn asset_create(
     DeckChange(req, sent): DeckChange<AssetCreate>,
 ) -> ApiResult<Recorded<Asset>> {
     let deck_id = required("deck_id", &req.deck_id)?;
-    let file = crate::domain::validate::clean_filename(&req.file, "file")?;
+    let file = asset_file(&req.file)?;
     // Short names (`png`, `jpg`, `svg`) are accepted for the MIME type they stand for.
     let mime = match req.mime.trim().to_ascii_lowercase().as_str() {
         "png" => "image/png".to_owned(),
@@ -72,7 +72,7 @@ pub async fn asset_create(
         "assets/create",
         move |a, c, deck| async move {
             let id = uuid::Uuid::new_v4().to_string();
-            let key = format!("slides/{}/assets/{id}/{file}", deck.id);
+            let key = object_key(&deck.id, &id, &file);
             let url = a
                 .objects
                 .presign_put(&key, &mime, req.size as u64, true, UPLOAD_TTL)
@@ -102,6 +102,38 @@ pub async fn asset_create(
     )
     .await
     .map(Recorded::from)
+}
+
+/// An asset's file name as a deck's markdown names it: folders kept (`img/chart.png`,
+/// as a Marp deck next to its `img/` folder writes it), each part cleaned as any file
+/// name is; `.` parts dropped, `..` refused (a name never points out of the deck).
+fn asset_file(raw: &str) -> ApiResult<String> {
+    let raw = raw.trim().replace('\\', "/");
+    let mut parts = Vec::new();
+    for part in raw.split('/') {
+        match part.trim() {
+            "" | "." => {}
+            ".." => {
+                return Err(ApiError::bad_request(
+                    "`file` must not climb out of its folder (`..`)",
+                ))
+            }
+            part => parts.push(crate::domain::validate::clean_filename(part, "file")?),
+        }
+    }
+    let file = parts.join("/");
+    if file.is_empty() || file.len() > 128 {
+        return Err(ApiError::bad_request(
+            "`file` must have 1 to 128 usable characters",
+        ));
+    }
+    Ok(file)
+}
+
+/// The object key of an asset: its id and the last part of its file name.
+fn object_key(deck_id: &str, id: &str, file: &str) -> String {
+    let base = file.rsplit('/').next().unwrap_or(file);
+    format!("slides/{deck_id}/assets/{id}/{base}")
 }
 
 /// The asset, if it belongs to the deck.
@@ -220,6 +252,10 @@ pub struct ImageBody {
 /// What `application/octet-stream` or no `Content-Type` means here: "see the file name".
 const ANY_FILE: &str = "application/octet-stream";
 
+/// What `curl --data-binary @chart.png` sends when no `-H Content-Type` is given: the
+/// body is the file all the same, so its type is the file name's too.
+const CURL_DEFAULT: &str = "application/x-www-form-urlencoded";
+
 /// The image type a file name's extension names.
 fn type_of_name(file: &str) -> Option<&'static str> {
     let ext = file.rsplit_once('.')?.1.to_ascii_lowercase();
@@ -249,7 +285,7 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for ImageBody {
             .to_ascii_lowercase();
         let mime = match IMAGE_TYPES.iter().copied().find(|t| *t == essence) {
             Some(t) => Some(t),
-            None if essence.is_empty() || essence == ANY_FILE => None,
+            None if essence.is_empty() || essence == ANY_FILE || essence == CURL_DEFAULT => None,
             None => {
                 return Err(ApiError::new(
                     StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -315,7 +351,7 @@ pub async fn asset_upload(
     ImageBody { mime, file: body }: ImageBody,
 ) -> ApiResult<Answer<Asset>> {
     let deck_id = required("deck_id", &q.deck_id)?;
-    let file = crate::domain::validate::clean_filename(&q.file, "file")?;
+    let file = asset_file(&q.file)?;
     // The name is what markdown will name: it says what it is.
     let by_name = type_of_name(&file).ok_or_else(|| {
         ApiError::bad_request("`file` must end in .png, .jpg, .jpeg, .webp or .svg")
@@ -323,7 +359,7 @@ pub async fn asset_upload(
     let mime = mime.unwrap_or(by_name);
     let (deck, _) = open(&app, &caller, &deck_id).await?;
     let id = uuid::Uuid::new_v4().to_string();
-    let key = format!("slides/{}/assets/{id}/{file}", deck.id);
+    let key = object_key(&deck.id, &id, &file);
     let (size, sha) = (body.len as i64, body.sha256.as_str());
     app.objects.put_file(&key, &body.path, mime).await?;
     // The watch starts before the check is queued, so its verdict cannot be missed.

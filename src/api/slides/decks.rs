@@ -78,7 +78,7 @@ pub async fn create(
     DeckChange(body, sent): DeckChange<CreateBody>,
 ) -> ApiResult<Recorded<SlideDeck>> {
     // A new deck has no assets yet: an image file name cannot resolve on create.
-    let (mut deck, source) = content_of(body.content, true, ImageNames::default())
+    let (mut deck, source, warnings) = content_of(body.content, true, ImageNames::default())
         .await?
         .ok_or_else(|| ApiError::bad_request("send one of `document`, `markdown` or `template`"))?;
     title_of(body.title.as_deref(), &mut deck)?;
@@ -104,7 +104,7 @@ pub async fn create(
             },
         )
         .await?;
-        Ok(deck_reply(&deck_row, &rev))
+        Ok(deck_reply_warned(&deck_row, &rev, warnings))
     })
     .await
     .map(Recorded::from)
@@ -201,8 +201,8 @@ pub async fn update(
             if current.version != expected {
                 return Err(stale(current.version));
             }
-            let (mut next, source) = match (replacement, ops) {
-                (Some((deck, source)), _) => (deck, source),
+            let (mut next, source, warnings) = match (replacement, ops) {
+                (Some((deck, source, warnings)), _) => (deck, source, warnings),
                 (None, Some(ops)) => {
                     let rev = store::revision(&a.db, &current.id, &current.current_revision_id)
                         .await?
@@ -214,7 +214,7 @@ pub async fn update(
                             .map_err(|e| ApiError::bad_request(e.0))
                     })
                     .await??;
-                    (next, "operations")
+                    (next, "operations", Vec::new())
                 }
                 (None, None) => unreachable!("checked above"),
             };
@@ -237,7 +237,7 @@ pub async fn update(
             )
             .await?
             {
-                Some((deck, rev)) => Ok(deck_reply(&deck, &rev)),
+                Some((deck, rev)) => Ok(deck_reply_warned(&deck, &rev, warnings)),
                 None => Err(stale_or_gone(&a, &current.id).await),
             }
         },

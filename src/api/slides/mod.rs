@@ -331,14 +331,14 @@ pub struct Content {
     template: Option<String>,
 }
 
-/// The deck of a create or update body and its source kind, or `None` when the body
-/// has no content. Parsing runs on the blocking pool: half a megabyte of markdown is
+/// The deck of a create or update body, its source kind and the markdown parser's
+/// warnings, or `None` when the body has no content. Parsing runs on the blocking pool: half a megabyte of markdown is
 /// milliseconds of CPU (H4).
 async fn content_of(
     content: Content,
     allow_template: bool,
     names: ImageNames,
-) -> ApiResult<Option<(Deck, &'static str)>> {
+) -> ApiResult<Option<(Deck, &'static str, Vec<String>)>> {
     let given: Vec<&str> = [
         ("document", content.document.is_some()),
         ("markdown", content.markdown.is_some()),
@@ -367,14 +367,15 @@ async fn content_of(
                 .await?
                 .map_err(invalid)?,
             "document",
+            Vec::new(),
         ),
         Content {
             markdown: Some(text),
             ..
-        } => (
-            off_runtime(move || {
+        } => {
+            let (deck, warnings) = off_runtime(move || {
                 let resolve = |name: &str| names.resolve(name);
-                plinth_slides::parse_markdown_with(
+                plinth_slides::parse_markdown_report(
                     &text,
                     &plinth_slides::ParseOptions {
                         resolve_image: Some(&resolve),
@@ -382,9 +383,9 @@ async fn content_of(
                 )
             })
             .await?
-            .map_err(invalid)?,
-            "markdown",
-        ),
+            .map_err(invalid)?;
+            (deck, "markdown", warnings)
+        }
         Content {
             template: Some(_), ..
         } if !allow_template => {
@@ -399,7 +400,7 @@ async fn content_of(
                     "unknown template `{name}`; GET /api/slides/capabilities lists them"
                 ))
             })?;
-            (deck, "template")
+            (deck, "template", Vec::new())
         }
         _ => return Ok(None),
     };
@@ -502,6 +503,18 @@ async fn check_assets(app: &AppState, deck_id: Option<&str>, deck: &Deck) -> Api
 
 fn deck_reply(deck: &DeckRow, revision: &store::RevisionRow) -> Reply {
     Reply::ok(SlideDeck::with_revision(deck, revision))
+}
+
+/// The answer of `create` and `update`: the deck and the parser's warnings.
+fn deck_reply_warned(
+    deck: &DeckRow,
+    revision: &store::RevisionRow,
+    warnings: Vec<String>,
+) -> Reply {
+    Reply::ok(SlideDeck {
+        warnings: Some(warnings),
+        ..SlideDeck::with_revision(deck, revision)
+    })
 }
 
 // ---- queries ----

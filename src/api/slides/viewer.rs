@@ -14,18 +14,38 @@ use sha2::{Digest, Sha256};
 use super::*;
 
 /// Keys: → ↓ PageDown Space Enter forward; ← ↑ PageUp Backspace Shift+Space back;
-/// Home/End first/last; `f` fullscreen. `#n` in the URL opens slide n.
+/// Home/End first/last; `f` fullscreen; `p` opens the presenter window. A click or tap
+/// on the right two thirds goes forward, on the left third back; a swipe left or right
+/// turns the page. `#n` in the URL opens slide n. `#presenter` is the presenter window:
+/// the current slide, the next one, the counter and a timer; it and every audience
+/// window of the same publication follow each other (a BroadcastChannel per page).
 const SCRIPT: &str = r##"
 (function () {
   var slides = Array.prototype.slice.call(document.querySelectorAll("main > section.slide"));
   var counter = document.getElementById("viewer-counter"), at = 0;
-  function show(i) {
+  var presenter = location.hash === "#presenter";
+  var channel = typeof BroadcastChannel === "function" ? new BroadcastChannel("plinth-viewer:" + location.pathname) : null;
+  var timer = document.getElementById("viewer-timer"), started = Date.now();
+  if (presenter) document.body.classList.add("viewer-presenter");
+  function show(i, quiet) {
     if (!slides.length) { counter.textContent = "0 / 0"; return; }
     at = Math.max(0, Math.min(slides.length - 1, i));
-    slides.forEach(function (s, k) { s.classList.toggle("current", k === at); });
+    slides.forEach(function (s, k) {
+      s.classList.toggle("current", k === at);
+      s.classList.toggle("next", presenter && k === at + 1);
+    });
     counter.textContent = (at + 1) + " / " + slides.length;
-    if (history.replaceState) history.replaceState(null, "", "#" + (at + 1));
+    if (!presenter && history.replaceState) history.replaceState(null, "", "#" + (at + 1));
+    if (channel && !quiet) channel.postMessage({ at: at });
   }
+  if (channel) channel.onmessage = function (e) {
+    if (e.data && typeof e.data.at === "number") show(e.data.at, true);
+  };
+  function tick() {
+    var s = Math.floor((Date.now() - started) / 1000);
+    timer.textContent = Math.floor(s / 60) + ":" + ("0" + (s % 60)).slice(-2);
+  }
+  if (presenter) { tick(); setInterval(tick, 1000); }
   function fullscreen() {
     var d = document;
     if (d.fullscreenElement) { if (d.exitFullscreen) d.exitFullscreen(); return; }
@@ -33,10 +53,16 @@ const SCRIPT: &str = r##"
     if (r && r.catch) r.catch(function () {});
   }
   var first = parseInt(location.hash.slice(1), 10);
-  show(first > 0 ? first - 1 : 0);
+  show(first > 0 ? first - 1 : 0, true);
   document.addEventListener("keydown", function (e) {
     if (e.altKey || e.ctrlKey || e.metaKey) return;
     if (e.key === "f" || e.key === "F") { e.preventDefault(); fullscreen(); return; }
+    if ((e.key === "p" || e.key === "P") && !presenter) {
+      e.preventDefault();
+      window.open(location.pathname + "#presenter", "plinth-presenter", "popup,width=1100,height=700");
+      return;
+    }
+    if ((e.key === "t" || e.key === "T") && presenter) { started = Date.now(); tick(); return; }
     var step = { ArrowRight: 1, ArrowDown: 1, PageDown: 1, " ": 1, Enter: 1,
                  ArrowLeft: -1, ArrowUp: -1, PageUp: -1, Backspace: -1 }[e.key];
     if (e.key === " " && e.shiftKey) step = -1;
@@ -45,13 +71,27 @@ const SCRIPT: &str = r##"
     e.preventDefault();
     show(to);
   });
+  // Mouse, touch and pen alike: a swipe turns the page its way, a tap goes by side.
+  var down = null;
+  document.addEventListener("pointerdown", function (e) {
+    down = e.isPrimary ? { x: e.clientX, y: e.clientY } : null;
+  });
+  document.addEventListener("pointerup", function (e) {
+    if (!down || !e.isPrimary) return;
+    var dx = e.clientX - down.x, dy = e.clientY - down.y;
+    down = null;
+    if (e.target && e.target.closest && e.target.closest("a")) return;
+    if (Math.abs(dx) > 40 && Math.abs(dx) > Math.abs(dy)) { show(at + (dx < 0 ? 1 : -1)); return; }
+    if (Math.abs(dx) > 10 || Math.abs(dy) > 10 || e.button > 0) return;
+    show(at + (e.clientX < window.innerWidth / 3 ? -1 : 1));
+  });
 })();
 "##;
 
 /// Everything after the slides: the counter and the viewer's script.
 static TAIL: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "</main>\n<div id=\"viewer-counter\" aria-live=\"polite\"></div>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
+        "</main>\n<div id=\"viewer-counter\" aria-live=\"polite\"></div>\n<div id=\"viewer-timer\"></div>\n<script>{SCRIPT}</script>\n</body>\n</html>\n"
     )
 });
 
@@ -283,6 +323,13 @@ fn viewer_html(
          main > section.slide.current {{ display: block; }}\n\
          #viewer-counter {{ position: fixed; right: 12px; bottom: 8px; padding: 2px 8px; border-radius: 4px; background: rgba(0,0,0,.5); color: #e8ebef; font: 14px/1.4 \"DejaVu Sans\", Verdana, sans-serif; font-variant-numeric: tabular-nums; }}\n\
          :fullscreen #viewer-counter {{ opacity: .6; }}\n\
+         main > section.slide {{ touch-action: pan-y; user-select: none; }}\n\
+         #viewer-timer {{ display: none; }}\n\
+         body.viewer-presenter main {{ display: flex; flex-direction: row; align-items: flex-start; justify-content: flex-start; gap: 2vw; padding: 2vh 2vw; box-sizing: border-box; }}\n\
+         body.viewer-presenter main > section.slide.current {{ width: 62vw; }}\n\
+         body.viewer-presenter main > section.slide.next {{ display: block; width: 32vw; opacity: .85; }}\n\
+         body.viewer-presenter #viewer-counter {{ left: 2vw; right: auto; bottom: 4vh; font-size: 3vh; }}\n\
+         body.viewer-presenter #viewer-timer {{ display: block; position: fixed; left: 66vw; bottom: 4vh; color: #e8ebef; font: 6vh/1 \"DejaVu Sans\", Verdana, sans-serif; font-variant-numeric: tabular-nums; }}\n\
          </style>\n</head>"
     );
     // The head is the renderer's template (deck text there is escaped), so its first
