@@ -36,7 +36,8 @@ pub async fn jobs(opts: Opts, cmd: JobsCommand) -> anyhow::Result<()> {
             let q = store::queue(&queue).map_err(anyhow::Error::msg)?;
             if store::pause(&db, q, "cli").await? {
                 println!(
-                    "queue {} paused: no worker starts a job of it (running ones finish)",
+                    "queue {} paused: every process stops starting its jobs within a second \
+                     (a job picked up before then still runs; running ones finish)",
                     q.name()
                 );
             } else {
@@ -223,6 +224,7 @@ async fn stats(db: &Db) -> anyhow::Result<()> {
         "FAILED",
         "CANCELLED",
         "OLDEST PENDING",
+        "PAUSED",
     ])];
     for q in &queues {
         rows.push(vec![
@@ -236,6 +238,7 @@ async fn stats(db: &Db) -> anyhow::Result<()> {
             q.cancelled.to_string(),
             q.oldest_pending_secs
                 .map_or("-".to_owned(), |s| format!("{s:.0}s")),
+            if q.paused { "yes" } else { "-" }.to_owned(),
         ]);
     }
     print_table(&rows);
