@@ -98,6 +98,23 @@ async fn bulk(db: &Db, action: store::Action, sel: Selection) -> anyhow::Result<
             refused.push(format!("no job with id `{}`", id.trim()));
             continue;
         };
+        if job.id != id.trim() {
+            let others: Vec<String> = store::find(db, id.trim())
+                .await?
+                .into_iter()
+                .filter(|j| j.id != job.id)
+                .map(|j| format!("{} ({}, {})", j.id, j.queue, j.status))
+                .collect();
+            if !others.is_empty() {
+                println!(
+                    "`{}` names job {} ({}); it also names {}: give their ids to act on them",
+                    id.trim(),
+                    job.id,
+                    job.queue,
+                    others.join(", ")
+                );
+            }
+        }
         match store::act(db, action, &job.id).await? {
             Outcome::Changed(j) => {
                 done += 1;
@@ -348,8 +365,8 @@ async fn show(db: &Db, id: &str) -> anyhow::Result<()> {
         Some(client) if client != &job.id => store::find(db, client)
             .await?
             .into_iter()
-            .map(|j| j.id)
-            .filter(|i| i != &job.id)
+            .filter(|j| j.id != job.id)
+            .map(|j| format!("{} ({}, {})", j.id, j.queue, j.status))
             .collect(),
         _ => Vec::new(),
     };
