@@ -48,8 +48,12 @@ pub enum Command {
         /// The file to write (it must not exist).
         path: std::path::PathBuf,
     },
+    /// Moving a deployment's data: `db copy --to postgres://…` copies a SQLite deployment
+    /// into an empty PostgreSQL database.
+    #[command(subcommand)]
+    Db(DbCommand),
     /// Slide decks on this machine, no server needed: render a Markdown deck to PDF, PNG
-    /// or HTML, or check it (src/cli/slides.rs).
+    /// or HTML, or check it.
     #[command(subcommand)]
     Slides(SlidesCommand),
 }
@@ -110,6 +114,20 @@ pub struct Selection {
     /// Instead of ids: every job in this status (of --queue, or of every queue).
     #[arg(long)]
     pub status: Option<String>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum DbCommand {
+    /// Copies every table of the SQLite deployment (--data-dir, or a sqlite: --database-url)
+    /// into an empty PostgreSQL database, checks the copy (rows per table, the ledger's
+    /// sums) and commits it whole or not at all. Stop the deployment's processes first:
+    /// what they write after the copy began is not in it. Then start the servers on the
+    /// copy with the same master key and objects (docs/operations.md, Moving to PostgreSQL).
+    Copy {
+        /// The PostgreSQL database to copy into (postgres://…); it must be empty.
+        #[arg(long, env = "PLINTH_COPY_TO", hide_env_values = true)]
+        to: String,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -366,7 +384,7 @@ pub struct Opts {
     )]
     pub cors_origins: Vec<String>,
     /// Load balancers and proxies (IP addresses or CIDR blocks, comma-separated) whose
-    /// `X-Forwarded-For` / `Forwarded` header names the client (src/http/client_ip.rs); from
+    /// `X-Forwarded-For` / `Forwarded` header names the client; from
     /// any other peer those headers are ignored.
     #[arg(
         help_heading = "Server",

@@ -34,6 +34,7 @@ async fn main() -> anyhow::Result<()> {
             server::rebuild_rollups(cli.opts).await
         }
         Command::Jobs(cmd) => plinth::cli::jobs::jobs(cli.opts, cmd).await,
+        Command::Db(cmd) => plinth::cli::db::run(cli.opts, cmd).await,
         Command::Backup { path } => plinth::cli::backup::backup(cli.opts, &path).await,
         Command::Slides(_) => unreachable!("handled above"),
     }

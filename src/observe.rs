@@ -133,6 +133,10 @@ fn describe() {
         "Jobs by queue and status (pending, scheduled, running, retrying, failed: failed for good or cancelled); the same from every process"
     );
     describe_gauge!(
+        "plinth_queue_paused",
+        "1 while an operator has paused the queue (no worker starts its jobs), else 0"
+    );
+    describe_gauge!(
         "plinth_queue_oldest_pending_seconds",
         "Age of the oldest due pending job by queue"
     );
@@ -189,6 +193,16 @@ pub async fn render(db: &Db) -> Option<String> {
         }
         Ok(Err(e)) => tracing::warn!(error = %e, "queue depth for /metrics"),
         Err(_) => tracing::warn!("queue depth for /metrics timed out"),
+    }
+    match tokio::time::timeout(Duration::from_secs(5), crate::db::jobs::paused(db)).await {
+        Ok(Ok(paused)) => {
+            for q in plinth_workers::QueueName::ALL {
+                metrics::gauge!("plinth_queue_paused", "queue" => q.name())
+                    .set(if paused.contains(&q) { 1.0 } else { 0.0 });
+            }
+        }
+        Ok(Err(e)) => tracing::warn!(error = %e, "paused queues for /metrics"),
+        Err(_) => tracing::warn!("paused queues for /metrics timed out"),
     }
     let mut text = handle.render();
     text.push_str(&process_metrics());

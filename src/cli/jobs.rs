@@ -36,7 +36,8 @@ pub async fn jobs(opts: Opts, cmd: JobsCommand) -> anyhow::Result<()> {
             let q = store::queue(&queue).map_err(anyhow::Error::msg)?;
             if store::pause(&db, q, "cli").await? {
                 println!(
-                    "queue {} paused: no worker starts a job of it (running ones finish)",
+                    "queue {} paused: every process stops starting its jobs within a second \
+                     (a job picked up before then still runs; running ones finish)",
                     q.name()
                 );
             } else {
@@ -97,6 +98,23 @@ async fn bulk(db: &Db, action: store::Action, sel: Selection) -> anyhow::Result<
             refused.push(format!("no job with id `{}`", id.trim()));
             continue;
         };
+        if job.id != id.trim() {
+            let others: Vec<String> = store::find(db, id.trim())
+                .await?
+                .into_iter()
+                .filter(|j| j.id != job.id)
+                .map(|j| format!("{} ({}, {})", j.id, j.queue, j.status))
+                .collect();
+            if !others.is_empty() {
+                println!(
+                    "`{}` names job {} ({}); it also names {}: give their ids to act on them",
+                    id.trim(),
+                    job.id,
+                    job.queue,
+                    others.join(", ")
+                );
+            }
+        }
         match store::act(db, action, &job.id).await? {
             Outcome::Changed(j) => {
                 done += 1;
@@ -223,6 +241,7 @@ async fn stats(db: &Db) -> anyhow::Result<()> {
         "FAILED",
         "CANCELLED",
         "OLDEST PENDING",
+        "PAUSED",
     ])];
     for q in &queues {
         rows.push(vec![
@@ -236,6 +255,7 @@ async fn stats(db: &Db) -> anyhow::Result<()> {
             q.cancelled.to_string(),
             q.oldest_pending_secs
                 .map_or("-".to_owned(), |s| format!("{s:.0}s")),
+            if q.paused { "yes" } else { "-" }.to_owned(),
         ]);
     }
     print_table(&rows);
@@ -345,8 +365,8 @@ async fn show(db: &Db, id: &str) -> anyhow::Result<()> {
         Some(client) if client != &job.id => store::find(db, client)
             .await?
             .into_iter()
-            .map(|j| j.id)
-            .filter(|i| i != &job.id)
+            .filter(|j| j.id != job.id)
+            .map(|j| format!("{} ({}, {})", j.id, j.queue, j.status))
             .collect(),
         _ => Vec::new(),
     };

@@ -707,7 +707,21 @@ pub async fn find(db: &Db, term: &str) -> sqlx::Result<Vec<JobRow>> {
     if let Some(exact) = get(db, term).await? {
         return Ok(vec![exact]);
     }
-    list(db, None, None, Some(term), LIST_MAX).await
+    let mut found = list(db, None, None, Some(term), LIST_MAX).await?;
+    // The job the client meant first: an export's id also names the callback jobs that
+    // told its client about it (issue 45, O2), which come after it, newest first still.
+    found.sort_by_key(|j| client_rank(j.queue));
+    Ok(found)
+}
+
+/// The order in which a client id's jobs are meant: the client's own work (an export,
+/// an image check, an email), then the callbacks that reported on it, then the rest.
+fn client_rank(queue: &str) -> u8 {
+    match QueueName::parse(queue) {
+        Some(QueueName::Export | QueueName::Images | QueueName::Email) => 0,
+        Some(QueueName::Callbacks) => 1,
+        _ => 2,
+    }
 }
 
 /// One recorded run of a job.

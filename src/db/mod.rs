@@ -7,6 +7,7 @@ pub mod analytics;
 pub mod cache;
 pub mod callbacks;
 pub mod changed;
+pub mod copy;
 pub mod credits;
 pub mod documents;
 pub mod downloads;

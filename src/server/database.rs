@@ -31,7 +31,7 @@ pub fn master_key(opts: &Opts) -> anyhow::Result<MasterKey> {
 }
 
 /// The name of the setting that holds `MasterKey::check_value`.
-pub(super) const MASTER_KEY_CHECK: &str = "master_key_check";
+pub const MASTER_KEY_CHECK: &str = "master_key_check";
 
 /// Refuses a master key other than the one the database was set up with: data encrypted
 /// under one key does not decrypt under another (sign-in would answer 500), and signed
@@ -154,7 +154,7 @@ pub async fn open_operator_database(opts: &Opts) -> anyhow::Result<(Db, Queue)> 
 }
 
 /// A database URL without its password, for messages.
-pub(super) fn redact_url(url: &str) -> String {
+pub fn redact_url(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let creds = &url[scheme + 3..at];

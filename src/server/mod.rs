@@ -24,10 +24,11 @@ mod pools;
 mod providers;
 
 pub use commands::{migrate, mint_grant, rebuild_rollups, set_level};
-pub use database::{master_key, open_database, open_operator_database};
+pub use database::{
+    master_key, open_database, open_operator_database, redact_url, MASTER_KEY_CHECK,
+};
 pub use pools::worker_pools;
 
-use database::redact_url;
 use pools::{configure_backoff, credit_shards, ports, worker_config};
 use providers::{check_object_storage, grant_key, mail_backend, providers, watch_hosts};
 

@@ -278,3 +278,89 @@ async fn callback_urls_are_checked_and_a_410_ends_the_retries() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(receiver.got.lock().unwrap().len(), 1, "no retry after 410");
 }
+
+fn cli_ok(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The review's O2 (issue 45): after an operator's cancel, the export's id also names the
+/// callback job that told its client; `jobs show` and `jobs retry` with that id act on
+/// the export (the job the client meant) and list the callback job.
+#[tokio::test]
+async fn a_client_id_names_the_export_before_the_callbacks_about_it() {
+    let s = Server::start_with(options()).await;
+    let key = s.verified_user(&email("client-id")).await;
+    let (receiver, url) = Receiver::start(None).await;
+    cli_ok(&s.cli(&["jobs", "pause", "export"]));
+    // Every process sees the pause within a second.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let deck = id(&create_md(&s, &key, "# Meant").await);
+    let r = s
+        .post(
+            "/api/slides/exports/create",
+            Some(&key),
+            json!({"deck_id": deck, "format": "html", "callback_url": url}),
+        )
+        .await;
+    r.assert_ok();
+    let job = id(&r.body);
+    let out = cli_ok(&s.cli(&["jobs", "cancel", &job]));
+    assert!(out.contains("cancelled"), "{out}");
+    let got = receiver.wait_for(1).await;
+    assert!(
+        String::from_utf8_lossy(&got[0].body).contains("export.failed"),
+        "{got:?}"
+    );
+    // The callback job that delivered it has ended, and is the newest with this id.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let list = cli_ok(&s.cli(&["jobs", "list", "--search", &job]));
+        if list
+            .lines()
+            .any(|l| l.contains("callbacks") && l.contains("succeeded"))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{list}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    let show = cli_ok(&s.cli(&["jobs", "show", &job]));
+    let field = |name: &str| {
+        show.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} line: {show}"))
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(field("queue"), "export", "{show}");
+    let same = show
+        .lines()
+        .find(|l| l.starts_with("same client"))
+        .unwrap_or_else(|| panic!("the other jobs are listed: {show}"));
+    assert!(same.contains("callbacks, succeeded"), "{show}");
+
+    let out = cli_ok(&s.cli(&["jobs", "retry", &job]));
+    assert!(out.contains("(export) is pending again"), "{out}");
+    assert!(
+        out.contains("also names") && out.contains("callbacks"),
+        "{out}"
+    );
+    cli_ok(&s.cli(&["jobs", "resume", "export"]));
+    let done = crate::slide_helpers::poll(
+        &s,
+        &format!("/api/slides/jobs/{job}?deck_id={deck}"),
+        &key,
+        |v| v["status"] == json!("succeeded"),
+    )
+    .await;
+    assert_eq!(done["status"], json!("succeeded"));
+}

@@ -18,6 +18,8 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_plinth");
 pub struct Server {
     pub base: String,
     pub dir: tempfile::TempDir,
+    /// The data dir: `dir`, or another server's (`Options::data_dir`).
+    data: PathBuf,
     pub database_url: String,
     child: Child,
     pg_db: Option<(String, String)>,
@@ -91,6 +93,10 @@ pub struct Options {
     pub sqlite_in: Option<PathBuf>,
     /// A PostgreSQL database made by the test (a restored backup), dropped with the server.
     pub pg_database: Option<String>,
+    /// SQLite even when PLINTH_TEST_DATABASE_URL is set (a deployment to move).
+    pub sqlite: bool,
+    /// This data dir (another server's, kept by the test) instead of a new one.
+    pub data_dir: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -100,6 +106,8 @@ impl Default for Options {
             db_port: None,
             sqlite_in: None,
             pg_database: None,
+            sqlite: false,
+            data_dir: None,
         }
     }
 }
@@ -115,6 +123,14 @@ impl Options {
     }
     pub fn sqlite_in(mut self, dir: &std::path::Path) -> Self {
         self.sqlite_in = Some(dir.to_path_buf());
+        self
+    }
+    pub fn sqlite(mut self) -> Self {
+        self.sqlite = true;
+        self
+    }
+    pub fn data_dir(mut self, dir: &std::path::Path) -> Self {
+        self.data_dir = Some(dir.to_path_buf());
         self
     }
     pub fn env(mut self, k: &str, v: &str) -> Self {
@@ -160,7 +176,11 @@ impl Server {
 
     pub async fn start_with(opts: Options) -> Server {
         let dir = tempfile::tempdir().unwrap();
-        let (database_url, pg_db) = match pg_admin_url() {
+        let data = opts
+            .data_dir
+            .clone()
+            .unwrap_or_else(|| dir.path().to_path_buf());
+        let (database_url, pg_db) = match pg_admin_url().filter(|_| !opts.sqlite) {
             Some(admin) if opts.pg_database.is_some() => {
                 let name = opts.pg_database.clone().unwrap();
                 (replace_db_name(&admin, &name), Some((admin, name)))
@@ -187,17 +207,18 @@ impl Server {
                     "sqlite://{}",
                     opts.sqlite_in
                         .as_deref()
-                        .unwrap_or(dir.path())
+                        .unwrap_or(&data)
                         .join("plinth.db")
                         .display()
                 ),
                 None,
             ),
         };
-        let (child, base) = spawn(dir.path(), &database_url, &opts.env);
+        let (child, base) = spawn(&data, &database_url, &opts.env);
         Server {
             base,
             dir,
+            data,
             database_url,
             child,
             pg_db,
@@ -209,7 +230,7 @@ impl Server {
     /// `kill -9` and start again on the same data dir and database (a new port).
     pub fn restart(&mut self) {
         self.kill();
-        let (child, base) = spawn(self.dir.path(), &self.database_url, &self.env);
+        let (child, base) = spawn(&self.data, &self.database_url, &self.env);
         self.child = child;
         self.base = base;
     }
@@ -258,7 +279,7 @@ impl Server {
     }
 
     pub fn data_dir(&self) -> PathBuf {
-        self.dir.path().to_path_buf()
+        self.data.clone()
     }
 
     pub async fn request(
@@ -346,7 +367,7 @@ impl Server {
 
     /// Waits for the email to `to` whose body contains `needle`; returns its text.
     pub async fn wait_for_email(&self, to: &str, needle: &str) -> String {
-        let outbox = self.dir.path().join("outbox");
+        let outbox = self.data.join("outbox");
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Ok(entries) = std::fs::read_dir(&outbox) {
@@ -368,7 +389,7 @@ impl Server {
     }
 
     pub fn emails_to(&self, to: &str) -> Vec<String> {
-        let Ok(entries) = std::fs::read_dir(self.dir.path().join("outbox")) else {
+        let Ok(entries) = std::fs::read_dir(self.data.join("outbox")) else {
             return vec![];
         };
         entries
@@ -416,17 +437,20 @@ impl Server {
         ])
     }
 
-    /// A `plinth` command run next to the server, on its data dir and database.
+    /// A `plinth` command run next to the server, on its data dir and database (and
+    /// with its master key, when the server was given one).
     pub fn cli(&self, args: &[&str]) -> std::process::Output {
-        Command::new(BIN)
-            .args(args)
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
             .arg("--data-dir")
-            .arg(self.dir.path())
+            .arg(&self.data)
             .arg("--database-url")
             .arg(&self.database_url)
-            .env("RUST_LOG", "warn")
-            .output()
-            .unwrap()
+            .env("RUST_LOG", "warn");
+        if let Some((_, key)) = self.env.iter().find(|(k, _)| k == "PLINTH_MASTER_KEY") {
+            cmd.env("PLINTH_MASTER_KEY", key);
+        }
+        cmd.output().unwrap()
     }
 
     /// A new organization of `admin` taking guest checkouts, with a random domain

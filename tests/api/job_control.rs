@@ -659,3 +659,108 @@ async fn a_paused_queue_waits_in_every_process_and_bulk_actions_apply_to_many() 
             == 404
     );
 }
+
+/// A paused queue shows everywhere an operator looks (issue 45, O3/O4): `jobs pause`
+/// says when it takes effect, `jobs stats` has a PAUSED column, `/metrics` has
+/// `plinth_queue_paused{queue}`, and the backlog alert documented in docs/operations.md
+/// fires for a stuck queue but not for a paused one (checked with promtool when it is
+/// installed).
+#[tokio::test]
+async fn a_paused_queue_shows_in_stats_metrics_and_the_backlog_alert_skips_it() {
+    const TOKEN: &str = "paused-metrics-token";
+    let s = Server::start_with(Options::default().env("PLINTH_METRICS_TOKEN", TOKEN)).await;
+    let out = cli_ok(&s.cli(&["jobs", "pause", "export"]));
+    assert!(out.contains("within a second"), "{out}");
+
+    let stats = cli_ok(&s.cli(&["jobs", "stats"]));
+    let lines: Vec<&str> = stats.lines().collect();
+    assert!(
+        lines[0].split_whitespace().any(|w| w == "PAUSED"),
+        "{stats}"
+    );
+    let row = |q: &str| {
+        lines
+            .iter()
+            .find(|l| l.split_whitespace().next() == Some(q))
+            .unwrap_or_else(|| panic!("no {q} row: {stats}"))
+            .split_whitespace()
+            .last()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(row("export"), "yes", "{stats}");
+    assert_eq!(row("email"), "-", "{stats}");
+
+    let scrape = || async {
+        let res = s
+            .raw(reqwest::Method::GET, "/metrics")
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 200);
+        res.text().await.unwrap()
+    };
+    let text = scrape().await;
+    let paused = |text: &str, q: &str| {
+        crate::common::metric_sample(text, "plinth_queue_paused", &[("queue", q)])
+    };
+    assert_eq!(paused(&text, "export"), Some(1.0), "{text}");
+    assert_eq!(paused(&text, "email"), Some(0.0), "{text}");
+    cli_ok(&s.cli(&["jobs", "resume", "export"]));
+    let text = scrape().await;
+    assert_eq!(paused(&text, "export"), Some(0.0), "{text}");
+    let stats = cli_ok(&s.cli(&["jobs", "stats"]));
+    assert!(!stats.contains(" yes"), "{stats}");
+
+    // The documented rules, as an operator copies them, under promtool's rule tests.
+    let Ok(version) = std::process::Command::new("promtool")
+        .arg("--version")
+        .output()
+    else {
+        eprintln!("skipped the alert rule check: promtool is not installed");
+        return;
+    };
+    assert!(version.status.success());
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/operations.md"))
+        .unwrap();
+    let start = doc.find("```yaml\ngroups:").expect("the alert rules block") + "```yaml\n".len();
+    let end = start + doc[start..].find("```").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rules.yml"), &doc[start..end]).unwrap();
+    std::fs::write(
+        dir.path().join("test.yml"),
+        r#"rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: 'plinth_queue_oldest_pending_seconds{queue="export", instance="a"}'
+        values: '600+60x20'
+      - series: 'plinth_queue_paused{queue="export", instance="a"}'
+        values: '1x20'
+      - series: 'plinth_queue_oldest_pending_seconds{queue="email", instance="a"}'
+        values: '600+60x20'
+      - series: 'plinth_queue_paused{queue="email", instance="a"}'
+        values: '0x20'
+    promql_expr_test:
+      - expr: count by (queue) (ALERTS{alertname="PlinthQueueBacklog", alertstate="firing"})
+        eval_time: 10m
+        exp_samples:
+          - labels: '{queue="email"}'
+            value: 1
+"#,
+    )
+    .unwrap();
+    let out = std::process::Command::new("promtool")
+        .args(["test", "rules", "test.yml"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "promtool: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -18,6 +18,7 @@ mod cluster;
 mod cors;
 mod credits;
 mod data;
+mod db_copy;
 mod downloads;
 mod envelope;
 mod faults;
