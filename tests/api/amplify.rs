@@ -6,6 +6,14 @@ use serde_json::json;
 
 use crate::common::{email, Server};
 
+/// An organization domain no other test uses.
+fn fresh_domain() -> String {
+    format!(
+        "amp-{}.example",
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    )
+}
+
 /// 100 KiB of text: three of these pass the 256 KiB bound on `data`, one does not.
 fn chunk() -> String {
     "x".repeat(100 * 1024)
@@ -51,10 +59,7 @@ async fn stored_values_are_bounded_after_a_merge_not_only_per_request() {
     .assert_ok();
 
     // Organizations: the same for `data`, and the name has a length.
-    let domain = format!(
-        "amp-{}.example",
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    );
+    let domain = fresh_domain();
     s.post(
         "/api/organizations/create",
         Some(&key),
@@ -142,10 +147,7 @@ async fn markdown_posts_are_bounded_before_they_are_parsed() {
 async fn a_page_of_large_records_is_cut_at_its_byte_budget_and_pages_on() {
     let s = Server::start().await;
     let admin = s.verified_user(&email("amp-docs")).await;
-    let domain = format!(
-        "amp-{}.example",
-        &uuid::Uuid::new_v4().simple().to_string()[..8]
-    );
+    let domain = fresh_domain();
     s.post(
         "/api/organizations/create",
         Some(&admin),
