@@ -213,6 +213,70 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// A subscription's state, in the payment provider's words (Stripe's documented set);
+    /// `active` and `trialing` grant the plan's level.
+    pub enum SubscriptionStatus {
+        Incomplete = "incomplete",
+        IncompleteExpired = "incomplete_expired",
+        Trialing = "trialing",
+        Active = "active",
+        PastDue = "past_due",
+        Canceled = "canceled",
+        Unpaid = "unpaid",
+        Paused = "paused",
+    }
+}
+
+impl SubscriptionStatus {
+    /// Whether the subscription grants its plan's level now.
+    pub fn grants_level(self) -> bool {
+        matches!(
+            self,
+            SubscriptionStatus::Active | SubscriptionStatus::Trialing
+        )
+    }
+}
+
+text_enum! {
+    /// What a plinth-hosted checkout session sells.
+    pub enum CheckoutMode {
+        Subscription = "subscription",
+    }
+}
+
+text_enum! {
+    /// A plinth-hosted checkout session: `open` until its provider event completes it.
+    pub enum CheckoutStatus {
+        Open = "open",
+        Complete = "complete",
+    }
+}
+
+text_enum! {
+    /// A payment on record: plinth records a payment once the provider says it succeeded.
+    pub enum PaymentStatus {
+        Succeeded = "succeeded",
+    }
+}
+
+text_enum! {
+    /// Who sees a calendar event: members only, or everybody once it is `approved`.
+    pub enum Visibility {
+        Public = "public",
+        Private = "private",
+    }
+}
+
+text_enum! {
+    /// A deck's publication: one `active` per deck at most; unpublishing or publishing
+    /// another revision makes it `revoked`.
+    pub enum PublicationStatus {
+        Active = "active",
+        Revoked = "revoked",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@ use crate::db::jobs::{self as store, Outcome};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::JsonBody;
 use crate::http::reply::Answer;
+use crate::http::request::NonBlank;
 use crate::state::AppState;
 use crate::states::JobStatus;
 
@@ -327,8 +328,7 @@ fn answer(id: &str, outcome: Outcome, allowed: &str, verb: &str) -> ApiResult<An
 /// A job named by apalis's id or its client's id.
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct JobIdBody {
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    id: String,
+    id: NonBlank,
 }
 
 /// `POST /api/admin/jobs/retry` (Admin100): a failed or cancelled job runs again, now,

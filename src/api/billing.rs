@@ -20,6 +20,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{IdBody, JsonBody};
 use crate::http::reply::{Answer, PrivateAnswer};
 use crate::state::AppState;
+use crate::states::{CheckoutMode, CheckoutStatus, PaymentStatus, SubscriptionStatus};
 use crate::wire::billing::{
     AgentAccount, AgentSubscription, Charged, CheckoutSession, CurrentPaymentMethod, Invoice,
     PaymentMethodUrl, Plan, Subscription, SubscriptionCheck, Unsubscribed, WebhookReceived,
@@ -93,7 +94,7 @@ pub async fn subscribe(
         &app.db,
         &caller.id,
         &plan.product_id,
-        "subscription",
+        CheckoutMode::Subscription,
         &body.success_url,
         &body.cancel_url,
     )
@@ -107,17 +108,13 @@ pub async fn subscribe(
     }))
 }
 
-fn active(status: &str) -> bool {
-    matches!(status, "active" | "trialing")
-}
-
 /// `POST /api/users/subscriptions/check`.
 pub async fn check(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
 ) -> ApiResult<Answer<SubscriptionCheck>> {
     let subs = store::subscriptions(&app.db, &caller.id).await?;
-    let current = subs.into_iter().find(|s| active(&s.status));
+    let current = subs.into_iter().find(|s| s.status.grants_level());
     Ok(Answer(SubscriptionCheck {
         active: current.is_some(),
         data: current.map(Subscription::from),
@@ -173,7 +170,7 @@ async fn settle_level(app: &AppState, user_id: &str) -> ApiResult<i64> {
     let subs = store::subscriptions(&app.db, user_id).await?;
     let level = subs
         .iter()
-        .filter(|s| active(&s.status))
+        .filter(|s| s.status.grants_level())
         .map(|s| s.level)
         .max()
         .unwrap_or_else(|| free_level(&user));
@@ -191,7 +188,10 @@ pub async fn unsubscribe(
     Viewer(caller): Viewer,
 ) -> ApiResult<Answer<Unsubscribed>> {
     let subs = store::subscriptions(&app.db, &caller.id).await?;
-    let current: Vec<_> = subs.into_iter().filter(|s| active(&s.status)).collect();
+    let current: Vec<_> = subs
+        .into_iter()
+        .filter(|s| s.status.grants_level())
+        .collect();
     if current.is_empty() {
         return Err(ApiError::conflict("there is no active subscription"));
     }
@@ -199,7 +199,12 @@ pub async fn unsubscribe(
         app.payments
             .cancel_subscription(&s.provider_subscription_id)
             .await?;
-        store::set_subscription_status(&app.db, &s.provider_subscription_id, "canceled").await?;
+        store::set_subscription_status(
+            &app.db,
+            &s.provider_subscription_id,
+            SubscriptionStatus::Canceled,
+        )
+        .await?;
     }
     let level = settle_level(&app, &caller.id).await?;
     Ok(Answer(Unsubscribed {
@@ -225,7 +230,7 @@ pub async fn activate(
         provider_subscription_id,
         product_id,
         plan.level,
-        "active",
+        SubscriptionStatus::Active,
     )
     .await?;
     settle_level(app, user_id).await?;
@@ -304,7 +309,7 @@ async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<b
                 .or_else(|| object["metadata"]["product_id"].as_str().map(str::to_owned))
                 .ok_or_else(|| ApiError::bad_request("checkout session names no product"))?;
             if let Some(c) = &session {
-                store::close_checkout(&app.db, &c.id, "complete").await?;
+                store::close_checkout(&app.db, &c.id, CheckoutStatus::Complete).await?;
             }
             if let Some(customer) = s("customer") {
                 store::save_customer(
@@ -322,18 +327,36 @@ async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<b
             if let (Some(amount), Some(payment)) =
                 (object["amount_total"].as_i64(), s("payment_intent"))
             {
-                store::record_payment(&app.db, &user_id, &payment, amount, "succeeded").await?;
+                store::record_payment(
+                    &app.db,
+                    &user_id,
+                    &payment,
+                    amount,
+                    PaymentStatus::Succeeded,
+                )
+                .await?;
             }
             Ok(true)
         }
         "customer.subscription.updated" | "customer.subscription.deleted" => {
             let Some(id) = s("id") else { return Ok(false) };
             let status = if kind.ends_with("deleted") {
-                "canceled".to_owned()
+                SubscriptionStatus::Canceled
             } else {
-                s("status").unwrap_or_else(|| "active".into())
+                match s("status") {
+                    None => SubscriptionStatus::Active,
+                    // A status this version does not know changes nothing, and the
+                    // event is acknowledged so the provider does not resend it for days.
+                    Some(text) => match SubscriptionStatus::parse(&text) {
+                        Some(status) => status,
+                        None => {
+                            tracing::warn!(%id, status = %text, "unknown subscription status");
+                            return Ok(false);
+                        }
+                    },
+                }
             };
-            match store::set_subscription_status(&app.db, &id, &status).await? {
+            match store::set_subscription_status(&app.db, &id, status).await? {
                 Some(sub) => {
                     settle_level(app, &sub.user_id).await?;
                     Ok(true)
@@ -349,7 +372,8 @@ async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<b
                 return Ok(false);
             };
             if let (Some(id), Some(amount)) = (s("id"), object["amount_paid"].as_i64()) {
-                store::record_payment(&app.db, &sub.user_id, &id, amount, "succeeded").await?;
+                store::record_payment(&app.db, &sub.user_id, &id, amount, PaymentStatus::Succeeded)
+                    .await?;
             }
             if let Some(user) = users_db::by_id(&app.db, &sub.user_id).await? {
                 distribute_monthly(app, &user).await?;
@@ -369,7 +393,7 @@ async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<b
                 return Ok(false);
             };
             let amount = object["amount"].as_i64().unwrap_or(0);
-            store::record_payment(&app.db, user, &id, amount, "succeeded").await?;
+            store::record_payment(&app.db, user, &id, amount, PaymentStatus::Succeeded).await?;
             Ok(true)
         }
         _ => Ok(false),
@@ -532,7 +556,7 @@ pub async fn pay_provider_amount_cents(
         &caller.id,
         &payment_id,
         body.amount_cents,
-        "succeeded",
+        PaymentStatus::Succeeded,
     )
     .await?;
     Ok(Answer(Charged {

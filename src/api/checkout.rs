@@ -52,7 +52,7 @@ async fn checkout_page(State(app): State<AppState>, Path(id): Path<String>) -> R
         )
             .into_response();
     };
-    if session.status != "open" {
+    if session.status != crate::states::CheckoutStatus::Open {
         return page(
             "Checkout complete",
             "<p>This checkout was already completed.</p>",
@@ -117,7 +117,7 @@ async fn complete_checkout(
             StatusCode::NOT_FOUND,
             "this checkout does not exist".to_owned(),
         ))?;
-    if session.status != "open" {
+    if session.status != crate::states::CheckoutStatus::Open {
         return Ok(session.success_url);
     }
     let plan =

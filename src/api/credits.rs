@@ -19,6 +19,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{IdBody, IdempotencyKey, JsonBody};
 use crate::http::idempotency;
 use crate::http::reply::{Answer, Recorded};
+use crate::http::request::NonBlank;
 use crate::http::route_spec::{Category, ADDITIONS};
 use crate::state::AppState;
 use crate::states::LedgerKind;
@@ -478,8 +479,7 @@ pub struct VendorBody {
     #[schemars(email)]
     email: String,
     #[serde(rename = "vendorId")]
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    vendor_id: String,
+    vendor_id: NonBlank,
     #[schemars(range(min = 1, max = MAX_AMOUNT))]
     amount_cents: i64,
     /// Optional reference of the vendor's payout: the same one is paid once.
@@ -597,8 +597,7 @@ pub async fn pricing(State(app): State<AppState>) -> ApiResult<Answer<Pricing>> 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct StoreBody {
     #[serde(rename = "transactionId")]
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    transaction_id: String,
+    transaction_id: NonBlank,
 }
 
 /// `POST /api/credits/verify-apple-transaction-distritbution`: credits a purchase that the

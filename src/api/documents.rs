@@ -13,6 +13,7 @@ use crate::http::auth::{OrgMember, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{IdBody, JsonBody};
 use crate::http::reply::Answer;
+use crate::http::request::NonBlank;
 use crate::state::AppState;
 use crate::wire::documents::Document;
 use crate::wire::{Data, Deleted, Page, Saved};
@@ -35,8 +36,7 @@ fn doc_type(raw: &str) -> ApiResult<String> {
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListBody {
     /// Only documents of this type.
-    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
-    r#type: Option<String>,
+    r#type: Option<NonBlank<100>>,
     /// 1 to 200, default 50.
     #[serde(default, deserialize_with = "crate::http::extract::lenient_i64")]
     #[schemars(with = "Option<i64>")]
@@ -76,8 +76,7 @@ pub async fn get(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct CreateBody {
     /// 1 to 100 characters.
-    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
-    r#type: String,
+    r#type: NonBlank<100>,
     /// The document's content; at most 256 KiB of JSON.
     data: Option<Map<String, Value>>,
 }

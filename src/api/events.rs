@@ -12,19 +12,18 @@ use crate::http::auth::{Caller, MaybeCaller, OrgMember, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::reply::Answer;
 use crate::state::AppState;
+use crate::states::Visibility;
 use crate::wire::events::{Conflicts, Event};
 use crate::wire::{Data, Deleted, Page, Saved};
 
 /// The keys `updates` may change; any other is dropped (spec).
 const UPDATABLE: [&str; 5] = ["begins_at", "ends_at", "status", "visibility", "data"];
-const VISIBILITIES: [&str; 2] = ["public", "private"];
-
 fn not_found() -> ApiError {
     ApiError::not_found("event not found")
 }
 
 fn visible_to_all(e: &EventRow) -> bool {
-    e.status == "approved" && e.visibility == "public"
+    e.status == "approved" && e.visibility == Visibility::Public
 }
 
 fn status(raw: &str) -> ApiResult<String> {
@@ -37,14 +36,10 @@ fn status(raw: &str) -> ApiResult<String> {
     Ok(s)
 }
 
-fn visibility(raw: &str) -> ApiResult<String> {
-    let v = raw.trim().to_ascii_lowercase();
-    if !VISIBILITIES.contains(&v.as_str()) {
-        return Err(ApiError::bad_request(
-            "`visibility` must be `public` or `private`",
-        ));
-    }
-    Ok(v)
+/// Any case and surrounding spaces are accepted, as before the type existed.
+fn visibility(raw: &str) -> ApiResult<Visibility> {
+    Visibility::parse(&raw.trim().to_ascii_lowercase())
+        .ok_or_else(|| ApiError::bad_request("`visibility` must be `public` or `private`"))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -130,7 +125,7 @@ pub async fn create(
         begins_at,
         ends_at,
         status: &status,
-        visibility: &visibility,
+        visibility,
         data: &data,
     };
     let id = store::create(&app.db, &g.org.id, &fields, &g.caller.id).await?;
@@ -201,7 +196,7 @@ pub async fn update(
             begins_at: next.begins_at,
             ends_at: next.ends_at,
             status: &next.status,
-            visibility: &next.visibility,
+            visibility: next.visibility,
             data: &data,
         };
         let written = store::write(&app.db, &e.id, e.version, &fields).await?;

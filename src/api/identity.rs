@@ -15,6 +15,7 @@ use crate::domain::idp::verify_id_token;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::JsonBody;
 use crate::http::reply::Answer;
+use crate::http::request::NonBlank;
 use crate::state::AppState;
 use crate::wire::users::{SignedIn, TokenSignedIn, User};
 
@@ -22,8 +23,7 @@ use crate::wire::users::{SignedIn, TokenSignedIn, User};
 pub struct IdTokenBody {
     /// The ID token; `id_token`, `idToken` and `credential` are accepted as aliases.
     #[serde(alias = "id_token", alias = "idToken", alias = "credential")]
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    token: String,
+    token: NonBlank,
     source: Option<String>,
 }
 

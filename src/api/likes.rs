@@ -10,6 +10,7 @@ use crate::http::auth::{Caller, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{IdBody, JsonBody};
 use crate::http::reply::Answer;
+use crate::http::request::NonBlank;
 use crate::state::AppState;
 use crate::wire::likes::{Like, Liker, LikesOf};
 use crate::wire::{Deleted, Saved};
@@ -58,8 +59,7 @@ pub async fn get(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct CreateBody {
     /// The liked entity's id (1 to 200 characters).
-    #[schemars(length(min = 1, max = 200), regex(pattern = r"\S"))]
-    entity_id: String,
+    entity_id: NonBlank<200>,
 }
 
 /// `POST /api/likes/create` (V10): 409, naming the existing like's `id`, when the

@@ -19,6 +19,7 @@ use crate::http::auth::{Caller, MaybeCaller, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{IdBody, JsonBody};
 use crate::http::reply::{prebuild, Answer, Prebuilt, PrivateAnswer};
+use crate::http::request::NonBlank;
 use crate::state::AppState;
 use crate::wire::posts::{AdminStats, Backlink, Post, Reception, ReceptionData, Referrer, Thread};
 use crate::wire::{Data, Deleted, Page, Saved, True};
@@ -88,8 +89,7 @@ fn post_list(rows: Vec<PostRow>, total: i64, limit: i64, offset: i64) -> Answer<
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListBody {
     /// The post type to list.
-    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
-    r#type: String,
+    r#type: NonBlank<100>,
     organization_id: Option<String>,
     /// The author, by id, username or email.
     user_id: Option<String>,
@@ -231,15 +231,13 @@ pub async fn by_slug(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct CreateBody {
     /// `GENERAL`, `DIAGRAM_PAGE`, `NOTE`, `TEAM_POST`, `THREAD` or any other string.
-    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
-    r#type: String,
+    r#type: NonBlank<100>,
     /// Becomes `data`.
     fields: Option<Map<String, Value>>,
     /// Publishes under this organization (the caller must be a member).
     domain: Option<String>,
     /// A unique source identifier.
-    #[schemars(length(min = 1, max = 500), regex(pattern = r"\S"))]
-    src: Option<String>,
+    src: Option<NonBlank<500>>,
     /// A unique slug (`/api/posts/public/{slug}`).
     #[schemars(regex(pattern = r"^\s*[A-Za-z0-9][A-Za-z0-9._-]{0,199}\s*$"))]
     slug: Option<String>,
@@ -396,8 +394,7 @@ pub async fn delete(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct StatsBody {
     /// One type; all types (with a count per type) when omitted.
-    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
-    r#type: Option<String>,
+    r#type: Option<NonBlank<100>>,
 }
 
 /// `POST /api/posts/admin-stats` (Admin100): platform-wide counts.

@@ -20,6 +20,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::ClientAddr;
 use crate::http::extract::{IdBody, JsonBody};
 use crate::http::reply::{prebuild, Answer, Prebuilt};
+use crate::http::request::NonBlank;
 use crate::state::AppState;
 use crate::wire::users::{
     CodeDetails, CodeUsed, KeyRegenerated, LinkEmailed, PublicProfile, PublicUser, ResetRequested,
@@ -148,8 +149,7 @@ pub async fn authenticate_interstitial(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct VerifyBody {
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    code: String,
+    code: NonBlank,
     /// With a reset or verification code: the new password, set in the same step.
     #[schemars(length(min = 1))]
     password: Option<String>,
@@ -157,8 +157,7 @@ pub struct VerifyBody {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct CodeBody {
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    code: String,
+    code: NonBlank,
 }
 
 fn invalid_code() -> ApiError {
@@ -638,8 +637,7 @@ pub async fn regenerate_key(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct WalletBody {
-    #[schemars(length(min = 1, max = 256), regex(pattern = r"\S"))]
-    wallet_address: String,
+    wallet_address: NonBlank<256>,
     /// Kept server-side as proof of ownership; never returned.
     wallet_signature: Option<String>,
 }

@@ -16,6 +16,7 @@ use crate::http::auth::{Caller, OrgAdmin, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{JsonBody, NoFields};
 use crate::http::reply::Answer;
+use crate::http::request::NonBlank;
 use crate::state::AppState;
 use crate::states::WaitlistStatus::{Accepted, Pending};
 use crate::wire::waitlist::{
@@ -80,8 +81,8 @@ pub async fn add(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListQuery {
-    #[schemars(with = "String", length(min = 1), regex(pattern = r"\S"))]
-    domain: Option<String>,
+    #[schemars(with = "NonBlank")]
+    domain: Option<NonBlank>,
     #[schemars(range(min = 1))]
     limit: Option<i64>,
     #[schemars(range(min = 0))]

@@ -5,6 +5,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use crate::db::{now, Db};
+use crate::states::Visibility;
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -14,8 +15,9 @@ pub struct EventRow {
     pub domain: String,
     pub begins_at: DateTime<Utc>,
     pub ends_at: DateTime<Utc>,
+    /// Free text (the spec names no set): `pending` by default, `approved` to publish.
     pub status: String,
-    pub visibility: String,
+    pub visibility: Visibility,
     pub data: Json<Value>,
     pub created_by: Option<String>,
     pub version: i64,
@@ -28,7 +30,7 @@ pub struct EventFields<'a> {
     pub begins_at: DateTime<Utc>,
     pub ends_at: DateTime<Utc>,
     pub status: &'a str,
-    pub visibility: &'a str,
+    pub visibility: Visibility,
     pub data: &'a Value,
 }
 

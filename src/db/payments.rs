@@ -6,6 +6,7 @@ use serde_json::Value;
 use sqlx::types::Json;
 
 use crate::db::{now, Db};
+use crate::states::{CheckoutMode, CheckoutStatus, PaymentStatus, SubscriptionStatus};
 use crate::with_db;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -50,7 +51,7 @@ pub struct Subscription {
     pub provider_subscription_id: String,
     pub product_id: String,
     pub level: i64,
-    pub status: String,
+    pub status: SubscriptionStatus,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -63,7 +64,7 @@ pub async fn upsert_subscription(
     provider_id: &str,
     product_id: &str,
     level: i64,
-    status: &str,
+    status: SubscriptionStatus,
 ) -> sqlx::Result<()> {
     let now = now();
     with_db!(db, p => sqlx::query(
@@ -78,7 +79,7 @@ pub async fn upsert_subscription(
 pub async fn set_subscription_status(
     db: &Db,
     provider_id: &str,
-    status: &str,
+    status: SubscriptionStatus,
 ) -> sqlx::Result<Option<Subscription>> {
     const SQL: &str = "UPDATE subscriptions SET status = $2, updated_at = $3 WHERE provider_subscription_id = $1 \
         RETURNING id, user_id, provider, provider_subscription_id, product_id, level, status, created_at, updated_at";
@@ -105,8 +106,8 @@ pub struct CheckoutSession {
     pub id: String,
     pub user_id: String,
     pub product_id: String,
-    pub mode: String,
-    pub status: String,
+    pub mode: CheckoutMode,
+    pub status: CheckoutStatus,
     pub success_url: String,
     pub cancel_url: String,
 }
@@ -115,7 +116,7 @@ pub async fn create_checkout(
     db: &Db,
     user_id: &str,
     product_id: &str,
-    mode: &str,
+    mode: CheckoutMode,
     success_url: &str,
     cancel_url: &str,
 ) -> sqlx::Result<String> {
@@ -136,7 +137,7 @@ pub async fn checkout(db: &Db, id: &str) -> sqlx::Result<Option<CheckoutSession>
 }
 
 /// Moves an open session to `status`; `false` when it was not open (completed twice).
-pub async fn close_checkout(db: &Db, id: &str, status: &str) -> sqlx::Result<bool> {
+pub async fn close_checkout(db: &Db, id: &str, status: CheckoutStatus) -> sqlx::Result<bool> {
     let n = with_db!(db, p => sqlx::query(
         "UPDATE checkout_sessions SET status = $2, updated_at = $3 WHERE id = $1 AND status = 'open'"
     ).bind(id).bind(status).bind(now()).execute(p).await.map(|r| r.rows_affected()))?;
@@ -149,7 +150,7 @@ pub struct Payment {
     pub user_id: String,
     pub provider_payment_id: String,
     pub amount_cents: i64,
-    pub status: String,
+    pub status: PaymentStatus,
     pub created_at: DateTime<Utc>,
 }
 
@@ -158,7 +159,7 @@ pub async fn record_payment(
     user_id: &str,
     provider_id: &str,
     amount_cents: i64,
-    status: &str,
+    status: PaymentStatus,
 ) -> sqlx::Result<Payment> {
     let now = now();
     with_db!(db, p => sqlx::query_as(

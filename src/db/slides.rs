@@ -591,7 +591,7 @@ pub struct PublicationRow {
     pub id: String,
     pub deck_id: String,
     pub revision_id: String,
-    pub status: String,
+    pub status: crate::states::PublicationStatus,
     pub content: Json<Value>,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,

@@ -14,6 +14,7 @@ pub(crate) mod object_urls;
 pub(crate) mod openapi;
 pub(crate) mod pages;
 pub(crate) mod reply;
+pub(crate) mod request;
 pub(crate) mod route_spec;
 pub mod routes;
 pub(crate) mod schema;

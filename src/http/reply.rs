@@ -93,17 +93,39 @@ impl<T: Serialize> IntoResponse for PrivateAnswer<T> {
 
 /// The answer of a change recorded for replays (deck changes and credit changes run
 /// behind an idempotency key): a `T` the first time, the recorded JSON of that same `T`
-/// on a replay; a plain [`Answer`] when no key was sent. Only the document sees `T`.
+/// on a replay; a plain [`Answer`] when no key was sent. Only the document sees `T`, so
+/// the one way in for a recorded reply is [`Recorded::recorded`], called only by the
+/// runners that are generic in the `T` their work returns (`idempotency::recorded`, the
+/// deck changes' `change`): a route's declared answer is what its change returns.
 pub struct Recorded<T> {
-    response: Response,
+    sent: Sent,
     of: std::marker::PhantomData<T>,
 }
 
-impl<T> From<Reply> for Recorded<T> {
-    fn from(reply: Reply) -> Self {
+enum Sent {
+    /// Built from `T` (no key), straight to bytes.
+    Response(Response),
+    /// The recorded JSON of a `T`, first time or replayed.
+    Reply(Reply),
+}
+
+impl<T: Serialize> Recorded<T> {
+    /// The recorded reply of a change whose work returned a `T`.
+    pub(crate) fn recorded(reply: Reply) -> Self {
         Self {
-            response: reply.into_response(),
+            sent: Sent::Reply(reply),
             of: std::marker::PhantomData,
+        }
+    }
+
+    /// Adds to the recorded reply (a `Location` read from its recorded body).
+    pub(crate) fn map_reply(self, f: impl FnOnce(Reply) -> Reply) -> Self {
+        match self.sent {
+            Sent::Reply(r) => Self {
+                sent: Sent::Reply(f(r)),
+                of: self.of,
+            },
+            sent @ Sent::Response(_) => Self { sent, of: self.of },
         }
     }
 }
@@ -111,7 +133,7 @@ impl<T> From<Reply> for Recorded<T> {
 impl<T: Serialize> From<Answer<T>> for Recorded<T> {
     fn from(answer: Answer<T>) -> Self {
         Self {
-            response: answer.into_response(),
+            sent: Sent::Response(answer.into_response()),
             of: std::marker::PhantomData,
         }
     }
@@ -119,7 +141,10 @@ impl<T: Serialize> From<Answer<T>> for Recorded<T> {
 
 impl<T> IntoResponse for Recorded<T> {
     fn into_response(self) -> Response {
-        self.response
+        match self.sent {
+            Sent::Response(r) => r,
+            Sent::Reply(r) => r.into_response(),
+        }
     }
 }
 

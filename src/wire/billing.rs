@@ -59,8 +59,8 @@ pub struct Subscription {
     pub provider_subscription_id: String,
     pub product_id: String,
     pub level: i64,
-    /// The provider's status: `active`, `trialing`, `past_due`, `canceled`, ...
-    pub status: String,
+    /// The provider's status; `active` and `trialing` grant the plan's level.
+    pub status: crate::states::SubscriptionStatus,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -97,7 +97,7 @@ pub struct Invoice {
     pub user_id: String,
     pub provider_payment_id: String,
     pub amount_cents: i64,
-    pub status: String,
+    pub status: crate::states::PaymentStatus,
     pub created_at: DateTime<Utc>,
 }
 

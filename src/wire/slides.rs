@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::True;
 use crate::db::slides::{AssetRow, DeckRow, PublicationRow, RevisionRow, RevisionSummary};
+use crate::states::PublicationStatus;
 
 /// A deck. Reads and changes of one deck carry its `content` and current `revision`;
 /// `GET /api/slides/{id}` adds the caller's `role` and the active `publication`.
@@ -166,8 +167,7 @@ pub struct Publication {
     pub deck_id: String,
     #[schemars(extend("format" = "uuid"))]
     pub revision_id: String,
-    /// `active` or `revoked`.
-    pub status: String,
+    pub status: PublicationStatus,
     pub created_at: DateTime<Utc>,
     pub revoked_at: Option<DateTime<Utc>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -184,7 +184,7 @@ impl From<&PublicationRow> for Publication {
             id: p.id.clone(),
             deck_id: p.deck_id.clone(),
             revision_id: p.revision_id.clone(),
-            status: p.status.clone(),
+            status: p.status,
             created_at: p.created_at,
             revoked_at: p.revoked_at,
             url: None,
@@ -199,8 +199,8 @@ pub struct Unpublished {
     pub success: True,
     #[schemars(extend("format" = "uuid"))]
     pub deck_id: String,
-    /// `revoked`.
-    pub status: &'static str,
+    /// Always `revoked`.
+    pub status: PublicationStatus,
     pub revoked_publications: Vec<String>,
 }
 

@@ -10,6 +10,7 @@ use crate::http::auth::{Caller, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{IdBody, JsonBody};
 use crate::http::reply::Answer;
+use crate::http::request::NonBlank;
 use crate::state::AppState;
 use crate::wire::localizations::{Localization, Translations};
 use crate::wire::{Data, Deleted, Saved};
@@ -70,8 +71,7 @@ pub async fn localization_get(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct LocalizationCreate {
     /// The translated entity's id (1 to 200 characters; not checked against other tables).
-    #[schemars(length(min = 1, max = 200), regex(pattern = r"\S"))]
-    entity_id: String,
+    entity_id: NonBlank<200>,
     /// BCP 47, e.g. `en`, `pt-BR`.
     #[schemars(
         regex(pattern = r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$"),
@@ -79,8 +79,7 @@ pub struct LocalizationCreate {
     )]
     language_tag: String,
     /// What is translated (`title`, `description`, ...): 1 to 200 characters.
-    #[schemars(length(min = 1, max = 200), regex(pattern = r"\S"))]
-    name: String,
+    name: NonBlank<200>,
     /// The translation (at most 65,536 characters; empty allowed).
     #[schemars(length(max = 65536))]
     value: String,

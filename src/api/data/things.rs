@@ -15,6 +15,7 @@ use crate::http::auth::{Caller, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::JsonBody;
 use crate::http::reply::Answer;
+use crate::http::request::NonBlank;
 use crate::state::AppState;
 use crate::wire::things::{Thing, ThingMatches, ThingPage};
 use crate::wire::{Data, Deleted, Page, Saved};
@@ -52,11 +53,9 @@ pub async fn thing_get(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ThingCreate {
     /// 1 to 300 characters; searchable.
-    #[schemars(length(min = 1, max = 300), regex(pattern = r"\S"))]
-    title: String,
+    title: NonBlank<300>,
     /// 1 to 100 characters; searchable.
-    #[schemars(length(min = 1, max = 100), regex(pattern = r"\S"))]
-    category: String,
+    category: NonBlank<100>,
     /// Unique: lower-cased, 1 to 200 of a-z, 0-9, `-`, `_`, `.`.
     #[schemars(regex(pattern = r"^\s*[A-Za-z0-9][A-Za-z0-9._-]{0,199}\s*$"))]
     slug: String,

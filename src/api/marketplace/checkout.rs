@@ -15,6 +15,7 @@ use crate::http::auth::{Guest, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{IdempotencyKey, JsonBody};
 use crate::http::reply::Recorded;
+use crate::http::request::NonBlank;
 use crate::state::AppState;
 use crate::wire::marketplace::Placed;
 
@@ -34,8 +35,7 @@ pub struct CheckoutBody {
     /// Free-form details of the buyer (an object; `email` gets receipts).
     customer_info: Option<Value>,
     shipping_address: Option<Address>,
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    discount_code: Option<String>,
+    discount_code: Option<NonBlank>,
     /// USD: pay now with this payment method (`pm_...`); without it the answer says
     /// where to pay, and the units are held until `reserved_until`.
     #[schemars(regex(pattern = r"^pm_[A-Za-z0-9_]+$"), length(max = 255))]
@@ -84,7 +84,7 @@ pub async fn checkout(
                 buyer_email: Some(caller.user.email.clone()),
                 customer_info: object("customer_info", body.customer_info.clone())?,
                 shipping_address: address(body.shipping_address.clone())?,
-                discount_code: body.discount_code.clone(),
+                discount_code: body.discount_code.clone().map(NonBlank::into_string),
                 payment_method_id: body.payment_method_id.clone(),
             };
             let placed = place(&app, Buyer::User(caller.id.clone()), basket, pay, req).await?;

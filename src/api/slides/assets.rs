@@ -2,12 +2,12 @@
 //! all of it in one request (`assets/upload`).
 
 use super::*;
+use crate::http::request::NonBlank;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct AssetCreate {
     /// The deck the image belongs to.
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    deck_id: String,
+    deck_id: NonBlank,
     /// The file name (kept in the object key).
     #[schemars(regex(pattern = r"[A-Za-z0-9_]"))]
     file: String,
@@ -25,10 +25,8 @@ pub struct AssetCreate {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct AssetRef {
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    deck_id: String,
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    asset_id: String,
+    deck_id: NonBlank,
+    asset_id: NonBlank,
 }
 
 /// `POST /api/slides/assets/create` (Editor): reserves a private image upload.
@@ -37,7 +35,7 @@ pub async fn asset_create(
     Viewer(caller): Viewer,
     DeckChange(req, sent): DeckChange<AssetCreate>,
 ) -> ApiResult<Recorded<Asset>> {
-    let deck_id = required("deck_id", &req.deck_id)?;
+    let deck_id = req.deck_id.trimmed().to_owned();
     let file = asset_file(&req.file)?;
     // Short names (`png`, `jpg`, `svg`) are accepted for the MIME type they stand for.
     let mime = match req.mime.trim().to_ascii_lowercase().as_str() {
@@ -91,17 +89,16 @@ pub async fn asset_create(
                 },
             )
             .await?;
-            Ok(Reply::ok(Asset {
+            Ok(Asset {
                 upload_url: Some(url),
                 upload_method: Some("PUT"),
                 upload_headers: Some(json!({ "Content-Type": mime })),
                 upload_expires_at: Some(chrono::Utc::now() + UPLOAD_TTL),
                 ..Asset::from(&row)
-            }))
+            })
         },
     )
     .await
-    .map(Recorded::from)
 }
 
 /// An asset's file name as a deck's markdown names it: folders kept (`img/chart.png`,
@@ -150,8 +147,8 @@ pub async fn asset_complete(
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<AssetRef>,
 ) -> ApiResult<Recorded<Asset>> {
-    let deck_id = required("deck_id", &body.deck_id)?;
-    let asset_id = required("asset_id", &body.asset_id)?;
+    let deck_id = body.deck_id.trimmed().to_owned();
+    let asset_id = body.asset_id.trimmed().to_owned();
     on_deck(
         &app,
         &caller,
@@ -169,11 +166,10 @@ pub async fn asset_complete(
             } else {
                 asset
             };
-            Ok(Reply::ok(Asset::from(&asset)))
+            Ok(Asset::from(&asset))
         },
     )
     .await
-    .map(Recorded::from)
 }
 
 /// `GET /api/slides/assets/{id}?deck_id=` (Editor): status and, when ready, a URL valid
@@ -204,8 +200,8 @@ pub async fn asset_delete(
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<AssetRef>,
 ) -> ApiResult<Recorded<AssetDeleted>> {
-    let deck_id = required("deck_id", &body.deck_id)?;
-    let asset_id = required("asset_id", &body.asset_id)?;
+    let deck_id = body.deck_id.trimmed().to_owned();
+    let asset_id = body.asset_id.trimmed().to_owned();
     on_deck(
         &app,
         &caller,
@@ -229,15 +225,14 @@ pub async fn asset_delete(
                     tracing::warn!(error = %e, key, "asset object not deleted");
                 }
             });
-            Ok(Reply::ok(AssetDeleted {
+            Ok(AssetDeleted {
                 success: True,
                 id: asset.id,
                 deleted: True,
-            }))
+            })
         },
     )
     .await
-    .map(Recorded::from)
 }
 
 /// An image as a request body: its bytes and the type its `Content-Type` names (one of
@@ -322,8 +317,7 @@ impl crate::http::schema::DocArg for ImageBody {
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct UploadQuery {
     /// The deck the image belongs to.
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    deck_id: String,
+    deck_id: NonBlank,
     /// The file name a markdown deck uses for it: `![](chart.png)`. It ends in the
     /// image's extension (`.png`, `.jpg`, `.jpeg`, `.webp`, `.svg`, any case).
     #[schemars(
@@ -350,7 +344,7 @@ pub async fn asset_upload(
     Query(q): Query<UploadQuery>,
     ImageBody { mime, file: body }: ImageBody,
 ) -> ApiResult<Answer<Asset>> {
-    let deck_id = required("deck_id", &q.deck_id)?;
+    let deck_id = q.deck_id.trimmed().to_owned();
     let file = asset_file(&q.file)?;
     // The name is what markdown will name: it says what it is.
     let by_name = type_of_name(&file).ok_or_else(|| {

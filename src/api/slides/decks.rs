@@ -1,6 +1,7 @@
 //! Decks: capabilities, create, list, get, update, delete.
 
 use super::*;
+use crate::http::request::NonBlank;
 
 /// `GET /api/slides/capabilities` (Public).
 pub async fn capabilities() -> ApiResult<Answer<Capabilities>> {
@@ -107,7 +108,6 @@ pub async fn create(
         Ok(deck_reply_warned(&deck_row, &rev, warnings))
     })
     .await
-    .map(Recorded::from)
 }
 
 /// `GET /api/slides` (V10): personal decks and decks of the caller's organizations.
@@ -144,8 +144,7 @@ pub async fn get(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct UpdateBody {
     /// The deck.
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    id: String,
+    id: NonBlank,
     /// The deck's current `version`; a stale one is a 409 with `current_version`.
     #[schemars(range(min = 1))]
     expected_version: i64,
@@ -168,7 +167,7 @@ pub async fn update(
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<UpdateBody>,
 ) -> ApiResult<Recorded<SlideDeck>> {
-    let id = required("id", &body.id)?;
+    let id = body.id.trimmed().to_owned();
     let expected = version(body.expected_version)?;
     // Image file names resolve to this deck's ready assets, read once the caller's
     // access to the deck is checked (`check_assets` checks the ids again in the actor).
@@ -243,14 +242,12 @@ pub async fn update(
         },
     )
     .await
-    .map(Recorded::from)
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct DeleteBody {
     /// The deck.
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    id: String,
+    id: NonBlank,
     /// The deck's current `version`.
     #[schemars(range(min = 1))]
     expected_version: i64,
@@ -262,7 +259,7 @@ pub async fn delete(
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<DeleteBody>,
 ) -> ApiResult<Recorded<SlideDeckDeleted>> {
-    let id = required("id", &body.id)?;
+    let id = body.id.trimmed().to_owned();
     let expected = version(body.expected_version)?;
     on_deck(
         &app,
@@ -274,17 +271,16 @@ pub async fn delete(
         move |a, _, deck| async move {
             let revoked = store::active_publication_of(&a.db, &deck.id).await?;
             if store::delete_deck(&a.db, &deck.id, expected).await? {
-                Ok(Reply::ok(SlideDeckDeleted {
+                Ok(SlideDeckDeleted {
                     success: True,
                     id: deck.id,
                     deleted: True,
                     revoked_publications: revoked.map(|p| vec![p.id]).unwrap_or_default(),
-                }))
+                })
             } else {
                 Err(stale_or_gone(&a, &deck.id).await)
             }
         },
     )
     .await
-    .map(Recorded::from)
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::*;
 use crate::domain::exports::{ended, JobView};
 use crate::http::reply::{EventStream, HeadedAnswer, PrivateAnswer};
+use crate::http::request::NonBlank;
 
 /// The job as `caller` reads it, with fresh artifact URLs. Its `callback_url` (which may
 /// hold a token in its query) is shown to the one who asked for it only (security
@@ -92,14 +93,12 @@ fn job_location(job_id: &str, deck_id: &str) -> Option<HeaderValue> {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ExportCreate {
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    deck_id: String,
+    deck_id: NonBlank,
     /// `html`, `pdf` or `png`.
     #[schemars(extend("enum" = ["html", "pdf", "png"]))]
     format: String,
     /// Default: the deck's current revision.
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    revision_id: Option<String>,
+    revision_id: Option<NonBlank>,
     /// Speaker notes for the presenter (default false): `pdf` gets a notes page after
     /// each slide with notes, `html` a presenter view (the slide, the next one, the
     /// notes, a timer). Not for `png`. Audience copies (publish) never carry notes.
@@ -170,20 +169,22 @@ pub async fn export_create(
                 callback_url.as_deref(),
             )
             .await?;
-            Ok(Reply::ok(job_view(&a, &c, &job).await?))
+            Ok(job_view(&a, &c, &job).await?)
         },
     )
     .await?;
-    let created = reply.status.is_success();
-    let location = reply
-        .body
-        .get("id")
-        .and_then(Value::as_str)
-        .zip(reply.body.get("deck_id").and_then(Value::as_str))
-        .and_then(|(job, deck)| job_location(job, deck));
-    Ok(Recorded::from(match location {
-        Some(l) if created => reply.header_value(header::LOCATION, l),
-        _ => reply,
+    // The location comes from the recorded value, so a replay carries it too.
+    Ok(reply.map_reply(|reply| {
+        let location = reply
+            .body
+            .get("id")
+            .and_then(Value::as_str)
+            .zip(reply.body.get("deck_id").and_then(Value::as_str))
+            .and_then(|(job, deck)| job_location(job, deck));
+        match location {
+            Some(l) if reply.status.is_success() => reply.header_value(header::LOCATION, l),
+            _ => reply,
+        }
     }))
 }
 
@@ -199,8 +200,8 @@ const MAX_WAIT_SECS: u64 = 60;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct JobQuery {
-    #[schemars(with = "String", length(min = 1), regex(pattern = r"\S"))]
-    deck_id: Option<String>,
+    #[schemars(with = "NonBlank")]
+    deck_id: Option<NonBlank>,
     /// Seconds (0 to 60) to wait for the job to change state before answering: the
     /// answer comes as soon as its status changes (or at once when it has ended), else
     /// after this long with the job as it is.
@@ -453,10 +454,8 @@ pub async fn callback_secret_rotate(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct JobRef {
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    deck_id: String,
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    job_id: String,
+    deck_id: NonBlank,
+    job_id: NonBlank,
 }
 
 /// `POST /api/slides/jobs/cancel` (job requester or manager): a pending job never runs;
@@ -491,9 +490,8 @@ pub async fn job_cancel(
                 ))
                 .with("status", job.status));
             }
-            Ok(Reply::ok(job_view(&a, &who, &job).await?))
+            Ok(job_view(&a, &who, &job).await?)
         },
     )
     .await
-    .map(Recorded::from)
 }

@@ -144,6 +144,7 @@ async fn stale_or_gone(app: &AppState, deck_id: &str) -> ApiError {
 // ---- idempotent changes ----
 
 use crate::http::idempotency::request_hash;
+use crate::http::request::NonBlank;
 
 /// The body of a deck mutation: typed, plus the JSON as sent and its idempotency key
 /// (the `Idempotency-Key` header or the body's `idempotency_key`: `api::idempotent`; a
@@ -241,28 +242,32 @@ fn too_many_operations(bytes: &[u8]) -> bool {
     matches!(serde_json::from_slice::<Probe>(bytes), Err(e) if e.to_string().starts_with(TOO_MANY))
 }
 
-/// Runs a mutation in the deck actor of `scope` behind its idempotency key.
-async fn change<F>(
+/// Runs a mutation in the deck actor of `scope` behind its idempotency key. The answer
+/// is the `T` the work returns, or on a replay the recorded JSON of that same `T`.
+async fn change<T, F>(
     app: &AppState,
     scope: String,
     route: &str,
     caller: &Caller,
     sent: &Sent,
     work: F,
-) -> ApiResult
+) -> ApiResult<Recorded<T>>
 where
-    F: std::future::Future<Output = ApiResult> + Send + 'static,
+    T: serde::Serialize,
+    F: std::future::Future<Output = ApiResult<T>> + Send + 'static,
 {
     let hash = request_hash(route, &caller.id, &sent.json);
     let work = async move {
         let reply = match work.await {
-            Ok(r) => r,
+            Ok(value) => Reply::ok(value),
             Err(e) => Reply::from(e),
         };
         (reply.status.as_u16(), Value::Object(reply.body))
     }
     .boxed();
-    crate::api::idempotent::answer(app.decks.run(scope, sent.key.clone(), hash, work).await)
+    let reply =
+        crate::api::idempotent::answer(app.decks.run(scope, sent.key.clone(), hash, work).await)?;
+    Ok(Recorded::recorded(reply))
 }
 
 /// Who may make a change to a deck.
@@ -274,7 +279,7 @@ enum Need {
 
 /// The prelude every deck mutation shares: open the deck named in the request, check
 /// the role, then run `work` as a change of that deck.
-async fn on_deck<F, Fut>(
+async fn on_deck<T, F, Fut>(
     app: &AppState,
     caller: &Arc<Caller>,
     sent: &Sent,
@@ -282,10 +287,11 @@ async fn on_deck<F, Fut>(
     need: Need,
     route: &str,
     work: F,
-) -> ApiResult
+) -> ApiResult<Recorded<T>>
 where
+    T: serde::Serialize,
     F: FnOnce(AppState, Arc<Caller>, DeckRow) -> Fut,
-    Fut: std::future::Future<Output = ApiResult> + Send + 'static,
+    Fut: std::future::Future<Output = ApiResult<T>> + Send + 'static,
 {
     let (deck, role) = open(app, caller, deck_id).await?;
     if need == Need::Manager {
@@ -501,8 +507,8 @@ async fn check_assets(app: &AppState, deck_id: Option<&str>, deck: &Deck) -> Api
     }
 }
 
-fn deck_reply(deck: &DeckRow, revision: &store::RevisionRow) -> Reply {
-    Reply::ok(SlideDeck::with_revision(deck, revision))
+fn deck_reply(deck: &DeckRow, revision: &store::RevisionRow) -> SlideDeck {
+    SlideDeck::with_revision(deck, revision)
 }
 
 /// The answer of `create` and `update`: the deck and the parser's warnings.
@@ -510,25 +516,24 @@ fn deck_reply_warned(
     deck: &DeckRow,
     revision: &store::RevisionRow,
     warnings: Vec<String>,
-) -> Reply {
-    Reply::ok(SlideDeck {
+) -> SlideDeck {
+    SlideDeck {
         warnings: Some(warnings),
         ..SlideDeck::with_revision(deck, revision)
-    })
+    }
 }
 
 // ---- queries ----
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct DeckQuery {
-    #[schemars(with = "String", length(min = 1), regex(pattern = r"\S"))]
-    deck_id: Option<String>,
+    #[schemars(with = "NonBlank")]
+    deck_id: Option<NonBlank>,
 }
 
-fn deck_id_of(deck_id: &Option<String>) -> ApiResult<&str> {
+fn deck_id_of(deck_id: &Option<NonBlank>) -> ApiResult<&str> {
     deck_id
         .as_deref()
-        .filter(|d| !d.is_empty())
         .ok_or_else(|| ApiError::bad_request("query parameter `deck_id` is required"))
 }
 

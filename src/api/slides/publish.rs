@@ -4,6 +4,8 @@ use axum::response::IntoResponse;
 
 use super::*;
 use crate::http::reply::OrPage;
+use crate::http::request::NonBlank;
+use crate::states::PublicationStatus;
 
 /// Audience content plus short-lived URLs of its images.
 async fn audience_json(app: &AppState, deck_id: &str, content: &Value) -> ApiResult<Value> {
@@ -33,11 +35,9 @@ async fn audience_json(app: &AppState, deck_id: &str, content: &Value) -> ApiRes
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct PublishBody {
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    deck_id: String,
+    deck_id: NonBlank,
     /// A revision with a successful export.
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    revision_id: String,
+    revision_id: NonBlank,
     /// The deck's current `version`.
     #[schemars(range(min = 1))]
     expected_version: i64,
@@ -45,8 +45,7 @@ pub struct PublishBody {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct UnpublishBody {
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    deck_id: String,
+    deck_id: NonBlank,
     /// The deck's current `version`.
     #[schemars(range(min = 1))]
     expected_version: i64,
@@ -59,8 +58,8 @@ pub async fn publish(
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<PublishBody>,
 ) -> ApiResult<Recorded<Publication>> {
-    let deck_id = required("deck_id", &body.deck_id)?;
-    let revision_id = required("revision_id", &body.revision_id)?;
+    let deck_id = body.deck_id.trimmed().to_owned();
+    let revision_id = body.revision_id.trimmed().to_owned();
     let expected = version(body.expected_version)?;
     on_deck(
         &app,
@@ -83,16 +82,15 @@ pub async fn publish(
             match store::publish(&a.db, &deck.id, expected, &rev.summary.id, &content, &c.id)
                 .await?
             {
-                Published::Done(p) => Ok(Reply::ok(Publication {
+                Published::Done(p) => Ok(Publication {
                     url: Some(format!("{}/api/slides/public/{}", a.public_url, p.id)),
                     ..Publication::from(&p)
-                })),
+                }),
                 Published::StaleVersion => Err(stale_or_gone(&a, &deck.id).await),
             }
         },
     )
     .await
-    .map(Recorded::from)
 }
 
 /// `POST /api/slides/unpublish` (manager): revokes the active publication.
@@ -101,7 +99,7 @@ pub async fn unpublish(
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<UnpublishBody>,
 ) -> ApiResult<Recorded<wire::Unpublished>> {
-    let deck_id = required("deck_id", &body.deck_id)?;
+    let deck_id = body.deck_id.trimmed().to_owned();
     let expected = version(body.expected_version)?;
     on_deck(
         &app,
@@ -115,18 +113,17 @@ pub async fn unpublish(
                 Unpublished::Revoked(ids) if ids.is_empty() => {
                     Err(ApiError::not_found("the deck has no active publication"))
                 }
-                Unpublished::Revoked(ids) => Ok(Reply::ok(wire::Unpublished {
+                Unpublished::Revoked(ids) => Ok(wire::Unpublished {
                     success: True,
                     deck_id: deck.id,
-                    status: "revoked",
+                    status: PublicationStatus::Revoked,
                     revoked_publications: ids,
-                })),
+                }),
                 Unpublished::StaleVersion => Err(stale_or_gone(&a, &deck.id).await),
             }
         },
     )
     .await
-    .map(Recorded::from)
 }
 
 /// `GET /api/slides/public/{id}` (Public): an active publication's audience content;
@@ -140,7 +137,7 @@ pub async fn public(
     let html = viewer::wants_html(&headers);
     let Some(p) = store::publication(&app.db, &id)
         .await?
-        .filter(|p| p.status == "active")
+        .filter(|p| p.status == PublicationStatus::Active)
     else {
         return if html {
             Ok(OrPage::page(viewer::not_found_page()))

@@ -1,11 +1,12 @@
 //! Revisions: the paged list, one revision, restore.
 
 use super::*;
+use crate::http::request::NonBlank;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct RevisionsQuery {
-    #[schemars(with = "String", length(min = 1), regex(pattern = r"\S"))]
-    deck_id: Option<String>,
+    #[schemars(with = "NonBlank")]
+    deck_id: Option<NonBlank>,
     #[schemars(range(min = 1, max = 200))]
     limit: Option<i64>,
     #[schemars(range(min = 0))]
@@ -48,10 +49,8 @@ pub async fn revision(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct RevisionChange {
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    deck_id: String,
-    #[schemars(length(min = 1), regex(pattern = r"\S"))]
-    revision_id: String,
+    deck_id: NonBlank,
+    revision_id: NonBlank,
     /// The deck's current `version`.
     #[schemars(range(min = 1))]
     expected_version: i64,
@@ -63,8 +62,8 @@ pub async fn restore(
     Viewer(caller): Viewer,
     DeckChange(body, sent): DeckChange<RevisionChange>,
 ) -> ApiResult<Recorded<SlideDeck>> {
-    let deck_id = required("deck_id", &body.deck_id)?;
-    let revision_id = required("revision_id", &body.revision_id)?;
+    let deck_id = body.deck_id.trimmed().to_owned();
+    let revision_id = body.revision_id.trimmed().to_owned();
     let expected = version(body.expected_version)?;
     on_deck(
         &app,
@@ -96,5 +95,4 @@ pub async fn restore(
         },
     )
     .await
-    .map(Recorded::from)
 }
