@@ -29,3 +29,5 @@ pub(crate) mod states;
 pub(crate) mod wire;
 
 pub use http::{app, BODY_LIMIT};
+// `crate::text_enum!`, as when the macro was defined in `states`.
+pub(crate) use plinth_vocab::text_enum;

@@ -3,70 +3,9 @@
 //! OpenAPI document lists the allowed values. Rows in `db/` decode straight into these
 //! (an unknown stored value is a decode error naming the type, never a silent miss).
 
-/// An enum of text values: serde (exactly these strings), JSON Schema (`enum`), and
-/// sqlx encoding and decoding as `TEXT` on both backends.
-#[macro_export]
-macro_rules! text_enum {
-    ($(#[$meta:meta])* $vis:vis enum $name:ident {
-        $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)?
-    }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize,
-                 serde::Deserialize, schemars::JsonSchema)]
-        $vis enum $name {
-            $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
-        }
-
-        impl $name {
-            /// Every value, in declaration order.
-            #[allow(dead_code)]
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-
-            pub fn parse(text: &str) -> Option<$name> {
-                match text { $($text => Some($name::$variant),)+ _ => None }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        $crate::text_enum!(@sqlx $name, sqlx::Sqlite, sqlx::sqlite::SqliteValueRef<'r>);
-        $crate::text_enum!(@sqlx $name, sqlx::Postgres, sqlx::postgres::PgValueRef<'r>);
-    };
-    (@sqlx $name:ident, $db:ty, $value:ty) => {
-        impl sqlx::Type<$db> for $name {
-            fn type_info() -> <$db as sqlx::Database>::TypeInfo {
-                <String as sqlx::Type<$db>>::type_info()
-            }
-            fn compatible(ty: &<$db as sqlx::Database>::TypeInfo) -> bool {
-                <String as sqlx::Type<$db>>::compatible(ty)
-            }
-        }
-        impl<'r> sqlx::Decode<'r, $db> for $name {
-            fn decode(value: $value) -> Result<Self, sqlx::error::BoxDynError> {
-                let text = <&str as sqlx::Decode<$db>>::decode(value)?;
-                $name::parse(text).ok_or_else(|| {
-                    format!("unknown {} `{text}`", stringify!($name)).into()
-                })
-            }
-        }
-        impl sqlx::Encode<'_, $db> for $name {
-            fn encode_by_ref(
-                &self,
-                buf: &mut <$db as sqlx::Database>::ArgumentBuffer,
-            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
-                <&str as sqlx::Encode<$db>>::encode_by_ref(&self.as_str(), buf)
-            }
-        }
-    };
-}
+// `text_enum!` lives in the shared vocabulary crate (`plinth-vocab`), with the closed
+// sets the workers share; `lib.rs` re-exports it, so `crate::text_enum!` stays its name.
+use plinth_vocab::text_enum;
 
 text_enum! {
     /// A license as it reads now: `expired` is never stored, it is an `active` one past
@@ -185,24 +124,9 @@ text_enum! {
     }
 }
 
-text_enum! {
-    /// A background job as operators and clients see it (`db::jobs` maps apalis's own
-    /// statuses onto these).
-    pub enum JobStatus {
-        Pending = "pending",
-        /// Waiting for its `run_at`.
-        Scheduled = "scheduled",
-        Running = "running",
-        /// Failed an attempt; the next is at `next_attempt_at`.
-        Retrying = "retrying",
-        Succeeded = "succeeded",
-        /// Out of attempts.
-        Failed = "failed",
-        Cancelled = "cancelled",
-        /// An apalis status this version does not know.
-        Unknown = "unknown",
-    }
-}
+// The status of a job as clients and operators see it: shared with the workers' queue
+// module, which maps apalis's statuses to it.
+pub use plinth_vocab::JobStatus;
 
 text_enum! {
     /// An application for office space.

@@ -261,7 +261,11 @@ pub async fn send(app: &AppState, mut email: Email) -> bool {
         plinth_workers::SEALED,
         app.key.encrypt(email.text.as_bytes())
     );
-    match app.queue.push_email(email).await {
+    match app
+        .queue
+        .enqueue(plinth_workers::EmailJob::new(email))
+        .await
+    {
         Ok(()) => true,
         Err(e) => {
             tracing::error!(error = %e, "could not queue email");

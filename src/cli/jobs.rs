@@ -179,7 +179,7 @@ async fn workers(db: &Db) -> anyhow::Result<()> {
         let age = (now - p.last_seen).num_seconds();
         rows.push(vec![
             p.name.clone(),
-            p.role.clone(),
+            p.role.to_string(),
             p.version.clone(),
             time(Some(p.started_at)),
             if age > 20 {
@@ -423,7 +423,7 @@ async fn show(db: &Db, id: &str) -> anyhow::Result<()> {
             format!("{took} ms"),
             match a.next_at {
                 Some(t) => format!("{} (next {})", a.outcome, t.format("%H:%M:%S")),
-                None => a.outcome.clone(),
+                None => a.outcome.to_string(),
             },
             a.cause.clone().unwrap_or_else(|| "-".into()),
             a.worker.clone(),

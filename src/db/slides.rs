@@ -298,7 +298,7 @@ pub async fn start_validation(db: &Db, id: &str) -> sqlx::Result<Option<AssetRow
             WHERE id = $1 AND status IN ('pending_upload', 'rejected')")
             .bind(id).bind(now()).execute(&mut *tx).await?.rows_affected();
         if moved > 0 {
-            tx.push_image_check(id).await?;
+            tx.enqueue(plinth_workers::ImageTask { asset_id: id.to_owned() }).await?;
         }
         tx.commit().await?;
         if moved > 0 {
@@ -389,7 +389,7 @@ pub async fn create_job(
             .bind(&id).bind(deck_id).bind(revision_id).bind(format).bind(Json(json!([])))
             .bind(requested_by).bind(now()).bind(callback_url)
             .fetch_one(&mut *tx).await?;
-        tx.push_export(&id).await?;
+        tx.enqueue(plinth_workers::ExportTask { job_id: id.clone() }).await?;
         tx.commit().await?;
         plinth_workers::wake(plinth_workers::QueueName::Export);
         Ok(row)
@@ -414,17 +414,7 @@ pub async fn job(db: &Db, id: &str) -> sqlx::Result<Option<JobRow>> {
 /// its idempotency key there), in the same transaction, so operators see it `cancelled`
 /// rather than a run that found nothing to do; a running one stops at its next slide.
 pub async fn cancel_job(db: &Db, id: &str) -> sqlx::Result<Option<(bool, JobRow)>> {
-    const KILL_SQLITE: &str = "UPDATE Jobs SET status = 'Killed', done_at = strftime('%s', 'now'), \
-        last_result = '{\"Err\":\"cancelled by its client\"}' WHERE job_type = 'slide-export' \
-        AND idempotency_key = $1 AND (status = 'Pending' OR (status = 'Failed' AND attempts < max_attempts))";
-    const KILL_PG: &str = "UPDATE apalis.jobs SET status = 'Killed', done_at = now(), \
-        last_result = '{\"Err\":\"cancelled by its client\"}'::jsonb WHERE job_type = 'slide-export' \
-        AND idempotency_key = $1 AND (status = 'Pending' OR (status = 'Failed' AND attempts < max_attempts))";
     let now = now();
-    let kill = match db {
-        Db::Sqlite(_) => KILL_SQLITE,
-        Db::Postgres(_) => KILL_PG,
-    };
     let (cancelled, call) = with_db!(db, p => {
         let mut tx = p.begin_write().await?;
         let ended: Option<(Option<String>,)> = sqlx::query_as("UPDATE slide_jobs SET status = 'cancelled', \
@@ -432,13 +422,14 @@ pub async fn cancel_job(db: &Db, id: &str) -> sqlx::Result<Option<(bool, JobRow)
             RETURNING callback_url")
             .bind(id).bind(now).fetch_optional(&mut *tx).await?;
         if ended.is_some() {
-            sqlx::query(kill).bind(id).execute(&mut *tx).await?;
+            use plinth_workers::queue::tables::Tables;
+            tx.cancel_keyed::<plinth_workers::ExportTask>(id, "cancelled by its client").await?;
         }
         // The completion event is queued with the end, or not at all.
         let call = matches!(ended, Some((Some(_),)));
         if call {
             use plinth_workers::Enqueue;
-            tx.push_callback(id).await?;
+            tx.enqueue(plinth_workers::CallbackTask::new(id)).await?;
         }
         tx.commit().await?;
         (ended.is_some(), call)
@@ -562,7 +553,7 @@ pub async fn finish_job(
             .fetch_optional(&mut *tx).await?;
         // The completion event is queued with the end, or not at all.
         if let Some((Some(_),)) = &ended {
-            tx.push_callback(id).await?;
+            tx.enqueue(plinth_workers::CallbackTask::new(id)).await?;
         }
         tx.commit().await?;
         Ok::<_, sqlx::Error>(ended)
@@ -711,7 +702,7 @@ pub async fn sweep(
             .bind(stuck_before).bind(pending_before).bind(now).fetch_all(&mut *tx).await?;
         for (id, _) in failed.iter().filter(|(_, url)| url.is_some()) {
             use plinth_workers::Enqueue;
-            tx.push_callback(id).await?;
+            tx.enqueue(plinth_workers::CallbackTask::new(id)).await?;
         }
         tx.commit().await?;
         for (id, _) in &failed {

@@ -196,7 +196,10 @@ async fn every_half_minute(
             }
         }
         if rounds.claim(ATTACHMENT_EXPIRY, every, first).await {
-            if let Err(e) = queue.push_expiry(chrono::Utc::now().to_rfc3339()).await {
+            let run = plinth_workers::ExpiryTask {
+                queued_at: chrono::Utc::now().to_rfc3339(),
+            };
+            if let Err(e) = queue.enqueue(run).await {
                 tracing::warn!(error = %e, "queueing attachment expiry failed; retrying");
             }
         }

@@ -5,6 +5,8 @@
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use plinth_actors::decks::{Claim, IdempotencyStore, Recorded};
+use plinth_workers::expiry::ExpiryError;
+use plinth_workers::slides::AssetStatus;
 use plinth_workers::slides::{
     Artifact, AssetCheck, ExportWork, Fetched, ImageRef, Results, SlideEnv, Start, Verdict, Warning,
 };
@@ -63,7 +65,8 @@ impl SlideEnv for Env {
                 .map(|a| {
                     let image = ImageRef {
                         object_key: a.object_key,
-                        status: a.status,
+                        // A closed set in the database: anything else is not usable.
+                        status: AssetStatus::parse(&a.status).unwrap_or(AssetStatus::Rejected),
                         mime: a.mime,
                         size: a.size.max(0) as u64,
                         sha256: a.sha256,
@@ -155,7 +158,7 @@ impl SlideEnv for Env {
                     store::judge_asset(
                         &self.db,
                         asset_id,
-                        Some((format, *width as i64, *height as i64)),
+                        Some((format.as_str(), *width as i64, *height as i64)),
                         None,
                     )
                     .await?
@@ -210,8 +213,7 @@ pub struct Control {
     pub db: Db,
     /// `plinth-serve:<host>:<pid>` and the like (`config::process_name`).
     pub name: String,
-    /// `serve` or `worker`.
-    pub role: &'static str,
+    pub role: plinth_vocab::ProcessRole,
     /// The prefix of this process's worker names.
     pub worker_prefix: String,
     pub started_at: chrono::DateTime<chrono::Utc>,
@@ -235,7 +237,7 @@ impl plinth_workers::control::Control for Control {
                 .collect();
             let row = crate::db::jobs::ProcessRow {
                 name: self.name.clone(),
-                role: self.role.to_owned(),
+                role: self.role,
                 host: crate::config::host_name(),
                 pid: i64::from(std::process::id()),
                 version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -321,11 +323,11 @@ impl IdempotencyStore for Idempotency {
 /// older than 30 days. The object goes first, then the row forgets it, so a run that
 /// stops half-way leaves the rest for the next one.
 impl ExpiryEnv for Env {
-    fn expire(&self) -> BoxFuture<'_, Result<usize, String>> {
+    fn expire(&self) -> BoxFuture<'_, Result<usize, ExpiryError>> {
         async move {
             let now = chrono::Utc::now();
             let grace = chrono::TimeDelta::from_std(crate::domain::downloads::URL_TTL)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| ExpiryError::Storage(e.to_string()))?;
             let clones = self
                 .expire_all(
                     || crate::db::downloads::due_clones(&self.db, now, now - grace, BATCH),
@@ -350,7 +352,7 @@ const BATCH: i64 = 200;
 
 impl Env {
     /// Deletes every due `(row id, object key)`, `BATCH` at a time, and marks each row.
-    async fn expire_all<D, DF, M, MF>(&self, due: D, mark: M) -> Result<usize, String>
+    async fn expire_all<D, DF, M, MF>(&self, due: D, mark: M) -> Result<usize, ExpiryError>
     where
         D: Fn() -> DF,
         DF: std::future::Future<Output = sqlx::Result<Vec<(String, String)>>>,
@@ -359,11 +361,12 @@ impl Env {
     {
         let mut deleted = 0;
         loop {
-            let rows = due().await.map_err(|e| e.to_string())?;
+            let rows = due().await?;
             let n = rows.len() as i64;
             for (id, key) in rows {
-                self.objects.delete(&key).await.map_err(|e| e.to_string())?;
-                mark(id).await.map_err(|e| e.to_string())?;
+                let gone = self.objects.delete(&key).await;
+                gone.map_err(|e| ExpiryError::Storage(e.to_string()))?;
+                mark(id).await?;
                 deleted += 1;
             }
             if n < BATCH {

@@ -333,7 +333,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
             &state.objects,
             &state.key,
             state.mail.clone(),
-            ("serve", &cfg.name_prefix),
+            (plinth_vocab::ProcessRole::Serve, &cfg.name_prefix),
         );
         let every = Duration::from_secs(state.opts.monthly_interval_secs.max(1));
         let periodic = tokio::spawn(crate::jobs::periodic::run(
@@ -449,7 +449,7 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
         &objects,
         &key,
         mail,
-        ("worker", &cfg.name_prefix),
+        (plinth_vocab::ProcessRole::Worker, &cfg.name_prefix),
     );
     let credits = CreditAccounts::start(
         credit_shards(&db, &opts),

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use anyhow::Context;
+use plinth_vocab::ProcessRole;
 use plinth_workers::{MailBackend, QueueName, WorkerConfig};
 
 use crate::config::Opts;
@@ -46,34 +47,37 @@ pub(super) fn ports(
     objects: &crate::adapters::storage::ObjectStore,
     key: &MasterKey,
     mail: MailBackend,
-    (role, worker_prefix): (&'static str, &str),
+    (role, worker_prefix): (ProcessRole, &str),
 ) -> plinth_workers::Ports {
     let opener = key.clone();
-    plinth_workers::Ports {
-        mail: plinth_workers::Mailer {
-            backend: mail,
-            open: std::sync::Arc::new(move |sealed: &str| {
-                opener
-                    .decrypt(sealed)
-                    .and_then(|b| String::from_utf8(b).ok())
-            }),
-        },
-        slides: slide_env(db, objects),
-        expiry: expiry_env(db, objects),
-        callbacks: std::sync::Arc::new(crate::adapters::callbacks::Deliverer {
+    let mailer = plinth_workers::Mailer {
+        backend: mail,
+        open: std::sync::Arc::new(move |sealed: &str| {
+            opener
+                .decrypt(sealed)
+                .and_then(|b| String::from_utf8(b).ok())
+        }),
+    };
+    let callbacks: plinth_workers::callbacks::Env =
+        std::sync::Arc::new(crate::adapters::callbacks::Deliverer {
             db: db.clone(),
             objects: objects.clone(),
             key: key.clone(),
             private_ok: opts.callback_private_networks,
-        }),
-        control: std::sync::Arc::new(crate::jobs::slides::Control {
-            db: db.clone(),
-            name: crate::config::process_name(role),
-            role,
-            worker_prefix: worker_prefix.to_owned(),
-            started_at: chrono::Utc::now(),
-        }),
-    }
+        });
+    let control = std::sync::Arc::new(crate::jobs::slides::Control {
+        db: db.clone(),
+        name: crate::config::process_name(role.as_str()),
+        role,
+        worker_prefix: worker_prefix.to_owned(),
+        started_at: chrono::Utc::now(),
+    });
+    // One port per type: the export and image jobs share the slide port.
+    plinth_workers::Ports::new(control)
+        .with(mailer)
+        .with(slide_env(db, objects))
+        .with(expiry_env(db, objects))
+        .with(callbacks)
 }
 
 /// The worker pools of `--queues` and `--concurrency`; refused with a clear message on

@@ -6,10 +6,14 @@
 //! events arrive at least once, and receivers drop repeats by `id`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use apalis::prelude::{BoxDynError, Data};
+use apalis::prelude::BoxDynError;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
+
+use crate::job::{Job, Retry};
+use crate::retry::JobError;
 
 /// The queue's payload: which event of which job.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -33,10 +37,34 @@ pub trait CallbackEnv: Send + Sync + 'static {
 
 pub type Env = Arc<dyn CallbackEnv>;
 
-pub async fn run(
-    task: CallbackTask,
-    env: Data<Env>,
-    attempt: apalis::prelude::Attempt,
-) -> Result<(), BoxDynError> {
-    env.deliver(&task, attempt.current().max(1)).await
+impl CallbackTask {
+    /// A new completion event of export `job_id` (its id is made here, the same for
+    /// every attempt).
+    pub fn new(job_id: &str) -> CallbackTask {
+        CallbackTask {
+            event_id: format!("evt_{}", uuid::Uuid::new_v4().simple()),
+            job_id: job_id.to_owned(),
+        }
+    }
+}
+
+impl Job for CallbackTask {
+    const NAME: &'static str = "callbacks";
+    const TABLE: &'static str = "callbacks";
+    const TIMEOUT: Duration = Duration::from_secs(60);
+    const CLIENT_ID: Option<&'static str> = Some("/job_id");
+    type Port = Env;
+
+    /// The callback back-off (`PLINTH_CALLBACK_BACKOFF`).
+    fn retry() -> Retry {
+        let backoff = crate::callback_backoff();
+        Retry {
+            max_attempts: backoff.max_attempts(),
+            backoff,
+        }
+    }
+
+    async fn run(self, env: &Env, attempt: usize) -> Result<(), JobError> {
+        Ok(env.deliver(&self, attempt).await?)
+    }
 }

@@ -29,28 +29,8 @@ use tower::{Layer, Service};
 use crate::retry::{classify, Backoff};
 use crate::QueueName;
 
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Succeeded,
-    /// Failed; the job runs again at `RunRecord::next_at`.
-    Retrying,
-    /// Failed for good: no attempt left, or a failure no attempt can cure.
-    Failed,
-    /// Cancelled while it ran (apalis records the job as `Killed`).
-    Cancelled,
-}
-
-impl Outcome {
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Succeeded => "succeeded",
-            Outcome::Retrying => "retrying",
-            Outcome::Failed => "failed",
-            Outcome::Cancelled => "cancelled",
-        }
-    }
-}
+/// How a run ended (stored as `job_attempts.outcome`).
+pub use plinth_vocab::AttemptOutcome as Outcome;
 
 /// One run of a job.
 #[derive(Debug, Clone)]

@@ -2,14 +2,65 @@
 
 use std::path::PathBuf;
 
+use std::time::Duration;
+
 use apalis::prelude::BoxDynError;
 use lettre::message::header::{ContentTransferEncoding, ContentType};
 use lettre::message::Body;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::job::{Job, Retry};
 use crate::retry::JobError;
-use crate::Email;
+
+/// One email.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Email {
+    pub to: String,
+    pub from: String,
+    pub subject: String,
+    pub text: String,
+}
+
+/// The email queue's job. `id` names the outbox file and the Message-ID, so a delivery
+/// that runs twice (retry after a crash) overwrites instead of duplicating in the
+/// outbox, and SMTP receivers can de-duplicate.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EmailJob {
+    pub id: String,
+    pub email: Email,
+}
+
+impl EmailJob {
+    /// A new delivery of `email`, with a fresh id.
+    pub fn new(email: Email) -> EmailJob {
+        EmailJob {
+            id: uuid::Uuid::new_v4().to_string(),
+            email,
+        }
+    }
+}
+
+impl Job for EmailJob {
+    const NAME: &'static str = "email";
+    const TABLE: &'static str = "email";
+    const TIMEOUT: Duration = Duration::from_secs(60);
+    const CLIENT_ID: Option<&'static str> = Some("/id");
+    type Port = Mailer;
+
+    /// The email back-off (`PLINTH_EMAIL_BACKOFF`): an attempt after each wait.
+    fn retry() -> Retry {
+        let backoff = crate::email_backoff();
+        Retry {
+            max_attempts: backoff.max_attempts(),
+            backoff,
+        }
+    }
+
+    async fn run(self, mailer: &Mailer, _attempt: usize) -> Result<(), JobError> {
+        Ok(mailer.deliver(&self.id, &self.email).await?)
+    }
+}
 
 #[derive(Clone)]
 pub enum MailBackend {

@@ -24,6 +24,9 @@ pub struct JobError {
     /// Another attempt cannot help (the deck cannot be rendered, the relay refused the
     /// recipient for good): the job fails now, whatever attempts it has left.
     pub permanent: bool,
+    /// The job was cancelled (by its client or an operator): apalis records it as
+    /// `Killed` and never runs it again.
+    pub cancelled: bool,
 }
 
 impl JobError {
@@ -33,6 +36,7 @@ impl JobError {
             cause,
             message: message.to_string(),
             permanent: false,
+            cancelled: false,
         }
     }
 
@@ -42,7 +46,41 @@ impl JobError {
             cause,
             message: message.to_string(),
             permanent: true,
+            cancelled: false,
         }
+    }
+
+    /// The job was cancelled meanwhile: it ends as `cancelled`, never retried.
+    pub fn cancelled(message: impl std::fmt::Display) -> Self {
+        Self {
+            cause: "cancelled",
+            message: message.to_string(),
+            permanent: true,
+            cancelled: true,
+        }
+    }
+}
+
+/// An error passed up with `?`: a `JobError` or an abort inside stays what it is;
+/// anything else is a failure another attempt may cure, as [`classify`] reads it.
+impl From<BoxDynError> for JobError {
+    fn from(e: BoxDynError) -> Self {
+        let e = match e.downcast::<JobError>() {
+            Ok(j) => return *j,
+            Err(e) => e,
+        };
+        match e.downcast::<AbortError>() {
+            Ok(a) => {
+                JobError::cancelled(a.to_string().trim_start_matches("AbortError: ").to_owned())
+            }
+            Err(e) => JobError::retry("error", e),
+        }
+    }
+}
+
+impl From<crate::pool::PoolFailed> for JobError {
+    fn from(e: crate::pool::PoolFailed) -> Self {
+        JobError::retry("error", e)
     }
 }
 
@@ -62,7 +100,7 @@ pub fn classify(e: &BoxDynError) -> Failure {
             cause: j.cause,
             permanent: j.permanent,
             message: j.message.clone(),
-            cancelled: false,
+            cancelled: j.cancelled,
         };
     }
     if let Some(a) = e.downcast_ref::<AbortError>() {

@@ -1,0 +1,202 @@
+//! The shared vocabulary of plinth's crates: [`text_enum!`] (an enum stored and sent as
+//! exactly the text it always was) and the closed sets that cross from the root crate to
+//! the workers: slide export formats, asset statuses, image formats, the outcome of a
+//! job's run, the role of a process.
+//!
+//! The macro names `serde`, `schemars` and `sqlx` at its call site: a crate that uses it
+//! depends on the three.
+
+/// An enum of text values: serde (exactly these strings), JSON Schema (`enum`), and
+/// sqlx encoding and decoding as `TEXT` on both backends.
+#[macro_export]
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident {
+        $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)?
+    }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize,
+                 serde::Deserialize, schemars::JsonSchema)]
+        $vis enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            #[allow(dead_code)]
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+
+            pub fn parse(text: &str) -> Option<$name> {
+                match text { $($text => Some($name::$variant),)+ _ => None }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        $crate::text_enum!(@sqlx $name, sqlx::Sqlite, sqlx::sqlite::SqliteValueRef<'r>);
+        $crate::text_enum!(@sqlx $name, sqlx::Postgres, sqlx::postgres::PgValueRef<'r>);
+    };
+    (@sqlx $name:ident, $db:ty, $value:ty) => {
+        impl sqlx::Type<$db> for $name {
+            fn type_info() -> <$db as sqlx::Database>::TypeInfo {
+                <String as sqlx::Type<$db>>::type_info()
+            }
+            fn compatible(ty: &<$db as sqlx::Database>::TypeInfo) -> bool {
+                <String as sqlx::Type<$db>>::compatible(ty)
+            }
+        }
+        impl<'r> sqlx::Decode<'r, $db> for $name {
+            fn decode(value: $value) -> Result<Self, sqlx::error::BoxDynError> {
+                let text = <&str as sqlx::Decode<$db>>::decode(value)?;
+                $name::parse(text).ok_or_else(|| {
+                    format!("unknown {} `{text}`", stringify!($name)).into()
+                })
+            }
+        }
+        impl sqlx::Encode<'_, $db> for $name {
+            fn encode_by_ref(
+                &self,
+                buf: &mut <$db as sqlx::Database>::ArgumentBuffer,
+            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+                <&str as sqlx::Encode<$db>>::encode_by_ref(&self.as_str(), buf)
+            }
+        }
+    };
+}
+
+text_enum! {
+    /// What an export writes (`slide_jobs.format` is this, with `+notes` for speaker
+    /// notes: see [`Export`]).
+    pub enum ExportFormat {
+        Html = "html",
+        Pdf = "pdf",
+        Png = "png",
+    }
+}
+
+/// An export's format and whether it carries speaker notes, stored as one text:
+/// `pdf`, `pdf+notes`, `html+notes`...
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Export {
+    pub format: ExportFormat,
+    pub notes: bool,
+}
+
+impl Export {
+    /// The stored text; the text itself when it names no export.
+    pub fn parse(text: &str) -> Result<Export, &str> {
+        let (format, notes) = match text.split_once('+') {
+            Some((format, "notes")) => (format, true),
+            _ => (text, false),
+        };
+        match ExportFormat::parse(format) {
+            Some(format) => Ok(Export { format, notes }),
+            None => Err(text),
+        }
+    }
+}
+
+impl std::fmt::Display for Export {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.format.as_str())?;
+        if self.notes {
+            f.write_str("+notes")?;
+        }
+        Ok(())
+    }
+}
+
+text_enum! {
+    /// A slide image asset: uploaded to its URL, checked by the image queue, then usable
+    /// or refused.
+    pub enum AssetStatus {
+        PendingUpload = "pending_upload",
+        Validating = "validating",
+        Ready = "ready",
+        Rejected = "rejected",
+    }
+}
+
+text_enum! {
+    /// The type of a validated image, from its bytes.
+    pub enum ImageFormat {
+        Png = "png",
+        Jpeg = "jpeg",
+        Webp = "webp",
+        Svg = "svg",
+    }
+}
+
+text_enum! {
+    /// How one run of a job ended (`job_attempts.outcome`).
+    pub enum AttemptOutcome {
+        Succeeded = "succeeded",
+        /// Failed; the job runs again at its `next_at`.
+        Retrying = "retrying",
+        /// Failed for good: no attempt left, or a failure no attempt can cure.
+        Failed = "failed",
+        /// Cancelled while it ran (apalis records the job as `Killed`).
+        Cancelled = "cancelled",
+    }
+}
+
+text_enum! {
+    /// What a process that runs workers is (`job_processes.role`).
+    pub enum ProcessRole {
+        /// `plinth serve`: the API, with workers unless `--no-workers`.
+        Serve = "serve",
+        /// `plinth worker`: workers only.
+        Worker = "worker",
+    }
+}
+
+text_enum! {
+    /// A background job as operators and clients see it (`plinth_workers::queue` maps apalis's own
+    /// statuses onto these).
+    pub enum JobStatus {
+        Pending = "pending",
+        /// Waiting for its `run_at`.
+        Scheduled = "scheduled",
+        Running = "running",
+        /// Failed an attempt; the next is at `next_attempt_at`.
+        Retrying = "retrying",
+        Succeeded = "succeeded",
+        /// Out of attempts.
+        Failed = "failed",
+        Cancelled = "cancelled",
+        /// An apalis status this version does not know.
+        Unknown = "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_export_is_stored_as_it_always_was() {
+        for text in ["pdf", "png", "html", "pdf+notes", "html+notes", "png+notes"] {
+            assert_eq!(Export::parse(text).unwrap().to_string(), text);
+        }
+        assert_eq!(
+            Export::parse("pdf+notes"),
+            Ok(Export {
+                format: ExportFormat::Pdf,
+                notes: true
+            })
+        );
+        assert_eq!(Export::parse("svg"), Err("svg"));
+        assert_eq!(Export::parse("pdf+x"), Err("pdf+x"));
+        assert_eq!(
+            serde_json::to_string(&AttemptOutcome::Retrying).unwrap(),
+            "\"retrying\""
+        );
+    }
+}
