@@ -390,6 +390,7 @@ pub fn document(app: &AppState) -> Reply {
         if r.path.starts_with("/api/telemetry/") {
             let products: Vec<&str> = app
                 .opts
+                .rates
                 .telemetry_products
                 .iter()
                 .map(|p| p.trim())

@@ -69,7 +69,11 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         .get::<MatchedPath>()
         .and_then(|p| app.routes.get(method.as_str(), p.as_str()));
     let ip = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| {
-        crate::http::client_ip::client_ip(c.0.ip(), &parts.headers, &app.opts.trusted_proxies)
+        crate::http::client_ip::client_ip(
+            c.0.ip(),
+            &parts.headers,
+            &app.opts.server.trusted_proxies,
+        )
     });
     // Header values share the request's bytes: cloned, not copied.
     let key = parts.headers.get(API_KEY).cloned();
@@ -253,7 +257,7 @@ async fn read_body(
     };
     let budget = crate::http::body::BodyBudget::new(limits, max, anonymous);
     if route_limit > crate::BODY_LIMIT as u64 && !anonymous {
-        let dir = app.opts.data_dir.join("tmp");
+        let dir = app.opts.database.data_dir.join("tmp");
         let spooled = crate::http::body::spool(&parts.headers, body, budget, &dir).await?;
         parts.extensions.insert(std::sync::Arc::new(spooled));
         return Ok(bytes::Bytes::new());
@@ -305,7 +309,7 @@ fn deadline(opts: &crate::config::Opts, uri: &axum::http::Uri) -> std::time::Dur
         .find_map(|pair| pair.strip_prefix("wait="))
         .and_then(|w| w.parse::<u64>().ok())
         .map_or(0, |w| w.min(60));
-    std::time::Duration::from_secs(opts.request_timeout.max(1) + wait)
+    std::time::Duration::from_secs(opts.server.request_timeout.max(1) + wait)
 }
 
 /// The answer to a request that did not finish in time (a database or a provider that
@@ -438,11 +442,11 @@ async fn rate(
     let open_door = entry.is_some_and(|e| matches!(e.spec.access, Access::Public | Access::Custom));
     let by_address = category == Category::Auth && open_door;
     if by_address && tier_multiplier(level).is_some() {
-        if let Some(limit) = limit_for(category, 0, app.opts.rate_limit_multiplier) {
+        if let Some(limit) = limit_for(category, 0, app.opts.rates.rate_limit_multiplier) {
             rate_check(app, &ip_key(), category, limit, usage).await?;
         }
     }
-    if let Some(limit) = limit_for(category, level, app.opts.rate_limit_multiplier) {
+    if let Some(limit) = limit_for(category, level, app.opts.rates.rate_limit_multiplier) {
         let by_ip;
         let who = match caller {
             Some(c) => c.rate_key.as_str(),
