@@ -46,16 +46,16 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-/// Every option, by section. The sections are flattened in the order of their `--help`
-/// headings' first appearance, and each keeps its options in their `--help` order.
+/// Every option, by section. Each section keeps its options in their `--help` order, and
+/// the sections are flattened so that every heading first appears where it always did,
+/// in `plinth --help` and in each subcommand's (which lists its hidden options first):
+/// `storage` (S3, GCS) comes after `payments`, as those options always have.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Opts {
     #[command(flatten)]
     pub server: Server,
     #[command(flatten)]
     pub database: Database,
-    #[command(flatten)]
-    pub storage: Storage,
     #[command(flatten)]
     pub mail: Mail,
     #[command(flatten)]
@@ -64,6 +64,8 @@ pub struct Opts {
     pub rates: Rates,
     #[command(flatten)]
     pub payments: Payments,
+    #[command(flatten)]
+    pub storage: Storage,
     #[command(flatten)]
     pub jobs: Jobs,
     #[command(flatten)]
