@@ -19,7 +19,7 @@ async fn main() -> anyhow::Result<()> {
     // spooled uploads, backups) holds secrets or live links: its user's alone (security
     // review N-M2). An author's `slides` command above keeps the user's own umask.
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
-    server::init_logging(&cli.opts);
+    server::init_logging(cli.opts.observability.log_format);
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => server::serve(cli.opts).await,
         Command::Worker => server::worker(cli.opts).await,
@@ -28,7 +28,7 @@ async fn main() -> anyhow::Result<()> {
             server::set_level(cli.opts, &email, level).await
         }
         Command::Grants(GrantsCommand::Mint { email, ttl, source }) => {
-            server::mint_grant(&cli.opts, &email, ttl, source)
+            server::mint_grant(&cli.opts.accounts, &email, ttl, source)
         }
         Command::Analytics(AnalyticsCommand::RebuildRollups) => {
             server::rebuild_rollups(cli.opts).await

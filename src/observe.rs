@@ -40,7 +40,12 @@ impl OpsState {
             credits: Some(app.credits.clone()),
             queue: app.queue.clone(),
             objects: app.objects.clone(),
-            token: app.opts.metrics_token.clone().filter(|t| !t.is_empty()),
+            token: app
+                .opts
+                .observability
+                .metrics_token
+                .clone()
+                .filter(|t| !t.is_empty()),
             open: false,
         }
     }

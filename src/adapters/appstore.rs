@@ -25,7 +25,7 @@ use x509_cert::der::asn1::ObjectIdentifier;
 use x509_cert::der::{Decode, Encode};
 use x509_cert::Certificate;
 
-use crate::config::Opts;
+use crate::config::Payments;
 use crate::http::error::ApiError;
 
 /// Token products of the stores (`fixtures/store_products.json`): product id → tokens.
@@ -145,30 +145,33 @@ impl StoreVerifier for Unconfigured {
     }
 }
 
-/// Whether any `PLINTH_APPLE_*` variable is set (a partial set is refused by `from_opts`).
-pub fn configured(opts: &Opts) -> bool {
-    opts.apple_issuer_id.is_some()
-        || opts.apple_key_id.is_some()
-        || opts.apple_private_key.is_some()
-        || opts.apple_bundle_id.is_some()
-        || opts.apple_root_cert.is_some()
+/// Whether any `PLINTH_APPLE_*` variable is set (a partial set is refused by `from_config`).
+pub fn configured(config: &Payments) -> bool {
+    config.apple_issuer_id.is_some()
+        || config.apple_key_id.is_some()
+        || config.apple_private_key.is_some()
+        || config.apple_bundle_id.is_some()
+        || config.apple_root_cert.is_some()
 }
 
 /// The store of the configuration: the App Store when `PLINTH_APPLE_*` are set; the
 /// simulated one only when no real provider at all is configured (`simulated_ok`), else
 /// an unconfigured store. A partial set is an error naming what is missing.
-pub fn from_opts(opts: &Opts, simulated_ok: bool) -> anyhow::Result<Arc<dyn StoreVerifier>> {
+pub fn from_config(
+    config: &Payments,
+    simulated_ok: bool,
+) -> anyhow::Result<Arc<dyn StoreVerifier>> {
     fn set(v: &Option<String>) -> Option<&str> {
         v.as_deref().map(str::trim).filter(|s| !s.is_empty())
     }
     fn set_path(v: &Option<std::path::PathBuf>) -> Option<&Path> {
         v.as_deref().filter(|p| !p.as_os_str().is_empty())
     }
-    let issuer = set(&opts.apple_issuer_id);
-    let key_id = set(&opts.apple_key_id);
-    let key = set_path(&opts.apple_private_key);
-    let bundle = set(&opts.apple_bundle_id);
-    let root = set_path(&opts.apple_root_cert);
+    let issuer = set(&config.apple_issuer_id);
+    let key_id = set(&config.apple_key_id);
+    let key = set_path(&config.apple_private_key);
+    let bundle = set(&config.apple_bundle_id);
+    let root = set_path(&config.apple_root_cert);
     let named = [
         ("PLINTH_APPLE_ISSUER_ID", issuer.is_some()),
         ("PLINTH_APPLE_KEY_ID", key_id.is_some()),
@@ -204,7 +207,7 @@ pub fn from_opts(opts: &Opts, simulated_ok: bool) -> anyhow::Result<Arc<dyn Stor
     let roots = std::fs::read(root)
         .with_context(|| format!("PLINTH_APPLE_ROOT_CERT: reading {}", root.display()))?;
     let store = AppStore::new(AppStoreConfig {
-        base: &opts.apple_api_base,
+        base: &config.apple_api_base,
         issuer_id: issuer,
         key_id,
         private_key_pem: &key_pem,

@@ -76,13 +76,13 @@ fn canonical_value(v: &str) -> String {
 
 impl Gcs {
     /// The provider, or `None` when it is not configured.
-    pub fn from_config(opts: &crate::config::Opts) -> anyhow::Result<Option<Gcs>> {
-        let (Some(bucket), Some(creds)) = (&opts.gcs_bucket, &opts.gcs_credentials) else {
+    pub fn from_config(config: &crate::config::Storage) -> anyhow::Result<Option<Gcs>> {
+        let (Some(bucket), Some(creds)) = (&config.gcs_bucket, &config.gcs_credentials) else {
             return Ok(None);
         };
         let text = std::fs::read_to_string(creds)
             .map_err(|e| anyhow::anyhow!("PLINTH_GCS_CREDENTIALS {}: {e}", creds.display()))?;
-        let endpoint = opts
+        let endpoint = config
             .gcs_endpoint
             .as_deref()
             .unwrap_or("https://storage.googleapis.com");

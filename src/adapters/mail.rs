@@ -172,7 +172,7 @@ async fn template(
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
     };
-    let limit = app.opts.org_template_mails_per_hour;
+    let limit = app.opts.mail.org_template_mails_per_hour;
     let budget = app
         .rate
         .check(
@@ -229,7 +229,7 @@ pub async fn compose(
     };
     Email {
         to: user.email.clone(),
-        from: from.unwrap_or_else(|| app.opts.mail_from.clone()),
+        from: from.unwrap_or_else(|| app.opts.mail.mail_from.clone()),
         subject: subject.unwrap_or_else(|| default_subject.to_owned()),
         text: format!(
             "{}\n\n{payload}\n\n{footer}\n",
@@ -244,6 +244,7 @@ pub async fn compose(
 pub fn code_link(app: &AppState, page: &str, code: &str) -> String {
     let base = app
         .opts
+        .server
         .app_url
         .as_deref()
         .map(|u| u.trim().trim_end_matches('/'))

@@ -13,7 +13,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
-use crate::config::Opts;
+use crate::config::Storage;
 use crate::crypto::MasterKey;
 
 #[derive(Clone)]
@@ -60,15 +60,21 @@ fn err(e: impl std::fmt::Display) -> StorageError {
 }
 
 impl ObjectStore {
-    pub fn from_config(opts: &Opts, key: &MasterKey, public_url: &str) -> anyhow::Result<Self> {
-        if let Some(bucket) = &opts.s3_bucket {
-            let endpoint = opts
+    /// S3 when `PLINTH_S3_BUCKET` is set, else files under `<data-dir>/objects`.
+    pub fn from_config(
+        config: &Storage,
+        data_dir: &std::path::Path,
+        key: &MasterKey,
+        public_url: &str,
+    ) -> anyhow::Result<Self> {
+        if let Some(bucket) = &config.s3_bucket {
+            let endpoint = config
                 .s3_endpoint
                 .clone()
                 .ok_or_else(|| anyhow::anyhow!("PLINTH_S3_BUCKET needs PLINTH_S3_ENDPOINT"))?;
             let creds = aws_sdk_s3::config::Credentials::new(
-                opts.s3_access_key_id.clone().unwrap_or_default(),
-                opts.s3_secret_access_key.clone().unwrap_or_default(),
+                config.s3_access_key_id.clone().unwrap_or_default(),
+                config.s3_secret_access_key.clone().unwrap_or_default(),
                 None,
                 None,
                 "plinth",
@@ -81,9 +87,9 @@ impl ObjectStore {
             let config = aws_sdk_s3::config::Builder::new()
                 .behavior_version_latest()
                 .endpoint_url(endpoint.clone())
-                .region(aws_sdk_s3::config::Region::new(opts.s3_region.clone()))
+                .region(aws_sdk_s3::config::Region::new(config.s3_region.clone()))
                 .credentials_provider(creds)
-                .force_path_style(opts.s3_path_style)
+                .force_path_style(config.s3_path_style)
                 .http_client(http)
                 .build();
             return Ok(ObjectStore::S3(S3Store {
@@ -92,7 +98,7 @@ impl ObjectStore {
                 endpoint,
             }));
         }
-        let dir = opts.data_dir.join("objects");
+        let dir = data_dir.join("objects");
         std::fs::create_dir_all(&dir)?;
         // A key of its own for URL signatures, derived from the master key.
         let secret = crate::crypto::sha256_hex(format!("objects:{}", key.to_hex()).as_bytes());

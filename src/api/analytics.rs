@@ -364,7 +364,7 @@ pub async fn track(
                 ip: &crate::http::client_ip::client_ip(
                     peer.ip(),
                     &headers,
-                    &app.opts.trusted_proxies,
+                    &app.opts.server.trusted_proxies,
                 )
                 .to_string(),
                 agent,

@@ -590,7 +590,7 @@ pub async fn pricing(State(app): State<AppState>) -> ApiResult<Answer<Pricing>> 
             tier(40, "PARTNER", 45000, Some(1200)),
             tier(100, "ADMIN", 45000, None),
         ],
-        rate_limit_multiplier: app.opts.rate_limit_multiplier,
+        rate_limit_multiplier: app.opts.rates.rate_limit_multiplier,
     }))
 }
 

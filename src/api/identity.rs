@@ -37,7 +37,7 @@ pub async fn authenticate_google_client(
     if body.token.trim().is_empty() {
         return Err(ApiError::bad_request("`token` must not be empty"));
     }
-    if app.opts.google_client_ids.is_empty() {
+    if app.opts.accounts.google_client_ids.is_empty() {
         return Err(ApiError::new(
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
             "identity-provider sign-in is not configured (PLINTH_GOOGLE_CLIENT_IDS)",

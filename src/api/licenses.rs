@@ -28,7 +28,7 @@ const MAX_GRANT: i64 = 100;
 
 /// `n` fresh keys and their stored forms.
 fn mint(app: &AppState, n: i64) -> (Vec<String>, Vec<NewLicense>) {
-    let prefix = app.opts.license_prefix.to_ascii_uppercase();
+    let prefix = app.opts.accounts.license_prefix.to_ascii_uppercase();
     (0..n)
         .map(|_| {
             let key = new_key(&prefix, crate::crypto::random_bytes::<12>());

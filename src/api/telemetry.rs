@@ -45,6 +45,7 @@ pub const VERSION_KEY: &str = "app_version";
 fn registered<'a>(app: &AppState, product_id: &'a str) -> ApiResult<&'a str> {
     if app
         .opts
+        .rates
         .telemetry_products
         .iter()
         .any(|p| p.trim() == product_id)
@@ -52,7 +53,7 @@ fn registered<'a>(app: &AppState, product_id: &'a str) -> ApiResult<&'a str> {
         return Ok(product_id);
     }
     Err(ApiError::bad_request(
-        if app.opts.telemetry_products.is_empty() {
+        if app.opts.rates.telemetry_products.is_empty() {
             "no telemetry product is registered on this server (PLINTH_TELEMETRY_PRODUCTS)"
                 .to_owned()
         } else {

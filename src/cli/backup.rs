@@ -65,7 +65,7 @@ async fn write_backup(opts: &Opts, db: &Db, path: &Path) -> anyhow::Result<()> {
         Db::Postgres(_) => {
             // The password goes through the environment, not the command line, where any
             // user of the machine could read it.
-            let (url, password) = without_password(&opts.database_url())?;
+            let (url, password) = without_password(&opts.database.url())?;
             let mut dump = std::process::Command::new("pg_dump");
             dump.args(["--format=custom", "--no-unlogged-table-data", "--file"])
                 .arg(path)

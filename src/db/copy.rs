@@ -199,77 +199,93 @@ pub async fn copy(
         if !source_tables.contains(table) {
             continue;
         }
-        let cols = &columns[table];
-        let source_cols = sqlite_columns(&mut read, table).await?;
-        if let Some(lost) = source_cols
-            .iter()
-            .find(|c| !cols.iter().any(|p| &p.name == *c))
-        {
-            bail!(
-                "the column {table}.{lost} has no column in the PostgreSQL schema; nothing was \
-                 written"
-            );
-        }
-        let cols: Vec<&Column> = cols
-            .iter()
-            .filter(|c| source_cols.contains(&c.name))
-            .collect();
-        let select: Vec<String> = cols.iter().map(|c| format!("\"{}\"", c.name)).collect();
-        let n = copy_table(
-            &mut read,
-            &mut write,
-            table,
-            &format!("\"{table}\""),
-            &cols,
-            &select,
-        )
-        .await?;
+        let n = copy_plinth_table(&mut read, &mut write, table, &columns[table]).await?;
         progress(table, n);
         report.tables.push((table.clone(), n));
     }
-
-    // The job queue: apalis's columns, times as epoch seconds on SQLite. A job a worker
-    // held when the source stopped waits again (no worker of the target holds it).
     if source_tables.contains(SQLITE_JOBS) {
-        let cols = apalis_columns(dst).await?;
-        let source_cols = sqlite_columns(&mut read, SQLITE_JOBS).await?;
-        let cols: Vec<&Column> = cols
-            .iter()
-            .filter(|c| source_cols.contains(&c.name))
-            .collect();
-        let select: Vec<String> = cols
-            .iter()
-            .map(|c| match c.name.as_str() {
-                "status" => {
-                    "CASE WHEN status IN ('Queued', 'Running') THEN 'Pending' ELSE status END"
-                        .to_owned()
-                }
-                "lock_by" | "lock_at" => "NULL".to_owned(),
-                other => format!("\"{other}\""),
-            })
-            .collect();
-        let n = copy_table(&mut read, &mut write, SQLITE_JOBS, PG_JOBS, &cols, &select).await?;
+        let n = copy_jobs(dst, &mut read, &mut write).await?;
         progress(PG_JOBS, n);
         report.tables.push((PG_JOBS.to_owned(), n));
     }
+    continue_serials(&mut write).await?;
+    report.ledger = verify(&mut read, &mut write, &report).await?;
+    write.commit().await.context("committing the copy")?;
+    read.rollback().await?;
+    Ok(report)
+}
 
-    // Serial columns continue after the copied ids.
+type ReadTx = sqlx::Transaction<'static, sqlx::Sqlite>;
+type WriteTx = sqlx::Transaction<'static, sqlx::Postgres>;
+
+/// One of plinth's own tables, by the columns both schemas have (a source column the
+/// target lacks is refused).
+async fn copy_plinth_table(
+    read: &mut ReadTx,
+    write: &mut WriteTx,
+    table: &str,
+    cols: &[Column],
+) -> anyhow::Result<u64> {
+    let source_cols = sqlite_columns(read, table).await?;
+    if let Some(lost) = source_cols
+        .iter()
+        .find(|c| !cols.iter().any(|p| &p.name == *c))
+    {
+        bail!(
+            "the column {table}.{lost} has no column in the PostgreSQL schema; nothing was \
+             written"
+        );
+    }
+    let cols: Vec<&Column> = cols
+        .iter()
+        .filter(|c| source_cols.contains(&c.name))
+        .collect();
+    let select: Vec<String> = cols.iter().map(|c| format!("\"{}\"", c.name)).collect();
+    copy_table(read, write, table, &format!("\"{table}\""), &cols, &select).await
+}
+
+/// The job queue: apalis's columns, times as epoch seconds on SQLite. A job a worker
+/// held when the source stopped waits again (no worker of the target holds it).
+async fn copy_jobs(dst: &PgPool, read: &mut ReadTx, write: &mut WriteTx) -> anyhow::Result<u64> {
+    let cols = apalis_columns(dst).await?;
+    let source_cols = sqlite_columns(read, SQLITE_JOBS).await?;
+    let cols: Vec<&Column> = cols
+        .iter()
+        .filter(|c| source_cols.contains(&c.name))
+        .collect();
+    let select: Vec<String> = cols
+        .iter()
+        .map(|c| match c.name.as_str() {
+            "status" => "CASE WHEN status IN ('Queued', 'Running') THEN 'Pending' ELSE status END"
+                .to_owned(),
+            "lock_by" | "lock_at" => "NULL".to_owned(),
+            other => format!("\"{other}\""),
+        })
+        .collect();
+    copy_table(read, write, SQLITE_JOBS, PG_JOBS, &cols, &select).await
+}
+
+/// Serial columns continue after the copied ids.
+async fn continue_serials(write: &mut WriteTx) -> anyhow::Result<()> {
     let serials: Vec<(String, String)> = sqlx::query_as(
         "SELECT table_name::text, column_name::text FROM information_schema.columns \
          WHERE table_schema = 'public' AND column_default LIKE 'nextval(%'",
     )
-    .fetch_all(&mut *write)
+    .fetch_all(&mut **write)
     .await?;
     for (t, c) in serials {
         sqlx::query(AssertSqlSafe(format!(
             "SELECT setval(pg_get_serial_sequence('{t}', '{c}'), \
              COALESCE((SELECT MAX(\"{c}\") FROM \"{t}\"), 0) + 1, false)"
         )))
-        .execute(&mut *write)
+        .execute(&mut **write)
         .await?;
     }
+    Ok(())
+}
 
-    // Verify: every table's rows, and the ledger.
+/// Verifies the copy: every table's rows, and the ledger (returned).
+async fn verify(read: &mut ReadTx, write: &mut WriteTx, report: &Report) -> anyhow::Result<Ledger> {
     for (table, copied) in &report.tables {
         let source = if table == PG_JOBS {
             SQLITE_JOBS
@@ -278,7 +294,7 @@ pub async fn copy(
         };
         let (from,): (i64,) =
             sqlx::query_as(AssertSqlSafe(format!("SELECT COUNT(*) FROM \"{source}\"")))
-                .fetch_one(&mut *read)
+                .fetch_one(&mut **read)
                 .await?;
         let target = if table == PG_JOBS {
             PG_JOBS.to_owned()
@@ -286,7 +302,7 @@ pub async fn copy(
             format!("\"{table}\"")
         };
         let (to,): (i64,) = sqlx::query_as(AssertSqlSafe(format!("SELECT COUNT(*) FROM {target}")))
-            .fetch_one(&mut *write)
+            .fetch_one(&mut **write)
             .await?;
         if from != to || to as u64 != *copied {
             bail!(
@@ -295,15 +311,12 @@ pub async fn copy(
             );
         }
     }
-    let from = ledger_of(sqlx::query_as(LEDGER_SQL).fetch_one(&mut *read).await?);
-    let to = ledger_of(sqlx::query_as(LEDGER_SQL).fetch_one(&mut *write).await?);
+    let from = ledger_of(sqlx::query_as(LEDGER_SQL).fetch_one(&mut **read).await?);
+    let to = ledger_of(sqlx::query_as(LEDGER_SQL).fetch_one(&mut **write).await?);
     if from != to {
         bail!("the ledger differs after the copy (SQLite {from:?}, PostgreSQL {to:?}); nothing was written");
     }
-    report.ledger = to;
-    write.commit().await.context("committing the copy")?;
-    read.rollback().await?;
-    Ok(report)
+    Ok(to)
 }
 
 async fn copy_table(

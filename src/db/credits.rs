@@ -102,53 +102,13 @@ async fn try_set_based(db: &Db, changes: &[Change]) -> sqlx::Result<Option<Vec<A
         };
         *sum = next;
     }
-    let values: Vec<String> = (0..sums.len())
-        .map(|i| {
-            format!(
-                "SELECT CAST(${} AS TEXT) AS user_id, CAST(${} AS BIGINT) AS delta, \
-                 CAST(${} AS BIGINT) AS cap",
-                3 * i + 2,
-                3 * i + 3,
-                3 * i + 4
-            )
-        })
-        .collect();
-    let update = format!(
-        "UPDATE credit_accounts SET balance = credit_accounts.balance + v.delta, updated_at = $1 \
-         FROM ({}) AS v WHERE credit_accounts.user_id = v.user_id \
-         AND credit_accounts.balance <= v.cap AND credit_accounts.balance + v.delta >= 0 \
-         RETURNING credit_accounts.user_id, credit_accounts.id, credit_accounts.balance",
-        values.join(" UNION ALL ")
-    );
     let entries: Vec<&plinth_actors::credits::Entry> =
         changes.iter().flat_map(|c| &c.entries).collect();
-    let rows: Vec<String> = (0..entries.len())
-        .map(|i| {
-            let b = 8 * i;
-            format!(
-                "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                b + 1,
-                b + 2,
-                b + 3,
-                b + 4,
-                b + 5,
-                b + 6,
-                b + 7,
-                b + 8
-            )
-        })
-        .collect();
-    let insert = format!(
-        "INSERT INTO credit_transactions (id, account_id, kind, amount, balance_after, data, idem_key, created_at) VALUES {}",
-        rows.join(", ")
-    );
-    let lock = format!(
-        "SELECT id FROM credit_accounts WHERE user_id IN ({}) ORDER BY user_id FOR UPDATE",
-        (1..=sums.len())
-            .map(|i| format!("${i}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    let SetBasedSql {
+        lock,
+        update,
+        insert,
+    } = set_based_sql(sums.len(), entries.len());
     let lock_first = matches!(db, Db::Postgres(_));
     with_db!(db, p => {
         let mut tx = p.begin_write().await?;
@@ -220,6 +180,69 @@ async fn try_set_based(db: &Db, changes: &[Change]) -> sqlx::Result<Option<Vec<A
             .collect();
         Ok(Some(results))
     })
+}
+
+/// The statements of a set-based batch of `accounts` accounts and `entries` ledger rows.
+struct SetBasedSql {
+    /// Locks the accounts' rows in one order (PostgreSQL).
+    lock: String,
+    /// Adds each account's summed delta where the balance allows it.
+    update: String,
+    /// Writes every ledger row.
+    insert: String,
+}
+
+fn set_based_sql(accounts: usize, entries: usize) -> SetBasedSql {
+    let values: Vec<String> = (0..accounts)
+        .map(|i| {
+            format!(
+                "SELECT CAST(${} AS TEXT) AS user_id, CAST(${} AS BIGINT) AS delta, \
+                 CAST(${} AS BIGINT) AS cap",
+                3 * i + 2,
+                3 * i + 3,
+                3 * i + 4
+            )
+        })
+        .collect();
+    let update = format!(
+        "UPDATE credit_accounts SET balance = credit_accounts.balance + v.delta, updated_at = $1 \
+         FROM ({}) AS v WHERE credit_accounts.user_id = v.user_id \
+         AND credit_accounts.balance <= v.cap AND credit_accounts.balance + v.delta >= 0 \
+         RETURNING credit_accounts.user_id, credit_accounts.id, credit_accounts.balance",
+        values.join(" UNION ALL ")
+    );
+    let rows: Vec<String> = (0..entries)
+        .map(|i| {
+            let b = 8 * i;
+            format!(
+                "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                b + 1,
+                b + 2,
+                b + 3,
+                b + 4,
+                b + 5,
+                b + 6,
+                b + 7,
+                b + 8
+            )
+        })
+        .collect();
+    let insert = format!(
+        "INSERT INTO credit_transactions (id, account_id, kind, amount, balance_after, data, idem_key, created_at) VALUES {}",
+        rows.join(", ")
+    );
+    let lock = format!(
+        "SELECT id FROM credit_accounts WHERE user_id IN ({}) ORDER BY user_id FOR UPDATE",
+        (1..=accounts)
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    SetBasedSql {
+        lock,
+        update,
+        insert,
+    }
 }
 
 /// The largest balance that `delta` can be added to without leaving 64 bits: the SQL

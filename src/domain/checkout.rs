@@ -457,9 +457,9 @@ pub async fn place(
         check_holds(app, &buyer, &basket.lines).await?;
     }
     let hold_secs = if payment_tried {
-        app.opts.reservation_secs
+        app.opts.payments.reservation_secs
     } else {
-        app.opts.reservation_secs.min(UNPAID_HOLD_SECS)
+        app.opts.payments.reservation_secs.min(UNPAID_HOLD_SECS)
     };
     let order = NewOrder {
         id: order_id.clone(),

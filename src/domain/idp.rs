@@ -63,7 +63,7 @@ async fn signing_keys(app: &AppState, kid: Option<&str>) -> Result<JwkSet, IdTok
     if let Some(set) = app.jwks.cached(JWKS_MIN_REFRESH) {
         return Ok(set);
     }
-    let set = load_jwks(&app.opts.google_jwks)
+    let set = load_jwks(&app.opts.accounts.google_jwks)
         .await
         .map_err(|e| IdTokenError::KeysUnavailable(format!("identity-provider keys: {e}")))?;
     app.jwks.store(set.clone());
@@ -94,8 +94,8 @@ pub async fn verify_id_token(app: &AppState, token: &str) -> Result<IdClaims, Id
     .ok_or_else(|| invalid("unknown signing key"))?;
     let key = DecodingKey::from_jwk(jwk).map_err(|_| invalid("unusable signing key"))?;
     let mut validation = Validation::new(header.alg);
-    validation.set_audience(&app.opts.google_client_ids);
-    validation.set_issuer(&app.opts.google_issuers);
+    validation.set_audience(&app.opts.accounts.google_client_ids);
+    validation.set_issuer(&app.opts.accounts.google_issuers);
     validation.set_required_spec_claims(&["exp", "iss", "aud"]);
     validation.leeway = 30;
     let data = jsonwebtoken::decode::<IdClaims>(token, &key, &validation).map_err(|e| {

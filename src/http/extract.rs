@@ -222,7 +222,11 @@ impl axum::extract::FromRequestParts<crate::state::AppState> for ClientAddr {
             .extensions
             .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>();
         Ok(ClientAddr(peer.map(|c| {
-            crate::http::client_ip::client_ip(c.0.ip(), &parts.headers, &app.opts.trusted_proxies)
+            crate::http::client_ip::client_ip(
+                c.0.ip(),
+                &parts.headers,
+                &app.opts.server.trusted_proxies,
+            )
         })))
     }
 }

@@ -37,7 +37,7 @@ pub const BODY_LIMIT: usize = 1 << 20;
 /// The whole HTTP interface: every row of the route table, the OpenAPI document, the
 /// JSON 404 fallback (all from `routes::router`), and the layers around them.
 pub fn app(state: AppState) -> Router {
-    let cors = Cors::new(CorsPolicy::from_origins(&state.opts.cors_origins));
+    let cors = Cors::new(CorsPolicy::from_origins(&state.opts.server.cors_origins));
     // Each `Router::layer` call boxes every route once more, and every level is cloned on
     // every request: the layers go on in two stacks (first listed = outermost).
     let app = routes::router()

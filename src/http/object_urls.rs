@@ -79,8 +79,9 @@ async fn admit(
     per_minute: u64,
     category: Category,
 ) -> Result<(), Response> {
-    let client = crate::http::client_ip::client_ip(peer.ip(), headers, &app.opts.trusted_proxies);
-    let limit = (per_minute as f64 * app.opts.rate_limit_multiplier)
+    let client =
+        crate::http::client_ip::client_ip(peer.ip(), headers, &app.opts.server.trusted_proxies);
+    let limit = (per_minute as f64 * app.opts.rates.rate_limit_multiplier)
         .ceil()
         .max(1.0) as u64;
     let d = app

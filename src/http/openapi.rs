@@ -268,173 +268,8 @@ pub fn document(app: &AppState) -> Reply {
         .into_generator();
     let mut paths = Map::new();
     for r in crate::http::routes::all() {
-        let mut params: Vec<Value> = r
-            .path
-            .split('/')
-            .filter_map(|seg| seg.strip_prefix('{')?.strip_suffix('}'))
-            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "pattern": NO_NUL}}))
-            .collect();
         let doc = r.doc.map(|d| d(&mut gen)).unwrap_or_default();
-        if let Some(query) = doc.query {
-            let q = query.as_value();
-            let required: Vec<&str> = q["required"]
-                .as_array()
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            if let Some(props) = q["properties"].as_object() {
-                for (name, schema) in props {
-                    let schema = url_safe(schema.clone());
-                    let mut p = json!({"name": name, "in": "query", "required": required.contains(&name.as_str()), "schema": schema});
-                    if let Some(d) = schema.get("description") {
-                        p["description"] = d.clone();
-                    }
-                    params.push(p);
-                }
-            }
-        }
-        let security = match r.access {
-            Access::Public => json!([]),
-            Access::Custom => json!([{}, {"apiKey": []}]),
-            _ => json!([{"apiKey": []}]),
-        };
-        let (summary, description) = texts(r);
-        let takes_body = doc.body.is_some() || doc.raw_body || r.method != "GET";
-        // The slide routes read the key through the deck actors, the others through the
-        // `IdempotencyKey` argument (docs/api.md, "Idempotency").
-        let keyed = doc.idempotency_key || crate::http::idempotency::hash_route(r.path).is_some();
-        if keyed {
-            params.push(json!({"name": "Idempotency-Key", "in": "header", "required": false,
-                "description": "a retry with the same key and body replays the first answer (24 hours); \
-                    another body under the key is a 422, a repeat while the first runs a 409 with `Retry-After`",
-                "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7E]([\\x20-\\x7E]*[\\x21-\\x7E])?$"}}));
-        }
-        let mut responses = error_responses(r, takes_body, keyed);
-        responses.insert(
-            "200".into(),
-            json!({"description": "success", "headers": common_headers(),
-                   "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Success"}}}}),
-        );
-        let mut op = json!({
-            "tags": [r.area],
-            "operationId": operation_id(r.method, r.path, false),
-            "summary": summary,
-            "description": description,
-            "parameters": params,
-            "security": security,
-            "x-access": r.access.name(),
-            "x-rate-category": r.category.name(),
-            "x-token-cost": app.routes.cost_of(r),
-            "x-implemented": r.implemented(),
-            "responses": responses,
-        });
-        if let Some(answer) = doc.response {
-            if doc.event_stream {
-                op["responses"]["200"]["content"] = json!({"text/event-stream": {
-                    "schema": {"type": "string", "description": "server-sent events; the `data` of each is the JSON object below"},
-                    "x-event-data": answer.to_value(),
-                }});
-            } else {
-                op["responses"]["200"]["content"]["application/json"]["schema"] =
-                    json!({"allOf": [{"$ref": "#/components/schemas/Success"}, answer.to_value()]});
-            }
-        }
-        if doc.never_succeeds {
-            op["responses"]
-                .as_object_mut()
-                .expect("an object")
-                .remove("200");
-        }
-        if doc.redirect {
-            op["responses"]["200"] = json!({
-                "description": "redirect to a short-lived signed URL of the file",
-                "headers": {"Location": {"required": true, "schema": {"type": "string", "format": "uri"}}},
-            });
-        }
-        if let Some(status) = doc.success_status.filter(|s| *s != 200) {
-            let responses = op["responses"].as_object_mut().expect("an object");
-            if let Some(ok) = responses.remove("200") {
-                responses.insert(status.to_string(), ok);
-            }
-        }
-        if doc.raw_body {
-            // The provider signs the body; without its signature header the event is a 400.
-            if let Some(params) = op["parameters"].as_array_mut() {
-                params.push(json!({"name": "Stripe-Signature", "in": "header", "required": true,
-                    "description": "`t=<unix time>,v1=<HMAC-SHA256 of \"t.body\">` with the webhook secret",
-                    "schema": {"type": "string", "minLength": 1}}));
-            }
-            op["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"description": "the provider's signed event, checked byte for byte"}}}});
-        } else if let Some(about) = doc.binary_body {
-            // One content type, as generated clients model a file; the description names
-            // the others the route takes.
-            op["requestBody"] = json!({"required": true, "description": about, "content": {
-                "application/octet-stream": {"schema": {"type": "string", "format": "binary", "minLength": 1}}}});
-            op["responses"]["422"] = json!({"description": "the file is not a valid image of its type (nothing is kept)",
-                "headers": common_headers(),
-                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}});
-        } else if let Some(body) = &doc.body {
-            let schema = if doc.names_org {
-                with_org_ref(body.as_value().clone())
-            } else {
-                body.as_value().clone()
-            };
-            // An empty body counts as `{}` (docs/api.md): required only when a field is.
-            let required = doc.names_org || requires_a_field(body.as_value());
-            op["requestBody"] =
-                json!({"required": required, "content": {"application/json": {"schema": schema}}});
-        } else if r.method == "POST" && r.implemented() {
-            op["requestBody"] = json!({"required": false, "content": {"application/json": {"schema": {"type": "object", "description": "no fields; any are ignored"}}}});
-        }
-        // What this server is configured with, so a client (and a property tester) knows
-        // the values that pass: the registered telemetry products.
-        if r.path.starts_with("/api/telemetry/") {
-            let products: Vec<&str> = app
-                .opts
-                .telemetry_products
-                .iter()
-                .map(|p| p.trim())
-                .collect();
-            if let Some(p) = op
-                .pointer_mut("/requestBody/content/application~1json/schema/properties/product_id")
-            {
-                if products.is_empty() {
-                    // No product is registered, so every value is refused: `not: {}` says
-                    // so where an empty `enum` would (generators reject an empty enum).
-                    p["not"] = json!({});
-                } else {
-                    p["enum"] = json!(products);
-                }
-            }
-        }
-        // The plans a subscription or an agent sign-up may name.
-        if [
-            "/api/users/subscriptions/subscribe",
-            "/api/users/authenticate-agent",
-        ]
-        .contains(&r.path)
-        {
-            if let Some(p) =
-                op.pointer_mut("/requestBody/content/application~1json/schema/properties/productId")
-            {
-                let plans: Vec<&str> = crate::adapters::payments::PLANS
-                    .iter()
-                    .map(|p| p.product_id.as_str())
-                    .collect();
-                p["enum"] = json!(plans);
-            }
-        }
-        // The simulated payment provider knows only Stripe's test payment methods.
-        if app.payments.hosted_by_plinth() {
-            for name in ["paymentMethodId", "payment_method_id"] {
-                let at = format!("/requestBody/content/application~1json/schema/properties/{name}");
-                if let Some(p) = op.pointer_mut(&at) {
-                    p["enum"] = json!(crate::adapters::payments::simulated_payment_methods());
-                }
-            }
-        }
-        if let Some(body) = op.pointer_mut("/requestBody/content/application~1json/schema") {
-            nullable_formats(body);
-        }
+        let op = operation(app, r, &doc);
         let item = paths
             .entry(r.path.to_owned())
             .or_insert_with(|| Value::Object(Map::new()));
@@ -453,6 +288,206 @@ pub fn document(app: &AppState) -> Reply {
             item[m.to_lowercase()] = op;
         }
     }
+    Reply::ok(whole_document(app, gen, paths))
+}
+
+/// One route's operation (for its first method; `document` copies it to the others).
+fn operation(app: &AppState, r: &RouteSpec, doc: &crate::http::schema::Operation) -> Value {
+    let mut params = parameters(r, doc);
+    let security = match r.access {
+        Access::Public => json!([]),
+        Access::Custom => json!([{}, {"apiKey": []}]),
+        _ => json!([{"apiKey": []}]),
+    };
+    let (summary, description) = texts(r);
+    let takes_body = doc.body.is_some() || doc.raw_body || r.method != "GET";
+    // The slide routes read the key through the deck actors, the others through the
+    // `IdempotencyKey` argument (docs/api.md, "Idempotency").
+    let keyed = doc.idempotency_key || crate::http::idempotency::hash_route(r.path).is_some();
+    if keyed {
+        params.push(json!({"name": "Idempotency-Key", "in": "header", "required": false,
+            "description": "a retry with the same key and body replays the first answer (24 hours); \
+                another body under the key is a 422, a repeat while the first runs a 409 with `Retry-After`",
+            "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7E]([\\x20-\\x7E]*[\\x21-\\x7E])?$"}}));
+    }
+    let mut responses = error_responses(r, takes_body, keyed);
+    responses.insert(
+        "200".into(),
+        json!({"description": "success", "headers": common_headers(),
+               "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Success"}}}}),
+    );
+    let mut op = json!({
+        "tags": [r.area],
+        "operationId": operation_id(r.method, r.path, false),
+        "summary": summary,
+        "description": description,
+        "parameters": params,
+        "security": security,
+        "x-access": r.access.name(),
+        "x-rate-category": r.category.name(),
+        "x-token-cost": app.routes.cost_of(r),
+        "x-implemented": r.implemented(),
+        "responses": responses,
+    });
+    success_response(&mut op, doc);
+    request_body(&mut op, r, doc);
+    configured_values(app, r, &mut op);
+    if let Some(body) = op.pointer_mut("/requestBody/content/application~1json/schema") {
+        nullable_formats(body);
+    }
+    op
+}
+
+/// The path parameters, then the query parameters the route's documentation declares.
+fn parameters(r: &RouteSpec, doc: &crate::http::schema::Operation) -> Vec<Value> {
+    let mut params: Vec<Value> = r
+        .path
+        .split('/')
+        .filter_map(|seg| seg.strip_prefix('{')?.strip_suffix('}'))
+        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "pattern": NO_NUL}}))
+        .collect();
+    if let Some(query) = &doc.query {
+        let q = query.as_value();
+        let required: Vec<&str> = q["required"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if let Some(props) = q["properties"].as_object() {
+            for (name, schema) in props {
+                let schema = url_safe(schema.clone());
+                let mut p = json!({"name": name, "in": "query", "required": required.contains(&name.as_str()), "schema": schema});
+                if let Some(d) = schema.get("description") {
+                    p["description"] = d.clone();
+                }
+                params.push(p);
+            }
+        }
+    }
+    params
+}
+
+/// The success answer: its schema or event stream, a redirect, another status, or none.
+fn success_response(op: &mut Value, doc: &crate::http::schema::Operation) {
+    if let Some(answer) = &doc.response {
+        if doc.event_stream {
+            op["responses"]["200"]["content"] = json!({"text/event-stream": {
+                "schema": {"type": "string", "description": "server-sent events; the `data` of each is the JSON object below"},
+                "x-event-data": answer.as_value().clone(),
+            }});
+        } else {
+            op["responses"]["200"]["content"]["application/json"]["schema"] = json!({"allOf": [{"$ref": "#/components/schemas/Success"}, answer.as_value().clone()]});
+        }
+    }
+    if doc.never_succeeds {
+        op["responses"]
+            .as_object_mut()
+            .expect("an object")
+            .remove("200");
+    }
+    if doc.redirect {
+        op["responses"]["200"] = json!({
+            "description": "redirect to a short-lived signed URL of the file",
+            "headers": {"Location": {"required": true, "schema": {"type": "string", "format": "uri"}}},
+        });
+    }
+    if let Some(status) = doc.success_status.filter(|s| *s != 200) {
+        let responses = op["responses"].as_object_mut().expect("an object");
+        if let Some(ok) = responses.remove("200") {
+            responses.insert(status.to_string(), ok);
+        }
+    }
+}
+
+/// The request body: a signed provider event, a file, a JSON object, or no fields.
+fn request_body(op: &mut Value, r: &RouteSpec, doc: &crate::http::schema::Operation) {
+    if doc.raw_body {
+        // The provider signs the body; without its signature header the event is a 400.
+        if let Some(params) = op["parameters"].as_array_mut() {
+            params.push(json!({"name": "Stripe-Signature", "in": "header", "required": true,
+                "description": "`t=<unix time>,v1=<HMAC-SHA256 of \"t.body\">` with the webhook secret",
+                "schema": {"type": "string", "minLength": 1}}));
+        }
+        op["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"description": "the provider's signed event, checked byte for byte"}}}});
+    } else if let Some(about) = doc.binary_body {
+        // One content type, as generated clients model a file; the description names
+        // the others the route takes.
+        op["requestBody"] = json!({"required": true, "description": about, "content": {
+            "application/octet-stream": {"schema": {"type": "string", "format": "binary", "minLength": 1}}}});
+        op["responses"]["422"] = json!({"description": "the file is not a valid image of its type (nothing is kept)",
+            "headers": common_headers(),
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}});
+    } else if let Some(body) = &doc.body {
+        let schema = if doc.names_org {
+            with_org_ref(body.as_value().clone())
+        } else {
+            body.as_value().clone()
+        };
+        // An empty body counts as `{}` (docs/api.md): required only when a field is.
+        let required = doc.names_org || requires_a_field(body.as_value());
+        op["requestBody"] =
+            json!({"required": required, "content": {"application/json": {"schema": schema}}});
+    } else if r.method == "POST" && r.implemented() {
+        op["requestBody"] = json!({"required": false, "content": {"application/json": {"schema": {"type": "object", "description": "no fields; any are ignored"}}}});
+    }
+}
+
+/// What this server is configured with, so a client (and a property tester) knows the
+/// values that pass: telemetry products, plans, the simulated provider's payment methods.
+fn configured_values(app: &AppState, r: &RouteSpec, op: &mut Value) {
+    if r.path.starts_with("/api/telemetry/") {
+        let products: Vec<&str> = app
+            .opts
+            .rates
+            .telemetry_products
+            .iter()
+            .map(|p| p.trim())
+            .collect();
+        if let Some(p) =
+            op.pointer_mut("/requestBody/content/application~1json/schema/properties/product_id")
+        {
+            if products.is_empty() {
+                // No product is registered, so every value is refused: `not: {}` says
+                // so where an empty `enum` would (generators reject an empty enum).
+                p["not"] = json!({});
+            } else {
+                p["enum"] = json!(products);
+            }
+        }
+    }
+    // The plans a subscription or an agent sign-up may name.
+    if [
+        "/api/users/subscriptions/subscribe",
+        "/api/users/authenticate-agent",
+    ]
+    .contains(&r.path)
+    {
+        if let Some(p) =
+            op.pointer_mut("/requestBody/content/application~1json/schema/properties/productId")
+        {
+            let plans: Vec<&str> = crate::adapters::payments::PLANS
+                .iter()
+                .map(|p| p.product_id.as_str())
+                .collect();
+            p["enum"] = json!(plans);
+        }
+    }
+    // The simulated payment provider knows only Stripe's test payment methods.
+    if app.payments.hosted_by_plinth() {
+        for name in ["paymentMethodId", "payment_method_id"] {
+            let at = format!("/requestBody/content/application~1json/schema/properties/{name}");
+            if let Some(p) = op.pointer_mut(&at) {
+                p["enum"] = json!(crate::adapters::payments::simulated_payment_methods());
+            }
+        }
+    }
+}
+
+/// The paths with the shared schemas, tags, servers and security schemes.
+fn whole_document(
+    app: &AppState,
+    mut gen: schemars::SchemaGenerator,
+    paths: Map<String, Value>,
+) -> Value {
     let mut schemas = gen.take_definitions(true);
     for s in schemas.values_mut() {
         nullable_formats(s);
@@ -477,7 +512,7 @@ pub fn document(app: &AppState) -> Reply {
         },
     });
     objects_for_boolean_schemas(&mut doc);
-    Reply::ok(doc)
+    doc
 }
 
 /// Whether an object schema needs at least one field: a `required` list, or `anyOf` or

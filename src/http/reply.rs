@@ -190,10 +190,13 @@ pub struct Prebuilt<T> {
     of: std::marker::PhantomData<T>,
 }
 
+/// The first byte of a serialised JSON object.
+const OBJECT_START: u8 = b'{';
+
 /// `value` as the bytes of a [`Prebuilt`] answer; `None` if it is not a JSON object.
 pub fn prebuild<T: Serialize>(value: &T) -> Option<bytes::Bytes> {
     let bytes = serde_json::to_vec(value).ok()?;
-    (bytes.first() == Some(&b'{')).then(|| bytes.into())
+    (bytes.first() == Some(&OBJECT_START)).then(|| bytes.into())
 }
 
 impl<T> Prebuilt<T> {

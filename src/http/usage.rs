@@ -68,9 +68,7 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         .extensions
         .get::<MatchedPath>()
         .and_then(|p| app.routes.get(method.as_str(), p.as_str()));
-    let ip = parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| {
-        crate::http::client_ip::client_ip(c.0.ip(), &parts.headers, &app.opts.trusted_proxies)
-    });
+    let ip = client_address(&app, &parts);
     // Header values share the request's bytes: cloned, not copied.
     let key = parts.headers.get(API_KEY).cloned();
     let key = key.as_ref().map(|v| v.to_str().unwrap_or("").trim());
@@ -83,7 +81,7 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         ..Usage::default()
     };
     let route = entry.map_or("unmatched", |e| e.spec.path);
-    let deadline = deadline(&app.opts, &uri);
+    let deadline = deadline(&app.opts.server, &uri);
     // The request's time, less what its body took to arrive (bounded on its own).
     let mut due = tokio::time::Instant::now() + deadline;
 
@@ -92,22 +90,13 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
     // (security review N-H1).
     let replayable = replayable(entry);
     let head = tokio::time::timeout_at(due, async {
-        if uri.path().contains("%00") || uri.query().is_some_and(|q| q.contains("%00")) {
-            // A NUL is never valid input, and PostgreSQL cannot store it.
-            let e = ApiError::bad_request("the URL may not contain NUL characters (%00)");
-            return Err(e);
-        }
+        without_nul(&uri)?;
         admit(&app, entry, key, ip, replayable, &mut usage).await
     })
     .await;
-    let caller = match head {
-        Ok(Ok(caller)) => caller,
-        Ok(Err(e)) => {
-            let resp = refused(&app, e, &parts.headers, body, &usage, &method, path).await;
-            return observed(resp, route, &method, started);
-        }
-        Err(_) => {
-            let e = past_deadline(&method, deadline);
+    let caller = match head.unwrap_or_else(|_| Err(past_deadline(&method, deadline))) {
+        Ok(caller) => caller,
+        Err(e) => {
             let resp = refused(&app, e, &parts.headers, body, &usage, &method, path).await;
             return observed(resp, route, &method, started);
         }
@@ -178,6 +167,28 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         crate::observe::http(route, &method, resp.status(), started);
     }
     finish(resp, &usage, &method, path).await
+}
+
+/// The client's address: the peer, or what a trusted proxy's header names.
+fn client_address(app: &AppState, parts: &axum::http::request::Parts) -> Option<IpAddr> {
+    parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|c| {
+        crate::http::client_ip::client_ip(
+            c.0.ip(),
+            &parts.headers,
+            &app.opts.server.trusted_proxies,
+        )
+    })
+}
+
+/// Refuses a URL with an encoded NUL: it is never valid input, and PostgreSQL cannot
+/// store it.
+fn without_nul(uri: &axum::http::Uri) -> Result<(), ApiError> {
+    if uri.path().contains("%00") || uri.query().is_some_and(|q| q.contains("%00")) {
+        return Err(ApiError::bad_request(
+            "the URL may not contain NUL characters (%00)",
+        ));
+    }
+    Ok(())
 }
 
 /// Counts an answer given before the handler in the HTTP metrics, as every other.
@@ -253,7 +264,7 @@ async fn read_body(
     };
     let budget = crate::http::body::BodyBudget::new(limits, max, anonymous);
     if route_limit > crate::BODY_LIMIT as u64 && !anonymous {
-        let dir = app.opts.data_dir.join("tmp");
+        let dir = app.opts.database.data_dir.join("tmp");
         let spooled = crate::http::body::spool(&parts.headers, body, budget, &dir).await?;
         parts.extensions.insert(std::sync::Arc::new(spooled));
         return Ok(bytes::Bytes::new());
@@ -297,7 +308,7 @@ enum Ran {
 
 /// How long a request may take: `PLINTH_REQUEST_TIMEOUT`, plus the `wait` a job status
 /// read asks for (at most 60 s).
-fn deadline(opts: &crate::config::Opts, uri: &axum::http::Uri) -> std::time::Duration {
+fn deadline(server: &crate::config::Server, uri: &axum::http::Uri) -> std::time::Duration {
     let wait = uri
         .query()
         .into_iter()
@@ -305,7 +316,7 @@ fn deadline(opts: &crate::config::Opts, uri: &axum::http::Uri) -> std::time::Dur
         .find_map(|pair| pair.strip_prefix("wait="))
         .and_then(|w| w.parse::<u64>().ok())
         .map_or(0, |w| w.min(60));
-    std::time::Duration::from_secs(opts.request_timeout.max(1) + wait)
+    std::time::Duration::from_secs(server.request_timeout.max(1) + wait)
 }
 
 /// The answer to a request that did not finish in time (a database or a provider that
@@ -438,11 +449,11 @@ async fn rate(
     let open_door = entry.is_some_and(|e| matches!(e.spec.access, Access::Public | Access::Custom));
     let by_address = category == Category::Auth && open_door;
     if by_address && tier_multiplier(level).is_some() {
-        if let Some(limit) = limit_for(category, 0, app.opts.rate_limit_multiplier) {
+        if let Some(limit) = limit_for(category, 0, app.opts.rates.rate_limit_multiplier) {
             rate_check(app, &ip_key(), category, limit, usage).await?;
         }
     }
-    if let Some(limit) = limit_for(category, level, app.opts.rate_limit_multiplier) {
+    if let Some(limit) = limit_for(category, level, app.opts.rates.rate_limit_multiplier) {
         let by_ip;
         let who = match caller {
             Some(c) => c.rate_key.as_str(),

@@ -5,18 +5,18 @@ use anyhow::Context;
 use plinth_workers::Queue;
 
 use super::database::{master_key, open_database, open_operator_database, MASTER_KEY_CHECK};
-use crate::config::Opts;
+use crate::config::{Accounts, Opts};
 use crate::crypto::{GrantKey, MasterKey};
 use crate::db::Db;
 
 /// `plinth grants mint`: prints a grant sealed with PLINTH_AUTH_TOKEN_KEY.
 pub fn mint_grant(
-    opts: &Opts,
+    accounts: &Accounts,
     email: &str,
     ttl: i64,
     source: Option<String>,
 ) -> anyhow::Result<()> {
-    let hex = opts
+    let hex = accounts
         .auth_token_key
         .as_deref()
         .filter(|h| !h.trim().is_empty())
@@ -38,10 +38,10 @@ pub fn mint_grant(
 /// file in `--data-dir` (a key generated here would differ from the one the servers get
 /// from their secret store, and they would all be refused).
 pub async fn migrate(opts: Opts) -> anyhow::Result<()> {
-    let url = opts.database_url();
+    let url = opts.database.url();
     let postgres = url.starts_with("postgres://") || url.starts_with("postgresql://");
-    if postgres && opts.master_key.is_none() {
-        let path = opts.data_dir.join("master.key");
+    if postgres && opts.database.master_key.is_none() {
+        let path = opts.database.master_key_file();
         let db = Db::connect(&url, &crate::config::process_name("migrate"))
             .await
             .context("connecting to the database")?;
@@ -77,8 +77,13 @@ pub async fn migrate(opts: Opts) -> anyhow::Result<()> {
         println!("migrations applied ({})", db.backend());
         return Ok(());
     }
-    let key = master_key(&opts)?;
-    let (db, _) = open_database(&opts, &crate::config::process_name("migrate"), &key).await?;
+    let key = master_key(&opts.database, opts.server.production)?;
+    let (db, _) = open_database(
+        &opts.database,
+        &crate::config::process_name("migrate"),
+        &key,
+    )
+    .await?;
     println!("migrations applied ({})", db.backend());
     Ok(())
 }

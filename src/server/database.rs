@@ -4,25 +4,25 @@
 use anyhow::Context;
 use plinth_workers::Queue;
 
-use crate::config::Opts;
+use crate::config::{Database, Opts};
 use crate::crypto::MasterKey;
 use crate::db::Db;
 
 /// `PLINTH_MASTER_KEY`, or `<data-dir>/master.key`, generated once with mode 0600.
 /// Under `--production` a key file is refused: a key that lives only next to the data
 /// is lost with the disk and differs on every host.
-pub fn master_key(opts: &Opts) -> anyhow::Result<MasterKey> {
-    if opts.production && opts.master_key.is_none() {
+pub fn master_key(database: &Database, production: bool) -> anyhow::Result<MasterKey> {
+    if production && database.master_key.is_none() {
         anyhow::bail!(
             "--production needs PLINTH_MASTER_KEY (64 hex characters, kept outside the data \
              directory); a generated master key file is refused"
         );
     }
-    if let Some(hex) = &opts.master_key {
+    if let Some(hex) = &database.master_key {
         return MasterKey::from_hex(hex).context("PLINTH_MASTER_KEY");
     }
-    private_dir(&opts.data_dir)?;
-    let path = opts.data_dir.join("master.key");
+    private_dir(&database.data_dir)?;
+    let path = database.master_key_file();
     let (key, generated) = MasterKey::load_or_create(&path)?;
     if generated {
         tracing::info!(path = %path.display(), "generated a new master key");
@@ -37,18 +37,22 @@ pub const MASTER_KEY_CHECK: &str = "master_key_check";
 /// under one key does not decrypt under another (sign-in would answer 500), and signed
 /// URLs and the derived webhook secret would differ between processes. The first process
 /// stores the key's check value; every later one compares with it.
-pub(super) async fn check_master_key(opts: &Opts, db: &Db, key: &MasterKey) -> anyhow::Result<()> {
+pub(super) async fn check_master_key(
+    database: &Database,
+    db: &Db,
+    key: &MasterKey,
+) -> anyhow::Result<()> {
     let mine = key.check_value();
     crate::db::settings::put_if_absent(db, MASTER_KEY_CHECK, &mine).await?;
     let stored = crate::db::settings::get(db, MASTER_KEY_CHECK)
         .await?
         .context("the master key check value is missing after storing it")?;
     if !crate::crypto::ct_eq(stored.as_bytes(), mine.as_bytes()) {
-        let source = match opts.master_key {
+        let source = match database.master_key {
             Some(_) => "PLINTH_MASTER_KEY".to_owned(),
             None => format!(
                 "{} (PLINTH_MASTER_KEY is unset)",
-                opts.data_dir.join("master.key").display()
+                database.master_key_file().display()
             ),
         };
         anyhow::bail!(
@@ -63,17 +67,17 @@ pub(super) async fn check_master_key(opts: &Opts, db: &Db, key: &MasterKey) -> a
 /// Database with migrations applied and the master key checked, and the job queue in it.
 /// `process` names this process's database sessions (`config::process_name`).
 pub async fn open_database(
-    opts: &Opts,
+    database: &Database,
     process: &str,
     key: &MasterKey,
 ) -> anyhow::Result<(Db, Queue)> {
-    private_dir(&opts.data_dir)?;
-    let url = opts.database_url();
+    private_dir(&database.data_dir)?;
+    let url = database.url();
     let db = Db::connect(&url, process)
         .await
         .context("connecting to the database")?;
     db.migrate().await.context("running migrations")?;
-    check_master_key(opts, &db, key).await?;
+    check_master_key(database, &db, key).await?;
     let queue = match &db {
         Db::Sqlite(p) => Queue::sqlite(p).await,
         Db::Postgres(p) => Queue::postgres(p).await,
@@ -96,11 +100,12 @@ pub(super) fn sqlite_path(url: &str) -> Option<std::path::PathBuf> {
 /// directory, no database file, no key file, no binding of a key to the database. Says
 /// on stderr which database it opened, and what it looked for when there is none.
 pub async fn open_operator_database(opts: &Opts) -> anyhow::Result<(Db, Queue)> {
-    let url = opts.database_url();
+    let database = &opts.database;
+    let url = database.url();
     let shown = redact_url(&url);
-    let from = match &opts.database_url {
+    let from = match &database.database_url {
         Some(_) => "--database-url (PLINTH_DATABASE_URL)".to_owned(),
-        None => format!("--data-dir {}", opts.data_dir.display()),
+        None => format!("--data-dir {}", database.data_dir.display()),
     };
     if let Some(path) = sqlite_path(&url) {
         if !path.exists() {
@@ -111,10 +116,10 @@ pub async fn open_operator_database(opts: &Opts) -> anyhow::Result<(Db, Queue)> 
             );
         }
     }
-    let key = match &opts.master_key {
+    let key = match &database.master_key {
         Some(hex) => MasterKey::from_hex(hex).context("PLINTH_MASTER_KEY")?,
         None => {
-            let path = opts.data_dir.join("master.key");
+            let path = database.master_key_file();
             if !path.exists() {
                 anyhow::bail!(
                     "no master key: PLINTH_MASTER_KEY is unset and {} does not exist; set \

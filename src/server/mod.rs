@@ -13,7 +13,9 @@ use plinth_actors::decks::DeckActors;
 use plinth_actors::rate::RateLimiter;
 use tokio::sync::watch;
 
-use crate::config::Opts;
+use crate::config::{
+    process_name, Accounts, Limits, LogFormat, Observability, Opts, Payments, RateStoreKind, Rates,
+};
 use crate::db::Db;
 use crate::state::{AppState, Inner, RouteIndex};
 
@@ -29,10 +31,10 @@ pub use database::{
 };
 pub use pools::worker_pools;
 
-use pools::{configure_backoff, credit_shards, ports, worker_config};
+use pools::{configure_backoff, credit_shards, ingest_shards, ports, worker_config};
 use providers::{check_object_storage, grant_key, mail_backend, providers, watch_hosts};
 
-pub fn init_logging(opts: &Opts) {
+pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         // apalis's own INFO lines ("Worker … stopped" at SIGTERM while jobs still drain,
         // paused, resumed) are said better by plinth's.
@@ -47,7 +49,7 @@ pub fn init_logging(opts: &Opts) {
         // default reports the failure with `eprintln!`, which panics when stderr fails,
         // and a panic in the usage layer drops the client's connection.
         .log_internal_errors(false);
-    if opts.log_format == "json" {
+    if format == LogFormat::Json {
         builder.json().init();
     } else {
         builder.init();
@@ -58,9 +60,9 @@ pub fn init_logging(opts: &Opts) {
 const INGEST_ROWS: usize = 2_000;
 
 /// Installs the metrics recorder when the operator asked for metrics.
-fn start_metrics(opts: &Opts) -> anyhow::Result<()> {
-    let token = opts.metrics_token.as_deref().is_some_and(|t| !t.is_empty());
-    if token || opts.metrics_listen.is_some() {
+fn start_metrics(obs: &Observability) -> anyhow::Result<()> {
+    let token = obs.metrics_token.as_deref().is_some_and(|t| !t.is_empty());
+    if token || obs.metrics_listen.is_some() {
         crate::observe::install()?;
     }
     Ok(())
@@ -68,11 +70,12 @@ fn start_metrics(opts: &Opts) -> anyhow::Result<()> {
 
 /// `--metrics-listen`: /metrics, /livez and /readyz without a token, until `stop`.
 async fn serve_metrics(
-    opts: &Opts,
+    obs: &Observability,
+    limits: &Limits,
     ops: crate::observe::OpsState,
     stop: watch::Receiver<bool>,
 ) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
-    let Some(addr) = &opts.metrics_listen else {
+    let Some(addr) = &obs.metrics_listen else {
         return Ok(None);
     };
     let listener = tokio::net::TcpListener::bind(addr)
@@ -83,7 +86,7 @@ async fn serve_metrics(
     println!("plinth metrics on http://{bound}");
     let app: axum::Router =
         crate::http::routes::ops(crate::observe::OpsState { open: true, ..ops });
-    let limits = opts.limits.clone();
+    let limits = limits.clone();
     Ok(Some(tokio::spawn(async move {
         if let Err(e) = listener::serve(listener, app, &limits, &[], stop).await {
             tracing::error!(error = %e, "metrics listener failed");
@@ -139,118 +142,51 @@ impl Built {
 /// reachable at `bound` (the listening address, for the default public URL).
 pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     // New emails get as many attempts as the email back-off has waits, plus one.
-    configure_backoff(&opts)?;
-    crate::http::cors::CorsPolicy::check(&opts.cors_origins).map_err(anyhow::Error::msg)?;
-    if let Some(url) = opts.app_url.as_deref().filter(|u| !u.trim().is_empty()) {
-        let u = url.trim();
-        if !(u.starts_with("https://") || u.starts_with("http://")) || u.contains('?') {
-            anyhow::bail!(
-                "PLINTH_APP_URL must be an http(s) URL without a query, the base of your \
-                 application's /verify, /reset-password and /sign-in pages, not `{url}`"
-            );
-        }
-    }
-    let (payments, store_verifier) = providers(&opts)?;
-    let key = master_key(&opts)?;
-    let auth_key = grant_key(&opts, &key)?;
-    let (db, queue) = open_database(&opts, &crate::config::process_name("serve"), &key).await?;
-    check_object_storage(&opts, &db).await?;
-    let mail = mail_backend(&opts)?;
-    let webhook_secret = opts.stripe_webhook_secret.clone().unwrap_or_else(|| {
-        format!(
-            "whsec_{}",
-            crate::crypto::sha256_hex(format!("webhook:{}", key.to_hex()).as_bytes())
-        )
-    });
+    configure_backoff(&opts.mail, &opts.jobs)?;
+    opts.validate()?;
+    let production = opts.server.production;
+    let (payments, store_verifier) = providers(&opts.payments, production)?;
+    let key = master_key(&opts.database, production)?;
+    let auth_key = grant_key(&opts.accounts, &key)?;
+    let (db, queue) = open_database(&opts.database, &process_name("serve"), &key).await?;
+    check_object_storage(&opts.storage, production, &db).await?;
+    let mail = mail_backend(&opts.mail, &opts.database.data_dir)?;
+    let webhook_secret = webhook_secret(&opts.payments, &key);
     let routes = RouteIndex::new(
         crate::http::routes::all().map(|r| &r.meta),
-        &opts.token_costs()?,
+        &opts.rates.token_costs()?,
     )?;
-    let prices = crate::domain::prices::PriceList::load(opts.prices_file.as_deref())?;
-    if !crate::domain::licenses::valid_prefix(&opts.license_prefix.to_ascii_uppercase()) {
-        anyhow::bail!(
-            "PLINTH_LICENSE_PREFIX must be 3 Crockford base32 characters (digits and letters but I, L, O, U), not `{}`",
-            opts.license_prefix
-        );
-    }
-    let gcs = crate::adapters::gcs::Gcs::from_config(&opts)?;
+    let prices = crate::domain::prices::PriceList::load(opts.payments.prices_file.as_deref())?;
+    let gcs = crate::adapters::gcs::Gcs::from_config(&opts.storage)?;
     let posts = crate::db::posts::Writer::start(&db)
         .await
         .map_err(|e| anyhow::anyhow!("starting the post writer: {e}"))?;
     let orders = crate::db::orders::Placer::start(&db)
         .await
         .map_err(|e| anyhow::anyhow!("starting the order writer: {e}"))?;
-    // On PostgreSQL the `auth` category (sign-in, resets, verification mail, token
-    // exchange) is always counted in the shared store, so a brute-force client gains
-    // nothing from reaching several processes (security round 2); PLINTH_RATE_STORE
-    // decides for the high-volume categories.
-    use plinth_actors::rate::Shared;
-    let rate_store: Option<(std::sync::Arc<dyn plinth_actors::rate::RateStore>, Shared)> =
-        match (&db, opts.rate_store) {
-            (Db::Postgres(pool), kind) => Some((
-                std::sync::Arc::new(crate::db::rate::PgRateStore(pool.clone())),
-                if kind == Some(crate::config::RateStoreKind::Postgres) {
-                    Shared::ALL
-                } else {
-                    Shared::only(&[crate::http::routes::Category::Auth as u8])
-                },
-            )),
-            (Db::Sqlite(_), Some(crate::config::RateStoreKind::Postgres)) => {
-                anyhow::bail!("PLINTH_RATE_STORE=postgres needs a PostgreSQL database")
-            }
-            _ => None,
-        };
-    if rate_store.as_ref().is_some_and(|(_, s)| *s != Shared::ALL) {
-        // Windows per process: N serve processes allow about N times each limit.
-        if let Ok(n @ 2..) = crate::db::settings::serve_processes(&db).await {
-            tracing::warn!(
-                serve_processes = n,
-                "several plinth serve processes count rate windows each on their own \
-                 (PLINTH_RATE_STORE=local; `auth` is always shared): a limit of R allows \
-                 about {n}R; set PLINTH_RATE_STORE=postgres to share them (docs/scaling.md)"
-            );
-        }
-    }
-    let rate = RateLimiter::start_sharing(opts.rate_shards, rate_store)
-        .await
-        .map_err(|e| anyhow::anyhow!("starting rate-limit actors: {e}"))?;
+    let rate = rate_limiter(&db, &opts.rates).await?;
+    let credits = credit_accounts(&db, &opts.rates).await?;
 
-    let credits = CreditAccounts::start(
-        credit_shards(&db, &opts),
-        std::sync::Arc::new(crate::db::credits::DbCredits(db.clone())),
-    )
-    .await
-    .map_err(|e| anyhow::anyhow!("starting credit-account actors: {e}"))?;
-
-    let public_url = opts.public_url(bound);
+    let public_url = opts.server.public_url(bound);
     let payment_url = opts
+        .payments
         .payment_url
         .clone()
         .unwrap_or_else(|| format!("{public_url}/api/users/subscriptions"));
 
-    let objects = crate::adapters::storage::ObjectStore::from_config(&opts, &key, &public_url)?;
+    let objects = crate::adapters::storage::ObjectStore::from_config(
+        &opts.storage,
+        &opts.database.data_dir,
+        &key,
+        &public_url,
+    )?;
     let decks = DeckActors::start(
-        opts.rate_shards,
+        opts.rates.rate_shards,
         std::sync::Arc::new(crate::jobs::slides::Idempotency(db.clone())),
     )
     .await
     .map_err(|e| anyhow::anyhow!("starting deck actors: {e}"))?;
-    let telemetry = BatchWriter::start(
-        "telemetry",
-        credit_shards(&db, &opts),
-        INGEST_ROWS,
-        std::sync::Arc::new(crate::db::telemetry::Ingest(db.clone())),
-    )
-    .await
-    .map_err(|e| anyhow::anyhow!("starting the telemetry writer: {e}"))?;
-    let analytics = BatchWriter::start(
-        "analytics",
-        credit_shards(&db, &opts),
-        INGEST_ROWS,
-        std::sync::Arc::new(crate::db::analytics::Ingest(db.clone())),
-    )
-    .await
-    .map_err(|e| anyhow::anyhow!("starting the analytics writer: {e}"))?;
+    let (telemetry, analytics) = ingest_writers(&db, &opts.rates).await?;
     let caches = std::sync::Arc::new(crate::db::cache::Caches::new(db.clone(), credits.clone()));
     if let Db::Postgres(pool) = &db {
         tokio::spawn(crate::db::cache::listen(pool.clone(), caches.clone()));
@@ -260,8 +196,8 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     let state = AppState::new(Inner {
         openapi: crate::http::openapi::document,
         openapi_doc: Default::default(),
-        exempt_domains: Opts::normalized_domains(&opts.exempt_domains),
-        admin_domains: Opts::normalized_domains(&opts.admin_domains),
+        exempt_domains: Accounts::normalized_domains(&opts.accounts.exempt_domains),
+        admin_domains: Accounts::normalized_domains(&opts.accounts.admin_domains),
         public_url,
         payment_url,
         db,
@@ -298,50 +234,137 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     })
 }
 
+/// `PLINTH_STRIPE_WEBHOOK_SECRET`, else one derived from the master key (the same in
+/// every process of the deployment).
+fn webhook_secret(payments: &Payments, key: &crate::crypto::MasterKey) -> String {
+    payments.stripe_webhook_secret.clone().unwrap_or_else(|| {
+        format!(
+            "whsec_{}",
+            crate::crypto::sha256_hex(format!("webhook:{}", key.to_hex()).as_bytes())
+        )
+    })
+}
+
+/// The rate-limit actors, counting where `PLINTH_RATE_STORE` and the database say.
+async fn rate_limiter(db: &Db, rates: &Rates) -> anyhow::Result<RateLimiter> {
+    // On PostgreSQL the `auth` category (sign-in, resets, verification mail, token
+    // exchange) is always counted in the shared store, so a brute-force client gains
+    // nothing from reaching several processes (security round 2); PLINTH_RATE_STORE
+    // decides for the high-volume categories.
+    use plinth_actors::rate::Shared;
+    let rate_store: Option<(std::sync::Arc<dyn plinth_actors::rate::RateStore>, Shared)> =
+        match (db, rates.rate_store) {
+            (Db::Postgres(pool), kind) => Some((
+                std::sync::Arc::new(crate::db::rate::PgRateStore(pool.clone())),
+                if kind == Some(RateStoreKind::Postgres) {
+                    Shared::ALL
+                } else {
+                    Shared::only(&[crate::http::routes::Category::Auth as u8])
+                },
+            )),
+            (Db::Sqlite(_), Some(RateStoreKind::Postgres)) => {
+                anyhow::bail!("PLINTH_RATE_STORE=postgres needs a PostgreSQL database")
+            }
+            _ => None,
+        };
+    if rate_store.as_ref().is_some_and(|(_, s)| *s != Shared::ALL) {
+        // Windows per process: N serve processes allow about N times each limit.
+        if let Ok(n @ 2..) = crate::db::settings::serve_processes(db).await {
+            tracing::warn!(
+                serve_processes = n,
+                "several plinth serve processes count rate windows each on their own \
+                 (PLINTH_RATE_STORE=local; `auth` is always shared): a limit of R allows \
+                 about {n}R; set PLINTH_RATE_STORE=postgres to share them (docs/scaling.md)"
+            );
+        }
+    }
+    RateLimiter::start_sharing(rates.rate_shards, rate_store)
+        .await
+        .map_err(|e| anyhow::anyhow!("starting rate-limit actors: {e}"))
+}
+
+/// The credit-account actors over the database's ledger.
+async fn credit_accounts(db: &Db, rates: &Rates) -> anyhow::Result<CreditAccounts> {
+    CreditAccounts::start(
+        credit_shards(db, rates),
+        std::sync::Arc::new(crate::db::credits::DbCredits(db.clone())),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("starting credit-account actors: {e}"))
+}
+
+/// The batch writers of telemetry events and analytics hits.
+async fn ingest_writers(
+    db: &Db,
+    rates: &Rates,
+) -> anyhow::Result<(
+    BatchWriter<crate::db::telemetry::EventRow>,
+    BatchWriter<crate::db::analytics::HitRow>,
+)> {
+    let telemetry = BatchWriter::start(
+        "telemetry",
+        ingest_shards(db, rates),
+        INGEST_ROWS,
+        std::sync::Arc::new(crate::db::telemetry::Ingest(db.clone())),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("starting the telemetry writer: {e}"))?;
+    let analytics = BatchWriter::start(
+        "analytics",
+        ingest_shards(db, rates),
+        INGEST_ROWS,
+        std::sync::Arc::new(crate::db::analytics::Ingest(db.clone())),
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("starting the analytics writer: {e}"))?;
+    Ok((telemetry, analytics))
+}
+
 /// The API and, unless `--no-workers`, the job workers. On SIGTERM or Ctrl-C it stops
 /// accepting connections and gives in-flight requests and running jobs
 /// `--shutdown-timeout` to finish, side by side; jobs still running then go back to
 /// their queue (`Queue::run_workers`).
 pub async fn serve(opts: Opts) -> anyhow::Result<()> {
     // Refused before anything starts: a bad --queues, --concurrency or --email-backoff.
-    let pools = (!opts.no_workers)
+    let pools = (!opts.jobs.no_workers)
         .then(|| worker_pools(&opts))
         .transpose()?;
-    start_metrics(&opts)?;
-    let listener = tokio::net::TcpListener::bind(&opts.listen)
+    start_metrics(&opts.observability)?;
+    let listener = tokio::net::TcpListener::bind(&opts.server.listen)
         .await
-        .with_context(|| format!("binding {}", opts.listen))?;
+        .with_context(|| format!("binding {}", opts.server.listen))?;
     let bound = listener.local_addr()?;
     let built = build(opts, &bound.to_string()).await?;
     let state = built.state.clone();
-    let cfg = pools.map(|q| worker_config(&state.opts, &state.db, q));
-    let grace = Duration::from_secs(state.opts.shutdown_timeout);
+    let cfg = pools.map(|q| worker_config(&state.opts.jobs, &state.db, q));
+    let grace = Duration::from_secs(state.opts.server.shutdown_timeout);
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let metrics = serve_metrics(
-        &state.opts,
+        &state.opts.observability,
+        &state.opts.limits,
         crate::observe::OpsState::of_api(&state),
         stop_rx.clone(),
     )
     .await?;
-    watch_hosts(&state.opts, &state.db, stop_rx.clone());
+    watch_hosts(&state.opts.storage, &state.db, stop_rx.clone());
     let workers = cfg.map(|cfg| {
         let queue = state.queue.clone();
         let ports = ports(
-            &state.opts,
+            &state.opts.jobs,
             &state.db,
             &state.objects,
             &state.key,
             state.mail.clone(),
             (plinth_vocab::ProcessRole::Serve, &cfg.name_prefix),
         );
-        let every = Duration::from_secs(state.opts.monthly_interval_secs.max(1));
+        let every = Duration::from_secs(state.opts.payments.monthly_interval_secs.max(1));
         let periodic = tokio::spawn(crate::jobs::periodic::run(
             state.db.clone(),
-            crate::config::process_name("serve"),
+            process_name("serve"),
             state.credits.clone(),
             queue.clone(),
-            (every, state.opts.job_retention_days),
+            (every, state.opts.jobs.job_retention_days),
             stop_rx.clone(),
         ));
         let stop = stop_rx.clone();
@@ -366,7 +389,7 @@ pub async fn serve(opts: Opts) -> anyhow::Result<()> {
     });
     let (limits, trusted) = (
         state.opts.limits.clone(),
-        state.opts.trusted_proxies.clone(),
+        state.opts.server.trusted_proxies.clone(),
     );
     let http = listener::serve(
         listener,
@@ -401,9 +424,9 @@ async fn next_steps(state: &AppState) {
     let admins = crate::db::settings::administrators(&state.db)
         .await
         .unwrap_or(1);
-    let on = match &state.opts.database_url {
+    let on = match &state.opts.database.database_url {
         Some(url) => format!("--database-url '{}'", redact_url(url)),
-        None => format!("--data-dir {}", state.opts.data_dir.display()),
+        None => format!("--data-dir {}", state.opts.database.data_dir.display()),
     };
     let first_admin = (admins == 0).then(|| {
         format!(
@@ -411,7 +434,7 @@ async fn next_steps(state: &AppState) {
              --email you@example.com --level 100 {on}"
         )
     });
-    if state.opts.log_format == "json" {
+    if state.opts.observability.log_format == LogFormat::Json {
         tracing::info!(
             console = %format!("{base}/console"),
             openapi = %format!("{base}/api/openapi.json"),
@@ -430,35 +453,31 @@ async fn next_steps(state: &AppState) {
 /// Only job workers (`--queues`, `--concurrency`), stopping as `serve` does.
 pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     let pools = worker_pools(&opts)?;
-    start_metrics(&opts)?;
-    let key = master_key(&opts)?;
-    let me = crate::config::process_name("worker");
-    let (db, queue) = open_database(&opts, &me, &key).await?;
-    let cfg = worker_config(&opts, &db, pools);
-    check_object_storage(&opts, &db).await?;
-    let mail = mail_backend(&opts)?;
+    start_metrics(&opts.observability)?;
+    let key = master_key(&opts.database, opts.server.production)?;
+    let me = process_name("worker");
+    let (db, queue) = open_database(&opts.database, &me, &key).await?;
+    let cfg = worker_config(&opts.jobs, &db, pools);
+    check_object_storage(&opts.storage, opts.server.production, &db).await?;
+    let mail = mail_backend(&opts.mail, &opts.database.data_dir)?;
     // Workers only read and write objects; links are made by the API processes.
     let objects = crate::adapters::storage::ObjectStore::from_config(
-        &opts,
+        &opts.storage,
+        &opts.database.data_dir,
         &key,
-        &opts.public_url(&opts.listen),
+        &opts.server.public_url(&opts.server.listen),
     )?;
     let ports = ports(
-        &opts,
+        &opts.jobs,
         &db,
         &objects,
         &key,
         mail,
         (plinth_vocab::ProcessRole::Worker, &cfg.name_prefix),
     );
-    let credits = CreditAccounts::start(
-        credit_shards(&db, &opts),
-        std::sync::Arc::new(crate::db::credits::DbCredits(db.clone())),
-    )
-    .await
-    .map_err(|e| anyhow::anyhow!("starting credit-account actors: {e}"))?;
+    let credits = credit_accounts(&db, &opts.rates).await?;
     let (stop_tx, stop_rx) = watch::channel(false);
-    if opts.metrics_token.is_some() && opts.metrics_listen.is_none() {
+    if opts.observability.metrics_token.is_some() && opts.observability.metrics_listen.is_none() {
         tracing::warn!("a worker serves /metrics only on --metrics-listen (PLINTH_METRICS_LISTEN)");
     }
     let ops = crate::observe::OpsState {
@@ -469,20 +488,20 @@ pub async fn worker(opts: Opts) -> anyhow::Result<()> {
         token: None,
         open: true,
     };
-    let metrics = serve_metrics(&opts, ops, stop_rx.clone()).await?;
-    watch_hosts(&opts, &db, stop_rx.clone());
+    let metrics = serve_metrics(&opts.observability, &opts.limits, ops, stop_rx.clone()).await?;
+    watch_hosts(&opts.storage, &db, stop_rx.clone());
     let periodic = tokio::spawn(crate::jobs::periodic::run(
         db,
         me,
         credits,
         queue.clone(),
         (
-            Duration::from_secs(opts.monthly_interval_secs.max(1)),
-            opts.job_retention_days,
+            Duration::from_secs(opts.payments.monthly_interval_secs.max(1)),
+            opts.jobs.job_retention_days,
         ),
         stop_rx.clone(),
     ));
-    let grace = Duration::from_secs(opts.shutdown_timeout);
+    let grace = Duration::from_secs(opts.server.shutdown_timeout);
     let run = tokio::spawn(async move {
         queue.run_workers(cfg, ports, stop_rx, grace).await;
         let _ = periodic.await;

@@ -7,17 +7,24 @@ use anyhow::Context;
 use plinth_vocab::ProcessRole;
 use plinth_workers::{MailBackend, QueueName, WorkerConfig};
 
-use crate::config::Opts;
+use crate::config::{Jobs, Mail, Opts, Rates};
 use crate::crypto::MasterKey;
 use crate::db::Db;
 
 /// SQLite has one writer: a single credit shard group-commits every change with no lock
 /// contention. PostgreSQL commits in parallel, so changes spread over shards.
-pub(super) fn credit_shards(db: &Db, opts: &Opts) -> usize {
+pub(super) fn credit_shards(db: &Db, rates: &Rates) -> usize {
     match db {
         Db::Sqlite(_) => 1,
-        Db::Postgres(_) => opts.rate_shards,
+        Db::Postgres(_) => rates.rate_shards,
     }
+}
+
+/// Shards of the telemetry and analytics writers. Sized like the credit shards, for the
+/// same reason (one writer on SQLite); kept apart so that they can get a setting of their
+/// own without touching the credits (there is no flag for it: `--help` is unchanged).
+pub(super) fn ingest_shards(db: &Db, rates: &Rates) -> usize {
+    credit_shards(db, rates)
 }
 
 pub(super) fn slide_env(
@@ -42,7 +49,7 @@ pub(super) fn expiry_env(
 
 /// What the workers of this process (`role`: serve or worker) reach the outside through.
 pub(super) fn ports(
-    opts: &Opts,
+    jobs: &Jobs,
     db: &Db,
     objects: &crate::adapters::storage::ObjectStore,
     key: &MasterKey,
@@ -63,7 +70,7 @@ pub(super) fn ports(
             db: db.clone(),
             objects: objects.clone(),
             key: key.clone(),
-            private_ok: opts.callback_private_networks,
+            private_ok: jobs.callback_private_networks,
         });
     let control = std::sync::Arc::new(crate::jobs::slides::Control {
         db: db.clone(),
@@ -84,7 +91,7 @@ pub(super) fn ports(
 /// a name or number that is not one. Also sets this process's email back-off
 /// (`--email-backoff`), refused the same way.
 pub fn worker_pools(opts: &Opts) -> anyhow::Result<Vec<(QueueName, usize)>> {
-    configure_backoff(opts)?;
+    configure_backoff(&opts.mail, &opts.jobs)?;
     let parse = |name: &str, flag: &str| {
         QueueName::parse(name).with_context(|| {
             format!(
@@ -93,6 +100,7 @@ pub fn worker_pools(opts: &Opts) -> anyhow::Result<Vec<(QueueName, usize)>> {
         })
     };
     let named: Vec<&String> = opts
+        .jobs
         .queues
         .iter()
         .filter(|q| !q.trim().is_empty())
@@ -113,16 +121,21 @@ pub fn worker_pools(opts: &Opts) -> anyhow::Result<Vec<(QueueName, usize)>> {
         .into_iter()
         .map(|q| {
             let n = match q {
-                QueueName::Email => opts.email_concurrency,
-                QueueName::Export => opts.render_concurrency,
-                QueueName::Images => opts.image_concurrency,
+                QueueName::Email => opts.jobs.email_concurrency,
+                QueueName::Export => opts.jobs.render_concurrency,
+                QueueName::Images => opts.jobs.image_concurrency,
                 QueueName::Expiry => 1,
                 QueueName::Callbacks => 4,
             };
             (q, n.max(1))
         })
         .collect();
-    for entry in opts.concurrency.iter().filter(|e| !e.trim().is_empty()) {
+    for entry in opts
+        .jobs
+        .concurrency
+        .iter()
+        .filter(|e| !e.trim().is_empty())
+    {
         let flag = "--concurrency (PLINTH_CONCURRENCY)";
         let (name, n) = entry
             .split_once('=')
@@ -148,13 +161,13 @@ pub fn worker_pools(opts: &Opts) -> anyhow::Result<Vec<(QueueName, usize)>> {
 }
 
 /// The worker pools of this process over its database.
-pub(super) fn worker_config(opts: &Opts, db: &Db, queues: Vec<(QueueName, usize)>) -> WorkerConfig {
+pub(super) fn worker_config(jobs: &Jobs, db: &Db, queues: Vec<(QueueName, usize)>) -> WorkerConfig {
     WorkerConfig {
         log: std::sync::Arc::new(crate::jobs::slides::JobRuns(db.clone())),
-        poll: opts
+        poll: jobs
             .queue_poll_ms
             .map(|ms| Duration::from_millis(ms.clamp(10, 60_000))),
-        name_prefix: opts.worker_name.clone().unwrap_or_else(|| {
+        name_prefix: jobs.worker_name.clone().unwrap_or_else(|| {
             let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "plinth".into());
             format!("{host}-{}", std::process::id())
         }),
@@ -164,18 +177,18 @@ pub(super) fn worker_config(opts: &Opts, db: &Db, queues: Vec<(QueueName, usize)
 
 /// `--email-backoff` and `--callback-backoff`: the waits between the attempts of an
 /// email and of a completion callback.
-pub(super) fn configure_backoff(opts: &Opts) -> anyhow::Result<()> {
+pub(super) fn configure_backoff(mail: &Mail, jobs: &Jobs) -> anyhow::Result<()> {
     let parse = |text: Option<&str>, flag: &str, default: plinth_workers::Backoff| match text {
         Some(t) => plinth_workers::Backoff::parse(t).map_err(|e| anyhow::anyhow!("{flag}: {e}")),
         None => Ok(default),
     };
     let email = parse(
-        opts.email_backoff.as_deref(),
+        mail.email_backoff.as_deref(),
         "--email-backoff (PLINTH_EMAIL_BACKOFF)",
         plinth_workers::Backoff::email(),
     )?;
     let callbacks = parse(
-        opts.callback_backoff.as_deref(),
+        jobs.callback_backoff.as_deref(),
         "--callback-backoff (PLINTH_CALLBACK_BACKOFF)",
         plinth_workers::Backoff::callbacks(),
     )?;

@@ -7,7 +7,7 @@ use anyhow::Context;
 use plinth_workers::MailBackend;
 use tokio::sync::watch;
 
-use crate::config::Opts;
+use crate::config::{Accounts, Mail, Payments, Storage};
 use crate::crypto::{GrantKey, MasterKey};
 use crate::db::Db;
 
@@ -16,14 +16,18 @@ use crate::db::Db;
 /// That is refused under `--production` and warned about loudly otherwise. On SQLite
 /// every process shares the database file's host, so there is one host by construction.
 /// `--production` also refuses local storage on PostgreSQL with one host (yet).
-pub(super) async fn check_object_storage(opts: &Opts, db: &Db) -> anyhow::Result<()> {
-    if opts.s3_bucket.is_some() {
+pub(super) async fn check_object_storage(
+    storage: &Storage,
+    production: bool,
+    db: &Db,
+) -> anyhow::Result<()> {
+    if storage.s3_bucket.is_some() {
         return Ok(());
     }
     match crate::db::settings::plinth_hosts(db).await {
         Ok(hosts) if hosts.len() > 1 => {
             let problem = several_hosts(&hosts);
-            if opts.production {
+            if production {
                 anyhow::bail!("--production refuses {problem}");
             }
             tracing::warn!("UNSAFE DEPLOYMENT: {problem}");
@@ -31,7 +35,7 @@ pub(super) async fn check_object_storage(opts: &Opts, db: &Db) -> anyhow::Result
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "could not list the plinth processes on the database"),
     }
-    if opts.production && matches!(db, Db::Postgres(_)) {
+    if production && matches!(db, Db::Postgres(_)) {
         anyhow::bail!(
             "--production refuses local object storage with PostgreSQL: objects would live on \
              one host only; configure PLINTH_S3_*"
@@ -51,8 +55,8 @@ pub(super) fn several_hosts(hosts: &[String]) -> String {
 
 /// Repeats the host count of `check_object_storage` every minute, for hosts that joined
 /// after this process started, warning once each time the set of hosts changes.
-pub(super) fn watch_hosts(opts: &Opts, db: &Db, mut stop: watch::Receiver<bool>) {
-    if opts.s3_bucket.is_some() || !matches!(db, Db::Postgres(_)) {
+pub(super) fn watch_hosts(storage: &Storage, db: &Db, mut stop: watch::Receiver<bool>) {
+    if storage.s3_bucket.is_some() || !matches!(db, Db::Postgres(_)) {
         return;
     }
     let db = db.clone();
@@ -73,16 +77,20 @@ pub(super) fn watch_hosts(opts: &Opts, db: &Db, mut stop: watch::Receiver<bool>)
     });
 }
 
-pub(super) fn mail_backend(opts: &Opts) -> anyhow::Result<MailBackend> {
-    MailBackend::new(opts.smtp_url.as_deref(), opts.data_dir.join("outbox"))
+/// SMTP, or the outbox folder of the data directory.
+pub(super) fn mail_backend(mail: &Mail, data_dir: &std::path::Path) -> anyhow::Result<MailBackend> {
+    MailBackend::new(mail.smtp_url.as_deref(), data_dir.join("outbox"))
         .map_err(|e| anyhow::anyhow!("mail configuration: {e}"))
 }
 
 /// The token-exchange key: unset disables the exchange; equal to the master key is
 /// refused (finding C1: the master key also encrypts what `/api/aes` and stored secrets
 /// touch, so it must never sign in anyone).
-pub(super) fn grant_key(opts: &Opts, master: &MasterKey) -> anyhow::Result<Option<GrantKey>> {
-    let Some(hex) = opts
+pub(super) fn grant_key(
+    accounts: &Accounts,
+    master: &MasterKey,
+) -> anyhow::Result<Option<GrantKey>> {
+    let Some(hex) = accounts
         .auth_token_key
         .as_deref()
         .filter(|h| !h.trim().is_empty())
@@ -102,17 +110,18 @@ pub(super) fn grant_key(opts: &Opts, master: &MasterKey) -> anyhow::Result<Optio
 /// only when no real provider at all is configured (finding H2); next to a real one the
 /// missing one answers 503. `--production` refuses any simulated provider.
 pub(super) fn providers(
-    opts: &Opts,
+    config: &Payments,
+    production: bool,
 ) -> anyhow::Result<(
     std::sync::Arc<dyn crate::adapters::payments::PaymentProvider>,
     std::sync::Arc<dyn crate::adapters::appstore::StoreVerifier>,
 )> {
-    let stripe = opts
+    let stripe = config
         .stripe_secret_key
         .as_deref()
         .filter(|k| !k.trim().is_empty());
-    let simulated_ok = stripe.is_none() && !crate::adapters::appstore::configured(opts);
-    if opts.production && simulated_ok {
+    let simulated_ok = stripe.is_none() && !crate::adapters::appstore::configured(config);
+    if production && simulated_ok {
         anyhow::bail!(
             "--production refuses simulated payments and a simulated App Store: configure \
              PLINTH_STRIPE_SECRET_KEY and/or PLINTH_APPLE_*"
@@ -120,7 +129,8 @@ pub(super) fn providers(
     }
     let payments: std::sync::Arc<dyn crate::adapters::payments::PaymentProvider> = match stripe {
         Some(secret) => std::sync::Arc::new(crate::adapters::payments::Stripe::new(
-            opts.stripe_api_base
+            config
+                .stripe_api_base
                 .as_deref()
                 .unwrap_or("https://api.stripe.com"),
             secret,
@@ -128,7 +138,7 @@ pub(super) fn providers(
         None if simulated_ok => std::sync::Arc::new(crate::adapters::payments::Simulated),
         None => std::sync::Arc::new(crate::adapters::payments::Unconfigured),
     };
-    let store = crate::adapters::appstore::from_opts(opts, simulated_ok)?;
+    let store = crate::adapters::appstore::from_config(config, simulated_ok)?;
     for (what, name) in [("payments", payments.name()), ("App Store", store.name())] {
         match name {
             "simulated" => tracing::warn!(

@@ -188,7 +188,7 @@ fn receipt(app: &AppState, o: &OrderRow, lines: &[LineRow], to: &str) -> plinth_
     text.push_str(&format!("\nTotal: {total}\n"));
     plinth_workers::Email {
         to: to.to_owned(),
-        from: app.opts.mail_from.clone(),
+        from: app.opts.mail.mail_from.clone(),
         subject: format!("Your receipt for order {}", o.id),
         text,
     }

@@ -381,7 +381,7 @@ pub async fn asset_upload(
         let _ = app.objects.delete(&key).await;
         return Err(e.into());
     }
-    let patience = Duration::from_secs(app.opts.request_timeout.max(1)) / 2;
+    let patience = Duration::from_secs(app.opts.server.request_timeout.max(1)) / 2;
     let asset = checked(&app, &watch, &id, patience).await?;
     if asset.status == "rejected" {
         store::delete_asset(&app.db, &id).await?;

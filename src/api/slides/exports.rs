@@ -143,7 +143,7 @@ pub async fn export_create(
     let callback_url = body
         .callback_url
         .as_deref()
-        .map(|u| crate::adapters::callbacks::check_url(u, app.opts.callback_private_networks))
+        .map(|u| crate::adapters::callbacks::check_url(u, app.opts.jobs.callback_private_networks))
         .transpose()
         .map_err(ApiError::bad_request)?
         .map(|u| u.to_string());
@@ -239,9 +239,9 @@ fn fallback_since(every: std::time::Duration) -> Instant {
 /// How often a waiter reads its job again although nothing woke it (`watch::fallback`).
 fn fallback(app: &AppState) -> std::time::Duration {
     let sqlite = matches!(app.db, crate::db::Db::Sqlite(_));
-    let exports_here = !app.opts.no_workers
-        && (app.opts.queues.iter().all(|q| q.trim().is_empty())
-            || app.opts.queues.iter().any(|q| {
+    let exports_here = !app.opts.jobs.no_workers
+        && (app.opts.jobs.queues.iter().all(|q| q.trim().is_empty())
+            || app.opts.jobs.queues.iter().any(|q| {
                 plinth_workers::QueueName::parse(q) == Some(plinth_workers::QueueName::Export)
             }));
     crate::db::watch::fallback(sqlite, exports_here)
