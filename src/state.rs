@@ -23,7 +23,16 @@ pub struct Inner {
     /// Key of token-exchange grants (`PLINTH_AUTH_TOKEN_KEY`); `None` disables the
     /// exchange (503). Never the master key.
     pub auth_key: Option<crate::crypto::GrantKey>,
-    pub jwks: crate::domain::jwks::JwksCache,
+    /// Domain handles: each rule set with exactly what it needs (issue 43).
+    pub ledger: crate::domain::ledger::Ledger,
+    pub identity: crate::domain::idp::Identity,
+    pub orgs: crate::domain::orgs::Orgs,
+    pub readers: crate::domain::posts::Readers,
+    /// Checkouts and orders; holds the order writer (group commit on SQLite).
+    pub checkout: crate::domain::checkout::Checkout,
+    pub accounts: crate::domain::accounts::Accounts,
+    /// Account mails and receipts.
+    pub mailer: crate::adapters::mail::Mailer,
     pub payments: std::sync::Arc<dyn crate::adapters::payments::PaymentProvider>,
     /// The app store vouching for in-app purchases (`PLINTH_APPLE_*`, else simulated).
     pub store_verifier: std::sync::Arc<dyn crate::adapters::appstore::StoreVerifier>,
@@ -32,7 +41,6 @@ pub struct Inner {
     pub webhook_secret: String,
     pub public_url: String,
     pub payment_url: String,
-    pub exempt_domains: Vec<String>,
     /// Permanent admin domains (public-access area), lower-case.
     pub admin_domains: Vec<String>,
     pub rate: RateLimiter,
@@ -56,8 +64,6 @@ pub struct Inner {
     pub gcs: Option<crate::adapters::gcs::Gcs>,
     /// Post inserts (group commit on SQLite).
     pub posts: crate::db::posts::Writer,
-    /// Places marketplace orders (group commit on SQLite).
-    pub orders: crate::db::orders::Placer,
     /// Builds the OpenAPI document (`crate::http::openapi::document`): a function the server
     /// hands in, since what reads the route table sits above the handlers in it.
     pub openapi: fn(&AppState) -> crate::http::reply::Reply,
@@ -133,5 +139,87 @@ impl RouteIndex {
     pub fn cost_of(&self, spec: &RouteMeta) -> u64 {
         self.get(spec.method, spec.path)
             .map_or(spec.cost, |e| e.cost)
+    }
+}
+
+/// The domain handles, built once at start from the configuration and the shared
+/// resources; each is a cheap clone of what its rules read.
+pub struct Handles {
+    pub ledger: crate::domain::ledger::Ledger,
+    pub identity: crate::domain::idp::Identity,
+    pub orgs: crate::domain::orgs::Orgs,
+    pub readers: crate::domain::posts::Readers,
+    pub checkout: crate::domain::checkout::Checkout,
+    pub accounts: crate::domain::accounts::Accounts,
+    pub mailer: crate::adapters::mail::Mailer,
+}
+
+/// What the handles are made of, besides the configuration.
+pub struct Resources<'a> {
+    pub db: &'a Db,
+    pub auth_key: Option<crate::crypto::GrantKey>,
+    pub credits: &'a CreditAccounts,
+    pub payments: &'a Arc<dyn crate::adapters::payments::PaymentProvider>,
+    pub orders: crate::db::orders::Placer,
+    pub payment_url: &'a str,
+    pub public_url: &'a str,
+    pub key: &'a MasterKey,
+    pub caches: &'a Arc<crate::db::cache::Caches>,
+    pub queue: &'a plinth_workers::Queue,
+    pub rate: &'a RateLimiter,
+}
+
+impl Handles {
+    pub fn new(opts: &Opts, r: Resources<'_>) -> Self {
+        use crate::adapters::mail;
+        use crate::domain::{accounts, checkout, idp, ledger, orgs, posts};
+        let db = r.db;
+        let mailer = mail::Mailer::new(
+            db.clone(),
+            r.key.clone(),
+            r.queue.clone(),
+            r.rate.clone(),
+            mail::MailerConfig {
+                public_url: r.public_url.to_owned(),
+                app_url: opts.server.app_url.clone(),
+                from: opts.mail.mail_from.clone(),
+                org_mails_per_hour: opts.mail.org_template_mails_per_hour,
+            },
+        );
+        let orgs = orgs::Orgs::new(db.clone());
+        let ledger = ledger::Ledger::new(r.credits.clone(), r.payment_url.to_owned());
+        let identity = idp::IdentityConfig {
+            jwks_source: opts.accounts.google_jwks.clone(),
+            audiences: opts.accounts.google_client_ids.clone(),
+            issuers: opts.accounts.google_issuers.clone(),
+            auth_key: r.auth_key,
+        };
+        Self {
+            identity: idp::Identity::new(db.clone(), identity),
+            readers: posts::Readers::new(
+                db.clone(),
+                orgs.clone(),
+                crate::config::Accounts::normalized_domains(&opts.accounts.admin_domains),
+            ),
+            checkout: checkout::Checkout::new(
+                db.clone(),
+                ledger.clone(),
+                orgs.clone(),
+                r.payments.clone(),
+                r.orders,
+                opts.payments.reservation_secs,
+                r.public_url.to_owned(),
+            ),
+            accounts: accounts::Accounts::new(
+                db.clone(),
+                r.key.clone(),
+                r.caches.clone(),
+                mailer.clone(),
+                crate::config::Accounts::normalized_domains(&opts.accounts.exempt_domains),
+            ),
+            mailer,
+            ledger,
+            orgs,
+        }
     }
 }

@@ -14,7 +14,6 @@ use std::sync::{Arc, LazyLock};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
-use axum::http::StatusCode;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use base64::Engine;
 use futures::future::BoxFuture;
@@ -26,7 +25,6 @@ use x509_cert::der::{Decode, Encode};
 use x509_cert::Certificate;
 
 use crate::config::Payments;
-use crate::http::error::ApiError;
 
 /// Token products of the stores (`fixtures/store_products.json`): product id → tokens.
 static STORE_PRODUCTS: LazyLock<HashMap<String, i64>> = LazyLock::new(|| {
@@ -64,38 +62,6 @@ pub enum StoreError {
     Unavailable(String),
     /// No App Store is configured in this deployment: 503, an operator must act.
     NotConfigured,
-}
-
-impl From<StoreError> for ApiError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::Unknown(m) => ApiError::bad_request(m),
-            StoreError::Refused(m) => {
-                tracing::warn!(reason = %m, "store transaction refused");
-                ApiError::bad_request(format!("the store transaction was refused: {m}"))
-            }
-            StoreError::Credentials(m) => {
-                tracing::error!(error = %m, "the App Store refused plinth's credentials");
-                ApiError::new(
-                    StatusCode::BAD_GATEWAY,
-                    "store credentials refused: the store rejected this server's API key; \
-                     an operator must check the PLINTH_APPLE_* settings",
-                )
-            }
-            StoreError::NotConfigured => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the App Store is not configured on this server (PLINTH_APPLE_*); the simulated \
-                 store runs only when no real provider is configured",
-            ),
-            StoreError::Unavailable(m) => {
-                tracing::error!(error = %m, "store unavailable");
-                ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the store is unavailable; try again",
-                )
-            }
-        }
-    }
 }
 
 pub type StoreResult<'a> = BoxFuture<'a, Result<Verified, StoreError>>;

@@ -309,7 +309,7 @@ async fn still_reads(db: &Db, deck_id: &str, user_id: &str) -> sqlx::Result<bool
         return Ok(true);
     }
     let user = crate::db::users::by_id(db, user_id).await?;
-    Ok(user.is_some_and(|u| u.level >= crate::http::auth::LEVEL_ADMIN))
+    Ok(user.is_some_and(|u| u.level >= crate::caller::LEVEL_ADMIN))
 }
 
 /// A URL for a log line: scheme, host, port and path only (a query may hold a token).

@@ -6,11 +6,13 @@
 //! or password is appended to the template text, and the platform's own footer (which
 //! platform, which organization, "ignore this if it was not you") after it, always.
 
-use plinth_workers::Email;
+use plinth_actors::rate::RateLimiter;
+use plinth_workers::{Email, Queue};
 use serde_json::Value;
 
+use crate::crypto::MasterKey;
 use crate::db::users::UserRow;
-use crate::state::AppState;
+use crate::db::Db;
 
 /// The kinds of account email and their organization template keys.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -126,72 +128,176 @@ struct Template {
     text: Option<String>,
 }
 
-/// Whether the organization is the account's own choice: its confirmed sign-up's
-/// `source`, or a membership it took by its own act (not an admin's add).
-async fn own_organization(
-    app: &AppState,
-    user: &UserRow,
-    org: &crate::db::organizations::OrgRow,
-) -> bool {
-    if user.source_by_self && user.source.as_deref() == Some(org.domain.as_str()) {
-        return true;
-    }
-    match crate::db::organizations::self_joined(&app.db, &org.id, &user.id).await {
-        Ok(joined) => joined == Some(true),
-        Err(e) => {
-            tracing::warn!(error = %e, "reading membership; using the default template");
-            false
-        }
-    }
+/// The account mails' sender with what it reads: the organizations' templates and
+/// memberships, the template budget, the links' base, the sender, and the queue the
+/// sealed mail waits in.
+#[derive(Clone)]
+pub struct Mailer {
+    db: Db,
+    key: MasterKey,
+    queue: Queue,
+    rate: RateLimiter,
+    public_url: String,
+    /// `PLINTH_APP_URL`, when the application hosts the pages that take codes.
+    app_url: Option<String>,
+    from: String,
+    org_mails_per_hour: u64,
 }
 
-/// The organization template that may dress this mail ([`Dress`]), within the
-/// organization's hourly budget of dressed mail.
-async fn template(
-    app: &AppState,
-    dress: Dress<'_>,
-    kind: Kind,
-    user: &UserRow,
-) -> Option<Template> {
-    let source = dress.source()?;
-    let org = match crate::db::organizations::by_domain(&app.db, source).await {
-        Ok(o) => o?,
-        Err(e) => {
-            tracing::warn!(error = %e, "reading email templates; using the default");
+/// What [`Mailer`] is configured with.
+pub struct MailerConfig {
+    pub public_url: String,
+    pub app_url: Option<String>,
+    pub from: String,
+    pub org_mails_per_hour: u64,
+}
+
+impl Mailer {
+    pub fn new(db: Db, key: MasterKey, queue: Queue, rate: RateLimiter, c: MailerConfig) -> Self {
+        Self {
+            db,
+            key,
+            queue,
+            rate,
+            public_url: c.public_url,
+            app_url: c.app_url,
+            from: c.from,
+            org_mails_per_hour: c.org_mails_per_hour,
+        }
+    }
+
+    /// Whether the organization is the account's own choice: its confirmed sign-up's
+    /// `source`, or a membership it took by its own act (not an admin's add).
+    async fn own_organization(
+        &self,
+        user: &UserRow,
+        org: &crate::db::organizations::OrgRow,
+    ) -> bool {
+        if user.source_by_self && user.source.as_deref() == Some(org.domain.as_str()) {
+            return true;
+        }
+        match crate::db::organizations::self_joined(&self.db, &org.id, &user.id).await {
+            Ok(joined) => joined == Some(true),
+            Err(e) => {
+                tracing::warn!(error = %e, "reading membership; using the default template");
+                false
+            }
+        }
+    }
+
+    /// The organization template that may dress this mail ([`Dress`]), within the
+    /// organization's hourly budget of dressed mail.
+    async fn template(&self, dress: Dress<'_>, kind: Kind, user: &UserRow) -> Option<Template> {
+        let source = dress.source()?;
+        let org = match crate::db::organizations::by_domain(&self.db, source).await {
+            Ok(o) => o?,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading email templates; using the default");
+                return None;
+            }
+        };
+        if matches!(dress, Dress::Account(_)) && !self.own_organization(user, &org).await {
             return None;
         }
-    };
-    if matches!(dress, Dress::Account(_)) && !own_organization(app, user, &org).await {
-        return None;
+        let t = org.data.0.get(kind.template_key())?;
+        let field = |k: &str| {
+            t.get(k)
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        let limit = self.org_mails_per_hour;
+        let budget = self
+            .rate
+            .check(
+                &format!("org-mail:{}", org.id),
+                ORG_MAIL_CATEGORY,
+                limit,
+                HOUR_MS,
+            )
+            .await;
+        if !budget.allowed {
+            tracing::warn!(organization = %org.domain, limit, "template mail budget spent; sending the platform's own words");
+            return None;
+        }
+        Some(Template {
+            from: field("from").filter(|f| sender_allowed(f, &org.domain)),
+            subject: field("subject"),
+            text: field("text"),
+            org: org.domain,
+        })
     }
-    let t = org.data.0.get(kind.template_key())?;
-    let field = |k: &str| {
-        t.get(k)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-    };
-    let limit = app.opts.mail.org_template_mails_per_hour;
-    let budget = app
-        .rate
-        .check(
-            &format!("org-mail:{}", org.id),
-            ORG_MAIL_CATEGORY,
-            limit,
-            HOUR_MS,
-        )
-        .await;
-    if !budget.allowed {
-        tracing::warn!(organization = %org.domain, limit, "template mail budget spent; sending the platform's own words");
-        return None;
+
+    /// Builds the email (organization template or default) for `payload`, the link or
+    /// password that is appended to the text, followed by the platform's footer.
+    pub async fn compose(
+        &self,
+        dress: Dress<'_>,
+        kind: Kind,
+        user: &UserRow,
+        payload: &str,
+    ) -> Email {
+        let t = self.template(dress, kind, user).await;
+        let (default_subject, intro) = kind.default_words();
+        let on_behalf = t
+            .as_ref()
+            .map(|t| format!(" on behalf of the organization {}", t.org))
+            .unwrap_or_default();
+        let footer = format!(
+            "-- \nSent by plinth at {}{on_behalf}.\n{}",
+            self.public_url,
+            kind.ignore_line()
+        );
+        let (from, subject, text) = match t {
+            Some(t) => (t.from, t.subject, t.text),
+            None => (None, None, None),
+        };
+        Email {
+            to: user.email.clone(),
+            from: from.unwrap_or_else(|| self.from.clone()),
+            subject: subject.unwrap_or_else(|| default_subject.to_owned()),
+            text: format!(
+                "{}\n\n{payload}\n\n{footer}\n",
+                text.as_deref().unwrap_or(intro)
+            ),
+        }
     }
-    Some(Template {
-        from: field("from").filter(|f| sender_allowed(f, &org.domain)),
-        subject: field("subject"),
-        text: field("text"),
-        org: org.domain,
-    })
+
+    /// Link for a one-time code: `<base>/<page>?code=<code>`, the base being
+    /// `PLINTH_APP_URL` (the application's own pages) or else the public URL (plinth's pages,
+    /// `api/pages.rs`).
+    pub fn code_link(&self, page: &str, code: &str) -> String {
+        let base = self
+            .app_url
+            .as_deref()
+            .map(|u| u.trim().trim_end_matches('/'))
+            .filter(|u| !u.is_empty())
+            .unwrap_or(&self.public_url);
+        format!("{base}/{page}?code={code}")
+    }
+
+    /// Queues an email; `true` when it was accepted for delivery (the `emailed` field).
+    pub async fn send(&self, mut email: Email) -> bool {
+        // The text holds one-time links: sealed under the master key while it waits in the
+        // queue tables (and in every backup of them); the worker opens it to send it (N-M2).
+        email.text = format!(
+            "{}{}",
+            plinth_workers::SEALED,
+            self.key.encrypt(email.text.as_bytes())
+        );
+        match self
+            .queue
+            .enqueue(plinth_workers::EmailJob::new(email))
+            .await
+        {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(error = %e, "could not queue email");
+                false
+            }
+        }
+    }
 }
 
 /// A template's sender must parse (else every delivery fails) and be an address of the
@@ -201,76 +307,4 @@ fn sender_allowed(from: &str, org_domain: &str) -> bool {
         return false;
     };
     domain == org_domain || domain.ends_with(&format!(".{org_domain}"))
-}
-
-/// Builds the email (organization template or default) for `payload`, the link or
-/// password that is appended to the text, followed by the platform's footer.
-pub async fn compose(
-    app: &AppState,
-    dress: Dress<'_>,
-    kind: Kind,
-    user: &UserRow,
-    payload: &str,
-) -> Email {
-    let t = template(app, dress, kind, user).await;
-    let (default_subject, intro) = kind.default_words();
-    let on_behalf = t
-        .as_ref()
-        .map(|t| format!(" on behalf of the organization {}", t.org))
-        .unwrap_or_default();
-    let footer = format!(
-        "-- \nSent by plinth at {}{on_behalf}.\n{}",
-        app.public_url,
-        kind.ignore_line()
-    );
-    let (from, subject, text) = match t {
-        Some(t) => (t.from, t.subject, t.text),
-        None => (None, None, None),
-    };
-    Email {
-        to: user.email.clone(),
-        from: from.unwrap_or_else(|| app.opts.mail.mail_from.clone()),
-        subject: subject.unwrap_or_else(|| default_subject.to_owned()),
-        text: format!(
-            "{}\n\n{payload}\n\n{footer}\n",
-            text.as_deref().unwrap_or(intro)
-        ),
-    }
-}
-
-/// Link for a one-time code: `<base>/<page>?code=<code>`, the base being
-/// `PLINTH_APP_URL` (the application's own pages) or else the public URL (plinth's pages,
-/// `api/pages.rs`).
-pub fn code_link(app: &AppState, page: &str, code: &str) -> String {
-    let base = app
-        .opts
-        .server
-        .app_url
-        .as_deref()
-        .map(|u| u.trim().trim_end_matches('/'))
-        .filter(|u| !u.is_empty())
-        .unwrap_or(&app.public_url);
-    format!("{base}/{page}?code={code}")
-}
-
-/// Queues an email; `true` when it was accepted for delivery (the `emailed` field).
-pub async fn send(app: &AppState, mut email: Email) -> bool {
-    // The text holds one-time links: sealed under the master key while it waits in the
-    // queue tables (and in every backup of them); the worker opens it to send it (N-M2).
-    email.text = format!(
-        "{}{}",
-        plinth_workers::SEALED,
-        app.key.encrypt(email.text.as_bytes())
-    );
-    match app
-        .queue
-        .enqueue(plinth_workers::EmailJob::new(email))
-        .await
-    {
-        Ok(()) => true,
-        Err(e) => {
-            tracing::error!(error = %e, "could not queue email");
-            false
-        }
-    }
 }

@@ -705,7 +705,7 @@ pub async fn attachment_create(
     use crate::domain::uploads::{content_type, upload_bound};
     let file = crate::domain::validate::clean_filename(&b.file, "file")?;
     let ct = content_type(&b.r#type, "type")?;
-    let (max, exact) = upload_bound(&app, b.size)?;
+    let (max, exact) = upload_bound(app.objects.backend() == "s3", b.size)?;
     let hash = crate::crypto::sha256_hex(b.attachment_token.as_bytes());
     let event = store::event_attachment(&app.db, &id)
         .await?

@@ -13,8 +13,6 @@ use serde_json::{json, Value};
 
 use crate::adapters::payments::{plan, verify_signature, PLANS};
 use crate::db::{payments as store, users as users_db};
-use crate::domain::accounts::{create_account, user_key};
-use crate::domain::ledger::distribute_monthly;
 use crate::http::auth::Viewer;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{IdBody, JsonBody};
@@ -235,7 +233,7 @@ pub async fn activate(
     .await?;
     settle_level(app, user_id).await?;
     if let Some(user) = users_db::by_id(&app.db, user_id).await? {
-        distribute_monthly(app, &user).await?;
+        app.ledger.distribute_monthly(&user).await?;
     }
     Ok(())
 }
@@ -376,7 +374,7 @@ async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<b
                     .await?;
             }
             if let Some(user) = users_db::by_id(&app.db, &sub.user_id).await? {
-                distribute_monthly(app, &user).await?;
+                app.ledger.distribute_monthly(&user).await?;
             }
             Ok(true)
         }
@@ -384,10 +382,10 @@ async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<b
             if let (Some(id), Some(order)) = (s("id"), object["metadata"]["order_id"].as_str()) {
                 let amount = object["amount"].as_i64().unwrap_or(-1);
                 let currency = object["currency"].as_str();
-                return Ok(crate::domain::orders::confirm_payment(
-                    app, order, &id, amount, currency,
-                )
-                .await?);
+                return Ok(app
+                    .checkout
+                    .confirm_payment(order, &id, amount, currency)
+                    .await?);
             }
             let (Some(id), Some(user)) = (s("id"), object["metadata"]["user_id"].as_str()) else {
                 return Ok(false);
@@ -454,7 +452,10 @@ pub async fn authenticate_agent(
             return Err(e.into());
         }
     };
-    let created = create_account(&app, &email, Some(&body.password), None, true).await;
+    let created = app
+        .accounts
+        .create_account(&email, Some(&body.password), None, true)
+        .await;
     let (user, key) = match created {
         Ok(v) => v,
         Err(e) => {
@@ -479,7 +480,7 @@ pub async fn authenticate_agent(
         .ok_or_else(|| ApiError::internal("agent account vanished"))?;
     Ok(Answer(AgentAccount {
         api_key: key,
-        user: crate::wire::users::User::of(&user, Some(&user_key(&app, &user)?)),
+        user: crate::wire::users::User::of(&user, Some(&app.accounts.user_key(&user)?)),
         subscription: AgentSubscription {
             id: subscription,
             product_id: plan.product_id.clone(),

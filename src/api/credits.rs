@@ -11,9 +11,7 @@ use serde_json::{json, Value};
 
 use crate::db::{credits as store, users as users_db};
 use crate::domain::accounts::parse_email;
-use crate::domain::ledger::{
-    apply, balance_after, distribute_monthly, entry, LedgerError, MAX_AMOUNT,
-};
+use crate::domain::ledger::{balance_after, entry, LedgerError, MAX_AMOUNT};
 use crate::http::auth::{Caller, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{IdBody, IdempotencyKey, JsonBody};
@@ -247,7 +245,7 @@ pub async fn deduct(
                 key.clone(),
                 json!({}),
             );
-            let applied = apply(app, vec![change]).await?;
+            let applied = app.ledger.apply(vec![change]).await?;
             let (balance, transaction_id) =
                 outcome(app, &caller.id, applied, key.as_deref(), -credit).await?;
             Ok(Deducted {
@@ -295,17 +293,16 @@ async fn bonus(app: &AppState, caller: &Caller, body: &BonusBody) -> ApiResult<B
         ))
     })?;
     let name = body.bonus_name.trim();
-    let applied = apply(
-        app,
-        vec![entry(
+    let applied = app
+        .ledger
+        .apply(vec![entry(
             &caller.id,
             amount,
             LedgerKind::Bonus,
             Some(format!("bonus:{name}")),
             json!({"bonus": name}),
-        )],
-    )
-    .await?;
+        )])
+        .await?;
     let balance = current_balance(app, &caller.id).await?;
     Ok(BonusDistributed {
         success: True,
@@ -330,7 +327,7 @@ pub async fn distribute_to_user_id(
         let user = users_db::by_id(&app.db, &body.id)
             .await?
             .ok_or_else(|| ApiError::not_found("user not found"))?;
-        let (amount, repeat) = distribute_monthly(&app, &user).await?;
+        let (amount, repeat) = app.ledger.distribute_monthly(&user).await?;
         Ok(MonthlyDistributed {
             success: True,
             amount: if repeat { 0 } else { amount },
@@ -452,9 +449,9 @@ async fn transfer(
     key: &Option<String>,
 ) -> ApiResult<Option<Applied>> {
     let group = uuid::Uuid::new_v4().to_string();
-    Ok(apply(
-        app,
-        vec![
+    Ok(app
+        .ledger
+        .apply(vec![
             entry(
                 &from.id,
                 -amount,
@@ -469,9 +466,8 @@ async fn transfer(
                 key.as_ref().map(|k| format!("{k}:from:{}", from.id)),
                 json!({"from": from.id, "transfer": group}),
             ),
-        ],
-    )
-    .await?)
+        ])
+        .await?)
 }
 
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
@@ -524,8 +520,7 @@ async fn vendor_distribution(
         .as_deref()
         .map(|r| format!("vendor:{}:{}", body.vendor_id.trim(), r.trim()))
         .or(idempotency_key);
-    let applied = apply(
-        app,
+    let applied = app.ledger.apply(
         vec![entry(
             &user.id,
             tokens,

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::db::downloads::{self as store, LinkRow, NewLink};
-use crate::domain::checkout::{purchase as purchase_checkout, run_to_end, PurchaseBody};
+use crate::domain::checkout::run_to_end;
 use crate::domain::uploads::UploadError;
 use crate::domain::Invalid;
 use crate::http::auth::{Caller, OrgAdmin, Purchaser, Viewer};
@@ -21,6 +21,7 @@ use crate::http::extract::{IdempotencyKey, JsonBody};
 use crate::http::reply::{Answer, PrivateAnswer, Recorded, SignedRedirect};
 use crate::state::AppState;
 use crate::wire::downloads::{Issued, Link, LinksPurchased, Revoked};
+use crate::wire::marketplace::PurchaseBody;
 use crate::wire::{Data, Page, Saved, True};
 
 use crate::domain::downloads::{
@@ -336,7 +337,7 @@ pub async fn link_status(
 /// Whether the caller administers the link's organization now (having issued it gives no
 /// rights of its own: security round 2, M7).
 async fn may_see(app: &AppState, caller: &Caller, l: &LinkRow) -> ApiResult<bool> {
-    Ok(crate::http::auth::org_admin(app, caller, &l.organization_id).await?)
+    Ok(app.orgs.org_admin(caller, &l.organization_id).await?)
 }
 
 /// An item's `download_asset` as a purchase uses it: `(key, file name, mime type, max
@@ -383,9 +384,12 @@ pub async fn purchase(
     run_to_end(async move {
         let scope = who.scope("download-purchase");
         crate::http::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
-            let placed =
-                purchase_checkout(&app, &who, &body, |item| Ok(asset_of(item).map(|_| ())?))
-                    .await?;
+            let placed = app
+                .checkout
+                .purchase(who.shopper(), body.purchase(), |item| {
+                    Ok(asset_of(item).map(|_| ())?)
+                })
+                .await?;
             let user_id = match &who {
                 Purchaser::User(c) => Some(c.id.clone()),
                 Purchaser::Guest(_) => None,
@@ -442,7 +446,8 @@ pub async fn purchase(
                     let _ = store::revoke(&app.db, &l.id).await;
                     let _ = app.objects.delete(&l.clone_key).await;
                 }
-                crate::domain::orders::undo_purchase(&app, &placed.row, "download links not made")
+                app.checkout
+                    .undo_purchase(&placed.row, "download links not made")
                     .await?;
                 return Err(e);
             }

@@ -9,9 +9,7 @@ use serde_json::json;
 use crate::adapters::mail::{self, Kind};
 use crate::crypto;
 use crate::db::users as store;
-use crate::domain::accounts::{self, apply_exemption, create_account, parse_email, parse_source};
-use crate::domain::grants;
-use crate::domain::idp::verify_id_token;
+use crate::domain::accounts::{self, parse_email, parse_source};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::JsonBody;
 use crate::http::reply::Answer;
@@ -43,7 +41,7 @@ pub async fn authenticate_google_client(
             "identity-provider sign-in is not configured (PLINTH_GOOGLE_CLIENT_IDS)",
         ));
     }
-    let claims = verify_id_token(&app, body.token.trim()).await?;
+    let claims = app.identity.verify_id_token(body.token.trim()).await?;
     // Only an email the provider vouches for proves the mailbox (finding L7): a missing
     // claim is refused like `false`.
     if claims.email_verified != Some(true) {
@@ -57,27 +55,36 @@ pub async fn authenticate_google_client(
 
     let (user, key, existing, emailed) = match store::by_email(&app.db, &email).await? {
         Some(user) => {
-            let (user, key) = accounts::verify_elsewhere(&app, &user.id, source.as_deref()).await?;
-            let user = apply_exemption(&app, user, source.as_deref()).await?;
+            let (user, key) = app
+                .accounts
+                .verify_elsewhere(&user.id, source.as_deref())
+                .await?;
+            let user = app
+                .accounts
+                .apply_exemption(user, source.as_deref())
+                .await?;
             (user, key, true, false)
         }
         None => {
             let password = crypto::new_code();
-            let (user, key) =
-                create_account(&app, &email, Some(&password), source.as_deref(), true).await?;
+            let (user, key) = app
+                .accounts
+                .create_account(&email, Some(&password), source.as_deref(), true)
+                .await?;
             let user = with_profile(&app, user, claims.name, claims.picture).await?;
             let emailed = if accounts::is_exempt(&user) {
                 false
             } else {
-                let msg = mail::compose(
-                    &app,
-                    mail::Dress::account(source.as_deref()),
-                    Kind::SendPassword,
-                    &user,
-                    &password,
-                )
-                .await;
-                mail::send(&app, msg).await
+                let msg = app
+                    .mailer
+                    .compose(
+                        mail::Dress::account(source.as_deref()),
+                        Kind::SendPassword,
+                        &user,
+                        &password,
+                    )
+                    .await;
+                app.mailer.send(msg).await
             };
             (user, key, false, emailed)
         }
@@ -99,15 +106,17 @@ async fn with_profile(
     if name.is_none() && picture.is_none() {
         return Ok(user);
     }
-    Ok(accounts::modify_data(app, user, |data| {
-        if let Some(n) = &name {
-            data.insert("name".into(), json!(n));
-        }
-        if let Some(p) = &picture {
-            data.insert("avatar_url".into(), json!(p));
-        }
-    })
-    .await?)
+    Ok(app
+        .accounts
+        .modify_data(user, |data| {
+            if let Some(n) = &name {
+                data.insert("name".into(), json!(n));
+            }
+            if let Some(p) = &picture {
+                data.insert("avatar_url".into(), json!(p));
+            }
+        })
+        .await?)
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -128,17 +137,26 @@ pub async fn authenticate_token(
     if token.is_empty() || hex::decode(token).is_err() {
         return Err(ApiError::bad_request("`token` must be a hex string"));
     }
-    let grant = grants::redeem(&app, token).await?;
+    let grant = app.identity.redeem(token).await?;
     let email = parse_email(&grant.email).map_err(|_| ApiError::unauthorized("invalid token"))?;
     let source = parse_source(grant.source);
     let (user, api_key, existing) = match store::by_email(&app.db, &email).await? {
         Some(user) => {
-            let (user, k) = accounts::verify_elsewhere(&app, &user.id, source.as_deref()).await?;
-            let user = apply_exemption(&app, user, source.as_deref()).await?;
+            let (user, k) = app
+                .accounts
+                .verify_elsewhere(&user.id, source.as_deref())
+                .await?;
+            let user = app
+                .accounts
+                .apply_exemption(user, source.as_deref())
+                .await?;
             (user, k, true)
         }
         None => {
-            let (user, k) = create_account(&app, &email, None, source.as_deref(), true).await?;
+            let (user, k) = app
+                .accounts
+                .create_account(&email, None, source.as_deref(), true)
+                .await?;
             (user, k, false)
         }
     };

@@ -37,7 +37,7 @@ fn holds(caller: Option<&Caller>, u: &UnitRow) -> bool {
 /// Whether the caller sees the organization's private items.
 async fn member(app: &AppState, caller: Option<&Caller>, org_id: &str) -> ApiResult<bool> {
     match caller {
-        Some(c) => Ok(crate::http::auth::in_org(app, c, org_id).await?),
+        Some(c) => Ok(app.orgs.in_org(c, org_id).await?),
         None => Ok(false),
     }
 }

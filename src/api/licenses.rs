@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::db::licenses::{self as store, Activation, Grant, LicenseRow, NewLicense, Of};
-use crate::domain::checkout::{purchase as purchase_checkout, run_to_end, PurchaseBody};
+use crate::domain::checkout::run_to_end;
 use crate::domain::licenses::{new_key, normalize, status, terms, Terms};
 use crate::domain::Invalid;
 use crate::http::auth::{Caller, OrgAdmin, Purchaser, Viewer};
@@ -21,6 +21,7 @@ use crate::states::LicenseStatus;
 use crate::wire::licenses::{
     License, LicensesPurchased, Minted, Regenerated, Revoked, Validated, Validation, ValidationCode,
 };
+use crate::wire::marketplace::PurchaseBody;
 use crate::wire::{Data, Page, True};
 
 /// Most keys one `create` mints (the spec's bulk limit).
@@ -68,7 +69,7 @@ fn not_found() -> ApiError {
 /// regenerate the keys they had issued); only organization admins issue licenses.
 async fn managed(app: &AppState, caller: &Caller, id: &str) -> ApiResult<LicenseRow> {
     let l = store::get(&app.db, id).await?.ok_or_else(not_found)?;
-    if crate::http::auth::org_admin(app, caller, &l.organization_id).await? {
+    if app.orgs.org_admin(caller, &l.organization_id).await? {
         return Ok(l);
     }
     Err(not_found())
@@ -316,7 +317,7 @@ pub async fn list(
     let of = match q.domain.as_deref() {
         None => Of::User(&caller.id),
         Some(d) => {
-            org = crate::http::auth::administered(&app, &caller, d, "licenses").await?;
+            org = app.orgs.administered(&caller, d, "licenses").await?;
             Of::Organization(&org.id)
         }
     };
@@ -334,7 +335,7 @@ pub async fn get(
 ) -> ApiResult<PrivateAnswer<Data<License>>> {
     let l = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
     let owner = l.user_id.as_deref() == Some(caller.id.as_str());
-    if !owner && !crate::http::auth::org_admin(&app, &caller, &l.organization_id).await? {
+    if !owner && !app.orgs.org_admin(&caller, &l.organization_id).await? {
         return Err(not_found());
     }
     let key = app
@@ -362,27 +363,26 @@ pub async fn purchase(
     run_to_end(async move {
         let scope = who.scope("license-purchase");
         crate::http::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
-            let placed = purchase_checkout(&app, &who, &body, |item| {
-                match terms(&item.data.0)?.product_id {
-                    Some(_) => Ok(()),
-                    None => Err(Invalid(format!(
-                        "`{}` is not a licensed item (no `data.license_product_id`)",
-                        item.sku
-                    ))
-                    .into()),
-                }
-            })
-            .await?;
+            let placed = app
+                .checkout
+                .purchase(who.shopper(), body.purchase(), |item| {
+                    match terms(&item.data.0)?.product_id {
+                        Some(_) => Ok(()),
+                        None => Err(Invalid(format!(
+                            "`{}` is not a licensed item (no `data.license_product_id`)",
+                            item.sku
+                        ))
+                        .into()),
+                    }
+                })
+                .await?;
             let keys_by_id = mint_for(&app, &who, &placed).await;
             let keys_by_id = match keys_by_id {
                 Ok(m) => m,
                 Err(e) => {
-                    crate::domain::orders::undo_purchase(
-                        &app,
-                        &placed.row,
-                        "license keys not minted",
-                    )
-                    .await?;
+                    app.checkout
+                        .undo_purchase(&placed.row, "license keys not minted")
+                        .await?;
                     return Err(e);
                 }
             };

@@ -135,7 +135,7 @@ pub async fn list(
         user_id: author.as_deref(),
         published_only,
         no_private: true,
-        reader: rules::list_reader(&app, caller).await?,
+        reader: app.readers.list_reader(caller).await?,
         ..Filter::default()
     };
     let (rows, total) = store::list(&app.db, &filter, limit, offset).await?;
@@ -152,7 +152,7 @@ async fn read(
 ) -> ApiResult<Prebuilt<Data<Post>>> {
     let cached = cached.ok_or_else(not_found)?;
     let post = &cached.row;
-    if !rules::may_read(app, caller, &readable(post)).await? {
+    if !app.readers.may_read(caller, &readable(post)).await? {
         return Err(not_found());
     }
     if rules::flag(&post.data.0, "reception_tracking") {
@@ -254,10 +254,10 @@ pub async fn create(
     JsonBody(body): JsonBody<CreateBody>,
 ) -> ApiResult<Answer<Saved<Post>>> {
     let post_type = post_type(&body.r#type)?;
-    let org_id = crate::http::auth::member_org(&app, &caller, body.domain.as_deref()).await?;
+    let org_id = app.orgs.member_org(&caller, body.domain.as_deref()).await?;
     if let Some(thread) = &body.thread_id {
         let t = store::get(&app.db, thread).await?.ok_or_else(not_found)?;
-        if !rules::may_read(&app, Some(&caller), &readable(&t)).await? {
+        if !app.readers.may_read(Some(&caller), &readable(&t)).await? {
             return Err(not_found());
         }
         if t.r#type != THREAD || t.thread_id.is_some() {
@@ -306,7 +306,7 @@ async fn owned(app: &AppState, caller: &Arc<Caller>, id: &str) -> ApiResult<Post
     if post.user_id == caller.id || caller.is_admin() {
         return Ok(post);
     }
-    if rules::may_read(app, Some(caller), &readable(&post)).await? {
+    if app.readers.may_read(Some(caller), &readable(&post)).await? {
         Err(ApiError::forbidden(
             "only the post's author or an administrator may change it",
         ))
@@ -473,7 +473,11 @@ pub async fn all_thread_replies(
 ) -> ApiResult<Answer<Page<Post>>> {
     let (limit, offset) = page(body.limit, body.offset)?;
     let thread = store::get(&app.db, &body.id).await?.ok_or_else(not_found)?;
-    if !rules::may_read(&app, caller.0.as_deref(), &readable(&thread)).await? {
+    if !app
+        .readers
+        .may_read(caller.0.as_deref(), &readable(&thread))
+        .await?
+    {
         return Err(not_found());
     }
     let filter = Filter {

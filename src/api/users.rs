@@ -11,10 +11,7 @@ use serde_json::Value;
 use crate::adapters::mail::{Dress, Kind};
 use crate::crypto;
 use crate::db::users as store;
-use crate::domain::accounts::{
-    self, apply_exemption, email_code, modify_data, parse_email, parse_source, parse_username,
-    user_key, Asker, Attempt,
-};
+use crate::domain::accounts::{parse_email, parse_source, parse_username, Asker, Attempt};
 use crate::http::auth::{Caller, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::ClientAddr;
@@ -89,11 +86,11 @@ pub async fn authenticate(
         source: source.as_deref(),
         client_ip: ip.as_deref(),
     };
-    accounts::count_password_attempt(&app, &email).await?;
+    app.accounts.count_password_attempt(&email).await?;
 
     let Some(user) = store::by_email(&app.db, &email).await? else {
-        accounts::forget_failures(&app, &email).await?;
-        let (user, key, emailed) = accounts::sign_up(&app, &email, &attempt).await?;
+        app.accounts.forget_failures(&email).await?;
+        let (user, key, emailed) = app.accounts.sign_up(&email, &attempt).await?;
         return Ok(Answer(SignedIn {
             user: User::of(&user, Some(&key)),
             existing: false,
@@ -101,9 +98,12 @@ pub async fn authenticate(
         }));
     };
     if check_password(body.password.clone(), user.password_hash.clone()).await? {
-        accounts::forget_failures(&app, &email).await?;
-        let user = apply_exemption(&app, user, source.as_deref()).await?;
-        let key = user_key(&app, &user)?;
+        app.accounts.forget_failures(&email).await?;
+        let user = app
+            .accounts
+            .apply_exemption(user, source.as_deref())
+            .await?;
+        let key = app.accounts.user_key(&user)?;
         return Ok(Answer(SignedIn {
             user: User::of(&user, Some(&key)),
             existing: true,
@@ -113,7 +113,7 @@ pub async fn authenticate(
     if user.verified {
         return Err(ApiError::unauthorized("invalid email or password"));
     }
-    let emailed = accounts::another_sign_up(&app, &user, &attempt).await?;
+    let emailed = app.accounts.another_sign_up(&user, &attempt).await?;
     let message = if emailed {
         "invalid email or password; the address is not confirmed yet, so a link that \
          confirms it with this password was emailed to it"
@@ -141,7 +141,11 @@ pub async fn authenticate_interstitial(
     let source = parse_source(body.source);
     let dress = Dress::account(source.as_deref());
     let emailed = match store::by_email(&app.db, &email).await? {
-        Some(user) => email_code(&app, &user, Kind::SignIn, dress, Asker::Anyone, None).await?,
+        Some(user) => {
+            app.accounts
+                .email_code(&user, Kind::SignIn, dress, Asker::Anyone, None)
+                .await?
+        }
         None => false,
     };
     Ok(Answer(LinkEmailed { emailed }))
@@ -208,7 +212,9 @@ pub async fn verify(
     if row.expires_at <= Utc::now() {
         return Err(expired(&app, &hash, &row).await?);
     }
-    let (user, key) = accounts::verify_with_code(&app, &hash, new_password.as_deref())
+    let (user, key) = app
+        .accounts
+        .verify_with_code(&hash, new_password.as_deref())
         .await?
         .ok_or_else(invalid_code)?;
     Ok(Answer(CodeUsed {
@@ -243,11 +249,15 @@ async fn expired(app: &AppState, hash: &str, row: &store::CodeRow) -> ApiResult<
                 Kind::AnotherSignUp
             };
             let dress = Dress::sign_up(a.source.as_deref());
-            email_code(app, &user, kind, dress, Asker::Anyone, Some(&a.id)).await?
+            app.accounts
+                .email_code(&user, kind, dress, Asker::Anyone, Some(&a.id))
+                .await?
         }
         None => {
             let dress = Dress::account(user.source.as_deref());
-            email_code(app, &user, Kind::Verify, dress, Asker::Anyone, None).await?
+            app.accounts
+                .email_code(&user, Kind::Verify, dress, Asker::Anyone, None)
+                .await?
         }
     };
     Ok(ApiError::bad_request(if emailed {
@@ -363,8 +373,10 @@ pub async fn verify_resend(
         }));
     }
     let source = parse_source(body.source);
-    let emailed =
-        accounts::resend_confirmation(&app, &user, source.as_deref(), Asker::Holder).await?;
+    let emailed = app
+        .accounts
+        .resend_confirmation(&user, source.as_deref(), Asker::Holder)
+        .await?;
     Ok(Answer(VerificationResent {
         emailed,
         verified: false,
@@ -381,7 +393,9 @@ pub async fn reset_password(
     let source = parse_source(body.source);
     if let Some(user) = store::by_email(&app.db, &email).await? {
         let dress = Dress::account(source.as_deref());
-        email_code(&app, &user, Kind::Reset, dress, Asker::Anyone, None).await?;
+        app.accounts
+            .email_code(&user, Kind::Reset, dress, Asker::Anyone, None)
+            .await?;
     }
     Ok(Answer(ResetRequested {
         success: True,
@@ -412,7 +426,7 @@ pub async fn viewer(
     if let Some(bytes) = caller.viewer_answer.get() {
         return Ok(Prebuilt::public(bytes.clone()));
     }
-    let key = user_key(&app, &caller.user)?;
+    let key = app.accounts.user_key(&caller.user)?;
     let bytes = prebuild(&UserAnswer {
         user: User::of(&caller.user, Some(&key)),
     })
@@ -555,24 +569,26 @@ pub async fn update(
         .await?
         .ok_or_else(|| ApiError::not_found("user not found"))?;
     let force = body.force_push;
-    let user = modify_data(&app, user, |data| {
-        let exemptions = data.get("exemptions").cloned();
-        if force {
-            data.clear();
-        }
-        for (k, v) in &updates {
-            if k != "exemptions" {
-                data.insert(k.clone(), v.clone());
+    let user = app
+        .accounts
+        .modify_data(user, |data| {
+            let exemptions = data.get("exemptions").cloned();
+            if force {
+                data.clear();
             }
-        }
-        match &exemptions {
-            Some(e) => data.insert("exemptions".into(), e.clone()),
-            None => data.remove("exemptions"),
-        };
-    })
-    .await?;
+            for (k, v) in &updates {
+                if k != "exemptions" {
+                    data.insert(k.clone(), v.clone());
+                }
+            }
+            match &exemptions {
+                Some(e) => data.insert("exemptions".into(), e.clone()),
+                None => data.remove("exemptions"),
+            };
+        })
+        .await?;
     let key = if user.id == caller.id {
-        Some(user_key(&app, &user)?)
+        Some(app.accounts.user_key(&user)?)
     } else {
         None
     };
@@ -614,7 +630,7 @@ pub async fn update_viewer_username(
     let username = parse_username(&body.username)?;
     let user = store::set_username(&app.db, &caller.id, &username).await?;
     let user = app.caches.announce(user).await;
-    let key = user_key(&app, &user)?;
+    let key = app.accounts.user_key(&user)?;
     Ok(Answer(UserSaved {
         success: True,
         user: User::of(&user, Some(&key)),
@@ -626,7 +642,7 @@ pub async fn regenerate_key(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
 ) -> ApiResult<Answer<KeyRegenerated>> {
-    let (key, hash, cipher) = accounts::new_key(&app);
+    let (key, hash, cipher) = app.accounts.new_key();
     let user = store::set_key(&app.db, &caller.id, &hash, &cipher).await?;
     let user = app.caches.announce(user).await;
     Ok(Answer(KeyRegenerated {
@@ -662,7 +678,7 @@ pub async fn sync_wallet(
     )
     .await?;
     let user = app.caches.announce(user).await;
-    let key = user_key(&app, &user)?;
+    let key = app.accounts.user_key(&user)?;
     Ok(Answer(UserSaved {
         success: True,
         user: User::of(&user, Some(&key)),
@@ -676,7 +692,7 @@ pub async fn desync_wallet(
 ) -> ApiResult<Answer<UserSaved>> {
     let user = store::set_wallet(&app.db, &caller.id, None, None).await?;
     let user = app.caches.announce(user).await;
-    let key = user_key(&app, &user)?;
+    let key = app.accounts.user_key(&user)?;
     Ok(Answer(UserSaved {
         success: True,
         user: User::of(&user, Some(&key)),

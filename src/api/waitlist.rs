@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::db::organizations::{self as orgs, OrgRow};
 use crate::db::users as users_db;
 use crate::db::waitlist::{self as store, Entry};
-use crate::domain::accounts::{create_account_for, parse_email, AccountError};
+use crate::domain::accounts::{parse_email, AccountError};
 use crate::http::auth::{Caller, OrgAdmin, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{JsonBody, NoFields};
@@ -127,7 +127,7 @@ async fn admit(app: &AppState, org: &OrgRow, email: &str) -> ApiResult<Value> {
         Some(u) => u,
         // Its owner did not choose the organization: no email templates (security round
         // 2, L7).
-        None => match create_account_for(app, email, &org.domain).await {
+        None => match app.accounts.create_account_for(email, &org.domain).await {
             Ok((u, _)) => u,
             // Created concurrently by another accept: reuse it.
             Err(AccountError::Db(e)) if crate::db::unique_violation(&e).is_some() => {

@@ -6,12 +6,14 @@
 use chrono::{Duration, Utc};
 use serde_json::{json, Map, Value};
 
-use crate::adapters::mail::{self, Dress, Kind};
+use crate::adapters::mail::{Dress, Kind, Mailer};
 use crate::crypto;
+use crate::crypto::MasterKey;
+use crate::db::cache::Caches;
 use crate::db::cache::Changed;
 use crate::db::users::{self as store, NewAttempt, NewUser, Unproven, UserRow, Verification};
+use crate::db::Db;
 use crate::domain::Invalid;
-use crate::state::AppState;
 
 pub use crate::db::users::EXEMPT_ALL_EMAILS;
 
@@ -74,66 +76,421 @@ pub fn is_exempt(user: &UserRow) -> bool {
         .is_some_and(|a| a.iter().any(|t| t == EXEMPT_ALL_EMAILS))
 }
 
-/// Read-modify-write of `data` with an optimistic version check, retried on a lost race,
-/// so concurrent merges never drop each other's keys.
-pub async fn modify_data(
-    app: &AppState,
-    mut user: UserRow,
-    change: impl Fn(&mut Map<String, Value>),
-) -> Result<UserRow, AccountError> {
-    for _ in 0..8 {
-        let mut data = match &user.data.0 {
-            Value::Object(m) => m.clone(),
-            _ => Map::new(),
-        };
-        change(&mut data);
-        let data = Value::Object(data);
-        if data == user.data.0 {
-            return Ok(user);
-        }
-        // The merge, not only the request, is bounded: many small updates must not
-        // grow one row (and every later read of it) without limit.
-        crate::domain::records::check_data(&data)?;
-        match store::write_data(&app.db, &user.id, user.version, &data).await? {
-            Some(updated) => return Ok(app.caches.announce(updated).await),
-            None => {
-                user = store::by_id(&app.db, &user.id)
-                    .await?
-                    .ok_or(AccountError::NotFound)?;
-            }
-        }
-    }
-    Err(AccountError::Busy)
+/// The account rules with what they need: the database, the master key (API keys are
+/// kept sealed), the read caches (announcing changed accounts), the mailer and the
+/// exempt domains (`PLINTH_EXEMPT_DOMAINS`, lower-case).
+#[derive(Clone)]
+pub struct Accounts {
+    db: Db,
+    key: MasterKey,
+    caches: std::sync::Arc<Caches>,
+    mailer: Mailer,
+    exempt_domains: std::sync::Arc<[String]>,
 }
 
-/// The exemption tag follows the most recent sign-in that names a source: an exempt
-/// domain adds it, any other domain removes it.
-pub async fn apply_exemption(
-    app: &AppState,
-    user: UserRow,
-    source: Option<&str>,
-) -> Result<UserRow, AccountError> {
-    let Some(source) = source else {
-        return Ok(user);
-    };
-    let exempt = is_exempt_domain(app, source);
-    modify_data(app, user, |data| {
-        let mut tags: Vec<Value> = data
-            .get("exemptions")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        tags.retain(|t| t != EXEMPT_ALL_EMAILS);
-        if exempt {
-            tags.push(Value::String(EXEMPT_ALL_EMAILS.into()));
+impl Accounts {
+    pub fn new(
+        db: Db,
+        key: MasterKey,
+        caches: std::sync::Arc<Caches>,
+        mailer: Mailer,
+        exempt_domains: Vec<String>,
+    ) -> Self {
+        Self {
+            db,
+            key,
+            caches,
+            mailer,
+            exempt_domains: exempt_domains.into(),
         }
-        if tags.is_empty() {
-            data.remove("exemptions");
+    }
+
+    /// The mailer account mails go through (other mails, receipts, use it too).
+    pub fn mailer(&self) -> &Mailer {
+        &self.mailer
+    }
+
+    /// Read-modify-write of `data` with an optimistic version check, retried on a lost race,
+    /// so concurrent merges never drop each other's keys.
+    pub async fn modify_data(
+        &self,
+        mut user: UserRow,
+        change: impl Fn(&mut Map<String, Value>),
+    ) -> Result<UserRow, AccountError> {
+        for _ in 0..8 {
+            let mut data = match &user.data.0 {
+                Value::Object(m) => m.clone(),
+                _ => Map::new(),
+            };
+            change(&mut data);
+            let data = Value::Object(data);
+            if data == user.data.0 {
+                return Ok(user);
+            }
+            // The merge, not only the request, is bounded: many small updates must not
+            // grow one row (and every later read of it) without limit.
+            crate::domain::records::check_data(&data)?;
+            match store::write_data(&self.db, &user.id, user.version, &data).await? {
+                Some(updated) => return Ok(self.caches.announce(updated).await),
+                None => {
+                    user = store::by_id(&self.db, &user.id)
+                        .await?
+                        .ok_or(AccountError::NotFound)?;
+                }
+            }
+        }
+        Err(AccountError::Busy)
+    }
+
+    /// The exemption tag follows the most recent sign-in that names a source: an exempt
+    /// domain adds it, any other domain removes it.
+    pub async fn apply_exemption(
+        &self,
+        user: UserRow,
+        source: Option<&str>,
+    ) -> Result<UserRow, AccountError> {
+        let Some(source) = source else {
+            return Ok(user);
+        };
+        let exempt = self.is_exempt_domain(source);
+        self.modify_data(user, |data| {
+            let mut tags: Vec<Value> = data
+                .get("exemptions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            tags.retain(|t| t != EXEMPT_ALL_EMAILS);
+            if exempt {
+                tags.push(Value::String(EXEMPT_ALL_EMAILS.into()));
+            }
+            if tags.is_empty() {
+                data.remove("exemptions");
+            } else {
+                data.insert("exemptions".into(), Value::Array(tags));
+            }
+        })
+        .await
+    }
+
+    pub fn is_exempt_domain(&self, source: &str) -> bool {
+        self.exempt_domains.iter().any(|d| d == source)
+    }
+
+    /// Whether no mail may go: a request through an exempt domain never sends any, and the
+    /// exemption tag silences an unverified account only for its key holder, since whoever
+    /// opened the account may have tagged it to lock its owner out (review N-L5).
+    fn silenced(&self, user: &UserRow, source: Option<&str>, asker: Asker) -> bool {
+        source.is_some_and(|s| self.is_exempt_domain(s))
+            || (is_exempt(user) && (user.verified || asker == Asker::Holder))
+    }
+
+    /// Creates a one-time code for `user` (a verification code confirms `attempt`) and emails
+    /// its link; `false` (and no code) when the mail is [`silenced`]. Returns whether an
+    /// email was queued.
+    pub async fn email_code(
+        &self,
+        user: &UserRow,
+        kind: Kind,
+        dress: Dress<'_>,
+        asker: Asker,
+        attempt: Option<&str>,
+    ) -> Result<bool, AccountError> {
+        if self.silenced(user, dress.source(), asker) {
+            return Ok(false);
+        }
+        let (ttl, purpose, page) = match kind {
+            Kind::Reset => (RESET_CODE_TTL, "reset", "reset-password"),
+            Kind::SignIn => (SIGNIN_CODE_TTL, "signin", "sign-in"),
+            _ => (VERIFY_CODE_TTL, "verify", "verify"),
+        };
+        let code = crypto::new_code();
+        store::add_code(
+            &self.db,
+            &user.id,
+            &crypto::sha256_hex(code.as_bytes()),
+            purpose,
+            Utc::now() + ttl,
+            attempt.filter(|_| purpose == "verify"),
+        )
+        .await?;
+        let link = self.mailer.code_link(page, &code);
+        let email = self.mailer.compose(dress, kind, user, &link).await;
+        Ok(self.mailer.send(email).await)
+    }
+
+    /// `authenticate` for an email without an account: the account (level 0), the attempt
+    /// that opened it, and that attempt's confirmation mail. Answers the account, its key
+    /// and whether a mail went.
+    pub async fn sign_up(
+        &self,
+        email: &str,
+        a: &Attempt<'_>,
+    ) -> Result<(UserRow, String, bool), AccountError> {
+        let (user, key) = self
+            .create_account(email, Some(a.password), a.source, false)
+            .await?;
+        let attempt = store::add_attempt(
+            &self.db,
+            NewAttempt {
+                user_id: &user.id,
+                opened_account: true,
+                password_hash: None,
+                source: a.source,
+                client_ip: a.client_ip,
+            },
+        )
+        .await?;
+        let dress = Dress::sign_up(a.source);
+        let emailed = self
+            .email_code(&user, Kind::Verify, dress, Asker::Holder, Some(&attempt))
+            .await?;
+        Ok((user, key, emailed))
+    }
+
+    /// A sign-up with another password for an account nobody has confirmed yet: the attempt
+    /// is kept with its own password and mailed its own confirmation, which (and only
+    /// which) makes that password the account's. Whether a mail went.
+    pub async fn another_sign_up(
+        &self,
+        user: &UserRow,
+        a: &Attempt<'_>,
+    ) -> Result<bool, AccountError> {
+        if self.silenced(user, a.source, Asker::Anyone) {
+            return Ok(false);
+        }
+        let hash = hash_password(a.password).await?;
+        let attempt = store::add_attempt(
+            &self.db,
+            NewAttempt {
+                user_id: &user.id,
+                opened_account: false,
+                password_hash: Some(&hash),
+                source: a.source,
+                client_ip: a.client_ip,
+            },
+        )
+        .await?;
+        let dress = Dress::sign_up(a.source);
+        self.email_code(
+            user,
+            Kind::AnotherSignUp,
+            dress,
+            Asker::Anyone,
+            Some(&attempt),
+        )
+        .await
+    }
+
+    /// A fresh confirmation of the attempt that opened the account (`verify-resend`),
+    /// dressed by `source` when the request names one.
+    pub async fn resend_confirmation(
+        &self,
+        user: &UserRow,
+        source: Option<&str>,
+        asker: Asker,
+    ) -> Result<bool, AccountError> {
+        if self.silenced(user, source, asker) {
+            return Ok(false);
+        }
+        let attempt = match store::opening_attempt(&self.db, &user.id).await? {
+            Some(a) => a.id,
+            // An account from before attempts were kept: its current password opened it.
+            None => {
+                store::add_attempt(
+                    &self.db,
+                    NewAttempt {
+                        user_id: &user.id,
+                        opened_account: true,
+                        password_hash: None,
+                        source: user.source.as_deref(),
+                        client_ip: None,
+                    },
+                )
+                .await?
+            }
+        };
+        self.email_code(
+            user,
+            Kind::Verify,
+            Dress::sign_up(source),
+            asker,
+            Some(&attempt),
+        )
+        .await
+    }
+
+    /// Counts a password attempt on `email` before the password is checked, so concurrent
+    /// guesses from any number of addresses cannot share a free slot; [`forget_failures`]
+    /// undoes it when the password was right. Throttled (429) while the email's delay runs,
+    /// known account or not.
+    pub async fn count_password_attempt(&self, email: &str) -> Result<(), AccountError> {
+        let key = failures_key(email);
+        for _ in 0..8 {
+            let now = Utc::now();
+            let (seen, before) = match store::failures(&self.db, &key).await? {
+                None => (None, 0),
+                Some(r) if now - r.updated_at > FAILURES_KEPT => (Some(r.failures), 0),
+                Some(r) if r.next_at > now => {
+                    let wait = (r.next_at - now).num_milliseconds().max(1) as u64;
+                    return Err(AccountError::Throttled {
+                        retry_after_ms: wait,
+                    });
+                }
+                Some(r) => (Some(r.failures), r.failures),
+            };
+            let n = before + 1;
+            if store::count_failure(&self.db, &key, seen, n, now + delay_after(n)).await? {
+                return Ok(());
+            }
+        }
+        Err(AccountError::Throttled {
+            retry_after_ms: 1000,
+        })
+    }
+
+    /// The email's failures are forgotten: a right password, or its owner proved the
+    /// mailbox (a verification, a completed reset).
+    pub async fn forget_failures(&self, email: &str) -> Result<(), AccountError> {
+        Ok(store::clear_failures(&self.db, &failures_key(email)).await?)
+    }
+
+    /// Creates an account with a fresh API key; returns it with the key in plain text.
+    pub async fn create_account(
+        &self,
+        email: &str,
+        password: Option<&str>,
+        source: Option<&str>,
+        verified: bool,
+    ) -> Result<(UserRow, String), AccountError> {
+        self.create(email, password, source.map(|s| (s, true)), verified)
+            .await
+    }
+
+    /// An account an organization's admin creates (a waitlist accept): `source` names the
+    /// organization, but the owner never chose it, so its email templates do not apply.
+    pub async fn create_account_for(
+        &self,
+        email: &str,
+        org_domain: &str,
+    ) -> Result<(UserRow, String), AccountError> {
+        self.create(email, None, Some((org_domain, false)), true)
+            .await
+    }
+
+    async fn create(
+        &self,
+        email: &str,
+        password: Option<&str>,
+        source: Option<(&str, bool)>,
+        verified: bool,
+    ) -> Result<(UserRow, String), AccountError> {
+        let (source, source_by_self) = match source {
+            Some((s, by_self)) => (Some(s), by_self),
+            None => (None, true),
+        };
+        let key = crypto::new_api_key();
+        let password_hash = match password {
+            Some(p) => Some(hash_password(p).await?),
+            None => None,
+        };
+        let exempt = source.is_some_and(|s| self.is_exempt_domain(s));
+        let data = if exempt {
+            json!({"exemptions": [EXEMPT_ALL_EMAILS]})
         } else {
-            data.insert("exemptions".into(), Value::Array(tags));
+            json!({})
+        };
+        let user = store::create(
+            &self.db,
+            NewUser {
+                email,
+                key_hash: &crypto::sha256_hex(key.as_bytes()),
+                key_cipher: &self.key.encrypt(key.as_bytes()),
+                password_hash: password_hash.as_deref(),
+                level: if verified { 10 } else { 0 },
+                verified,
+                data,
+                source,
+                source_by_self,
+            },
+            None,
+        )
+        .await?;
+        Ok((user, key))
+    }
+
+    /// The account's API key in plain text (stored encrypted under the master key).
+    pub fn user_key(&self, user: &UserRow) -> Result<String, AccountError> {
+        self.key
+            .decrypt(&user.key_cipher)
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or_else(|| {
+                AccountError::Internal("stored API key does not decrypt with the master key".into())
+            })
+    }
+
+    /// A fresh API key: `(plaintext, sha256 hex, ciphertext under the master key)`.
+    pub fn new_key(&self) -> (String, String, String) {
+        let key = crypto::new_api_key();
+        let hash = crypto::sha256_hex(key.as_bytes());
+        let cipher = self.key.encrypt(key.as_bytes());
+        (key, hash, cipher)
+    }
+
+    /// The account as stored after a verification, and the key its owner now holds; the
+    /// email's failed sign-ins are forgotten (its owner just proved the mailbox).
+    async fn after(
+        &self,
+        user: Changed<UserRow>,
+        fresh: (String, String),
+    ) -> Result<(UserRow, String), AccountError> {
+        let user = self.caches.announce(user).await;
+        self.forget_failures(&user.email).await?;
+        let (key, hash) = fresh;
+        if crypto::ct_eq(user.key_hash.as_bytes(), hash.as_bytes()) {
+            return Ok((user, key));
         }
-    })
-    .await
+        let key = self.user_key(&user)?;
+        Ok((user, key))
+    }
+
+    /// Verifies the account after an identity provider or the identity service proved the
+    /// mailbox (finding H1): a first verification rotates the API key and drops what the
+    /// account's opener set ([`Unproven::Elsewhere`]); `source`, named by this sign-in,
+    /// becomes the account's own.
+    pub async fn verify_elsewhere(
+        &self,
+        user_id: &str,
+        source: Option<&str>,
+    ) -> Result<(UserRow, String), AccountError> {
+        let (key, hash, cipher) = self.new_key();
+        let how = Verification {
+            new_key: (&hash, &cipher),
+            always_rotate: false,
+            unproven: Unproven::Elsewhere { source },
+            new_password_hash: None,
+        };
+        let user = store::verify(&self.db, user_id, &how)
+            .await?
+            .ok_or(AccountError::NotFound)?;
+        self.after(user, (key, hash)).await
+    }
+
+    /// Spends an emailed one-time code and verifies its account (a verification code
+    /// confirms its own sign-up attempt: `db::users::verify_with_code`); `None` when the
+    /// code was spent concurrently or has expired.
+    pub async fn verify_with_code(
+        &self,
+        code_hash: &str,
+        new_password_hash: Option<&str>,
+    ) -> Result<Option<(UserRow, String)>, AccountError> {
+        let (key, hash, cipher) = self.new_key();
+        match store::verify_with_code(&self.db, code_hash, (&hash, &cipher), new_password_hash)
+            .await?
+        {
+            Some(user) => Ok(Some(self.after(user, (key, hash)).await?)),
+            None => Ok(None),
+        }
+    }
 }
 
 /// Who asked for a mail, which decides whether the exemption tag silences it.
@@ -145,164 +502,11 @@ pub enum Asker {
     Anyone,
 }
 
-pub fn is_exempt_domain(app: &AppState, source: &str) -> bool {
-    app.exempt_domains.iter().any(|d| d == source)
-}
-
-/// Whether no mail may go: a request through an exempt domain never sends any, and the
-/// exemption tag silences an unverified account only for its key holder, since whoever
-/// opened the account may have tagged it to lock its owner out (review N-L5).
-fn silenced(app: &AppState, user: &UserRow, source: Option<&str>, asker: Asker) -> bool {
-    source.is_some_and(|s| is_exempt_domain(app, s))
-        || (is_exempt(user) && (user.verified || asker == Asker::Holder))
-}
-
-/// Creates a one-time code for `user` (a verification code confirms `attempt`) and emails
-/// its link; `false` (and no code) when the mail is [`silenced`]. Returns whether an
-/// email was queued.
-pub async fn email_code(
-    app: &AppState,
-    user: &UserRow,
-    kind: Kind,
-    dress: Dress<'_>,
-    asker: Asker,
-    attempt: Option<&str>,
-) -> Result<bool, AccountError> {
-    if silenced(app, user, dress.source(), asker) {
-        return Ok(false);
-    }
-    let (ttl, purpose, page) = match kind {
-        Kind::Reset => (RESET_CODE_TTL, "reset", "reset-password"),
-        Kind::SignIn => (SIGNIN_CODE_TTL, "signin", "sign-in"),
-        _ => (VERIFY_CODE_TTL, "verify", "verify"),
-    };
-    let code = crypto::new_code();
-    store::add_code(
-        &app.db,
-        &user.id,
-        &crypto::sha256_hex(code.as_bytes()),
-        purpose,
-        Utc::now() + ttl,
-        attempt.filter(|_| purpose == "verify"),
-    )
-    .await?;
-    let link = mail::code_link(app, page, &code);
-    let email = mail::compose(app, dress, kind, user, &link).await;
-    Ok(mail::send(app, email).await)
-}
-
 /// A sign-up attempt: the password chosen, the `source` named, and where it came from.
 pub struct Attempt<'a> {
     pub password: &'a str,
     pub source: Option<&'a str>,
     pub client_ip: Option<&'a str>,
-}
-
-/// `authenticate` for an email without an account: the account (level 0), the attempt
-/// that opened it, and that attempt's confirmation mail. Answers the account, its key
-/// and whether a mail went.
-pub async fn sign_up(
-    app: &AppState,
-    email: &str,
-    a: &Attempt<'_>,
-) -> Result<(UserRow, String, bool), AccountError> {
-    let (user, key) = create_account(app, email, Some(a.password), a.source, false).await?;
-    let attempt = store::add_attempt(
-        &app.db,
-        NewAttempt {
-            user_id: &user.id,
-            opened_account: true,
-            password_hash: None,
-            source: a.source,
-            client_ip: a.client_ip,
-        },
-    )
-    .await?;
-    let dress = Dress::sign_up(a.source);
-    let emailed = email_code(
-        app,
-        &user,
-        Kind::Verify,
-        dress,
-        Asker::Holder,
-        Some(&attempt),
-    )
-    .await?;
-    Ok((user, key, emailed))
-}
-
-/// A sign-up with another password for an account nobody has confirmed yet: the attempt
-/// is kept with its own password and mailed its own confirmation, which (and only
-/// which) makes that password the account's. Whether a mail went.
-pub async fn another_sign_up(
-    app: &AppState,
-    user: &UserRow,
-    a: &Attempt<'_>,
-) -> Result<bool, AccountError> {
-    if silenced(app, user, a.source, Asker::Anyone) {
-        return Ok(false);
-    }
-    let hash = hash_password(a.password).await?;
-    let attempt = store::add_attempt(
-        &app.db,
-        NewAttempt {
-            user_id: &user.id,
-            opened_account: false,
-            password_hash: Some(&hash),
-            source: a.source,
-            client_ip: a.client_ip,
-        },
-    )
-    .await?;
-    let dress = Dress::sign_up(a.source);
-    email_code(
-        app,
-        user,
-        Kind::AnotherSignUp,
-        dress,
-        Asker::Anyone,
-        Some(&attempt),
-    )
-    .await
-}
-
-/// A fresh confirmation of the attempt that opened the account (`verify-resend`),
-/// dressed by `source` when the request names one.
-pub async fn resend_confirmation(
-    app: &AppState,
-    user: &UserRow,
-    source: Option<&str>,
-    asker: Asker,
-) -> Result<bool, AccountError> {
-    if silenced(app, user, source, asker) {
-        return Ok(false);
-    }
-    let attempt = match store::opening_attempt(&app.db, &user.id).await? {
-        Some(a) => a.id,
-        // An account from before attempts were kept: its current password opened it.
-        None => {
-            store::add_attempt(
-                &app.db,
-                NewAttempt {
-                    user_id: &user.id,
-                    opened_account: true,
-                    password_hash: None,
-                    source: user.source.as_deref(),
-                    client_ip: None,
-                },
-            )
-            .await?
-        }
-    };
-    email_code(
-        app,
-        user,
-        Kind::Verify,
-        Dress::sign_up(source),
-        asker,
-        Some(&attempt),
-    )
-    .await
 }
 
 async fn hash_password(password: &str) -> Result<String, AccountError> {
@@ -331,175 +535,6 @@ pub fn delay_after(failures: i64) -> Duration {
 
 fn failures_key(email: &str) -> String {
     crypto::sha256_hex(email.as_bytes())
-}
-
-/// Counts a password attempt on `email` before the password is checked, so concurrent
-/// guesses from any number of addresses cannot share a free slot; [`forget_failures`]
-/// undoes it when the password was right. Throttled (429) while the email's delay runs,
-/// known account or not.
-pub async fn count_password_attempt(app: &AppState, email: &str) -> Result<(), AccountError> {
-    let key = failures_key(email);
-    for _ in 0..8 {
-        let now = Utc::now();
-        let (seen, before) = match store::failures(&app.db, &key).await? {
-            None => (None, 0),
-            Some(r) if now - r.updated_at > FAILURES_KEPT => (Some(r.failures), 0),
-            Some(r) if r.next_at > now => {
-                let wait = (r.next_at - now).num_milliseconds().max(1) as u64;
-                return Err(AccountError::Throttled {
-                    retry_after_ms: wait,
-                });
-            }
-            Some(r) => (Some(r.failures), r.failures),
-        };
-        let n = before + 1;
-        if store::count_failure(&app.db, &key, seen, n, now + delay_after(n)).await? {
-            return Ok(());
-        }
-    }
-    Err(AccountError::Throttled {
-        retry_after_ms: 1000,
-    })
-}
-
-/// The email's failures are forgotten: a right password, or its owner proved the
-/// mailbox (a verification, a completed reset).
-pub async fn forget_failures(app: &AppState, email: &str) -> Result<(), AccountError> {
-    Ok(store::clear_failures(&app.db, &failures_key(email)).await?)
-}
-
-/// Creates an account with a fresh API key; returns it with the key in plain text.
-pub async fn create_account(
-    app: &AppState,
-    email: &str,
-    password: Option<&str>,
-    source: Option<&str>,
-    verified: bool,
-) -> Result<(UserRow, String), AccountError> {
-    create(app, email, password, source.map(|s| (s, true)), verified).await
-}
-
-/// An account an organization's admin creates (a waitlist accept): `source` names the
-/// organization, but the owner never chose it, so its email templates do not apply.
-pub async fn create_account_for(
-    app: &AppState,
-    email: &str,
-    org_domain: &str,
-) -> Result<(UserRow, String), AccountError> {
-    create(app, email, None, Some((org_domain, false)), true).await
-}
-
-async fn create(
-    app: &AppState,
-    email: &str,
-    password: Option<&str>,
-    source: Option<(&str, bool)>,
-    verified: bool,
-) -> Result<(UserRow, String), AccountError> {
-    let (source, source_by_self) = match source {
-        Some((s, by_self)) => (Some(s), by_self),
-        None => (None, true),
-    };
-    let key = crypto::new_api_key();
-    let password_hash = match password {
-        Some(p) => Some(hash_password(p).await?),
-        None => None,
-    };
-    let exempt = source.is_some_and(|s| is_exempt_domain(app, s));
-    let data = if exempt {
-        json!({"exemptions": [EXEMPT_ALL_EMAILS]})
-    } else {
-        json!({})
-    };
-    let user = store::create(
-        &app.db,
-        NewUser {
-            email,
-            key_hash: &crypto::sha256_hex(key.as_bytes()),
-            key_cipher: &app.key.encrypt(key.as_bytes()),
-            password_hash: password_hash.as_deref(),
-            level: if verified { 10 } else { 0 },
-            verified,
-            data,
-            source,
-            source_by_self,
-        },
-        None,
-    )
-    .await?;
-    Ok((user, key))
-}
-
-/// The account's API key in plain text (stored encrypted under the master key).
-pub fn user_key(app: &AppState, user: &UserRow) -> Result<String, AccountError> {
-    app.key
-        .decrypt(&user.key_cipher)
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| {
-            AccountError::Internal("stored API key does not decrypt with the master key".into())
-        })
-}
-
-/// A fresh API key: `(plaintext, sha256 hex, ciphertext under the master key)`.
-pub fn new_key(app: &AppState) -> (String, String, String) {
-    let key = crypto::new_api_key();
-    let hash = crypto::sha256_hex(key.as_bytes());
-    let cipher = app.key.encrypt(key.as_bytes());
-    (key, hash, cipher)
-}
-
-/// The account as stored after a verification, and the key its owner now holds; the
-/// email's failed sign-ins are forgotten (its owner just proved the mailbox).
-async fn after(
-    app: &AppState,
-    user: Changed<UserRow>,
-    fresh: (String, String),
-) -> Result<(UserRow, String), AccountError> {
-    let user = app.caches.announce(user).await;
-    forget_failures(app, &user.email).await?;
-    let (key, hash) = fresh;
-    if crypto::ct_eq(user.key_hash.as_bytes(), hash.as_bytes()) {
-        return Ok((user, key));
-    }
-    let key = user_key(app, &user)?;
-    Ok((user, key))
-}
-
-/// Verifies the account after an identity provider or the identity service proved the
-/// mailbox (finding H1): a first verification rotates the API key and drops what the
-/// account's opener set ([`Unproven::Elsewhere`]); `source`, named by this sign-in,
-/// becomes the account's own.
-pub async fn verify_elsewhere(
-    app: &AppState,
-    user_id: &str,
-    source: Option<&str>,
-) -> Result<(UserRow, String), AccountError> {
-    let (key, hash, cipher) = new_key(app);
-    let how = Verification {
-        new_key: (&hash, &cipher),
-        always_rotate: false,
-        unproven: Unproven::Elsewhere { source },
-        new_password_hash: None,
-    };
-    let user = store::verify(&app.db, user_id, &how)
-        .await?
-        .ok_or(AccountError::NotFound)?;
-    after(app, user, (key, hash)).await
-}
-
-/// Spends an emailed one-time code and verifies its account (a verification code
-/// confirms its own sign-up attempt: `db::users::verify_with_code`); `None` when the
-/// code was spent concurrently or has expired.
-pub async fn verify_with_code(
-    app: &AppState,
-    code_hash: &str,
-    new_password_hash: Option<&str>,
-) -> Result<Option<(UserRow, String)>, AccountError> {
-    let (key, hash, cipher) = new_key(app);
-    match store::verify_with_code(&app.db, code_hash, (&hash, &cipher), new_password_hash).await? {
-        Some(user) => Ok(Some(after(app, user, (key, hash)).await?)),
-        None => Ok(None),
-    }
 }
 
 /// Usernames: 3 to 32 characters of `a-z 0-9 _ . -`, stored lower-case, unique.

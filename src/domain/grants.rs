@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::crypto::{self, GrantKey};
-use crate::state::AppState;
+use crate::domain::idp::Identity;
 
 /// The longest a grant may live: `exp` at most this far ahead of the server's clock.
 pub const MAX_TTL_SECS: i64 = 600;
@@ -55,24 +55,26 @@ pub enum GrantError {
     Db(#[from] sqlx::Error),
 }
 
-/// Checks a grant and spends it: authentic (tag), unexpired, `exp` at most ten minutes
-/// ahead, and never redeemed before. Every refusal is a 401.
-pub async fn redeem(app: &AppState, token: &str) -> Result<Grant, GrantError> {
-    let key = app.auth_key.as_ref().ok_or(GrantError::Unconfigured)?;
-    let plain = key.open(token).ok_or(GrantError::Invalid)?;
-    let grant: Grant = serde_json::from_slice(&plain).map_err(|_| GrantError::Invalid)?;
-    let now = Utc::now().timestamp();
-    if grant.exp <= now {
-        return Err(GrantError::Expired);
+impl Identity {
+    /// Checks a grant and spends it: authentic (tag), unexpired, `exp` at most ten minutes
+    /// ahead, and never redeemed before. Every refusal is a 401.
+    pub async fn redeem(&self, token: &str) -> Result<Grant, GrantError> {
+        let key = self.auth_key.as_ref().ok_or(GrantError::Unconfigured)?;
+        let plain = key.open(token).ok_or(GrantError::Invalid)?;
+        let grant: Grant = serde_json::from_slice(&plain).map_err(|_| GrantError::Invalid)?;
+        let now = Utc::now().timestamp();
+        if grant.exp <= now {
+            return Err(GrantError::Expired);
+        }
+        if grant.exp > now + MAX_TTL_SECS + SKEW_SECS {
+            return Err(GrantError::TooFarAhead);
+        }
+        let expires: DateTime<Utc> =
+            DateTime::from_timestamp(grant.exp, 0).ok_or(GrantError::Invalid)?;
+        let hash = crypto::sha256_hex(token.trim().to_ascii_lowercase().as_bytes());
+        if !crate::db::grants::spend(self.db(), &hash, expires).await? {
+            return Err(GrantError::Used);
+        }
+        Ok(grant)
     }
-    if grant.exp > now + MAX_TTL_SECS + SKEW_SECS {
-        return Err(GrantError::TooFarAhead);
-    }
-    let expires: DateTime<Utc> =
-        DateTime::from_timestamp(grant.exp, 0).ok_or(GrantError::Invalid)?;
-    let hash = crypto::sha256_hex(token.trim().to_ascii_lowercase().as_bytes());
-    if !crate::db::grants::spend(&app.db, &hash, expires).await? {
-        return Err(GrantError::Used);
-    }
-    Ok(grant)
 }

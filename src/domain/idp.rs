@@ -1,13 +1,15 @@
 //! The identity provider's side of sign-in: its signing keys (fetched, cached, refetched
 //! when a key id is unknown) and ID-token verification.
 
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 
-use crate::state::AppState;
+use crate::crypto::GrantKey;
+use crate::db::Db;
 
 /// Signature algorithms accepted for ID tokens (never `none` or a shared secret).
 const ALGORITHMS: &[Algorithm] = &[
@@ -54,22 +56,6 @@ pub enum IdTokenError {
     KeysUnavailable(String),
 }
 
-async fn signing_keys(app: &AppState, kid: Option<&str>) -> Result<JwkSet, IdTokenError> {
-    let known = |set: &JwkSet| kid.is_none_or(|k| set.find(k).is_some());
-    if let Some(set) = app.jwks.cached(JWKS_TTL).filter(known) {
-        return Ok(set);
-    }
-    // Unknown kid (keys rotate) or stale: refetch, but not more than once a minute.
-    if let Some(set) = app.jwks.cached(JWKS_MIN_REFRESH) {
-        return Ok(set);
-    }
-    let set = load_jwks(&app.opts.accounts.google_jwks)
-        .await
-        .map_err(|e| IdTokenError::KeysUnavailable(format!("identity-provider keys: {e}")))?;
-    app.jwks.store(set.clone());
-    Ok(set)
-}
-
 #[derive(Debug, Deserialize)]
 pub struct IdClaims {
     pub email: Option<String>,
@@ -78,35 +64,109 @@ pub struct IdClaims {
     pub picture: Option<String>,
 }
 
-/// Verifies an ID token: signature against the configured JWKS, `iss`, `aud`, `exp`.
-pub async fn verify_id_token(app: &AppState, token: &str) -> Result<IdClaims, IdTokenError> {
-    let invalid = IdTokenError::Invalid;
-    let header = jsonwebtoken::decode_header(token).map_err(|_| invalid("malformed"))?;
-    if !ALGORITHMS.contains(&header.alg) {
-        return Err(invalid("unsupported signature algorithm"));
+/// Fetched signing keys with when they were fetched.
+#[derive(Default)]
+struct JwksCache(Mutex<Option<(Instant, JwkSet)>>);
+
+impl JwksCache {
+    fn cached(&self, max_age: Duration) -> Option<JwkSet> {
+        let guard = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        guard
+            .as_ref()
+            .filter(|(at, _)| at.elapsed() < max_age)
+            .map(|(_, set)| set.clone())
     }
-    let keys = signing_keys(app, header.kid.as_deref()).await?;
-    let jwk = match &header.kid {
-        Some(kid) => keys.find(kid),
-        None if keys.keys.len() == 1 => keys.keys.first(),
-        None => None,
+
+    fn store(&self, set: JwkSet) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), set));
     }
-    .ok_or_else(|| invalid("unknown signing key"))?;
-    let key = DecodingKey::from_jwk(jwk).map_err(|_| invalid("unusable signing key"))?;
-    let mut validation = Validation::new(header.alg);
-    validation.set_audience(&app.opts.accounts.google_client_ids);
-    validation.set_issuer(&app.opts.accounts.google_issuers);
-    validation.set_required_spec_claims(&["exp", "iss", "aud"]);
-    validation.leeway = 30;
-    let data = jsonwebtoken::decode::<IdClaims>(token, &key, &validation).map_err(|e| {
-        use jsonwebtoken::errors::ErrorKind as K;
-        invalid(match e.kind() {
-            K::ExpiredSignature => "expired",
-            K::InvalidAudience => "wrong audience",
-            K::InvalidIssuer => "wrong issuer",
-            K::InvalidSignature => "bad signature",
-            _ => "rejected",
-        })
-    })?;
-    Ok(data.claims)
+}
+
+/// Sign-in through others: the identity provider's ID tokens (its signing keys as last
+/// fetched, and what a token must name) and the token-exchange grants
+/// (`crate::domain::grants`).
+#[derive(Clone)]
+pub struct Identity {
+    db: Db,
+    jwks: Arc<JwksCache>,
+    /// Where the signing keys are read: an http(s) URL or a file.
+    jwks_source: String,
+    audiences: Vec<String>,
+    issuers: Vec<String>,
+    /// The grants' key; `None` disables the exchange (503). Never the master key.
+    pub(super) auth_key: Option<GrantKey>,
+}
+
+/// What [`Identity`] is configured with (`PLINTH_GOOGLE_*`, `PLINTH_AUTH_TOKEN_KEY`).
+pub struct IdentityConfig {
+    pub jwks_source: String,
+    pub audiences: Vec<String>,
+    pub issuers: Vec<String>,
+    pub auth_key: Option<GrantKey>,
+}
+
+impl Identity {
+    pub fn new(db: Db, config: IdentityConfig) -> Self {
+        Self {
+            db,
+            jwks: Default::default(),
+            jwks_source: config.jwks_source,
+            audiences: config.audiences,
+            issuers: config.issuers,
+            auth_key: config.auth_key,
+        }
+    }
+
+    pub(super) fn db(&self) -> &Db {
+        &self.db
+    }
+
+    async fn signing_keys(&self, kid: Option<&str>) -> Result<JwkSet, IdTokenError> {
+        let known = |set: &JwkSet| kid.is_none_or(|k| set.find(k).is_some());
+        if let Some(set) = self.jwks.cached(JWKS_TTL).filter(known) {
+            return Ok(set);
+        }
+        // Unknown kid (keys rotate) or stale: refetch, but not more than once a minute.
+        if let Some(set) = self.jwks.cached(JWKS_MIN_REFRESH) {
+            return Ok(set);
+        }
+        let set = load_jwks(&self.jwks_source)
+            .await
+            .map_err(|e| IdTokenError::KeysUnavailable(format!("identity-provider keys: {e}")))?;
+        self.jwks.store(set.clone());
+        Ok(set)
+    }
+
+    /// Verifies an ID token: signature against the configured JWKS, `iss`, `aud`, `exp`.
+    pub async fn verify_id_token(&self, token: &str) -> Result<IdClaims, IdTokenError> {
+        let invalid = IdTokenError::Invalid;
+        let header = jsonwebtoken::decode_header(token).map_err(|_| invalid("malformed"))?;
+        if !ALGORITHMS.contains(&header.alg) {
+            return Err(invalid("unsupported signature algorithm"));
+        }
+        let keys = self.signing_keys(header.kid.as_deref()).await?;
+        let jwk = match &header.kid {
+            Some(kid) => keys.find(kid),
+            None if keys.keys.len() == 1 => keys.keys.first(),
+            None => None,
+        }
+        .ok_or_else(|| invalid("unknown signing key"))?;
+        let key = DecodingKey::from_jwk(jwk).map_err(|_| invalid("unusable signing key"))?;
+        let mut validation = Validation::new(header.alg);
+        validation.set_audience(&self.audiences);
+        validation.set_issuer(&self.issuers);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.leeway = 30;
+        let data = jsonwebtoken::decode::<IdClaims>(token, &key, &validation).map_err(|e| {
+            use jsonwebtoken::errors::ErrorKind as K;
+            invalid(match e.kind() {
+                K::ExpiredSignature => "expired",
+                K::InvalidAudience => "wrong audience",
+                K::InvalidIssuer => "wrong issuer",
+                K::InvalidSignature => "bad signature",
+                _ => "rejected",
+            })
+        })?;
+        Ok(data.claims)
+    }
 }

@@ -10,7 +10,6 @@ pub mod downloads;
 pub mod exports;
 pub mod grants;
 pub mod idp;
-pub mod jwks;
 pub mod ledger;
 pub mod licenses;
 pub mod orders;

@@ -2,13 +2,9 @@
 //! the table), what a discount code takes off a total, and what happens when the payment
 //! provider confirms an order's payment (its webhook, or the simulated hosted page).
 
-use serde_json::json;
-
 use crate::adapters::payments::ProviderError;
-use crate::db::orders::{self as store, OrderRow};
 use crate::domain::ledger::LedgerError;
-use crate::state::AppState;
-use crate::states::{DiscountKind, OrderStatus, PaymentType};
+use crate::states::{DiscountKind, OrderStatus};
 
 /// Why money could not be moved for an order.
 #[derive(Debug, thiserror::Error)]
@@ -82,109 +78,6 @@ pub fn discount_of(kind: DiscountKind, value: f64, amount: i64) -> i64 {
         DiscountKind::Fixed => value as i64,
     };
     off.clamp(0, amount)
-}
-
-/// The provider confirms that `payment_id` paid `amount_cents` for an order: a pending
-/// order is paid (its held units sold). A payment that arrives after the hold ended
-/// (the order expired or was canceled, its units back in stock) is refunded at the
-/// provider and the order marked `refunded`. `false` when the payment is not for an
-/// order of ours: not for its total, in another currency, or another payment than the
-/// one the checkout attached to it (security round 2, L5).
-pub async fn confirm_payment(
-    app: &AppState,
-    order_id: &str,
-    payment_id: &str,
-    amount_cents: i64,
-    currency: Option<&str>,
-) -> Result<bool, OrderError> {
-    let Some(order) = store::get(&app.db, order_id).await? else {
-        return Ok(false);
-    };
-    let other_payment = order.payment_id.as_deref().is_some_and(|p| p != payment_id);
-    let other_currency = currency.is_some_and(|c| !c.eq_ignore_ascii_case("usd"));
-    if order.payment_type != PaymentType::Usd
-        || amount_cents != order.total_cents
-        || other_payment
-        || other_currency
-    {
-        tracing::warn!(
-            order = order_id,
-            payment = payment_id,
-            amount_cents,
-            currency,
-            total = order.total_cents,
-            "a payment that does not match its order was ignored"
-        );
-        return Ok(false);
-    }
-    if store::mark_paid(&app.db, order_id, payment_id).await? {
-        return Ok(true);
-    }
-    let status = store::get(&app.db, order_id).await?.map(|o| o.status);
-    if let Some(status @ (OrderStatus::Canceled | OrderStatus::Expired)) = status {
-        app.payments.refund(payment_id).await?;
-        store::set_payment(&app.db, order_id, payment_id).await?;
-        store::set_status(&app.db, order_id, status, OrderStatus::Refunded).await?;
-        tracing::warn!(
-            order = order_id,
-            "a payment arrived after the order's hold ended; refunded"
-        );
-    }
-    Ok(true)
-}
-
-/// Gives an order's tokens back to its buyer, once per order (the ledger key
-/// `order-refund:<id>`), saying why in the ledger row.
-pub async fn refund_tokens(
-    app: &AppState,
-    user_id: &str,
-    order_id: &str,
-    total: i64,
-    reason: &str,
-) -> Result<(), OrderError> {
-    crate::domain::ledger::apply(
-        app,
-        vec![crate::domain::ledger::entry(
-            user_id,
-            total,
-            crate::states::LedgerKind::Refund,
-            Some(format!("order-refund:{order_id}")),
-            json!({"order_id": order_id, "reason": reason}),
-        )],
-    )
-    .await?;
-    Ok(())
-}
-
-/// Undoes a paid purchase whose goods could not be made: its money back and the order
-/// `refunded`.
-pub async fn undo_purchase(app: &AppState, o: &OrderRow, reason: &str) -> Result<(), OrderError> {
-    refund(app, o, reason).await?;
-    crate::db::orders::release(
-        &app.db,
-        &o.id,
-        crate::states::OrderStatus::Paid,
-        crate::states::OrderStatus::Refunded,
-        "system",
-    )
-    .await?;
-    Ok(())
-}
-
-/// Gives a paid order's money back: tokens through the credit actors (once per order),
-/// a provider payment at the provider.
-pub async fn refund(app: &AppState, o: &OrderRow, reason: &str) -> Result<(), OrderError> {
-    match (o.payment_type.as_str(), &o.user_id, o.total_tokens) {
-        ("tokens", Some(user), Some(total)) if total > 0 => {
-            refund_tokens(app, user, &o.id, total, reason).await?;
-        }
-        ("usd", _, _) if o.total_cents > 0 => {
-            let payment = o.payment_id.as_deref().ok_or(OrderError::NoPaymentId)?;
-            app.payments.refund(payment).await?;
-        }
-        _ => {}
-    }
-    Ok(())
 }
 
 #[cfg(test)]

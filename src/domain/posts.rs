@@ -6,7 +6,8 @@ use serde_json::{Map, Value};
 use super::Invalid;
 use crate::caller::Caller;
 use crate::db::posts::Reader;
-use crate::state::AppState;
+use crate::db::Db;
+use crate::domain::orgs::Orgs;
 
 /// Types whose `POST /api/posts` list shows published posts only (the spec names the
 /// note-editor type and `DIAGRAM_PAGE`; the team-publishing type follows rule 2).
@@ -32,22 +33,6 @@ pub fn email_domain(caller: &Caller) -> String {
         .to_lowercase()
 }
 
-/// A verified account on a permanent admin domain (`PLINTH_ADMIN_DOMAINS`).
-pub fn permanent_admin(app: &AppState, caller: &Caller) -> bool {
-    caller.user.verified && app.admin_domains.contains(&email_domain(caller))
-}
-
-/// A verified account whose email domain is a permanent admin domain or granted in the
-/// public-access table (read on every call: a removed grant takes effect at once).
-pub async fn team_previewer(app: &AppState, caller: &Caller) -> Result<bool, sqlx::Error> {
-    if !caller.user.verified {
-        return Ok(false);
-    }
-    let domain = email_domain(caller);
-    Ok(app.admin_domains.contains(&domain)
-        || crate::db::public_access::contains(&app.db, &domain).await?)
-}
-
 /// What a post's reader needs to know about it.
 pub struct Readable<'a> {
     pub owner_id: &'a str,
@@ -55,50 +40,86 @@ pub struct Readable<'a> {
     pub data: &'a Value,
 }
 
-/// Whether `caller` may read the post (rule 2): published posts are everybody's; an
-/// unpublished one is its owner's, a platform administrator's, a permanent admin's, its
-/// organization's members', and, when `data.teamPost` is true, a team previewer's (a
-/// verified account on a granted partner domain) — never a personal draft.
-pub async fn may_read(
-    app: &AppState,
-    caller: Option<&Caller>,
-    post: &Readable<'_>,
-) -> Result<bool, sqlx::Error> {
-    if published(post.data) {
-        return Ok(true);
-    }
-    let Some(c) = caller else {
-        return Ok(false);
-    };
-    if c.id == post.owner_id || c.is_admin() || permanent_admin(app, c) {
-        return Ok(true);
-    }
-    if let Some(org) = post.organization_id {
-        if crate::domain::orgs::in_org(app, c, org).await? {
-            return Ok(true);
-        }
-    }
-    if flag(post.data, "teamPost") {
-        return team_previewer(app, c).await;
-    }
-    Ok(false)
+/// Who reads which post, with what that needs: the permanent admin domains
+/// (`PLINTH_ADMIN_DOMAINS`), the public-access table and the organizations' members.
+#[derive(Clone)]
+pub struct Readers {
+    db: Db,
+    orgs: Orgs,
+    admin_domains: std::sync::Arc<[String]>,
 }
 
-/// The limit a post list puts on what it shows this caller: `None` for those who read
-/// every post (platform and permanent admins), else their id and whether they preview
-/// team posts, which `db::posts::list` applies as [`may_read`] does.
-pub async fn list_reader<'a>(
-    app: &AppState,
-    caller: Option<&'a Caller>,
-) -> Result<Option<Reader<'a>>, sqlx::Error> {
-    Ok(match caller {
-        None => Some(Reader::default()),
-        Some(c) if c.is_admin() || permanent_admin(app, c) => None,
-        Some(c) => Some(Reader {
-            user_id: Some(&c.id),
-            team_previewer: team_previewer(app, c).await?,
-        }),
-    })
+impl Readers {
+    /// `admin_domains`: lower-case.
+    pub fn new(db: Db, orgs: Orgs, admin_domains: Vec<String>) -> Self {
+        Self {
+            db,
+            orgs,
+            admin_domains: admin_domains.into(),
+        }
+    }
+
+    /// A verified account on a permanent admin domain (`PLINTH_ADMIN_DOMAINS`).
+    pub fn permanent_admin(&self, caller: &Caller) -> bool {
+        caller.user.verified && self.admin_domains.contains(&email_domain(caller))
+    }
+
+    /// A verified account whose email domain is a permanent admin domain or granted in the
+    /// public-access table (read on every call: a removed grant takes effect at once).
+    pub async fn team_previewer(&self, caller: &Caller) -> Result<bool, sqlx::Error> {
+        if !caller.user.verified {
+            return Ok(false);
+        }
+        let domain = email_domain(caller);
+        Ok(self.admin_domains.contains(&domain)
+            || crate::db::public_access::contains(&self.db, &domain).await?)
+    }
+
+    /// Whether `caller` may read the post (rule 2): published posts are everybody's; an
+    /// unpublished one is its owner's, a platform administrator's, a permanent admin's, its
+    /// organization's members', and, when `data.teamPost` is true, a team previewer's (a
+    /// verified account on a granted partner domain) — never a personal draft.
+    pub async fn may_read(
+        &self,
+        caller: Option<&Caller>,
+        post: &Readable<'_>,
+    ) -> Result<bool, sqlx::Error> {
+        if published(post.data) {
+            return Ok(true);
+        }
+        let Some(c) = caller else {
+            return Ok(false);
+        };
+        if c.id == post.owner_id || c.is_admin() || self.permanent_admin(c) {
+            return Ok(true);
+        }
+        if let Some(org) = post.organization_id {
+            if self.orgs.in_org(c, org).await? {
+                return Ok(true);
+            }
+        }
+        if flag(post.data, "teamPost") {
+            return self.team_previewer(c).await;
+        }
+        Ok(false)
+    }
+
+    /// The limit a post list puts on what it shows this caller: `None` for those who read
+    /// every post (platform and permanent admins), else their id and whether they preview
+    /// team posts, which `db::posts::list` applies as [`Self::may_read`] does.
+    pub async fn list_reader<'a>(
+        &self,
+        caller: Option<&'a Caller>,
+    ) -> Result<Option<Reader<'a>>, sqlx::Error> {
+        Ok(match caller {
+            None => Some(Reader::default()),
+            Some(c) if c.is_admin() || self.permanent_admin(c) => None,
+            Some(c) => Some(Reader {
+                user_id: Some(&c.id),
+                team_previewer: self.team_previewer(c).await?,
+            }),
+        })
+    }
 }
 
 /// `posts/update`'s merge of `updates.data`: objects merge key by key at every depth,

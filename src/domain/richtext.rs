@@ -73,212 +73,245 @@ pub fn safe_url(url: &str, allow_mailto: bool) -> bool {
 
 /// The TipTap/ProseMirror JSON document of `markdown`.
 pub fn markdown_to_doc(markdown: &str) -> Value {
-    let mut stack = vec![Open::new("doc", None)];
-    // Block quotes, lists and items not opened because [`MAX_NESTING`] was reached: their
-    // ends are skipped too (they are always the innermost, so a count suffices).
-    let mut not_opened = 0usize;
-    // Marks in force, at most one of each type (so a text node carries at most a handful,
-    // however deep emphasis nests), and for each mark tag seen whether it added one.
-    let mut marks: Vec<Value> = Vec::new();
-    let mut mark_added: Vec<bool> = Vec::new();
-    // Image alt text is collected while inside an image tag.
-    let mut image: Option<(String, String, String)> = None;
-
-    fn push(stack: &mut [Open], node: Value) {
-        stack.last_mut().expect("the doc").content.push(node);
-    }
-    // Inline content directly under a list item or the doc gets a paragraph around it.
-    fn ensure_inline_parent(stack: &mut Vec<Open>) {
-        let kind = stack.last().expect("the doc").node["type"].clone();
-        if kind == "listItem" || kind == "doc" || kind == "blockquote" {
-            stack.push(Open::new("paragraph", None));
+    let mut b = Builder {
+        stack: vec![Open::new("doc", None)],
+        not_opened: 0,
+        marks: Vec::new(),
+        mark_added: Vec::new(),
+        image: None,
+    };
+    for event in Parser::new_ext(markdown, Options::ENABLE_STRIKETHROUGH) {
+        if b.image.is_some() {
+            b.in_image(event);
+        } else {
+            b.event(event);
         }
     }
-    fn text(stack: &mut Vec<Open>, marks: &[Value], t: &str) {
+    while b.stack.len() > 1 {
+        b.close_top();
+    }
+    b.stack.pop().expect("the doc").close()
+}
+
+/// The document being built from the parser's events.
+struct Builder {
+    stack: Vec<Open>,
+    /// Block quotes, lists and items not opened because [`MAX_NESTING`] was reached:
+    /// their ends are skipped too (they are always the innermost, so a count suffices).
+    not_opened: usize,
+    /// Marks in force, at most one of each type (so a text node carries at most a
+    /// handful, however deep emphasis nests), and for each mark tag seen whether it
+    /// added one.
+    marks: Vec<Value>,
+    mark_added: Vec<bool>,
+    /// Image `(src, title, alt)`; the alt text is collected while inside an image tag.
+    image: Option<(String, String, String)>,
+}
+
+impl Builder {
+    fn push(&mut self, node: Value) {
+        self.stack.last_mut().expect("the doc").content.push(node);
+    }
+
+    fn top_is(&self, kind: &str) -> bool {
+        self.stack.last().expect("the doc").node["type"] == kind
+    }
+
+    /// Inline content directly under a list item, a quote or the doc gets a paragraph
+    /// around it.
+    fn ensure_inline_parent(&mut self) {
+        if self.top_is("listItem") || self.top_is("doc") || self.top_is("blockquote") {
+            self.stack.push(Open::new("paragraph", None));
+        }
+    }
+
+    fn text(&mut self, marks: &[Value], t: &str) {
         if t.is_empty() {
             return;
         }
-        ensure_inline_parent(stack);
+        self.ensure_inline_parent();
         let mut node = json!({"type": "text", "text": t});
         if !marks.is_empty() {
             node["marks"] = Value::Array(marks.to_vec());
         }
-        push(stack, node);
+        self.push(node);
     }
-    fn close_top(stack: &mut Vec<Open>) {
-        if stack.len() > 1 {
-            let done = stack.pop().expect("checked").close();
-            push(stack, done);
+
+    /// Text with the marks in force.
+    fn marked_text(&mut self, t: &str) {
+        let marks = std::mem::take(&mut self.marks);
+        self.text(&marks, t);
+        self.marks = marks;
+    }
+
+    fn close_top(&mut self) {
+        if self.stack.len() > 1 {
+            let done = self.stack.pop().expect("checked").close();
+            self.push(done);
         }
     }
-    // Closes an implicit paragraph left open inside a list item or quote.
-    fn close_implicit(stack: &mut Vec<Open>, until: &str) {
-        while stack.len() > 1 && stack.last().expect("checked").node["type"] != until {
-            close_top(stack);
+
+    /// Closes an implicit paragraph left open inside a list item or quote.
+    fn close_implicit(&mut self, until: &str) {
+        while self.stack.len() > 1 && !self.top_is(until) {
+            self.close_top();
         }
     }
-    // Opens a block quote, list or item unless the nesting bound is reached.
-    fn open(stack: &mut Vec<Open>, not_opened: &mut usize, node: Open) {
-        if stack.len() >= MAX_NESTING {
-            *not_opened += 1;
+
+    /// Opens a block quote, list or item unless the nesting bound is reached.
+    fn open(&mut self, node: Open) {
+        if self.stack.len() >= MAX_NESTING {
+            self.not_opened += 1;
         } else {
-            stack.push(node);
+            self.stack.push(node);
         }
     }
-    fn add_mark(marks: &mut Vec<Value>, mark_added: &mut Vec<bool>, mark: Option<Value>) {
+
+    fn add_mark(&mut self, mark: Option<Value>) {
         let added = mark.is_some_and(|m| {
-            let fresh = !marks.iter().any(|old| old["type"] == m["type"]);
+            let fresh = !self.marks.iter().any(|old| old["type"] == m["type"]);
             if fresh {
-                marks.push(m);
+                self.marks.push(m);
             }
             fresh
         });
-        mark_added.push(added);
+        self.mark_added.push(added);
     }
 
-    let options = Options::ENABLE_STRIKETHROUGH;
-    for event in Parser::new_ext(markdown, options) {
-        if let Some((_, _, alt)) = image.as_mut() {
-            match event {
-                Event::Text(t) | Event::Code(t) => {
-                    alt.push_str(&t);
-                    continue;
-                }
-                Event::End(TagEnd::Image) => {
-                    let (src, title, alt) = image.take().expect("inside an image");
-                    if !safe_url(&src, false) {
-                        text(&mut stack, &marks, &alt);
-                        continue;
-                    }
-                    let mut attrs = json!({"src": src, "alt": alt});
-                    if !title.is_empty() {
-                        attrs["title"] = json!(title);
-                    }
-                    // Images are block nodes in TipTap's default schema.
-                    if stack.last().expect("the doc").node["type"] == "paragraph" {
-                        close_top(&mut stack);
-                    }
-                    push(&mut stack, json!({"type": "image", "attrs": attrs}));
-                    continue;
-                }
-                _ => continue,
-            }
-        }
+    /// An event inside an image tag: its text is the alt text; its end writes the
+    /// image (or, with an unsafe target, the alt text).
+    fn in_image(&mut self, event: Event<'_>) {
+        let Some((_, _, alt)) = self.image.as_mut() else {
+            return;
+        };
         match event {
-            Event::Start(tag) => match tag {
-                Tag::Paragraph => stack.push(Open::new("paragraph", None)),
-                Tag::Heading { level, .. } => {
-                    let level = if level == HeadingLevel::H1 { 1 } else { 2 };
-                    stack.push(Open::new("heading", Some(json!({"level": level}))));
+            Event::Text(t) | Event::Code(t) => alt.push_str(&t),
+            Event::End(TagEnd::Image) => {
+                let (src, title, alt) = self.image.take().expect("inside an image");
+                if !safe_url(&src, false) {
+                    self.marked_text(&alt);
+                    return;
                 }
-                Tag::BlockQuote(_) => {
-                    open(&mut stack, &mut not_opened, Open::new("blockquote", None))
+                let mut attrs = json!({"src": src, "alt": alt});
+                if !title.is_empty() {
+                    attrs["title"] = json!(title);
                 }
-                Tag::CodeBlock(kind) => {
-                    let language = match kind {
-                        pulldown_cmark::CodeBlockKind::Fenced(l) if !l.is_empty() => {
-                            json!(l.to_string())
-                        }
-                        _ => Value::Null,
-                    };
-                    stack.push(Open::new("codeBlock", Some(json!({"language": language}))));
+                // Images are block nodes in TipTap's default schema.
+                if self.top_is("paragraph") {
+                    self.close_top();
                 }
-                Tag::List(None) => open(&mut stack, &mut not_opened, Open::new("bulletList", None)),
-                Tag::List(Some(start)) => open(
-                    &mut stack,
-                    &mut not_opened,
-                    Open::new("orderedList", Some(json!({"start": start}))),
-                ),
-                Tag::Item => open(&mut stack, &mut not_opened, Open::new("listItem", None)),
-                Tag::Emphasis => {
-                    add_mark(&mut marks, &mut mark_added, Some(json!({"type": "italic"})))
-                }
-                Tag::Strong => add_mark(&mut marks, &mut mark_added, Some(json!({"type": "bold"}))),
-                Tag::Strikethrough => {
-                    add_mark(&mut marks, &mut mark_added, Some(json!({"type": "strike"})))
-                }
-                Tag::Link {
-                    dest_url, title, ..
-                } => {
-                    // An unsafe target leaves the text unlinked, and so does one past
-                    // MAX_ATTR: the mark is copied onto every text node of the link.
-                    let fits = dest_url.len() <= MAX_ATTR && title.len() <= MAX_ATTR;
-                    let mark = (fits && safe_url(&dest_url, true)).then(|| {
-                        let mut attrs = json!({"href": dest_url.to_string()});
-                        if !title.is_empty() {
-                            attrs["title"] = json!(title.to_string());
-                        }
-                        json!({"type": "link", "attrs": attrs})
-                    });
-                    add_mark(&mut marks, &mut mark_added, mark);
-                }
-                Tag::Image {
-                    dest_url, title, ..
-                } => image = Some((dest_url.to_string(), title.to_string(), String::new())),
-                _ => {}
-            },
-            Event::End(TagEnd::BlockQuote(_) | TagEnd::List(_) | TagEnd::Item)
-                if not_opened > 0 =>
-            {
-                not_opened -= 1;
+                self.push(json!({"type": "image", "attrs": attrs}));
             }
-            Event::End(end) => match end {
-                TagEnd::Paragraph
-                | TagEnd::Heading(_)
-                | TagEnd::CodeBlock
-                | TagEnd::BlockQuote(_)
-                | TagEnd::List(_)
-                | TagEnd::Item => {
-                    let kind = match end {
-                        TagEnd::Paragraph => "paragraph",
-                        TagEnd::Heading(_) => "heading",
-                        TagEnd::CodeBlock => "codeBlock",
-                        TagEnd::BlockQuote(_) => "blockquote",
-                        TagEnd::List(true) => "orderedList",
-                        TagEnd::List(false) => "bulletList",
-                        _ => "listItem",
-                    };
-                    close_implicit(&mut stack, kind);
-                    close_top(&mut stack);
-                }
-                TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Link
-                    if mark_added.pop() == Some(true) =>
-                {
-                    marks.pop();
-                }
-                _ => {}
-            },
-            Event::Text(t) => {
-                if stack.last().expect("the doc").node["type"] == "codeBlock" {
-                    push(&mut stack, json!({"type": "text", "text": t.to_string()}));
-                } else {
-                    text(&mut stack, &marks, &t);
-                }
-            }
-            Event::Code(t) => {
-                let mut with_code = marks.clone();
-                if !marks.iter().any(|m| m["type"] == "code") {
-                    with_code.push(json!({"type": "code"}));
-                }
-                text(&mut stack, &with_code, &t);
-            }
-            Event::SoftBreak => text(&mut stack, &marks, " "),
-            Event::HardBreak => {
-                ensure_inline_parent(&mut stack);
-                push(&mut stack, json!({"type": "hardBreak"}));
-            }
-            Event::Rule => {
-                close_implicit(&mut stack, "doc");
-                push(&mut stack, json!({"type": "horizontalRule"}));
-            }
-            Event::Html(t) | Event::InlineHtml(t) => text(&mut stack, &marks, &t),
             _ => {}
         }
     }
-    while stack.len() > 1 {
-        close_top(&mut stack);
+
+    fn event(&mut self, event: Event<'_>) {
+        match event {
+            Event::Start(tag) => self.start(tag),
+            Event::End(TagEnd::BlockQuote(_) | TagEnd::List(_) | TagEnd::Item)
+                if self.not_opened > 0 =>
+            {
+                self.not_opened -= 1;
+            }
+            Event::End(end) => self.end(end),
+            Event::Text(t) => {
+                if self.top_is("codeBlock") {
+                    self.push(json!({"type": "text", "text": t.to_string()}));
+                } else {
+                    self.marked_text(&t);
+                }
+            }
+            Event::Code(t) => {
+                let mut with_code = self.marks.clone();
+                if !self.marks.iter().any(|m| m["type"] == "code") {
+                    with_code.push(json!({"type": "code"}));
+                }
+                self.text(&with_code, &t);
+            }
+            Event::SoftBreak => self.marked_text(" "),
+            Event::HardBreak => {
+                self.ensure_inline_parent();
+                self.push(json!({"type": "hardBreak"}));
+            }
+            Event::Rule => {
+                self.close_implicit("doc");
+                self.push(json!({"type": "horizontalRule"}));
+            }
+            Event::Html(t) | Event::InlineHtml(t) => self.marked_text(&t),
+            _ => {}
+        }
     }
-    stack.pop().expect("the doc").close()
+
+    fn start(&mut self, tag: Tag<'_>) {
+        match tag {
+            Tag::Paragraph => self.stack.push(Open::new("paragraph", None)),
+            Tag::Heading { level, .. } => {
+                let level = if level == HeadingLevel::H1 { 1 } else { 2 };
+                self.stack
+                    .push(Open::new("heading", Some(json!({"level": level}))));
+            }
+            Tag::BlockQuote(_) => self.open(Open::new("blockquote", None)),
+            Tag::CodeBlock(kind) => {
+                let language = match kind {
+                    pulldown_cmark::CodeBlockKind::Fenced(l) if !l.is_empty() => {
+                        json!(l.to_string())
+                    }
+                    _ => Value::Null,
+                };
+                self.stack
+                    .push(Open::new("codeBlock", Some(json!({"language": language}))));
+            }
+            Tag::List(None) => self.open(Open::new("bulletList", None)),
+            Tag::List(Some(start)) => {
+                self.open(Open::new("orderedList", Some(json!({"start": start}))))
+            }
+            Tag::Item => self.open(Open::new("listItem", None)),
+            Tag::Emphasis => self.add_mark(Some(json!({"type": "italic"}))),
+            Tag::Strong => self.add_mark(Some(json!({"type": "bold"}))),
+            Tag::Strikethrough => self.add_mark(Some(json!({"type": "strike"}))),
+            Tag::Link {
+                dest_url, title, ..
+            } => {
+                // An unsafe target leaves the text unlinked, and so does one past
+                // MAX_ATTR: the mark is copied onto every text node of the link.
+                let fits = dest_url.len() <= MAX_ATTR && title.len() <= MAX_ATTR;
+                let mark = (fits && safe_url(&dest_url, true)).then(|| {
+                    let mut attrs = json!({"href": dest_url.to_string()});
+                    if !title.is_empty() {
+                        attrs["title"] = json!(title.to_string());
+                    }
+                    json!({"type": "link", "attrs": attrs})
+                });
+                self.add_mark(mark);
+            }
+            Tag::Image {
+                dest_url, title, ..
+            } => self.image = Some((dest_url.to_string(), title.to_string(), String::new())),
+            _ => {}
+        }
+    }
+
+    fn end(&mut self, end: TagEnd) {
+        let kind = match end {
+            TagEnd::Paragraph => "paragraph",
+            TagEnd::Heading(_) => "heading",
+            TagEnd::CodeBlock => "codeBlock",
+            TagEnd::BlockQuote(_) => "blockquote",
+            TagEnd::List(true) => "orderedList",
+            TagEnd::List(false) => "bulletList",
+            TagEnd::Item => "listItem",
+            TagEnd::Emphasis | TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Link => {
+                if self.mark_added.pop() == Some(true) {
+                    self.marks.pop();
+                }
+                return;
+            }
+            _ => return,
+        };
+        self.close_implicit(kind);
+        self.close_top();
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 
 use crate::domain::validate::upload_type_allowed;
 use crate::domain::Invalid;
-use crate::state::AppState;
 
 /// Largest upload through `generate-presigned-url` (the spec's 15 MB).
 pub const UPLOAD_LIMIT: u64 = 15 * 1024 * 1024;
@@ -40,11 +39,11 @@ pub fn content_type(raw: &str, field: &str) -> Result<String, Invalid> {
 
 /// What a presigned upload URL is bound to: `(max bytes, exact)`. The declared size when
 /// sent (signed exactly), else 15 MB; a presigned S3 PUT can only bound the size by
-/// signing it exactly, so S3 storage needs `size` (400 without).
-pub fn upload_bound(app: &AppState, size: Option<u64>) -> Result<(u64, bool), UploadError> {
+/// signing it exactly, so S3 storage (`signed_size_only`) needs `size` (400 without).
+pub fn upload_bound(signed_size_only: bool, size: Option<u64>) -> Result<(u64, bool), UploadError> {
     match declared_size(size)? {
         Some(n) => Ok((n, true)),
-        None if app.objects.backend() == "s3" => Err(Invalid::new(
+        None if signed_size_only => Err(Invalid::new(
             "send `size` (the file's bytes, at most 15 MB): this server's S3 storage \
              enforces the limit through a signed Content-Length",
         )

@@ -13,8 +13,8 @@ use crate::http::error::ApiError;
 use crate::state::AppState;
 
 pub use crate::caller::{Caller, LEVEL_ADMIN, LEVEL_VERIFIED};
-pub use crate::domain::buyers::{takes_guests, Guest, Purchaser};
-pub use crate::domain::orgs::{in_org, org_admin};
+pub use crate::domain::buyers::takes_guests;
+use crate::domain::checkout::Shopper;
 
 /// Resolves an API key. `Ok(None)` means the key matches no account. Cached by
 /// sha256(key) (`crate::db::cache`): a change to the account is announced to every process,
@@ -172,48 +172,43 @@ where
     }
 }
 
-/// The organization `domain` names, for a caller who administers it: 404 when there is
-/// none, 403 otherwise (`what` names what the caller wanted: "orders", "licenses").
-pub async fn administered(
-    app: &AppState,
-    caller: &Caller,
-    domain: &str,
-    what: &str,
-) -> Result<crate::db::organizations::OrgRow, ApiError> {
-    let org = crate::db::organizations::by_domain(&app.db, domain)
-        .await?
-        .ok_or_else(|| ApiError::not_found("organization not found"))?;
-    if !org_admin(app, caller, &org.id).await? {
-        return Err(ApiError::forbidden(format!(
-            "only the organization's admins list its {what}"
-        )));
-    }
-    Ok(org)
-}
-
-/// The organization an optional `domain` names, for records created under one: 404 when
-/// there is none, 403 when the caller is not a member (platform admins are); `None`
-/// without a domain.
-pub async fn member_org(
-    app: &AppState,
-    caller: &Caller,
-    domain: Option<&str>,
-) -> Result<Option<String>, ApiError> {
-    let Some(d) = domain else {
-        return Ok(None);
-    };
-    let org = crate::db::organizations::by_domain(&app.db, d)
-        .await?
-        .ok_or_else(|| ApiError::not_found("organization not found"))?;
-    if !in_org(app, caller, &org.id).await? {
-        return Err(ApiError::forbidden(
-            "you are not a member of this organization",
-        ));
-    }
-    Ok(Some(org.id))
-}
-
 // ---- guest sessions (marketplace guest checkout, purchases) ----
+
+/// A live guest session: its id and its organization's id and domain.
+pub struct Guest {
+    pub id: String,
+    pub org_id: String,
+    pub domain: String,
+}
+
+/// "Key or guest session" (purchases): the caller when a valid API key was sent, else
+/// a live guest session (401 with neither).
+pub enum Purchaser {
+    User(Arc<Caller>),
+    Guest(Guest),
+}
+
+impl Purchaser {
+    /// Where this buyer's records of `what` live (idempotency scopes):
+    /// `<what>:<user id>` or `<what>:guest:<session id>`.
+    pub fn scope(&self, what: &str) -> String {
+        match self {
+            Purchaser::User(c) => format!("{what}:{}", c.id),
+            Purchaser::Guest(g) => format!("{what}:guest:{}", g.id),
+        }
+    }
+
+    /// The buyer as the checkout's rules take it.
+    pub fn shopper(&self) -> Shopper<'_> {
+        match self {
+            Purchaser::User(c) => Shopper::User(c),
+            Purchaser::Guest(g) => Shopper::Guest {
+                id: &g.id,
+                domain: &g.domain,
+            },
+        }
+    }
+}
 
 /// A guest session from `Authorization: Bearer <token>`: 401 when the token is missing,
 /// unknown or expired.

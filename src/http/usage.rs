@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use plinth_actors::credits::{Applied, Change, Entry};
 use serde_json::{json, Map, Value};
 
-use crate::domain::ledger::{insufficient, LedgerError};
+use crate::domain::ledger::LedgerError;
 use crate::http::auth::{self, Caller, CallerExt, LEVEL_ADMIN, LEVEL_VERIFIED};
 use crate::http::error::ApiError;
 use crate::http::reply::Envelope;
@@ -482,7 +482,7 @@ async fn charge(
     };
     let cost = entry.cost as i64;
     let Some(c) = caller else {
-        return Err(insufficient(app, cost, 0).into());
+        return Err(app.ledger.insufficient(cost, 0).into());
     };
     let charge = usage_entry(
         &c.id,
@@ -499,8 +499,10 @@ async fn charge(
         .await
     {
         Ok(Applied::Done { .. }) => Ok(true),
-        Ok(Applied::Insufficient { balance, .. }) => Err(insufficient(app, cost, balance).into()),
-        Ok(_) => Err(insufficient(app, cost, 0).into()),
+        Ok(Applied::Insufficient { balance, .. }) => {
+            Err(app.ledger.insufficient(cost, balance).into())
+        }
+        Ok(_) => Err(app.ledger.insufficient(cost, 0).into()),
         Err(e) => Err(LedgerError::Unanswered(e).into()),
     }
 }

@@ -134,7 +134,7 @@ impl Built {
         self.telemetry.stop();
         self.analytics.stop();
         self.state.posts.stop();
-        self.state.orders.stop();
+        self.state.checkout.stop();
     }
 }
 
@@ -193,17 +193,38 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         // Waiting clients hear job changes made by every process.
         tokio::spawn(crate::db::watch::listen(pool.clone()));
     }
+    let handles = crate::state::Handles::new(
+        &opts,
+        crate::state::Resources {
+            db: &db,
+            auth_key: auth_key.clone(),
+            credits: &credits,
+            payments: &payments,
+            orders,
+            payment_url: &payment_url,
+            public_url: &public_url,
+            key: &key,
+            caches: &caches,
+            queue: &queue,
+            rate: &rate,
+        },
+    );
     let state = AppState::new(Inner {
         openapi: crate::http::openapi::document,
         openapi_doc: Default::default(),
-        exempt_domains: Accounts::normalized_domains(&opts.accounts.exempt_domains),
         admin_domains: Accounts::normalized_domains(&opts.accounts.admin_domains),
         public_url,
         payment_url,
         db,
         key,
         auth_key,
-        jwks: Default::default(),
+        ledger: handles.ledger,
+        identity: handles.identity,
+        orgs: handles.orgs,
+        readers: handles.readers,
+        checkout: handles.checkout,
+        accounts: handles.accounts,
+        mailer: handles.mailer,
         payments,
         store_verifier,
         webhook_secret,
@@ -221,7 +242,6 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         prices,
         gcs,
         posts,
-        orders,
         opts,
     });
     Ok(Built {

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::db::marketplace::{CartLine, Discount as DiscountRow};
 use crate::db::orders::{LineRow, OrderRow};
+use crate::domain::checkout::{ItemLine, Purchase};
 use crate::states::{DiscountKind, OrderStatus, PaymentType};
 
 /// A line of a cart, with today's price and availability.
@@ -310,6 +311,44 @@ impl From<&crate::domain::checkout::Placed> for Placed {
             data: Order::of(&p.row, &p.lines),
             balance: p.balance,
             payment: p.payment.as_ref().map(PendingPayment::from),
+        }
+    }
+}
+
+/// A purchase of licenses or download links (both routes take this body), paid at
+/// once: a payment method, or tokens.
+#[derive(serde::Deserialize, Serialize, JsonSchema)]
+#[schemars(extend("anyOf" = [{"required": ["payment_method_id"], "properties": {"payment_method_id": {"type": "string"}}}, {"required": ["payment_type"], "properties": {"payment_type": {"enum": ["tokens"]}}}]))]
+pub struct PurchaseBody {
+    /// What to buy: one key or link per unit.
+    #[schemars(length(min = 1))]
+    pub items: Vec<ItemLine>,
+    /// `tokens` (with an API key) or `usd` (the default).
+    #[schemars(extend("enum" = ["tokens", "usd", "provider", "stripe", "card"]))]
+    pub payment_type: Option<String>,
+    /// USD: the payment method (`pm_...`), charged at once.
+    #[schemars(regex(pattern = r"^pm_[A-Za-z0-9_]+$"), length(max = 255))]
+    pub payment_method_id: Option<String>,
+    /// The selling organization, when a sku is sold by several.
+    pub domain: Option<String>,
+    #[schemars(length(min = 1), regex(pattern = r"\S"))]
+    pub discount_code: Option<String>,
+    /// A guest's email for receipts.
+    pub email: Option<String>,
+    pub customer_info: Option<Value>,
+}
+
+impl PurchaseBody {
+    /// The fields as the checkout's rules take them.
+    pub fn purchase(&self) -> Purchase<'_> {
+        Purchase {
+            items: &self.items,
+            payment_type: self.payment_type.as_deref(),
+            payment_method_id: self.payment_method_id.as_deref(),
+            domain: self.domain.as_deref(),
+            discount_code: self.discount_code.as_deref(),
+            email: self.email.as_deref(),
+            customer_info: self.customer_info.clone(),
         }
     }
 }

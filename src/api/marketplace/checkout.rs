@@ -8,9 +8,7 @@ use serde_json::Value;
 
 use crate::db::marketplace::Owner;
 use crate::db::orders::Buyer;
-use crate::domain::checkout::{
-    address, basket, object, pay, place, run_to_end, Address, ItemLine, Pay, Request,
-};
+use crate::domain::checkout::{address, object, pay, run_to_end, Address, ItemLine, Pay, Request};
 use crate::http::auth::{Guest, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{IdempotencyKey, JsonBody};
@@ -72,14 +70,15 @@ pub async fn checkout(
             if let Some(pm) = &body.payment_method_id {
                 crate::adapters::payments::valid_payment_method_id(pm)?;
             }
-            let basket = basket(
-                &app,
-                Some(&caller),
-                Owner::User(&caller.id),
-                body.items.as_deref(),
-                body.domain.as_deref(),
-            )
-            .await?;
+            let basket = app
+                .checkout
+                .basket(
+                    Some(&caller),
+                    Owner::User(&caller.id),
+                    body.items.as_deref(),
+                    body.domain.as_deref(),
+                )
+                .await?;
             let req = Request {
                 buyer_email: Some(caller.user.email.clone()),
                 customer_info: object("customer_info", body.customer_info.clone())?,
@@ -87,7 +86,10 @@ pub async fn checkout(
                 discount_code: body.discount_code.clone().map(NonBlank::into_string),
                 payment_method_id: body.payment_method_id.clone(),
             };
-            let placed = place(&app, Buyer::User(caller.id.clone()), basket, pay, req).await?;
+            let placed = app
+                .checkout
+                .place(Buyer::User(caller.id.clone()), basket, pay, req)
+                .await?;
             Ok(Placed::from(&placed))
         })
         .await
@@ -109,14 +111,15 @@ pub async fn guest_checkout(
         let scope = format!("guest-checkout:{}", guest.id);
         crate::http::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
             crate::adapters::payments::valid_payment_method_id(&body.payment_method_id)?;
-            let basket = basket(
-                &app,
-                None,
-                Owner::Guest(&guest.id),
-                body.items.as_deref(),
-                Some(&guest.domain),
-            )
-            .await?;
+            let basket = app
+                .checkout
+                .basket(
+                    None,
+                    Owner::Guest(&guest.id),
+                    body.items.as_deref(),
+                    Some(&guest.domain),
+                )
+                .await?;
             if basket.org_id != guest.org_id {
                 return Err(ApiError::forbidden(
                     "a guest session buys from its own organization only",
@@ -136,7 +139,10 @@ pub async fn guest_checkout(
                 discount_code: body.discount_code.clone(),
                 payment_method_id: Some(body.payment_method_id.clone()),
             };
-            let placed = place(&app, Buyer::Guest(guest.id.clone()), basket, Pay::Usd, req).await?;
+            let placed = app
+                .checkout
+                .place(Buyer::Guest(guest.id.clone()), basket, Pay::Usd, req)
+                .await?;
             Ok(Placed::from(&placed))
         })
         .await

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use crate::db::marketplace::{
     self as store, CartLine, Discount as DiscountRow, DiscountFields, Owner,
 };
-use crate::domain::checkout::{item_for, quantity, MAX_QUANTITY};
+use crate::domain::checkout::{quantity, MAX_QUANTITY};
 use crate::http::auth::{takes_guests, Guest, OrgAdmin, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{JsonBody, NoFields};
@@ -130,7 +130,10 @@ pub async fn cart_add(
     Viewer(caller): Viewer,
     JsonBody(body): JsonBody<LineBody>,
 ) -> ApiResult<Answer<Cart>> {
-    let item = item_for(&app, Some(&caller), &body.sku, body.domain.as_deref()).await?;
+    let item = app
+        .checkout
+        .item_for(Some(&caller), &body.sku, body.domain.as_deref())
+        .await?;
     let owner = Owner::User(&caller.id);
     add_line(&app, owner, &item.id, body.quantity).await?;
     cart_of(&app, owner).await
@@ -225,7 +228,10 @@ pub async fn guest_cart_add(
     guest: Guest,
     JsonBody(body): JsonBody<LineBody>,
 ) -> ApiResult<Answer<Cart>> {
-    let item = item_for(&app, None, &body.sku, Some(&guest.domain)).await?;
+    let item = app
+        .checkout
+        .item_for(None, &body.sku, Some(&guest.domain))
+        .await?;
     let owner = Owner::Guest(&guest.id);
     add_line(&app, owner, &item.id, body.quantity).await?;
     cart_of(&app, owner).await

@@ -5,6 +5,7 @@
 use axum::http::StatusCode;
 
 use super::ApiError;
+use crate::adapters::appstore::StoreError;
 use crate::adapters::payments::ProviderError;
 use crate::adapters::storage::StorageError;
 use crate::domain::accounts::AccountError;
@@ -14,6 +15,7 @@ use crate::domain::grants::GrantError;
 use crate::domain::idp::IdTokenError;
 use crate::domain::ledger::LedgerError;
 use crate::domain::orders::OrderError;
+use crate::domain::orgs::OrgError;
 use crate::domain::records::RecordError;
 use crate::domain::uploads::{UploadError, UPLOAD_LIMIT};
 use crate::domain::Invalid;
@@ -94,6 +96,16 @@ impl From<UploadError> for ApiError {
                 said(StatusCode::PAYLOAD_TOO_LARGE, &e).with("max_bytes", UPLOAD_LIMIT)
             }
             UploadError::Storage(e) => e.into(),
+        }
+    }
+}
+
+impl From<OrgError> for ApiError {
+    fn from(e: OrgError) -> Self {
+        match e {
+            OrgError::NotFound => said(StatusCode::NOT_FOUND, &e),
+            OrgError::NotMember | OrgError::NotAdmin(_) => said(StatusCode::FORBIDDEN, &e),
+            OrgError::Db(e) => e.into(),
         }
     }
 }
@@ -197,6 +209,39 @@ impl From<ProviderError> for ApiError {
             ),
             ProviderError::Unavailable(m) => {
                 unavailable("the payment provider is unavailable; try again", m)
+            }
+        }
+    }
+}
+
+/// The App Store verifier's refusals (`crate::adapters::appstore`).
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Unknown(m) => ApiError::bad_request(m),
+            StoreError::Refused(m) => {
+                tracing::warn!(reason = %m, "store transaction refused");
+                ApiError::bad_request(format!("the store transaction was refused: {m}"))
+            }
+            StoreError::Credentials(m) => {
+                tracing::error!(error = %m, "the App Store refused plinth's credentials");
+                ApiError::new(
+                    StatusCode::BAD_GATEWAY,
+                    "store credentials refused: the store rejected this server's API key; \
+                     an operator must check the PLINTH_APPLE_* settings",
+                )
+            }
+            StoreError::NotConfigured => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the App Store is not configured on this server (PLINTH_APPLE_*); the simulated \
+                 store runs only when no real provider is configured",
+            ),
+            StoreError::Unavailable(m) => {
+                tracing::error!(error = %m, "store unavailable");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the store is unavailable; try again",
+                )
             }
         }
     }
