@@ -91,15 +91,4 @@ impl Accounts {
             .filter(|d| !d.is_empty())
             .collect()
     }
-
-    /// What `serve` refuses: a license prefix keys could not carry.
-    pub fn validate(&self) -> anyhow::Result<()> {
-        if !crate::domain::licenses::valid_prefix(&self.license_prefix.to_ascii_uppercase()) {
-            anyhow::bail!(
-                "PLINTH_LICENSE_PREFIX must be 3 Crockford base32 characters (digits and letters but I, L, O, U), not `{}`",
-                self.license_prefix
-            );
-        }
-        Ok(())
-    }
 }

@@ -80,8 +80,7 @@ impl Opts {
     /// the database or files run where those are opened).
     pub fn validate(&self) -> anyhow::Result<()> {
         self.server.validate()?;
-        self.rates.validate()?;
-        self.accounts.validate()
+        self.rates.validate()
     }
 }
 

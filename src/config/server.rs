@@ -95,10 +95,10 @@ impl Server {
             .to_owned()
     }
 
-    /// What `serve` refuses before it opens anything: CORS origins it cannot honour and an
-    /// application URL that is not the base of pages.
+    /// What `serve` refuses before it opens anything: an application URL that is not the
+    /// base of pages (the rules of other layers, CORS origins and the license prefix, are
+    /// checked by `server::build`).
     pub fn validate(&self) -> anyhow::Result<()> {
-        crate::http::cors::CorsPolicy::check(&self.cors_origins).map_err(anyhow::Error::msg)?;
         if let Some(url) = self.app_url.as_deref().filter(|u| !u.trim().is_empty()) {
             let u = url.trim();
             if !(u.starts_with("https://") || u.starts_with("http://")) || u.contains('?') {

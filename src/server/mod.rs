@@ -138,12 +138,26 @@ impl Built {
     }
 }
 
+/// The settings checked by rules of the layers above configuration: CORS origins the
+/// HTTP edge can honour and a license prefix keys can carry.
+fn check_rules(opts: &Opts) -> anyhow::Result<()> {
+    crate::http::cors::CorsPolicy::check(&opts.server.cors_origins).map_err(anyhow::Error::msg)?;
+    let prefix = &opts.accounts.license_prefix;
+    if !crate::domain::licenses::valid_prefix(&prefix.to_ascii_uppercase()) {
+        anyhow::bail!(
+            "PLINTH_LICENSE_PREFIX must be 3 Crockford base32 characters (digits and letters but I, L, O, U), not `{prefix}`"
+        );
+    }
+    Ok(())
+}
+
 /// Opens the database and queue, starts the actors and builds the state of an API
 /// reachable at `bound` (the listening address, for the default public URL).
 pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     // New emails get as many attempts as the email back-off has waits, plus one.
     configure_backoff(&opts.mail, &opts.jobs)?;
     opts.validate()?;
+    check_rules(&opts)?;
     let production = opts.server.production;
     let (payments, store_verifier) = providers(&opts.payments, production)?;
     let key = master_key(&opts.database, production)?;
