@@ -17,7 +17,7 @@ use serde_json::json;
 use crate::adapters::payments::{PaymentProvider, ProviderError};
 use crate::caller::Caller;
 use crate::db::marketplace::{self as carts, Owner, SkuItem};
-use crate::db::orders::{self as store, Buyer, LineRow, NewOrder, NotPlaced, OrderRow, Placer};
+use crate::db::orders::{self as store, Buyer, LineRow, NewOrder, OrderRow, Placer};
 use crate::db::Db;
 use crate::domain::downloads::SourceError;
 use crate::domain::ledger::{entry, Ledger, LedgerError};
