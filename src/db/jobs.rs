@@ -530,7 +530,7 @@ pub async fn beat(db: &Db, p: &ProcessRow) -> sqlx::Result<()> {
             "INSERT INTO job_processes (name, role, host, pid, version, worker_prefix, pools, \
              started_at, last_seen) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
              ON CONFLICT (name) DO UPDATE SET pools = excluded.pools, last_seen = excluded.last_seen"
-        ).bind(&p.name).bind(&p.role).bind(&p.host).bind(p.pid).bind(&p.version)
+        ).bind(&p.name).bind(p.role).bind(&p.host).bind(p.pid).bind(&p.version)
             .bind(&p.worker_prefix).bind(&p.pools).bind(p.started_at).bind(p.last_seen)
             .execute(pool).await?;
         sqlx::query("DELETE FROM job_processes WHERE last_seen < $1").bind(stale)

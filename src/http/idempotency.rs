@@ -271,7 +271,7 @@ where
         retry_unknown,
     };
     let reply = run(app, keyed, async { work(Some(key)).await.map(Reply::ok) }).await?;
-    Ok(Recorded::recorded(reply))
+    Ok(Recorded::of_record(reply))
 }
 
 /// A checkout or purchase behind its key: [`recorded`] under the route name `checkout`,

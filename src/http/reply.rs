@@ -94,7 +94,7 @@ impl<T: Serialize> IntoResponse for PrivateAnswer<T> {
 /// The answer of a change recorded for replays (deck changes and credit changes run
 /// behind an idempotency key): a `T` the first time, the recorded JSON of that same `T`
 /// on a replay; a plain [`Answer`] when no key was sent. Only the document sees `T`, so
-/// the one way in for a recorded reply is [`Recorded::recorded`], called only by the
+/// the one way in for a recorded reply is [`Recorded::of_record`], called only by the
 /// runners that are generic in the `T` their work returns (`idempotency::recorded`, the
 /// deck changes' `change`): a route's declared answer is what its change returns.
 pub struct Recorded<T> {
@@ -111,7 +111,7 @@ enum Sent {
 
 impl<T: Serialize> Recorded<T> {
     /// The recorded reply of a change whose work returned a `T`.
-    pub(crate) fn recorded(reply: Reply) -> Self {
+    pub(crate) fn of_record(reply: Reply) -> Self {
         Self {
             sent: Sent::Reply(reply),
             of: std::marker::PhantomData,

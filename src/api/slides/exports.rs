@@ -169,7 +169,7 @@ pub async fn export_create(
                 callback_url.as_deref(),
             )
             .await?;
-            Ok(job_view(&a, &c, &job).await?)
+            job_view(&a, &c, &job).await
         },
     )
     .await?;
@@ -490,7 +490,7 @@ pub async fn job_cancel(
                 ))
                 .with("status", job.status));
             }
-            Ok(job_view(&a, &who, &job).await?)
+            job_view(&a, &who, &job).await
         },
     )
     .await

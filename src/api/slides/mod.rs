@@ -267,7 +267,7 @@ where
     .boxed();
     let reply =
         crate::api::idempotent::answer(app.decks.run(scope, sent.key.clone(), hash, work).await)?;
-    Ok(Recorded::recorded(reply))
+    Ok(Recorded::of_record(reply))
 }
 
 /// Who may make a change to a deck.
