@@ -1,0 +1,88 @@
+//! Markdown decks (syntax in `docs/slides.md`): `---` lines separate slides, an optional
+//! front matter sets the deck title and theme, HTML comments carry notes and directives.
+//! Each slide's body is CommonMark, parsed with pulldown-cmark.
+//!
+//! The deck is read in three passes: the front matter ([`front_matter`]), the split into
+//! slides ([`split`]), then each slide's events ([`builder`], with one method per tag
+//! family in [`blocks`], [`inline`] and [`html`]).
+
+mod blocks;
+mod builder;
+mod directives;
+mod front_matter;
+mod html;
+mod inline;
+mod split;
+
+use crate::{Deck, Invalid, MAX_MARKDOWN_BYTES};
+
+use builder::parse_slide;
+use front_matter::FrontMatter;
+
+/// Maps an image reference to an asset id.
+pub type ResolveImage<'a> = dyn Fn(&str) -> Option<String> + 'a;
+
+/// How a markdown deck is read.
+#[derive(Default, Clone, Copy)]
+pub struct ParseOptions<'a> {
+    /// Maps an image reference that is not `asset:<asset id>` (a file name such as
+    /// `chart.png`) to an asset id; without it, or when it answers `None`, the image is
+    /// refused with its line.
+    pub resolve_image: Option<&'a ResolveImage<'a>>,
+}
+
+pub fn parse_markdown(source: &str) -> Result<Deck, Invalid> {
+    parse_markdown_with(source, &ParseOptions::default())
+}
+
+pub fn parse_markdown_with(source: &str, opts: &ParseOptions) -> Result<Deck, Invalid> {
+    parse_markdown_report(source, opts).map(|(deck, _)| deck)
+}
+
+/// Like [`parse_markdown_with`], and also what was read but has no effect (Marp
+/// settings plinth does not draw), one line each, for the caller to show.
+pub fn parse_markdown_report(
+    source: &str,
+    opts: &ParseOptions,
+) -> Result<(Deck, Vec<String>), Invalid> {
+    if source.len() > MAX_MARKDOWN_BYTES {
+        return Err(Invalid(format!(
+            "markdown is larger than {MAX_MARKDOWN_BYTES} bytes"
+        )));
+    }
+    let lines: Vec<&str> = source.lines().collect();
+    let mut deck = Deck::default();
+    let mut warnings = Vec::new();
+    let FrontMatter {
+        start,
+        mut inherited,
+        heading_divider,
+        mut first_local,
+        is_marp,
+    } = front_matter::read(&lines, &mut deck, opts, &mut warnings)?;
+    let chunks = split::slides(&lines, start, is_marp, heading_divider)?;
+    for (first_line, chunk) in chunks {
+        let text = chunk.join("\n");
+        let (mut slide, local, mut global) = parse_slide(&text, first_line, opts, &mut warnings)?;
+        global.layout_set = false;
+        inherited.merge(global);
+        let mut applied = inherited.clone();
+        applied.merge(std::mem::take(&mut first_local));
+        applied.merge(local);
+        applied.apply(&mut slide, &deck, first_line, &mut warnings);
+        deck.slides.push(slide);
+    }
+    if deck
+        .slides
+        .iter()
+        .all(|s| s.title.is_none() && s.blocks.is_empty())
+    {
+        return Err(Invalid("invalid markdown: no slide has any content".into()));
+    }
+    deck.fill_ids();
+    deck.validate()?;
+    Ok((deck, warnings))
+}
+
+#[cfg(test)]
+mod tests;
