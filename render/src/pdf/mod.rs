@@ -76,6 +76,8 @@ pub fn render(
     document::save(doc, pages, budget)
 }
 
+/// A laid-out page and the glyphs shaped for each of its items (`None` for all but text).
+type LaidPage = (Page, Vec<Option<Vec<Glyph>>>);
 /// Every visible slide's page (and its notes page, when asked for), each with its text
 /// items' glyphs.
 #[allow(clippy::too_many_arguments)]
@@ -88,7 +90,7 @@ fn lay_out(
     progress: &mut dyn FnMut(usize) -> bool,
     trees: &SvgTrees,
     shaper: &mut Shaper,
-) -> Result<Vec<(Page, Vec<Option<Vec<Glyph>>>)>, RenderError> {
+) -> Result<Vec<LaidPage>, RenderError> {
     let mut laid = Vec::new();
     let bare = options.notes.then(|| notes::bare_deck(deck));
     for (i, slide) in visible(deck).into_iter().enumerate() {
