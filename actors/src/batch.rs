@@ -13,18 +13,19 @@ use futures::future::BoxFuture;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::shard::Shards;
+use crate::StoreError;
 
 /// What the writer needs from storage.
 pub trait BatchStore<R, O = u64>: Send + Sync + 'static {
     /// Writes the groups in one transaction; one outcome per group, in order (for rows,
     /// the count written, duplicates not counted). An error means nothing was written.
-    fn write<'a>(&'a self, groups: &'a [Vec<R>]) -> BoxFuture<'a, Result<Vec<O>, String>>;
+    fn write<'a>(&'a self, groups: &'a [Vec<R>]) -> BoxFuture<'a, Result<Vec<O>, StoreError>>;
 }
 
 pub enum BatchMsg<R, O> {
     Submit {
         rows: Vec<R>,
-        reply: RpcReplyPort<Result<O, String>>,
+        reply: RpcReplyPort<Result<O, StoreError>>,
     },
     /// Write what is waiting (sent by the shard to itself).
     Flush,
@@ -36,7 +37,7 @@ pub struct BatchShard<R, O> {
 }
 
 /// A request's rows and the port to answer it on.
-type Pending<R, O> = (Vec<R>, RpcReplyPort<Result<O, String>>);
+type Pending<R, O> = (Vec<R>, RpcReplyPort<Result<O, StoreError>>);
 
 pub struct BatchShardState<R, O> {
     pending: Vec<Pending<R, O>>,
@@ -148,7 +149,7 @@ impl<R: Send + Sync + 'static, O: Send + 'static> BatchWriter<R, O> {
 
     /// Writes `rows` with whatever else is waiting; answers the store's outcome for them
     /// once they committed. `key` picks the shard, so one client's batches stay in order.
-    pub async fn write(&self, key: &str, rows: Vec<R>) -> Result<O, String> {
+    pub async fn write(&self, key: &str, rows: Vec<R>) -> Result<O, StoreError> {
         let shard = self.shards.of(key);
         match ractor::call_t!(
             shard,
@@ -156,7 +157,7 @@ impl<R: Send + Sync + 'static, O: Send + 'static> BatchWriter<R, O> {
             CALL_TIMEOUT.as_millis() as u64
         ) {
             Ok(r) => r,
-            Err(e) => Err(format!("batch writer: {e}")),
+            Err(e) => Err(StoreError::new(format!("batch writer: {e}"))),
         }
     }
 
@@ -178,7 +179,10 @@ mod tests {
     }
 
     impl BatchStore<u32> for Memory {
-        fn write<'a>(&'a self, groups: &'a [Vec<u32>]) -> BoxFuture<'a, Result<Vec<u64>, String>> {
+        fn write<'a>(
+            &'a self,
+            groups: &'a [Vec<u32>],
+        ) -> BoxFuture<'a, Result<Vec<u64>, StoreError>> {
             Box::pin(async move {
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 self.transactions.lock().unwrap().push(groups.len());

@@ -13,6 +13,7 @@ use futures::future::BoxFuture;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::shard::Shards;
+use crate::StoreError;
 
 /// One balance movement of a change.
 #[derive(Debug, Clone)]
@@ -52,7 +53,7 @@ pub enum Applied {
 /// What the actors need from storage.
 pub trait CreditStore: Send + Sync + 'static {
     /// `None` when the user has no credit account.
-    fn balance<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<Option<i64>, String>>;
+    fn balance<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<Option<i64>, StoreError>>;
     /// Applies changes in one transaction, each all or nothing on its own; one outcome
     /// per change, in order. An error says whether the batch may still have committed
     /// (a connection lost or a deadline passed while the commit was in flight).
@@ -84,7 +85,7 @@ impl std::fmt::Display for CreditError {
 pub enum CreditMsg {
     Balance {
         user_id: String,
-        reply: RpcReplyPort<Result<Option<i64>, String>>,
+        reply: RpcReplyPort<Result<Option<i64>, StoreError>>,
     },
     Apply {
         change: Change,
@@ -300,7 +301,7 @@ impl CreditAccounts {
     }
 
     /// The balance: as published by the owning shard, or loaded through it.
-    pub async fn balance(&self, user_id: &str) -> Result<Option<i64>, String> {
+    pub async fn balance(&self, user_id: &str) -> Result<Option<i64>, StoreError> {
         if let Some(b) = fresh(&self.published, user_id) {
             return Ok(Some(b));
         }
@@ -319,7 +320,7 @@ impl CreditAccounts {
             .await
         {
             Ok(ractor::rpc::CallResult::Success(r)) => r,
-            _ => Err("credit account actor unavailable".into()),
+            _ => Err(StoreError::new("credit account actor unavailable")),
         }
     }
 
@@ -431,7 +432,10 @@ mod tests {
     }
 
     impl CreditStore for MemStore {
-        fn balance<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<Option<i64>, String>> {
+        fn balance<'a>(
+            &'a self,
+            user_id: &'a str,
+        ) -> BoxFuture<'a, Result<Option<i64>, StoreError>> {
             Box::pin(async move {
                 *self.loads.lock().unwrap() += 1;
                 Ok(self.balances.lock().unwrap().get(user_id).copied())

@@ -23,6 +23,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use serde_json::Value;
 
 use crate::shard::Shards;
+use crate::StoreError;
 
 /// A recorded answer to an idempotent change.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,16 +54,17 @@ pub trait IdempotencyStore: Send + Sync + 'static {
         scope: &'a str,
         key: &'a str,
         request_hash: &'a str,
-    ) -> BoxFuture<'a, Result<Claim, String>>;
+    ) -> BoxFuture<'a, Result<Claim, StoreError>>;
     /// Records the answer of a claimed key.
     fn finish<'a>(
         &'a self,
         scope: &'a str,
         key: &'a str,
         record: &'a Recorded,
-    ) -> BoxFuture<'a, Result<(), String>>;
+    ) -> BoxFuture<'a, Result<(), StoreError>>;
     /// Gives a claimed key up: nothing is recorded, the key may be used again.
-    fn abandon<'a>(&'a self, scope: &'a str, key: &'a str) -> BoxFuture<'a, Result<(), String>>;
+    fn abandon<'a>(&'a self, scope: &'a str, key: &'a str)
+        -> BoxFuture<'a, Result<(), StoreError>>;
 }
 
 /// The answer to a change: what the work produced, or the replay of a recorded answer.
@@ -83,7 +85,7 @@ pub enum ChangeError {
     )]
     InProgress,
     #[error("the idempotency record could not be read: {0}")]
-    Store(String),
+    Store(StoreError),
     #[error("the deck actor did not answer: {0}")]
     Unavailable(String),
 }
@@ -407,7 +409,7 @@ mod tests {
             s: &'a str,
             k: &'a str,
             h: &'a str,
-        ) -> BoxFuture<'a, Result<Claim, String>> {
+        ) -> BoxFuture<'a, Result<Claim, StoreError>> {
             let mut map = self.0.lock().unwrap();
             let claim = match map.get(&(s.into(), k.into())) {
                 None => {
@@ -431,14 +433,14 @@ mod tests {
             s: &'a str,
             k: &'a str,
             r: &'a Recorded,
-        ) -> BoxFuture<'a, Result<(), String>> {
+        ) -> BoxFuture<'a, Result<(), StoreError>> {
             self.0
                 .lock()
                 .unwrap()
                 .insert((s.into(), k.into()), r.clone());
             Box::pin(async { Ok(()) })
         }
-        fn abandon<'a>(&'a self, s: &'a str, k: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        fn abandon<'a>(&'a self, s: &'a str, k: &'a str) -> BoxFuture<'a, Result<(), StoreError>> {
             self.0.lock().unwrap().remove(&(s.to_owned(), k.to_owned()));
             Box::pin(async { Ok(()) })
         }

@@ -9,3 +9,6 @@ pub mod credits;
 pub mod decks;
 pub mod rate;
 pub mod shard;
+mod store;
+
+pub use store::StoreError;

@@ -28,6 +28,7 @@ use futures::future::BoxFuture;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::shard::Shards;
+use crate::StoreError;
 
 /// The outcome of one check, enough to fill `_usage.rate_limit` and a 429.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +61,7 @@ pub struct Counted {
 pub trait RateStore: Send + Sync + 'static {
     /// Adds each window's hits at once (a window that ended starts again with them);
     /// one answer per item, in order.
-    fn add<'a>(&'a self, hits: &'a [Hits]) -> BoxFuture<'a, Result<Vec<Counted>, String>>;
+    fn add<'a>(&'a self, hits: &'a [Hits]) -> BoxFuture<'a, Result<Vec<Counted>, StoreError>>;
 }
 
 pub enum ShardMsg {
@@ -579,7 +580,7 @@ mod tests {
     struct MemStore(std::sync::Mutex<HashMap<(String, u8), (Instant, u64)>>);
 
     impl RateStore for MemStore {
-        fn add<'a>(&'a self, hits: &'a [Hits]) -> BoxFuture<'a, Result<Vec<Counted>, String>> {
+        fn add<'a>(&'a self, hits: &'a [Hits]) -> BoxFuture<'a, Result<Vec<Counted>, StoreError>> {
             Box::pin(async move {
                 let mut m = self.0.lock().unwrap();
                 let now = Instant::now();

@@ -12,7 +12,7 @@ use crate::db::jobs::{self as store, Outcome};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::JsonBody;
 use crate::http::reply::Answer;
-use crate::http::request::NonBlank;
+use crate::http::request::{Limit, NonBlank};
 use crate::state::AppState;
 use crate::states::JobStatus;
 
@@ -184,10 +184,8 @@ pub struct ListQuery {
     #[schemars(regex(pattern = r"^\s*([A-Za-z0-9@._+-]{3,254}\s*)?$"))]
     search: Option<String>,
     /// 1 to 500; 50 when absent.
-    #[serde(default, deserialize_with = "crate::http::extract::lenient_i64")]
-    #[schemars(with = "Option<i64>")]
-    #[schemars(range(min = 1, max = 500))]
-    limit: Option<i64>,
+    #[serde(default, deserialize_with = "crate::http::extract::lenient")]
+    limit: Limit<{ store::LIST_DEFAULT }, { store::LIST_MAX }>,
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
@@ -214,13 +212,7 @@ pub async fn list(
         .map(|t| store::search_term(&t))
         .transpose()
         .map_err(ApiError::bad_request)?;
-    let limit = q.limit.unwrap_or(store::LIST_DEFAULT);
-    if !(1..=store::LIST_MAX).contains(&limit) {
-        return Err(ApiError::bad_request(format!(
-            "`limit` must be between 1 and {}",
-            store::LIST_MAX
-        )));
-    }
+    let limit = q.limit.get();
     let jobs = store::list(&app.db, queue, status, search.as_deref(), limit).await?;
     Ok(Answer(JobList {
         jobs: jobs.into_iter().map(QueueJob::from).collect(),

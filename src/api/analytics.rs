@@ -3,6 +3,7 @@
 //! through the ingest actor (`plinth_actors::batch`) like telemetry; visitors are
 //! derived, never stored client ids (`domain::analytics::visitor_id`).
 
+use crate::http::request::Limit;
 use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, Path, Query, State};
@@ -496,8 +497,8 @@ pub struct EventsBody {
     /// `next_cursor` of the previous page.
     cursor: Option<String>,
     /// 1 to 100; 50 by default.
-    #[schemars(range(min = 1, max = 100))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<50, 100>,
 }
 
 fn encode_cursor(at: DateTime<Utc>, id: &str) -> String {
@@ -527,12 +528,7 @@ pub async fn events(
     JsonBody(b): JsonBody<EventsBody>,
 ) -> ApiResult<PrivateAnswer<Events>> {
     let range = window(b.from.as_deref(), b.to.as_deref())?;
-    let limit = match b.limit.unwrap_or(50) {
-        n if !(1..=100).contains(&n) => {
-            return Err(ApiError::bad_request("`limit` must be 1 to 100"))
-        }
-        n => n,
-    };
+    let limit = b.limit.get();
     let after = b.cursor.as_deref().map(decode_cursor).transpose()?;
     site_for(&app, &caller, &b.site_id, Need::View).await?;
     let label = b.label.as_deref().map(normalize_label);

@@ -17,7 +17,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{IdBody, IdempotencyKey, JsonBody};
 use crate::http::idempotency;
 use crate::http::reply::{Answer, Recorded};
-use crate::http::request::NonBlank;
+use crate::http::request::{Limit, NonBlank, Offset};
 use crate::http::route_spec::{Category, ADDITIONS};
 use crate::state::AppState;
 use crate::states::LedgerKind;
@@ -75,10 +75,10 @@ async fn current_balance(app: &AppState, user_id: &str) -> ApiResult<i64> {
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct Page {
-    #[schemars(range(min = 1, max = 200))]
-    limit: Option<i64>,
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    limit: Limit<50, 200>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `GET /api/credits`: the caller's ledger, newest first (`limit` default 50, max 200).
@@ -87,7 +87,7 @@ pub async fn history(
     Viewer(caller): Viewer,
     Query(page): Query<Page>,
 ) -> ApiResult<Answer<History>> {
-    let (limit, offset) = crate::domain::validate::page(page.limit, page.offset, 50, 200)?;
+    let (limit, offset) = (page.limit.get(), page.offset.get());
     let (rows, total) = store::history(&app.db, &caller.id, limit, offset).await?;
     Ok(Answer(History {
         data: rows.into_iter().map(Transaction::from).collect(),

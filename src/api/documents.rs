@@ -13,7 +13,7 @@ use crate::http::auth::{OrgMember, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{IdBody, JsonBody};
 use crate::http::reply::Answer;
-use crate::http::request::NonBlank;
+use crate::http::request::{Limit, NonBlank, Offset};
 use crate::state::AppState;
 use crate::wire::documents::Document;
 use crate::wire::{Data, Deleted, Page, Saved};
@@ -38,15 +38,11 @@ pub struct ListBody {
     /// Only documents of this type.
     r#type: Option<NonBlank<100>>,
     /// 1 to 200, default 50.
-    #[serde(default, deserialize_with = "crate::http::extract::lenient_i64")]
-    #[schemars(with = "Option<i64>")]
-    #[schemars(range(min = 1, max = 200))]
-    limit: Option<i64>,
-    #[serde(default, deserialize_with = "crate::http::extract::lenient_i64")]
-    #[schemars(with = "Option<i64>")]
+    #[serde(default, deserialize_with = "crate::http::extract::lenient")]
+    limit: Limit<50, 200>,
     /// 0 or more (default 0).
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default, deserialize_with = "crate::http::extract::lenient")]
+    offset: Offset,
 }
 
 /// `POST /api/documents` (OrgMember; GET with a query string too): the organization's
@@ -55,7 +51,7 @@ pub async fn list(
     State(app): State<AppState>,
     g: OrgMember<ListBody>,
 ) -> ApiResult<Answer<Page<Document>>> {
-    let (limit, offset) = crate::domain::validate::page(g.body.limit, g.body.offset, 50, 200)?;
+    let (limit, offset) = (g.body.limit.get(), g.body.offset.get());
     let doc_type = g.body.r#type.as_deref().map(doc_type).transpose()?;
     let (rows, total) = store::list(&app.db, &g.org.id, doc_type.as_deref(), limit, offset).await?;
     let data = rows.iter().map(Document::from).collect();

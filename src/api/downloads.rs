@@ -5,6 +5,7 @@
 //! clones of revoked, expired and used-up links. Purchases go through
 //! `domain::checkout` and mint one link per unit once the order is paid.
 
+use crate::http::request::{Limit, Offset};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -290,11 +291,11 @@ pub async fn revoke(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListQuery {
     /// 1 to 100 (default 50).
-    #[schemars(range(min = 1, max = 100))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<50, 100>,
     /// 0 or more (default 0).
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `GET /api/downloads?domain=` (OrgAdmin): the organization's links, newest first.
@@ -303,7 +304,7 @@ pub async fn list(
     Query(q): Query<ListQuery>,
     g: OrgAdmin<crate::http::extract::NoFields>,
 ) -> ApiResult<PrivateAnswer<Page<Link>>> {
-    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 100)?;
+    let (limit, offset) = (q.limit.get(), q.offset.get());
     let (rows, total) = store::list(&app.db, &g.org.id, limit, offset).await?;
     let data = rows.iter().map(|l| Link::of(l, &g.org.domain)).collect();
     Ok(PrivateAnswer(Page::new(data, total, limit, offset)))

@@ -2,6 +2,7 @@
 //! and a `visibility`. Members see every event of their organization; everybody else
 //! sees the events that are `approved` and `public` (docs/api.md).
 
+use crate::http::request::{Limit, Offset};
 use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -47,11 +48,11 @@ pub struct ListQuery {
     /// The organization's domain.
     domain: String,
     /// 1 to 500, default 100.
-    #[schemars(range(min = 1, max = 500))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<100, 500>,
     /// 0 or more (default 0).
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `GET /api/events?domain=` (Public): in start order, paged; members of the
@@ -62,7 +63,7 @@ pub async fn list(
     caller: MaybeCaller,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Answer<Page<Event>>> {
-    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 100, 500)?;
+    let (limit, offset) = (q.limit.get(), q.offset.get());
     let org = crate::db::organizations::by_domain(&app.db, &q.domain)
         .await?
         .ok_or_else(|| ApiError::not_found("organization not found"))?;

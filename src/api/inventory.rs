@@ -3,6 +3,7 @@
 //! organization (anyone else gets a 404). Items and units are removed softly, each
 //! removal written to the inventory ledger. `claim` gives one free unit (docs/api.md).
 
+use crate::http::request::{Limit, Offset};
 use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -71,11 +72,11 @@ pub struct ListQuery {
     /// The organization's domain.
     domain: String,
     /// 1 to 200, default 50.
-    #[schemars(range(min = 1, max = 200))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<50, 200>,
     /// 0 or more (default 0).
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `GET /api/inventory?domain=` (Public; private items for members).
@@ -84,7 +85,7 @@ pub async fn list(
     caller: MaybeCaller,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Answer<Page<Item>>> {
-    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 200)?;
+    let (limit, offset) = (q.limit.get(), q.offset.get());
     let org = org(&app, &q.domain).await?;
     let with_private = member(&app, caller.0.as_deref(), &org.id).await?;
     let (rows, total) = store::list(&app.db, &org.id, with_private, limit, offset).await?;
@@ -148,11 +149,11 @@ pub struct SearchBody {
     #[serde(default, rename = "priceRange")]
     price_range: PriceRange,
     /// 1 to 200, default 50.
-    #[schemars(range(min = 1, max = 200))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<50, 200>,
     /// 0 or more (default 0).
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `POST /api/inventory/search` (Public; private items for members): keywords through
@@ -163,7 +164,7 @@ pub async fn search(
     caller: MaybeCaller,
     JsonBody(body): JsonBody<SearchBody>,
 ) -> ApiResult<Answer<Page<Item>>> {
-    let (limit, offset) = crate::domain::validate::page(body.limit, body.offset, 50, 200)?;
+    let (limit, offset) = (body.limit.get(), body.offset.get());
     let org = org(&app, &body.domain).await?;
     let with_private = member(&app, caller.0.as_deref(), &org.id).await?;
     let words = body

@@ -4,6 +4,7 @@
 //! exactly `{valid: false}`. Purchases go through `domain::checkout` and mint one key per
 //! unit once the order is paid.
 
+use crate::http::request::{Limit, Offset};
 use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 use serde_json::json;
@@ -298,11 +299,11 @@ pub struct ListQuery {
     /// caller's own.
     domain: Option<String>,
     /// 1 to 100 (default 50).
-    #[schemars(range(min = 1, max = 100))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<50, 100>,
     /// 0 or more (default 0).
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `GET /api/licenses` (Key): the caller's licenses, or with `domain` every license the
@@ -312,7 +313,7 @@ pub async fn list(
     Viewer(caller): Viewer,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<PrivateAnswer<Page<License>>> {
-    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 100)?;
+    let (limit, offset) = (q.limit.get(), q.offset.get());
     let org;
     let of = match q.domain.as_deref() {
         None => Of::User(&caller.id),

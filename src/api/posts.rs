@@ -19,7 +19,7 @@ use crate::http::auth::{Caller, MaybeCaller, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{IdBody, JsonBody};
 use crate::http::reply::{prebuild, Answer, Prebuilt, PrivateAnswer};
-use crate::http::request::NonBlank;
+use crate::http::request::{Limit, NonBlank, Offset};
 use crate::state::AppState;
 use crate::wire::posts::{AdminStats, Backlink, Post, Reception, ReceptionData, Referrer, Thread};
 use crate::wire::{Data, Deleted, Page, Saved, True};
@@ -73,10 +73,6 @@ fn apply_markdown(data: &mut Map<String, Value>, markdown: &str) -> ApiResult<()
     Ok(())
 }
 
-fn page(limit: Option<i64>, offset: Option<i64>) -> ApiResult<(i64, i64)> {
-    Ok(crate::domain::validate::page(limit, offset, 50, 200)?)
-}
-
 fn post_list(rows: Vec<PostRow>, total: i64, limit: i64, offset: i64) -> Answer<Page<Post>> {
     Answer(Page::new(
         rows.iter().map(Post::from).collect(),
@@ -96,11 +92,11 @@ pub struct ListBody {
     username: Option<String>,
     email: Option<String>,
     /// 1 to 200, default 50.
-    #[schemars(range(min = 1, max = 200))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<50, 200>,
     /// 0 or more (default 0).
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `POST /api/posts` (Public): posts of a type, newest first, never `data.private: true`.
@@ -114,7 +110,7 @@ pub async fn list(
     JsonBody(body): JsonBody<ListBody>,
 ) -> ApiResult<Answer<Page<Post>>> {
     let caller = caller.0.as_deref();
-    let (limit, offset) = page(body.limit, body.offset)?;
+    let (limit, offset) = (body.limit.get(), body.offset.get());
     let post_type = post_type(&body.r#type)?;
     let author = match (&body.user_id, &body.username, &body.email) {
         (Some(id), _, _) => Some(id.clone()),
@@ -418,11 +414,11 @@ pub async fn admin_stats(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct PageBody {
     /// 1 to 200, default 50.
-    #[schemars(range(min = 1, max = 200))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<50, 200>,
     /// 0 or more (default 0).
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `POST /api/posts/all-threads` (Public): published threads (and the caller's own),
@@ -432,7 +428,7 @@ pub async fn all_threads(
     caller: MaybeCaller,
     JsonBody(body): JsonBody<PageBody>,
 ) -> ApiResult<Answer<Page<Thread>>> {
-    let (limit, offset) = page(body.limit, body.offset)?;
+    let (limit, offset) = (body.limit.get(), body.offset.get());
     let filter = Filter {
         r#type: Some(THREAD),
         top_level: true,
@@ -457,11 +453,11 @@ pub struct RepliesBody {
     /// The thread.
     id: String,
     /// 1 to 200, default 50.
-    #[schemars(range(min = 1, max = 200))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<50, 200>,
     /// 0 or more (default 0).
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `POST /api/posts/all-thread-replies` (Public): a thread's published replies (and the
@@ -471,7 +467,7 @@ pub async fn all_thread_replies(
     caller: MaybeCaller,
     JsonBody(body): JsonBody<RepliesBody>,
 ) -> ApiResult<Answer<Page<Post>>> {
-    let (limit, offset) = page(body.limit, body.offset)?;
+    let (limit, offset) = (body.limit.get(), body.offset.get());
     let thread = store::get(&app.db, &body.id).await?.ok_or_else(not_found)?;
     if !app
         .readers
@@ -493,11 +489,11 @@ pub async fn all_thread_replies(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct OrgPostsBody {
     /// 1 to 200, default 50.
-    #[schemars(range(min = 1, max = 200))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<50, 200>,
     /// 0 or more (default 0).
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `POST /api/posts/public/organizations/{id}` (Public): the organization's published
@@ -507,7 +503,7 @@ pub async fn organization_posts(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<OrgPostsBody>,
 ) -> ApiResult<Answer<Page<Post>>> {
-    let (limit, offset) = page(body.limit, body.offset)?;
+    let (limit, offset) = (body.limit.get(), body.offset.get());
     let org = crate::db::organizations::by_id(&app.db, &id)
         .await?
         .ok_or_else(|| ApiError::not_found("organization not found"))?;

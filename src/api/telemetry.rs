@@ -3,6 +3,7 @@
 //! (`plinth_actors::batch`, group commit) before the 202; the metrics are SQL aggregates
 //! over `(product_id, day)`.
 
+use crate::http::request::Limit;
 use axum::extract::State;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
@@ -292,8 +293,8 @@ pub struct QueryBody {
     /// `events` (default) or `unique_clients`.
     metric: Option<Metric>,
     /// Rows at most, 1 to 1,000 (default 100).
-    #[schemars(range(min = 1, max = 1000))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<100, 1000>,
 }
 
 /// A `data` key usable in a query: 1 to 64 letters, digits, `_` or `-`.
@@ -333,10 +334,7 @@ pub async fn query(
             ))
         }
     };
-    let limit = b.limit.unwrap_or(100);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::bad_request("`limit` must be 1 to 1000"));
-    }
+    let limit = b.limit.get();
     let filters = b.filters.unwrap_or_default();
     if filters.len() > 10 {
         return Err(ApiError::bad_request("`filters` may name at most 10 keys"));

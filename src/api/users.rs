@@ -17,7 +17,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::ClientAddr;
 use crate::http::extract::{IdBody, JsonBody};
 use crate::http::reply::{prebuild, Answer, Prebuilt};
-use crate::http::request::NonBlank;
+use crate::http::request::{Limit, NonBlank, Offset};
 use crate::state::AppState;
 use crate::wire::users::{
     CodeDetails, CodeUsed, KeyRegenerated, LinkEmailed, PublicProfile, PublicUser, ResetRequested,
@@ -484,10 +484,10 @@ pub async fn get_by_id(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct Page {
-    #[schemars(range(min = 1, max = 1000))]
-    limit: Option<i64>,
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    limit: Limit<100, 1000>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `GET /api/users` (admin): newest first; `limit` (default 100, max 1000), `offset`.
@@ -495,7 +495,7 @@ pub async fn list(
     State(app): State<AppState>,
     Query(page): Query<Page>,
 ) -> ApiResult<Answer<UserList>> {
-    let (limit, offset) = crate::domain::validate::page(page.limit, page.offset, 100, 1000)?;
+    let (limit, offset) = (page.limit.get(), page.offset.get());
     let (users, total) = store::list(&app.db, limit, offset).await?;
     Ok(Answer(UserList {
         data: users.iter().map(|u| User::of(u, None)).collect(),

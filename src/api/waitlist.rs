@@ -16,7 +16,7 @@ use crate::http::auth::{Caller, OrgAdmin, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::{JsonBody, NoFields};
 use crate::http::reply::Answer;
-use crate::http::request::NonBlank;
+use crate::http::request::{Limit, NonBlank, Offset};
 use crate::state::AppState;
 use crate::states::WaitlistStatus::{Accepted, Pending};
 use crate::wire::waitlist::{
@@ -83,10 +83,11 @@ pub async fn add(
 pub struct ListQuery {
     #[schemars(with = "NonBlank")]
     domain: Option<NonBlank>,
-    #[schemars(range(min = 1))]
-    limit: Option<i64>,
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    /// 1 or more (default 50); more than 200 reads as 200.
+    #[serde(default)]
+    limit: Limit<LIST_DEFAULT, { i64::MAX }>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `GET /api/waitlist/list-by-domain`: newest first; `limit` default 50, at most 200
@@ -100,14 +101,7 @@ pub async fn list_by_domain(
         .domain
         .filter(|d| !d.trim().is_empty())
         .ok_or_else(|| ApiError::bad_request("query parameter `domain` is required"))?;
-    let limit = q.limit.unwrap_or(LIST_DEFAULT);
-    let offset = q.offset.unwrap_or(0);
-    if limit < 1 || offset < 0 {
-        return Err(ApiError::bad_request(
-            "`limit` must be positive and `offset` not negative",
-        ));
-    }
-    let limit = limit.min(LIST_MAX);
+    let (limit, offset) = (q.limit.get().min(LIST_MAX), q.offset.get());
     let org = manager(&app, &caller, &domain).await?;
     let data = store::list(&app.db, &org.id, limit, offset).await?;
     Ok(Answer(WaitlistPage {

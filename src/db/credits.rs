@@ -17,12 +17,17 @@ use crate::with_db;
 pub struct DbCredits(pub Db);
 
 impl CreditStore for DbCredits {
-    fn balance<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<Option<i64>, String>> {
+    fn balance<'a>(
+        &'a self,
+        user_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<i64>, plinth_actors::StoreError>> {
         // Bounded like batches: a hung database must not hold the shard.
         Box::pin(async move {
             match tokio::time::timeout(BATCH_DEADLINE, balance(&self.0, user_id)).await {
-                Ok(loaded) => loaded.map_err(|e| e.to_string()),
-                Err(_) => Err("the database did not answer in time".into()),
+                Ok(loaded) => loaded.map_err(plinth_actors::StoreError::new),
+                Err(_) => Err(plinth_actors::StoreError::new(
+                    "the database did not answer in time",
+                )),
             }
         })
     }

@@ -378,11 +378,11 @@ impl BatchStore<(NewOrder, Vec<LineRow>), Placed> for Batches {
     fn write<'a>(
         &'a self,
         groups: &'a [Vec<(NewOrder, Vec<LineRow>)>],
-    ) -> BoxFuture<'a, Result<Vec<Placed>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<Placed>, plinth_actors::StoreError>> {
         Box::pin(async move {
             place_batch(&self.0, groups.iter().flatten())
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(plinth_actors::StoreError::new)
         })
     }
 }

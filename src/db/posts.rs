@@ -267,11 +267,11 @@ impl BatchStore<OwnedPost, sqlx::Result<PostRow>> for Batches {
     fn write<'a>(
         &'a self,
         groups: &'a [Vec<OwnedPost>],
-    ) -> BoxFuture<'a, Result<Vec<sqlx::Result<PostRow>>, String>> {
+    ) -> BoxFuture<'a, Result<Vec<sqlx::Result<PostRow>>, plinth_actors::StoreError>> {
         Box::pin(async move {
             insert_batch(&self.0, groups.iter().flatten())
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(plinth_actors::StoreError::new)
         })
     }
 }

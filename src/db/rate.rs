@@ -29,7 +29,10 @@ const SWEEP: &str = "DELETE FROM rate_windows \
     WHERE started + interval_ms * interval '1 millisecond' < now() - interval '1 minute'";
 
 impl RateStore for PgRateStore {
-    fn add<'a>(&'a self, hits: &'a [Hits]) -> BoxFuture<'a, Result<Vec<Counted>, String>> {
+    fn add<'a>(
+        &'a self,
+        hits: &'a [Hits],
+    ) -> BoxFuture<'a, Result<Vec<Counted>, plinth_actors::StoreError>> {
         Box::pin(async move {
             let keys: Vec<&str> = hits.iter().map(|h| h.key.as_str()).collect();
             let cats: Vec<i16> = hits.iter().map(|h| h.category as i16).collect();
@@ -42,7 +45,7 @@ impl RateStore for PgRateStore {
                 .bind(&ns)
                 .fetch_all(&self.0)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(plinth_actors::StoreError::new)?;
             // RETURNING comes in no promised order: match rows to items by window.
             let by_window: std::collections::HashMap<(&str, i16), (i64, i64)> = rows
                 .iter()
@@ -52,7 +55,9 @@ impl RateStore for PgRateStore {
                 .map(|h| {
                     let (count, left) = by_window
                         .get(&(h.key.as_str(), h.category as i16))
-                        .ok_or("a window missing from the answer")?;
+                        .ok_or_else(|| {
+                            plinth_actors::StoreError::new("a window missing from the answer")
+                        })?;
                     Ok(Counted {
                         count: (*count).max(0) as u64,
                         left_ms: (*left).max(0) as u64,

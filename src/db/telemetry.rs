@@ -82,8 +82,15 @@ impl Ingest {
 }
 
 impl plinth_actors::batch::BatchStore<EventRow> for Ingest {
-    fn write<'a>(&'a self, groups: &'a [Vec<EventRow>]) -> BoxFuture<'a, Result<Vec<u64>, String>> {
-        Box::pin(async move { self.write_groups(groups).await.map_err(|e| e.to_string()) })
+    fn write<'a>(
+        &'a self,
+        groups: &'a [Vec<EventRow>],
+    ) -> BoxFuture<'a, Result<Vec<u64>, plinth_actors::StoreError>> {
+        Box::pin(async move {
+            self.write_groups(groups)
+                .await
+                .map_err(plinth_actors::StoreError::new)
+        })
     }
 }
 

@@ -90,23 +90,6 @@ pub fn upload_type_allowed(content_type: &str) -> bool {
     }
 }
 
-/// `limit` and `offset` of a paged list: `limit` defaults to `default` and must be 1 to
-/// `max`, `offset` 0 or more (400 otherwise).
-pub fn page(
-    limit: Option<i64>,
-    offset: Option<i64>,
-    default: i64,
-    max: i64,
-) -> Result<(i64, i64), Invalid> {
-    let (limit, offset) = (limit.unwrap_or(default), offset.unwrap_or(0));
-    if !(1..=max).contains(&limit) || offset < 0 {
-        return Err(Invalid::new(format!(
-            "`limit` must be 1 to {max} and `offset` 0 or more"
-        )));
-    }
-    Ok((limit, offset))
-}
-
 /// Keywords of a full-text search: letters and digits only (so no index's query syntax
 /// applies), lower-cased, at most ten words of at most 64 characters.
 pub fn keywords(raw: &str) -> Vec<String> {

@@ -181,7 +181,7 @@ fn whole_numbers_as_integers(value: &mut Value) {
 
 /// An integer sent as a JSON number or, in a query string read into a body (the GET
 /// form of the organization routes), as a numeral.
-pub fn lenient_i64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
+fn lenient_i64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
     use serde::de::Error;
     match Option::<Value>::deserialize(d)? {
         None | Some(Value::Null) => Ok(None),
@@ -196,6 +196,15 @@ pub fn lenient_i64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<i64>
             .map_err(|_| D::Error::custom("expected an integer")),
         Some(_) => Err(D::Error::custom("expected an integer")),
     }
+}
+
+/// A page bound (`Limit`, `Offset`) sent as a number or a numeral (see `lenient_i64`).
+pub fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: crate::http::request::Bound,
+{
+    T::from_count(lenient_i64(d)?).map_err(serde::de::Error::custom)
 }
 
 /// A field where `null` means something (clear it) and absence means "no change": with

@@ -76,9 +76,115 @@ impl<const MAX: usize> JsonSchema for NonBlank<MAX> {
     }
 }
 
+/// A page size: `DEFAULT` when absent (or `null`), refused (400, naming the field) outside
+/// 1 to `MAX`. Use with `#[serde(default)]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit<const DEFAULT: i64, const MAX: i64>(i64);
+
+impl<const DEFAULT: i64, const MAX: i64> Limit<DEFAULT, MAX> {
+    /// A size read some other way (a query string read into a body), with the same rule.
+    pub fn new(value: Option<i64>) -> Result<Self, String> {
+        match value.unwrap_or(DEFAULT) {
+            n if (1..=MAX).contains(&n) => Ok(Limit(n)),
+            _ if MAX == i64::MAX => Err("must be 1 or more".into()),
+            _ => Err(format!("must be 1 to {MAX}")),
+        }
+    }
+
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl<const DEFAULT: i64, const MAX: i64> Default for Limit<DEFAULT, MAX> {
+    fn default() -> Self {
+        Limit(DEFAULT)
+    }
+}
+
+/// A page bound built from an optional integer, by its own rule (`Limit`, `Offset`); lets
+/// `http::extract::lenient` read one from a numeral too.
+pub trait Bound: Sized {
+    fn from_count(value: Option<i64>) -> Result<Self, String>;
+}
+
+impl<const DEFAULT: i64, const MAX: i64> Bound for Limit<DEFAULT, MAX> {
+    fn from_count(value: Option<i64>) -> Result<Self, String> {
+        Limit::new(value)
+    }
+}
+
+impl Bound for Offset {
+    fn from_count(value: Option<i64>) -> Result<Self, String> {
+        Offset::new(value)
+    }
+}
+
+impl<'de, const DEFAULT: i64, const MAX: i64> Deserialize<'de> for Limit<DEFAULT, MAX> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Limit::new(Option::<i64>::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+impl<const DEFAULT: i64, const MAX: i64> JsonSchema for Limit<DEFAULT, MAX> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("Limit")
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        let mut schema = json_schema!({"type": "integer", "minimum": 1, "default": DEFAULT});
+        if MAX != i64::MAX {
+            schema.insert("maximum".into(), MAX.into());
+        }
+        schema
+    }
+}
+
+/// How many rows a page skips: 0 when absent (or `null`), refused when negative. Use with
+/// `#[serde(default)]`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Offset(i64);
+
+impl Offset {
+    pub fn new(value: Option<i64>) -> Result<Self, String> {
+        match value.unwrap_or(0) {
+            n if n >= 0 => Ok(Offset(n)),
+            _ => Err("must be 0 or more".into()),
+        }
+    }
+
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Offset {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Offset::new(Option::<i64>::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+impl JsonSchema for Offset {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("Offset")
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "integer", "minimum": 0, "default": 0})
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::NonBlank;
+    use super::{Limit, NonBlank, Offset};
 
     #[test]
     fn blank_and_long_values_are_refused_and_the_schema_says_so() {
@@ -92,5 +198,39 @@ mod tests {
         assert_eq!(schema["minLength"], 1);
         let unbounded = serde_json::to_value(schemars::schema_for!(NonBlank)).unwrap();
         assert!(unbounded.get("maxLength").is_none());
+    }
+
+    #[test]
+    fn page_bounds_default_refuse_and_show_in_the_schema() {
+        #[derive(serde::Deserialize)]
+        struct Q {
+            #[serde(default)]
+            limit: Limit<20, 100>,
+            #[serde(default)]
+            offset: Offset,
+        }
+        let q: Q = serde_json::from_str("{}").unwrap();
+        assert_eq!((q.limit.get(), q.offset.get()), (20, 0));
+        let q: Q = serde_json::from_str(r#"{"limit": null, "offset": 7}"#).unwrap();
+        assert_eq!((q.limit.get(), q.offset.get()), (20, 7));
+        let q: Q = serde_urlencoded::from_str("limit=100&offset=3").unwrap();
+        assert_eq!((q.limit.get(), q.offset.get()), (100, 3));
+        for bad in [
+            r#"{"limit": 0}"#,
+            r#"{"limit": 101}"#,
+            r#"{"offset": -1}"#,
+            r#"{"limit": "5"}"#,
+        ] {
+            assert!(serde_json::from_str::<Q>(bad).is_err(), "{bad}");
+        }
+        assert!(serde_urlencoded::from_str::<Q>("limit=abc").is_err());
+        let schema = serde_json::to_value(schemars::schema_for!(Limit<20, 100>)).unwrap();
+        assert_eq!(
+            (schema["minimum"].clone(), schema["maximum"].clone()),
+            (1.into(), 100.into())
+        );
+        assert_eq!(schema["default"], 20);
+        let open = serde_json::to_value(schemars::schema_for!(Limit<20, { i64::MAX }>)).unwrap();
+        assert!(open.get("maximum").is_none());
     }
 }

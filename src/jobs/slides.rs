@@ -265,7 +265,7 @@ impl IdempotencyStore for Idempotency {
         scope: &'a str,
         key: &'a str,
         request_hash: &'a str,
-    ) -> BoxFuture<'a, Result<Claim, String>> {
+    ) -> BoxFuture<'a, Result<Claim, plinth_actors::StoreError>> {
         async move {
             use crate::http::idempotency::{KEPT, STALE_CLAIM};
             let now = chrono::Utc::now();
@@ -278,7 +278,7 @@ impl IdempotencyStore for Idempotency {
                 Some(now - STALE_CLAIM),
             )
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(plinth_actors::StoreError::new)?;
             Ok(match held {
                 None => Claim::Claimed,
                 Some((request_hash, crate::db::idempotency::IN_PROGRESS, _)) => {
@@ -299,20 +299,24 @@ impl IdempotencyStore for Idempotency {
         scope: &'a str,
         key: &'a str,
         r: &'a Recorded,
-    ) -> BoxFuture<'a, Result<(), String>> {
+    ) -> BoxFuture<'a, Result<(), plinth_actors::StoreError>> {
         async move {
             crate::db::idempotency::finish(&self.0, scope, key, r.status as i64, &r.body)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(plinth_actors::StoreError::new)
         }
         .boxed()
     }
 
-    fn abandon<'a>(&'a self, scope: &'a str, key: &'a str) -> BoxFuture<'a, Result<(), String>> {
+    fn abandon<'a>(
+        &'a self,
+        scope: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<(), plinth_actors::StoreError>> {
         async move {
             crate::db::idempotency::abandon(&self.0, scope, key)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(plinth_actors::StoreError::new)
         }
         .boxed()
     }

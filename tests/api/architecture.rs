@@ -669,3 +669,39 @@ fn functions_are_a_screen_long_and_files_a_few_screens() {
         "now short enough (drop them from the lists): {gone:?}"
     );
 }
+
+/// Rules that live in types stay there: a page bound is a `Limit`/`Offset` (their range is
+/// checked before a handler runs and stated in the document), and no port between the
+/// actors or workers and their stores answers a bare `String` error (`StoreError` keeps
+/// the source). Found by the source text, so a new handler or port cannot slip past.
+#[test]
+fn page_bounds_and_port_errors_are_types() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for file in rust_files(&src().join("api")) {
+        for (n, line) in code_lines(&file) {
+            let l = line.trim();
+            if l.starts_with("limit: Option<") || l.starts_with("offset: Option<") {
+                found.push(format!("{}:{n}: {l}", file.display()));
+            }
+        }
+    }
+    let mut ports = rust_files(&root.join("actors/src"));
+    ports.extend(rust_files(&root.join("workers/src")));
+    ports.extend(rust_files(&src().join("db")));
+    ports.extend(rust_files(&src().join("jobs")));
+    for file in ports {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let end = text.find("#[cfg(test)]").unwrap_or(text.len());
+        for (n, line) in text[..end].lines().enumerate() {
+            if line.contains("BoxFuture<") && line.contains(", String>>") {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "rules outside their types:\n{}",
+        found.join("\n")
+    );
+}

@@ -10,6 +10,7 @@ pub use localizations::*;
 pub use prices::*;
 pub use things::*;
 
+use crate::http::request::{Limit, Offset};
 use std::time::Duration;
 
 use axum::extract::{Query, State};
@@ -226,11 +227,11 @@ pub async fn generate_presigned_url_gcs(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct FilesQuery {
     /// 1 to 200, default 50.
-    #[schemars(range(min = 1, max = 200))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<50, 200>,
     /// 0 or more (default 0).
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 async fn file_view(app: &AppState, f: &FileRow) -> ApiResult<File> {
@@ -261,7 +262,7 @@ pub async fn list(
     Viewer(caller): Viewer,
     Query(q): Query<FilesQuery>,
 ) -> ApiResult<Answer<Page<File>>> {
-    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 200)?;
+    let (limit, offset) = (q.limit.get(), q.offset.get());
     let (rows, total) = store::of_user(&app.db, &caller.id, limit, offset).await?;
     let mut data = Vec::with_capacity(rows.len());
     for f in &rows {

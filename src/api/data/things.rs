@@ -15,7 +15,7 @@ use crate::http::auth::{Caller, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::JsonBody;
 use crate::http::reply::Answer;
-use crate::http::request::NonBlank;
+use crate::http::request::{Limit, NonBlank, Offset};
 use crate::state::AppState;
 use crate::wire::things::{Thing, ThingMatches, ThingPage};
 use crate::wire::{Data, Deleted, Page, Saved};
@@ -191,11 +191,11 @@ pub async fn thing_delete(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListQuery {
     /// 1 to 200, default 50.
-    #[schemars(range(min = 1, max = 200))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<50, 200>,
     /// Skip this many (ignored with `cursor`).
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    offset: Offset,
     /// `next_cursor` of the previous page: the page after it (stable while things are added).
     cursor: Option<String>,
 }
@@ -220,7 +220,7 @@ pub async fn things_list(
     State(app): State<AppState>,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Answer<ThingPage>> {
-    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 200)?;
+    let (limit, offset) = (q.limit.get(), q.offset.get());
     let after = q.cursor.as_deref().map(parse_cursor).transpose()?;
     let offset = if after.is_some() { 0 } else { offset };
     let rows = store::list(
@@ -247,11 +247,11 @@ pub struct SearchQuery {
     #[schemars(regex(pattern = r"[^\W_]"))]
     search: String,
     /// 1 to 100, default 20.
-    #[schemars(range(min = 1, max = 100))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<20, 100>,
     /// 0 or more (default 0).
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `GET /api/data/things/list/search?search=` (Public): best match first.
@@ -259,7 +259,7 @@ pub async fn things_search(
     State(app): State<AppState>,
     Query(q): Query<SearchQuery>,
 ) -> ApiResult<Answer<ThingMatches>> {
-    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 20, 100)?;
+    let (limit, offset) = (q.limit.get(), q.offset.get());
     let words = crate::domain::validate::keywords(&q.search);
     if words.is_empty() {
         return Err(ApiError::bad_request(

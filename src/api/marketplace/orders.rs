@@ -2,12 +2,13 @@
 //! status changes by the state table of `domain::orders`, receipts through the email
 //! queue, and the public lookup of guest orders (no personal data).
 
+use crate::http::request::{Limit, Offset};
 use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 
 use crate::db::orders::{self as store, LineRow, Of, OrderRow};
 use crate::domain::checkout::run_to_end;
-use crate::domain::orders::{completed, may_move, Role};
+use crate::domain::orders::{completed, may_move, Refused, Role};
 use crate::http::auth::{Caller, MaybeCaller, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::JsonBody;
@@ -43,11 +44,11 @@ pub struct ListQuery {
     /// Only orders with this status.
     status: Option<String>,
     /// 1 to 100 (default 20).
-    #[schemars(range(min = 1, max = 100))]
-    limit: Option<i64>,
+    #[serde(default)]
+    limit: Limit<20, 100>,
     /// 0 or more (default 0).
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `GET /api/marketplace/orders` (V10): the caller's orders, newest first; with
@@ -57,7 +58,7 @@ pub async fn orders(
     Viewer(caller): Viewer,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<PrivateAnswer<Page<Order>>> {
-    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 20, 100)?;
+    let (limit, offset) = (q.limit.get(), q.offset.get());
     let org;
     let of = match q.domain.as_deref() {
         None => Of::User(&caller.id),
@@ -117,11 +118,15 @@ pub async fn order_update(
                 data: Order::of(&o, &lines),
             });
         }
-        let to = may_move(o.status, &to, role).map_err(|m| {
-            if role == Role::Buyer && m.starts_with("only") {
-                ApiError::forbidden(m)
-            } else {
-                ApiError::conflict(m).with("status", o.status.as_str())
+        let Some(to) = OrderStatus::parse(&to) else {
+            let all: Vec<&str> = OrderStatus::ALL.iter().map(|s| s.as_str()).collect();
+            let message = format!("`status` must be one of {}", all.join(", "));
+            return Err(ApiError::conflict(message).with("status", o.status.as_str()));
+        };
+        may_move(o.status, to, role).map_err(|refused| match refused {
+            Refused::SellerOnly => ApiError::forbidden(refused.message(o.status, to)),
+            Refused::Never => {
+                ApiError::conflict(refused.message(o.status, to)).with("status", o.status.as_str())
             }
         })?;
         let moved = match to {

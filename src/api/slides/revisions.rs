@@ -1,16 +1,16 @@
 //! Revisions: the paged list, one revision, restore.
 
 use super::*;
-use crate::http::request::NonBlank;
+use crate::http::request::{Limit, NonBlank, Offset};
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct RevisionsQuery {
     #[schemars(with = "NonBlank")]
     deck_id: Option<NonBlank>,
-    #[schemars(range(min = 1, max = 200))]
-    limit: Option<i64>,
-    #[schemars(range(min = 0))]
-    offset: Option<i64>,
+    #[serde(default)]
+    limit: Limit<50, 200>,
+    #[serde(default)]
+    offset: Offset,
 }
 
 /// `GET /api/slides/revisions?deck_id=` (Editor): newest first, without content, one
@@ -21,7 +21,7 @@ pub async fn revisions(
     Query(q): Query<RevisionsQuery>,
 ) -> ApiResult<Answer<Revisions>> {
     let deck_id = deck_id_of(&q.deck_id)?;
-    let (limit, offset) = crate::domain::validate::page(q.limit, q.offset, 50, 200)?;
+    let (limit, offset) = (q.limit.get(), q.offset.get());
     let (deck, _) = open(&app, &caller, deck_id).await?;
     let (revs, total) = store::revisions(&app.db, &deck.id, limit, offset).await?;
     let data: Vec<Revision> = revs.iter().map(Revision::from).collect();
