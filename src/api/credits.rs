@@ -262,8 +262,15 @@ pub async fn deduct(
 #[derive(Deserialize, Serialize, schemars::JsonSchema)]
 pub struct BonusBody {
     #[serde(rename = "bonusName")]
-    #[schemars(extend("enum" = ["first_post", "profile_completed", "referral", "welcome"]))]
+    #[schemars(schema_with = "bonus_names")]
     bonus_name: String,
+}
+
+/// The bonus names of `fixtures/bonuses.json`, as the document lists them.
+fn bonus_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut names: Vec<&str> = BONUSES.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    schemars::json_schema!({"type": "string", "enum": names})
 }
 
 /// `POST /api/credits/distribute-bonus`: a bonus from `fixtures/bonuses.json`, once per

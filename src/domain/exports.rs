@@ -72,15 +72,6 @@ pub struct JobView {
     pub callback_url: Option<String>,
 }
 
-/// A job's stored format (`pdf`, or `pdf+notes` when asked with notes) as the format
-/// and whether notes are on.
-pub fn export_format(stored: &str) -> (&str, bool) {
-    match stored.split_once('+') {
-        Some((format, "notes")) => (format, true),
-        _ => (stored, false),
-    }
-}
-
 /// Whether a job's status is final.
 pub fn ended(status: &str) -> bool {
     matches!(status, "succeeded" | "failed" | "cancelled")
@@ -94,6 +85,8 @@ pub async fn job_view(objects: &ObjectStore, job: &JobRow) -> Result<JobView, St
     } else {
         0.0
     };
+    // The stored `pdf+notes` as the format and whether notes are on.
+    let export = plinth_vocab::Export::parse(&job.format);
     let mut artifacts = Vec::new();
     if job.status == "succeeded" {
         let list = plinth_workers::slides::Results::from_value(&job.artifacts.0).files;
@@ -113,8 +106,8 @@ pub async fn job_view(objects: &ObjectStore, job: &JobRow) -> Result<JobView, St
         deck_id: job.deck_id.clone(),
         revision_id: job.revision_id.clone(),
         kind: "export",
-        format: export_format(&job.format).0.to_owned(),
-        notes: export_format(&job.format).1,
+        format: export.map_or_else(|text| text.to_owned(), |e| e.format.to_string()),
+        notes: export.is_ok_and(|e| e.notes),
         status: job.status.clone(),
         progress,
         slides_done: job.done,

@@ -317,6 +317,16 @@ impl From<&crate::domain::checkout::Placed> for Placed {
 
 /// A purchase of licenses or download links (both routes take this body), paid at
 /// once: a payment method, or tokens.
+/// `payment_type` as the document states it: every spelling of `Pay::SPELLINGS`, or
+/// absent (the provider).
+pub fn payment_type_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = crate::domain::checkout::Pay::SPELLINGS
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
+    schemars::json_schema!({"type": ["string", "null"], "enum": names})
+}
+
 #[derive(serde::Deserialize, Serialize, JsonSchema)]
 #[schemars(extend("anyOf" = [{"required": ["payment_method_id"], "properties": {"payment_method_id": {"type": "string"}}}, {"required": ["payment_type"], "properties": {"payment_type": {"enum": ["tokens"]}}}]))]
 pub struct PurchaseBody {
@@ -324,7 +334,7 @@ pub struct PurchaseBody {
     #[schemars(length(min = 1))]
     pub items: Vec<ItemLine>,
     /// `tokens` (with an API key) or `usd` (the default).
-    #[schemars(extend("enum" = ["tokens", "usd", "provider", "stripe", "card"]))]
+    #[schemars(schema_with = "payment_type_schema")]
     pub payment_type: Option<String>,
     /// USD: the payment method (`pm_...`), charged at once.
     #[schemars(regex(pattern = r"^pm_[A-Za-z0-9_]+$"), length(max = 255))]

@@ -366,7 +366,7 @@ pub struct SlideLimits {
 #[derive(Serialize, JsonSchema)]
 pub struct Capabilities {
     pub sources: &'static [&'static str],
-    pub formats: &'static [&'static str],
+    pub formats: &'static [plinth_vocab::ExportFormat],
     /// The bundled families, then the fallbacks found on this server (the operator's
     /// `PLINTH_FONTS_DIR` first, then the system's), in the order they are tried.
     pub fonts: Vec<FontFamily>,
@@ -375,7 +375,7 @@ pub struct Capabilities {
     pub blocks: &'static [&'static str],
     pub operations: &'static [&'static str],
     pub templates: Vec<Template>,
-    pub image_types: &'static [&'static str],
+    pub image_types: Vec<&'static str>,
     /// The size of a 16:9 slide's PNG.
     pub png: Size,
     pub aspects: Aspects,

@@ -27,7 +27,7 @@ from plinth_client.models import (
     Error,
     SlidesCreateBody,
     SlidesExportsCreateBody,
-    SlidesExportsCreateBodyFormat,
+    ExportFormat,
     SlidesUpdateBody,
     UsersAuthenticateBody,
     UsersVerifyBody,
@@ -93,7 +93,7 @@ ok(slides_update.sync(client=client, body=SlidesUpdateBody(
     id=str(deck.id), expected_version=1, markdown="# From a generated client\n\n![](chart.png)\n",
 )), "deck update")
 job = ok(slides_exports_create.sync(
-    client=client, body=SlidesExportsCreateBody(deck_id=str(deck.id), format_=SlidesExportsCreateBodyFormat.PDF),
+    client=client, body=SlidesExportsCreateBody(deck_id=str(deck.id), format_=ExportFormat.PDF),
 ), "export")
 deadline = time.time() + 60
 while job.status not in ("succeeded", "failed", "cancelled"):

@@ -134,6 +134,53 @@ text_enum! {
     }
 }
 
+impl ImageFormat {
+    /// Every spelling a client may use for an image type, any case: the MIME type, the
+    /// common misspellings of it, and the short name (a file extension).
+    pub const SPELLINGS: &'static [(&'static str, ImageFormat)] = &[
+        ("image/png", ImageFormat::Png),
+        ("image/jpeg", ImageFormat::Jpeg),
+        ("image/webp", ImageFormat::Webp),
+        ("image/svg+xml", ImageFormat::Svg),
+        ("png", ImageFormat::Png),
+        ("jpg", ImageFormat::Jpeg),
+        ("jpeg", ImageFormat::Jpeg),
+        ("webp", ImageFormat::Webp),
+        ("svg", ImageFormat::Svg),
+        ("image/jpg", ImageFormat::Jpeg),
+        ("image/svg", ImageFormat::Svg),
+    ];
+
+    /// The MIME type an image of this format is stored and served with.
+    pub fn mime(self) -> &'static str {
+        match self {
+            ImageFormat::Png => "image/png",
+            ImageFormat::Jpeg => "image/jpeg",
+            ImageFormat::Webp => "image/webp",
+            ImageFormat::Svg => "image/svg+xml",
+        }
+    }
+
+    /// The format exactly this MIME type names (lower case, no parameters).
+    pub fn of_mime(mime: &str) -> Option<ImageFormat> {
+        ImageFormat::ALL.iter().copied().find(|f| f.mime() == mime)
+    }
+
+    /// The format any spelling in [`Self::SPELLINGS`] names, in any case.
+    pub fn named(text: &str) -> Option<ImageFormat> {
+        let text = text.trim().to_ascii_lowercase();
+        Self::SPELLINGS
+            .iter()
+            .find(|(spelling, _)| *spelling == text)
+            .map(|(_, format)| *format)
+    }
+
+    /// The MIME types of every format, for messages and capabilities.
+    pub fn mimes() -> Vec<&'static str> {
+        ImageFormat::ALL.iter().map(|f| f.mime()).collect()
+    }
+}
+
 text_enum! {
     /// How one run of a job ended (`job_attempts.outcome`).
     pub enum AttemptOutcome {

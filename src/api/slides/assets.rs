@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::http::request::NonBlank;
+use plinth_vocab::ImageFormat;
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct AssetCreate {
@@ -13,7 +14,7 @@ pub struct AssetCreate {
     file: String,
     /// `image/png`, `image/jpeg`, `image/webp` or `image/svg+xml` (or `png`, `jpg`, `webp`, `svg`).
     #[serde(rename = "type")]
-    #[schemars(extend("enum" = ["image/png", "image/jpeg", "image/webp", "image/svg+xml", "png", "jpg", "jpeg", "webp", "svg", "image/jpg", "image/svg"]))]
+    #[schemars(schema_with = "image_type_schema")]
     mime: String,
     /// Bytes, at most 10 MiB.
     #[schemars(range(min = 1, max = 10485760))]
@@ -21,6 +22,15 @@ pub struct AssetCreate {
     /// Hex SHA-256 of the file, checked when it is validated.
     #[schemars(regex(pattern = r"^\s*[0-9A-Fa-f]{64}\s*$"))]
     sha256: String,
+}
+
+/// Every spelling `assets/create` accepts for `type`, from the one table of them.
+fn image_type_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = ImageFormat::SPELLINGS
+        .iter()
+        .map(|(name, _)| *name)
+        .collect();
+    schemars::json_schema!({"type": "string", "enum": names})
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -38,19 +48,12 @@ pub async fn asset_create(
     let deck_id = req.deck_id.trimmed().to_owned();
     let file = asset_file(&req.file)?;
     // Short names (`png`, `jpg`, `svg`) are accepted for the MIME type they stand for.
-    let mime = match req.mime.trim().to_ascii_lowercase().as_str() {
-        "png" => "image/png".to_owned(),
-        "jpg" | "jpeg" | "image/jpg" => "image/jpeg".to_owned(),
-        "webp" => "image/webp".to_owned(),
-        "svg" | "image/svg" => "image/svg+xml".to_owned(),
-        other => other.to_owned(),
-    };
-    if !IMAGE_TYPES.contains(&mime.as_str()) {
+    let Some(mime) = ImageFormat::named(&req.mime).map(ImageFormat::mime) else {
         return Err(ApiError::bad_request(format!(
             "`type` must be one of {}",
-            IMAGE_TYPES.join(", ")
+            ImageFormat::mimes().join(", ")
         )));
-    }
+    };
     if req.size < 1 || req.size as u64 > MAX_ASSET_BYTES {
         return Err(ApiError::bad_request(format!(
             "`size` must be between 1 and {MAX_ASSET_BYTES} bytes"
@@ -236,7 +239,7 @@ pub async fn asset_delete(
 }
 
 /// An image as a request body: its bytes and the type its `Content-Type` names (one of
-/// [`IMAGE_TYPES`]), or `None` for `application/octet-stream` (the file name's extension
+/// `ImageFormat::mimes`), or `None` for `application/octet-stream` (the file name's extension
 /// then says); 415 for any other type. The usage layer has already bounded the body to
 /// the route's limit ([`MAX_ASSET_BYTES`]).
 pub struct ImageBody {
@@ -253,14 +256,9 @@ const CURL_DEFAULT: &str = "application/x-www-form-urlencoded";
 
 /// The image type a file name's extension names.
 fn type_of_name(file: &str) -> Option<&'static str> {
-    let ext = file.rsplit_once('.')?.1.to_ascii_lowercase();
-    Some(match ext.as_str() {
-        "png" => "image/png",
-        "jpg" | "jpeg" => "image/jpeg",
-        "webp" => "image/webp",
-        "svg" => "image/svg+xml",
-        _ => return None,
-    })
+    let ext = file.rsplit_once('.')?.1;
+    // Only a bare extension: `image/png` is no file name's ending.
+    (!ext.contains('/')).then(|| ImageFormat::named(ext).map(ImageFormat::mime))?
 }
 
 impl<S: Send + Sync> axum::extract::FromRequest<S> for ImageBody {
@@ -278,8 +276,8 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for ImageBody {
             .unwrap_or("")
             .trim()
             .to_ascii_lowercase();
-        let mime = match IMAGE_TYPES.iter().copied().find(|t| *t == essence) {
-            Some(t) => Some(t),
+        let mime = match ImageFormat::of_mime(&essence) {
+            Some(f) => Some(f.mime()),
             None if essence.is_empty() || essence == ANY_FILE || essence == CURL_DEFAULT => None,
             None => {
                 return Err(ApiError::new(
@@ -287,7 +285,7 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for ImageBody {
                     format!(
                         "send the image as the body with its type as Content-Type: one of {} \
                          (or {ANY_FILE} and a file name ending .png, .jpg, .webp or .svg)",
-                        IMAGE_TYPES.join(", ")
+                        ImageFormat::mimes().join(", ")
                     ),
                 ))
             }

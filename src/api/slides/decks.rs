@@ -9,7 +9,7 @@ pub async fn capabilities() -> ApiResult<Answer<Capabilities>> {
     let size = |width, height| Size { width, height };
     Ok(Answer(Capabilities {
         sources: &["document", "markdown", "template"],
-        formats: &FORMATS,
+        formats: plinth_vocab::ExportFormat::ALL,
         fonts: plinth_render::font_families()
             .into_iter()
             .map(Into::into)
@@ -33,7 +33,7 @@ pub async fn capabilities() -> ApiResult<Answer<Capabilities>> {
                 description: t.description,
             })
             .collect(),
-        image_types: &IMAGE_TYPES,
+        image_types: plinth_vocab::ImageFormat::mimes(),
         png: size(1920, 1080),
         // A 4:3 deck (`aspect`, Marp's `size: 4:3`) renders at 1440x1080.
         aspects: Aspects {

@@ -11,6 +11,7 @@ use super::*;
 use crate::domain::exports::{ended, JobView};
 use crate::http::reply::{EventStream, HeadedAnswer, PrivateAnswer};
 use crate::http::request::NonBlank;
+use plinth_vocab::{Export, ExportFormat};
 
 /// The job as `caller` reads it, with fresh artifact URLs. Its `callback_url` (which may
 /// hold a token in its query) is shown to the one who asked for it only (security
@@ -94,8 +95,8 @@ fn job_location(job_id: &str, deck_id: &str) -> Option<HeaderValue> {
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ExportCreate {
     deck_id: NonBlank,
-    /// `html`, `pdf` or `png`.
-    #[schemars(extend("enum" = ["html", "pdf", "png"]))]
+    /// `html`, `pdf` or `png` (any case).
+    #[schemars(with = "ExportFormat")]
     format: String,
     /// Default: the deck's current revision.
     revision_id: Option<NonBlank>,
@@ -120,22 +121,22 @@ pub async fn export_create(
     DeckChange(body, sent): DeckChange<ExportCreate>,
 ) -> ApiResult<Recorded<JobView>> {
     let deck_id = required("deck_id", &body.deck_id)?;
-    let format = required("format", &body.format)?.to_ascii_lowercase();
-    if !FORMATS.contains(&format.as_str()) {
+    let lower = required("format", &body.format)?.to_ascii_lowercase();
+    let Some(format) = ExportFormat::parse(&lower) else {
+        let all: Vec<&str> = ExportFormat::ALL.iter().map(|f| f.as_str()).collect();
+        return Err(ApiError::bad_request(format!(
+            "`format` must be one of {}",
+            all.join(", ")
+        )));
+    };
+    let notes = body.notes == Some(true);
+    if notes && format == ExportFormat::Png {
         return Err(ApiError::bad_request(
-            "`format` must be one of html, pdf, png",
+            "`notes` applies to pdf and html exports (PNGs are the slides alone)",
         ));
     }
     // Stored as the job's format (`pdf+notes`): the job answers `format` and `notes`.
-    let format = match body.notes {
-        Some(true) if format == "png" => {
-            return Err(ApiError::bad_request(
-                "`notes` applies to pdf and html exports (PNGs are the slides alone)",
-            ))
-        }
-        Some(true) => format!("{format}+notes"),
-        _ => format,
-    };
+    let format = Export { format, notes }.to_string();
     let revision_id = match &body.revision_id {
         None => None,
         Some(r) => Some(required("revision_id", r)?),

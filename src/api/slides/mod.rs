@@ -53,9 +53,6 @@ use crate::http::reply::Reply;
 use crate::state::AppState;
 
 use crate::domain::decks::MAX_ASSET_BYTES;
-/// Image types accepted for upload (the declared `type` must match the file).
-pub const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/webp", "image/svg+xml"];
-pub const FORMATS: [&str; 3] = ["html", "pdf", "png"];
 /// Upload URLs for assets.
 const UPLOAD_TTL: Duration = Duration::from_secs(15 * 60);
 /// Artifact and asset download URLs (spec: five minutes).

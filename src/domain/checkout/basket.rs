@@ -44,14 +44,30 @@ pub enum Pay {
     Usd,
 }
 
+impl Pay {
+    /// Every spelling of `payment_type` a client may send, any case (`usd` has three
+    /// older names for the payment provider).
+    pub const SPELLINGS: &'static [(&'static str, Pay)] = &[
+        ("tokens", Pay::Tokens),
+        ("usd", Pay::Usd),
+        ("provider", Pay::Usd),
+        ("stripe", Pay::Usd),
+        ("card", Pay::Usd),
+    ];
+}
+
 pub fn pay(raw: Option<&str>) -> Result<Pay, Invalid> {
-    match raw.map(|p| p.trim().to_lowercase()).as_deref() {
-        None | Some("usd" | "provider" | "stripe" | "card") => Ok(Pay::Usd),
-        Some("tokens") => Ok(Pay::Tokens),
-        Some(_) => Err(Invalid::new(
-            "`payment_type` must be `tokens` or `usd` (the default: the payment provider)",
-        )),
-    }
+    let Some(raw) = raw else { return Ok(Pay::Usd) };
+    let raw = raw.trim().to_lowercase();
+    Pay::SPELLINGS
+        .iter()
+        .find(|(spelling, _)| *spelling == raw)
+        .map(|(_, pay)| *pay)
+        .ok_or_else(|| {
+            Invalid::new(
+                "`payment_type` must be `tokens` or `usd` (the default: the payment provider)",
+            )
+        })
 }
 
 /// What a checkout asks for, checked and priced.
