@@ -23,16 +23,8 @@ pub struct Inner {
     /// Key of token-exchange grants (`PLINTH_AUTH_TOKEN_KEY`); `None` disables the
     /// exchange (503). Never the master key.
     pub auth_key: Option<crate::crypto::GrantKey>,
-    /// Domain handles: each rule set with exactly what it needs (issue 43).
-    pub ledger: crate::domain::ledger::Ledger,
-    pub identity: crate::domain::idp::Identity,
-    pub orgs: crate::domain::orgs::Orgs,
-    pub readers: crate::domain::posts::Readers,
-    /// Checkouts and orders; holds the order writer (group commit on SQLite).
-    pub checkout: crate::domain::checkout::Checkout,
-    pub accounts: crate::domain::accounts::Accounts,
-    /// Account mails and receipts.
-    pub mailer: crate::adapters::mail::Mailer,
+    /// The domain handles: each rule set with exactly what it needs.
+    pub domain: Handles,
     pub payments: std::sync::Arc<dyn crate::adapters::payments::PaymentProvider>,
     /// The app store vouching for in-app purchases (`PLINTH_APPLE_*`, else simulated).
     pub store_verifier: std::sync::Arc<dyn crate::adapters::appstore::StoreVerifier>,
@@ -149,8 +141,10 @@ pub struct Handles {
     pub identity: crate::domain::idp::Identity,
     pub orgs: crate::domain::orgs::Orgs,
     pub readers: crate::domain::posts::Readers,
+    /// Checkouts and orders; holds the order writer (group commit on SQLite).
     pub checkout: crate::domain::checkout::Checkout,
     pub accounts: crate::domain::accounts::Accounts,
+    /// Account mails and receipts.
     pub mailer: crate::adapters::mail::Mailer,
 }
 

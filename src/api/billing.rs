@@ -233,7 +233,7 @@ pub async fn activate(
     .await?;
     settle_level(app, user_id).await?;
     if let Some(user) = users_db::by_id(&app.db, user_id).await? {
-        app.ledger.distribute_monthly(&user).await?;
+        app.domain.ledger.distribute_monthly(&user).await?;
     }
     Ok(())
 }
@@ -374,7 +374,7 @@ async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<b
                     .await?;
             }
             if let Some(user) = users_db::by_id(&app.db, &sub.user_id).await? {
-                app.ledger.distribute_monthly(&user).await?;
+                app.domain.ledger.distribute_monthly(&user).await?;
             }
             Ok(true)
         }
@@ -383,6 +383,7 @@ async fn handle_event(app: &AppState, kind: &str, object: &Value) -> ApiResult<b
                 let amount = object["amount"].as_i64().unwrap_or(-1);
                 let currency = object["currency"].as_str();
                 return Ok(app
+                    .domain
                     .checkout
                     .confirm_payment(order, &id, amount, currency)
                     .await?);
@@ -453,6 +454,7 @@ pub async fn authenticate_agent(
         }
     };
     let created = app
+        .domain
         .accounts
         .create_account(&email, Some(&body.password), None, true)
         .await;
@@ -480,7 +482,7 @@ pub async fn authenticate_agent(
         .ok_or_else(|| ApiError::internal("agent account vanished"))?;
     Ok(Answer(AgentAccount {
         api_key: key,
-        user: crate::wire::users::User::of(&user, Some(&app.accounts.user_key(&user)?)),
+        user: crate::wire::users::User::of(&user, Some(&app.domain.accounts.user_key(&user)?)),
         subscription: AgentSubscription {
             id: subscription,
             product_id: plan.product_id.clone(),

@@ -245,7 +245,7 @@ pub async fn deduct(
                 key.clone(),
                 json!({}),
             );
-            let applied = app.ledger.apply(vec![change]).await?;
+            let applied = app.domain.ledger.apply(vec![change]).await?;
             let (balance, transaction_id) =
                 outcome(app, &caller.id, applied, key.as_deref(), -credit).await?;
             Ok(Deducted {
@@ -301,6 +301,7 @@ async fn bonus(app: &AppState, caller: &Caller, body: &BonusBody) -> ApiResult<B
     })?;
     let name = body.bonus_name.trim();
     let applied = app
+        .domain
         .ledger
         .apply(vec![entry(
             &caller.id,
@@ -334,7 +335,7 @@ pub async fn distribute_to_user_id(
         let user = users_db::by_id(&app.db, &body.id)
             .await?
             .ok_or_else(|| ApiError::not_found("user not found"))?;
-        let (amount, repeat) = app.ledger.distribute_monthly(&user).await?;
+        let (amount, repeat) = app.domain.ledger.distribute_monthly(&user).await?;
         Ok(MonthlyDistributed {
             success: True,
             amount: if repeat { 0 } else { amount },
@@ -457,6 +458,7 @@ async fn transfer(
 ) -> ApiResult<Option<Applied>> {
     let group = uuid::Uuid::new_v4().to_string();
     Ok(app
+        .domain
         .ledger
         .apply(vec![
             entry(
@@ -527,7 +529,7 @@ async fn vendor_distribution(
         .as_deref()
         .map(|r| format!("vendor:{}:{}", body.vendor_id.trim(), r.trim()))
         .or(idempotency_key);
-    let applied = app.ledger.apply(
+    let applied = app.domain.ledger.apply(
         vec![entry(
             &user.id,
             tokens,

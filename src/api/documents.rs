@@ -128,7 +128,12 @@ pub async fn delete(
     JsonBody(body): JsonBody<IdBody>,
 ) -> ApiResult<Answer<Deleted>> {
     let doc = store::get(&app.db, &body.id).await?.ok_or_else(not_found)?;
-    if !app.orgs.in_org(&caller, &doc.organization_id).await? {
+    if !app
+        .domain
+        .orgs
+        .in_org(&caller, &doc.organization_id)
+        .await?
+    {
         return Err(not_found());
     }
     store::delete(&app.db, &doc.id).await?;

@@ -338,7 +338,11 @@ pub async fn link_status(
 /// Whether the caller administers the link's organization now (having issued it gives no
 /// rights of its own: security round 2, M7).
 async fn may_see(app: &AppState, caller: &Caller, l: &LinkRow) -> ApiResult<bool> {
-    Ok(app.orgs.org_admin(caller, &l.organization_id).await?)
+    Ok(app
+        .domain
+        .orgs
+        .org_admin(caller, &l.organization_id)
+        .await?)
 }
 
 /// An item's `download_asset` as a purchase uses it: `(key, file name, mime type, max
@@ -386,6 +390,7 @@ pub async fn purchase(
         let scope = who.scope("download-purchase");
         crate::http::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
             let placed = app
+                .domain
                 .checkout
                 .purchase(who.shopper(), body.purchase(), |item| {
                     Ok(asset_of(item).map(|_| ())?)
@@ -447,7 +452,8 @@ pub async fn purchase(
                     let _ = store::revoke(&app.db, &l.id).await;
                     let _ = app.objects.delete(&l.clone_key).await;
                 }
-                app.checkout
+                app.domain
+                    .checkout
                     .undo_purchase(&placed.row, "download links not made")
                     .await?;
                 return Err(e);

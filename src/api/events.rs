@@ -68,7 +68,7 @@ pub async fn list(
         .await?
         .ok_or_else(|| ApiError::not_found("organization not found"))?;
     let member = match &caller.0 {
-        Some(c) => app.orgs.in_org(c, &org.id).await?,
+        Some(c) => app.domain.orgs.in_org(c, &org.id).await?,
         None => false,
     };
     let (rows, total) = store::list(&app.db, &org.id, !member, limit, offset).await?;
@@ -79,7 +79,7 @@ pub async fn list(
 /// The event if the caller may see it (404 otherwise).
 async fn visible(app: &AppState, caller: &Caller, id: &str) -> ApiResult<EventRow> {
     let e = store::get(&app.db, id).await?.ok_or_else(not_found)?;
-    if visible_to_all(&e) || app.orgs.in_org(caller, &e.organization_id).await? {
+    if visible_to_all(&e) || app.domain.orgs.in_org(caller, &e.organization_id).await? {
         Ok(e)
     } else {
         Err(not_found())

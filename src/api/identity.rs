@@ -41,7 +41,11 @@ pub async fn authenticate_google_client(
             "identity-provider sign-in is not configured (PLINTH_GOOGLE_CLIENT_IDS)",
         ));
     }
-    let claims = app.identity.verify_id_token(body.token.trim()).await?;
+    let claims = app
+        .domain
+        .identity
+        .verify_id_token(body.token.trim())
+        .await?;
     // Only an email the provider vouches for proves the mailbox (finding L7): a missing
     // claim is refused like `false`.
     if claims.email_verified != Some(true) {
@@ -56,10 +60,12 @@ pub async fn authenticate_google_client(
     let (user, key, existing, emailed) = match store::by_email(&app.db, &email).await? {
         Some(user) => {
             let (user, key) = app
+                .domain
                 .accounts
                 .verify_elsewhere(&user.id, source.as_deref())
                 .await?;
             let user = app
+                .domain
                 .accounts
                 .apply_exemption(user, source.as_deref())
                 .await?;
@@ -68,6 +74,7 @@ pub async fn authenticate_google_client(
         None => {
             let password = crypto::new_code();
             let (user, key) = app
+                .domain
                 .accounts
                 .create_account(&email, Some(&password), source.as_deref(), true)
                 .await?;
@@ -76,6 +83,7 @@ pub async fn authenticate_google_client(
                 false
             } else {
                 let msg = app
+                    .domain
                     .mailer
                     .compose(
                         mail::Dress::account(source.as_deref()),
@@ -84,7 +92,7 @@ pub async fn authenticate_google_client(
                         &password,
                     )
                     .await;
-                app.mailer.send(msg).await
+                app.domain.mailer.send(msg).await
             };
             (user, key, false, emailed)
         }
@@ -107,6 +115,7 @@ async fn with_profile(
         return Ok(user);
     }
     Ok(app
+        .domain
         .accounts
         .modify_data(user, |data| {
             if let Some(n) = &name {
@@ -137,16 +146,18 @@ pub async fn authenticate_token(
     if token.is_empty() || hex::decode(token).is_err() {
         return Err(ApiError::bad_request("`token` must be a hex string"));
     }
-    let grant = app.identity.redeem(token).await?;
+    let grant = app.domain.identity.redeem(token).await?;
     let email = parse_email(&grant.email).map_err(|_| ApiError::unauthorized("invalid token"))?;
     let source = parse_source(grant.source);
     let (user, api_key, existing) = match store::by_email(&app.db, &email).await? {
         Some(user) => {
             let (user, k) = app
+                .domain
                 .accounts
                 .verify_elsewhere(&user.id, source.as_deref())
                 .await?;
             let user = app
+                .domain
                 .accounts
                 .apply_exemption(user, source.as_deref())
                 .await?;
@@ -154,6 +165,7 @@ pub async fn authenticate_token(
         }
         None => {
             let (user, k) = app
+                .domain
                 .accounts
                 .create_account(&email, None, source.as_deref(), true)
                 .await?;

@@ -38,7 +38,7 @@ fn holds(caller: Option<&Caller>, u: &UnitRow) -> bool {
 /// Whether the caller sees the organization's private items.
 async fn member(app: &AppState, caller: Option<&Caller>, org_id: &str) -> ApiResult<bool> {
     match caller {
-        Some(c) => Ok(app.orgs.in_org(c, org_id).await?),
+        Some(c) => Ok(app.domain.orgs.in_org(c, org_id).await?),
         None => Ok(false),
     }
 }

@@ -70,7 +70,12 @@ fn not_found() -> ApiError {
 /// regenerate the keys they had issued); only organization admins issue licenses.
 async fn managed(app: &AppState, caller: &Caller, id: &str) -> ApiResult<LicenseRow> {
     let l = store::get(&app.db, id).await?.ok_or_else(not_found)?;
-    if app.orgs.org_admin(caller, &l.organization_id).await? {
+    if app
+        .domain
+        .orgs
+        .org_admin(caller, &l.organization_id)
+        .await?
+    {
         return Ok(l);
     }
     Err(not_found())
@@ -318,7 +323,7 @@ pub async fn list(
     let of = match q.domain.as_deref() {
         None => Of::User(&caller.id),
         Some(d) => {
-            org = app.orgs.administered(&caller, d, "licenses").await?;
+            org = app.domain.orgs.administered(&caller, d, "licenses").await?;
             Of::Organization(&org.id)
         }
     };
@@ -336,7 +341,13 @@ pub async fn get(
 ) -> ApiResult<PrivateAnswer<Data<License>>> {
     let l = store::get(&app.db, &id).await?.ok_or_else(not_found)?;
     let owner = l.user_id.as_deref() == Some(caller.id.as_str());
-    if !owner && !app.orgs.org_admin(&caller, &l.organization_id).await? {
+    if !owner
+        && !app
+            .domain
+            .orgs
+            .org_admin(&caller, &l.organization_id)
+            .await?
+    {
         return Err(not_found());
     }
     let key = app
@@ -365,6 +376,7 @@ pub async fn purchase(
         let scope = who.scope("license-purchase");
         crate::http::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
             let placed = app
+                .domain
                 .checkout
                 .purchase(who.shopper(), body.purchase(), |item| {
                     match terms(&item.data.0)?.product_id {
@@ -381,7 +393,8 @@ pub async fn purchase(
             let keys_by_id = match keys_by_id {
                 Ok(m) => m,
                 Err(e) => {
-                    app.checkout
+                    app.domain
+                        .checkout
                         .undo_purchase(&placed.row, "license keys not minted")
                         .await?;
                     return Err(e);

@@ -131,7 +131,7 @@ pub async fn list(
         user_id: author.as_deref(),
         published_only,
         no_private: true,
-        reader: app.readers.list_reader(caller).await?,
+        reader: app.domain.readers.list_reader(caller).await?,
         ..Filter::default()
     };
     let (rows, total) = store::list(&app.db, &filter, limit, offset).await?;
@@ -148,7 +148,7 @@ async fn read(
 ) -> ApiResult<Prebuilt<Data<Post>>> {
     let cached = cached.ok_or_else(not_found)?;
     let post = &cached.row;
-    if !app.readers.may_read(caller, &readable(post)).await? {
+    if !app.domain.readers.may_read(caller, &readable(post)).await? {
         return Err(not_found());
     }
     if rules::flag(&post.data.0, "reception_tracking") {
@@ -250,10 +250,19 @@ pub async fn create(
     JsonBody(body): JsonBody<CreateBody>,
 ) -> ApiResult<Answer<Saved<Post>>> {
     let post_type = post_type(&body.r#type)?;
-    let org_id = app.orgs.member_org(&caller, body.domain.as_deref()).await?;
+    let org_id = app
+        .domain
+        .orgs
+        .member_org(&caller, body.domain.as_deref())
+        .await?;
     if let Some(thread) = &body.thread_id {
         let t = store::get(&app.db, thread).await?.ok_or_else(not_found)?;
-        if !app.readers.may_read(Some(&caller), &readable(&t)).await? {
+        if !app
+            .domain
+            .readers
+            .may_read(Some(&caller), &readable(&t))
+            .await?
+        {
             return Err(not_found());
         }
         if t.r#type != THREAD || t.thread_id.is_some() {
@@ -302,7 +311,12 @@ async fn owned(app: &AppState, caller: &Arc<Caller>, id: &str) -> ApiResult<Post
     if post.user_id == caller.id || caller.is_admin() {
         return Ok(post);
     }
-    if app.readers.may_read(Some(caller), &readable(&post)).await? {
+    if app
+        .domain
+        .readers
+        .may_read(Some(caller), &readable(&post))
+        .await?
+    {
         Err(ApiError::forbidden(
             "only the post's author or an administrator may change it",
         ))
@@ -470,6 +484,7 @@ pub async fn all_thread_replies(
     let (limit, offset) = (body.limit.get(), body.offset.get());
     let thread = store::get(&app.db, &body.id).await?.ok_or_else(not_found)?;
     if !app
+        .domain
         .readers
         .may_read(caller.0.as_deref(), &readable(&thread))
         .await?

@@ -86,11 +86,11 @@ pub async fn authenticate(
         source: source.as_deref(),
         client_ip: ip.as_deref(),
     };
-    app.accounts.count_password_attempt(&email).await?;
+    app.domain.accounts.count_password_attempt(&email).await?;
 
     let Some(user) = store::by_email(&app.db, &email).await? else {
-        app.accounts.forget_failures(&email).await?;
-        let (user, key, emailed) = app.accounts.sign_up(&email, &attempt).await?;
+        app.domain.accounts.forget_failures(&email).await?;
+        let (user, key, emailed) = app.domain.accounts.sign_up(&email, &attempt).await?;
         return Ok(Answer(SignedIn {
             user: User::of(&user, Some(&key)),
             existing: false,
@@ -98,12 +98,13 @@ pub async fn authenticate(
         }));
     };
     if check_password(body.password.clone(), user.password_hash.clone()).await? {
-        app.accounts.forget_failures(&email).await?;
+        app.domain.accounts.forget_failures(&email).await?;
         let user = app
+            .domain
             .accounts
             .apply_exemption(user, source.as_deref())
             .await?;
-        let key = app.accounts.user_key(&user)?;
+        let key = app.domain.accounts.user_key(&user)?;
         return Ok(Answer(SignedIn {
             user: User::of(&user, Some(&key)),
             existing: true,
@@ -113,7 +114,7 @@ pub async fn authenticate(
     if user.verified {
         return Err(ApiError::unauthorized("invalid email or password"));
     }
-    let emailed = app.accounts.another_sign_up(&user, &attempt).await?;
+    let emailed = app.domain.accounts.another_sign_up(&user, &attempt).await?;
     let message = if emailed {
         "invalid email or password; the address is not confirmed yet, so a link that \
          confirms it with this password was emailed to it"
@@ -142,7 +143,8 @@ pub async fn authenticate_interstitial(
     let dress = Dress::account(source.as_deref());
     let emailed = match store::by_email(&app.db, &email).await? {
         Some(user) => {
-            app.accounts
+            app.domain
+                .accounts
                 .email_code(&user, Kind::SignIn, dress, Asker::Anyone, None)
                 .await?
         }
@@ -213,6 +215,7 @@ pub async fn verify(
         return Err(expired(&app, &hash, &row).await?);
     }
     let (user, key) = app
+        .domain
         .accounts
         .verify_with_code(&hash, new_password.as_deref())
         .await?
@@ -249,13 +252,15 @@ async fn expired(app: &AppState, hash: &str, row: &store::CodeRow) -> ApiResult<
                 Kind::AnotherSignUp
             };
             let dress = Dress::sign_up(a.source.as_deref());
-            app.accounts
+            app.domain
+                .accounts
                 .email_code(&user, kind, dress, Asker::Anyone, Some(&a.id))
                 .await?
         }
         None => {
             let dress = Dress::account(user.source.as_deref());
-            app.accounts
+            app.domain
+                .accounts
                 .email_code(&user, Kind::Verify, dress, Asker::Anyone, None)
                 .await?
         }
@@ -374,6 +379,7 @@ pub async fn verify_resend(
     }
     let source = parse_source(body.source);
     let emailed = app
+        .domain
         .accounts
         .resend_confirmation(&user, source.as_deref(), Asker::Holder)
         .await?;
@@ -393,7 +399,8 @@ pub async fn reset_password(
     let source = parse_source(body.source);
     if let Some(user) = store::by_email(&app.db, &email).await? {
         let dress = Dress::account(source.as_deref());
-        app.accounts
+        app.domain
+            .accounts
             .email_code(&user, Kind::Reset, dress, Asker::Anyone, None)
             .await?;
     }
@@ -426,7 +433,7 @@ pub async fn viewer(
     if let Some(bytes) = caller.viewer_answer.get() {
         return Ok(Prebuilt::public(bytes.clone()));
     }
-    let key = app.accounts.user_key(&caller.user)?;
+    let key = app.domain.accounts.user_key(&caller.user)?;
     let bytes = prebuild(&UserAnswer {
         user: User::of(&caller.user, Some(&key)),
     })
@@ -570,6 +577,7 @@ pub async fn update(
         .ok_or_else(|| ApiError::not_found("user not found"))?;
     let force = body.force_push;
     let user = app
+        .domain
         .accounts
         .modify_data(user, |data| {
             let exemptions = data.get("exemptions").cloned();
@@ -588,7 +596,7 @@ pub async fn update(
         })
         .await?;
     let key = if user.id == caller.id {
-        Some(app.accounts.user_key(&user)?)
+        Some(app.domain.accounts.user_key(&user)?)
     } else {
         None
     };
@@ -630,7 +638,7 @@ pub async fn update_viewer_username(
     let username = parse_username(&body.username)?;
     let user = store::set_username(&app.db, &caller.id, &username).await?;
     let user = app.caches.announce(user).await;
-    let key = app.accounts.user_key(&user)?;
+    let key = app.domain.accounts.user_key(&user)?;
     Ok(Answer(UserSaved {
         success: True,
         user: User::of(&user, Some(&key)),
@@ -642,7 +650,7 @@ pub async fn regenerate_key(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
 ) -> ApiResult<Answer<KeyRegenerated>> {
-    let (key, hash, cipher) = app.accounts.new_key();
+    let (key, hash, cipher) = app.domain.accounts.new_key();
     let user = store::set_key(&app.db, &caller.id, &hash, &cipher).await?;
     let user = app.caches.announce(user).await;
     Ok(Answer(KeyRegenerated {
@@ -678,7 +686,7 @@ pub async fn sync_wallet(
     )
     .await?;
     let user = app.caches.announce(user).await;
-    let key = app.accounts.user_key(&user)?;
+    let key = app.domain.accounts.user_key(&user)?;
     Ok(Answer(UserSaved {
         success: True,
         user: User::of(&user, Some(&key)),
@@ -692,7 +700,7 @@ pub async fn desync_wallet(
 ) -> ApiResult<Answer<UserSaved>> {
     let user = store::set_wallet(&app.db, &caller.id, None, None).await?;
     let user = app.caches.announce(user).await;
-    let key = app.accounts.user_key(&user)?;
+    let key = app.domain.accounts.user_key(&user)?;
     Ok(Answer(UserSaved {
         success: True,
         user: User::of(&user, Some(&key)),

@@ -121,7 +121,12 @@ async fn admit(app: &AppState, org: &OrgRow, email: &str) -> ApiResult<Value> {
         Some(u) => u,
         // Its owner did not choose the organization: no email templates (security round
         // 2, L7).
-        None => match app.accounts.create_account_for(email, &org.domain).await {
+        None => match app
+            .domain
+            .accounts
+            .create_account_for(email, &org.domain)
+            .await
+        {
             Ok((u, _)) => u,
             // Created concurrently by another accept: reuse it.
             Err(AccountError::Db(e)) if crate::db::unique_violation(&e).is_some() => {

@@ -482,7 +482,7 @@ async fn charge(
     };
     let cost = entry.cost as i64;
     let Some(c) = caller else {
-        return Err(app.ledger.insufficient(cost, 0).into());
+        return Err(app.domain.ledger.insufficient(cost, 0).into());
     };
     let charge = usage_entry(
         &c.id,
@@ -500,9 +500,9 @@ async fn charge(
     {
         Ok(Applied::Done { .. }) => Ok(true),
         Ok(Applied::Insufficient { balance, .. }) => {
-            Err(app.ledger.insufficient(cost, balance).into())
+            Err(app.domain.ledger.insufficient(cost, balance).into())
         }
-        Ok(_) => Err(app.ledger.insufficient(cost, 0).into()),
+        Ok(_) => Err(app.domain.ledger.insufficient(cost, 0).into()),
         Err(e) => Err(LedgerError::Unanswered(e).into()),
     }
 }

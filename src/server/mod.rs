@@ -134,7 +134,7 @@ impl Built {
         self.telemetry.stop();
         self.analytics.stop();
         self.state.posts.stop();
-        self.state.checkout.stop();
+        self.state.domain.checkout.stop();
     }
 }
 
@@ -232,13 +232,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         db,
         key,
         auth_key,
-        ledger: handles.ledger,
-        identity: handles.identity,
-        orgs: handles.orgs,
-        readers: handles.readers,
-        checkout: handles.checkout,
-        accounts: handles.accounts,
-        mailer: handles.mailer,
+        domain: handles,
         payments,
         store_verifier,
         webhook_secret,

@@ -95,7 +95,7 @@ async fn upload_target(
         let (max, exact) = upload_bound(app.objects.backend() == "s3", g.body.size)?;
         return Ok((upload_key(&g.org.id, filename), max, exact));
     }
-    if !app.orgs.org_admin(&g.caller, &g.org.id).await? {
+    if !app.domain.orgs.org_admin(&g.caller, &g.org.id).await? {
         return Err(ApiError::forbidden(
             "catalog uploads are for the organization's admins",
         ));

@@ -75,7 +75,11 @@ pub async fn thing_create(
     let slug = crate::domain::posts::slug(&body.slug)?;
     let data = Value::Object(body.data.unwrap_or_default());
     records::check_data(&data)?;
-    let org_id = app.orgs.member_org(&caller, body.domain.as_deref()).await?;
+    let org_id = app
+        .domain
+        .orgs
+        .member_org(&caller, body.domain.as_deref())
+        .await?;
     let fields = ThingFields {
         title: &title,
         category: &category,
@@ -104,7 +108,7 @@ async fn changeable(
         _ => false,
     };
     match &t.organization_id {
-        Some(org) if names_its_org && app.orgs.in_org(caller, org).await? => Ok(t),
+        Some(org) if names_its_org && app.domain.orgs.in_org(caller, org).await? => Ok(t),
         _ => Err(not_found()),
     }
 }

@@ -71,6 +71,7 @@ pub async fn checkout(
                 crate::adapters::payments::valid_payment_method_id(pm)?;
             }
             let basket = app
+                .domain
                 .checkout
                 .basket(
                     Some(&caller),
@@ -87,6 +88,7 @@ pub async fn checkout(
                 payment_method_id: body.payment_method_id.clone(),
             };
             let placed = app
+                .domain
                 .checkout
                 .place(Buyer::User(caller.id.clone()), basket, pay, req)
                 .await?;
@@ -112,6 +114,7 @@ pub async fn guest_checkout(
         crate::http::idempotency::checkout(&app, key.0.clone(), scope, &body, async {
             crate::adapters::payments::valid_payment_method_id(&body.payment_method_id)?;
             let basket = app
+                .domain
                 .checkout
                 .basket(
                     None,
@@ -140,6 +143,7 @@ pub async fn guest_checkout(
                 payment_method_id: Some(body.payment_method_id.clone()),
             };
             let placed = app
+                .domain
                 .checkout
                 .place(Buyer::Guest(guest.id.clone()), basket, Pay::Usd, req)
                 .await?;

@@ -131,6 +131,7 @@ pub async fn cart_add(
     JsonBody(body): JsonBody<LineBody>,
 ) -> ApiResult<Answer<Cart>> {
     let item = app
+        .domain
         .checkout
         .item_for(Some(&caller), &body.sku, body.domain.as_deref())
         .await?;
@@ -229,6 +230,7 @@ pub async fn guest_cart_add(
     JsonBody(body): JsonBody<LineBody>,
 ) -> ApiResult<Answer<Cart>> {
     let item = app
+        .domain
         .checkout
         .item_for(None, &body.sku, Some(&guest.domain))
         .await?;

@@ -27,7 +27,12 @@ fn not_found() -> ApiError {
 async fn order_for(app: &AppState, caller: &Caller, id: &str) -> ApiResult<(OrderRow, Role)> {
     let o = store::get(&app.db, id).await?.ok_or_else(not_found)?;
     // A seller buying from their own shop moves the order as its seller.
-    if app.orgs.org_admin(caller, &o.organization_id).await? {
+    if app
+        .domain
+        .orgs
+        .org_admin(caller, &o.organization_id)
+        .await?
+    {
         return Ok((o, Role::Seller));
     }
     if o.user_id.as_deref() == Some(caller.id.as_str()) {
@@ -63,7 +68,7 @@ pub async fn orders(
     let of = match q.domain.as_deref() {
         None => Of::User(&caller.id),
         Some(d) => {
-            org = app.orgs.administered(&caller, d, "orders").await?;
+            org = app.domain.orgs.administered(&caller, d, "orders").await?;
             Of::Organization(&org.id)
         }
     };
@@ -134,7 +139,10 @@ pub async fn order_update(
                 store::release(&app.db, &o.id, o.status, to, &caller.id).await?
             }
             OrderStatus::Refunded => {
-                app.checkout.refund(&o, "refunded by the seller").await?;
+                app.domain
+                    .checkout
+                    .refund(&o, "refunded by the seller")
+                    .await?;
                 store::release(&app.db, &o.id, o.status, to, &caller.id).await?
             }
             _ => store::set_status(&app.db, &o.id, o.status, to).await?,
@@ -212,7 +220,7 @@ async fn send(app: &AppState, o: &OrderRow) -> ApiResult<bool> {
         .as_deref()
         .ok_or_else(|| ApiError::bad_request("the order has no email to send a receipt to"))?;
     let lines = store::lines(&app.db, &o.id).await?;
-    if !app.mailer.send(receipt(app, o, &lines, to)).await {
+    if !app.domain.mailer.send(receipt(app, o, &lines, to)).await {
         return Err(ApiError::new(
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
             "the email queue is unavailable; try again",

@@ -83,7 +83,11 @@ pub async fn create(
         .await?
         .ok_or_else(|| ApiError::bad_request("send one of `document`, `markdown` or `template`"))?;
     title_of(body.title.as_deref(), &mut deck)?;
-    let org_id = app.orgs.member_org(&caller, body.domain.as_deref()).await?;
+    let org_id = app
+        .domain
+        .orgs
+        .member_org(&caller, body.domain.as_deref())
+        .await?;
     // A new deck has no assets yet, so any image reference is unknown.
     check_assets(&app, None, &deck).await?;
     let scope = format!("user:{}", caller.id);
