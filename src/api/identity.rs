@@ -62,12 +62,7 @@ pub async fn authenticate_google_client(
             let (user, key) = app
                 .domain
                 .accounts
-                .verify_elsewhere(&user.id, source.as_deref())
-                .await?;
-            let user = app
-                .domain
-                .accounts
-                .apply_exemption(user, source.as_deref())
+                .sign_in_elsewhere(&user.id, source.as_deref())
                 .await?;
             (user, key, true, false)
         }
@@ -154,12 +149,7 @@ pub async fn authenticate_token(
             let (user, k) = app
                 .domain
                 .accounts
-                .verify_elsewhere(&user.id, source.as_deref())
-                .await?;
-            let user = app
-                .domain
-                .accounts
-                .apply_exemption(user, source.as_deref())
+                .sign_in_elsewhere(&user.id, source.as_deref())
                 .await?;
             (user, k, true)
         }

@@ -453,11 +453,23 @@ impl Accounts {
         Ok((user, key))
     }
 
+    /// A sign-in of an existing account through an identity provider or the identity
+    /// service: the mailbox is proven ([`Self::verify_elsewhere`]) and the sign-in's
+    /// source sets the exemption tag ([`Self::apply_exemption`]).
+    pub async fn sign_in_elsewhere(
+        &self,
+        user_id: &str,
+        source: Option<&str>,
+    ) -> Result<(UserRow, String), AccountError> {
+        let (user, key) = self.verify_elsewhere(user_id, source).await?;
+        Ok((self.apply_exemption(user, source).await?, key))
+    }
+
     /// Verifies the account after an identity provider or the identity service proved the
     /// mailbox (finding H1): a first verification rotates the API key and drops what the
     /// account's opener set ([`Unproven::Elsewhere`]); `source`, named by this sign-in,
     /// becomes the account's own.
-    pub async fn verify_elsewhere(
+    async fn verify_elsewhere(
         &self,
         user_id: &str,
         source: Option<&str>,

@@ -114,37 +114,18 @@ type Result<T, E = CheckoutError> = std::result::Result<T, E>;
 /// `domain::orders` are methods of it too.
 #[derive(Clone)]
 pub struct Checkout {
-    pub(super) db: Db,
-    pub(super) ledger: Ledger,
-    pub(super) orgs: Orgs,
-    pub(super) payments: Arc<dyn PaymentProvider>,
+    pub db: Db,
+    pub ledger: Ledger,
+    pub orgs: Orgs,
+    pub payments: Arc<dyn PaymentProvider>,
     /// Shared: one group-commit writer for the whole process.
-    pub(super) orders: Arc<Placer>,
-    pub(super) reservation_secs: u64,
-    pub(super) public_url: String,
+    pub orders: Arc<Placer>,
+    /// How long unpaid units stay held (`PLINTH_RESERVATION_SECS`).
+    pub reservation_secs: u64,
+    pub public_url: String,
 }
 
 impl Checkout {
-    pub fn new(
-        db: Db,
-        ledger: Ledger,
-        orgs: Orgs,
-        payments: Arc<dyn PaymentProvider>,
-        orders: Placer,
-        reservation_secs: u64,
-        public_url: String,
-    ) -> Self {
-        Self {
-            db,
-            ledger,
-            orgs,
-            payments,
-            orders: Arc::new(orders),
-            reservation_secs,
-            public_url,
-        }
-    }
-
     /// Stops the order writer (at shutdown, once requests have drained).
     pub fn stop(&self) {
         self.orders.stop();
