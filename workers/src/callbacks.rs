@@ -67,4 +67,16 @@ impl Job for CallbackTask {
     async fn run(self, env: &Env, attempt: usize) -> Result<(), JobError> {
         Ok(env.deliver(&self, attempt).await?)
     }
+
+    /// The receiver never acknowledged the event: the log names the export and the event
+    /// a receiver's owner asks about (the count is `plinth_jobs_dead_total`).
+    async fn on_final_failure(&self, _: &Env, error: &JobError) {
+        tracing::warn!(
+            job_id = %self.job_id,
+            event_id = %self.event_id,
+            cause = error.cause,
+            error = %error.message,
+            "completion callback abandoned: no attempt left"
+        );
+    }
 }

@@ -27,7 +27,7 @@ pub struct Retry {
 }
 
 /// One kind of background job (module comment).
-pub trait Job: Serialize + DeserializeOwned + Send + Sync + Unpin + 'static {
+pub trait Job: Serialize + DeserializeOwned + Clone + Send + Sync + Unpin + 'static {
     /// The queue's name for operators: `--queues`, `--concurrency`, `plinth jobs`,
     /// metrics labels.
     const NAME: &'static str;
@@ -60,6 +60,23 @@ pub trait Job: Serialize + DeserializeOwned + Send + Sync + Unpin + 'static {
         port: &Self::Port,
         attempt: usize,
     ) -> impl Future<Output = Result<(), JobError>> + Send;
+
+    /// What to do when the job has failed for good (a permanent error, or the last
+    /// attempt's): by default nothing beyond what the lifecycle layer records (the
+    /// attempt, its outcome and the error). Not called for a cancelled job.
+    fn on_final_failure(
+        &self,
+        port: &Self::Port,
+        error: &JobError,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = (port, error);
+        async {}
+    }
+}
+
+/// Whether a run's error ends the job: permanent, or no attempt is left.
+fn is_final<J: Job>(error: &JobError, attempt: usize) -> bool {
+    error.permanent || attempt >= J::retry().max_attempts
 }
 
 /// The apalis handler of every job kind: the run, its error as the lifecycle layer
@@ -69,10 +86,18 @@ pub(crate) async fn handle<J: Job>(
     port: Data<J::Port>,
     attempt: Attempt,
 ) -> Result<(), BoxDynError> {
-    match job.run(&port, attempt.current().max(1)).await {
+    let attempt = attempt.current().max(1);
+    // The arguments outlive the run for the final-failure hook (they are a few ids).
+    let args = job.clone();
+    match job.run(&port, attempt).await {
         Ok(()) => Ok(()),
         Err(e) if e.cancelled => Err(cancelled(e.message)),
-        Err(e) => Err(Box::new(e)),
+        Err(e) => {
+            if is_final::<J>(&e, attempt) {
+                args.on_final_failure(&port, &e).await;
+            }
+            Err(Box::new(e))
+        }
     }
 }
 
@@ -122,4 +147,69 @@ impl Ports {
 /// only registered kinds can be queued.
 pub trait Registered: Job {
     const QUEUE: QueueName;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use serde::Deserialize;
+
+    use super::*;
+
+    /// Fails as told; counts the final-failure calls in its port.
+    #[derive(Clone, Serialize, Deserialize)]
+    struct Flaky {
+        permanent: bool,
+        cancelled: bool,
+    }
+
+    impl Job for Flaky {
+        const NAME: &'static str = "flaky";
+        const TABLE: &'static str = "flaky";
+        const TIMEOUT: Duration = Duration::from_secs(1);
+        type Port = Arc<AtomicUsize>;
+
+        fn retry() -> Retry {
+            Retry {
+                max_attempts: 3,
+                backoff: Arc::new(crate::retry::Backoff::slides()),
+            }
+        }
+
+        async fn run(self, _: &Self::Port, _: usize) -> Result<(), JobError> {
+            let mut e = JobError::retry("test", "failed");
+            e.permanent = self.permanent;
+            e.cancelled = self.cancelled;
+            Err(e)
+        }
+
+        async fn on_final_failure(&self, finals: &Self::Port, _: &JobError) {
+            finals.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_final_failure_hook_runs_once_the_job_has_failed_for_good() {
+        let finals = Arc::new(AtomicUsize::new(0));
+        let run = |permanent, cancelled, attempt| {
+            let job = Flaky {
+                permanent,
+                cancelled,
+            };
+            let port = Data::new(finals.clone());
+            handle::<Flaky>(job, port, Attempt::new_with_value(attempt))
+        };
+        // Attempts left: retried, no hook.
+        assert!(run(false, false, 1).await.is_err());
+        assert!(run(false, false, 2).await.is_err());
+        assert_eq!(finals.load(Ordering::SeqCst), 0);
+        // A cancelled job is not a failure.
+        assert!(run(false, true, 3).await.is_err());
+        assert_eq!(finals.load(Ordering::SeqCst), 0);
+        // The last attempt, and a permanent error on the first.
+        assert!(run(false, false, 3).await.is_err());
+        assert!(run(true, false, 1).await.is_err());
+        assert_eq!(finals.load(Ordering::SeqCst), 2);
+    }
 }
