@@ -102,27 +102,8 @@ text_enum! {
     }
 }
 
-text_enum! {
-    /// Why a credit account's balance moved (a ledger row's `kind`).
-    pub enum LedgerKind {
-        /// A metered call's cost.
-        Usage = "usage",
-        /// A metered call's cost given back (the call failed on the server's side).
-        UsageRefund = "usage_refund",
-        Deduct = "deduct",
-        Bonus = "bonus",
-        Monthly = "monthly",
-        TransferOut = "transfer_out",
-        TransferIn = "transfer_in",
-        VendorDistribution = "vendor_distribution",
-        /// An app store purchase credited.
-        StorePurchase = "store_purchase",
-        /// A marketplace order paid in tokens.
-        Purchase = "purchase",
-        /// An order's tokens given back.
-        Refund = "refund",
-    }
-}
+// Why a credit account's balance moved: shared with the credit actors.
+pub use plinth_vocab::LedgerKind;
 
 // The status of a job as clients and operators see it: shared with the workers' queue
 // module, which maps apalis's statuses to it.

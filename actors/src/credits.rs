@@ -21,8 +21,8 @@ pub struct Entry {
     pub user_id: String,
     /// Negative to spend; the account may not go below zero.
     pub delta: i64,
-    /// Ledger kind: `usage`, `deduct`, `bonus`, `monthly`, `transfer_out`, ...
-    pub kind: String,
+    /// Why the balance moves (the ledger row's `kind`).
+    pub kind: plinth_vocab::LedgerKind,
     /// Makes the entry happen at most once per account (`bonus:<name>`, `monthly:<month>`).
     pub idem_key: Option<String>,
     /// JSON details stored with the ledger row.
@@ -501,7 +501,7 @@ mod tests {
         Entry {
             user_id: user.into(),
             delta,
-            kind: "test".into(),
+            kind: plinth_vocab::LedgerKind::Deduct,
             idem_key: key.map(Into::into),
             data: serde_json::Value::Null,
         }

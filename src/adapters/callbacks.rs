@@ -21,7 +21,7 @@ use plinth_workers::{BoxDynError, CallbackTask, JobError};
 use crate::adapters::storage::ObjectStore;
 use crate::crypto::MasterKey;
 use crate::db::Db;
-use crate::domain::exports::{ended, job_view, Event, EventData};
+use crate::domain::exports::{job_view, Event, EventData};
 
 /// How long a receiver has to answer.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -199,7 +199,7 @@ impl Deliverer {
             return Ok(());
         };
         // Retried by an operator since: the next end sends its own event.
-        if !ended(&job.status) {
+        if !job.status.ended() {
             return Ok(());
         }
         // The event carries artifact URLs: only for a requester who may still read the

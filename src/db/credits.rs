@@ -158,7 +158,7 @@ async fn try_set_based(db: &Db, changes: &[Change]) -> sqlx::Result<Option<Vec<A
         }
         let mut q = sqlx::query(AssertSqlSafe(insert.as_str()));
         for (e, (account_id, balance, id)) in entries.iter().zip(&after) {
-            q = q.bind(id).bind(account_id).bind(&e.kind).bind(e.delta).bind(*balance)
+            q = q.bind(id).bind(account_id).bind(e.kind).bind(e.delta).bind(*balance)
                 .bind(Json(&e.data)).bind(&e.idem_key).bind(now);
         }
         match q.execute(&mut *tx).await {
@@ -313,7 +313,7 @@ async fn apply_each(db: &Db, changes: &[Change]) -> sqlx::Result<Vec<Applied>> {
                         "INSERT INTO credit_transactions (id, account_id, kind, amount, balance_after, data, idem_key, created_at) \
                          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                     )
-                    .bind(&id).bind(&account_id).bind(&e.kind).bind(e.delta).bind(balance)
+                    .bind(&id).bind(&account_id).bind(e.kind).bind(e.delta).bind(balance)
                     .bind(Json(&e.data)).bind(&e.idem_key).bind(now)
                     .execute(&mut *sp).await;
                     match inserted {

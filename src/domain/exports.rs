@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::adapters::storage::{ObjectStore, StorageError};
 use crate::db::slides::JobRow;
+use plinth_vocab::ExportStatus;
 
 /// Artifact download URLs (spec: five minutes).
 pub const ARTIFACT_URL_TTL: Duration = Duration::from_secs(5 * 60);
@@ -48,8 +49,7 @@ pub struct JobView {
     pub format: String,
     /// Whether the export carries speaker notes (`exports/create` with `notes: true`).
     pub notes: bool,
-    /// `pending`, `running`, `succeeded`, `failed` or `cancelled`.
-    pub status: String,
+    pub status: ExportStatus,
     /// 0 to 1.
     pub progress: f64,
     pub slides_done: i64,
@@ -72,13 +72,8 @@ pub struct JobView {
     pub callback_url: Option<String>,
 }
 
-/// Whether a job's status is final.
-pub fn ended(status: &str) -> bool {
-    matches!(status, "succeeded" | "failed" | "cancelled")
-}
-
 pub async fn job_view(objects: &ObjectStore, job: &JobRow) -> Result<JobView, StorageError> {
-    let progress = if job.status == "succeeded" {
+    let progress = if job.status == ExportStatus::Succeeded {
         1.0
     } else if job.total > 0 {
         job.done as f64 / job.total as f64
@@ -88,7 +83,7 @@ pub async fn job_view(objects: &ObjectStore, job: &JobRow) -> Result<JobView, St
     // The stored `pdf+notes` as the format and whether notes are on.
     let export = plinth_vocab::Export::parse(&job.format);
     let mut artifacts = Vec::new();
-    if job.status == "succeeded" {
+    if job.status == ExportStatus::Succeeded {
         let list = plinth_workers::slides::Results::from_value(&job.artifacts.0).files;
         for a in list {
             let url = objects.presign_get(&a.key, ARTIFACT_URL_TTL).await?;
@@ -108,14 +103,14 @@ pub async fn job_view(objects: &ObjectStore, job: &JobRow) -> Result<JobView, St
         kind: "export",
         format: export.map_or_else(|text| text.to_owned(), |e| e.format.to_string()),
         notes: export.is_ok_and(|e| e.notes),
-        status: job.status.clone(),
+        status: job.status,
         progress,
         slides_done: job.done,
         slides_total: job.total,
         attempts: job.attempts,
         error: job.error.clone(),
         artifacts,
-        warnings: if job.status == "succeeded" {
+        warnings: if job.status == ExportStatus::Succeeded {
             plinth_workers::slides::Results::from_value(&job.artifacts.0)
                 .warnings
                 .into_iter()
@@ -128,7 +123,8 @@ pub async fn job_view(objects: &ObjectStore, job: &JobRow) -> Result<JobView, St
         } else {
             Vec::new()
         },
-        artifacts_expire_at: (job.status == "succeeded").then(|| Utc::now() + ARTIFACT_URL_TTL),
+        artifacts_expire_at: (job.status == ExportStatus::Succeeded)
+            .then(|| Utc::now() + ARTIFACT_URL_TTL),
         requested_by: job.requested_by.clone(),
         created_at: job.created_at,
         started_at: job.started_at,

@@ -59,7 +59,7 @@ pub fn entry(
     Entry {
         user_id: user_id.to_owned(),
         delta,
-        kind: kind.as_str().to_owned(),
+        kind,
         idem_key,
         data,
     }

@@ -56,7 +56,7 @@ pub async fn distribute_monthly_all(db: &Db, credits: &CreditAccounts) -> anyhow
                 entries: vec![Entry {
                     user_id,
                     delta: amount,
-                    kind: "monthly".into(),
+                    kind: crate::states::LedgerKind::Monthly,
                     idem_key: Some(idem_key.clone()),
                     data: json!({"month": month, "level": level, "by": "schedule"}),
                 }],

@@ -65,8 +65,7 @@ impl SlideEnv for Env {
                 .map(|a| {
                     let image = ImageRef {
                         object_key: a.object_key,
-                        // A closed set in the database: anything else is not usable.
-                        status: AssetStatus::parse(&a.status).unwrap_or(AssetStatus::Rejected),
+                        status: a.status,
                         mime: a.mime,
                         size: a.size.max(0) as u64,
                         sha256: a.sha256,
@@ -136,7 +135,7 @@ impl SlideEnv for Env {
     fn load_asset<'a>(&'a self, asset_id: &'a str) -> Fut<'a, Option<AssetCheck>> {
         async move {
             Ok(store::asset(&self.db, asset_id).await?.map(|a| AssetCheck {
-                pending: a.status == "validating",
+                pending: a.status == AssetStatus::Validating,
                 object_key: a.object_key,
                 declared_type: a.mime,
                 size: a.size as u64,

@@ -229,8 +229,7 @@ pub struct Asset {
     pub mime: String,
     pub size: i64,
     pub sha256: String,
-    /// `pending_upload`, `validating`, `ready` or `rejected`.
-    pub status: String,
+    pub status: plinth_vocab::AssetStatus,
     pub reason: Option<String>,
     pub format: Option<String>,
     pub width: Option<i64>,
@@ -262,7 +261,7 @@ impl From<&AssetRow> for Asset {
             mime: a.mime.clone(),
             size: a.size,
             sha256: a.sha256.clone(),
-            status: a.status.clone(),
+            status: a.status,
             reason: a.reason.clone(),
             format: a.format.clone(),
             width: a.width,

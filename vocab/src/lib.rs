@@ -1,7 +1,7 @@
 //! The shared vocabulary of plinth's crates: [`text_enum!`] (an enum stored and sent as
 //! exactly the text it always was) and the closed sets that cross from the root crate to
-//! the workers: slide export formats, asset statuses, image formats, the outcome of a
-//! job's run, the role of a process.
+//! the workers and the actors: slide export formats and states, asset statuses, image
+//! formats, the outcome of a job's run, the role of a process, ledger kinds.
 //!
 //! The macro names `serde`, `schemars` and `sqlx` at its call site: a crate that uses it
 //! depends on the three.
@@ -110,6 +110,27 @@ impl std::fmt::Display for Export {
             f.write_str("+notes")?;
         }
         Ok(())
+    }
+}
+
+text_enum! {
+    /// A slide export job as its client reads it (`slide_jobs.status`).
+    pub enum ExportStatus {
+        Pending = "pending",
+        Running = "running",
+        Succeeded = "succeeded",
+        Failed = "failed",
+        Cancelled = "cancelled",
+    }
+}
+
+impl ExportStatus {
+    /// Whether the job has ended (nothing will change it but an operator's retry).
+    pub fn ended(self) -> bool {
+        matches!(
+            self,
+            ExportStatus::Succeeded | ExportStatus::Failed | ExportStatus::Cancelled
+        )
     }
 }
 
@@ -245,5 +266,27 @@ mod tests {
             serde_json::to_string(&AttemptOutcome::Retrying).unwrap(),
             "\"retrying\""
         );
+    }
+}
+
+text_enum! {
+    /// Why a credit account's balance moved (a ledger row's `kind`).
+    pub enum LedgerKind {
+        /// A metered call's cost.
+        Usage = "usage",
+        /// A metered call's cost given back (the call failed on the server's side).
+        UsageRefund = "usage_refund",
+        Deduct = "deduct",
+        Bonus = "bonus",
+        Monthly = "monthly",
+        TransferOut = "transfer_out",
+        TransferIn = "transfer_in",
+        VendorDistribution = "vendor_distribution",
+        /// An app store purchase credited.
+        StorePurchase = "store_purchase",
+        /// A marketplace order paid in tokens.
+        Purchase = "purchase",
+        /// An order's tokens given back.
+        Refund = "refund",
     }
 }

@@ -76,7 +76,7 @@ pub async fn asset_create(
             let key = object_key(&deck.id, &id, &file);
             let url = a
                 .objects
-                .presign_put(&key, &mime, req.size as u64, true, UPLOAD_TTL)
+                .presign_put(&key, mime, req.size as u64, true, UPLOAD_TTL)
                 .await?;
             let row = store::create_asset(
                 &a.db,
@@ -85,7 +85,7 @@ pub async fn asset_create(
                     deck_id: &deck.id,
                     created_by: &c.id,
                     file: &file,
-                    mime: &mime,
+                    mime,
                     size: req.size,
                     sha256: &sha,
                     object_key: &key,
@@ -161,7 +161,10 @@ pub async fn asset_complete(
         "assets/complete",
         move |a, _, deck| async move {
             let asset = deck_asset(&a, &deck, &asset_id).await?;
-            let asset = if matches!(asset.status.as_str(), "pending_upload" | "rejected") {
+            let asset = if matches!(
+                asset.status,
+                plinth_vocab::AssetStatus::PendingUpload | plinth_vocab::AssetStatus::Rejected
+            ) {
                 // The move to `validating` and the queued check commit together.
                 store::start_validation(&a.db, &asset.id)
                     .await?
@@ -186,7 +189,7 @@ pub async fn asset_get(
     let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
     let asset = deck_asset(&app, &deck, &id).await?;
     let mut v = Asset::from(&asset);
-    if asset.status == "ready" {
+    if asset.status == plinth_vocab::AssetStatus::Ready {
         let url = app
             .objects
             .presign_get(&asset.object_key, DOWNLOAD_TTL)
@@ -381,7 +384,7 @@ pub async fn asset_upload(
     }
     let patience = Duration::from_secs(app.opts.server.request_timeout.max(1)) / 2;
     let asset = checked(&app, &watch, &id, patience).await?;
-    if asset.status == "rejected" {
+    if asset.status == plinth_vocab::AssetStatus::Rejected {
         store::delete_asset(&app.db, &id).await?;
         let _ = app.objects.delete(&key).await;
         let reason = asset.reason.unwrap_or_else(|| "not a valid image".into());
@@ -411,7 +414,9 @@ async fn checked(
         let asset = store::asset(&app.db, id)
             .await?
             .ok_or_else(|| ApiError::not_found("asset not found"))?;
-        if asset.status != "validating" || tokio::time::Instant::now() >= deadline {
+        if asset.status != plinth_vocab::AssetStatus::Validating
+            || tokio::time::Instant::now() >= deadline
+        {
             return Ok(asset);
         }
         let _ = tokio::time::timeout_at(

@@ -8,10 +8,10 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::*;
-use crate::domain::exports::{ended, JobView};
+use crate::domain::exports::JobView;
 use crate::http::reply::{EventStream, HeadedAnswer, PrivateAnswer};
 use crate::http::request::NonBlank;
-use plinth_vocab::{Export, ExportFormat};
+use plinth_vocab::{Export, ExportFormat, ExportStatus};
 
 /// The job as `caller` reads it, with fresh artifact URLs. Its `callback_url` (which may
 /// hold a token in its query) is shown to the one who asked for it only (security
@@ -280,9 +280,9 @@ pub async fn job(
     let mut job = Arc::new(deck_job(&app, &deck, &id).await?);
     if let (Some(wait), Some(w)) = (wait, &watch) {
         let deadline = Instant::now() + wait;
-        let first = job.status.clone();
+        let first = job.status;
         let every = fallback(&app);
-        while !ended(&job.status) && job.status == first {
+        while !job.status.ended() && job.status == first {
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                 break;
             };
@@ -305,7 +305,7 @@ pub async fn job(
         open(&app, &caller, &deck.id).await?;
     }
     let mut headers = HeaderMap::new();
-    if !ended(&job.status) {
+    if !job.status.ended() {
         headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     }
     Ok(HeadedAnswer {
@@ -333,7 +333,7 @@ struct Follow {
     id: String,
     watch: crate::db::watch::Watch,
     /// What the last event said: (status, done, total).
-    last: Option<(String, i64, i64)>,
+    last: Option<(ExportStatus, i64, i64)>,
     seq: u64,
     until: Instant,
     done: bool,
@@ -359,13 +359,13 @@ async fn next_event(mut f: Follow) -> Option<(Result<bytes::Bytes, std::io::Erro
             // Gone (its deck deleted): the stream ends.
             Err(_) => return None,
         };
-        let now = (job.status.clone(), job.done, job.total);
+        let now = (job.status, job.done, job.total);
         if f.last.as_ref() != Some(&now) {
             // Each event is the caller's to read only while the deck is theirs to read
             // (a removed member's stream ends: security review N-L1).
             open(&f.app, &f.caller, &f.deck_id).await.ok()?;
             f.last = Some(now);
-            f.done = ended(&job.status);
+            f.done = job.status.ended();
             f.seq += 1;
             let view = job_view(&f.app, &f.caller, &job).await.ok()?;
             return Some((Ok(sse(f.seq, &view)), f));
@@ -489,7 +489,7 @@ pub async fn job_cancel(
                     "the job already ended ({}); only pending or running jobs can be cancelled",
                     job.status
                 ))
-                .with("status", job.status));
+                .with("status", job.status.as_str()));
             }
             job_view(&a, &who, &job).await
         },

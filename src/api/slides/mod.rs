@@ -422,7 +422,7 @@ impl ImageNames {
         let mut ready: Vec<store::AssetRow> = store::deck_assets(&app.db, deck_id)
             .await?
             .into_iter()
-            .filter(|a| a.status == "ready")
+            .filter(|a| a.status == plinth_vocab::AssetStatus::Ready)
             .collect();
         ready.sort_by_key(|a| std::cmp::Reverse(a.created_at));
         Ok(ImageNames(
@@ -484,7 +484,7 @@ async fn check_assets(app: &AppState, deck_id: Option<&str>, deck: &Deck) -> Api
     for id in &ids {
         match known.iter().find(|a| &a.id == id) {
             None => unknown.push(id.clone()),
-            Some(a) if a.status == "rejected" => {
+            Some(a) if a.status == plinth_vocab::AssetStatus::Rejected => {
                 return Err(ApiError::bad_request(format!(
                     "image asset {id} was rejected: {}",
                     a.reason.as_deref().unwrap_or("invalid image")

@@ -20,7 +20,10 @@ async fn audience_json(app: &AppState, deck_id: &str, content: &Value) -> ApiRes
         store::deck_assets(&app.db, deck_id).await?
     };
     for id in ids {
-        if let Some(a) = assets.iter().find(|a| a.id == id && a.status == "ready") {
+        if let Some(a) = assets
+            .iter()
+            .find(|a| a.id == id && a.status == plinth_vocab::AssetStatus::Ready)
+        {
             let url = app.objects.presign_get(&a.object_key, DOWNLOAD_TTL).await?;
             images.insert(
                 id,

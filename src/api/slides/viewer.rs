@@ -268,7 +268,7 @@ async fn images(app: &AppState, deck_id: &str, deck: &Deck) -> ApiResult<Images>
     let assets = store::deck_assets(&app.db, deck_id).await?;
     let used: Vec<_> = assets
         .iter()
-        .filter(|a| a.status == "ready" && ids.contains(&a.id))
+        .filter(|a| a.status == plinth_vocab::AssetStatus::Ready && ids.contains(&a.id))
         .collect();
     // Each image goes into the page once, as base64: a page that could not be sent is
     // refused before a byte of its images is read.
