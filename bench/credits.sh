@@ -1,22 +1,35 @@
 #!/usr/bin/env bash
 # Deducts per second over HTTP (issue 5): 64 connections spread over N accounts, then on
 # one hot account. SQLite by default; set DATABASE_URL=postgres://... for PostgreSQL.
+# Every account is funded for the whole run (a 402 would be a drained account, not a
+# failure), and the bare axum baseline answers the same shape of request (POST /echo, a
+# small JSON body) at 64 connections in the same run.
 # Usage: bench/credits.sh [duration, default 10s] [accounts, default 1000]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${1:-10s}
 N=${2:-1000}
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
-[ -n "${BENCH_SKIP_BUILD:-}" ] || cargo build --release --bin plinth -p plinth >/dev/null 2>&1
+[ -n "${BENCH_SKIP_BUILD:-}" ] || cargo build --release --bin plinth --example baseline -p plinth >/dev/null 2>&1
 DATA=$(mktemp -d)
 DB=${DATABASE_URL:-sqlite://$DATA/plinth.db}
-cleanup() { kill "${PLINTH_PID:-}" 2>/dev/null || true; rm -rf "$DATA"; }
+cleanup() {
+  kill "${PLINTH_PID:-}" "${BASE_PID:-}" 2>/dev/null || true
+  [ -s "$DATA/err" ] && { echo "server log:"; sed -E 's/^[^ ]+ //' "$DATA/err" | cut -c1-220 | sort | uniq -c | sort -rn | head -8; }
+  rm -rf "$DATA"
+}
 trap cleanup EXIT
 PLINTH_RATE_LIMIT_MULTIPLIER=100000000 RUST_LOG=warn \
   ./target/release/plinth serve --listen 127.0.0.1:0 --data-dir "$DATA" --database-url "$DB" >"$DATA/out" 2>"$DATA/err" &
 PLINTH_PID=$!
-for _ in $(seq 1 100); do grep -q listening "$DATA/out" 2>/dev/null && break; sleep 0.1; done
+./target/release/examples/baseline 127.0.0.1:0 >"$DATA/base" &
+BASE_PID=$!
+for _ in $(seq 1 100); do
+  grep -q listening "$DATA/out" 2>/dev/null && grep -q listening "$DATA/base" 2>/dev/null && break
+  sleep 0.1
+done
 P=$(sed -n 's/.*listening on //p' "$DATA/out")
+B=$(sed -n 's/.*listening on //p' "$DATA/base")
 
 echo "creating $N funded accounts..."
 seq 1 "$N" | xargs -P 4 -I{} sh -c "curl -s '$P/api/users/authenticate' -H 'content-type: application/json' \
@@ -33,15 +46,22 @@ curl -s "$P/api/users/authenticate" -H 'content-type: application/json' \
 sleep 6
 curl -s -o /dev/null "$P/api/credits/vendor-distribution-to-email" -H 'content-type: application/json' \
   -H "x-api-key: $(cat "$DATA/hot")" -d '{"email":"acct1@bench.example","vendorId":"bench","amount_cents":100000000}'
+# Enough for every account to take the whole run (the welcome bonus alone is 100 tokens).
+seq 2 "$N" | xargs -P 4 -I{} curl -s -o /dev/null "$P/api/credits/vendor-distribution-to-email" \
+  -H 'content-type: application/json' -H "x-api-key: $(cat "$DATA/hot")" \
+  -d '{"email":"acct{}@bench.example","vendorId":"bench","amount_cents":1000000,"reference":"fund{}"}'
 
 run() {
   local out rps non2xx
   out=$(KEYS_FILE=$2 wrk -t2 -c64 -d"$DUR" -s bench/deduct.lua "$P")
   rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
   non2xx=$(awk '/Non-2xx/ {print $5}' <<<"$out")
-  printf '%-34s %10s req/s   non-2xx %s\n' "$1" "$rps" "${non2xx:-0}"
+  printf '%-34s %10s req/s   non-2xx %s   /baseline %s\n' "$1" "$rps" "${non2xx:-0}" \
+    "$(python3 -c "print(f'{$rps / $base:.3f}')")"
 }
 echo "machine: $(nproc) cores, $(uname -m), $(date -u +%F); database: ${DB%%:*}"
 echo "command: bench/credits.sh $DUR $N (wrk -t2 -c64 -d$DUR -s bench/deduct.lua)"
+base=$(wrk -t2 -c64 -d"$DUR" -s bench/baseline_post.lua "$B" | awk '/Requests\/sec/ {print $2}')
+printf '%-34s %10s req/s\n' "baseline (bare axum POST /echo)" "$base"
 run "deduct, spread over $(wc -l <"$DATA/keys") accounts" "$DATA/keys"
 run "deduct, one hot account" "$DATA/hot"
