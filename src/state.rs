@@ -63,6 +63,16 @@ pub struct Inner {
     /// configuration, and building it per request cost milliseconds an anonymous client
     /// could ask for in a loop (issue 41).
     pub openapi_doc: std::sync::OnceLock<bytes::Bytes>,
+    /// `GET /api/status`'s last answers, reused for a second (a probe load balancers call often).
+    pub status_answers: StatusAnswers,
+}
+
+/// The last answers of `GET /api/status` (to anyone, to an administrator) and when the
+/// probes behind them ran; `refresh` lets one request at a time run the probes again.
+#[derive(Default)]
+pub struct StatusAnswers {
+    pub last: std::sync::RwLock<Option<(std::time::Instant, bytes::Bytes, bytes::Bytes)>>,
+    pub refresh: tokio::sync::Mutex<()>,
 }
 
 impl Deref for AppState {

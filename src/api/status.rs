@@ -7,8 +7,12 @@ use serde_json::json;
 use crate::http::auth::MaybeCaller;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::JsonBody;
-use crate::http::reply::Answer;
+use crate::http::reply::{prebuild, Answer, Prebuilt};
 use crate::state::AppState;
+
+/// How long an answer of `GET /api/status` is reused: however often it is called, the
+/// database, queue and storage probes run at most once a second (issue 46).
+const FRESH_FOR: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Health of the server and each adapter. Always 200 while the server accepts requests;
 /// `ok` says whether every service answered. Simulated providers are named plainly
@@ -34,13 +38,48 @@ pub struct StatusAnswer {
 pub async fn status(
     State(app): State<AppState>,
     caller: MaybeCaller,
-) -> ApiResult<Answer<StatusAnswer>> {
+) -> ApiResult<Prebuilt<StatusAnswer>> {
+    let admin = caller.0.as_ref().is_some_and(|c| c.is_admin());
+    let cached = |app: &AppState| {
+        let last = app.status_answers.last.read().ok()?;
+        let (at, public, for_admin) = last.as_ref()?;
+        let fresh = at.elapsed() < FRESH_FOR;
+        let bytes = if admin { for_admin } else { public }.clone();
+        fresh.then_some(bytes)
+    };
+    if let Some(bytes) = cached(&app) {
+        return Ok(Prebuilt::public(bytes));
+    }
+    // One request runs the probes; the others waiting here take its answers.
+    let _running = app.status_answers.refresh.lock().await;
+    if let Some(bytes) = cached(&app) {
+        return Ok(Prebuilt::public(bytes));
+    }
+    let at = std::time::Instant::now();
     let (db_ok, queue, storage_ok) =
         tokio::join!(app.db.ping(), app.queue.health(), app.objects.healthy());
+    let [public, for_admin] = [false, true].map(|admin| {
+        prebuild(&answer(&app, admin, db_ok, queue.clone(), storage_ok))
+            .ok_or_else(|| ApiError::internal("a status answer that is not an object"))
+    });
+    let (public, for_admin) = (public?, for_admin?);
+    if let Ok(mut last) = app.status_answers.last.write() {
+        *last = Some((at, public.clone(), for_admin.clone()));
+    }
+    Ok(Prebuilt::public(if admin { for_admin } else { public }))
+}
+
+/// The answer from the probes' outcome; where things live only for an administrator.
+fn answer(
+    app: &AppState,
+    admin: bool,
+    db_ok: bool,
+    queue: plinth_workers::QueueStatus,
+    storage_ok: bool,
+) -> StatusAnswer {
     let mut mail = serde_json::to_value(app.mail.describe()).unwrap_or_default();
     let mail_ok = mail["ok"].as_bool().unwrap_or(false);
     let all_ok = db_ok && queue.ok && storage_ok && mail_ok;
-    let admin = caller.0.as_ref().is_some_and(|c| c.is_admin());
     let mut storage = json!({"backend": app.objects.backend(), "ok": storage_ok});
     if admin {
         storage["location"] = json!(app.objects.location());
@@ -55,7 +94,7 @@ pub async fn status(
         .filter(|(_, name)| *name == "simulated")
         .map(|(what, _)| what)
         .collect();
-    Ok(Answer(StatusAnswer {
+    StatusAnswer {
         ok: all_ok,
         status: if all_ok { "ok" } else { "degraded" },
         version: env!("CARGO_PKG_VERSION"),
@@ -70,7 +109,7 @@ pub async fn status(
             "app_store": {"provider": store, "simulated": store == "simulated", "ok": true},
             "token_exchange": {"configured": app.auth_key.is_some()},
         }),
-    }))
+    }
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

@@ -251,6 +251,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
         gcs,
         posts,
         opts,
+        status_answers: Default::default(),
     });
     Ok(Built {
         state,
