@@ -47,13 +47,18 @@ pub async fn status(
         let bytes = if admin { for_admin } else { public }.clone();
         fresh.then_some(bytes)
     };
+    // Where things live is for administrators only: never kept by a shared cache.
+    let reply = |bytes| match admin {
+        true => Prebuilt::private(bytes),
+        false => Prebuilt::public(bytes),
+    };
     if let Some(bytes) = cached(&app) {
-        return Ok(Prebuilt::public(bytes));
+        return Ok(reply(bytes));
     }
     // One request runs the probes; the others waiting here take its answers.
     let _running = app.status_answers.refresh.lock().await;
     if let Some(bytes) = cached(&app) {
-        return Ok(Prebuilt::public(bytes));
+        return Ok(reply(bytes));
     }
     let at = std::time::Instant::now();
     let (db_ok, queue, storage_ok) =
@@ -66,7 +71,7 @@ pub async fn status(
     if let Ok(mut last) = app.status_answers.last.write() {
         *last = Some((at, public.clone(), for_admin.clone()));
     }
-    Ok(Prebuilt::public(if admin { for_admin } else { public }))
+    Ok(reply(if admin { for_admin } else { public }))
 }
 
 /// The answer from the probes' outcome; where things live only for an administrator.
