@@ -11,20 +11,23 @@ use crate::config::{Jobs, Mail, Opts, Rates};
 use crate::crypto::MasterKey;
 use crate::db::Db;
 
-/// SQLite has one writer: a single credit shard group-commits every change with no lock
-/// contention. PostgreSQL commits in parallel, so changes spread over shards.
-pub(super) fn credit_shards(db: &Db, rates: &Rates) -> usize {
+/// One credit shard on both databases: it group-commits every account's changes in one
+/// batch per round trip. SQLite has one writer anyway; on PostgreSQL eight shards made
+/// eight small batches (~8 changes each) whose round trips and commits cost more than
+/// their parallelism gave on this 2-core machine (spread deducts 3,218/s with eight,
+/// 5,819/s with one: docs/benchmarks.md, issue 46). The accounts' per-key order is the
+/// shard's mailbox either way.
+pub(super) fn credit_shards(_db: &Db, _rates: &Rates) -> usize {
+    1
+}
+
+/// Shards of the telemetry and analytics writers: one writer on SQLite, the rate shards'
+/// count on PostgreSQL (there is no flag of their own: `--help` is unchanged).
+pub(super) fn ingest_shards(db: &Db, rates: &Rates) -> usize {
     match db {
         Db::Sqlite(_) => 1,
         Db::Postgres(_) => rates.rate_shards,
     }
-}
-
-/// Shards of the telemetry and analytics writers. Sized like the credit shards, for the
-/// same reason (one writer on SQLite); kept apart so that they can get a setting of their
-/// own without touching the credits (there is no flag for it: `--help` is unchanged).
-pub(super) fn ingest_shards(db: &Db, rates: &Rates) -> usize {
-    credit_shards(db, rates)
 }
 
 pub(super) fn slide_env(
