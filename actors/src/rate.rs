@@ -72,6 +72,14 @@ pub enum ShardMsg {
         interval_ms: u64,
         reply: RpcReplyPort<Decision>,
     },
+    /// What a window has left, counting nothing (a replayed answer reports it).
+    Peek {
+        key: String,
+        category: u8,
+        limit: u64,
+        interval_ms: u64,
+        reply: RpcReplyPort<Decision>,
+    },
     /// Count what is waiting in the shared store (sent by the shard to itself).
     Flush,
     /// Test hook: make the shard fail as a bug would, so supervision can be observed.
@@ -167,6 +175,29 @@ impl Leases {
         })
     }
 
+    /// What a published lease says is left, taking no permit.
+    fn peek(&self, key: &str, category: u8, limit: u64, interval_ms: u64) -> Option<Decision> {
+        let lease = self.0[category as usize].get(key)?.value().clone();
+        let now = Instant::now();
+        if lease.limit != limit || lease.interval_ms != interval_ms || now >= lease.end {
+            return None;
+        }
+        if lease.full {
+            return Some(refused(limit, interval_ms, lease.end - now));
+        }
+        let left = lease
+            .permits
+            .load(std::sync::atomic::Ordering::Acquire)
+            .max(0) as u64;
+        Some(Decision {
+            allowed: true,
+            limit,
+            remaining: lease.base + left,
+            interval_ms,
+            retry_after_ms: 0,
+        })
+    }
+
     fn publish(&self, key: &str, category: u8, lease: Option<Lease>) {
         let map = &self.0[category as usize];
         match lease {
@@ -211,6 +242,32 @@ fn refused(limit: u64, interval_ms: u64, left: Duration) -> Decision {
 }
 
 impl ShardState {
+    /// A window's state without counting (a window not begun has its whole limit left).
+    fn peek(&self, key: String, category: u8, limit: u64, interval_ms: u64) -> Decision {
+        let now = Instant::now();
+        let open = Decision {
+            allowed: true,
+            limit,
+            remaining: limit,
+            interval_ms,
+            retry_after_ms: 0,
+        };
+        let Some(w) = self.windows.get(&(key, category)) else {
+            return open;
+        };
+        let end = w.started + w.interval;
+        if now >= end {
+            return open;
+        }
+        if w.count >= limit {
+            return refused(limit, interval_ms, end - now);
+        }
+        Decision {
+            remaining: limit - w.count,
+            ..open
+        }
+    }
+
     fn check(
         &mut self,
         key: String,
@@ -302,6 +359,16 @@ impl Actor for Shard {
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
+            ShardMsg::Peek {
+                key,
+                category,
+                limit,
+                interval_ms,
+                reply,
+            } => {
+                let _ = reply.send(state.peek(key, category, limit, interval_ms));
+                Ok(())
+            }
             ShardMsg::Check {
                 key,
                 category,
@@ -499,6 +566,46 @@ impl RateLimiter {
                 interval_ms,
                 retry_after_ms: 0,
             },
+        }
+    }
+
+    /// What `(key, category)`'s window has left, counting nothing; `None` for a category
+    /// counted in the shared store (its count is not held here).
+    pub async fn peek(
+        &self,
+        key: &str,
+        category: u8,
+        limit: u64,
+        interval_ms: u64,
+    ) -> Option<Decision> {
+        if self.shared.is_some_and(|s| s.has(category)) {
+            return None;
+        }
+        if let Some(d) = self
+            .leases
+            .as_ref()
+            .and_then(|l| l.peek(key, category, limit, interval_ms))
+        {
+            return Some(d);
+        }
+        let key = key.to_owned();
+        let res = self
+            .shards
+            .of(&key)
+            .call(
+                |reply| ShardMsg::Peek {
+                    key: key.clone(),
+                    category,
+                    limit,
+                    interval_ms,
+                    reply,
+                },
+                None,
+            )
+            .await;
+        match res {
+            Ok(ractor::rpc::CallResult::Success(d)) => Some(d),
+            _ => None,
         }
     }
 

@@ -189,52 +189,97 @@ pub async fn run<F>(app: &AppState, keyed: Keyed, work: F) -> ApiResult<Reply>
 where
     F: std::future::Future<Output = ApiResult<Reply>>,
 {
-    use crate::db::idempotency as records;
-    let now = chrono::Utc::now();
     // Work that is at most once by itself may take over a claim left in progress soon:
     // a claim whose release failed with the database (an outage) must not hold the
     // client's retries for a minute.
-    let stale_before = keyed.retry_unknown.then(|| now - LEDGER_STALE_CLAIM);
-    if let Some((hash, status, answer)) = records::claim(
+    let stale = keyed.retry_unknown.then_some(LEDGER_STALE_CLAIM);
+    if let Some(earlier) = begin(app, &keyed, stale).await? {
+        return Ok(earlier);
+    }
+    let reply = work.await.unwrap_or_else(Reply::from);
+    let unknown = reply.body.get("outcome_unknown") == Some(&Value::Bool(true));
+    let kept = !reply.status.is_server_error() || (unknown && !keyed.retry_unknown);
+    let body = kept.then(|| reply.body.clone());
+    settle_or_fail(app, &keyed, reply.status, body).await?;
+    Ok(reply)
+}
+
+/// Claims the request's key: `None` when this request is to run, or the answer a repeat
+/// gets (a replay, 409 while the first runs; 422 for another request under the key). A
+/// claim in progress for longer than `stale` may be taken over.
+pub async fn begin(
+    app: &AppState,
+    keyed: &Keyed,
+    stale: Option<chrono::TimeDelta>,
+) -> ApiResult<Option<Reply>> {
+    use crate::db::idempotency as records;
+    let now = chrono::Utc::now();
+    let Some((hash, status, answer)) = records::claim(
         &app.db,
         &keyed.scope,
         &keyed.key,
         &keyed.hash,
         now - KEPT,
-        stale_before,
+        stale.map(|s| now - s),
     )
     .await?
-    {
-        if hash != keyed.hash {
-            return Err(reused(
-                "this Idempotency-Key was already used with a different request",
-            ));
-        }
-        if status == records::IN_PROGRESS {
-            return Ok(in_progress(
-                "a request with this Idempotency-Key is still running; retry shortly",
-            ));
-        }
-        let answer = unseal(app, answer).ok_or_else(|| {
-            ApiError::internal("a recorded answer does not decrypt with the master key")
-        })?;
-        return Ok(replayed(status as u16, Value::Object(answer)));
+    else {
+        return Ok(None);
+    };
+    if hash != keyed.hash {
+        return Err(reused(
+            "this Idempotency-Key was already used with a different request",
+        ));
     }
-    let reply = work.await.unwrap_or_else(Reply::from);
-    let unknown = reply.body.get("outcome_unknown") == Some(&Value::Bool(true));
-    if reply.status.is_server_error() && (!unknown || keyed.retry_unknown) {
-        records::abandon(&app.db, &keyed.scope, &keyed.key).await?;
-    } else {
-        records::finish(
-            &app.db,
-            &keyed.scope,
-            &keyed.key,
-            reply.status.as_u16() as i64,
-            &seal(app, &reply.body),
-        )
-        .await?;
+    if status == records::IN_PROGRESS {
+        return Ok(Some(in_progress(
+            "a request with this Idempotency-Key is still running; retry shortly",
+        )));
     }
-    Ok(reply)
+    let answer = unseal(app, answer).ok_or_else(|| {
+        ApiError::internal("a recorded answer does not decrypt with the master key")
+    })?;
+    Ok(Some(replayed(status as u16, Value::Object(answer))))
+}
+
+/// Keeps a claimed request's answer (`Some`) or lets the key go (`None`: the answer is
+/// not to be replayed, a retry runs again).
+async fn settle_or_fail(
+    app: &AppState,
+    keyed: &Keyed,
+    status: StatusCode,
+    body: Option<Map<String, Value>>,
+) -> ApiResult<()> {
+    use crate::db::idempotency as records;
+    match body {
+        Some(body) => {
+            let sealed = seal(app, &body);
+            records::finish(
+                &app.db,
+                &keyed.scope,
+                &keyed.key,
+                status.as_u16() as i64,
+                &sealed,
+            )
+            .await?
+        }
+        None => records::abandon(&app.db, &keyed.scope, &keyed.key).await?,
+    }
+    Ok(())
+}
+
+/// [`settle_or_fail`] for an answer already made: a 5xx is not kept, and a failure to
+/// keep the answer is logged (the answer still goes out; the claim turns stale).
+pub async fn settle(
+    app: &AppState,
+    keyed: &Keyed,
+    status: StatusCode,
+    body: Option<Map<String, Value>>,
+) {
+    let body = body.filter(|_| !status.is_server_error());
+    if let Err(e) = settle_or_fail(app, keyed, status, body).await {
+        tracing::warn!(error = %e.message, cause = ?e.cause, "an idempotency record could not be kept");
+    }
 }
 
 /// Runs `work` behind the request's `Idempotency-Key` (without one, `work` just runs):
@@ -300,7 +345,7 @@ fn seal(app: &AppState, body: &Map<String, Value>) -> Value {
 }
 
 /// The answer [`seal`] stored (answers recorded before sealing are read as they are).
-fn unseal(app: &AppState, stored: Value) -> Option<Map<String, Value>> {
+pub(crate) fn unseal(app: &AppState, stored: Value) -> Option<Map<String, Value>> {
     match stored {
         Value::Object(m) => match m.get("sealed").and_then(Value::as_str) {
             Some(hex) if m.len() == 1 => serde_json::from_slice(&app.key.decrypt(hex)?).ok(),

@@ -10,6 +10,7 @@ pub(crate) mod cors;
 pub(crate) mod error;
 pub(crate) mod extract;
 pub(crate) mod idempotency;
+pub(crate) mod keyed;
 pub(crate) mod object_urls;
 pub(crate) mod openapi;
 pub(crate) mod pages;

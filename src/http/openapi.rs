@@ -303,7 +303,10 @@ fn operation(app: &AppState, r: &RouteSpec, doc: &crate::http::schema::Operation
     let takes_body = doc.body.is_some() || doc.raw_body || r.method != "GET";
     // The slide routes read the key through the deck actors, the others through the
     // `IdempotencyKey` argument (docs/api.md, "Idempotency").
-    let keyed = doc.idempotency_key || crate::http::idempotency::hash_route(r.path).is_some();
+    let rule = crate::http::routes::key_rule(r.method, r.path);
+    let keyed = doc.idempotency_key
+        || crate::http::idempotency::hash_route(r.path).is_some()
+        || rule == Some(crate::http::keyed::KeyRule::Recorded);
     if keyed {
         params.push(json!({"name": "Idempotency-Key", "in": "header", "required": false,
             "description": "a retry with the same key and body replays the first answer (24 hours); \
@@ -329,6 +332,9 @@ fn operation(app: &AppState, r: &RouteSpec, doc: &crate::http::schema::Operation
         "x-implemented": r.implemented(),
         "responses": responses,
     });
+    if let Some(rule) = rule {
+        op["x-idempotency"] = json!(rule.name());
+    }
     success_response(&mut op, doc);
     request_body(&mut op, r, doc);
     configured_values(app, r, &mut op);

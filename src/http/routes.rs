@@ -4,12 +4,14 @@
 //! compares this table with `fixtures/endpoints.tsv` all read it. A row without a handler
 //! answers 501 until its area is built (see docs/status.md).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
 
 use axum::routing::{get, MethodFilter, MethodRouter};
 use axum::Router;
 
 use crate::api;
+use crate::http::keyed::KeyRule;
 pub use crate::http::route_spec::{Access, Category, RouteMeta};
 use crate::state::AppState;
 
@@ -344,6 +346,27 @@ pub static EXTRA_ROUTES: &[RouteSpec] = &[
 /// Every route: the spec's, then the additions.
 pub fn all() -> impl Iterator<Item = &'static RouteSpec> {
     ROUTES.iter().chain(EXTRA_ROUTES)
+}
+
+/// Every POST route's `Idempotency-Key` rule, by path (one POST per path in the table).
+static KEY_RULES: LazyLock<HashMap<&'static str, KeyRule>> = LazyLock::new(|| {
+    let mut gen = schemars::SchemaGenerator::default();
+    all()
+        .filter(|r| r.method == "POST")
+        .map(|r| {
+            let own = crate::http::idempotency::hash_route(r.path).is_some()
+                || r.doc.is_some_and(|d| d(&mut gen).idempotency_key);
+            (r.path, crate::http::keyed::rule_of(&r.meta, own))
+        })
+        .collect()
+});
+
+/// What `method path` (a route pattern of the table) does with an `Idempotency-Key`;
+/// `None` for other methods than POST.
+pub fn key_rule(method: &str, path: &str) -> Option<KeyRule> {
+    (method == "POST")
+        .then(|| KEY_RULES.get(path).copied())
+        .flatten()
 }
 
 fn method_filter(m: &str) -> MethodFilter {

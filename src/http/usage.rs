@@ -17,8 +17,10 @@ use serde_json::{json, Map, Value};
 use crate::domain::ledger::LedgerError;
 use crate::http::auth::{self, Caller, CallerExt, LEVEL_ADMIN, LEVEL_VERIFIED};
 use crate::http::error::ApiError;
+use crate::http::keyed::{self, KeyRule};
 use crate::http::reply::Envelope;
 use crate::http::route_spec::{Access, Category};
+use crate::http::routes::key_rule;
 use crate::state::{AppState, RouteEntry};
 use crate::states::LedgerKind;
 
@@ -121,10 +123,7 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
         // recorded answer before anything is counted: retrying safely uses up no rate
         // window.
         if let (true, Some(c)) = (replayable, caller.as_ref()) {
-            let header = idempotency_header.as_ref();
-            let path = entry.map_or("", |e| e.spec.path);
-            if let Some(r) =
-                crate::http::idempotency::recorded_answer(&app, path, &c.id, header, &sent).await
+            if let Some(r) = replay_of(&app, entry, &c.id, idempotency_header.as_ref(), &sent).await
             {
                 return Ran::Replayed(r.into_response());
             }
@@ -137,7 +136,9 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
             Err(e) => return Ran::Answered(caller.clone(), e.into_response()),
         };
         req.extensions_mut().insert(CallerExt(caller.clone()));
-        let resp = next.run(req).await;
+        let route = entry.and_then(|e| Some((e.spec.path, key_rule(e.spec.method, e.spec.path)?)));
+        let (who, header) = (caller.as_deref(), idempotency_header.as_ref());
+        let resp = keyed::around(&app, route, who, header, &sent, next.run(req)).await;
         if charged && !resp.status().is_success() {
             refund(&app, caller.as_deref(), &usage, &method, path).await;
         }
@@ -147,6 +148,9 @@ pub async fn usage_layer(State(app): State<AppState>, req: Request, next: Next) 
     let (caller, resp) = match ran {
         Ok(Ran::Answered(caller, resp)) => (caller, resp),
         Ok(Ran::Replayed(replay)) => {
+            if let Some(c) = &caller {
+                current_window(&app, entry, c, &mut usage).await;
+            }
             if let Some(started) = started {
                 crate::observe::http(route, &method, replay.status(), started);
             }
@@ -207,9 +211,27 @@ fn observed(
 /// Whether a request may be a repeat of one answered under its idempotency key (the
 /// `Idempotency-Key` header or the body's `idempotency_key`): its rate window is then
 /// counted only after the recorded answers were looked at.
+/// The recorded answer a repeat under its key gets, before it is counted: a deck
+/// change's (the deck actors' records) or a route recorded by `keyed`.
+async fn replay_of(
+    app: &AppState,
+    entry: Option<RouteEntry>,
+    caller_id: &str,
+    header: Option<&HeaderValue>,
+    sent: &[u8],
+) -> Option<crate::http::reply::Reply> {
+    let path = entry.map_or("", |e| e.spec.path);
+    if crate::http::idempotency::hash_route(path).is_some() {
+        return crate::http::idempotency::recorded_answer(app, path, caller_id, header, sent).await;
+    }
+    keyed::recorded_answer(app, path, caller_id, header, sent).await
+}
+
 fn replayable(entry: Option<RouteEntry>) -> bool {
     entry.is_some_and(|e| {
-        e.spec.method == "POST" && crate::http::idempotency::hash_route(e.spec.path).is_some()
+        e.spec.method == "POST"
+            && (crate::http::idempotency::hash_route(e.spec.path).is_some()
+                || key_rule(e.spec.method, e.spec.path) == Some(KeyRule::Recorded))
     })
 }
 
@@ -468,6 +490,27 @@ async fn rate(
         }
     }
     Ok(())
+}
+
+/// A replayed answer's rate figures: the caller's window as it is now, counting nothing
+/// (the replay used up none of it), so a client pacing itself by the headers is not told
+/// the first answer's figures or zero.
+async fn current_window(app: &AppState, entry: Option<RouteEntry>, c: &Caller, usage: &mut Usage) {
+    let category = entry.map_or(Category::Read, |e| e.spec.category);
+    let Some(limit) = limit_for(category, c.level, app.opts.rates.rate_limit_multiplier) else {
+        return;
+    };
+    let interval = category.interval_ms();
+    if let Some(d) = app
+        .rate
+        .peek(&c.rate_key, category as u8, limit, interval)
+        .await
+    {
+        usage.limit = d.limit;
+        usage.remaining = d.remaining;
+        usage.interval_ms = d.interval_ms;
+    }
+    usage.tokens_remaining = Some(app.credits.balance(&c.id).await.ok().flatten().unwrap_or(0));
 }
 
 /// Reserves the route's token cost; true when tokens were taken (and are given back if

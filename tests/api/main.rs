@@ -26,6 +26,7 @@ mod first_run;
 mod fuzz;
 mod hostile;
 mod idempotency;
+mod idempotency_routes;
 mod identity;
 mod inproc;
 mod inventory;
