@@ -44,6 +44,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let opts = plinth_slides::ParseOptions {
         resolve_image: Some(&resolve),
+        ..Default::default()
     };
     let (deck, warnings) = plinth_slides::parse_markdown_report(&source, &opts)?;
     for w in &warnings {

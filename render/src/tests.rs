@@ -1001,6 +1001,7 @@ fn marp_style_fixture_renders_with_file_images() {
     };
     let opts = plinth_slides::ParseOptions {
         resolve_image: Some(&resolve),
+        ..Default::default()
     };
     let src = std::fs::read_to_string(format!("{dir}/marp-style.md")).unwrap();
     let (deck, warnings) = plinth_slides::parse_markdown_report(&src, &opts).unwrap();
@@ -1554,6 +1555,7 @@ fn layouts_fixture_renders_in_every_format() {
     };
     let opts = plinth_slides::ParseOptions {
         resolve_image: Some(&resolve),
+        ..Default::default()
     };
     let src = std::fs::read_to_string(format!("{dir}/layouts.md")).unwrap();
     let (deck, warnings) = plinth_slides::parse_markdown_report(&src, &opts).unwrap();

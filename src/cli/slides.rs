@@ -91,6 +91,7 @@ fn load(path: &Path, warm: bool, outside: bool) -> Result<Loaded, String> {
     };
     let opts = plinth_slides::ParseOptions {
         resolve_image: Some(&resolve),
+        images_are: "a file in the deck's folder, named from the deck (`img/chart.png`)",
     };
     let parsed = plinth_slides::parse_markdown_report(&source, &opts);
     let escaped = escaped.into_inner();

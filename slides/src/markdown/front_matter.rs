@@ -139,11 +139,9 @@ fn deck_key(
             deck.logo = Some(if uuid::Uuid::parse_str(id).is_ok() {
                 id.to_owned()
             } else {
-                opts.resolve_image.and_then(|r| r(url)).ok_or_else(|| {
-                    bad(&format!(
-                        "the logo must be an uploaded asset as `asset:<asset id>`, not `{url}`"
-                    ))
-                })?
+                opts.resolve_image
+                    .and_then(|r| r(url))
+                    .ok_or_else(|| bad(&super::image_refusal(opts, "the logo", url)))?
             });
         }
         "backgroundColor" | "background_color" => {

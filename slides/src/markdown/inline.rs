@@ -98,9 +98,8 @@ impl SlideBuilder<'_, '_> {
             match self.opts.resolve_image.and_then(|r| r(url)) {
                 Some(id) => id,
                 None => {
-                    return Err(Invalid(format!(
-                        "invalid markdown on line {line}: images must reference an uploaded asset as `asset:<asset id>`, not `{url}`"
-                    )))
+                    let why = super::image_refusal(self.opts, "an image", url);
+                    return Err(Invalid(format!("invalid markdown on line {line}: {why}")));
                 }
             }
         };

@@ -29,6 +29,24 @@ pub struct ParseOptions<'a> {
     /// `chart.png`) to an asset id; without it, or when it answers `None`, the image is
     /// refused with its line.
     pub resolve_image: Option<&'a ResolveImage<'a>>,
+    /// What an image may name where the deck is read (the CLI: files next to the
+    /// deck), said when one is refused; empty: uploaded assets.
+    pub images_are: &'a str,
+}
+
+/// Why an image (or the logo) `url` was refused, in the words of where the deck is
+/// read: a CLI user needs to hear about files, an API caller about assets.
+pub(crate) fn image_refusal(opts: &ParseOptions, what: &str, url: &str) -> String {
+    let wanted = if opts.images_are.is_empty() {
+        "an uploaded asset as `asset:<asset id>`"
+    } else {
+        opts.images_are
+    };
+    if url.starts_with("http://") || url.starts_with("https://") {
+        format!("{what} `{url}` is remote and is not fetched: use {wanted}")
+    } else {
+        format!("{what} must be {wanted}, not `{url}`")
+    }
 }
 
 pub fn parse_markdown(source: &str) -> Result<Deck, Invalid> {

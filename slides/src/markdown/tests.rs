@@ -327,9 +327,43 @@ fn images_inline_and_as_blocks() {
     let resolve = |name: &str| (name == "chart.png").then(|| id.to_owned());
     let opts = ParseOptions {
         resolve_image: Some(&resolve),
+        ..Default::default()
     };
     let deck = parse_markdown_with("![](chart.png)", &opts).unwrap();
     assert_eq!(deck.asset_ids(), vec![id.to_owned()]);
+}
+
+#[test]
+fn refused_images_are_named_in_the_callers_words() {
+    let err = |src: &str, opts: &ParseOptions| parse_markdown_with(src, opts).unwrap_err().0;
+    let remote = "# t\n\n![bg right](https://example.com/a.png)\n";
+    // Without a caller's words: assets (the API's vocabulary before folder names).
+    let e = err(remote, &ParseOptions::default());
+    assert!(
+        e.contains("line 3") && e.contains("is remote and is not fetched"),
+        "{e}"
+    );
+    assert!(e.contains("asset:<asset id>"), "{e}");
+    let resolve = |_: &str| None;
+    let cli = ParseOptions {
+        resolve_image: Some(&resolve),
+        images_are: "a file in the deck's folder",
+    };
+    let e = err(remote, &cli);
+    assert!(
+        e.contains("use a file in the deck's folder") && !e.contains("asset"),
+        "{e}"
+    );
+    let e = err("# t\n\n![](missing.png)\n", &cli);
+    assert!(
+        e.contains("must be a file in the deck's folder, not `missing.png`"),
+        "{e}"
+    );
+    let e = err("---\nlogo: https://example.com/l.png\n---\n# t\n", &cli);
+    assert!(
+        e.contains("the logo `https://example.com/l.png` is remote"),
+        "{e}"
+    );
 }
 
 #[test]

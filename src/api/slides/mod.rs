@@ -382,6 +382,8 @@ async fn content_of(
                     &text,
                     &plinth_slides::ParseOptions {
                         resolve_image: Some(&resolve),
+                        images_are: "an uploaded asset as `asset:<asset id>` or the \
+                                     file name it was uploaded under (`img/chart.png`)",
                     },
                 )
             })
