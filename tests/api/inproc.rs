@@ -270,7 +270,12 @@ async fn every_operation_documents_its_success_answer() {
         assert!(keyed("post", path), "{path} does not list Idempotency-Key");
     }
     assert!(!keyed("get", "/api/credits/balance"));
-    assert!(!keyed("post", "/api/posts/create"));
+    // Recorded around the handler (issue 45), and refused where a key makes no sense.
+    assert!(keyed("post", "/api/posts/create"));
+    assert!(!keyed("post", "/api/users/authenticate"));
+    let rule = |path: &str| r.body["paths"][path]["post"]["x-idempotency"].clone();
+    assert_eq!(rule("/api/posts/create"), "honoured");
+    assert_eq!(rule("/api/users/authenticate"), "refused");
 }
 
 #[tokio::test]
