@@ -136,7 +136,9 @@ impl<const DEFAULT: i64, const MAX: i64> JsonSchema for Limit<DEFAULT, MAX> {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        let mut schema = json_schema!({"type": "integer", "minimum": 1, "default": DEFAULT});
+        // `null` reads as absent, so the document allows it too.
+        let mut schema =
+            json_schema!({"type": ["integer", "null"], "minimum": 1, "default": DEFAULT});
         if MAX != i64::MAX {
             schema.insert("maximum".into(), MAX.into());
         }
@@ -178,7 +180,7 @@ impl JsonSchema for Offset {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({"type": "integer", "minimum": 0, "default": 0})
+        json_schema!({"type": ["integer", "null"], "minimum": 0, "default": 0})
     }
 }
 
