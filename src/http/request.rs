@@ -137,8 +137,7 @@ impl<const DEFAULT: i64, const MAX: i64> JsonSchema for Limit<DEFAULT, MAX> {
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         // `null` reads as absent, so the document allows it too.
-        let mut schema =
-            json_schema!({"type": ["integer", "null"], "minimum": 1, "default": DEFAULT});
+        let mut schema = json_schema!({"type": ["integer", "null"], "format": "int64", "minimum": 1, "default": DEFAULT});
         if MAX != i64::MAX {
             schema.insert("maximum".into(), MAX.into());
         }
@@ -180,7 +179,7 @@ impl JsonSchema for Offset {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({"type": ["integer", "null"], "minimum": 0, "default": 0})
+        json_schema!({"type": ["integer", "null"], "format": "int64", "minimum": 0, "default": 0})
     }
 }
 
@@ -232,6 +231,7 @@ mod tests {
             (1.into(), 100.into())
         );
         assert_eq!(schema["default"], 20);
+        assert_eq!(schema["format"], "int64");
         let open = serde_json::to_value(schemars::schema_for!(Limit<20, { i64::MAX }>)).unwrap();
         assert!(open.get("maximum").is_none());
     }
