@@ -9,27 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${1:-10s}
 N=${2:-1000}
-command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
-[ -n "${BENCH_SKIP_BUILD:-}" ] || cargo build --release --bin plinth --example baseline -p plinth >/dev/null 2>&1
-DATA=$(mktemp -d)
-DB=${DATABASE_URL:-sqlite://$DATA/plinth.db}
-cleanup() {
-  kill "${PLINTH_PID:-}" "${BASE_PID:-}" 2>/dev/null || true
-  [ -s "$DATA/err" ] && { echo "server log:"; sed -E 's/^[^ ]+ //' "$DATA/err" | cut -c1-220 | sort | uniq -c | sort -rn | head -8; }
-  rm -rf "$DATA"
-}
-trap cleanup EXIT
-PLINTH_RATE_LIMIT_MULTIPLIER=100000000 RUST_LOG=warn \
-  ./target/release/plinth serve --listen 127.0.0.1:0 --data-dir "$DATA" --database-url "$DB" >"$DATA/out" 2>"$DATA/err" &
-PLINTH_PID=$!
-./target/release/examples/baseline 127.0.0.1:0 >"$DATA/base" &
-BASE_PID=$!
-for _ in $(seq 1 100); do
-  grep -q listening "$DATA/out" 2>/dev/null && grep -q listening "$DATA/base" 2>/dev/null && break
-  sleep 0.1
-done
-P=$(sed -n 's/.*listening on //p' "$DATA/out")
-B=$(sed -n 's/.*listening on //p' "$DATA/base")
+. bench/common.sh
 
 echo "creating $N funded accounts..."
 seq 1 "$N" | xargs -P 4 -I{} sh -c "curl -s '$P/api/users/authenticate' -H 'content-type: application/json' \

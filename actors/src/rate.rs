@@ -153,16 +153,32 @@ impl Leases {
         Self((0..=u8::MAX).map(|_| dashmap::DashMap::new()).collect())
     }
 
-    /// The decision for a request that a lease answers, if one does.
-    fn take(&self, key: &str, category: u8, limit: u64, interval_ms: u64) -> Option<Decision> {
+    /// The published lease of a key's window while it holds for these limits: `Err` with
+    /// the refusal when the window is full, `None` when no lease answers.
+    fn open(
+        &self,
+        key: &str,
+        category: u8,
+        limit: u64,
+        interval_ms: u64,
+    ) -> Option<Result<Arc<Lease>, Decision>> {
         let lease = self.0[category as usize].get(key)?.value().clone();
         let now = Instant::now();
         if lease.limit != limit || lease.interval_ms != interval_ms || now >= lease.end {
             return None;
         }
         if lease.full {
-            return Some(refused(limit, interval_ms, lease.end - now));
+            return Some(Err(refused(limit, interval_ms, lease.end - now)));
         }
+        Some(Ok(lease))
+    }
+
+    /// The decision for a request that a lease answers, if one does.
+    fn take(&self, key: &str, category: u8, limit: u64, interval_ms: u64) -> Option<Decision> {
+        let lease = match self.open(key, category, limit, interval_ms)? {
+            Ok(lease) => lease,
+            Err(full) => return Some(full),
+        };
         let left = lease
             .permits
             .fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
@@ -177,14 +193,10 @@ impl Leases {
 
     /// What a published lease says is left, taking no permit.
     fn peek(&self, key: &str, category: u8, limit: u64, interval_ms: u64) -> Option<Decision> {
-        let lease = self.0[category as usize].get(key)?.value().clone();
-        let now = Instant::now();
-        if lease.limit != limit || lease.interval_ms != interval_ms || now >= lease.end {
-            return None;
-        }
-        if lease.full {
-            return Some(refused(limit, interval_ms, lease.end - now));
-        }
+        let lease = match self.open(key, category, limit, interval_ms)? {
+            Ok(lease) => lease,
+            Err(full) => return Some(full),
+        };
         let left = lease
             .permits
             .load(std::sync::atomic::Ordering::Acquire)

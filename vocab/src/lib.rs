@@ -71,6 +71,16 @@ macro_rules! text_enum {
     };
 }
 
+/// The value a table of accepted spellings gives `text` (trimmed, any case): one table
+/// that the parser and the document both read.
+pub fn spelled<T: Copy>(table: &[(&str, T)], text: &str) -> Option<T> {
+    let text = text.trim().to_lowercase();
+    table
+        .iter()
+        .find(|(spelling, _)| *spelling == text)
+        .map(|(_, value)| *value)
+}
+
 text_enum! {
     /// What an export writes (`slide_jobs.format` is this, with `+notes` for speaker
     /// notes: see [`Export`]).
@@ -189,11 +199,7 @@ impl ImageFormat {
 
     /// The format any spelling in [`Self::SPELLINGS`] names, in any case.
     pub fn named(text: &str) -> Option<ImageFormat> {
-        let text = text.trim().to_ascii_lowercase();
-        Self::SPELLINGS
-            .iter()
-            .find(|(spelling, _)| *spelling == text)
-            .map(|(_, format)| *format)
+        spelled(Self::SPELLINGS, text)
     }
 
     /// The MIME types of every format, for messages and capabilities.
@@ -244,6 +250,28 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// Why a credit account's balance moved (a ledger row's `kind`).
+    pub enum LedgerKind {
+        /// A metered call's cost.
+        Usage = "usage",
+        /// A metered call's cost given back (the call failed on the server's side).
+        UsageRefund = "usage_refund",
+        Deduct = "deduct",
+        Bonus = "bonus",
+        Monthly = "monthly",
+        TransferOut = "transfer_out",
+        TransferIn = "transfer_in",
+        VendorDistribution = "vendor_distribution",
+        /// An app store purchase credited.
+        StorePurchase = "store_purchase",
+        /// A marketplace order paid in tokens.
+        Purchase = "purchase",
+        /// An order's tokens given back.
+        Refund = "refund",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,27 +294,5 @@ mod tests {
             serde_json::to_string(&AttemptOutcome::Retrying).unwrap(),
             "\"retrying\""
         );
-    }
-}
-
-text_enum! {
-    /// Why a credit account's balance moved (a ledger row's `kind`).
-    pub enum LedgerKind {
-        /// A metered call's cost.
-        Usage = "usage",
-        /// A metered call's cost given back (the call failed on the server's side).
-        UsageRefund = "usage_refund",
-        Deduct = "deduct",
-        Bonus = "bonus",
-        Monthly = "monthly",
-        TransferOut = "transfer_out",
-        TransferIn = "transfer_in",
-        VendorDistribution = "vendor_distribution",
-        /// An app store purchase credited.
-        StorePurchase = "store_purchase",
-        /// A marketplace order paid in tokens.
-        Purchase = "purchase",
-        /// An order's tokens given back.
-        Refund = "refund",
     }
 }

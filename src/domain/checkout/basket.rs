@@ -58,16 +58,9 @@ impl Pay {
 
 pub fn pay(raw: Option<&str>) -> Result<Pay, Invalid> {
     let Some(raw) = raw else { return Ok(Pay::Usd) };
-    let raw = raw.trim().to_lowercase();
-    Pay::SPELLINGS
-        .iter()
-        .find(|(spelling, _)| *spelling == raw)
-        .map(|(_, pay)| *pay)
-        .ok_or_else(|| {
-            Invalid::new(
-                "`payment_type` must be `tokens` or `usd` (the default: the payment provider)",
-            )
-        })
+    plinth_vocab::spelled(Pay::SPELLINGS, raw).ok_or_else(|| {
+        Invalid::new("`payment_type` must be `tokens` or `usd` (the default: the payment provider)")
+    })
 }
 
 /// What a checkout asks for, checked and priced.
