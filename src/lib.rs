@@ -23,6 +23,7 @@ pub mod http;
 pub(crate) mod jobs;
 pub mod json_depth;
 pub(crate) mod observe;
+pub(crate) mod route_spec;
 pub mod server;
 pub mod state;
 pub(crate) mod states;

@@ -11,7 +11,7 @@ use plinth_workers::{MailBackend, Queue};
 use crate::config::Opts;
 use crate::crypto::MasterKey;
 use crate::db::Db;
-use crate::http::route_spec::RouteMeta;
+use crate::route_spec::RouteMeta;
 
 #[derive(Clone)]
 pub struct AppState(Arc<Inner>);
@@ -58,7 +58,7 @@ pub struct Inner {
     pub posts: crate::db::posts::Writer,
     /// Builds the OpenAPI document (`crate::http::openapi::document`): a function the server
     /// hands in, since what reads the route table sits above the handlers in it.
-    pub openapi: fn(&AppState) -> crate::http::reply::Reply,
+    pub openapi: fn(&AppState) -> serde_json::Value,
     /// The document, serialised on first request and then shared: it depends only on the
     /// configuration, and building it per request cost milliseconds an anonymous client
     /// could ask for in a loop (issue 41).

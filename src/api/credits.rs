@@ -18,7 +18,7 @@ use crate::http::extract::{IdBody, IdempotencyKey, JsonBody};
 use crate::http::idempotency;
 use crate::http::reply::{Answer, Recorded};
 use crate::http::request::{Limit, NonBlank, Offset};
-use crate::http::route_spec::{Category, ADDITIONS};
+use crate::route_spec::{Category, ADDITIONS};
 use crate::state::AppState;
 use crate::states::LedgerKind;
 use crate::wire::credits::{

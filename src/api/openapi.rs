@@ -11,8 +11,8 @@ use crate::state::AppState;
 
 pub async fn openapi(State(app): State<AppState>) -> Response {
     let doc = app.openapi_doc.get_or_init(|| {
-        let reply = (app.openapi)(&app);
-        prebuild(&reply.body).unwrap_or_default()
+        let document = (app.openapi)(&app);
+        prebuild(&document).unwrap_or_default()
     });
     Prebuilt::<()>::public(doc.clone()).into_response()
 }

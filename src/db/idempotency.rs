@@ -1,7 +1,7 @@
 //! Idempotency records (`idempotency_records`): the recorded answer of a mutation under
 //! its key, per scope (a deck's changes, a buyer's checkouts), with the hash of the
 //! request it answers; the upkeep sweep prunes records after
-//! `idempotency::KEPT`. The rules are `idempotency`'s.
+//! [`KEPT`]. The rules are `http::idempotency`'s.
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -9,6 +9,18 @@ use sqlx::types::Json;
 
 use crate::db::{now, Db};
 use crate::with_db;
+
+/// How long a recorded answer replays; older records are expired and pruned.
+pub const KEPT: chrono::TimeDelta = chrono::TimeDelta::hours(24);
+
+/// A deck change's claim on its key that is still "in progress" after this long is
+/// presumed dead (its process stopped between claim and answer; a change's caller gives
+/// up after 30 s) and the same request may take it over.
+pub const STALE_CLAIM: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
+
+/// The same for work that is at most once by itself (a credit change under its ledger
+/// key): past the longest a credit batch takes to commit.
+pub const LEDGER_STALE_CLAIM: chrono::TimeDelta = chrono::TimeDelta::seconds(6);
 
 /// The record of a key if it was saved after `since` (older ones are expired even
 /// before the sweep deletes them).

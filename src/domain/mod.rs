@@ -7,7 +7,6 @@ pub mod buyers;
 pub mod checkout;
 pub mod decks;
 pub mod downloads;
-pub mod exports;
 pub mod grants;
 pub mod idp;
 pub mod ledger;

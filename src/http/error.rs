@@ -48,14 +48,6 @@ impl ApiError {
     pub fn conflict(m: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, m)
     }
-    /// 402: a payment (or more tokens) is needed.
-    pub fn payment_required(m: impl Into<String>) -> Self {
-        Self::new(StatusCode::PAYMENT_REQUIRED, m)
-    }
-    /// 413: what was sent, or declared, is larger than the limit.
-    pub fn too_large(m: impl Into<String>) -> Self {
-        Self::new(StatusCode::PAYLOAD_TOO_LARGE, m)
-    }
     /// 422: well-formed, but not what this request may carry.
     pub fn unprocessable(m: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, m)

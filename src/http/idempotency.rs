@@ -17,17 +17,9 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::reply::{Answer, Recorded, Reply};
 use crate::state::AppState;
 
-/// How long a recorded answer replays; older records are expired and pruned.
-pub const KEPT: chrono::TimeDelta = chrono::TimeDelta::hours(24);
-
-/// A deck change's claim on its key that is still "in progress" after this long is
-/// presumed dead (its process stopped between claim and answer; a change's caller gives
-/// up after 30 s) and the same request may take it over.
-pub const STALE_CLAIM: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
-
-/// The same for work that is at most once by itself (a credit change under its ledger
-/// key): past the longest a credit batch takes to commit.
-pub const LEDGER_STALE_CLAIM: chrono::TimeDelta = chrono::TimeDelta::seconds(6);
+// How long records live and when a claim is presumed dead are facts of the stored
+// records, kept with them (the periodic sweep and the deck actors read them too).
+pub use crate::db::idempotency::{KEPT, LEDGER_STALE_CLAIM, STALE_CLAIM};
 
 /// What a repeat that finds its key in progress is told to wait (`Retry-After`).
 pub const RETRY_IN_PROGRESS_SECS: u64 = 1;

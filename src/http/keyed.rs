@@ -14,7 +14,7 @@ use crate::caller::Caller;
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self as rules, Keyed};
 use crate::http::reply::Envelope;
-use crate::http::route_spec::{Category, RouteMeta};
+use crate::route_spec::{Category, RouteMeta};
 use crate::state::AppState;
 
 /// What a POST route does with an `Idempotency-Key`.

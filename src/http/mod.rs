@@ -16,7 +16,6 @@ pub(crate) mod openapi;
 pub(crate) mod pages;
 pub(crate) mod reply;
 pub(crate) mod request;
-pub(crate) mod route_spec;
 pub mod routes;
 pub(crate) mod schema;
 pub(crate) mod usage;

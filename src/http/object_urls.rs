@@ -13,7 +13,7 @@ use axum::Router;
 use serde::Deserialize;
 
 use crate::adapters::storage::{valid_key, ObjectStore, WriteError};
-use crate::http::route_spec::Category;
+use crate::route_spec::Category;
 use crate::state::AppState;
 
 /// Uploads one client address may make per minute through signed URLs.

@@ -13,7 +13,6 @@ use std::sync::LazyLock;
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
-use crate::http::reply::Reply;
 use crate::http::routes::{Access, RouteSpec};
 use crate::state::AppState;
 
@@ -259,7 +258,7 @@ fn common_headers() -> Value {
 
 /// The document, as `GET /api/openapi.json` answers it (the handler reaches this through
 /// the state, `Inner::openapi`: the handler is in the route table this reads).
-pub fn document(app: &AppState) -> Reply {
+pub fn document(app: &AppState) -> Value {
     let mut gen = SchemaSettings::draft2020_12()
         .with(|s| {
             s.definitions_path = "/components/schemas".into();
@@ -288,7 +287,7 @@ pub fn document(app: &AppState) -> Reply {
             item[m.to_lowercase()] = op;
         }
     }
-    Reply::ok(whole_document(app, gen, paths))
+    whole_document(app, gen, paths)
 }
 
 /// One route's operation (for its first method; `document` copies it to the others).

@@ -294,12 +294,6 @@ impl Reply {
         );
         self
     }
-
-    /// `Cache-Control: private, no-store`: the answer holds what only this caller may see.
-    pub fn private(mut self) -> Self {
-        no_store(&mut self.headers);
-        self
-    }
 }
 
 fn no_store(headers: &mut axum::http::HeaderMap) {

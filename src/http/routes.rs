@@ -12,7 +12,7 @@ use axum::Router;
 
 use crate::api;
 use crate::http::keyed::KeyRule;
-pub use crate::http::route_spec::{Access, Category, RouteMeta};
+pub use crate::route_spec::{Access, Category, RouteMeta};
 use crate::state::AppState;
 
 pub type Handler = fn(MethodFilter) -> MethodRouter<AppState>;

@@ -19,8 +19,8 @@ use crate::http::auth::{self, Caller, CallerExt, LEVEL_ADMIN, LEVEL_VERIFIED};
 use crate::http::error::ApiError;
 use crate::http::keyed::{self, KeyRule};
 use crate::http::reply::Envelope;
-use crate::http::route_spec::{Access, Category};
 use crate::http::routes::key_rule;
+use crate::route_spec::{Access, Category};
 use crate::state::{AppState, RouteEntry};
 use crate::states::LedgerKind;
 

@@ -162,7 +162,7 @@ pub async fn sweep_slides(db: &Db) -> anyhow::Result<crate::db::slides::Swept> {
         db,
         now - STUCK_AFTER,
         now - PENDING_AFTER,
-        now - crate::http::idempotency::KEPT,
+        now - crate::db::idempotency::KEPT,
     )
     .await?)
 }

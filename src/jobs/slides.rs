@@ -266,7 +266,7 @@ impl IdempotencyStore for Idempotency {
         request_hash: &'a str,
     ) -> BoxFuture<'a, Result<Claim, plinth_actors::StoreError>> {
         async move {
-            use crate::http::idempotency::{KEPT, STALE_CLAIM};
+            use crate::db::idempotency::{KEPT, STALE_CLAIM};
             let now = chrono::Utc::now();
             let held = crate::db::idempotency::claim(
                 &self.0,

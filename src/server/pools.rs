@@ -69,7 +69,7 @@ pub(super) fn ports(
         }),
     };
     let callbacks: plinth_workers::callbacks::Env =
-        std::sync::Arc::new(crate::adapters::callbacks::Deliverer {
+        std::sync::Arc::new(crate::jobs::callbacks::Deliverer {
             db: db.clone(),
             objects: objects.clone(),
             key: key.clone(),

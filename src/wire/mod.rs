@@ -17,6 +17,7 @@ pub mod data;
 pub mod documents;
 pub mod downloads;
 pub mod events;
+pub mod exports;
 pub mod inventory;
 pub mod kv;
 pub mod licenses;

@@ -1,4 +1,4 @@
-//! `/api/slides*` answers (export jobs: `domain::exports::JobView`).
+//! `/api/slides*` answers (export jobs: `wire::exports::JobView`).
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;

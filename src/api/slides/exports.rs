@@ -8,16 +8,16 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::*;
-use crate::domain::exports::JobView;
 use crate::http::reply::{EventStream, HeadedAnswer, PrivateAnswer};
 use crate::http::request::NonBlank;
+use crate::wire::exports::JobView;
 use plinth_vocab::{Export, ExportFormat, ExportStatus};
 
 /// The job as `caller` reads it, with fresh artifact URLs. Its `callback_url` (which may
 /// hold a token in its query) is shown to the one who asked for it only (security
 /// review N-L1).
 async fn job_view(app: &AppState, caller: &Caller, job: &JobRow) -> ApiResult<JobView> {
-    let mut view = crate::domain::exports::job_view(&app.objects, job)
+    let mut view = crate::wire::exports::job_view(&app.objects, job)
         .await
         .map_err(ApiError::from)?;
     if job.requested_by != caller.id {
