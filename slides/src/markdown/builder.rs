@@ -9,9 +9,8 @@ use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 use crate::{Block, Invalid, Slide};
 
-use super::blocks::{emit, flush_div_text, flush_item, Frame};
 use super::directives::{Directives, Found};
-use super::inline::Inline;
+use super::frame::{emit, flush_div_text, flush_item, Frame, Inline};
 use super::ParseOptions;
 
 /// Reads one slide's text, which starts on line `first_line` of the deck: the slide and

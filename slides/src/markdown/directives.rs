@@ -3,7 +3,7 @@
 
 use crate::{Deck, Invalid, Layout, Slide, Theme};
 
-use super::front_matter::{color, paginate, yaml_scalar, PAGINATE_VALUES};
+use super::values::{color, paginate, yaml_scalar, PAGINATE_VALUES};
 
 /// Marp directives read from comments: `key: value` applies to this slide and the
 /// ones after it, `_key: value` to this slide only.

@@ -5,7 +5,7 @@ use crate::{Block, Invalid, MAX_COLUMNS};
 
 use super::builder::SlideBuilder;
 use super::directives::{comment_body, directive};
-use super::inline::escape_into;
+use super::frame::escape_into;
 
 impl SlideBuilder<'_, '_> {
     /// HTML is collected until it is a whole tag, line or comment, then read.

@@ -8,6 +8,7 @@ use pulldown_cmark::LinkType;
 use crate::{Background, BackgroundFit, BackgroundPosition, Invalid};
 
 use super::builder::SlideBuilder;
+use super::frame::escape_into;
 
 impl SlideBuilder<'_, '_> {
     pub(super) fn text(&mut self, t: &str) {
@@ -138,41 +139,6 @@ impl SlideBuilder<'_, '_> {
         inline
             .images
             .push((asset_id, keys.alt, keys.width, keys.height));
-    }
-}
-
-/// Inline text being collected, with marks re-encoded for [`crate::spans`].
-#[derive(Default)]
-pub(super) struct Inline {
-    pub(super) text: String,
-    /// Images of the paragraph, as (asset id, alt, width, height).
-    pub(super) images: Vec<(String, String, Option<u32>, Option<u32>)>,
-    /// Whether anything but images (and white space) was collected.
-    pub(super) other: bool,
-}
-
-impl Inline {
-    pub(super) fn push_text(&mut self, t: &str) {
-        if !t.trim().is_empty() {
-            self.other = true;
-        }
-        escape_into(&mut self.text, t);
-    }
-    pub(super) fn take(&mut self) -> String {
-        self.images.clear();
-        self.other = false;
-        std::mem::take(&mut self.text).trim().to_owned()
-    }
-}
-
-pub(super) fn escape_into(out: &mut String, t: &str) {
-    // Every `<` too: text events come in pieces, so `\<sub>` cannot be told from a tag
-    // by looking at one of them.
-    for c in t.chars() {
-        if crate::ESCAPABLE.contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
     }
 }
 

@@ -9,10 +9,12 @@
 mod blocks;
 mod builder;
 mod directives;
+mod frame;
 mod front_matter;
 mod html;
 mod inline;
 mod split;
+mod values;
 
 use crate::{Deck, Invalid, MAX_MARKDOWN_BYTES};
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use apalis::prelude::BoxDynError;
 use plinth_render::{Image, Images, RenderError, Size};
 
-use super::output::{Clock, Output, Stopper};
+use super::output::{Clock, Output, Run, Stopper};
 use super::{
     artifact_key, Artifact, AssetStatus, Env, Export, ExportFormat, ExportTask, ExportWork, Start,
     Unusable, Warning, MAX_ATTEMPTS, MAX_MISSING_CHARS, MAX_WARNINGS, RENEW_EVERY,
@@ -193,27 +193,6 @@ pub async fn release_live_runs(env: &Env) {
         if let Err(e) = env.release(&job_id, &owner).await {
             tracing::warn!(error = %e, job_id, "lease not released at shutdown; it lapses");
         }
-    }
-}
-
-/// One run of an export: what its steps need to report progress under its lease.
-pub(super) struct Run<'a> {
-    pub(super) env: &'a Env,
-    pub(super) job_id: &'a str,
-    pub(super) owner: &'a str,
-    /// Set when a renewal found the job cancelled or taken over.
-    pub(super) lost: Arc<AtomicBool>,
-}
-
-impl Run<'_> {
-    /// Records progress; false when this run should stop (cancelled, or taken over).
-    pub(super) async fn progress(&self, done: usize, total: usize) -> Result<bool, BoxDynError> {
-        if self.lost.load(Ordering::Relaxed) {
-            return Ok(false);
-        }
-        self.env
-            .progress(self.job_id, self.owner, done, total)
-            .await
     }
 }
 

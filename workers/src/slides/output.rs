@@ -1,21 +1,41 @@
 //! The format writers of an export (PNG per slide, PDF, HTML) on the render pool, under
 //! a render budget that stops when the run does, and the clock of a run's phases.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use apalis::prelude::BoxDynError;
 use plinth_render::{Budget, Images, RenderError, Size};
 
-use super::export::Run;
-use super::{artifact_key, Artifact, ExportWork};
+use super::{artifact_key, Artifact, Env, ExportWork};
 use crate::pool::render_pool;
 
 /// A whole export may render this long (under the job's 10-minute timeout), one slide
 /// one minute.
 const RENDER_LIMIT: Duration = Duration::from_secs(570);
 const SLIDE_LIMIT: Duration = Duration::from_secs(60);
+
+/// One run of an export: what its steps need to report progress under its lease.
+pub(super) struct Run<'a> {
+    pub(super) env: &'a Env,
+    pub(super) job_id: &'a str,
+    pub(super) owner: &'a str,
+    /// Set when a renewal found the job cancelled or taken over.
+    pub(super) lost: Arc<AtomicBool>,
+}
+
+impl Run<'_> {
+    /// Records progress; false when this run should stop (cancelled, or taken over).
+    pub(super) async fn progress(&self, done: usize, total: usize) -> Result<bool, BoxDynError> {
+        if self.lost.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        self.env
+            .progress(self.job_id, self.owner, done, total)
+            .await
+    }
+}
 
 /// The render budget of one run. A watcher keeps its flag current with the job (set
 /// when the job is cancelled or its lease lost, checked every 200 ms); dropping it
