@@ -175,9 +175,11 @@ impl From<store::JobRow> for QueueJob {
 pub struct ListQuery {
     /// `email`, `export`, `images`, `expiry` or `callbacks` (apalis's names are accepted
     /// too).
+    #[schemars(schema_with = "queue_names_or_null")]
     queue: Option<String>,
     /// `pending`, `scheduled`, `running`, `retrying`, `succeeded`, `failed` or
     /// `cancelled` (`done` and `killed` are read as `succeeded` and `cancelled`).
+    #[schemars(schema_with = "status_names_or_null")]
     status: Option<String>,
     /// A job's id, the id its client holds (an export's job id, an asset id, an email's
     /// id) or an email's recipient: exact values only.
@@ -353,7 +355,7 @@ pub async fn cancel(
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct QueueBody {
     /// `email`, `export`, `images`, `expiry` or `callbacks`.
-    #[schemars(extend("enum" = ["email", "export", "images", "expiry", "callbacks", "slide-export", "slide-images"]))]
+    #[schemars(schema_with = "queue_names")]
     queue: String,
 }
 
@@ -502,17 +504,36 @@ pub async fn workers(State(app): State<AppState>) -> ApiResult<Answer<WorkersAns
 pub struct BulkBody {
     /// `retry` (failed or cancelled jobs), `cancel` (pending, scheduled or retrying ones)
     /// or `discard` (delete finished ones: succeeded, failed, cancelled).
-    #[schemars(extend("enum" = ["retry", "cancel", "discard"]))]
+    #[schemars(schema_with = "action_names")]
     action: String,
     /// The jobs (apalis's ids or clients'), at most 500. Or, instead, a selection:
     #[schemars(length(min = 1, max = 500))]
     ids: Option<Vec<String>>,
     /// With `status`: every job of this queue in that status (at most 500, newest first).
-    #[schemars(extend("enum" = ["email", "export", "images", "expiry", "callbacks", "slide-export", "slide-images"]))]
+    #[schemars(schema_with = "queue_names_or_null")]
     queue: Option<String>,
     /// With `queue`, or alone (every queue).
-    #[schemars(extend("enum" = ["pending", "scheduled", "running", "retrying", "succeeded", "failed", "cancelled", "done", "killed"]))]
+    #[schemars(schema_with = "status_names_or_null")]
     status: Option<String>,
+}
+
+// The document's lists are the parsers' own (`store::queue`, `store::status`,
+// `store::Action`), so the two cannot drift apart.
+fn queue_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "enum": store::queue_spellings()})
+}
+
+fn queue_names_or_null(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": ["string", "null"], "enum": store::queue_spellings()})
+}
+
+fn status_names_or_null(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": ["string", "null"], "enum": store::status_spellings()})
+}
+
+fn action_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<_> = store::Action::ALL.iter().map(|a| a.as_str()).collect();
+    schemars::json_schema!({"type": "string", "enum": names})
 }
 
 /// A job a bulk action left as it was.
@@ -539,12 +560,12 @@ pub async fn bulk(
     State(app): State<AppState>,
     JsonBody(body): JsonBody<BulkBody>,
 ) -> ApiResult<Answer<BulkAnswer>> {
-    let action = body.action.trim().to_ascii_lowercase();
-    if !["retry", "cancel", "discard"].contains(&action.as_str()) {
+    let Some(act) = store::Action::parse(&body.action) else {
         return Err(ApiError::bad_request(
             "`action` must be retry, cancel or discard",
         ));
-    }
+    };
+    let action = act.as_str().to_owned();
     let ids: Vec<String> = match (&body.ids, &body.queue, &body.status) {
         (Some(ids), None, None) => {
             if ids.is_empty() || ids.len() > store::LIST_MAX as usize {
@@ -578,7 +599,6 @@ pub async fn bulk(
             ))
         }
     };
-    let act = store::Action::parse(&action).unwrap_or(store::Action::Retry);
     let mut changed = Vec::new();
     let mut skipped = Vec::new();
     for id in ids {

@@ -207,8 +207,11 @@ pub async fn members(
     Ok(PrivateAnswer(All::new(data)))
 }
 
+/// A site member's levels: 10 (viewer) and 100 (admin); the document lists these too.
+const MEMBER_LEVELS: [i64; 2] = [10, 100];
+
 fn member_level(level: i64) -> ApiResult<i64> {
-    if level != 10 && level != 100 {
+    if !MEMBER_LEVELS.contains(&level) {
         return Err(ApiError::bad_request(
             "`level` must be 10 (viewer) or 100 (admin)",
         ));
@@ -223,7 +226,7 @@ pub struct AddMemberBody {
     #[schemars(email)]
     email: String,
     /// 10 (viewer) or 100 (admin).
-    #[schemars(extend("enum" = [10, 100]))]
+    #[schemars(extend("enum" = MEMBER_LEVELS))]
     level: i64,
 }
 
@@ -262,7 +265,7 @@ pub struct MemberLevelBody {
     site_id: String,
     user_id: String,
     /// 10 (viewer) or 100 (admin).
-    #[schemars(extend("enum" = [10, 100]))]
+    #[schemars(extend("enum" = MEMBER_LEVELS))]
     level: i64,
 }
 

@@ -25,26 +25,62 @@ use crate::with_db;
 /// `plinth_workers::QueueName`); the error is the message operators read.
 pub fn queue(name: &str) -> Result<QueueName, String> {
     QueueName::parse(name).ok_or_else(|| {
-        format!("unknown queue `{name}`: use email, export, images, expiry or callbacks")
+        let names: Vec<_> = QueueName::ALL.iter().map(|q| q.name()).collect();
+        format!("unknown queue `{name}`: use {}", or_list(&names))
     })
 }
+
+/// Every spelling [`queue`] takes (short names, then apalis's where they differ), as
+/// the document lists them.
+pub fn queue_spellings() -> Vec<&'static str> {
+    let mut names: Vec<_> = QueueName::ALL.iter().map(|q| q.name()).collect();
+    for q in QueueName::ALL {
+        if q.table_name() != q.name() {
+            names.push(q.table_name());
+        }
+    }
+    names
+}
+
+/// Older names of statuses that filters still take.
+const STATUS_ALIASES: [(&str, JobStatus); 3] = [
+    ("done", JobStatus::Succeeded),
+    ("killed", JobStatus::Cancelled),
+    ("canceled", JobStatus::Cancelled),
+];
 
 /// One of the statuses operators see ([`JobStatus`]), in any case (the older `done` and
 /// `killed` name `succeeded` and `cancelled`); the error is the message operators read.
 pub fn status(name: &str) -> Result<JobStatus, String> {
-    let trimmed = name.trim().to_ascii_lowercase();
-    let word = match trimmed.as_str() {
-        "done" => "succeeded",
-        "killed" | "canceled" => "cancelled",
-        other => other,
-    };
-    JobStatus::parse(word).ok_or_else(|| {
-        let all: Vec<_> = JobStatus::ALL.iter().map(|s| s.as_str()).collect();
-        format!(
-            "unknown status `{name}`: use {}",
-            all.join(", ").replacen(", cancelled", " or cancelled", 1)
-        )
-    })
+    let word = name.trim().to_ascii_lowercase();
+    STATUS_ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == word)
+        .map(|(_, status)| *status)
+        .or_else(|| JobStatus::parse(&word))
+        .ok_or_else(|| {
+            let all: Vec<_> = JobStatus::ALL.iter().map(|s| s.as_str()).collect();
+            format!("unknown status `{name}`: use {}", or_list(&all))
+        })
+}
+
+/// Every spelling [`status`] takes but `unknown` (no filter asks for it), as the
+/// document lists them.
+pub fn status_spellings() -> Vec<&'static str> {
+    JobStatus::ALL
+        .iter()
+        .filter(|s| **s != JobStatus::Unknown)
+        .map(|s| s.as_str())
+        .chain(STATUS_ALIASES.iter().map(|(alias, _)| *alias))
+        .collect()
+}
+
+/// `a, b or c`.
+fn or_list(words: &[&str]) -> String {
+    match words.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => words.join(""),
+    }
 }
 
 /// What the metrics gauges read: queue depth per queue (`failed` counts cancelled too).
@@ -437,13 +473,20 @@ pub enum Action {
 }
 
 impl Action {
-    pub fn parse(s: &str) -> Option<Action> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "retry" => Some(Action::Retry),
-            "cancel" => Some(Action::Cancel),
-            "discard" => Some(Action::Discard),
-            _ => None,
+    pub const ALL: [Action; 3] = [Action::Retry, Action::Cancel, Action::Discard];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Retry => "retry",
+            Action::Cancel => "cancel",
+            Action::Discard => "discard",
         }
+    }
+
+    /// In any case, surrounding blanks ignored.
+    pub fn parse(s: &str) -> Option<Action> {
+        let word = s.trim().to_ascii_lowercase();
+        Action::ALL.into_iter().find(|a| a.as_str() == word)
     }
 
     /// The statuses it applies to, and its past participle, for messages.
