@@ -128,8 +128,13 @@ impl Db {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             // A hung statement must not hold a credit shard (and the requests behind it)
             // indefinitely: 30 s is far above any query plinth makes (finding M9).
+            // NOTICEs ("relation already exists, skipping" from idempotent migrations)
+            // are not news to an operator: only warnings and errors reach the log.
             let opts = sqlx::postgres::PgConnectOptions::from_str(url)?
-                .options([("statement_timeout", "30s")])
+                .options([
+                    ("statement_timeout", "30s"),
+                    ("client_min_messages", "warning"),
+                ])
                 .application_name(process);
             let pool = PgPoolOptions::new()
                 .max_connections(16)

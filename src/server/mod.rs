@@ -32,7 +32,9 @@ pub use database::{
 pub use pools::worker_pools;
 
 use pools::{configure_backoff, credit_shards, ingest_shards, ports, worker_config};
-use providers::{check_object_storage, grant_key, mail_backend, providers, watch_hosts};
+use providers::{
+    check_object_storage, grant_key, mail_backend, providers, refuse_unsafe_production, watch_hosts,
+};
 
 pub fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -158,6 +160,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     configure_backoff(&opts.mail, &opts.jobs)?;
     opts.validate()?;
     check_rules(&opts)?;
+    refuse_unsafe_production(&opts)?;
     let production = opts.server.production;
     let (payments, store_verifier) = providers(&opts.payments, production)?;
     let key = master_key(&opts.database, production)?;
@@ -482,6 +485,7 @@ async fn next_steps(state: &AppState) {
 /// Only job workers (`--queues`, `--concurrency`), stopping as `serve` does.
 pub async fn worker(opts: Opts) -> anyhow::Result<()> {
     let pools = worker_pools(&opts)?;
+    refuse_unsafe_production(&opts)?;
     start_metrics(&opts.observability)?;
     let key = master_key(&opts.database, opts.server.production)?;
     let me = process_name("worker");

@@ -11,6 +11,50 @@ use crate::config::{Accounts, Mail, Payments, Storage};
 use crate::crypto::{GrantKey, MasterKey};
 use crate::db::Db;
 
+/// What `--production` refuses, found from the configuration alone and reported together,
+/// so an operator fixes them in one round instead of one restart each.
+pub(super) fn refuse_unsafe_production(opts: &crate::config::Opts) -> anyhow::Result<()> {
+    if !opts.server.production {
+        return Ok(());
+    }
+    let mut problems = Vec::new();
+    if opts.database.master_key.is_none() {
+        problems.push(
+            "no PLINTH_MASTER_KEY: a generated master key file is refused (make one with \
+             `openssl rand -hex 32` and keep it in a secret store)"
+                .to_owned(),
+        );
+    }
+    let stripe = opts.payments.stripe_secret_key.as_deref();
+    if stripe.is_none_or(|k| k.trim().is_empty())
+        && !crate::adapters::appstore::configured(&opts.payments)
+    {
+        problems.push(
+            "simulated payments and a simulated App Store: configure \
+             PLINTH_STRIPE_SECRET_KEY and/or PLINTH_APPLE_*"
+                .to_owned(),
+        );
+    }
+    let url = opts.database.url();
+    if opts.storage.s3_bucket.is_none() && url.starts_with("postgres") {
+        problems.push(
+            "local object storage with PostgreSQL: objects would live on one host only; \
+             configure PLINTH_S3_*"
+                .to_owned(),
+        );
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = problems.iter().map(|p| format!("  - {p}")).collect();
+    anyhow::bail!(
+        "--production refuses to start ({} problem{}):\n{}",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" },
+        list.join("\n")
+    )
+}
+
 /// Local object storage keeps objects on one host's disk: with `serve` or `worker`
 /// processes on more than one host, what one host stored is missing on the others.
 /// That is refused under `--production` and warned about loudly otherwise. On SQLite

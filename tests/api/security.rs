@@ -327,14 +327,28 @@ async fn h2_simulated_providers_only_when_nothing_real_is_configured() {
     assert!(b.body.to_string().contains("\"balance\":0"), "{}", b.body);
     drop(s);
 
-    // --production refuses simulated providers and a generated master key.
+    // --production refuses simulated providers and a generated master key, each
+    // alone, and both at once in one message.
     let err = refused_start(&["--production"], &[("PLINTH_MASTER_KEY", MASTER_KEY)]);
-    assert!(err.contains("simulated"), "{err}");
+    assert!(
+        err.contains("(1 problem)") && err.contains("simulated"),
+        "{err}"
+    );
     let err = refused_start(
         &["--production"],
         &[("PLINTH_STRIPE_SECRET_KEY", "sk_test_x")],
     );
-    assert!(err.contains("PLINTH_MASTER_KEY"), "{err}");
+    assert!(
+        err.contains("(1 problem)") && err.contains("PLINTH_MASTER_KEY"),
+        "{err}"
+    );
+    let err = refused_start(&["--production"], &[]);
+    assert!(
+        err.contains("(2 problems)")
+            && err.contains("PLINTH_MASTER_KEY")
+            && err.contains("simulated"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
