@@ -72,8 +72,45 @@ pub async fn sign_in() -> impl IntoResponse {
     page(&SIGN_IN)
 }
 
+/// `GET /`: an index for a person who opens the server's address (`assets/index.html`):
+/// where the document, status, console and dashboard are, a first call with this
+/// server's own URL in it, and where the documentation is. No script.
+pub async fn index(
+    axum::extract::State(app): axum::extract::State<crate::state::AppState>,
+) -> axum::response::Response {
+    static INDEX: std::sync::OnceLock<crate::http::pages::Page> = std::sync::OnceLock::new();
+    INDEX
+        .get_or_init(|| {
+            // The public URL is fixed for the life of the process: built once, kept.
+            let html = INDEX_HTML.replace("HOST", &html_escape(&app.public_url));
+            crate::http::pages::Page::new(Box::leak(html.into_boxed_str()))
+        })
+        .response()
+}
+
+const INDEX_HTML: &str = include_str!("../../assets/index.html");
+
+/// The public URL as page text (it comes from the operator's configuration, still
+/// escaped: a page never carries markup it did not write).
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_index_has_no_script_and_links_only_here() {
+        let page = super::INDEX_HTML;
+        assert!(!page.contains("<script") && !page.contains("src="));
+        for link in page.split("href=\"").skip(1) {
+            assert!(link.starts_with('/') || link.starts_with("data:"), "{link}");
+        }
+    }
+
     #[test]
     fn the_page_is_self_contained() {
         let page = super::PAGE;

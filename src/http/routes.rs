@@ -430,6 +430,7 @@ pub fn assets() -> Router<AppState> {
     Router::new()
         .route("/analytics/v1.js", get(api::analytics::script))
         .route("/analytics/dashboard", get(api::analytics::dashboard))
+        .route("/", get(api::pages::index))
         .route("/console", get(api::console::page))
         // The pages account emails link to (`mail::code_link`).
         .route("/verify", get(api::pages::verify))

@@ -297,6 +297,57 @@ async fn the_console_is_one_page_under_a_strict_policy_with_nothing_from_elsewhe
     assert!(!page.contains("innerHTML") && !page.contains("document.write"));
 }
 
+/// `GET /` is an index page (issue 45): HTML under the pages' policy (no script at all),
+/// a first call with this server's own URL, and links that all answer here. In
+/// Chromium when it is installed: every link of the page opens with a 200.
+#[tokio::test]
+async fn the_index_page_links_to_the_document_status_and_console() {
+    let s = crate::common::Server::start().await;
+    let r = s.raw(reqwest::Method::GET, "/").send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let header = |name: &str| r.headers()[name].to_str().unwrap().to_owned();
+    assert!(header("content-type").starts_with("text/html"));
+    assert!(header("content-security-policy").contains("script-src 'none'"));
+    let page = r.text().await.unwrap();
+    let links: Vec<&str> = page
+        .split("href=\"")
+        .skip(1)
+        .filter_map(|l| l.split('"').next())
+        .filter(|l| l.starts_with('/'))
+        .collect();
+    for needed in ["/api/openapi.json", "/api/status", "/console"] {
+        assert!(links.contains(&needed), "{links:?}");
+    }
+    assert!(
+        page.contains(&format!("curl -s {}/api/users/authenticate", s.base)),
+        "{page}"
+    );
+    assert!(page.contains("docs/api.md") && page.contains("README.md"));
+    for link in &links {
+        let r = s.raw(reqwest::Method::GET, link).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{link}");
+    }
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    browser.goto(&format!("{}/", s.base)).await;
+    let hrefs = browser
+        .exec("return Array.from(document.querySelectorAll('a')).map(a => a.href);")
+        .await;
+    let hrefs: Vec<String> = serde_json::from_value(hrefs).unwrap();
+    assert!(hrefs.len() >= links.len(), "{hrefs:?}");
+    for href in hrefs {
+        browser.goto(&href).await;
+        assert_eq!(browser.url().await, href);
+        let text = browser.exec("return document.body.innerText;").await;
+        assert!(
+            !text.as_str().unwrap_or_default().contains("not_found"),
+            "{href}: {text}"
+        );
+    }
+    browser.quit().await;
+}
+
 /// The operator console in headless Chromium against real job data: exports and an image
 /// check that succeed, verification emails that fail (SMTP pointed at a closed port) and a
 /// 503. A refused key is told so; the admin's key draws the queue table, the per-minute
