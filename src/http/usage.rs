@@ -571,18 +571,49 @@ async fn rate_check(
     }
     if !d.allowed {
         crate::observe::rate_limited(category.name());
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            format!(
-                "rate limit exceeded for category {}: {} requests per {} ms",
-                category.name(),
-                d.limit,
-                d.interval_ms
-            ),
-        )
-        .with("retry_after_ms", d.retry_after_ms));
+        return Err(too_many(
+            category,
+            who,
+            d.limit,
+            d.interval_ms,
+            d.retry_after_ms,
+        ));
     }
     Ok(())
+}
+
+/// A 429 that says which window is full (its category and whose it is), its size, and
+/// when it reopens, in words and as fields, with where the limits are listed.
+fn too_many(
+    category: Category,
+    who: &str,
+    limit: u64,
+    interval_ms: u64,
+    retry_ms: u64,
+) -> ApiError {
+    let whose = if who.starts_with("ip:") {
+        "this client address"
+    } else {
+        "this account"
+    };
+    let reopens = chrono::Utc::now() + chrono::TimeDelta::milliseconds(retry_ms as i64);
+    let reopens_at = reopens.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!(
+            "rate limit exceeded: the `{}` window of {whose} takes {limit} requests per {} s \
+             and reopens in {} s (at {reopens_at}); every route's category and limit is in \
+             GET /api/credits/pricing",
+            category.name(),
+            interval_ms / 1000,
+            retry_ms.div_ceil(1000).max(1),
+        ),
+    )
+    .with("retry_after_ms", retry_ms)
+    .with("window", category.name())
+    .with("limit", limit)
+    .with("interval_ms", interval_ms)
+    .with("reopens_at", reopens_at)
 }
 
 /// The answer's object with `_usage` as its first member, written around the object's

@@ -42,6 +42,24 @@ async fn auth_category_allows_five_then_429_with_retry_after() {
     assert!(retry > 0 && retry <= 60_000, "{retry}");
     let secs: u64 = r.header("retry-after").unwrap().parse().unwrap();
     assert!((1..=60).contains(&secs));
+    // Which window is full, whose, and when it reopens (issue 45).
+    assert_eq!(r.body["window"], json!("auth"));
+    assert_eq!(r.body["limit"], json!(5));
+    assert_eq!(r.body["interval_ms"], json!(60000));
+    let reopens = chrono::DateTime::parse_from_rfc3339(r.body["reopens_at"].as_str().unwrap())
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let ahead = (reopens - chrono::Utc::now()).num_milliseconds();
+    assert!((-2_000..=61_000).contains(&ahead), "{ahead}");
+    let message = r.body["message"].as_str().unwrap();
+    for needle in [
+        "`auth` window",
+        "client address",
+        "5 requests per 60 s",
+        "reopens in",
+    ] {
+        assert!(message.contains(needle), "{message}");
+    }
 
     // Other categories have their own windows.
     s.get("/api/status", None).await.assert_ok();
