@@ -31,7 +31,9 @@ pub struct StatusAnswer {
     /// Which providers are stand-ins (`payments`, `app_store`).
     simulated: Vec<&'static str>,
     /// One entry per adapter: `database`, `queue`, `storage`, `mail`, `payments`,
-    /// `app_store`, `token_exchange`, each with its backend or provider and `ok`.
+    /// `app_store`, `token_exchange`, each with its backend or provider and `ok`. `mail`
+    /// is not ok while the relay refuses the latest email attempts: `failing_since` says
+    /// since when (and, to administrators, `last_error` what it answered).
     services: serde_json::Value,
 }
 
@@ -61,10 +63,22 @@ pub async fn status(
         return Ok(reply(bytes));
     }
     let at = std::time::Instant::now();
-    let (db_ok, queue, storage_ok) =
-        tokio::join!(app.db.ping(), app.queue.health(), app.objects.healthy());
+    let (db_ok, queue, storage_ok, relay) = tokio::join!(
+        app.db.ping(),
+        app.queue.health(),
+        app.objects.healthy(),
+        crate::db::jobs::relay_trouble(&app.db)
+    );
+    // A database that cannot say is already `database.ok: false`.
+    let relay = relay.unwrap_or(None);
     let [public, for_admin] = [false, true].map(|admin| {
-        prebuild(&answer(&app, admin, db_ok, queue.clone(), storage_ok))
+        let probes = Probes {
+            db_ok,
+            queue: queue.clone(),
+            storage_ok,
+            relay: relay.clone(),
+        };
+        prebuild(&answer(&app, admin, probes))
             .ok_or_else(|| ApiError::internal("a status answer that is not an object"))
     });
     let (public, for_admin) = (public?, for_admin?);
@@ -74,15 +88,32 @@ pub async fn status(
     Ok(reply(if admin { for_admin } else { public }))
 }
 
-/// The answer from the probes' outcome; where things live only for an administrator.
-fn answer(
-    app: &AppState,
-    admin: bool,
+/// What the probes of one status answer found.
+struct Probes {
     db_ok: bool,
     queue: plinth_workers::QueueStatus,
     storage_ok: bool,
-) -> StatusAnswer {
+    /// The mail relay refused the latest email attempts (`db::jobs::relay_trouble`).
+    relay: Option<crate::db::jobs::RelayTrouble>,
+}
+
+/// The answer from the probes' outcome; where things live only for an administrator.
+fn answer(app: &AppState, admin: bool, probes: Probes) -> StatusAnswer {
+    let Probes {
+        db_ok,
+        queue,
+        storage_ok,
+        relay,
+    } = probes;
     let mut mail = serde_json::to_value(app.mail.describe()).unwrap_or_default();
+    if let Some(trouble) = &relay {
+        // Configured is not delivering: the latest attempts were refused (O7).
+        mail["ok"] = json!(false);
+        mail["failing_since"] = json!(trouble.since);
+        if admin {
+            mail["last_error"] = json!(trouble.error);
+        }
+    }
     let mail_ok = mail["ok"].as_bool().unwrap_or(false);
     let all_ok = db_ok && queue.ok && storage_ok && mail_ok;
     let mut storage = json!({"backend": app.objects.backend(), "ok": storage_ok});

@@ -307,6 +307,46 @@ pub struct AttemptRow {
     pub next_at: Option<DateTime<Utc>>,
 }
 
+/// A mail relay that fails: the first refusal since its last delivery, and the latest
+/// refusal's error.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RelayTrouble {
+    pub since: DateTime<Utc>,
+    pub error: Option<String>,
+}
+
+/// Causes of an email attempt that say the relay (or the outbox folder) did not take
+/// it; a bad address (`invalid_email`) says nothing about the relay.
+const RELAY_CAUSES: [&str; 3] = ["smtp", "smtp_rejected", "outbox"];
+
+/// Whether the latest email attempts of the last day, on any process, failed at the
+/// relay: `None` when the latest one that reached it delivered (or there was none).
+pub async fn relay_trouble(db: &Db) -> sqlx::Result<Option<RelayTrouble>> {
+    let since = now() - chrono::TimeDelta::days(1);
+    let recent: Vec<(
+        AttemptOutcome,
+        Option<String>,
+        DateTime<Utc>,
+        Option<String>,
+    )> = with_db!(db, p => sqlx::query_as(
+            "SELECT outcome, cause, finished_at, error FROM job_attempts \
+             WHERE queue = 'email' AND finished_at > $1 ORDER BY id DESC LIMIT 50"
+        ).bind(since).fetch_all(p).await)?;
+    let mut trouble: Option<RelayTrouble> = None;
+    for (outcome, cause, at, error) in recent {
+        if outcome == AttemptOutcome::Succeeded {
+            break;
+        }
+        if cause.as_deref().is_some_and(|c| RELAY_CAUSES.contains(&c)) {
+            match &mut trouble {
+                Some(t) => t.since = at,
+                None => trouble = Some(RelayTrouble { since: at, error }),
+            }
+        }
+    }
+    Ok(trouble)
+}
+
 /// Every recorded run of a job, first first.
 pub async fn attempts(db: &Db, job_id: &str) -> sqlx::Result<Vec<AttemptRow>> {
     with_db!(db, p => sqlx::query_as(

@@ -220,6 +220,17 @@ async fn email_waits_out_a_relay_that_refuses_and_is_delivered_when_it_accepts()
     };
     assert!(first.contains(&format!("127.0.0.1:{port}")), "{first}");
     assert!(first.contains("next attempt"), "{first}");
+    // /api/status says so (the relay is configured but not delivering), without the
+    // relay's address to anyone but an administrator.
+    let status = s.get("/api/status", None).await;
+    let mail = &status.body["services"]["mail"];
+    assert_eq!(mail["ok"], json!(false), "{}", status.body);
+    assert_eq!(status.body["status"], json!("degraded"), "{}", status.body);
+    assert!(mail["failing_since"].as_str().is_some(), "{mail}");
+    assert!(
+        mail.get("last_error").is_none() && mail.get("host").is_none(),
+        "{mail}"
+    );
     // Two more refusals a back-off apart (at least ~1.6 s each), never all at once.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -256,6 +267,17 @@ async fn email_waits_out_a_relay_that_refuses_and_is_delivered_when_it_accepts()
         assert!(Instant::now() < deadline, "{out}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    // Delivering again, the relay is well again (the status answer lives a second).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let status = s.get("/api/status", None).await;
+        let mail = &status.body["services"]["mail"];
+        if mail["ok"] == json!(true) && mail.get("failing_since").is_none() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{mail}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
     // Every attempt is on record: the refusals, then the delivery.
     let attempts: Vec<&str> = done
         .lines()
