@@ -252,6 +252,9 @@ pub struct Options {
     /// presenter view (key `p` or `#presenter`: the slide, the next one, the notes and
     /// a timer). Never set for what an audience sees.
     pub notes: bool,
+    /// When the document is made (Unix seconds): a PDF's creation and modification
+    /// dates. Unset, they stay at the epoch, so the same input gives the same bytes.
+    pub created: Option<i64>,
 }
 
 /// `progress(i)` is called before slide i (0-based, of the visible slides); returning

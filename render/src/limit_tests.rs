@@ -117,7 +117,10 @@ fn html_size_bound_is_never_below_the_page() {
         },
     )]);
     for notes in [false, true] {
-        let options = Options { notes };
+        let options = Options {
+            notes,
+            ..Options::default()
+        };
         let html = deck_html_with(&deck, &images, options, &Budget::unlimited()).unwrap();
         let bound = html_size_bound(&deck, &images, options);
         assert!(bound >= html.len() as u64, "bound {bound} < {}", html.len());

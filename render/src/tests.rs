@@ -1243,7 +1243,10 @@ fn notes_go_into_exports_only_when_asked() {
     let deck = plinth_slides::parse_markdown(md).unwrap();
     assert!(deck.slides[0].notes.is_some(), "{:?}", deck.slides[0]);
     let images = Images::new();
-    let with = Options { notes: true };
+    let with = Options {
+        notes: true,
+        ..Options::default()
+    };
     let plain = deck_pdf(&deck, &images, Size::default(), &Budget::unlimited()).unwrap();
     let noted = deck_pdf_with(
         &deck,

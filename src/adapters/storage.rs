@@ -348,7 +348,7 @@ impl ObjectStore {
             return Err(StorageError(format!("invalid object key `{key}`")));
         }
         match self {
-            ObjectStore::Local(l) => Ok(l.signed_url("PUT", key, content_type, max_bytes, ttl)),
+            ObjectStore::Local(l) => Ok(l.signed_url("PUT", key, content_type, max_bytes, ttl, "")),
             ObjectStore::S3(s) => {
                 let cfg = PresigningConfig::expires_in(ttl).map_err(err)?;
                 let mut put = s
@@ -380,24 +380,39 @@ impl ObjectStore {
 
     /// A URL that reads the object until it expires.
     pub async fn presign_get(&self, key: &str, ttl: Duration) -> Result<String, StorageError> {
+        self.presign_download(key, ttl, None).await
+    }
+
+    /// A URL that reads the object until it expires, as a download of `as_file` (its
+    /// content type and file name) when given; `application/octet-stream` otherwise.
+    /// Always `attachment`: never rendered as a page on the object's origin (finding L4);
+    /// an `<img>` still shows it.
+    pub async fn presign_download(
+        &self,
+        key: &str,
+        ttl: Duration,
+        as_file: Option<(&str, &str)>,
+    ) -> Result<String, StorageError> {
         if !valid_key(key) {
             return Err(StorageError(format!("invalid object key `{key}`")));
         }
+        let (content_type, name) = as_file
+            .map(|(ct, name)| (ct, safe_file_name(name)))
+            .unwrap_or_default();
         match self {
-            ObjectStore::Local(l) => Ok(l.signed_url("GET", key, "", 0, ttl)),
+            ObjectStore::Local(l) => Ok(l.signed_url("GET", key, content_type, 0, ttl, &name)),
             ObjectStore::S3(s) => {
                 let cfg = PresigningConfig::expires_in(ttl).map_err(err)?;
-                let req = s
+                let mut get = s
                     .client
                     .get_object()
                     .bucket(&s.bucket)
                     .key(key)
-                    // Never rendered as a page on the bucket's origin (finding L4); an
-                    // <img> still shows it.
-                    .response_content_disposition("attachment")
-                    .presigned(cfg)
-                    .await
-                    .map_err(err)?;
+                    .response_content_disposition(disposition(&name));
+                if !content_type.is_empty() {
+                    get = get.response_content_type(content_type);
+                }
+                let req = get.presigned(cfg).await.map_err(err)?;
                 Ok(req.uri().to_owned())
             }
         }
@@ -481,6 +496,8 @@ impl LocalStore {
         result
     }
 
+    /// The URL's signature over everything it grants: method, key, expiry, size limit,
+    /// content type and, for a named download, the file name.
     pub(crate) fn signature(
         &self,
         method: &str,
@@ -488,24 +505,61 @@ impl LocalStore {
         expires: i64,
         max: u64,
         ct: &str,
+        name: &str,
     ) -> String {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.secret).expect("HMAC takes any key");
         mac.update(format!("{method}\n{key}\n{expires}\n{max}\n{ct}").as_bytes());
+        // Appended only when present, so URLs signed before names existed still verify.
+        if !name.is_empty() {
+            mac.update(format!("\n{name}").as_bytes());
+        }
         hex::encode(mac.finalize().into_bytes())
     }
 
-    fn signed_url(&self, method: &str, key: &str, ct: &str, max: u64, ttl: Duration) -> String {
+    fn signed_url(
+        &self,
+        method: &str,
+        key: &str,
+        ct: &str,
+        max: u64,
+        ttl: Duration,
+        name: &str,
+    ) -> String {
         let expires = chrono::Utc::now().timestamp() + ttl.as_secs() as i64;
-        let sig = self.signature(method, key, expires, max, ct);
-        let query = serde_urlencoded::to_string([
+        let sig = self.signature(method, key, expires, max, ct, name);
+        let mut pairs = vec![
             ("method", method.to_owned()),
             ("expires", expires.to_string()),
             ("max", max.to_string()),
             ("ct", ct.to_owned()),
-            ("sig", sig),
-        ])
-        .unwrap_or_default();
+        ];
+        if !name.is_empty() {
+            pairs.push(("name", name.to_owned()));
+        }
+        pairs.push(("sig", sig));
+        let query = serde_urlencoded::to_string(pairs).unwrap_or_default();
         format!("{}/objects/{key}?{query}", self.public_url)
+    }
+}
+
+/// A file name safe in a `Content-Disposition` header: ASCII letters, digits, `.`, `-`
+/// and `_` only (the others become `-`), at most 100 characters.
+pub(crate) fn safe_file_name(name: &str) -> String {
+    name.chars()
+        .take(100)
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '-' | '_' => c,
+            _ => '-',
+        })
+        .collect()
+}
+
+/// `attachment`, with the file name when there is one (already [`safe_file_name`]).
+pub(crate) fn disposition(name: &str) -> String {
+    if name.is_empty() {
+        "attachment".to_owned()
+    } else {
+        format!("attachment; filename=\"{name}\"")
     }
 }
 

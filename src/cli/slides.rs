@@ -179,7 +179,10 @@ fn render(
         .map(Path::to_owned)
         .unwrap_or_else(|| path.with_extension(&format));
     let Loaded { deck, images, .. } = load(path, true, outside)?;
-    let options = Options { notes };
+    let options = Options {
+        notes,
+        created: Some(chrono::Utc::now().timestamp()),
+    };
     let size = Size::default();
     // `-o shots/deck.png` makes `shots/` as it writes, as the docs' examples expect.
     let write = |file: &Path, bytes: &[u8]| {

@@ -35,6 +35,9 @@ pub struct Signed {
     max: u64,
     #[serde(default)]
     ct: String,
+    /// A named download's file name (signed with the rest).
+    #[serde(default)]
+    name: String,
     sig: String,
 }
 
@@ -57,7 +60,7 @@ fn check(app: &AppState, method: &str, key: &str, q: &Signed) -> Result<(), Resp
     if !valid_key(key) || q.method != method {
         return Err(refuse(StatusCode::FORBIDDEN, "signature does not match"));
     }
-    let expected = l.signature(method, key, q.expires, q.max, &q.ct);
+    let expected = l.signature(method, key, q.expires, q.max, &q.ct, &q.name);
     if !crate::crypto::ct_eq(expected.as_bytes(), q.sig.as_bytes()) {
         return Err(refuse(StatusCode::FORBIDDEN, "signature does not match"));
     }
@@ -109,7 +112,13 @@ async fn admit(
 /// `If-Modified-Since` and `HEAD` by tower-http's `ServeFile`), always as a download
 /// so nothing renders on this origin (security round 2, M2: objects were read whole
 /// into memory, one copy per concurrent reader).
-async fn stream(app: &AppState, key: &str, headers: &HeaderMap, public: bool) -> Response {
+async fn stream(
+    app: &AppState,
+    key: &str,
+    headers: &HeaderMap,
+    public: bool,
+    as_file: Option<(&str, &str)>,
+) -> Response {
     let ObjectStore::Local(l) = &app.objects else {
         return refuse(StatusCode::NOT_FOUND, "no such object");
     };
@@ -134,13 +143,17 @@ async fn stream(app: &AppState, key: &str, headers: &HeaderMap, public: bool) ->
         Err(e) => return refuse(StatusCode::SERVICE_UNAVAILABLE, &e.to_string()),
     };
     let h = res.headers_mut();
+    let (content_type, name) = as_file.unwrap_or(("application/octet-stream", ""));
+    let value = |text: &str| header::HeaderValue::from_str(text).ok();
     h.insert(
         header::CONTENT_TYPE,
-        header::HeaderValue::from_static("application/octet-stream"),
+        value(content_type).unwrap_or(header::HeaderValue::from_static("application/octet-stream")),
     );
+    let disposition =
+        crate::adapters::storage::disposition(&crate::adapters::storage::safe_file_name(name));
     h.insert(
         header::CONTENT_DISPOSITION,
-        header::HeaderValue::from_static("attachment"),
+        value(&disposition).unwrap_or(header::HeaderValue::from_static("attachment")),
     );
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -177,7 +190,9 @@ async fn read(
     {
         return r;
     }
-    stream(&app, &key, &headers, false).await
+    // A named download keeps the type and name it was signed with.
+    let as_file = (!q.name.is_empty()).then_some((q.ct.as_str(), q.name.as_str()));
+    stream(&app, &key, &headers, false, as_file).await
 }
 
 /// An object under `public/` (distribution files from `/api/data/admin/upload`): no
@@ -204,7 +219,7 @@ async fn read_public(
     {
         return r;
     }
-    stream(&app, &key, &headers, true).await
+    stream(&app, &key, &headers, true, None).await
 }
 
 /// A signed upload. Everything that can refuse it (signature, expiry, content type,

@@ -86,7 +86,10 @@ pub async fn job_view(objects: &ObjectStore, job: &JobRow) -> Result<JobView, St
     if job.status == ExportStatus::Succeeded {
         let list = plinth_workers::slides::Results::from_value(&job.artifacts.0).files;
         for a in list {
-            let url = objects.presign_get(&a.key, ARTIFACT_URL_TTL).await?;
+            let file = a.download.as_deref().unwrap_or(&a.name);
+            let url = objects
+                .presign_download(&a.key, ARTIFACT_URL_TTL, Some((&a.content_type, file)))
+                .await?;
             artifacts.push(ArtifactView {
                 name: a.name,
                 content_type: a.content_type,

@@ -350,8 +350,20 @@ async fn exports_render_pdf_png_and_html_without_hidden_slides_or_notes() {
     assert_eq!(job["progress"], json!(1.0));
     let arts = job["artifacts"].as_array().unwrap();
     assert_eq!(arts.len(), 1);
-    let pdf = download(arts[0]["url"].as_str().unwrap()).await;
+    // Served as what the job says it is, named after the deck, dated today (issue 45).
+    let got = reqwest::get(arts[0]["url"].as_str().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(got.headers()["content-type"], "application/pdf");
+    assert_eq!(
+        got.headers()["content-disposition"],
+        "attachment; filename=\"quarterly-review.pdf\""
+    );
+    let pdf = got.bytes().await.unwrap().to_vec();
     assert!(pdf.starts_with(b"%PDF"));
+    let year = chrono::Utc::now().format("/CreationDate(D:%Y").to_string();
+    let text = String::from_utf8_lossy(&pdf).replace("/CreationDate (", "/CreationDate(");
+    assert!(text.contains(&year), "no creation date of this year");
     if let Some(text) = pdftotext(&pdf) {
         for needle in [
             "Quarterly review",
@@ -678,7 +690,14 @@ async fn s3_backend_assets_and_exports() {
     assert_eq!(job["status"], json!("succeeded"), "{job}");
     let url = job["artifacts"][0]["url"].as_str().unwrap();
     assert!(url.starts_with(&peer.endpoint));
-    assert!(download(url).await.starts_with(b"%PDF"));
+    // The bucket answers with the type and name the URL was signed with.
+    let got = reqwest::get(url).await.unwrap();
+    assert_eq!(got.headers()["content-type"], "application/pdf");
+    assert_eq!(
+        got.headers()["content-disposition"],
+        "attachment; filename=\"on-s3.pdf\""
+    );
+    assert!(got.bytes().await.unwrap().starts_with(b"%PDF"));
 }
 
 #[tokio::test]

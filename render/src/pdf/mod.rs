@@ -50,6 +50,17 @@ pub fn render(
     let trees = SvgTrees::default();
     let title = deck.title.as_deref().unwrap_or("Slides");
     let mut doc = PdfDocument::new(title);
+    if let Some(at) = options
+        .created
+        .and_then(|s| printpdf::OffsetDateTime::from_unix_timestamp(s).ok())
+    {
+        let info = &mut doc.metadata.info;
+        (
+            info.creation_date,
+            info.modification_date,
+            info.metadata_date,
+        ) = (at, at, at);
+    }
 
     // First every page is laid out and its text shaped, so each font's subset (and so
     // the glyph numbers the pages use) is known before a page is written.

@@ -258,7 +258,10 @@ async fn export(
     let rendered = match Export::parse(&work.format) {
         Ok(Export { format, notes }) => {
             // `pdf+notes`, `html+notes`: the export carries speaker notes.
-            let options = plinth_render::Options { notes };
+            let options = plinth_render::Options {
+                notes,
+                created: Some(chrono::Utc::now().timestamp()),
+            };
             match format {
                 ExportFormat::Png => out.pngs(&slides, &images, &mut clock, artifacts).await?,
                 ExportFormat::Pdf => out.pdf(&images, options, &mut clock, artifacts).await?,

@@ -124,6 +124,10 @@ pub struct ExportWork {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Artifact {
     pub name: String,
+    /// The file name a download gets: the deck's title in it (`quarterly-review.pdf`,
+    /// `quarterly-review-slide-001.png`); `name` for artifacts made before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub download: Option<String>,
     pub key: String,
     pub content_type: String,
     pub size: u64,
@@ -298,6 +302,50 @@ pub type Env = Arc<dyn SlideEnv>;
 
 /// Where an attempt's artifacts live: each run of a job writes its own keys, so a stale
 /// duplicate never overwrites or deletes what another attempt published.
+/// An artifact's download file name from the deck's title: lower-case ASCII letters and
+/// digits joined by `-` (at most 60), `deck` when none are left; `deck.pdf` becomes
+/// `<title>.pdf`, `slide-001.png` `<title>-slide-001.png`.
+pub fn download_name(title: Option<&str>, name: &str) -> String {
+    let mut slug = String::new();
+    for c in title.unwrap_or_default().chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+        if slug.len() >= 60 {
+            break;
+        }
+    }
+    let slug = match slug.trim_end_matches('-') {
+        "" => "deck",
+        s => s,
+    };
+    match name.strip_prefix("deck.") {
+        Some(ext) => format!("{slug}.{ext}"),
+        None => format!("{slug}-{name}"),
+    }
+}
+
 fn artifact_key(deck_id: &str, job_id: &str, attempt: i64, name: &str) -> String {
     format!("slides/{deck_id}/jobs/{job_id}/{attempt}/{name}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::download_name;
+
+    #[test]
+    fn downloads_are_named_after_the_deck() {
+        let t = Some("Quarterly Review: Q3 / 2026!");
+        assert_eq!(download_name(t, "deck.pdf"), "quarterly-review-q3-2026.pdf");
+        assert_eq!(
+            download_name(t, "slide-001.png"),
+            "quarterly-review-q3-2026-slide-001.png"
+        );
+        assert_eq!(download_name(Some("会議"), "deck.html"), "deck.html");
+        assert_eq!(download_name(None, "deck.pdf"), "deck.pdf");
+        let long = "a".repeat(200);
+        assert_eq!(download_name(Some(&long), "deck.pdf").len(), 64);
+    }
 }

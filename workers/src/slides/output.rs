@@ -114,6 +114,10 @@ impl Output<'_> {
                 self.work.attempt,
                 &name,
             ),
+            download: Some(super::download_name(
+                self.work.content.title.as_deref(),
+                &name,
+            )),
             name,
             content_type: content_type.into(),
             size: bytes.len() as u64,
