@@ -91,3 +91,46 @@ fn a_bad_master_key_is_refused_at_start() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("PLINTH_MASTER_KEY"));
 }
+
+/// The commands `--help` lists, and those of each command group.
+fn commands(args: &[&str]) -> Vec<String> {
+    let out = Command::new(BIN).args(args).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .filter(|c| c != "help")
+        .collect()
+}
+
+/// README's "Every command" table names every command and subcommand the binary has
+/// (issue 45: `slides`, `db copy`, `jobs show/pause/workers` were missing).
+#[test]
+fn the_readme_lists_every_command() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let table = readme
+        .split("## Every command")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("README has an \"Every command\" section");
+    let top = commands(&[]);
+    assert!(top.len() >= 10, "{top:?}");
+    for command in top {
+        let subs = commands(&[&command]);
+        if subs.is_empty() {
+            assert!(
+                table.contains(&format!("`plinth {command}")),
+                "README lacks `plinth {command}`"
+            );
+        }
+        for sub in subs {
+            let named = table.contains(&format!("`plinth {command} {sub}"))
+                || table.contains(&format!("/ `{sub}"))
+                || table.contains(&format!("/ `{command} {sub}"));
+            assert!(named, "README lacks `plinth {command} {sub}`");
+        }
+    }
+}
