@@ -125,12 +125,29 @@ fn new_secret() -> String {
     format!("whsec_{}", hex::encode(crate::crypto::random_bytes::<32>()))
 }
 
-/// The account's callback secret (made on first use) and when it was made.
-pub async fn secret(
-    db: &Db,
-    key: &MasterKey,
-    user_id: &str,
-) -> anyhow::Result<(String, chrono::DateTime<chrono::Utc>)> {
+/// The longest a replaced secret stays valid after a rotation (as Stripe's rolled
+/// webhook secrets).
+pub const MAX_OVERLAP_HOURS: i64 = 24;
+
+/// An account's signing secrets, decrypted.
+pub struct Signing {
+    pub secret: String,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    /// The secret the last rotation replaced and until when it still signs, while it does.
+    pub previous: Option<(String, chrono::DateTime<chrono::Utc>)>,
+}
+
+impl Signing {
+    /// The secrets an event is signed with now: the current one first.
+    pub fn keys(&self) -> Vec<&str> {
+        std::iter::once(self.secret.as_str())
+            .chain(self.previous.as_ref().map(|(s, _)| s.as_str()))
+            .collect()
+    }
+}
+
+/// The account's callback secrets (the current one made on first use).
+pub async fn secret(db: &Db, key: &MasterKey, user_id: &str) -> anyhow::Result<Signing> {
     let stored = match crate::db::callbacks::secret(db, user_id).await? {
         Some(s) => s,
         None => {
@@ -138,23 +155,40 @@ pub async fn secret(
             crate::db::callbacks::secret_or_insert(db, user_id, &fresh).await?
         }
     };
-    let plain = key
-        .decrypt(&stored.0)
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| anyhow::anyhow!("a callback secret does not decrypt"))?;
-    Ok((plain, stored.1))
+    signing(key, stored)
 }
 
-/// Replaces the account's secret: events signed from now on use the new one.
+/// Replaces the account's secret: events signed from now on use the new one, and also
+/// the replaced one for `overlap_hours` (0 to [`MAX_OVERLAP_HOURS`]; 0 ends it at once,
+/// as after a leak).
 pub async fn rotate(
     db: &Db,
     key: &MasterKey,
     user_id: &str,
-) -> anyhow::Result<(String, chrono::DateTime<chrono::Utc>)> {
-    let plain = new_secret();
-    let (_, at) =
-        crate::db::callbacks::replace(db, user_id, &key.encrypt(plain.as_bytes())).await?;
-    Ok((plain, at))
+    overlap_hours: i64,
+) -> anyhow::Result<Signing> {
+    let hours = overlap_hours.clamp(0, MAX_OVERLAP_HOURS);
+    let keep_until = (hours > 0).then(|| chrono::Utc::now() + chrono::TimeDelta::hours(hours));
+    let fresh = key.encrypt(new_secret().as_bytes());
+    let stored = crate::db::callbacks::replace(db, user_id, &fresh, keep_until).await?;
+    signing(key, stored)
+}
+
+fn signing(key: &MasterKey, stored: crate::db::callbacks::Secrets) -> anyhow::Result<Signing> {
+    let open = |sealed: &str| {
+        key.decrypt(sealed)
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or_else(|| anyhow::anyhow!("a callback secret does not decrypt"))
+    };
+    let previous = match (stored.previous_secret, stored.previous_expires_at) {
+        (Some(sealed), Some(until)) if until > chrono::Utc::now() => Some((open(&sealed)?, until)),
+        _ => None,
+    };
+    Ok(Signing {
+        secret: open(&stored.secret)?,
+        created_at: stored.created_at,
+        previous,
+    })
 }
 
 #[cfg(test)]

@@ -685,7 +685,18 @@ impl PaymentProvider for Stripe {
 
 /// `Stripe-Signature` header value for `body` at unix time `t`.
 pub fn sign_event(secret: &str, t: i64, body: &[u8]) -> String {
-    format!("t={t},v1={}", hmac_hex(secret, t, body))
+    sign_event_with(&[secret], t, body)
+}
+
+/// A header with one `v1` per secret (as Stripe signs while a rolled secret overlaps):
+/// a receiver that knows any one of them verifies it.
+pub fn sign_event_with(secrets: &[&str], t: i64, body: &[u8]) -> String {
+    let mut header = format!("t={t}");
+    for secret in secrets {
+        header.push_str(",v1=");
+        header.push_str(&hmac_hex(secret, t, body));
+    }
+    header
 }
 
 fn hmac_hex(secret: &str, t: i64, body: &[u8]) -> String {

@@ -65,7 +65,7 @@ impl Deliverer {
             return Ok(());
         }
         let url = check_url(&target, true).map_err(|e| JobError::permanent("callback_url", e))?;
-        let (secret, _) = secret(&self.db, &self.key, &job.requested_by)
+        let signing = secret(&self.db, &self.key, &job.requested_by)
             .await
             .map_err(|e| storage(&e))?;
         let view = job_view(&self.objects, &job)
@@ -80,7 +80,8 @@ impl Deliverer {
             data: EventData { job: view },
         };
         let body = serde_json::to_vec(&event).map_err(|e| storage(&e))?;
-        let signature = crate::adapters::payments::sign_event(&secret, t, &body);
+        // During a rotation's overlap, a signature with each secret (the new one first).
+        let signature = crate::adapters::payments::sign_event_with(&signing.keys(), t, &body);
         let client = self.client_for(&url).await?;
         let answer = client
             .post(url.clone())

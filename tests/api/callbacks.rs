@@ -176,6 +176,13 @@ async fn a_finished_export_posts_a_signed_event_retried_until_acknowledged() {
     let rotated = r.body["secret"].as_str().unwrap().to_owned();
     assert_ne!(rotated, secret);
     assert_eq!(self::secret(&s, &key).await, rotated);
+    // The replaced secret keeps signing beside the new one for 24 hours (issue 45).
+    let until =
+        chrono::DateTime::parse_from_rfc3339(r.body["previous_expires_at"].as_str().unwrap())
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+    let hours = (until - chrono::Utc::now()).num_minutes() as f64 / 60.0;
+    assert!((23.9..=24.0).contains(&hours), "{hours}");
 
     // A failed export is told too (and the receiver answers at once this time).
     *receiver.first.lock().unwrap() = None;
@@ -209,10 +216,60 @@ async fn a_finished_export_posts_a_signed_event_retried_until_acknowledged() {
     assert_eq!(event["data"]["job"]["id"], r.body["id"]);
     plinth::adapters::payments::verify_signature(&rotated, &got[2].signature, &got[2].body, now)
         .unwrap();
+    // Both signatures during the overlap: a receiver still on the old secret verifies.
+    assert_eq!(
+        got[2].signature.matches("v1=").count(),
+        2,
+        "{}",
+        got[2].signature
+    );
+    plinth::adapters::payments::verify_signature(&secret, &got[2].signature, &got[2].body, now)
+        .unwrap();
     // Without a callback_url nothing is posted.
     export(&s, &key, &deck, "html").await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(receiver.got.lock().unwrap().len(), 3);
+
+    // After a leak: no overlap, the replaced secret stops at once.
+    for bad in [json!({"overlap_hours": 25}), json!({"overlap_hours": -1})] {
+        s.post("/api/slides/callbacks/secret/rotate", Some(&key), bad)
+            .await
+            .assert_error(400);
+    }
+    let r = s
+        .post(
+            "/api/slides/callbacks/secret/rotate",
+            Some(&key),
+            json!({"overlap_hours": 0}),
+        )
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["previous_expires_at"], Value::Null, "{}", r.body);
+    let newest = r.body["secret"].as_str().unwrap().to_owned();
+    let r = s
+        .post(
+            "/api/slides/exports/create",
+            Some(&key),
+            json!({"deck_id": deck, "format": "png", "callback_url": url}),
+        )
+        .await;
+    r.assert_ok();
+    let got = receiver.wait_for(4).await;
+    assert_eq!(
+        got[3].signature.matches("v1=").count(),
+        1,
+        "{}",
+        got[3].signature
+    );
+    plinth::adapters::payments::verify_signature(&newest, &got[3].signature, &got[3].body, now)
+        .unwrap();
+    assert!(plinth::adapters::payments::verify_signature(
+        &rotated,
+        &got[3].signature,
+        &got[3].body,
+        now
+    )
+    .is_err());
 }
 
 #[tokio::test]

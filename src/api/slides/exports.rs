@@ -427,6 +427,19 @@ pub struct CallbackSecret {
     secret: String,
     /// When it was made (a rotation makes a new one).
     created_at: DateTime<Utc>,
+    /// After a rotation with an overlap: until when events also carry a signature with
+    /// the secret before this one (null when they do not).
+    previous_expires_at: Option<DateTime<Utc>>,
+}
+
+impl From<crate::adapters::callbacks::Signing> for CallbackSecret {
+    fn from(s: crate::adapters::callbacks::Signing) -> Self {
+        CallbackSecret {
+            secret: s.secret,
+            created_at: s.created_at,
+            previous_expires_at: s.previous.map(|(_, until)| until),
+        }
+    }
 }
 
 /// `GET /api/slides/callbacks/secret` (V10; an addition): the caller's callback signing
@@ -435,22 +448,40 @@ pub async fn callback_secret(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
 ) -> ApiResult<PrivateAnswer<CallbackSecret>> {
-    let (secret, created_at) = crate::adapters::callbacks::secret(&app.db, &app.key, &caller.id)
+    let signing = crate::adapters::callbacks::secret(&app.db, &app.key, &caller.id)
         .await
         .map_err(ApiError::from_anyhow)?;
-    Ok(PrivateAnswer(CallbackSecret { secret, created_at }))
+    Ok(PrivateAnswer(signing.into()))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct RotateBody {
+    /// Hours the replaced secret keeps signing beside the new one (both signatures are
+    /// sent), so receivers can switch without missing an event: 0 (it stops at once, as
+    /// after a leak) to 24; 24 when absent.
+    #[schemars(range(min = 0, max = 24))]
+    overlap_hours: Option<i64>,
 }
 
 /// `POST /api/slides/callbacks/secret/rotate` (V10; an addition): a new secret; events
-/// signed from now on (retries of earlier ones included) use it.
+/// signed from now on (retries of earlier ones included) use it, and the replaced one
+/// too for `overlap_hours`.
 pub async fn callback_secret_rotate(
     State(app): State<AppState>,
     Viewer(caller): Viewer,
+    JsonBody(body): JsonBody<RotateBody>,
 ) -> ApiResult<PrivateAnswer<CallbackSecret>> {
-    let (secret, created_at) = crate::adapters::callbacks::rotate(&app.db, &app.key, &caller.id)
+    let max = crate::adapters::callbacks::MAX_OVERLAP_HOURS;
+    let hours = body.overlap_hours.unwrap_or(max);
+    if !(0..=max).contains(&hours) {
+        return Err(ApiError::bad_request(format!(
+            "`overlap_hours` must be 0 to {max}"
+        )));
+    }
+    let signing = crate::adapters::callbacks::rotate(&app.db, &app.key, &caller.id, hours)
         .await
         .map_err(ApiError::from_anyhow)?;
-    Ok(PrivateAnswer(CallbackSecret { secret, created_at }))
+    Ok(PrivateAnswer(signing.into()))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
