@@ -21,6 +21,12 @@ type Aes256Ctr = ctr::Ctr128BE<Aes256>;
 pub struct MasterKey([u8; 32]);
 
 impl MasterKey {
+    /// A key for one purpose (`label`), derived with HMAC-SHA256, so that the master key
+    /// itself never signs anything else.
+    pub fn subkey(&self, label: &[u8]) -> [u8; 32] {
+        hmac_sha256(&self.0, label)
+    }
+
     pub fn from_hex(s: &str) -> anyhow::Result<Self> {
         let bytes = hex::decode(s.trim())?;
         let key: [u8; 32] = bytes

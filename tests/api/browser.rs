@@ -920,3 +920,115 @@ async fn the_console_pauses_queues_lists_workers_shows_a_job_and_acts_in_bulk() 
     );
     browser.quit().await;
 }
+
+/// A browser's `EventSource` cannot send `x-api-key` (issue 45): a short-lived stream
+/// token from an authenticated POST opens the job's event stream. Over HTTP: the token
+/// opens only its own job, and dies with the account's key. In headless Chromium: an
+/// `EventSource` on the token's URL receives the job's events until it has succeeded.
+#[tokio::test]
+async fn an_event_source_follows_a_job_with_a_stream_token() {
+    use crate::common::email;
+    use crate::slide_helpers::{create_md, id, long_deck, start_export};
+
+    let s = crate::common::Server::start().await;
+    let key = s.verified_user(&email("eventsource")).await;
+    let deck = long_deck(&s, &key, 12).await;
+    let job = start_export(&s, &key, &deck, "png").await;
+    let mint = |job: String, deck: String| {
+        let (s, key) = (&s, &key);
+        async move {
+            s.post(
+                &format!("/api/slides/jobs/{job}/events/token"),
+                Some(key),
+                json!({ "deck_id": deck }),
+            )
+            .await
+        }
+    };
+    let r = mint(job.clone(), deck.clone()).await;
+    r.assert_ok();
+    assert_eq!(
+        r.header("cache-control").as_deref(),
+        Some("private, no-store")
+    );
+    let url = r.body["url"].as_str().unwrap().to_owned();
+    let token = r.body["token"].as_str().unwrap().to_owned();
+    assert!(
+        url.starts_with(&format!("/api/slides/jobs/{job}/stream?")),
+        "{url}"
+    );
+
+    // Without a key or with a bad token: 401; another job's URL with this token: 401.
+    let status = |path: String| {
+        let s = &s;
+        async move {
+            s.raw(reqwest::Method::GET, &path)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    };
+    let base = format!("/api/slides/jobs/{job}/stream?deck_id={deck}");
+    assert_eq!(status(base.clone()).await, 401);
+    assert_eq!(status(format!("{base}&token=x.1.y")).await, 401);
+    let other_deck = id(&create_md(&s, &key, "# Other").await);
+    let other = start_export(&s, &key, &other_deck, "pdf").await;
+    assert_eq!(
+        status(format!(
+            "/api/slides/jobs/{other}/stream?deck_id={other_deck}&token={token}"
+        ))
+        .await,
+        401
+    );
+    // Another account cannot mint one for this job.
+    let stranger = s.verified_user(&email("eventsource-stranger")).await;
+    s.post(
+        &format!("/api/slides/jobs/{job}/events/token"),
+        Some(&stranger),
+        json!({ "deck_id": deck }),
+    )
+    .await
+    .assert_error(404);
+
+    if let Some(browser) = Browser::start().await {
+        browser.goto(&format!("{}/", s.base)).await;
+        browser
+            .exec(&format!(
+                "window.seen = []; var es = new EventSource({});
+                 es.addEventListener('job', function (e) {{
+                   var j = JSON.parse(e.data); window.seen.push(j.status + ':' + j.slides_done);
+                   if (j.status === 'succeeded') es.close();
+                 }});
+                 return true;",
+                serde_json::to_string(&url).unwrap()
+            ))
+            .await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let seen = loop {
+            let seen: Vec<String> =
+                serde_json::from_value(browser.exec("return window.seen;").await).unwrap();
+            if seen.last().is_some_and(|l| l.starts_with("succeeded")) {
+                break seen;
+            }
+            assert!(std::time::Instant::now() < deadline, "{seen:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        };
+        assert!(seen.len() >= 2, "progress events before the end: {seen:?}");
+        browser.quit().await;
+    }
+
+    // The token's own URL opens the stream (without Chromium too).
+    let r = s.raw(reqwest::Method::GET, &url).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "text/event-stream");
+    drop(r);
+    // A new key ends every token minted before it.
+    s.post("/api/users/regenerate-key", Some(&key), json!({}))
+        .await
+        .assert_ok();
+    assert_eq!(
+        status(format!("/{}", url.trim_start_matches('/'))).await,
+        401
+    );
+}

@@ -390,7 +390,129 @@ pub async fn job_events(
     Path(id): Path<String>,
     Query(q): Query<DeckQuery>,
 ) -> ApiResult<EventStream<JobView>> {
-    let (deck, _) = open(&app, &caller, deck_id_of(&q.deck_id)?).await?;
+    follow_job(app, caller, id, deck_id_of(&q.deck_id)?).await
+}
+
+/// How long a stream token opens its job's stream: long enough for `EventSource`'s own
+/// reconnects, short enough that a token seen in a log is soon worth nothing.
+const STREAM_TOKEN_SECS: i64 = 10 * 60;
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct StreamTokenBody {
+    deck_id: NonBlank,
+}
+
+/// A job's event stream for a browser's `EventSource` (which cannot send `x-api-key`).
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct StreamToken {
+    /// Opens this job's stream only, for this account, until `expires_at`; dead as soon
+    /// as the account's key changes.
+    token: String,
+    /// The stream's path with the token: `new EventSource(url)` (relative to the API).
+    url: String,
+    expires_at: DateTime<Utc>,
+}
+
+/// The token's signature: the account, its current key (so a new key ends old tokens),
+/// the deck, the job and the expiry, under a key derived for this purpose only.
+fn stream_mac(
+    app: &AppState,
+    user: &crate::db::users::UserRow,
+    deck: &str,
+    job: &str,
+    expires: i64,
+) -> String {
+    let key = app.key.subkey(b"plinth job stream token v1");
+    let text = format!("{}\n{}\n{deck}\n{job}\n{expires}", user.id, user.key_hash);
+    hex::encode(crate::crypto::hmac_sha256(&key, text.as_bytes()))
+}
+
+/// `POST /api/slides/jobs/{id}/events/token` (Editor; an addition): a short-lived token
+/// that opens `GET /api/slides/jobs/{id}/stream`, the same event stream as
+/// `GET …/events`, without the API key a browser's `EventSource` cannot send.
+pub async fn job_stream_token(
+    State(app): State<AppState>,
+    Viewer(caller): Viewer,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<StreamTokenBody>,
+) -> ApiResult<PrivateAnswer<StreamToken>> {
+    let deck_id = required("deck_id", &body.deck_id)?;
+    let (deck, _) = open(&app, &caller, &deck_id).await?;
+    deck_job(&app, &deck, &id).await?;
+    let expires = Utc::now().timestamp() + STREAM_TOKEN_SECS;
+    let mac = stream_mac(&app, &caller.user, &deck.id, &id, expires);
+    let token = format!("{}.{expires}.{mac}", caller.id);
+    let query = serde_urlencoded::to_string([("deck_id", deck.id.as_str()), ("token", &token)])
+        .map_err(ApiError::internal)?;
+    Ok(PrivateAnswer(StreamToken {
+        url: format!("/api/slides/jobs/{id}/stream?{query}"),
+        token,
+        expires_at: DateTime::from_timestamp(expires, 0).unwrap_or_default(),
+    }))
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct StreamQuery {
+    #[schemars(with = "NonBlank")]
+    deck_id: Option<NonBlank>,
+    /// From `POST /api/slides/jobs/{id}/events/token`.
+    #[schemars(length(min = 1, max = 200))]
+    token: Option<String>,
+}
+
+/// `GET /api/slides/jobs/{id}/stream?deck_id=&token=` (a stream token; an addition): the
+/// job's event stream as `GET …/events` sends it, for `EventSource`. 401 for a token
+/// that is missing, expired, for another job, or from before the account's key changed.
+pub async fn job_stream(
+    State(app): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<StreamQuery>,
+) -> ApiResult<EventStream<JobView>> {
+    let deck_id = deck_id_of(&q.deck_id)?;
+    let refused = || {
+        ApiError::unauthorized(
+            "a valid stream token is required (POST /api/slides/jobs/{id}/events/token)",
+        )
+    };
+    let token = q.token.as_deref().ok_or_else(refused)?;
+    let mut parts = token.splitn(3, '.');
+    let (Some(user_id), Some(expires), Some(mac)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(refused());
+    };
+    let expires: i64 = expires.parse().map_err(|_| refused())?;
+    if expires < Utc::now().timestamp() {
+        return Err(refused());
+    }
+    let user = crate::db::users::by_id(&app.db, user_id)
+        .await?
+        .filter(|u| u.deleted_at.is_none())
+        .ok_or_else(refused)?;
+    let expected = stream_mac(&app, &user, deck_id, &id, expires);
+    if !crate::crypto::ct_eq(expected.as_bytes(), mac.as_bytes()) {
+        return Err(refused());
+    }
+    let caller = Arc::new(Caller {
+        rate_key: format!("u:{}", user.id),
+        id: user.id.clone(),
+        level: user.level,
+        user,
+        viewer_answer: Default::default(),
+    });
+    if caller.level < crate::caller::LEVEL_VERIFIED {
+        return Err(refused());
+    }
+    follow_job(app, caller, id, deck_id).await
+}
+
+/// A job's event stream for a caller who may read its deck.
+async fn follow_job(
+    app: AppState,
+    caller: Arc<Caller>,
+    id: String,
+    deck_id: &str,
+) -> ApiResult<EventStream<JobView>> {
+    let (deck, _) = open(&app, &caller, deck_id).await?;
     let slot = Following::start(&caller)?;
     let watch = crate::db::watch::watch(&id);
     deck_job(&app, &deck, &id).await?;
