@@ -292,7 +292,7 @@ pub fn document(app: &AppState) -> Value {
 
 /// One route's operation (for its first method; `document` copies it to the others).
 fn operation(app: &AppState, r: &RouteSpec, doc: &crate::http::schema::Operation) -> Value {
-    let mut params = parameters(r, doc);
+    let params = parameters(r, doc);
     let security = match r.access {
         Access::Public => json!([]),
         Access::Custom => json!([{}, {"apiKey": []}]),
@@ -306,12 +306,15 @@ fn operation(app: &AppState, r: &RouteSpec, doc: &crate::http::schema::Operation
     let keyed = doc.idempotency_key
         || crate::http::idempotency::hash_route(r.path).is_some()
         || rule == Some(crate::http::keyed::KeyRule::Recorded);
-    if keyed {
-        params.push(json!({"name": "Idempotency-Key", "in": "header", "required": false,
-            "description": "a retry with the same key and body replays the first answer (24 hours); \
-                another body under the key is a 422, a repeat while the first runs a 409 with `Retry-After`",
-            "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7E]([\\x20-\\x7E]*[\\x21-\\x7E])?$"}}));
-    }
+    // The `Idempotency-Key` header is stated by `x-idempotency` and the description, not
+    // as a parameter: a key's value must differ per request body, which no schema can
+    // say, so a generator filling the parameter from its schema sends one key with many
+    // bodies and reads the 422 as a valid request refused (issue 45). Clients set the
+    // header themselves (docs/api.md, "Generated clients").
+    let (summary, description) = match keyed {
+        true => (summary, format!("{description}\n\n{KEY_NOTE}")),
+        false => (summary, description),
+    };
     let mut responses = error_responses(r, takes_body, keyed);
     responses.insert(
         "200".into(),
@@ -438,6 +441,12 @@ fn request_body(op: &mut Value, r: &RouteSpec, doc: &crate::http::schema::Operat
 
 /// What this server is configured with, so a client (and a property tester) knows the
 /// values that pass: telemetry products, plans, the simulated provider's payment methods.
+/// What a keyed operation's description says of the header it does not list.
+const KEY_NOTE: &str = "Takes an `Idempotency-Key` header (1-255 visible characters, one \
+    per distinct request): a retry with the same key and body replays the first answer for 24 \
+    hours (`Idempotent-Replayed: true`); another body under the key is a 422, a repeat while \
+    the first runs a 409 with `Retry-After`.";
+
 fn configured_values(app: &AppState, r: &RouteSpec, op: &mut Value) {
     if r.path.starts_with("/api/telemetry/") {
         let products: Vec<&str> = app
@@ -451,9 +460,13 @@ fn configured_values(app: &AppState, r: &RouteSpec, op: &mut Value) {
             op.pointer_mut("/requestBody/content/application~1json/schema/properties/product_id")
         {
             if products.is_empty() {
-                // No product is registered, so every value is refused: `not: {}` says
-                // so where an empty `enum` would (generators reject an empty enum).
-                p["not"] = json!({});
+                // No product is registered, so every value is refused (400). Stated in
+                // words: `not: {}` or an empty `enum` is a schema nothing satisfies, which
+                // generators report as an error in the document (issue 45).
+                p["description"] = json!(
+                    "A registered product. None is registered on this server \
+                     (PLINTH_TELEMETRY_PRODUCTS): every value is refused."
+                );
             } else {
                 p["enum"] = json!(products);
             }

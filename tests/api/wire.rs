@@ -167,3 +167,64 @@ async fn a_generated_python_client_signs_up_exports_a_deck_and_downloads_the_pdf
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("bytes"));
 }
+
+/// The same document through @hey-api/openapi-ts (npm): the generated TypeScript client
+/// type-checks under `strict` and drives a flow (tests/clients/ts/src/flow.ts): sign up,
+/// read the profile with the `x-api-key` scheme, change it twice under one
+/// `Idempotency-Key` and see the replay. Skips, saying why, without npm or its registry.
+#[tokio::test]
+async fn a_generated_typescript_client_type_checks_and_replays_a_change() {
+    let Some(npm) = crate::browser::on_path("npm") else {
+        eprintln!("skipping the TypeScript client: npm is not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/clients/ts");
+    for file in ["package.json", "tsconfig.json", "src/flow.ts"] {
+        let to = dir.path().join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(format!("{source}/{file}"), to).unwrap();
+    }
+    let installed = Command::new(&npm)
+        .args(["install", "--no-audit", "--no-fund", "--loglevel", "error"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    if !installed.status.success() {
+        eprintln!(
+            "skipping the TypeScript client: npm install failed (no registry?):\n{}",
+            String::from_utf8_lossy(&installed.stderr)
+        );
+        return;
+    }
+    let s = Server::start().await;
+    let doc = s.get("/api/openapi.json", None).await;
+    doc.assert_ok();
+    std::fs::write(
+        dir.path().join("openapi.json"),
+        serde_json::to_vec(&doc.body).unwrap(),
+    )
+    .unwrap();
+    let bin = |name: &str| dir.path().join("node_modules/.bin").join(name);
+    for (what, mut cmd) in [
+        ("generate", Command::new(bin("openapi-ts"))),
+        ("type-check", Command::new(bin("tsc"))),
+        ("run the flow", Command::new(bin("tsx"))),
+    ] {
+        match what {
+            "generate" => cmd.args(["-i", "openapi.json", "-o", "src/client"]),
+            "type-check" => cmd.args(["-p", "."]),
+            _ => cmd.arg("src/flow.ts").arg(&s.base).arg(email("typescript")),
+        };
+        let out = cmd.current_dir(dir.path()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{what} failed:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if what == "run the flow" {
+            assert!(String::from_utf8_lossy(&out.stdout).starts_with("ok 200 200"));
+        }
+    }
+}
