@@ -25,10 +25,10 @@ from plinth_client.api.users import users_authenticate, users_verify
 from plinth_client.types import File
 from plinth_client.models import (
     Error,
-    SlidesCreateBody,
+    SlidesCreateDeckFromMarkdown,
     SlidesExportsCreateBody,
     ExportFormat,
-    SlidesUpdateBody,
+    SlidesUpdateDeckUpdateWithMarkdown,
     UsersAuthenticateBody,
     UsersVerifyBody,
 )
@@ -81,7 +81,7 @@ client = authed(verified.user.key)
 
 # Ids are UUIDs in answers (`format: uuid`, so Python UUIDs); requests take them as text.
 deck = ok(slides_create.sync(
-    client=client, body=SlidesCreateBody(markdown="# From a generated client\n\n- one\n- two\n"),
+    client=client, body=SlidesCreateDeckFromMarkdown(markdown="# From a generated client\n\n- one\n- two\n"),
 ), "deck create")
 # One request: the file as the body, its type from the name.
 asset = ok(slides_assets_upload.sync(
@@ -89,7 +89,7 @@ asset = ok(slides_assets_upload.sync(
     body=File(payload=io.BytesIO(png(120, 80)), file_name="chart.png"),
 ), "image upload")
 assert asset.status == "ready" and asset.width == 120, asset
-ok(slides_update.sync(client=client, body=SlidesUpdateBody(
+ok(slides_update.sync(client=client, body=SlidesUpdateDeckUpdateWithMarkdown(
     id=str(deck.id), expected_version=1, markdown="# From a generated client\n\n![](chart.png)\n",
 )), "deck update")
 job = ok(slides_exports_create.sync(

@@ -62,6 +62,7 @@ pub async fn capabilities() -> ApiResult<Answer<Capabilities>> {
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(transform = create_content)]
 pub struct CreateBody {
     #[serde(flatten)]
     content: Content,
@@ -146,6 +147,7 @@ pub async fn get(
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(transform = update_content)]
 pub struct UpdateBody {
     /// The deck.
     id: NonBlank,
@@ -162,6 +164,69 @@ pub struct UpdateBody {
     /// At most 200 characters.
     #[schemars(length(max = 200))]
     title: Option<String>,
+}
+
+/// A create's content: exactly one of `document`, `markdown` and `template`.
+fn create_content(schema: &mut schemars::Schema) {
+    exactly_one_of(
+        schema,
+        "DeckFrom",
+        &["document", "markdown", "template"],
+        &[],
+    );
+}
+
+/// An update's change: exactly one of `document`, `markdown` and `operations`; never a
+/// `template` (a template makes a new deck).
+fn update_content(schema: &mut schemars::Schema) {
+    exactly_one_of(
+        schema,
+        "DeckUpdateWith",
+        &["document", "markdown", "operations"],
+        &["template"],
+    );
+}
+
+/// The body as `oneOf` whole bodies, one per field of `one`: that field set (not null)
+/// and required, the others of `one` and those of `never` null or absent, every other
+/// property as it was. A body that sets none or two is a 400 (`content_of`, `update`),
+/// which the document states this way; each branch is a whole body, titled (`DeckFrom
+/// Markdown`), so generated clients get one complete model per choice.
+fn exactly_one_of(schema: &mut schemars::Schema, title: &str, one: &[&str], never: &[&str]) {
+    let (Some(Value::Object(properties)), required) = (
+        schema.remove("properties"),
+        schema
+            .remove("required")
+            .unwrap_or(Value::Array(Vec::new())),
+    ) else {
+        return;
+    };
+    let null = serde_json::json!({"type": "null"});
+    let branches: Vec<Value> = one
+        .iter()
+        .map(|chosen| {
+            let mut props = properties.clone();
+            for field in one.iter().chain(never) {
+                if field != chosen {
+                    props.insert((*field).to_owned(), null.clone());
+                }
+            }
+            if let Some(Value::Object(p)) = props.get_mut(*chosen) {
+                // `["string", "null"]` becomes `"string"`: the chosen field is set.
+                if let Some(Value::Array(types)) = p.get("type") {
+                    let set: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+                    p.insert("type".into(), set.first().cloned().unwrap_or_default());
+                }
+            }
+            let mut needed = required.as_array().cloned().unwrap_or_default();
+            needed.push(Value::from(*chosen));
+            let mut name = title.to_owned();
+            name.push_str(&chosen[..1].to_ascii_uppercase());
+            name.push_str(&chosen[1..]);
+            serde_json::json!({"title": name, "type": "object", "properties": props, "required": needed})
+        })
+        .collect();
+    schema.insert("oneOf".into(), Value::Array(branches));
 }
 
 /// `POST /api/slides/update` (Editor): a replacement (`markdown` or `document`) or a

@@ -188,13 +188,27 @@ impl<T: schemars::JsonSchema> crate::http::schema::DocArg for DeckChange<T> {
             "type": "string", "minLength": 1, "maxLength": 255,
             "description": "a repeat with the same key and body replays the first answer for 24 hours (not counted in a rate window); the same key with another body is a 422; the Idempotency-Key header is the same key (both, different: 400)"
         });
-        if let Some(props) = body
-            .ensure_object()
-            .entry("properties")
-            .or_insert_with(|| serde_json::json!({}))
-            .as_object_mut()
-        {
-            props.insert("idempotency_key".into(), key);
+        let object = body.ensure_object();
+        match object.get_mut("oneOf") {
+            // A body of whole alternatives (`slides/create`, `update`): the key in each.
+            Some(serde_json::Value::Array(branches)) => {
+                for branch in branches {
+                    if let Some(props) =
+                        branch.get_mut("properties").and_then(|p| p.as_object_mut())
+                    {
+                        props.insert("idempotency_key".into(), key.clone());
+                    }
+                }
+            }
+            _ => {
+                if let Some(props) = object
+                    .entry("properties")
+                    .or_insert_with(|| serde_json::json!({}))
+                    .as_object_mut()
+                {
+                    props.insert("idempotency_key".into(), key);
+                }
+            }
         }
         op.body = Some(body);
     }
