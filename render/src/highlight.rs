@@ -1,8 +1,8 @@
 //! Syntax highlighting of code blocks with syntect: its bundled syntaxes and themes,
-//! the pure-Rust regex engine, loaded on first use. Compiled patterns stay in the
-//! syntax set (several MB per language), so the set is loaded afresh once code in more
-//! than [`MAX_LANGUAGES`] languages has been highlighted with it: memory stays bounded
-//! whatever languages decks use.
+//! Oniguruma as the regex engine (a grammar's patterns compile in a few ms), loaded on
+//! first use. Compiled patterns stay in the syntax set, so the set is loaded afresh once
+//! code in more than [`MAX_LANGUAGES`] languages has been highlighted with it: memory
+//! stays bounded whatever languages decks use.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
@@ -81,7 +81,7 @@ fn assets_for(syntax: &str) -> Arc<Assets> {
 }
 
 /// Kept for the workers, which call it at start: the syntaxes now load, and their
-/// patterns compile, when code first needs them (10–60 ms per language), so an idle
+/// patterns compile, when code first needs them (a few ms per language), so an idle
 /// process holds none of it.
 pub fn warm_up() {}
 
