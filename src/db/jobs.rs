@@ -319,16 +319,19 @@ pub struct RelayTrouble {
 /// it; a bad address (`invalid_email`) says nothing about the relay.
 const RELAY_CAUSES: [&str; 3] = ["smtp", "smtp_rejected", "outbox"];
 
+/// An email attempt as the relay check reads it: outcome, cause, when, error.
+type AttemptSeen = (
+    AttemptOutcome,
+    Option<String>,
+    DateTime<Utc>,
+    Option<String>,
+);
+
 /// Whether the latest email attempts of the last day, on any process, failed at the
 /// relay: `None` when the latest one that reached it delivered (or there was none).
 pub async fn relay_trouble(db: &Db) -> sqlx::Result<Option<RelayTrouble>> {
     let since = now() - chrono::TimeDelta::days(1);
-    let recent: Vec<(
-        AttemptOutcome,
-        Option<String>,
-        DateTime<Utc>,
-        Option<String>,
-    )> = with_db!(db, p => sqlx::query_as(
+    let recent: Vec<AttemptSeen> = with_db!(db, p => sqlx::query_as(
             "SELECT outcome, cause, finished_at, error FROM job_attempts \
              WHERE queue = 'email' AND finished_at > $1 ORDER BY id DESC LIMIT 50"
         ).bind(since).fetch_all(p).await)?;
