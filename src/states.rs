@@ -197,3 +197,18 @@ mod tests {
         assert!(schema.to_string().contains("\"reserved\""), "{schema}");
     }
 }
+
+text_enum! {
+    /// The spec's supported telemetry event names (`telemetry_events.event_name`).
+    pub enum TelemetryEvent {
+        AppOpened = "app_opened",
+        AppBecameActive = "app_became_active",
+        AppUpdated = "app_updated",
+        AccountSignedIn = "account_signed_in",
+        SubscriptionCheckoutStarted = "subscription_checkout_started",
+        SubscriptionCheckoutCompleted = "subscription_checkout_completed",
+        FeatureUsed = "feature_used",
+        MilestoneReached = "milestone_reached",
+        ErrorOccurred = "error_occurred",
+    }
+}

@@ -15,24 +15,19 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::JsonBody;
 use crate::http::reply::{Accepted, Answer};
 use crate::state::AppState;
+use crate::states::TelemetryEvent;
 use crate::wire::telemetry::{
     Bucketing, Daily, Day, EventsAccepted, Funnel, Metric, QueryAnswer, QueryRow, Subscriptions,
     Summary, Version,
 };
 use crate::wire::True;
 
-/// The spec's supported event names.
-pub const EVENT_NAMES: [&str; 9] = [
-    "app_opened",
-    "app_became_active",
-    "app_updated",
-    "account_signed_in",
-    "subscription_checkout_started",
-    "subscription_checkout_completed",
-    "feature_used",
-    "milestone_reached",
-    "error_occurred",
-];
+/// The event names as the document lists them (`TelemetryEvent`, the parser's own set).
+fn event_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let names: Vec<&str> = TelemetryEvent::ALL.iter().map(|e| e.as_str()).collect();
+    schemars::json_schema!({"type": "string", "enum": names})
+}
+
 const MAX_EVENTS: usize = 25;
 /// Longest `client_id` and `event_id`.
 const MAX_ID: usize = 128;
@@ -90,7 +85,7 @@ pub struct EventIn {
     #[schemars(length(min = 1, max = 128))]
     event_id: String,
     /// One of the supported names (docs/api.md).
-    #[schemars(extend("enum" = EVENT_NAMES))]
+    #[schemars(schema_with = "event_names")]
     event_name: String,
     /// RFC 3339; the time of receipt when absent; at most a day ahead.
     #[schemars(extend("format" = "date-time"))]
@@ -151,11 +146,12 @@ pub async fn events(
 fn checked(e: &EventIn, i: usize, now: DateTime<Utc>) -> ApiResult<(DateTime<Utc>, Value)> {
     let at = |m: String| ApiError::bad_request(format!("events[{i}]: {m}"));
     id("event_id", &e.event_id).map_err(|x| at(x.message))?;
-    if !EVENT_NAMES.contains(&e.event_name.as_str()) {
+    if TelemetryEvent::parse(&e.event_name).is_none() {
+        let names: Vec<&str> = TelemetryEvent::ALL.iter().map(|e| e.as_str()).collect();
         return Err(at(format!(
             "`event_name` {:?} is not supported (one of {})",
             e.event_name,
-            EVENT_NAMES.join(", ")
+            names.join(", ")
         )));
     }
     let occurred_at = match &e.occurred_at {
