@@ -19,6 +19,17 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// The caller an account row makes (its rate key made once, here).
+    pub fn of(user: crate::db::users::UserRow) -> Caller {
+        Caller {
+            rate_key: format!("u:{}", user.id),
+            id: user.id.clone(),
+            level: user.level,
+            user,
+            viewer_answer: Default::default(),
+        }
+    }
+
     pub fn is_admin(&self) -> bool {
         self.level >= LEVEL_ADMIN
     }

@@ -15,6 +15,7 @@ use crate::http::reply::Answer;
 use crate::http::request::{Limit, NonBlank};
 use crate::state::AppState;
 use crate::states::JobStatus;
+use crate::wire::names_schema;
 
 /// One queue's jobs by status (docs/api.md, "Job control").
 #[derive(Serialize, schemars::JsonSchema)]
@@ -520,20 +521,19 @@ pub struct BulkBody {
 // The document's lists are the parsers' own (`store::queue`, `store::status`,
 // `store::Action`), so the two cannot drift apart.
 fn queue_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": "string", "enum": store::queue_spellings()})
+    names_schema(store::queue_spellings(), false)
 }
 
 fn queue_names_or_null(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": ["string", "null"], "enum": store::queue_spellings()})
+    names_schema(store::queue_spellings(), true)
 }
 
 fn status_names_or_null(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    schemars::json_schema!({"type": ["string", "null"], "enum": store::status_spellings()})
+    names_schema(store::status_spellings(), true)
 }
 
 fn action_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let names: Vec<_> = store::Action::ALL.iter().map(|a| a.as_str()).collect();
-    schemars::json_schema!({"type": "string", "enum": names})
+    names_schema(store::Action::ALL.iter().map(|a| a.as_str()), false)
 }
 
 /// A job a bulk action left as it was.

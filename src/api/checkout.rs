@@ -5,6 +5,7 @@
 //! `/pay/{order}` pays a pending marketplace order the same way
 //! (`payment_intent.succeeded`).
 
+use crate::http::pages::escape;
 use axum::extract::{Form, Path, State};
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Redirect, Response};
@@ -30,13 +31,6 @@ fn page(title: &str, body: &str) -> Html<String> {
          <style>body{{font-family:sans-serif;max-width:32rem;margin:3rem auto}}button{{padding:.5rem 1rem}}</style>\
          </head><body><h1>{title}</h1>{body}<p><small>Simulated payment provider (plinth)</small></p></body></html>"
     ))
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 const CARD_CHOICES: &str = "<select name=\"payment_method\">\

@@ -270,7 +270,7 @@ pub struct BonusBody {
 fn bonus_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     let mut names: Vec<&str> = BONUSES.keys().map(String::as_str).collect();
     names.sort_unstable();
-    schemars::json_schema!({"type": "string", "enum": names})
+    crate::wire::names_schema(names, false)
 }
 
 /// `POST /api/credits/distribute-bonus`: a bonus from `fixtures/bonuses.json`, once per

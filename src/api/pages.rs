@@ -82,23 +82,13 @@ pub async fn index(
     INDEX
         .get_or_init(|| {
             // The public URL is fixed for the life of the process: built once, kept.
-            let html = INDEX_HTML.replace("HOST", &html_escape(&app.public_url));
+            let html = INDEX_HTML.replace("HOST", &crate::http::pages::escape(&app.public_url));
             crate::http::pages::Page::new(Box::leak(html.into_boxed_str()))
         })
         .response()
 }
 
 const INDEX_HTML: &str = include_str!("../../assets/index.html");
-
-/// The public URL as page text (it comes from the operator's configuration, still
-/// escaped: a page never carries markup it did not write).
-fn html_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
 
 #[cfg(test)]
 mod tests {

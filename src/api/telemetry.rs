@@ -24,8 +24,7 @@ use crate::wire::True;
 
 /// The event names as the document lists them (`TelemetryEvent`, the parser's own set).
 fn event_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let names: Vec<&str> = TelemetryEvent::ALL.iter().map(|e| e.as_str()).collect();
-    schemars::json_schema!({"type": "string", "enum": names})
+    crate::wire::names_schema(TelemetryEvent::ALL.iter().map(|e| e.as_str()), false)
 }
 
 const MAX_EVENTS: usize = 25;

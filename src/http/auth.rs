@@ -30,13 +30,7 @@ pub async fn resolve(state: &AppState, key: &str) -> Result<Option<Arc<Caller>>,
     let ticket = cache.ticket(&digest);
     let Some(caller) = crate::db::users::by_key_hash(&state.db, &hex::encode(digest))
         .await?
-        .map(|user| Caller {
-            rate_key: format!("u:{}", user.id),
-            id: user.id.clone(),
-            level: user.level,
-            user,
-            viewer_answer: Default::default(),
-        })
+        .map(Caller::of)
     else {
         return Ok(None);
     };

@@ -311,9 +311,9 @@ fn operation(app: &AppState, r: &RouteSpec, doc: &crate::http::schema::Operation
     // say, so a generator filling the parameter from its schema sends one key with many
     // bodies and reads the 422 as a valid request refused (issue 45). Clients set the
     // header themselves (docs/api.md, "Generated clients").
-    let (summary, description) = match keyed {
-        true => (summary, format!("{description}\n\n{KEY_NOTE}")),
-        false => (summary, description),
+    let description = match keyed {
+        true => format!("{description}\n\n{KEY_NOTE}"),
+        false => description,
     };
     let mut responses = error_responses(r, takes_body, keyed);
     responses.insert(

@@ -9,6 +9,15 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
+/// Text for a page's markup: `&`, `<`, `>`, `"` and `'` as entities.
+pub fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
 /// A page and its policy, built once.
 pub struct Page {
     html: &'static str,

@@ -320,11 +320,10 @@ impl From<&crate::domain::checkout::Placed> for Placed {
 /// `payment_type` as the document states it: every spelling of `Pay::SPELLINGS`, or
 /// absent (the provider).
 pub fn payment_type_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let names: Vec<&str> = crate::domain::checkout::Pay::SPELLINGS
+    let names = crate::domain::checkout::Pay::SPELLINGS
         .iter()
-        .map(|(name, _)| *name)
-        .collect();
-    schemars::json_schema!({"type": ["string", "null"], "enum": names})
+        .map(|(name, _)| *name);
+    crate::wire::names_schema(names, true)
 }
 
 #[derive(serde::Deserialize, Serialize, JsonSchema)]

@@ -37,6 +37,19 @@ pub mod waitlist;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Serialize, Serializer};
 
+/// A string field that takes one of `names` (null too when `nullable`), as the document
+/// states a closed set read from the parser's own table: one shape for every such field.
+pub fn names_schema<'a>(
+    names: impl IntoIterator<Item = &'a str>,
+    nullable: bool,
+) -> schemars::Schema {
+    let names: Vec<&str> = names.into_iter().collect();
+    match nullable {
+        true => schemars::json_schema!({"type": ["string", "null"], "enum": names}),
+        false => schemars::json_schema!({"type": "string", "enum": names}),
+    }
+}
+
 /// The literal `true` (`success`): a type, so the document says `const: true`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct True;

@@ -26,11 +26,7 @@ pub struct AssetCreate {
 
 /// Every spelling `assets/create` accepts for `type`, from the one table of them.
 fn image_type_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-    let names: Vec<&str> = ImageFormat::SPELLINGS
-        .iter()
-        .map(|(name, _)| *name)
-        .collect();
-    schemars::json_schema!({"type": "string", "enum": names})
+    crate::wire::names_schema(ImageFormat::SPELLINGS.iter().map(|(name, _)| *name), false)
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]

@@ -492,13 +492,7 @@ pub async fn job_stream(
     if !crate::crypto::ct_eq(expected.as_bytes(), mac.as_bytes()) {
         return Err(refused());
     }
-    let caller = Arc::new(Caller {
-        rate_key: format!("u:{}", user.id),
-        id: user.id.clone(),
-        level: user.level,
-        user,
-        viewer_answer: Default::default(),
-    });
+    let caller = Arc::new(Caller::of(user));
     if caller.level < crate::caller::LEVEL_VERIFIED {
         return Err(refused());
     }
