@@ -5,11 +5,63 @@ use crate::*;
 impl Deck {
     /// Parses and checks a JSON deck document, filling in missing slide ids.
     pub fn from_json(value: serde_json::Value) -> Result<Deck, Invalid> {
+        Deck::from_json_report(value).map(|(deck, _)| deck)
+    }
+
+    /// [`Deck::from_json`], with what it mended (see [`Deck::mend`]): one warning each.
+    pub fn from_json_report(value: serde_json::Value) -> Result<(Deck, Vec<String>), Invalid> {
         let mut deck: Deck = serde_path_to_error::deserialize(value)
             .map_err(|e| Invalid(format!("invalid document at `{}`: {}", e.path(), e.inner())))?;
-        deck.fill_ids();
+        let warnings = deck.mend();
         deck.validate()?;
-        Ok(deck)
+        Ok((deck, warnings))
+    }
+
+    /// Mends what a document's JSON Schema cannot rule out and a reader would draw one
+    /// obvious way, as Marp draws a deck it does not fully understand, and says so: a
+    /// slide id used twice (the later slide gets a fresh one), column breaks beyond the
+    /// last column or inside a list or quote (dropped), table rows shorter or longer
+    /// than the header (filled with empty cells or cut) and alignments beyond the
+    /// columns (dropped). Fills in missing slide ids. What remains for
+    /// [`Deck::validate`] are limits.
+    pub fn mend(&mut self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let mut seen = HashSet::new();
+        let mut renamed = Vec::new();
+        for (i, slide) in self.slides.iter_mut().enumerate() {
+            if !slide.id.is_empty() && !seen.insert(slide.id.clone()) {
+                renamed.push((i, std::mem::take(&mut slide.id)));
+            }
+        }
+        self.fill_ids();
+        for (i, old) in renamed {
+            warnings.push(format!(
+                "slide {}: id `{old}` is used by an earlier slide; this one is now `{}`",
+                i + 1,
+                self.slides[i].id
+            ));
+        }
+        for (i, slide) in self.slides.iter_mut().enumerate() {
+            let at = format!("slide {} ({})", i + 1, slide.id);
+            let mut breaks = 0;
+            slide.blocks.retain(|b| {
+                if !matches!(b, Block::ColumnBreak) {
+                    return true;
+                }
+                breaks += 1;
+                breaks < MAX_COLUMNS
+            });
+            if breaks >= MAX_COLUMNS {
+                warnings.push(format!(
+                    "{at}: at most {MAX_COLUMNS} columns; {} column break(s) after the {}th \
+                     dropped",
+                    breaks + 1 - MAX_COLUMNS,
+                    MAX_COLUMNS - 1
+                ));
+            }
+            mend_blocks(&at, &mut slide.blocks, 0, &mut warnings);
+        }
+        warnings
     }
 
     /// Gives every slide without an id the first free `s<n>`.
@@ -206,7 +258,8 @@ impl Deck {
     /// Applies a batch of operations; all or nothing. Bounded before any work: at most
     /// [`MAX_OPERATIONS`] operations, and the slide cap holds after every insert, so a
     /// hostile batch fails fast instead of growing the deck first (H4).
-    pub fn apply(&self, ops: &[Operation]) -> Result<Deck, Invalid> {
+    /// Returns the new deck and what [`Deck::mend`] mended in it.
+    pub fn apply(&self, ops: &[Operation]) -> Result<(Deck, Vec<String>), Invalid> {
         if ops.len() > MAX_OPERATIONS {
             return invalid(format!(
                 "at most {MAX_OPERATIONS} operations per update ({} sent)",
@@ -220,9 +273,9 @@ impl Deck {
             deck.apply_one(op, &mut ids, &mut next_id)
                 .map_err(|e| Invalid(format!("operation {}: {}", n + 1, e.0)))?;
         }
-        deck.fill_ids();
+        let warnings = deck.mend();
         deck.validate()?;
-        Ok(deck)
+        Ok((deck, warnings))
     }
 
     fn position(&self, id: &str) -> Result<usize, Invalid> {
@@ -303,5 +356,59 @@ impl Deck {
             }
         }
         Ok(())
+    }
+}
+
+/// [`Deck::mend`] for the blocks at `depth` (0: the slide's own) and everything in them.
+/// Bounded: deserialising already limits how deep a document nests.
+fn mend_blocks(at: &str, blocks: &mut Vec<Block>, depth: usize, warnings: &mut Vec<String>) {
+    if depth > 0 {
+        let before = blocks.len();
+        blocks.retain(|b| !matches!(b, Block::ColumnBreak));
+        if blocks.len() < before {
+            warnings.push(format!(
+                "{at}: a column break belongs to the slide, not inside a list or quote; dropped"
+            ));
+        }
+    }
+    for block in blocks.iter_mut() {
+        match block {
+            Block::Quote { blocks } => mend_blocks(at, blocks, depth + 1, warnings),
+            Block::Bullets { items, .. } => mend_items(at, items, depth + 1, warnings),
+            Block::Table {
+                align,
+                header,
+                rows,
+            } => {
+                let columns = header.len();
+                if align.len() > columns {
+                    align.truncate(columns);
+                    warnings.push(format!(
+                        "{at}: a table has more alignments than columns; the extra ones dropped"
+                    ));
+                }
+                // A row wider than any table may be is left for `validate` to refuse.
+                let off = |r: &Vec<String>| r.len() != columns && r.len() <= MAX_TABLE_COLUMNS;
+                if rows.iter().any(off) {
+                    warnings.push(format!(
+                        "{at}: table rows with other than {columns} cells (the header's) are \
+                         filled with empty cells or cut"
+                    ));
+                    for row in rows.iter_mut().filter(|r| off(r)) {
+                        row.resize(columns, String::new());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn mend_items(at: &str, items: &mut [ListItem], depth: usize, warnings: &mut Vec<String>) {
+    for item in items {
+        mend_blocks(at, &mut item.blocks, depth, warnings);
+        if let Some(list) = &mut item.list {
+            mend_items(at, &mut list.items, depth + 1, warnings);
+        }
     }
 }

@@ -9,6 +9,8 @@ mod inline;
 mod markdown;
 mod marks;
 mod model;
+#[cfg(feature = "schema")]
+mod schema;
 mod templates;
 mod validate;
 

@@ -3,12 +3,15 @@
 use crate::*;
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Deck {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = MAX_TEXT_CHARS)))]
     pub title: Option<String>,
     #[serde(default)]
     pub theme: Theme,
+    #[cfg_attr(feature = "schema", schemars(length(min = 1, max = MAX_SLIDES)))]
     pub slides: Vec<Slide>,
     /// Slide shape: `16:9` (default) or `4:3`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -18,21 +21,30 @@ pub struct Deck {
     pub paginate: bool,
     /// Inline-marked text at the top / bottom of every slide (a slide's own wins).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = MAX_TEXT_CHARS)))]
     pub header: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = MAX_TEXT_CHARS)))]
     pub footer: Option<String>,
     /// Background and text colours for every slide, as CSS colours (`#rrggbb`, `#rgb`,
     /// `rgb(r, g, b)` or a basic colour name); a slide's own win.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::color"))]
     pub background_color: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::color"))]
     pub color: Option<String>,
     /// The deck's brand colour (a CSS colour): the title rule, bullets, links, the table
     /// header line and quote bars are drawn in it instead of the theme's accent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::color"))]
     pub brand: Option<String>,
     /// An image asset drawn small in the top-right corner of every slide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::schema::asset_or_null")
+    )]
     pub logo: Option<String>,
     /// The Marp theme the deck is drawn as (its type scale, placement and colours);
     /// `theme` then picks its light colours or its dark (`invert`) ones. Without it the
@@ -43,6 +55,7 @@ pub struct Deck {
 
 /// Marp's three built-in themes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum MarpTheme {
     Default,
@@ -51,6 +64,7 @@ pub enum MarpTheme {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum Aspect {
     #[default]
     #[serde(rename = "16:9")]
@@ -62,8 +76,10 @@ pub enum Aspect {
 /// A slide background image (Marp's `![bg]`): the whole slide, or a split beside the
 /// content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Background {
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::asset"))]
     pub asset_id: String,
     #[serde(default)]
     pub position: BackgroundPosition,
@@ -72,10 +88,12 @@ pub struct Background {
     pub fit: BackgroundFit,
     /// Share of the slide width a `left` or `right` split takes, 10 to 90 (default 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(range(min = 10, max = 90)))]
     pub split: Option<u8>,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum BackgroundPosition {
     #[default]
@@ -85,6 +103,7 @@ pub enum BackgroundPosition {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum BackgroundFit {
     #[default]
@@ -93,6 +112,7 @@ pub enum BackgroundFit {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Theme {
     #[default]
@@ -101,6 +121,7 @@ pub enum Theme {
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Layout {
     /// Title at the top, blocks below.
@@ -111,15 +132,18 @@ pub enum Layout {
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Slide {
     /// Stable within the deck; slide operations address slides by it. Filled in
     /// (`s1`, `s2`, …) when a document leaves it out.
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::slide_id"))]
     pub id: String,
     #[serde(default)]
     pub layout: Layout,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = MAX_TEXT_CHARS)))]
     pub title: Option<String>,
     /// The title's heading level (1 or 2) where the markdown gave one: Marp themes draw
     /// `#` larger than `##`.
@@ -129,9 +153,11 @@ pub struct Slide {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub title_fit: bool,
     #[serde(default)]
+    #[cfg_attr(feature = "schema", schemars(length(max = MAX_BLOCKS_PER_SLIDE)))]
     pub blocks: Vec<Block>,
     /// Speaker notes: never rendered on slides, never shown to an audience.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = MAX_TEXT_CHARS)))]
     pub notes: Option<String>,
     #[serde(default)]
     pub hidden: bool,
@@ -146,15 +172,20 @@ pub struct Slide {
     pub uncounted: bool,
     /// Overrides the deck's; an empty string removes it on this slide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = MAX_TEXT_CHARS)))]
     pub header: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(length(max = MAX_TEXT_CHARS)))]
     pub footer: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::color"))]
     pub background_color: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::color"))]
     pub color: Option<String>,
     /// Background images, side by side when there are several in one area.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(length(max = 8)))]
     pub backgrounds: Vec<Background>,
 }
 
@@ -162,21 +193,26 @@ pub struct Slide {
 /// (`**bold**`, `*italic*`, `~~struck~~`, `` `code` ``, `[link](https://…)`,
 /// `![alt](asset:<id>)`); see [`spans`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Block {
     Heading {
+        #[cfg_attr(feature = "schema", schemars(length(max = MAX_TEXT_CHARS)))]
         text: String,
         /// 1 to 6, as `#` to `######` (default 2); 3 and below are drawn smaller.
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 6)))]
         level: Option<u8>,
         /// Marp's `<!-- fit -->`: scaled to fill the width.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         fit: bool,
     },
     Text {
+        #[cfg_attr(feature = "schema", schemars(length(max = MAX_TEXT_CHARS)))]
         text: String,
     },
     Bullets {
+        #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
         items: Vec<ListItem>,
         #[serde(default)]
         ordered: bool,
@@ -186,31 +222,39 @@ pub enum Block {
     },
     Code {
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "schema", schemars(length(max = MAX_TEXT_CHARS)))]
         language: Option<String>,
+        #[cfg_attr(feature = "schema", schemars(length(max = MAX_TEXT_CHARS)))]
         code: String,
     },
     Image {
+        #[cfg_attr(feature = "schema", schemars(schema_with = "crate::schema::asset"))]
         asset_id: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "schema", schemars(length(max = MAX_TEXT_CHARS)))]
         alt: Option<String>,
         /// Drawn size in pixels of a 1920×1080 slide (one given: the other follows
         /// the image's shape); still scaled down to fit.
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 8192)))]
         width: Option<u32>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "schema", schemars(range(min = 1, max = 8192)))]
         height: Option<u32>,
     },
     /// A block quote: any blocks, drawn indented behind an accent bar.
-    Quote {
-        blocks: Vec<Block>,
-    },
-    /// A table: a header row and body rows of inline-marked cells.
+    Quote { blocks: Vec<Block> },
+    /// A table: a header row and body rows of inline-marked cells, at most 1,000 cells
+    /// (header included); a row with fewer cells than the header is filled with empty
+    /// ones, one with more is cut (with a warning).
     Table {
         /// One per column (missing columns are `auto`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         align: Vec<Align>,
+        #[cfg_attr(feature = "schema", schemars(length(min = 1, max = MAX_TABLE_COLUMNS), inner(length(max = MAX_TEXT_CHARS))))]
         header: Vec<String>,
         #[serde(default)]
+        #[cfg_attr(feature = "schema", schemars(inner(length(max = MAX_TABLE_COLUMNS))))]
         rows: Vec<Vec<String>>,
     },
     /// A horizontal rule (`***` or `___` in markdown; `---` separates slides).
@@ -257,6 +301,7 @@ pub const MAX_COLUMNS: usize = 3;
 
 /// Column alignment of a table.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Align {
     #[default]
@@ -268,8 +313,10 @@ pub enum Align {
 
 /// A list (the nested list of a [`ListItem`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct List {
+    #[cfg_attr(feature = "schema", schemars(length(min = 1)))]
     pub items: Vec<ListItem>,
     #[serde(default)]
     pub ordered: bool,
@@ -309,8 +356,11 @@ impl From<String> for ListItem {
 }
 
 #[derive(Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "ListItemWithDetails"))]
 #[serde(deny_unknown_fields)]
 struct FullItem {
+    #[cfg_attr(feature = "schema", schemars(length(max = MAX_TEXT_CHARS)))]
     text: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     checked: Option<bool>,
@@ -318,6 +368,23 @@ struct FullItem {
     blocks: Vec<Block>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     list: Option<List>,
+}
+
+/// A list item: a string, or an object with `text` and optional `checked`, `blocks`
+/// and `list` (as [`ListItem`]'s serde reads it).
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for ListItem {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        std::borrow::Cow::Borrowed("ListItem")
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let full = generator.subschema_for::<FullItem>();
+        schemars::json_schema!({
+            "description": "A plain item as a string; an item with a check box, blocks or a nested list as an object.",
+            "anyOf": [{"type": "string", "maxLength": MAX_TEXT_CHARS}, full]
+        })
+    }
 }
 
 impl Serialize for ListItem {
@@ -366,6 +433,7 @@ impl<'de> Deserialize<'de> for ListItem {
 
 /// One edit in an `update` batch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Operation {
     /// At `index` (0-based; default: at the end).

@@ -1,8 +1,9 @@
 use super::*;
 use serde_json::json;
 
-/// Column breaks split only a slide's own blocks, into at most three columns; the
-/// brand is a colour and the logo an asset, which the deck's assets include.
+/// Column breaks split only a slide's own blocks, into at most three columns (others are
+/// dropped with a warning); the brand is a colour and the logo an asset, which the
+/// deck's assets include.
 #[test]
 fn column_breaks_brand_and_logo_are_checked() {
     let logo = "6f1c2a3e-0000-4000-8000-000000000001";
@@ -13,15 +14,23 @@ fn column_breaks_brand_and_logo_are_checked() {
     .unwrap();
     assert_eq!(ok.slides[0].blocks[1], Block::ColumnBreak);
     assert_eq!(ok.asset_ids(), vec![logo.to_owned()]);
-    for (doc, want) in [
+    for (doc, want, left) in [
         (
             json!({"slides": [{"blocks": [{"type": "quote", "blocks": [{"type": "column_break"}]}]}]}),
             "not inside a list or quote",
+            json!([{"type": "quote", "blocks": []}]),
         ),
         (
             json!({"slides": [{"blocks": [{"type": "column_break"}, {"type": "column_break"}, {"type": "column_break"}]}]}),
             "at most 3 columns",
+            json!([{"type": "column_break"}, {"type": "column_break"}]),
         ),
+    ] {
+        let (deck, warnings) = Deck::from_json_report(doc).unwrap();
+        assert!(warnings.concat().contains(want), "{warnings:?}");
+        assert_eq!(serde_json::to_value(&deck.slides[0].blocks).unwrap(), left);
+    }
+    for (doc, want) in [
         (json!({"brand": "blurple", "slides": [{}]}), "brand"),
         (
             json!({"logo": "logo.png", "slides": [{}]}),
@@ -59,6 +68,24 @@ fn spans_split_marks() {
 fn documents_get_ids_and_are_checked() {
     let deck = Deck::from_json(json!({"slides":[{"title":"A"},{"id":"s1","title":"B"}]})).unwrap();
     assert_eq!(deck.slides[0].id, "s2");
+    // An id used twice: the later slide gets a fresh one, and the warning says so.
+    let (deck, warnings) =
+        Deck::from_json_report(json!({"slides":[{"id":"a"},{"id":"a"},{}]})).unwrap();
+    let ids: Vec<_> = deck.slides.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["a", "s1", "s2"]);
+    assert_eq!(
+        warnings,
+        ["slide 2: id `a` is used by an earlier slide; this one is now `s1`"]
+    );
+    // Rows are filled or cut to the header's width; extra alignments go.
+    let (deck, warnings) = Deck::from_json_report(json!({"slides":[{"blocks":[{"type":"table",
+        "align":["left","right","center"],"header":["h1","h2"],"rows":[["a"],["b","c","d"]]}]}]}))
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(&deck.slides[0].blocks[0]).unwrap(),
+        json!({"type":"table","align":["left","right"],"header":["h1","h2"],"rows":[["a",""],["b","c"]]})
+    );
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
     assert!(Deck::from_json(json!({"slides":[]})).is_err());
     let e = Deck::from_json(json!({"slides":[{"blocks":[{"type":"video"}]}]})).unwrap_err();
     assert!(e.0.contains("slides[0].blocks[0]"), "{e}");
@@ -77,7 +104,7 @@ fn operations_are_all_or_nothing() {
         {"op":"set_notes","slide_id":"s2","notes":"psst"}
     ]))
     .unwrap();
-    let next = deck.apply(&ops).unwrap();
+    let (next, _) = deck.apply(&ops).unwrap();
     let titles: Vec<_> = next
         .slides
         .iter()
@@ -130,11 +157,14 @@ fn json_decks_are_checked_like_markdown() {
         assert!(!link_allowed(url), "{url}");
     }
     assert!(link_allowed("HTTPS://example.com/a_%28b%29?q=1#x"));
+    // A short row is filled (`documents_get_ids_and_are_checked`), a row wider than any
+    // table may be is refused.
+    let wide: Vec<String> = (0..=MAX_TABLE_COLUMNS).map(|i| i.to_string()).collect();
     let e = Deck::from_json(
-        json!({"slides":[{"blocks":[{"type":"table","header":["a","b"],"rows":[["1"]]}]}]}),
+        json!({"slides":[{"blocks":[{"type":"table","header":["a","b"],"rows":[wide]}]}]}),
     )
     .unwrap_err();
-    assert!(e.0.contains("as many cells"), "{e}");
+    assert!(e.0.contains("cells"), "{e}");
     let e =
         Deck::from_json(json!({"slides":[{"blocks":[{"type":"text","text":"![i](asset:nope)"}]}]}))
             .unwrap_err();
@@ -248,4 +278,19 @@ fn block_types_are_the_json_tags_in_their_old_order() {
     let names: Vec<&str> = samples.iter().map(Block::type_name).collect();
     assert_eq!(tags, names);
     assert_eq!(names, BLOCK_TYPES);
+}
+
+/// The deck document's JSON Schema (the OpenAPI document's `Deck`).
+#[cfg(feature = "schema")]
+#[test]
+fn the_deck_schema_is_closed_and_names_its_limits() {
+    let s = serde_json::to_value(schemars::schema_for!(Deck)).unwrap();
+    assert_eq!(s["additionalProperties"], false);
+    assert_eq!(s["properties"]["slides"]["minItems"], 1);
+    assert_eq!(s["properties"]["slides"]["maxItems"], crate::MAX_SLIDES);
+    assert_eq!(s["required"], serde_json::json!(["slides"]));
+    let text = serde_json::to_string(&s).unwrap();
+    for block in crate::BLOCK_TYPES {
+        assert!(text.contains(&format!("\"{block}\"")), "{block}");
+    }
 }

@@ -45,36 +45,47 @@ pub fn parse_color(c: &str) -> Option<(u8, u8, u8)> {
             .ok()?;
         return (parts.len() == 3).then(|| (parts[0], parts[1], parts[2]));
     }
-    Some(match c.as_str() {
-        "white" => (255, 255, 255),
-        "black" => (0, 0, 0),
-        "red" => (255, 0, 0),
-        "green" => (0, 128, 0),
-        "blue" => (0, 0, 255),
-        "yellow" => (255, 255, 0),
-        "orange" => (255, 165, 0),
-        "purple" => (128, 0, 128),
-        "gray" | "grey" => (128, 128, 128),
-        "silver" => (192, 192, 192),
-        "navy" => (0, 0, 128),
-        "teal" => (0, 128, 128),
-        "maroon" => (128, 0, 0),
-        "olive" => (128, 128, 0),
-        "lime" => (0, 255, 0),
-        "aqua" | "cyan" => (0, 255, 255),
-        "fuchsia" | "magenta" => (255, 0, 255),
-        "pink" => (255, 192, 203),
-        "brown" => (165, 42, 42),
-        "beige" => (245, 245, 220),
-        "whitesmoke" => (245, 245, 245),
-        "lightgray" | "lightgrey" => (211, 211, 211),
-        "darkgray" | "darkgrey" => (169, 169, 169),
-        "dimgray" | "dimgrey" => (105, 105, 105),
-        "skyblue" => (135, 206, 235),
-        "gold" => (255, 215, 0),
-        _ => return None,
-    })
+    COLOR_NAMES
+        .iter()
+        .find(|(name, _)| *name == c)
+        .map(|(_, rgb)| *rgb)
 }
+
+/// The colour names [`parse_color`] knows (lower case; matched case-insensitively).
+pub const COLOR_NAMES: &[(&str, (u8, u8, u8))] = &[
+    ("white", (255, 255, 255)),
+    ("black", (0, 0, 0)),
+    ("red", (255, 0, 0)),
+    ("green", (0, 128, 0)),
+    ("blue", (0, 0, 255)),
+    ("yellow", (255, 255, 0)),
+    ("orange", (255, 165, 0)),
+    ("purple", (128, 0, 128)),
+    ("gray", (128, 128, 128)),
+    ("grey", (128, 128, 128)),
+    ("silver", (192, 192, 192)),
+    ("navy", (0, 0, 128)),
+    ("teal", (0, 128, 128)),
+    ("maroon", (128, 0, 0)),
+    ("olive", (128, 128, 0)),
+    ("lime", (0, 255, 0)),
+    ("aqua", (0, 255, 255)),
+    ("cyan", (0, 255, 255)),
+    ("fuchsia", (255, 0, 255)),
+    ("magenta", (255, 0, 255)),
+    ("pink", (255, 192, 203)),
+    ("brown", (165, 42, 42)),
+    ("beige", (245, 245, 220)),
+    ("whitesmoke", (245, 245, 245)),
+    ("lightgray", (211, 211, 211)),
+    ("lightgrey", (211, 211, 211)),
+    ("darkgray", (169, 169, 169)),
+    ("darkgrey", (169, 169, 169)),
+    ("dimgray", (105, 105, 105)),
+    ("dimgrey", (105, 105, 105)),
+    ("skyblue", (135, 206, 235)),
+    ("gold", (255, 215, 0)),
+];
 
 /// How deep block quotes and lists may nest inside one another (a top-level list is
 /// level 1). Every walk over blocks is bounded by it, so no document can exhaust the
@@ -151,6 +162,11 @@ pub(crate) fn check_blocks(
                 }
                 if align.len() > columns {
                     return invalid(format!("{at}: a table has more alignments than columns"));
+                }
+                if rows.iter().any(|r| r.len() > MAX_TABLE_COLUMNS) {
+                    return invalid(format!(
+                        "{at}: a table row has at most {MAX_TABLE_COLUMNS} cells"
+                    ));
                 }
                 if rows.iter().any(|r| r.len() != columns) {
                     return invalid(format!(

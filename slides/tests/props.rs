@@ -115,7 +115,7 @@ proptest! {
         let slides: Vec<_> = (1..=start).map(|n| serde_json::json!({"id": format!("s{n}")})).collect();
         let deck = Deck::from_json(serde_json::json!({"slides": slides})).unwrap();
         match deck.apply(&ops) {
-            Ok(next) => prop_assert!(next.validate().is_ok()),
+            Ok((next, _)) => prop_assert!(next.validate().is_ok()),
             Err(e) => prop_assert!(e.0.starts_with("operation") || e.0.contains("slide")),
         }
     }

@@ -79,26 +79,50 @@ fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
     }
 }
 
+/// Why a callback URL is not taken; the text is the message the client reads.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadCallback {
+    /// Not an http(s) URL this server could call (a 400).
+    #[error("{0}")]
+    Invalid(String),
+    /// A well-formed URL of a loopback or private address, which this server's policy
+    /// refuses (a 403: the request is valid, the destination is not allowed).
+    #[error(
+        "`callback_url` points at a loopback or private address; this server does not call \
+         those (PLINTH_CALLBACK_PRIVATE_NETWORKS)"
+    )]
+    Internal,
+}
+
 /// A callback URL as a client gives it: http(s), a host, at most 2048 characters, no
-/// credentials; an internal IP literal only when allowed. The error is the message the
-/// client reads.
-pub fn check_url(text: &str, private_ok: bool) -> Result<reqwest::Url, String> {
+/// credentials; an internal IP literal only when allowed.
+pub fn check_url(text: &str, private_ok: bool) -> Result<reqwest::Url, BadCallback> {
+    check_shape(text).and_then(|(url, literal)| match literal {
+        Some(ip) if internal(ip) && !private_ok => Err(BadCallback::Internal),
+        _ => Ok(url),
+    })
+}
+
+/// The URL and, when its host is an IP literal (or `localhost`), that address.
+fn check_shape(text: &str) -> Result<(reqwest::Url, Option<IpAddr>), BadCallback> {
+    let bad = |m: String| BadCallback::Invalid(m);
     let text = text.trim();
     if text.is_empty() || text.len() > MAX_URL {
-        return Err(format!(
+        return Err(bad(format!(
             "`callback_url` must be an http or https URL of at most {MAX_URL} characters"
-        ));
+        )));
     }
-    let url = reqwest::Url::parse(text).map_err(|e| format!("`callback_url` is not a URL: {e}"))?;
+    let url =
+        reqwest::Url::parse(text).map_err(|e| bad(format!("`callback_url` is not a URL: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
-        return Err("`callback_url` must be an http or https URL".into());
+        return Err(bad("`callback_url` must be an http or https URL".into()));
     }
     if !url.username().is_empty() || url.password().is_some() {
-        return Err("`callback_url` may not carry credentials".into());
+        return Err(bad("`callback_url` may not carry credentials".into()));
     }
     let host = match url.host_str() {
         Some(h) if !h.is_empty() => h,
-        _ => return Err("`callback_url` needs a host".into()),
+        _ => return Err(bad("`callback_url` needs a host".into())),
     };
     let literal = if host.eq_ignore_ascii_case("localhost") {
         Some(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST))
@@ -108,19 +132,9 @@ pub fn check_url(text: &str, private_ok: bool) -> Result<reqwest::Url, String> {
             .parse::<IpAddr>()
             .ok()
     };
-    if let Some(ip) = literal {
-        if internal(ip) && !private_ok {
-            return Err(
-                "`callback_url` points at a loopback or private address; this server does not \
-                 call those (PLINTH_CALLBACK_PRIVATE_NETWORKS)"
-                    .into(),
-            );
-        }
-    }
-    Ok(url)
+    Ok((url, literal))
 }
 
-/// A new signing secret: `whsec_` and 32 random bytes in hex.
 fn new_secret() -> String {
     format!("whsec_{}", hex::encode(crate::crypto::random_bytes::<32>()))
 }
@@ -233,6 +247,21 @@ mod tests {
         ] {
             assert!(check_url(bad, false).is_err(), "{bad}");
         }
+        // A private destination is a policy refusal (403), not a malformed URL (400).
+        for private in [
+            "http://127.0.0.1:9000/cb",
+            "http://localhost/cb",
+            "http://0/",
+        ] {
+            assert_eq!(
+                check_url(private, false).unwrap_err(),
+                BadCallback::Internal
+            );
+        }
+        assert!(matches!(
+            check_url("not a url", false),
+            Err(BadCallback::Invalid(_))
+        ));
         let long = format!("https://example.com/{}", "a".repeat(MAX_URL));
         assert!(check_url(&long, true).is_err());
     }

@@ -165,12 +165,13 @@ pub struct CheckoutRequest<'a> {
 
 pub struct Simulated;
 
-/// The payment-method ids the simulated provider accepts (the OpenAPI document lists
-/// them when it is the provider), sorted.
-pub fn simulated_payment_methods() -> Vec<&'static str> {
-    let mut ids: Vec<&'static str> = TEST_CARDS.keys().copied().collect();
+/// The test payment methods the simulated provider knows (the OpenAPI document lists
+/// them when it is the provider): those that pay, and those it declines, each sorted.
+pub fn simulated_payment_methods() -> (Vec<&'static str>, Vec<&'static str>) {
+    let mut ids: Vec<(&'static str, bool)> = TEST_CARDS.iter().map(|(k, v)| (*k, v.2)).collect();
     ids.sort_unstable();
-    ids
+    let pick = |pays: bool| ids.iter().filter(|c| c.1 == pays).map(|c| c.0).collect();
+    (pick(true), pick(false))
 }
 
 /// Stripe's test payment methods that the simulated provider knows.

@@ -175,12 +175,15 @@ impl From<store::JobRow> for QueueJob {
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct ListQuery {
     /// `email`, `export`, `images`, `expiry` or `callbacks` (apalis's names are accepted
-    /// too).
-    #[schemars(schema_with = "queue_names_or_null")]
+    /// too). Empty: every queue (the console's "all").
+    #[serde(default)]
+    #[schemars(schema_with = "queue_filter")]
     queue: Option<String>,
     /// `pending`, `scheduled`, `running`, `retrying`, `succeeded`, `failed` or
-    /// `cancelled` (`done` and `killed` are read as `succeeded` and `cancelled`).
-    #[schemars(schema_with = "status_names_or_null")]
+    /// `cancelled` (`done` and `killed` are read as `succeeded` and `cancelled`). Empty:
+    /// every status.
+    #[serde(default)]
+    #[schemars(schema_with = "status_filter")]
     status: Option<String>,
     /// A job's id, the id its client holds (an export's job id, an asset id, an email's
     /// id) or an email's recipient: exact values only.
@@ -202,12 +205,14 @@ pub async fn list(
     State(app): State<AppState>,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Answer<JobList>> {
+    // An empty filter is "any" (the console sends one); any other value must be a name.
+    let chosen = |v: &Option<String>| v.clone().filter(|s| !s.is_empty());
     let given = |v: &Option<String>| v.clone().filter(|s| !s.trim().is_empty());
-    let queue = given(&q.queue)
+    let queue = chosen(&q.queue)
         .map(|name| store::queue(&name))
         .transpose()
         .map_err(ApiError::bad_request)?;
-    let status = given(&q.status)
+    let status = chosen(&q.status)
         .map(|name| store::status(&name))
         .transpose()
         .map_err(ApiError::bad_request)?;
@@ -511,9 +516,12 @@ pub struct BulkBody {
     #[schemars(length(min = 1, max = 500))]
     ids: Option<Vec<String>>,
     /// With `status`: every job of this queue in that status (at most 500, newest first).
+    // `default`: schemars takes a `schema_with` field as required unless it has one.
+    #[serde(default)]
     #[schemars(schema_with = "queue_names_or_null")]
     queue: Option<String>,
     /// With `queue`, or alone (every queue).
+    #[serde(default)]
     #[schemars(schema_with = "status_names_or_null")]
     status: Option<String>,
 }
@@ -530,6 +538,15 @@ fn queue_names_or_null(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 
 fn status_names_or_null(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     names_schema(store::status_spellings(), true)
+}
+
+/// A list filter: one of the names, or empty for any (`list` reads a blank as absent).
+fn queue_filter(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    names_schema(store::queue_spellings().into_iter().chain([""]), true)
+}
+
+fn status_filter(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    names_schema(store::status_spellings().into_iter().chain([""]), true)
 }
 
 fn action_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {

@@ -3,12 +3,11 @@
 //! through the ingest actor (`plinth_actors::batch`) like telemetry; visitors are
 //! derived, never stored client ids (`domain::analytics::visitor_id`).
 
-use crate::http::request::Limit;
+use crate::http::request::{Cursor, Limit};
 use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::HeaderMap;
-use base64::Engine;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -454,7 +453,9 @@ pub async fn dashboard() -> axum::response::Response {
 }
 
 /// `from`/`to` as ISO 8601: a date-time (RFC 3339) or a date (`to` then means the end
-/// of that day); defaults are the last 30 days.
+/// of that day); defaults are the last 30 days. Any range is answered: one that ends
+/// before it starts holds nothing, and a long one costs what its events cost (`stats`
+/// draws buckets only near the site's lifetime).
 fn window(from: Option<&str>, to: Option<&str>) -> ApiResult<(DateTime<Utc>, DateTime<Utc>)> {
     let parse = |field: &str, v: &str, end: bool| -> ApiResult<DateTime<Utc>> {
         if let Ok(t) = DateTime::parse_from_rfc3339(v) {
@@ -475,15 +476,13 @@ fn window(from: Option<&str>, to: Option<&str>) -> ApiResult<(DateTime<Utc>, Dat
     let now = Utc::now();
     let to = to.map_or(Ok(now), |v| parse("to", v, true))?;
     let from = from.map_or(Ok(to - Duration::days(30)), |v| parse("from", v, false))?;
-    if from > to {
-        return Err(ApiError::bad_request("`from` must not be after `to`"));
-    }
-    if to - from > Duration::days(366) {
-        return Err(ApiError::bad_request(
-            "the range may cover at most 366 days",
-        ));
-    }
-    Ok((from, to))
+    // Hourly rollups are keyed by nanosecond timestamps (years 1678 to 2261): a range
+    // beyond them holds no event, so it is clipped to them rather than refused.
+    let (first, last) = (
+        DateTime::from_timestamp_nanos(i64::MIN / 2),
+        DateTime::from_timestamp_nanos(i64::MAX / 2),
+    );
+    Ok((from.clamp(first, last), to.clamp(first, last)))
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -498,29 +497,10 @@ pub struct EventsBody {
     /// Only events with exactly this (normalized) label.
     label: Option<String>,
     /// `next_cursor` of the previous page.
-    cursor: Option<String>,
+    cursor: Option<Cursor>,
     /// 1 to 100; 50 by default.
     #[serde(default)]
     limit: Limit<50, 100>,
-}
-
-fn encode_cursor(at: DateTime<Utc>, id: &str) -> String {
-    let raw = format!(
-        "{}|{id}",
-        at.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true)
-    );
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
-}
-
-fn decode_cursor(c: &str) -> ApiResult<(DateTime<Utc>, String)> {
-    let bad = || ApiError::bad_request("`cursor` is not one this server gave");
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(c)
-        .map_err(|_| bad())?;
-    let raw = String::from_utf8(raw).map_err(|_| bad())?;
-    let (at, id) = raw.split_once('|').ok_or_else(bad)?;
-    let at = DateTime::parse_from_rfc3339(at).map_err(|_| bad())?;
-    Ok((at.with_timezone(&Utc), id.to_owned()))
 }
 
 /// `POST /api/analytics/events` (viewer, owner or platform admin): newest first, by an
@@ -532,7 +512,7 @@ pub async fn events(
 ) -> ApiResult<PrivateAnswer<Events>> {
     let range = window(b.from.as_deref(), b.to.as_deref())?;
     let limit = b.limit.get();
-    let after = b.cursor.as_deref().map(decode_cursor).transpose()?;
+    let after = b.cursor.map(|c| (c.at, c.id));
     site_for(&app, &caller, &b.site_id, Need::View).await?;
     let label = b.label.as_deref().map(normalize_label);
     let rows = store::events(
@@ -547,7 +527,7 @@ pub async fn events(
     let more = rows.len() as i64 > limit;
     let page = &rows[..rows.len().min(limit as usize)];
     let next_cursor = more
-        .then(|| page.last().map(|r| encode_cursor(r.created_at, &r.id)))
+        .then(|| page.last().map(|r| Cursor::after(r.created_at, &r.id)))
         .flatten();
     let data: Vec<Event> = page
         .iter()
@@ -596,7 +576,7 @@ pub async fn stats(
 ) -> ApiResult<PrivateAnswer<Stats>> {
     let (from, to) = window(b.from.as_deref(), b.to.as_deref())?;
     let patterns = LabelPattern::parse_all(&b.labels.unwrap_or_default())?;
-    site_for(&app, &caller, &b.site_id, Need::View).await?;
+    let (site, _) = site_for(&app, &caller, &b.site_id, Need::View).await?;
     let hourly = to - from <= Duration::hours(48);
     let grain = if hourly { Grain::Hour } else { Grain::Day };
     let tally = tally(
@@ -608,16 +588,19 @@ pub async fn stats(
         b.include_labels,
     )
     .await?;
-    // Every bucket of the range, empty ones included.
+    // Every bucket of the range, empty ones included, but none more than a year before
+    // the site was made or a day after now: the answer grows with the site's life, never
+    // with the range asked for (a range of ten thousand years is a few hundred buckets).
     let (step, fmt) = if hourly {
         (Duration::hours(1), "%Y-%m-%dT%H")
     } else {
         (Duration::days(1), "%Y-%m-%d")
     };
     let mut buckets = Vec::new();
-    let mut t = from;
-    let last = to.format(fmt).to_string();
-    loop {
+    let mut t = from.max(site.created_at - Duration::days(366));
+    let end = to.min(Utc::now() + Duration::days(1));
+    let last = end.format(fmt).to_string();
+    while t <= end {
         let key = t.format(fmt).to_string();
         let c = tally.bucket(&key).unwrap_or(Counted {
             hits: 0,

@@ -256,7 +256,8 @@ pub async fn stripe(
         &body,
         chrono::Utc::now().timestamp(),
     )
-    .map_err(|why| ApiError::bad_request(format!("invalid signature: {why}")))?;
+    // The signature is the sender's credential: one that does not verify is a 401.
+    .map_err(|why| ApiError::unauthorized(format!("invalid signature: {why}")))?;
     let event: Value = serde_json::from_slice(&body)
         .map_err(|e| ApiError::bad_request(format!("malformed event: {e}")))?;
     let id = event["id"]

@@ -132,8 +132,8 @@ async fn complete_checkout(
         crate::adapters::payments::ProviderError::Invalid(m) => (StatusCode::BAD_REQUEST, m),
         crate::adapters::payments::ProviderError::Unavailable(m) => (StatusCode::BAD_GATEWAY, m),
         crate::adapters::payments::ProviderError::NotConfigured => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "payments are not configured".to_owned(),
+            StatusCode::NOT_FOUND,
+            "payments are not offered by this server".to_owned(),
         ),
     };
     let card = app

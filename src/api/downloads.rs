@@ -252,7 +252,13 @@ async fn link_of(app: &AppState, id: Option<&str>, token: Option<&str>) -> ApiRe
         (None, Some(t)) => {
             store::by_token(&app.db, &crate::crypto::sha256_hex(t.trim().as_bytes())).await?
         }
-        (None, None) => return Err(ApiError::bad_request("send the link's `id` or `token`")),
+        // Neither names a link: none is found (a 404, not a 400: OpenAPI cannot say that
+        // one of two optional parameters is needed, so the document allows this request).
+        (None, None) => {
+            return Err(ApiError::not_found(
+                "no download link named: send its `id` or `token`",
+            ))
+        }
     };
     found.ok_or_else(|| ApiError::not_found("download link not found"))
 }

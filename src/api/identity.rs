@@ -36,9 +36,9 @@ pub async fn authenticate_google_client(
         return Err(ApiError::bad_request("`token` must not be empty"));
     }
     if app.opts.accounts.google_client_ids.is_empty() {
-        return Err(ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            "identity-provider sign-in is not configured (PLINTH_GOOGLE_CLIENT_IDS)",
+        return Err(ApiError::not_offered(
+            "identity-provider sign-in is not offered by this server (an operator enables it \
+             with PLINTH_GOOGLE_CLIENT_IDS)",
         ));
     }
     let claims = app

@@ -3,7 +3,6 @@
 //! namespace is a 404, like one that does not exist. Entries are not listed.
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use serde::Deserialize;
 
 use crate::db::kv as store;
@@ -59,13 +58,14 @@ fn key(raw: &str) -> ApiResult<&str> {
     Ok(raw)
 }
 
-/// A value: a string of at most 256 KiB (empty allowed); 413 beyond.
+/// A value: a string of at most 256 KiB (empty allowed); a 400 beyond (a field over its
+/// limit; 413 is for a whole body over the body limit).
 fn value(raw: &str) -> ApiResult<&str> {
     if raw.len() > MAX_VALUE {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("`value` must be at most 256 KiB ({MAX_VALUE} bytes of UTF-8)"),
-        ));
+        return Err(ApiError::bad_request(format!(
+            "`value` must be at most 256 KiB ({MAX_VALUE} bytes of UTF-8)"
+        ))
+        .with("max_bytes", MAX_VALUE));
     }
     Ok(raw)
 }

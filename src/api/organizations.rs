@@ -344,6 +344,7 @@ pub async fn users(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct AddBody {
+    #[schemars(email)]
     email: String,
 }
 

@@ -32,8 +32,6 @@ const MAX_EVENTS: usize = 25;
 const MAX_ID: usize = 128;
 /// Largest `data` of one event, serialised.
 const MAX_DATA: usize = 8 * 1024;
-/// Longest range a metrics request covers, in days.
-const MAX_DAYS: i64 = 366;
 /// The `data` key the version breakdown reads.
 pub const VERSION_KEY: &str = "app_version";
 
@@ -47,7 +45,8 @@ fn registered<'a>(app: &AppState, product_id: &'a str) -> ApiResult<&'a str> {
     {
         return Ok(product_id);
     }
-    Err(ApiError::bad_request(
+    // An unknown product is a reference to nothing: 404, as an unknown id is.
+    Err(ApiError::not_found(
         if app.opts.rates.telemetry_products.is_empty() {
             "no telemetry product is registered on this server (PLINTH_TELEMETRY_PRODUCTS)"
                 .to_owned()
@@ -182,12 +181,14 @@ pub struct RangeBody {
     /// First day, `YYYY-MM-DD` (UTC), inclusive.
     #[schemars(extend("format" = "date"))]
     from: String,
-    /// Last day, `YYYY-MM-DD` (UTC), inclusive; at most 366 days after `from`.
+    /// Last day, `YYYY-MM-DD` (UTC), inclusive; before `from`, the range is empty.
     #[schemars(extend("format" = "date"))]
     to: String,
 }
 
-/// The checked range and its days.
+/// The checked range and its days. Any range is answered: one that ends before it
+/// starts holds no day (empty answers), and a long one costs no more than the data it
+/// holds (the daily series is clipped to the days that can hold data, see [`daily`]).
 fn range<'a>(
     app: &AppState,
     product_id: &'a str,
@@ -202,14 +203,6 @@ fn range<'a>(
             .ok_or_else(|| ApiError::bad_request(format!("`{field}` must be a date YYYY-MM-DD")))
     };
     let (first, last) = (day("from", from)?, day("to", to)?);
-    if first > last {
-        return Err(ApiError::bad_request("`from` must not be after `to`"));
-    }
-    if (last - first).num_days() >= MAX_DAYS {
-        return Err(ApiError::bad_request(format!(
-            "the range may cover at most {MAX_DAYS} days"
-        )));
-    }
     Ok((
         Range {
             product_id,
@@ -222,12 +215,25 @@ fn range<'a>(
 }
 
 /// `POST /api/telemetry/metrics/daily` (Admin100): every day of the range with its active
-/// clients and events (zeros included), and clients per `data.app_version`.
+/// clients and events (zeros included), and clients per `data.app_version`. The days
+/// run from `from`, but not earlier than a year before the product's first event (or
+/// today), to `to`, but not later than tomorrow (an event may be dated a day ahead): the
+/// answer grows with the data, never with the range asked for.
 pub async fn daily(
     State(app): State<AppState>,
     JsonBody(b): JsonBody<RangeBody>,
 ) -> ApiResult<Answer<Daily>> {
     let (r, first, last) = range(&app, &b.product_id, &b.from, &b.to)?;
+    let today = Utc::now().date_naive();
+    let earliest = store::first_day(&app.db, r.product_id)
+        .await?
+        .and_then(|d| NaiveDate::parse_from_str(&d, "%Y-%m-%d").ok())
+        .map_or(today, |d| d.min(today));
+    let year = chrono::Duration::days(366);
+    let (first, last) = (
+        first.max(earliest - year),
+        last.min(today + chrono::Duration::days(1)),
+    );
     let found = store::daily(&app.db, &r).await?;
     let mut found = found.into_iter().peekable();
     let days: Vec<Day> = first

@@ -166,11 +166,13 @@ pub struct CodeBody {
     code: NonBlank,
 }
 
+/// A 404: a code names a pending verification, and there is none by that code (a 400
+/// would say the request is malformed; it is well formed, and refers to nothing).
 fn invalid_code() -> ApiError {
-    ApiError::bad_request("invalid or already used code")
+    ApiError::not_found("no verification is waiting for that code (wrong, or already used)")
 }
 
-/// The unused code (expired or not) and its hash; 400 otherwise.
+/// The unused code (expired or not) and its hash; 404 otherwise.
 async fn unused_code(app: &AppState, code: &str) -> ApiResult<(String, store::CodeRow)> {
     let code = code.trim();
     if code.is_empty() {
@@ -514,16 +516,21 @@ pub async fn list(
 
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct SourceQuery {
+    /// The domain the accounts signed up through.
+    #[schemars(required, length(min = 1), regex(pattern = r"\S"))]
     source: Option<String>,
 }
 
-/// `GET|POST /api/users/list-by-source` (admin): `source` from the query or the body.
+/// `GET|POST /api/users/list-by-source` (admin): `source` from the query (the document's
+/// GET) or the body (its POST, the spec's example). The query is read from the URI, not
+/// a `Query` argument, so that the POST does not also document a query parameter.
 pub async fn list_by_source(
     State(app): State<AppState>,
-    Query(query): Query<SourceQuery>,
+    uri: axum::http::Uri,
     JsonBody(body): JsonBody<SourceQuery>,
 ) -> ApiResult<Answer<UsersBySource>> {
-    let source = parse_source(body.source.or(query.source))
+    let query: Option<SourceQuery> = uri.query().and_then(|q| serde_urlencoded::from_str(q).ok());
+    let source = parse_source(body.source.or(query.and_then(|q| q.source)))
         .ok_or_else(|| ApiError::bad_request("`source` is required"))?;
     let users = store::list_by_source(&app.db, &source).await?;
     Ok(Answer(UsersBySource {

@@ -225,9 +225,21 @@ pub async fn accept_all(
     }))
 }
 
+/// An email address, a blank string (read as none) or null: what `status` takes.
+fn email_or_blank(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"anyOf": [
+        {"type": "string", "format": "email"},
+        {"type": "string", "pattern": "^\\s*$"},
+        {"type": "null"}
+    ]})
+}
+
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct StatusBody {
     domain: String,
+    /// An address; blank or absent: the caller's own standing.
+    #[serde(default)]
+    #[schemars(schema_with = "email_or_blank")]
     email: Option<String>,
 }
 

@@ -110,6 +110,12 @@ pub struct Day {
     pub events: i64,
 }
 
+/// The first day the product has an event on, if any.
+pub async fn first_day(db: &Db, product_id: &str) -> sqlx::Result<Option<String>> {
+    const SQL: &str = "SELECT MIN(day) FROM telemetry_events WHERE product_id = $1";
+    with_db!(db, p => sqlx::query_scalar(SQL).bind(product_id).fetch_one(p).await)
+}
+
 pub async fn daily(db: &Db, r: &Range<'_>) -> sqlx::Result<Vec<Day>> {
     const SQL: &str = "SELECT day AS date, COUNT(DISTINCT client_id) AS active_clients, \
         COUNT(*) AS events FROM telemetry_events \

@@ -34,13 +34,13 @@ pub fn mint(key: &GrantKey, email: &str, ttl_secs: i64, source: Option<String>) 
     key.seal(&serde_json::to_vec(&grant).expect("a grant serializes"))
 }
 
-/// Why a grant is not redeemed: 401 for the grant's faults, 503 when this server cannot
-/// check grants at all.
+/// Why a grant is not redeemed: 401 for the grant's faults, 404 when this server does not
+/// offer token exchange at all.
 #[derive(Debug, thiserror::Error)]
 pub enum GrantError {
     #[error(
-        "token exchange is not configured: set PLINTH_AUTH_TOKEN_KEY to the key shared with \
-         the identity service (it must differ from the master key)"
+        "token exchange is not offered by this server (an operator enables it with \
+         PLINTH_AUTH_TOKEN_KEY, the key shared with the identity service)"
     )]
     Unconfigured,
     #[error("invalid token")]

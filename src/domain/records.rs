@@ -16,7 +16,7 @@ pub enum RecordError {
     /// `data` nests deeper than [`json_depth::MAX_DEPTH`] (a 400).
     #[error("`data` may nest at most {} levels", json_depth::MAX_DEPTH)]
     TooDeep,
-    /// `data` is larger than [`MAX_DATA_BYTES`] (a 413).
+    /// `data` is larger than [`MAX_DATA_BYTES`] (a 400: a field over its limit).
     #[error("`data` may hold at most {MAX_DATA_BYTES} bytes of JSON")]
     TooLarge,
     /// Other writers won every one of [`WRITE_TRIES`] tries (a 409).

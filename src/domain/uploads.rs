@@ -12,7 +12,7 @@ pub const UPLOAD_LIMIT: u64 = 15 * 1024 * 1024;
 pub enum UploadError {
     #[error(transparent)]
     Invalid(#[from] Invalid),
-    /// A declared size beyond [`UPLOAD_LIMIT`] (a 413).
+    /// A declared size of 0 or beyond [`UPLOAD_LIMIT`] (a 400 naming the limit).
     #[error("`size` must be 1 to {UPLOAD_LIMIT} bytes (15 MB)")]
     TooLarge,
     /// Object storage failed (a 503; the cause is logged, never sent).
@@ -52,7 +52,7 @@ pub fn upload_bound(signed_size_only: bool, size: Option<u64>) -> Result<(u64, b
     }
 }
 
-/// A declared upload size: 1 to 15 MB (413 beyond).
+/// A declared upload size: 1 to 15 MB (a 400 otherwise).
 pub fn declared_size(size: Option<u64>) -> Result<Option<u64>, UploadError> {
     match size {
         Some(n) if !(1..=UPLOAD_LIMIT).contains(&n) => Err(UploadError::TooLarge),

@@ -52,7 +52,15 @@ impl ApiError {
     pub fn unprocessable(m: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, m)
     }
-    /// 503 (with `Retry-After`): a service plinth depends on is down or not configured;
+    /// 404: a feature this server does not offer because its operator did not configure
+    /// it (identity-provider sign-in, token exchange, Google Cloud Storage, a payment
+    /// provider or a store). Not a 503: nothing is down and retrying will not help.
+    pub fn not_offered(m: impl Into<String>) -> Self {
+        let mut e = Self::new(StatusCode::NOT_FOUND, m);
+        e.extra.insert("not_configured".into(), Value::Bool(true));
+        e
+    }
+    /// 503 (with `Retry-After`): a service plinth depends on is down;
     /// for the database, see [`ApiError::unavailable`].
     pub fn service_unavailable(m: impl Into<String>) -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, m)

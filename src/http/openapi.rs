@@ -342,9 +342,32 @@ fn operation(app: &AppState, r: &RouteSpec, doc: &crate::http::schema::Operation
     configured_values(app, r, &mut op);
     if let Some(body) = op.pointer_mut("/requestBody/content/application~1json/schema") {
         nullable_formats(body);
+        if keyed {
+            without_body_key(body);
+        }
     }
     op
 }
+
+/// The slide routes' body field `idempotency_key` (the spec's name) is stated like the
+/// header it equals, in the description and `x-idempotency`, not as a property: a key
+/// must differ per distinct body, which no schema can say, and a generator filling the
+/// property sends one key with many bodies (issue 45). The server still reads it.
+fn without_body_key(schema: &mut Value) {
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        props.remove(BODY_KEY);
+    }
+    if let Some(required) = schema.get_mut("required").and_then(Value::as_array_mut) {
+        required.retain(|r| r != BODY_KEY);
+    }
+    for branches in ["oneOf", "anyOf", "allOf"] {
+        if let Some(all) = schema.get_mut(branches).and_then(Value::as_array_mut) {
+            all.iter_mut().for_each(without_body_key);
+        }
+    }
+}
+
+const BODY_KEY: &str = "idempotency_key";
 
 /// The path parameters, then the query parameters the route's documentation declares.
 fn parameters(r: &RouteSpec, doc: &crate::http::schema::Operation) -> Vec<Value> {
@@ -443,9 +466,10 @@ fn request_body(op: &mut Value, r: &RouteSpec, doc: &crate::http::schema::Operat
 /// values that pass: telemetry products, plans, the simulated provider's payment methods.
 /// What a keyed operation's description says of the header it does not list.
 const KEY_NOTE: &str = "Takes an `Idempotency-Key` header (1-255 visible characters, one \
-    per distinct request): a retry with the same key and body replays the first answer for 24 \
-    hours (`Idempotent-Replayed: true`); another body under the key is a 422, a repeat while \
-    the first runs a 409 with `Retry-After`.";
+    per distinct request; the slide routes also read it from the body's `idempotency_key`, \
+    the spec's name, and refuse both when they differ, 400): a retry with the same key and \
+    body replays the first answer for 24 hours (`Idempotent-Replayed: true`); another body \
+    under the key is a 422, a repeat while the first runs a 409 with `Retry-After`.";
 
 fn configured_values(app: &AppState, r: &RouteSpec, op: &mut Value) {
     if r.path.starts_with("/api/telemetry/") {
@@ -489,12 +513,23 @@ fn configured_values(app: &AppState, r: &RouteSpec, op: &mut Value) {
             p["enum"] = json!(plans);
         }
     }
-    // The simulated payment provider knows only Stripe's test payment methods.
+    // The simulated payment provider knows only Stripe's test payment methods. The enum
+    // lists those that pay; the declining ones are named in the description (a decline is
+    // a 402, an answer about the card, so the document does not offer them as values
+    // every request may take).
     if app.payments.hosted_by_plinth() {
+        let (pay, decline) = crate::adapters::payments::simulated_payment_methods();
         for name in ["paymentMethodId", "payment_method_id"] {
             let at = format!("/requestBody/content/application~1json/schema/properties/{name}");
             if let Some(p) = op.pointer_mut(&at) {
-                p["enum"] = json!(crate::adapters::payments::simulated_payment_methods());
+                p["enum"] = json!(pay);
+                let said = p["description"].as_str().unwrap_or_default().to_owned();
+                p["description"] = json!(format!(
+                    "{said}\n\nThis server simulates payments: the test cards above pay; \
+                     {} are declined (402).",
+                    decline.join(", ")
+                )
+                .trim_start());
             }
         }
     }
@@ -510,6 +545,7 @@ fn whole_document(
     for s in schemas.values_mut() {
         nullable_formats(s);
     }
+    name_recursive_branches(&mut schemas);
     if let Value::Object(common) = common_schemas() {
         schemas.extend(common);
     }
@@ -531,6 +567,55 @@ fn whole_document(
     });
     objects_for_boolean_schemas(&mut doc);
     doc
+}
+
+/// A union whose inline branches refer back to the union (a deck's `Block`: a quote holds
+/// blocks) gets each tagged branch as a component of its own, `QuoteBlock` for the
+/// branch whose `type` is `quote`: generators read a self-reference inside an inline
+/// branch as an invalid union (openapi-python-client drops the operation), a named
+/// model that refers back as a plain recursive model. Same shape, named.
+fn name_recursive_branches(schemas: &mut Map<String, Value>) {
+    let unions: Vec<String> = schemas
+        .iter()
+        .filter(|(name, s)| {
+            let me = format!("\"#/components/schemas/{name}\"");
+            s["oneOf"].as_array().is_some_and(|branches| {
+                branches
+                    .iter()
+                    .any(|b| b.get("$ref").is_none() && b.to_string().contains(&me))
+            })
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    for union in unions {
+        let Some(Value::Array(branches)) = schemas[&union].get("oneOf").cloned() else {
+            continue;
+        };
+        let mut named = Vec::with_capacity(branches.len());
+        for branch in branches {
+            let tag = branch["properties"]
+                .as_object()
+                .and_then(|p| p.values().find_map(|v| v["const"].as_str()));
+            match tag {
+                Some(tag) if branch.get("$ref").is_none() => {
+                    let mut name: String = tag
+                        .split('_')
+                        .map(|w| {
+                            let mut c = w.chars();
+                            c.next().map_or_else(String::new, |f| {
+                                f.to_ascii_uppercase().to_string() + c.as_str()
+                            })
+                        })
+                        .collect();
+                    name.push_str(&union);
+                    named.push(json!({"$ref": format!("#/components/schemas/{name}")}));
+                    schemas.insert(name, branch);
+                }
+                _ => named.push(branch),
+            }
+        }
+        schemas[&union]["oneOf"] = Value::Array(named);
+    }
 }
 
 /// Whether an object schema needs at least one field: a `required` list, or `anyOf` or

@@ -163,6 +163,67 @@ impl Offset {
     }
 }
 
+/// A keyset position, `<nanoseconds since 1970>.<id>` (the `next_cursor` of a page):
+/// the rows after the one made at that instant with that id. Every string of that shape
+/// is a position (digits beyond 64 bits saturate), so the document's pattern is exactly
+/// what the server takes; anything else is refused (400, naming the field).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub at: chrono::DateTime<chrono::Utc>,
+    pub id: String,
+}
+
+impl Cursor {
+    /// The cursor of a row: the page after it starts after it.
+    pub fn after(at: chrono::DateTime<chrono::Utc>, id: &str) -> String {
+        format!("{}.{id}", at.timestamp_nanos_opt().unwrap_or_default())
+    }
+
+    fn parse(raw: &str) -> Option<Self> {
+        let (nanos, id) = raw.split_once('.')?;
+        let digits = nanos.strip_prefix('-').unwrap_or(nanos);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let nanos = nanos.parse::<i64>().unwrap_or(if nanos.starts_with('-') {
+            i64::MIN
+        } else {
+            i64::MAX
+        });
+        Some(Cursor {
+            at: chrono::DateTime::from_timestamp_nanos(nanos),
+            id: id.to_owned(),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Cursor {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(d)?;
+        Cursor::parse(&raw).ok_or_else(|| {
+            serde::de::Error::custom("must be the `next_cursor` of a page this server gave")
+        })
+    }
+}
+
+impl JsonSchema for Cursor {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("Cursor")
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "string",
+            "pattern": r"^-?[0-9]+\.",
+            "description": "`next_cursor` of the previous page (`<nanoseconds>.<id>`)"
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Offset {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Offset::new(Option::<i64>::deserialize(d)?).map_err(serde::de::Error::custom)
@@ -185,7 +246,27 @@ impl JsonSchema for Offset {
 
 #[cfg(test)]
 mod tests {
-    use super::{Limit, NonBlank, Offset};
+    use super::{Cursor, Limit, NonBlank, Offset};
+
+    #[test]
+    fn every_cursor_of_the_documented_shape_is_a_position() {
+        let at = chrono::DateTime::from_timestamp_nanos(1_764_000_000_123_456_789);
+        let c: Cursor =
+            serde_json::from_value(serde_json::json!(Cursor::after(at, "a.b"))).unwrap();
+        assert_eq!((c.at, c.id.as_str()), (at, "a.b"));
+        for shape in ["0.", "-5.x", "99999999999999999999999.id"] {
+            assert!(
+                serde_json::from_str::<Cursor>(&format!("{shape:?}")).is_ok(),
+                "{shape}"
+            );
+        }
+        for bad in ["\"\"", "\"x.1\"", "\"12\"", "\"-.1\"", "\"1 .x\"", "7"] {
+            assert!(serde_json::from_str::<Cursor>(bad).is_err(), "{bad}");
+        }
+        let pattern =
+            serde_json::to_value(schemars::schema_for!(Cursor)).unwrap()["pattern"].clone();
+        assert_eq!(pattern, r"^-?[0-9]+\.");
+    }
 
     #[test]
     fn blank_and_long_values_are_refused_and_the_schema_says_so() {

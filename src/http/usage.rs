@@ -380,7 +380,7 @@ fn log_failure(
     let route = entry.map_or(path, |e| e.spec.path);
     let caller = caller.map_or("-", |c| c.id.as_str());
     let (status, request_id) = (resp.status().as_u16(), request_id.unwrap_or("-"));
-    // 503 is a dependency or a provider that is down or not configured: worth a look,
+    // 503 is a dependency or a provider that is down: worth a look,
     // not a bug of ours.
     if resp.status() == StatusCode::SERVICE_UNAVAILABLE {
         tracing::warn!(status, request_id, method = %method, route, caller, cause, "request failed");

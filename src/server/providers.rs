@@ -189,7 +189,7 @@ pub(super) fn providers(
                 "{what}: SIMULATED (no real provider configured; anyone can pay with test \
                  cards and test transactions; never expose this to real users)"
             ),
-            "unconfigured" => tracing::warn!("{what}: not configured (its endpoints answer 503)"),
+            "unconfigured" => tracing::warn!("{what}: not configured (its endpoints answer 404)"),
             real => tracing::info!("{what}: {real}"),
         }
     }

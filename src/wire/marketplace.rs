@@ -333,6 +333,7 @@ pub struct PurchaseBody {
     #[schemars(length(min = 1))]
     pub items: Vec<ItemLine>,
     /// `tokens` (with an API key) or `usd` (the default).
+    #[serde(default)]
     #[schemars(schema_with = "payment_type_schema")]
     pub payment_type: Option<String>,
     /// USD: the payment method (`pm_...`), charged at once.

@@ -45,7 +45,12 @@ pub fn names_schema<'a>(
 ) -> schemars::Schema {
     let names: Vec<&str> = names.into_iter().collect();
     match nullable {
-        true => schemars::json_schema!({"type": ["string", "null"], "enum": names}),
+        // `enum` restricts every value, so null is listed in it too.
+        true => {
+            let mut values: Vec<serde_json::Value> = names.into_iter().map(Into::into).collect();
+            values.push(serde_json::Value::Null);
+            schemars::json_schema!({"type": ["string", "null"], "enum": values})
+        }
         false => schemars::json_schema!({"type": "string", "enum": names}),
     }
 }

@@ -43,7 +43,7 @@ async fn stored_values_are_bounded_after_a_merge_not_only_per_request() {
             json!({"id": id, "updates": {"c": chunk()}}),
         )
         .await;
-    r.assert_error(413);
+    r.assert_error(400);
     let me = s.get("/api/users/viewer", Some(&key)).await;
     assert!(
         me.body["user"]["data"].get("c").is_none(),
@@ -81,7 +81,7 @@ async fn stored_values_are_bounded_after_a_merge_not_only_per_request() {
             json!({"domain": domain, "data": {"c": chunk()}}),
         )
         .await;
-    r.assert_error(413);
+    r.assert_error(400);
 
     // Email templates: one-line subject and from, a bounded text.
     let template = |subject: String, text: String| {
@@ -122,7 +122,7 @@ async fn markdown_posts_are_bounded_before_they_are_parsed() {
             json!({"type": "NOTE", "markdown": "a".repeat(256 * 1024 + 1)}),
         )
         .await;
-    r.assert_error(413);
+    r.assert_error(400);
 
     // A link's target is copied onto every text node of the link: a long one stays text.
     let long = format!("https://example.com/{}", "p".repeat(2100));

@@ -378,10 +378,11 @@ async fn app_store_credits_verified_purchases_once_and_refuses_the_rest() {
         .await
         .assert_error(409);
 
-    // Unknown to the store (the stub answers 404), and ids that are not App Store ids.
+    // Unknown to the store (the stub answers 404), and ids that are not App Store ids:
+    // a reference to nothing, 404.
     for id in ["1000000099", "sim-tokens_1000-1", "../../v1/x"] {
         let r = s.post(PATH, Some(&key), json!({"transactionId": id})).await;
-        r.assert_error(400);
+        r.assert_error(404);
         assert!(message(&r).contains("does not know"), "{id}: {}", r.body);
     }
 

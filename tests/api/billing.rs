@@ -163,7 +163,8 @@ async fn webhook_signatures_replays_and_subscription_events() {
 
     let event = json!({"id": "evt_sub_deleted_1", "type": "customer.subscription.deleted",
         "data": {"object": {"id": sub_id, "object": "subscription", "status": "canceled"}}});
-    // Unsigned, forged and stale deliveries are refused and change nothing.
+    // Unsigned, forged and stale deliveries are refused (401: the signature is the
+    // sender's credential) and change nothing.
     webhook(&s, &event, Some(String::new()))
         .await
         .assert_error(400);
@@ -177,7 +178,7 @@ async fn webhook_signatures_replays_and_subscription_events() {
         )),
     )
     .await
-    .assert_error(400);
+    .assert_error(401);
     webhook(
         &s,
         &event,
@@ -188,7 +189,7 @@ async fn webhook_signatures_replays_and_subscription_events() {
         )),
     )
     .await
-    .assert_error(400);
+    .assert_error(401);
     assert_eq!(level_and_balance(&s, &key).await.0, 20);
 
     let r = webhook(&s, &event, None).await;

@@ -350,7 +350,7 @@ async fn the_index_page_links_to_the_document_status_and_console() {
 
 /// The operator console in headless Chromium against real job data: exports and an image
 /// check that succeed, verification emails that fail (SMTP pointed at a closed port) and a
-/// 503. A refused key is told so; the admin's key draws the queue table, the per-minute
+/// 503 (object storage that does not answer). A refused key is told so; the admin's key draws the queue table, the per-minute
 /// chart, the failed jobs and the 5xx by route; Retry puts a failed job back on its queue.
 /// Nothing is asked of another origin. `PLINTH_BLESS=1` saves docs/console.png.
 #[tokio::test]
@@ -382,17 +382,36 @@ async fn the_console_shows_queues_throughput_failed_jobs_and_5xx_and_retries_a_j
     s.set_env("PLINTH_SMTP_URL", "smtp://127.0.0.1:1");
     // Two attempts a second apart (the real back-off waits minutes to hours).
     s.set_env("PLINTH_EMAIL_BACKOFF", "1s");
+    // Google Cloud Storage configured with an endpoint nothing answers on: a delete of
+    // its object is a 503 (a dependency down).
+    s.set_env("PLINTH_GCS_BUCKET", "plinth-test");
+    s.set_env(
+        "PLINTH_GCS_CREDENTIALS",
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/gcs/test_service_account.not-a-test.json"
+        ),
+    );
+    s.set_env("PLINTH_GCS_ENDPOINT", "http://127.0.0.1:9");
     s.restart();
     let signups = 3;
     for i in 0..signups {
         s.signup(&email(&format!("console-{i}"))).await;
     }
-    // A 5xx of this process: GCS upload URLs while GCS is not configured.
+    // A 5xx of this process: deleting a GCS object while GCS does not answer.
     let (domain, _) = s.organization(&admin, "console").await;
     let body = json!({"domain": domain, "filename": "a.txt", "contentType": "text/plain"});
-    s.post("/api/data/generate-presigned-url-gcs", Some(&admin), body)
-        .await
-        .assert_error(503);
+    let r = s
+        .post("/api/data/generate-presigned-url-gcs", Some(&admin), body)
+        .await;
+    r.assert_ok();
+    s.post(
+        "/api/data/delete",
+        Some(&admin),
+        json!({"id": r.body["id"]}),
+    )
+    .await
+    .assert_error(503);
 
     let deadline = Instant::now() + Duration::from_secs(180);
     let failed = loop {
@@ -532,10 +551,7 @@ async fn the_console_shows_queues_throughput_failed_jobs_and_5xx_and_retries_a_j
         );
     }
     let by_route = drawn["by_route"].to_string();
-    assert!(
-        by_route.contains("/api/data/generate-presigned-url-gcs"),
-        "{drawn}"
-    );
+    assert!(by_route.contains("/api/data/delete"), "{drawn}");
     assert!(drawn["latest"].to_string().contains("503"), "{drawn}");
 
     // Retry the newest failed email: it leaves the failed list and is queued again.

@@ -342,7 +342,7 @@ async fn usd_checkout_holds_units_until_paid_canceled_or_expired() {
         "data": {"object": {"id": "pi_x", "amount": 4999, "metadata": {"order_id": id}}}});
     s.webhook(&event, "whsec_wrong", None)
         .await
-        .assert_error(400);
+        .assert_error(401);
     assert_eq!(status_of(&s, &a, &id).await, "pending");
 }
 

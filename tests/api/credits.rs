@@ -434,7 +434,7 @@ async fn store_transactions_are_credited_once_ever() {
     .assert_error(409);
     s.post(path, Some(&key), json!({"transactionId": "forged"}))
         .await
-        .assert_error(400);
+        .assert_error(404);
     s.post(path, Some(&key), json!({"transactionId": "sim-tokens_9-1"}))
         .await
         .assert_error(400);

@@ -55,7 +55,7 @@ async fn uploads_are_recorded_listed_and_deleted_with_their_objects() {
         json!({"domain": domain, "filename": "big.bin", "contentType": "application/octet-stream", "size": 15 * 1024 * 1024 + 1}),
     )
     .await
-    .assert_error(413);
+    .assert_error(400);
 
     // GET /api/data lists the caller's files with a read URL; others see none of them.
     let r = s.get("/api/data", Some(&key)).await;
@@ -397,7 +397,9 @@ async fn gcs_upload_urls_sign_the_size_range_and_need_configuration() {
             body.clone(),
         )
         .await;
-    r.assert_error(503);
+    // Not configured: a feature this server does not offer (404), not an outage.
+    r.assert_error(404);
+    assert_eq!(r.body["not_configured"], json!(true));
     assert!(r.body["message"]
         .as_str()
         .unwrap()

@@ -146,6 +146,13 @@ async fn links_clone_redeem_and_die(s: &Server, objects: PathBuf) {
     s.get(&format!("/api/downloads/status?id={id}"), Some(&other))
         .await
         .assert_error(404);
+    // Naming no link finds none (a 404 that says what to send).
+    let r = s.get("/api/downloads/status", Some(&admin)).await;
+    r.assert_error(404);
+    assert!(r.body["message"]
+        .as_str()
+        .unwrap()
+        .contains("`id` or `token`"));
     let l = s
         .get(&format!("/api/downloads?domain={domain}"), Some(&admin))
         .await;

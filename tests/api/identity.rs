@@ -243,11 +243,15 @@ async fn id_token_sign_up_through_an_organization_gets_its_password_template() {
 }
 
 #[tokio::test]
-async fn unconfigured_identity_provider_is_503() {
+async fn unconfigured_identity_provider_is_a_404_that_says_so() {
     let s = Server::start().await;
-    s.post(PATH, None, json!({"token": "x.y.z"}))
-        .await
-        .assert_error(503);
+    let r = s.post(PATH, None, json!({"token": "x.y.z"})).await;
+    r.assert_error(404);
+    assert_eq!(r.body["not_configured"], json!(true));
+    assert!(r.body["message"]
+        .as_str()
+        .unwrap()
+        .contains("PLINTH_GOOGLE_CLIENT_IDS"));
 }
 
 const TOKEN_KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";

@@ -65,7 +65,7 @@ async fn metrics_need_the_token_and_count_answers_refusals_jobs_and_actors() {
         let r = s
             .post("/api/users/verify", None, json!({"code": "nope"}))
             .await;
-        assert!([400, 429].contains(&r.status.as_u16()), "{}", r.body);
+        assert!([404, 429].contains(&r.status.as_u16()), "{}", r.body);
     }
     let text = scrape_until(&on_api, Some(TOKEN), |t| {
         sample(t, "plinth_jobs_succeeded_total", &[("queue", "email")]).is_some()

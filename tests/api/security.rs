@@ -89,7 +89,7 @@ async fn exchange(s: &Server, token: &str) -> crate::common::Resp {
 
 #[tokio::test]
 async fn c1_aes_is_no_oracle_and_grants_never_use_the_master_key() {
-    // Without a token-exchange key the exchange is off: 503, whatever is sent.
+    // Without a token-exchange key the exchange is off: 404 (not offered), whatever is sent.
     let s = Server::start().await;
     let r = s
         .post(
@@ -113,7 +113,7 @@ async fn c1_aes_is_no_oracle_and_grants_never_use_the_master_key() {
     }
     assert!(longest_hex(&r.body) < 32, "{text}");
     let r = exchange(&s, &"ab".repeat(80)).await;
-    r.assert_error(503);
+    r.assert_error(404);
     assert!(r.body["message"]
         .as_str()
         .unwrap()
@@ -321,7 +321,8 @@ async fn h2_simulated_providers_only_when_nothing_real_is_configured() {
                 json!({"transactionId": format!("sim-tokens_5000-{}", uuid::Uuid::new_v4().simple())}),
             )
             .await;
-        r.assert_error(503);
+        r.assert_error(404);
+        assert_eq!(r.body["not_configured"], json!(true));
     }
     let b = s.get("/api/credits/balance", Some(&key)).await;
     assert!(b.body.to_string().contains("\"balance\":0"), "{}", b.body);
@@ -600,7 +601,7 @@ async fn l6_an_expired_code_resends_once_and_older_codes_die() {
     let r = s
         .post("/api/users/verify", None, json!({"code": first}))
         .await;
-    r.assert_error(400);
+    r.assert_error(404);
     assert!(r.body.get("expired").is_none(), "{}", r.body);
     // A reset code issued before the verification dies with it.
     s.post("/api/users/reset-password", None, json!({"email": addr}))
@@ -630,7 +631,7 @@ async fn l6_an_expired_code_resends_once_and_older_codes_die() {
         .assert_ok();
     s.post("/api/users/verify", None, json!({"code": reset}))
         .await
-        .assert_error(400);
+        .assert_error(404);
 }
 
 #[test]

@@ -347,7 +347,7 @@ async fn h3_a_code_confirms_its_own_sign_up_and_a_pre_registration_can_be_reject
         .assert_error(401);
     s.post("/api/users/verify", None, json!({"code": code}))
         .await
-        .assert_error(400);
+        .assert_error(404);
     // The CFO signs up and confirms: their password opens it, Mallory's does not.
     s.signup(&cfo).await;
     let mail = s.wait_for_email(&cfo, "Subject: Confirm your email").await;

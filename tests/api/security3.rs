@@ -109,7 +109,7 @@ async fn pre_registration_first_then_the_owner_signs_up_and_confirms() {
     // The pre-registrant's link died with the confirmation.
     s.post("/api/users/verify", None, json!({"code": code_in(&first)}))
         .await
-        .assert_error(400);
+        .assert_error(404);
 }
 
 /// Order (a) with a reset instead of a sign-up: the reset link proves the mailbox, the
@@ -170,7 +170,7 @@ async fn the_owner_first_then_a_pre_registration_and_the_first_link() {
     // The later attempt's link died with the confirmation: it can never set its password.
     s.post("/api/users/verify", None, json!({"code": code_in(&theirs)}))
         .await
-        .assert_error(400);
+        .assert_error(404);
     sign_in(&s, &addr, "mallory pw").await.assert_error(401);
 }
 
@@ -195,7 +195,7 @@ async fn this_wasnt_me_discards_the_attempt_or_deletes_the_unconfirmed_account()
     assert_eq!(r.body["account_deleted"], json!(false));
     s.post("/api/users/verify", None, json!({"code": code_in(&theirs)}))
         .await
-        .assert_error(400);
+        .assert_error(404);
     s.get("/api/users/viewer", Some(&owner_key))
         .await
         .assert_ok();
@@ -230,7 +230,7 @@ async fn this_wasnt_me_discards_the_attempt_or_deletes_the_unconfirmed_account()
         json!({"code": code_in(&first)}),
     )
     .await
-    .assert_error(400);
+    .assert_error(404);
     // The address is free: a sign-up creates a new account.
     let r = sign_in(&s, &addr, "later").await;
     assert_eq!(r.body["existing"], json!(false));

@@ -167,13 +167,59 @@ async fn bad_input_is_refused_clearly() {
         json!({"document": {"slides": []}}),
         json!({"document": {"slides": [{"blocks": [{"type": "video"}]}]}}),
         json!({"document": "not an object"}),
-        json!({"document": {"slides": [{"blocks": [{"type": "image", "asset_id": "7c0e5a52-5b5e-4c8e-9d0e-0d6c8f9b1a11"}]}]}}),
     ];
     for body in cases {
         let r = s.post("/api/slides/create", Some(&key), body.clone()).await;
         assert_eq!(r.status, 400, "{body} → {}", r.body);
         assert!(r.body["message"].as_str().unwrap().len() > 5);
     }
+    // An image of an asset that does not exist: a reference to nothing, 404.
+    let r = s
+        .post(
+            "/api/slides/create",
+            Some(&key),
+            json!({"document": {"slides": [{"blocks": [{"type": "image", "asset_id": "7c0e5a52-5b5e-4c8e-9d0e-0d6c8f9b1a11"}]}]}}),
+        )
+        .await;
+    r.assert_error(404);
+    assert!(r.body["message"]
+        .as_str()
+        .unwrap()
+        .contains("unknown image asset"));
+
+    // What a reader would draw one obvious way is drawn, and said: an empty markdown is a
+    // blank slide (as Marp draws it); a document's second slide with a taken id gets a
+    // fresh one, a short table row is filled.
+    let r = s
+        .post("/api/slides/create", Some(&key), json!({"markdown": ""}))
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["content"]["slides"].as_array().unwrap().len(), 1);
+    assert!(
+        r.body["warnings"].to_string().contains("blank"),
+        "{}",
+        r.body
+    );
+    let r = s
+        .post(
+            "/api/slides/create",
+            Some(&key),
+            json!({"document": {"slides": [{"id": "a", "title": "One"}, {"id": "a", "title": "Two",
+                "blocks": [{"type": "table", "header": ["x", "y"], "rows": [["1"]]}]}]}}),
+        )
+        .await;
+    r.assert_ok();
+    let slides = &r.body["content"]["slides"];
+    assert_eq!(
+        (&slides[0]["id"], &slides[1]["id"]),
+        (&json!("a"), &json!("s1"))
+    );
+    assert_eq!(slides[1]["blocks"][0]["rows"], json!([["1", ""]]));
+    let warnings = r.body["warnings"].to_string();
+    assert!(
+        warnings.contains("used by an earlier slide") && warnings.contains("filled"),
+        "{warnings}"
+    );
     let d = id(&create_md(&s, &key, "# one").await);
     for body in [
         json!({"id": d, "markdown": "# two"}),
@@ -298,7 +344,8 @@ async fn assets_are_validated_by_a_background_job() {
                    "markdown": format!("# Photos\n\n![bomb](asset:{bad})")}),
         )
         .await;
-    r.assert_error(400);
+    // The asset exists, in a state that cannot be drawn: 409.
+    r.assert_error(409);
     let good = id(&ok);
     s.post(
         "/api/slides/update",

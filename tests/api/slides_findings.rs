@@ -21,7 +21,7 @@ async fn h4_oversized_operation_batches_are_refused_before_any_work() {
             json!({"id": d, "expected_version": 1, "operations": vec![insert.clone(); 26_000]}),
         )
         .await;
-    r.assert_error(413);
+    r.assert_error(400);
     assert!(r.body["message"]
         .as_str()
         .unwrap()

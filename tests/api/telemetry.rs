@@ -99,6 +99,39 @@ async fn events_are_deduplicated_attributed_and_aggregated() {
         ])
     );
     assert_eq!(r.body["version_key"], json!("app_version"));
+    // Any range is answered: one that ends before it starts holds no day, and a range
+    // of eight thousand years lists the days from a year before the first event to
+    // tomorrow, not eight thousand years of zeros.
+    let mut inverted = range.clone();
+    inverted["from"] = json!("2026-11-03");
+    inverted["to"] = json!("2026-11-01");
+    let r = s
+        .post("/api/telemetry/metrics/daily", Some(&admin), inverted)
+        .await;
+    r.assert_ok();
+    assert_eq!(r.body["days"], json!([]));
+    let mut huge = range.clone();
+    huge["from"] = json!("2000-01-01");
+    huge["to"] = json!("9999-12-31");
+    let r = s
+        .post("/api/telemetry/metrics/daily", Some(&admin), huge)
+        .await;
+    r.assert_ok();
+    let days = r.body["days"].as_array().unwrap();
+    let tomorrow = (chrono::Utc::now() + chrono::Duration::days(1))
+        .format("%Y-%m-%d")
+        .to_string();
+    assert_eq!(days.first().unwrap()["date"], json!("2025-10-31"));
+    assert_eq!(days.last().unwrap()["date"], json!(tomorrow));
+    assert!(days
+        .iter()
+        .any(|d| d == &json!({"date": "2026-11-02", "active_clients": 2, "events": 3})));
+    // A product this server does not register is a reference to nothing: 404.
+    let mut unknown = range.clone();
+    unknown["product_id"] = json!("nope");
+    s.post("/api/telemetry/metrics/daily", Some(&admin), unknown)
+        .await
+        .assert_error(404);
     assert_eq!(
         r.body["versions"],
         json!([
@@ -194,8 +227,16 @@ async fn batches_and_queries_are_checked_whole() {
     let batch =
         |events: Vec<Value>| json!({"product_id": "desk", "client_id": "c", "events": events});
     let far_future = (chrono::Utc::now() + chrono::Duration::days(3)).to_rfc3339();
+    // A product this server does not register: a reference to nothing (404).
+    let r = s
+        .post(
+            "/api/telemetry/events",
+            None,
+            json!({"product_id": "nope", "client_id": "c", "events": [ok("a")]}),
+        )
+        .await;
+    assert_eq!(r.status, 404, "{}", r.body);
     let refused = [
-        json!({"product_id": "nope", "client_id": "c", "events": [ok("a")]}),
         json!({"product_id": "desk", "client_id": "", "events": [ok("a")]}),
         batch(vec![]),
         batch((0..26).map(|i| ok(&format!("m{i}"))).collect()),
@@ -254,11 +295,20 @@ async fn batches_and_queries_are_checked_whole() {
         b[k] = v;
         b
     };
+    // Ranges that end before they start, or run for years, are answered (empty, or what
+    // the data holds); an unregistered product is a 404.
+    for (body, status) in [
+        (with("to", json!("2026-10-31")), 200),
+        (with("to", json!("2028-01-01")), 200),
+        (with("product_id", json!("nope")), 404),
+    ] {
+        let r = s
+            .post("/api/telemetry/metrics/query", Some(&admin), body.clone())
+            .await;
+        assert_eq!(r.status, status, "{body} -> {}", r.body);
+    }
     for body in [
-        with("product_id", json!("nope")),
         with("from", json!("2026-11-3")),
-        with("to", json!("2026-10-31")),
-        with("to", json!("2028-01-01")),
         with("bucket", json!("week")),
         with("metric", json!("sum")),
         with("dimension", json!("client_id")),

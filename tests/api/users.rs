@@ -54,13 +54,13 @@ async fn sign_up_verify_and_read_the_viewer() {
     assert_eq!(v.body["user"]["level"], json!(10));
     assert_eq!(v.body["user"]["key"], json!(new_key));
 
-    // Codes are single-use.
+    // Codes are single-use; a used or unknown code names nothing (404).
     s.post("/api/users/verify", None, json!({"code": code}))
         .await
-        .assert_error(400);
+        .assert_error(404);
     s.post("/api/users/verify", None, json!({"code": "0".repeat(32)}))
         .await
-        .assert_error(400);
+        .assert_error(404);
 }
 
 #[tokio::test]

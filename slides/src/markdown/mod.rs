@@ -16,7 +16,7 @@ mod inline;
 mod split;
 mod values;
 
-use crate::{Deck, Invalid, MAX_MARKDOWN_BYTES};
+use crate::{Deck, Invalid, Slide, MAX_MARKDOWN_BYTES};
 
 use builder::parse_slide;
 use front_matter::FrontMatter;
@@ -92,12 +92,17 @@ pub fn parse_markdown_report(
         applied.apply(&mut slide, &deck, first_line, &mut warnings);
         deck.slides.push(slide);
     }
+    // As Marp does, a deck with nothing on it is blank slides (at least one), not an
+    // error: an author's new, empty file renders, and says so.
+    if deck.slides.is_empty() {
+        deck.slides.push(Slide::default());
+    }
     if deck
         .slides
         .iter()
         .all(|s| s.title.is_none() && s.blocks.is_empty())
     {
-        return Err(Invalid("invalid markdown: no slide has any content".into()));
+        warnings.push("no slide has any content yet: the deck is blank".into());
     }
     deck.fill_ids();
     deck.validate()?;

@@ -71,7 +71,13 @@ fn rejects_what_it_cannot_show() {
             .contains("line 6: a code block after a nested list")
     );
     assert!(parse_markdown("<p>x</p>").unwrap_err().0.contains("HTML"));
-    assert!(parse_markdown("   \n---\n").is_err());
+    // Nothing on any slide is a blank deck, as Marp draws it, with a warning.
+    let (blank, warnings) = parse_markdown_report("   \n---\n", &ParseOptions::default()).unwrap();
+    assert!(blank
+        .slides
+        .iter()
+        .all(|s| s.title.is_none() && s.blocks.is_empty()));
+    assert!(warnings.concat().contains("blank"), "{warnings:?}");
     assert!(parse_markdown("<!-- layout: wide -->\n# x").is_err());
 }
 

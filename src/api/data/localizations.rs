@@ -51,10 +51,9 @@ fn language_tag(raw: &str) -> ApiResult<String> {
 
 fn value(raw: &str) -> ApiResult<&str> {
     if raw.chars().count() > MAX_VALUE_CHARS {
-        return Err(ApiError::new(
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            format!("`value` may have at most {MAX_VALUE_CHARS} characters"),
-        ));
+        return Err(ApiError::bad_request(format!(
+            "`value` may have at most {MAX_VALUE_CHARS} characters"
+        )));
     }
     Ok(raw)
 }

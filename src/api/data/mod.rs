@@ -104,10 +104,9 @@ async fn upload_target(
         Some(n) if (1..=CATALOG_LIMIT).contains(&n) => {
             Ok((catalog_key(&g.org.id, filename), n, true))
         }
-        Some(_) => Err(ApiError::new(
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            format!("`size` must be 1 to {CATALOG_LIMIT} bytes (1 GiB) for a catalog upload"),
-        )
+        Some(_) => Err(ApiError::bad_request(format!(
+            "`size` must be 1 to {CATALOG_LIMIT} bytes (1 GiB) for a catalog upload"
+        ))
         .with("max_bytes", CATALOG_LIMIT)),
         None => Err(ApiError::bad_request(
             "a catalog upload needs `size` (the file's exact bytes)",
@@ -171,13 +170,10 @@ pub async fn generate_presigned_url_gcs(
         ));
     }
     let gcs = app.gcs.as_ref().ok_or_else(|| {
-        ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "Google Cloud Storage is not configured: set {}",
-                crate::adapters::gcs::VARIABLES
-            ),
-        )
+        ApiError::not_offered(format!(
+            "Google Cloud Storage is not offered by this server: an operator sets {}",
+            crate::adapters::gcs::VARIABLES
+        ))
     })?;
     let filename = clean_filename(&g.body.filename, "filename")?;
     let ct = content_type(&g.body.content_type, "contentType")?;
@@ -296,13 +292,10 @@ pub async fn delete(
 /// object counts as deleted.
 async fn delete_from_gcs(app: &AppState, f: &FileRow) -> ApiResult<()> {
     let gcs = app.gcs.as_ref().ok_or_else(|| {
-        ApiError::new(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "Google Cloud Storage is not configured: set {}",
-                crate::adapters::gcs::VARIABLES
-            ),
-        )
+        ApiError::not_offered(format!(
+            "Google Cloud Storage is not offered by this server: an operator sets {}",
+            crate::adapters::gcs::VARIABLES
+        ))
     })?;
     let url = gcs.url(
         "DELETE",

@@ -5,7 +5,6 @@
 //! gets a 404.
 
 use axum::extract::{Query, State};
-use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -15,7 +14,7 @@ use crate::http::auth::{Caller, Viewer};
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::extract::JsonBody;
 use crate::http::reply::Answer;
-use crate::http::request::{Limit, NonBlank, Offset};
+use crate::http::request::{Cursor, Limit, NonBlank, Offset};
 use crate::state::AppState;
 use crate::wire::things::{Thing, ThingMatches, ThingPage};
 use crate::wire::{Data, Deleted, Page, Saved};
@@ -201,22 +200,11 @@ pub struct ListQuery {
     #[serde(default)]
     offset: Offset,
     /// `next_cursor` of the previous page: the page after it (stable while things are added).
-    cursor: Option<String>,
+    cursor: Option<Cursor>,
 }
 
 fn cursor_of(t: &ThingRow) -> String {
-    format!(
-        "{}.{}",
-        t.created_at.timestamp_nanos_opt().unwrap_or_default(),
-        t.id
-    )
-}
-
-fn parse_cursor(raw: &str) -> ApiResult<(DateTime<Utc>, String)> {
-    let bad = || ApiError::bad_request("`cursor` is not one this server gave out");
-    let (nanos, id) = raw.split_once('.').ok_or_else(bad)?;
-    let nanos: i64 = nanos.parse().map_err(|_| bad())?;
-    Ok((DateTime::from_timestamp_nanos(nanos), id.to_owned()))
+    Cursor::after(t.created_at, &t.id)
 }
 
 /// `GET /api/data/things/list` (Public): newest first, by `offset` or `cursor`.
@@ -225,7 +213,7 @@ pub async fn things_list(
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Answer<ThingPage>> {
     let (limit, offset) = (q.limit.get(), q.offset.get());
-    let after = q.cursor.as_deref().map(parse_cursor).transpose()?;
+    let after = q.cursor.map(|c| (c.at, c.id));
     let offset = if after.is_some() { 0 } else { offset };
     let rows = store::list(
         &app.db,
@@ -279,17 +267,4 @@ pub async fn things_search(
         offset,
         search: words.join(" "),
     }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_round_trip() {
-        let (at, id) = parse_cursor("1777593600123456789.abc").unwrap();
-        assert_eq!(at.timestamp_nanos_opt().unwrap(), 1777593600123456789);
-        assert_eq!(id, "abc");
-        assert!(parse_cursor("nope").is_err());
-    }
 }

@@ -26,6 +26,7 @@ pub struct CheckoutBody {
     items: Option<Vec<ItemLine>>,
     /// `tokens` (the items' `price_tokens`, from the balance at once), or `usd` (the
     /// default: `price_cents` through the payment provider).
+    #[serde(default)]
     #[schemars(schema_with = "crate::wire::marketplace::payment_type_schema")]
     payment_type: Option<String>,
     /// The selling organization, when a sku is sold by several.

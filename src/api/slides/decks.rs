@@ -159,7 +159,7 @@ pub struct UpdateBody {
     content: Content,
     /// ...or a batch of at most 500 slide operations (docs/slides.md), applied in order,
     /// all or nothing.
-    #[schemars(with = "Option<Vec<Map<String, Value>>>")]
+    #[schemars(length(max = plinth_slides::MAX_OPERATIONS))]
     operations: Option<Vec<Operation>>,
     /// At most 200 characters.
     #[schemars(length(max = 200))]
@@ -212,10 +212,27 @@ fn exactly_one_of(schema: &mut schemars::Schema, title: &str, one: &[&str], neve
                 }
             }
             if let Some(Value::Object(p)) = props.get_mut(*chosen) {
-                // `["string", "null"]` becomes `"string"`: the chosen field is set.
+                // `["string", "null"]` becomes `"string"`, and `anyOf: [X, null]` becomes
+                // X: the chosen field is set.
                 if let Some(Value::Array(types)) = p.get("type") {
                     let set: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
                     p.insert("type".into(), set.first().cloned().unwrap_or_default());
+                }
+                if let Some(Value::Array(enums)) = p.get_mut("enum") {
+                    enums.retain(|v| !v.is_null());
+                }
+                if p.get("default") == Some(&Value::Null) {
+                    p.remove("default");
+                }
+                if let Some(Value::Array(any)) = p.remove("anyOf") {
+                    let mut set = any.into_iter().filter(|s| *s != null);
+                    match (set.next(), set.next()) {
+                        (Some(Value::Object(only)), None) => p.extend(only),
+                        (first, second) => {
+                            let rest: Vec<Value> = first.into_iter().chain(second).chain(set).collect();
+                            p.insert("anyOf".into(), Value::Array(rest));
+                        }
+                    }
                 }
             }
             let mut needed = required.as_array().cloned().unwrap_or_default();
@@ -275,14 +292,14 @@ pub async fn update(
                     let rev = store::revision(&a.db, &current.id, &current.current_revision_id)
                         .await?
                         .ok_or_else(deck_not_found)?;
-                    let next = off_runtime(move || {
+                    let (next, warnings) = off_runtime(move || {
                         Deck::from_json(rev.content.0)
                             .map_err(ApiError::internal)?
                             .apply(&ops)
                             .map_err(|e| ApiError::bad_request(e.0))
                     })
                     .await??;
-                    (next, "operations", Vec::new())
+                    (next, "operations", warnings)
                 }
                 (None, None) => unreachable!("checked above"),
             };

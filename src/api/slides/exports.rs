@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::*;
+use crate::adapters::callbacks::BadCallback;
 use crate::http::reply::{EventStream, HeadedAnswer, PrivateAnswer};
 use crate::http::request::NonBlank;
 use crate::wire::exports::JobView;
@@ -107,7 +108,12 @@ pub struct ExportCreate {
     /// An http(s) URL that receives a signed event when the job ends (succeeded, failed
     /// or cancelled): docs/api.md, "Completion callbacks".
     #[schemars(
-        regex(pattern = r"^https?://[A-Za-z0-9]+(\.[A-Za-z0-9]+)*(:[1-9][0-9]{0,3})?(/[!-~]*)?$"),
+        // A host is a name whose last label starts with a letter (a URL whose last label
+        // is a number is read as an IPv4 address, and `0.0.0.0.0` is not one) or a
+        // dotted quad; a private one is refused by policy (403), not by shape.
+        regex(
+            pattern = r"^https?://(([A-Za-z0-9]+\.)*[A-Za-z][A-Za-z0-9]*|((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9]))(:[1-9][0-9]{0,3})?(/[!-~]*)?$"
+        ),
         length(max = 2048)
     )]
     callback_url: Option<String>,
@@ -146,7 +152,10 @@ pub async fn export_create(
         .as_deref()
         .map(|u| crate::adapters::callbacks::check_url(u, app.opts.jobs.callback_private_networks))
         .transpose()
-        .map_err(ApiError::bad_request)?
+        .map_err(|e| match e {
+            BadCallback::Invalid(m) => ApiError::bad_request(m),
+            BadCallback::Internal => ApiError::forbidden(e.to_string()),
+        })?
         .map(|u| u.to_string());
     let reply = on_deck(
         &app,

@@ -165,13 +165,10 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
         let headers = req.headers().clone();
         let bytes = crate::http::extract::read_json_bytes(req, state).await?;
         if too_many_operations(&bytes) {
-            return Err(ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "at most {} operations per update",
-                    plinth_slides::MAX_OPERATIONS
-                ),
-            ));
+            return Err(ApiError::bad_request(format!(
+                "at most {} operations per update",
+                plinth_slides::MAX_OPERATIONS
+            )));
         }
         let json = crate::http::extract::parse_object(&bytes)?;
         let key = crate::api::idempotent::key(&headers, &json)?;
@@ -341,11 +338,19 @@ fn required(name: &str, value: &str) -> ApiResult<String> {
 #[derive(Deserialize, schemars::JsonSchema)]
 pub struct Content {
     /// A JSON deck document (docs/slides.md).
+    #[schemars(with = "Option<plinth_slides::Deck>")]
     document: Option<Map<String, Value>>,
     /// A markdown deck (docs/slides.md).
     markdown: Option<String>,
     /// A template name from `capabilities` (create only).
+    #[serde(default)]
+    #[schemars(schema_with = "template_names")]
     template: Option<String>,
+}
+
+/// The template names `capabilities` lists (the closed set `template` takes).
+fn template_names(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::wire::names_schema(plinth_slides::TEMPLATES.iter().map(|t| t.name), true)
 }
 
 /// The deck of a create or update body, its source kind and the markdown parser's
@@ -379,13 +384,12 @@ async fn content_of(
         Content {
             document: Some(doc),
             ..
-        } => (
-            off_runtime(move || Deck::from_json(Value::Object(doc)))
+        } => {
+            let (deck, warnings) = off_runtime(move || Deck::from_json_report(Value::Object(doc)))
                 .await?
-                .map_err(invalid)?,
-            "document",
-            Vec::new(),
-        ),
+                .map_err(invalid)?;
+            (deck, "document", warnings)
+        }
         Content {
             markdown: Some(text),
             ..
@@ -486,7 +490,8 @@ fn title_of(title: Option<&str>, deck: &mut Deck) -> ApiResult<()> {
     Ok(())
 }
 
-/// Every image the deck references must be an asset of this deck that was not rejected.
+/// Every image the deck references must be an asset of this deck (404: a reference to
+/// nothing, as an unknown id is) that was not rejected (409: the asset's state).
 async fn check_assets(app: &AppState, deck_id: Option<&str>, deck: &Deck) -> ApiResult<()> {
     let ids = deck.asset_ids();
     if ids.is_empty() {
@@ -501,7 +506,7 @@ async fn check_assets(app: &AppState, deck_id: Option<&str>, deck: &Deck) -> Api
         match known.iter().find(|a| &a.id == id) {
             None => unknown.push(id.clone()),
             Some(a) if a.status == plinth_vocab::AssetStatus::Rejected => {
-                return Err(ApiError::bad_request(format!(
+                return Err(ApiError::conflict(format!(
                     "image asset {id} was rejected: {}",
                     a.reason.as_deref().unwrap_or("invalid image")
                 )))
@@ -512,7 +517,7 @@ async fn check_assets(app: &AppState, deck_id: Option<&str>, deck: &Deck) -> Api
     if unknown.is_empty() {
         Ok(())
     } else {
-        Err(ApiError::bad_request(format!(
+        Err(ApiError::not_found(format!(
             "unknown image asset ids (upload them with assets/create first): {}",
             unknown.join(", ")
         ))

@@ -67,7 +67,7 @@ impl From<IdTokenError> for ApiError {
 impl From<GrantError> for ApiError {
     fn from(e: GrantError) -> Self {
         match e {
-            GrantError::Unconfigured => said(StatusCode::SERVICE_UNAVAILABLE, &e),
+            GrantError::Unconfigured => ApiError::not_offered(e.to_string()),
             GrantError::Invalid
             | GrantError::Expired
             | GrantError::TooFarAhead
@@ -82,7 +82,7 @@ impl From<RecordError> for ApiError {
         match e {
             RecordError::Invalid(e) => e.into(),
             RecordError::TooDeep => said(StatusCode::BAD_REQUEST, &e).with("max_depth", MAX_DEPTH),
-            RecordError::TooLarge => said(StatusCode::PAYLOAD_TOO_LARGE, &e),
+            RecordError::TooLarge => said(StatusCode::BAD_REQUEST, &e),
             RecordError::Busy => said(StatusCode::CONFLICT, &e),
         }
     }
@@ -93,7 +93,7 @@ impl From<UploadError> for ApiError {
         match e {
             UploadError::Invalid(e) => e.into(),
             UploadError::TooLarge => {
-                said(StatusCode::PAYLOAD_TOO_LARGE, &e).with("max_bytes", UPLOAD_LIMIT)
+                said(StatusCode::BAD_REQUEST, &e).with("max_bytes", UPLOAD_LIMIT)
             }
             UploadError::Storage(e) => e.into(),
         }
@@ -203,8 +203,8 @@ impl From<ProviderError> for ApiError {
         match e {
             ProviderError::Declined(_) => said(StatusCode::PAYMENT_REQUIRED, &e),
             ProviderError::Invalid(m) => ApiError::bad_request(m),
-            ProviderError::NotConfigured => ApiError::service_unavailable(
-                "payments are not configured on this server (PLINTH_STRIPE_SECRET_KEY); \
+            ProviderError::NotConfigured => ApiError::not_offered(
+                "payments are not offered by this server (PLINTH_STRIPE_SECRET_KEY); \
                  simulated payments run only when no real provider is configured",
             ),
             ProviderError::Unavailable(m) => {
@@ -218,7 +218,9 @@ impl From<ProviderError> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Unknown(m) => ApiError::bad_request(m),
+            // A transaction the store does not know: a reference to nothing, like an
+            // unknown id.
+            StoreError::Unknown(m) => ApiError::not_found(m),
             StoreError::Refused(m) => {
                 tracing::warn!(reason = %m, "store transaction refused");
                 ApiError::bad_request(format!("the store transaction was refused: {m}"))
@@ -231,9 +233,8 @@ impl From<StoreError> for ApiError {
                      an operator must check the PLINTH_APPLE_* settings",
                 )
             }
-            StoreError::NotConfigured => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the App Store is not configured on this server (PLINTH_APPLE_*); the simulated \
+            StoreError::NotConfigured => ApiError::not_offered(
+                "the App Store is not offered by this server (PLINTH_APPLE_*); the simulated \
                  store runs only when no real provider is configured",
             ),
             StoreError::Unavailable(m) => {
