@@ -254,6 +254,38 @@ async fn no_request_requires_a_field_that_may_be_null() {
     assert!(found.is_empty(), "required yet nullable: {found:#?}");
 }
 
+/// The spec and the design kept in this repository (`spec/`, `fixtures/endpoints.tsv`,
+/// `docs/design.md`) are the shared ones, word for word, wherever the shared folder sits
+/// beside the checkout; without it there is nothing to compare.
+#[test]
+fn the_repository_copies_of_the_spec_and_design_are_current() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let shared = std::path::Path::new(root).join("../shared");
+    if !shared.is_dir() {
+        eprintln!("no ../shared beside the checkout: nothing to compare");
+        return;
+    }
+    for (ours, theirs) in [
+        ("fixtures/endpoints.tsv", "spec/endpoints.tsv"),
+        (
+            "spec/part1-conventions-identity-credits-organizations.md",
+            "spec/part1-conventions-identity-credits-organizations.md",
+        ),
+        (
+            "spec/part2-content-commerce-storage-analytics-kv-slides.md",
+            "spec/part2-content-commerce-storage-analytics-kv-slides.md",
+        ),
+        ("docs/design.md", "DESIGN.md"),
+    ] {
+        let a = std::fs::read_to_string(std::path::Path::new(root).join(ours)).unwrap();
+        let b = std::fs::read_to_string(shared.join(theirs)).unwrap();
+        assert!(
+            a == b,
+            "{ours} differs from ../shared/{theirs}: copy it again"
+        );
+    }
+}
+
 /// docs/status.md is generated from the table; run with PLINTH_BLESS=1 to rewrite it.
 #[test]
 fn status_doc_matches_the_table() {
