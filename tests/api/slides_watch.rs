@@ -136,6 +136,17 @@ async fn watch_draws_each_save_and_tells_the_page_within_100_ms() {
     let page = w.page().await;
     assert!(page.contains("Launch") && page.contains("Plan") && page.contains("Thanks"));
     assert!(page.contains("id=\"slide-2\"") && page.contains("new EventSource(\"/events\")"));
+    // Only under the loopback names (a rebound DNS name is refused).
+    let port = w.url.trim_end_matches('/').rsplit(':').next().unwrap();
+    let other = reqwest::Client::new()
+        .get(&w.url)
+        .header("host", format!("attacker.example:{port}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 403);
+    let local = reqwest::get(format!("http://localhost:{port}/")).await;
+    assert!(local.is_err() || local.unwrap().status() == 200);
     let mut renders = Renders::open(&w.url).await;
     let mut tag = renders.next(Duration::from_secs(5)).await.unwrap();
     assert!(page.contains(&format!("var shown = \"{tag}\"")), "{tag}");

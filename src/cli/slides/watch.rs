@@ -155,10 +155,13 @@ pub async fn run(asked: Asked) -> Result<(), String> {
     if asked.open {
         open_browser(&url);
     }
-    let app = Router::new()
+    let mut app = Router::new()
         .route("/", get(show))
         .route("/events", get(renders))
         .with_state(pages);
+    if listener.local_addr().is_ok_and(|a| a.ip().is_loopback()) {
+        app = app.layer(axum::middleware::from_fn(loopback_names_only));
+    }
     let server = axum::serve(listener, app);
     // No graceful shutdown: an open event stream never ends by itself, and nothing is
     // lost by dropping it (the page reconnects to the next run).
@@ -220,6 +223,33 @@ fn open_browser(url: &str) {
         .spawn()
     {
         eprintln!("--open: {program}: {e}; open {url} yourself");
+    }
+}
+
+/// On a loopback address, only requests that name it so: a web page elsewhere could
+/// otherwise point a name of its own at 127.0.0.1 (DNS rebinding) and read the deck.
+async fn loopback_names_only(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    // The name without its port (`[::1]:8040` keeps its brackets).
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if !port.contains(']') => name,
+        _ => host,
+    };
+    if matches!(name, "127.0.0.1" | "localhost" | "[::1]") {
+        next.run(request).await
+    } else {
+        (
+            axum::http::StatusCode::FORBIDDEN,
+            "the preview answers only to 127.0.0.1 and localhost\n",
+        )
+            .into_response()
     }
 }
 
