@@ -13,7 +13,7 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or_else(|e| e.exit());
     // An author's command: no logging set-up, data directory or database.
     if let Some(Command::Slides(cmd)) = cli.command {
-        std::process::exit(plinth::cli::slides::run(cmd));
+        std::process::exit(plinth::cli::slides::run(cmd).await);
     }
     // Everything a server or operator command writes (database, outbox, objects,
     // spooled uploads, backups) holds secrets or live links: its user's alone (security

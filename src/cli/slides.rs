@@ -1,5 +1,6 @@
-//! `plinth slides render` and `plinth slides check`: decks on an author's machine, with
-//! the renderer the workers use and no server, database or browser.
+//! `plinth slides render`, `check` and `watch`: decks on an author's machine, with the
+//! renderer the workers use and no server, database or browser (`watch` serves its
+//! preview itself, see [`watch`]).
 //!
 //! Images a deck names by file (`![](chart.png)`, Marp's `![bg](photo.jpg)`) are read
 //! from paths relative to the deck. Errors name the deck and, where the parser knows it,
@@ -16,7 +17,7 @@ use plinth_render::{Budget, Image, Images, Options, Size};
 use plinth_slides::Deck;
 
 /// Runs the command; the process's exit status.
-pub fn run(cmd: SlidesCommand) -> i32 {
+pub async fn run(cmd: SlidesCommand) -> i32 {
     let result = match cmd {
         SlidesCommand::Render {
             deck,
@@ -35,6 +36,22 @@ pub fn run(cmd: SlidesCommand) -> i32 {
             deck,
             allow_outside_images,
         } => check(&deck, allow_outside_images),
+        SlidesCommand::Watch {
+            deck,
+            listen,
+            notes,
+            allow_outside_images,
+            open,
+        } => {
+            watch::run(watch::Asked {
+                deck,
+                listen,
+                notes,
+                outside: allow_outside_images,
+                open,
+            })
+            .await
+        }
     };
     match result {
         Ok(()) => 0,
@@ -45,11 +62,33 @@ pub fn run(cmd: SlidesCommand) -> i32 {
     }
 }
 
+mod watch;
+
 /// A parsed deck with the images it names, read and checked.
 struct Loaded {
     deck: Deck,
     images: Images,
     files: usize,
+    /// What the parser and the font check warn of, one line each, naming the deck.
+    warnings: Vec<String>,
+    /// Every image path the deck names, found or not, in its folder as the file system
+    /// names it (`watch` watches those folders).
+    named: Vec<PathBuf>,
+}
+
+/// Warnings on stderr, one a line (`watch` prints them only when they change).
+fn print_warnings(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
+impl Loaded {
+    /// The deck, its warnings printed.
+    fn warned(self) -> Loaded {
+        print_warnings(&self.warnings);
+        self
+    }
 }
 
 /// Reads and parses the deck and its images; `warm` starts compiling its code's
@@ -69,8 +108,15 @@ fn load(path: &Path, warm: bool, outside: bool) -> Result<Loaded, String> {
     let escaped = RefCell::new(Vec::<String>::new());
     // File names stand in for asset ids (the parser takes only asset ids).
     let files = RefCell::new(Vec::<(String, PathBuf)>::new());
+    let named = RefCell::new(Vec::<PathBuf>::new());
     let resolve = |name: &str| -> Option<String> {
-        let file = base.join(name).canonicalize().ok()?;
+        let asked = base.join(name);
+        if let (Some(dir), Some(file)) = (asked.parent(), asked.file_name()) {
+            if let Ok(dir) = dir.canonicalize() {
+                named.borrow_mut().push(dir.join(file));
+            }
+        }
+        let file = asked.canonicalize().ok()?;
         if !file.is_file() {
             return None;
         }
@@ -102,10 +148,11 @@ fn load(path: &Path, warm: bool, outside: bool) -> Result<Loaded, String> {
             escaped.join(", ")
         ));
     }
-    let (deck, warnings) = parsed.map_err(|e| format!("{shown}: {}", e.0))?;
-    for w in warnings {
-        eprintln!("warning: {shown}: {w}");
-    }
+    let (deck, parsed_warnings) = parsed.map_err(|e| format!("{shown}: {}", e.0))?;
+    let mut warnings: Vec<String> = parsed_warnings
+        .iter()
+        .map(|w| format!("{shown}: {w}"))
+        .collect();
     if warm {
         // The code's patterns compile on the second core while this one scans the fonts
         // and reads the images (a cold start's two largest costs).
@@ -127,21 +174,23 @@ fn load(path: &Path, warm: bool, outside: bool) -> Result<Loaded, String> {
         );
     }
     for m in plinth_render::missing_glyphs(&deck) {
-        eprintln!(
-            "warning: {shown}: slide {}: no installed font has {:?} (in {:?}); it draws as boxes. \
+        warnings.push(format!(
+            "{shown}: slide {}: no installed font has {:?} (in {:?}); it draws as boxes. \
              Install fonts-noto-core, fonts-noto-cjk or fonts-noto-color-emoji, or set PLINTH_FONTS_DIR",
             m.slide, m.missing, m.text
-        );
+        ));
     }
     Ok(Loaded {
         deck,
         images,
         files: files.len(),
+        warnings,
+        named: named.into_inner(),
     })
 }
 
 fn check(path: &Path, outside: bool) -> Result<(), String> {
-    let loaded = load(path, false, outside)?;
+    let loaded = load(path, false, outside)?.warned();
     let total = loaded.deck.slides.len();
     let shown = plinth_render::visible(&loaded.deck).len();
     println!(
@@ -178,7 +227,7 @@ fn render(
     let output = output
         .map(Path::to_owned)
         .unwrap_or_else(|| path.with_extension(&format));
-    let Loaded { deck, images, .. } = load(path, true, outside)?;
+    let Loaded { deck, images, .. } = load(path, true, outside)?.warned();
     let options = Options {
         notes,
         created: Some(chrono::Utc::now().timestamp()),

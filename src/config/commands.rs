@@ -35,7 +35,7 @@ pub enum Command {
     #[command(subcommand)]
     Db(DbCommand),
     /// Slide decks on this machine, no server needed: render a Markdown deck to PDF, PNG
-    /// or HTML, or check it.
+    /// or HTML, check it, or watch it with a live preview.
     #[command(subcommand)]
     Slides(SlidesCommand),
 }
@@ -183,5 +183,28 @@ pub enum SlidesCommand {
         /// As for render.
         #[arg(long)]
         allow_outside_images: bool,
+    },
+    /// Serves a live preview of a deck on this machine: the HTML export, drawn again
+    /// each time the deck or an image it names is saved, and the open page reloads
+    /// itself at the slide it showed. Errors and warnings show on the page and here;
+    /// the watch goes on. Ctrl-C stops.
+    Watch {
+        /// The deck's Markdown file.
+        deck: PathBuf,
+        /// The address to serve on [default: 127.0.0.1:8040, or a free port when that
+        /// one is taken]. PLINTH_LISTEN, the server's, does not apply.
+        // A string like the server's global `--listen`, whose id it shares: clap hands
+        // the value up to the root's matches, which read it as one.
+        #[arg(long)]
+        listen: Option<String>,
+        /// With the presenter view (press p), as render --notes.
+        #[arg(long)]
+        notes: bool,
+        /// As for render.
+        #[arg(long)]
+        allow_outside_images: bool,
+        /// Open the preview in the default browser.
+        #[arg(long)]
+        open: bool,
     },
 }

@@ -57,6 +57,7 @@ mod slides_fonts;
 mod slides_notes;
 mod slides_upload;
 mod slides_viewer;
+mod slides_watch;
 mod storage;
 mod stripe;
 mod telemetry;
