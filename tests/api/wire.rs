@@ -27,6 +27,50 @@ fn schemathesis() -> Option<String> {
     None
 }
 
+/// One schemathesis run over the server's document as a platform administrator, with
+/// `config` (or none: the tool's defaults) and `args`, bounded the same way every time:
+/// five generated cases per operation and phase, six minutes at most (about two on an
+/// idle machine), one worker (the suites' timing tests run beside it), deterministic.
+/// Routes that would take the key, the account or the organization away from the rest of
+/// the run are left out. Prints the summary; returns the output and its stdout.
+fn run(
+    st: &str,
+    config: Option<&std::path::Path>,
+    base: &str,
+    key: &str,
+    args: &[&str],
+    dir: &std::path::Path,
+) -> (std::process::Output, String) {
+    let started = Instant::now();
+    let mut cmd = Command::new(st);
+    if let Some(config) = config {
+        cmd.arg("--config-file").arg(config);
+    }
+    let out = cmd
+        .arg("run")
+        .arg(format!("{base}/api/openapi.json"))
+        .args(["--header", &format!("x-api-key: {key}")])
+        .args(args)
+        .args(["--max-examples", "5", "--workers", "1", "--max-time", "360"])
+        .args(["--generation-deterministic", "--no-shrink", "--no-color"])
+        .args([
+            "--exclude-path-regex",
+            "/api/users/(delete|regenerate-key)|/api/organizations/delete",
+        ])
+        .env("SCHEMATHESIS_HOOKS", "")
+        .current_dir(dir)
+        .output()
+        .expect("schemathesis runs");
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    let summary: String = said
+        .lines()
+        .skip_while(|l| !l.contains("SUMMARY"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    eprintln!("{summary}\n(schemathesis ran {:?})", started.elapsed());
+    (out, said)
+}
+
 #[tokio::test]
 #[ignore = "thousands of requests for minutes: run alone, after the suites (.ci/run: \
             cargo test -p plinth --test api wire::schemathesis -- --ignored)"]
@@ -74,36 +118,14 @@ async fn schemathesis_finds_no_fault_in_the_wire() {
     let config_path = dir.path().join("schemathesis.toml");
     std::fs::write(&config_path, config).unwrap();
 
-    let started = Instant::now();
-    let out = Command::new(&st)
-        .arg("--config-file")
-        .arg(&config_path)
-        .arg("run")
-        .arg(format!("{}/api/openapi.json", s.base))
-        .args(["--header", &format!("x-api-key: {admin}")])
-        .args(["--phases", "examples,coverage,fuzzing"])
-        // Bounded: five generated cases per operation and phase, and six minutes for the
-        // whole run at most (about two on an idle machine). One worker: the suite's
-        // timing tests (exports finishing within a minute) run beside it.
-        .args(["--max-examples", "5", "--workers", "1", "--max-time", "360"])
-        .args(["--generation-deterministic", "--no-shrink", "--no-color"])
-        // Routes that would take the key, the account or the organization away from the
-        // rest of the run.
-        .args([
-            "--exclude-path-regex",
-            "/api/users/(delete|regenerate-key)|/api/organizations/delete",
-        ])
-        .env("SCHEMATHESIS_HOOKS", "")
-        .current_dir(dir.path())
-        .output()
-        .expect("schemathesis runs");
-    let said = String::from_utf8_lossy(&out.stdout);
-    let summary: String = said
-        .lines()
-        .skip_while(|l| !l.contains("SUMMARY"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    eprintln!("{summary}\n(schemathesis ran {:?})", started.elapsed());
+    let (out, said) = run(
+        &st,
+        Some(&config_path),
+        &s.base,
+        &admin,
+        &["--phases", "examples,coverage,fuzzing"],
+        dir.path(),
+    );
     assert!(
         out.status.success(),
         "schemathesis found faults:\n{}{}",
@@ -145,29 +167,14 @@ async fn schemathesis_with_nothing_but_a_key_finds_only_the_spec_410() {
         .await
         .assert_ok();
     }
-    let started = Instant::now();
-    let out = Command::new(&st)
-        .arg("run")
-        .arg(format!("{}/api/openapi.json", s.base))
-        .args(["--header", &format!("x-api-key: {admin}")])
-        .args(["--checks", "all", "--phases", "coverage,fuzzing"])
-        .args(["--max-examples", "5", "--workers", "1", "--max-time", "360"])
-        .args(["--generation-deterministic", "--no-shrink", "--no-color"])
-        .args([
-            "--exclude-path-regex",
-            "/api/users/(delete|regenerate-key)|/api/organizations/delete",
-        ])
-        .env("SCHEMATHESIS_HOOKS", "")
-        .current_dir(dir.path())
-        .output()
-        .expect("schemathesis runs");
-    let said = String::from_utf8_lossy(&out.stdout);
-    let summary: String = said
-        .lines()
-        .skip_while(|l| !l.contains("SUMMARY"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    eprintln!("{summary}\n(schemathesis ran {:?})", started.elapsed());
+    let (out, said) = run(
+        &st,
+        None,
+        &s.base,
+        &admin,
+        &["--checks", "all", "--phases", "coverage,fuzzing"],
+        dir.path(),
+    );
     // Each failing operation opens a block `____ METHOD /path ____`.
     let failing: Vec<&str> = said
         .lines()
