@@ -2,6 +2,7 @@
 # and the bare axum baseline unless BENCH_SKIP_BUILD is set, starts both on free ports
 # over a temp data dir (SQLite, or DATABASE_URL), and on exit prints the server's log
 # lines (a clean run logs only the simulated-provider warnings) and removes the data.
+# PLINTH_BIN runs another build of plinth (default ./target/release/plinth).
 # Sets DATA, DB, P (plinth's URL), B (the baseline's); defines `json PATH CURL-ARGS...`,
 # `admin_key EMAIL` (an account raised to level 100 through the CLI) and `site_owner EMAIL`.
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
@@ -15,7 +16,7 @@ cleanup() {
 }
 trap cleanup EXIT
 export PLINTH_RATE_LIMIT_MULTIPLIER=100000000 RUST_LOG=warn
-./target/release/plinth serve --listen 127.0.0.1:0 --data-dir "$DATA" --database-url "$DB" >"$DATA/out" 2>"$DATA/err" &
+"${PLINTH_BIN:-./target/release/plinth}" serve --listen 127.0.0.1:0 --data-dir "$DATA" --database-url "$DB" >"$DATA/out" 2>"$DATA/err" &
 PLINTH_PID=$!
 ./target/release/examples/baseline 127.0.0.1:0 >"$DATA/base" &
 BASE_PID=$!
@@ -28,7 +29,7 @@ B=$(sed -n 's/.*listening on //p' "$DATA/base")
 json() { curl -s "$P$1" -H 'content-type: application/json' "${@:2}"; }
 key_of() { python3 -c 'import sys, json; print(json.load(sys.stdin)["user"]["key"])'; }
 set_level() { # email level
-  ./target/release/plinth users set-level --email "$1" --level "$2" --data-dir "$DATA" --database-url "$DB" >/dev/null
+  "${PLINTH_BIN:-./target/release/plinth}" users set-level --email "$1" --level "$2" --data-dir "$DATA" --database-url "$DB" >/dev/null
 }
 site_owner() { # email: sets OWNER (a verified account's key) and SITE (its new analytics site)
   OWNER=$(json /api/users/authenticate -d "{\"email\":\"$1\",\"password\":\"pw\"}" | key_of)

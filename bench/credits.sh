@@ -5,6 +5,8 @@
 # failure), and the bare axum baseline answers the same shape of request (POST /echo, a
 # small JSON body) at 64 connections in the same run.
 # Usage: bench/credits.sh [duration, default 10s] [accounts, default 1000]
+#   PERF=FILE also records the server under the spread load (`perf record -g`) into FILE
+#   and counts its syscalls by kind (`perf stat`), for "where does the time go".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${1:-10s}
@@ -22,7 +24,7 @@ curl -s "$P/api/users/authenticate" -H 'content-type: application/json' \
   -d '{"email":"acct1@bench.example","password":"pw"}' |
   python3 -c 'import sys, json; print(json.load(sys.stdin)["user"]["key"])' >"$DATA/hot"
 # Fund the hot account through an admin's vendor distribution.
-./target/release/plinth users set-level --email acct1@bench.example --level 100 --data-dir "$DATA" --database-url "$DB" >/dev/null
+"${PLINTH_BIN:-./target/release/plinth}" users set-level --email acct1@bench.example --level 100 --data-dir "$DATA" --database-url "$DB" >/dev/null
 sleep 6
 curl -s -o /dev/null "$P/api/credits/vendor-distribution-to-email" -H 'content-type: application/json' \
   -H "x-api-key: $(cat "$DATA/hot")" -d '{"email":"acct1@bench.example","vendorId":"bench","amount_cents":100000000}'
@@ -43,5 +45,16 @@ echo "machine: $(nproc) cores, $(uname -m), $(date -u +%F); database: ${DB%%:*}"
 echo "command: bench/credits.sh $DUR $N (wrk -t2 -c64 -d$DUR -s bench/deduct.lua)"
 base=$(wrk -t2 -c64 -d"$DUR" -s bench/baseline_post.lua "$B" | awk '/Requests\/sec/ {print $2}')
 printf '%-34s %10s req/s\n' "baseline (bare axum POST /echo)" "$base"
+if [ -n "${PERF:-}" ]; then
+  perf record -q -g -o "$PERF" -p "$PLINTH_PID" -- sleep 5 >/dev/null 2>&1 &
+  perf stat -e 'syscalls:sys_enter_*' -p "$PLINTH_PID" -o "$PERF.stat" -- sleep 5 >/dev/null 2>&1 &
+  # CPU seconds per thread over the same 5 s (a serial thread at 5.0 is saturated).
+  (ticks() { for t in /proc/"$PLINTH_PID"/task/*; do
+       echo "$(tr -d '\n' <"$t/comm")/${t##*/} $(awk '{print $14 + $15}' "$t/stat")"; done; }
+   ticks >"$PERF.t0"; sleep 5; ticks >"$PERF.t1"
+   paste "$PERF.t0" "$PERF.t1" | awk -v hz="$(getconf CLK_TCK)" \
+     '{c = ($4 - $2) / hz; if (c > 0.05) printf "%-28s %.2f s\n", $1, c}' \
+     >"$PERF.threads") &
+fi
 run "deduct, spread over $(wc -l <"$DATA/keys") accounts" "$DATA/keys"
 run "deduct, one hot account" "$DATA/hot"

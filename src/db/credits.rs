@@ -7,8 +7,6 @@ use futures::future::BoxFuture;
 use plinth_actors::credits::{Applied, Change, CreditError, CreditStore};
 use serde_json::Value;
 use sqlx::types::Json;
-// Set-based statements are assembled from placeholders only, never from input.
-use sqlx::AssertSqlSafe;
 
 use crate::db::{now, BeginWrite, Db};
 use crate::with_db;
@@ -107,28 +105,13 @@ async fn try_set_based(db: &Db, changes: &[Change]) -> sqlx::Result<Option<Vec<A
         };
         *sum = next;
     }
+    let sums: Vec<(&str, i64)> = sums.into_iter().collect();
     let entries: Vec<&plinth_actors::credits::Entry> =
         changes.iter().flat_map(|c| &c.entries).collect();
-    let SetBasedSql {
-        lock,
-        update,
-        insert,
-    } = set_based_sql(sums.len(), entries.len());
-    let lock_first = matches!(db, Db::Postgres(_));
     with_db!(db, p => {
         let mut tx = p.begin_write().await?;
-        if lock_first {
-            let mut q = sqlx::query(AssertSqlSafe(lock.as_str()));
-            for user_id in sums.keys() {
-                q = q.bind(*user_id);
-            }
-            q.execute(&mut *tx).await?;
-        }
-        let mut q = sqlx::query_as::<_, (String, String, i64)>(AssertSqlSafe(update.as_str())).bind(now);
-        for (user_id, delta) in &sums {
-            q = q.bind(*user_id).bind(*delta).bind(balance_cap(*delta));
-        }
-        let updated = match q.fetch_all(&mut *tx).await {
+        tx.lock_accounts(&sums).await?;
+        let updated = match tx.add_sums(now, &sums).await {
             Ok(rows) => rows,
             // Whatever went wrong, the careful path decides change by change.
             Err(err) => {
@@ -136,35 +119,12 @@ async fn try_set_based(db: &Db, changes: &[Change]) -> sqlx::Result<Option<Vec<A
                 return Ok(None);
             }
         };
-        if updated.len() != sums.len() {
+        let Some(rows) = replay(&entries, &sums, &updated) else {
             tx.rollback().await?;
             return Ok(None);
-        }
-        // Replay the batch in order from each account's starting balance: every
-        // intermediate balance must stay at or above zero, as if applied one by one.
-        let mut running: std::collections::HashMap<&str, (String, i64)> = updated
-            .iter()
-            .map(|(user_id, account_id, end)| (user_id.as_str(), (account_id.clone(), end - sums[user_id.as_str()])))
-            .collect();
-        let mut after = Vec::with_capacity(entries.len());
-        for e in &entries {
-            let slot = running.get_mut(e.user_id.as_str()).expect("every account was updated");
-            slot.1 = slot.1.saturating_add(e.delta);
-            if slot.1 < 0 {
-                tx.rollback().await?;
-                return Ok(None);
-            }
-            // Time-ordered ids: a batch's rows land at the right edge of the primary-key
-            // index (a few pages) instead of one random leaf each (issue 46).
-            after.push((slot.0.clone(), slot.1, uuid::Uuid::now_v7().to_string()));
-        }
-        let mut q = sqlx::query(AssertSqlSafe(insert.as_str()));
-        for (e, (account_id, balance, id)) in entries.iter().zip(&after) {
-            q = q.bind(id).bind(account_id).bind(e.kind).bind(e.delta).bind(*balance)
-                .bind(Json(&e.data)).bind(&e.idem_key).bind(now);
-        }
-        match q.execute(&mut *tx).await {
-            Ok(_) => {}
+        };
+        match tx.insert_rows(now, &rows).await {
+            Ok(()) => {}
             Err(err) if crate::db::unique_violation(&err).is_some() => {
                 tx.rollback().await?;
                 return Ok(None);
@@ -172,83 +132,228 @@ async fn try_set_based(db: &Db, changes: &[Change]) -> sqlx::Result<Option<Vec<A
             Err(err) => return Err(err),
         }
         tx.commit().await?;
-        let mut rest = entries.iter().zip(after);
-        let results = changes
-            .iter()
-            .map(|c| {
-                let mut balances = Vec::with_capacity(c.entries.len());
-                let mut transaction_ids = Vec::with_capacity(c.entries.len());
-                for (e, (_, balance, id)) in rest.by_ref().take(c.entries.len()) {
-                    balances.push((e.user_id.clone(), balance));
-                    transaction_ids.push(id);
-                }
-                Applied::Done { balances, transaction_ids }
-            })
-            .collect();
-        Ok(Some(results))
+        Ok(Some(outcomes(changes, rows)))
     })
 }
 
-/// The statements of a set-based batch of `accounts` accounts and `entries` ledger rows.
-struct SetBasedSql {
-    /// Locks the accounts' rows in one order (PostgreSQL).
-    lock: String,
-    /// Adds each account's summed delta where the balance allows it.
-    update: String,
-    /// Writes every ledger row.
-    insert: String,
+/// One ledger row of a set-based batch, as written.
+struct LedgerRow<'a> {
+    id: String,
+    account_id: String,
+    balance_after: i64,
+    entry: &'a plinth_actors::credits::Entry,
 }
 
-fn set_based_sql(accounts: usize, entries: usize) -> SetBasedSql {
-    let values: Vec<String> = (0..accounts)
-        .map(|i| {
-            format!(
-                "SELECT CAST(${} AS TEXT) AS user_id, CAST(${} AS BIGINT) AS delta, \
-                 CAST(${} AS BIGINT) AS cap",
-                3 * i + 2,
-                3 * i + 3,
-                3 * i + 4
-            )
+/// Replays the batch in order from each account's starting balance (its balance after
+/// the UPDATE less its summed delta): every intermediate balance must stay at or above
+/// zero, as if applied one by one. `None` when one does not, or an account was not
+/// updated (missing, or short for the whole sum).
+fn replay<'a>(
+    entries: &[&'a plinth_actors::credits::Entry],
+    sums: &[(&str, i64)],
+    updated: &[(String, String, i64)],
+) -> Option<Vec<LedgerRow<'a>>> {
+    if updated.len() != sums.len() {
+        return None;
+    }
+    let sum_of: std::collections::HashMap<&str, i64> = sums.iter().copied().collect();
+    let mut running: std::collections::HashMap<&str, (&str, i64)> = updated
+        .iter()
+        .map(|(user_id, account_id, end)| {
+            let start = end - sum_of.get(user_id.as_str()).copied().unwrap_or(0);
+            (user_id.as_str(), (account_id.as_str(), start))
         })
         .collect();
-    let update = format!(
-        "UPDATE credit_accounts SET balance = credit_accounts.balance + v.delta, updated_at = $1 \
-         FROM ({}) AS v WHERE credit_accounts.user_id = v.user_id \
-         AND credit_accounts.balance <= v.cap AND credit_accounts.balance + v.delta >= 0 \
-         RETURNING credit_accounts.user_id, credit_accounts.id, credit_accounts.balance",
-        values.join(" UNION ALL ")
-    );
-    let rows: Vec<String> = (0..entries)
-        .map(|i| {
-            let b = 8 * i;
-            format!(
-                "(${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
-                b + 1,
-                b + 2,
-                b + 3,
-                b + 4,
-                b + 5,
-                b + 6,
-                b + 7,
-                b + 8
-            )
+    let mut rows = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let slot = running.get_mut(entry.user_id.as_str())?;
+        slot.1 = slot.1.saturating_add(entry.delta);
+        if slot.1 < 0 {
+            return None;
+        }
+        rows.push(LedgerRow {
+            // Time-ordered ids: a batch's rows land at the right edge of the primary-key
+            // index (a few pages) instead of one random leaf each (issue 46).
+            id: uuid::Uuid::now_v7().to_string(),
+            account_id: slot.0.to_owned(),
+            balance_after: slot.1,
+            entry,
+        });
+    }
+    Some(rows)
+}
+
+/// Each change's outcome, its rows taken in order from the batch's.
+fn outcomes(changes: &[Change], rows: Vec<LedgerRow<'_>>) -> Vec<Applied> {
+    let mut rest = rows.into_iter();
+    changes
+        .iter()
+        .map(|c| {
+            let mut balances = Vec::with_capacity(c.entries.len());
+            let mut transaction_ids = Vec::with_capacity(c.entries.len());
+            for row in rest.by_ref().take(c.entries.len()) {
+                balances.push((row.entry.user_id.clone(), row.balance_after));
+                transaction_ids.push(row.id);
+            }
+            Applied::Done {
+                balances,
+                transaction_ids,
+            }
         })
-        .collect();
-    let insert = format!(
-        "INSERT INTO credit_transactions (id, account_id, kind, amount, balance_after, data, idem_key, created_at) VALUES {}",
-        rows.join(", ")
-    );
-    let lock = format!(
-        "SELECT id FROM credit_accounts WHERE user_id IN ({}) ORDER BY user_id FOR UPDATE",
-        (1..=accounts)
-            .map(|i| format!("${i}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    SetBasedSql {
-        lock,
-        update,
-        insert,
+        .collect()
+}
+
+/// The three statements of a set-based batch. Each has one text whatever the batch's
+/// size (the rows travel as one JSON array on SQLite, as arrays on PostgreSQL), so
+/// every batch reuses one prepared statement instead of preparing a new text for
+/// each new size (issue 46).
+trait SetBased {
+    /// Locks the accounts' rows in one order (PostgreSQL; SQLite has one writer).
+    async fn lock_accounts(&mut self, sums: &[(&str, i64)]) -> sqlx::Result<()>;
+    /// Adds each account's summed delta where the balance allows it; the rows updated
+    /// as (user id, account id, balance after).
+    async fn add_sums(
+        &mut self,
+        now: DateTime<Utc>,
+        sums: &[(&str, i64)],
+    ) -> sqlx::Result<Vec<(String, String, i64)>>;
+    /// Writes every ledger row.
+    async fn insert_rows(&mut self, now: DateTime<Utc>, rows: &[LedgerRow<'_>])
+        -> sqlx::Result<()>;
+}
+
+const ADD_SUMS_SQLITE: &str = "UPDATE credit_accounts \
+    SET balance = credit_accounts.balance + v.delta, updated_at = $1 \
+    FROM (SELECT value ->> 0 AS user_id, value ->> 1 AS delta, value ->> 2 AS cap \
+          FROM json_each($2)) AS v \
+    WHERE credit_accounts.user_id = v.user_id \
+    AND credit_accounts.balance <= v.cap AND credit_accounts.balance + v.delta >= 0 \
+    RETURNING credit_accounts.user_id, credit_accounts.id, credit_accounts.balance";
+
+/// `data` travels as a JSON string holding its text, so it is stored exactly as the
+/// one-by-one path stores it.
+const INSERT_ROWS_SQLITE: &str = "INSERT INTO credit_transactions \
+    (id, account_id, kind, amount, balance_after, data, idem_key, created_at) \
+    SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, \
+           value ->> 6, $2 FROM json_each($1)";
+
+impl SetBased for sqlx::Transaction<'static, sqlx::Sqlite> {
+    async fn lock_accounts(&mut self, _: &[(&str, i64)]) -> sqlx::Result<()> {
+        Ok(())
+    }
+
+    async fn add_sums(
+        &mut self,
+        now: DateTime<Utc>,
+        sums: &[(&str, i64)],
+    ) -> sqlx::Result<Vec<(String, String, i64)>> {
+        let v: Vec<Value> = sums
+            .iter()
+            .map(|(user_id, delta)| serde_json::json!([user_id, delta, balance_cap(*delta)]))
+            .collect();
+        sqlx::query_as(ADD_SUMS_SQLITE)
+            .bind(now)
+            .bind(Value::Array(v).to_string())
+            .fetch_all(&mut **self)
+            .await
+    }
+
+    async fn insert_rows(
+        &mut self,
+        now: DateTime<Utc>,
+        rows: &[LedgerRow<'_>],
+    ) -> sqlx::Result<()> {
+        let v: Vec<Value> = rows
+            .iter()
+            .map(|r| {
+                let e = r.entry;
+                serde_json::json!([
+                    r.id,
+                    r.account_id,
+                    e.kind.as_str(),
+                    e.delta,
+                    r.balance_after,
+                    e.data.to_string(),
+                    e.idem_key
+                ])
+            })
+            .collect();
+        sqlx::query(INSERT_ROWS_SQLITE)
+            .bind(Value::Array(v).to_string())
+            .bind(now)
+            .execute(&mut **self)
+            .await
+            .map(drop)
+    }
+}
+
+impl SetBased for sqlx::Transaction<'static, sqlx::Postgres> {
+    async fn lock_accounts(&mut self, sums: &[(&str, i64)]) -> sqlx::Result<()> {
+        let users: Vec<&str> = sums.iter().map(|s| s.0).collect();
+        sqlx::query(
+            "SELECT id FROM credit_accounts WHERE user_id = ANY($1) ORDER BY user_id FOR UPDATE",
+        )
+        .bind(users)
+        .execute(&mut **self)
+        .await
+        .map(drop)
+    }
+
+    async fn add_sums(
+        &mut self,
+        now: DateTime<Utc>,
+        sums: &[(&str, i64)],
+    ) -> sqlx::Result<Vec<(String, String, i64)>> {
+        let users: Vec<&str> = sums.iter().map(|s| s.0).collect();
+        let deltas: Vec<i64> = sums.iter().map(|s| s.1).collect();
+        let caps: Vec<i64> = deltas.iter().map(|d| balance_cap(*d)).collect();
+        sqlx::query_as(
+            "UPDATE credit_accounts SET balance = credit_accounts.balance + v.delta, updated_at = $1 \
+             FROM UNNEST($2::text[], $3::int8[], $4::int8[]) AS v(user_id, delta, cap) \
+             WHERE credit_accounts.user_id = v.user_id \
+             AND credit_accounts.balance <= v.cap AND credit_accounts.balance + v.delta >= 0 \
+             RETURNING credit_accounts.user_id, credit_accounts.id, credit_accounts.balance",
+        )
+        .bind(now)
+        .bind(users)
+        .bind(deltas)
+        .bind(caps)
+        .fetch_all(&mut **self)
+        .await
+    }
+
+    async fn insert_rows(
+        &mut self,
+        now: DateTime<Utc>,
+        rows: &[LedgerRow<'_>],
+    ) -> sqlx::Result<()> {
+        let col = |f: fn(&LedgerRow<'_>) -> String| rows.iter().map(f).collect::<Vec<String>>();
+        let ids = col(|r| r.id.clone());
+        let accounts = col(|r| r.account_id.clone());
+        let kinds = col(|r| r.entry.kind.as_str().to_owned());
+        let data = col(|r| r.entry.data.to_string());
+        let amounts: Vec<i64> = rows.iter().map(|r| r.entry.delta).collect();
+        let balances: Vec<i64> = rows.iter().map(|r| r.balance_after).collect();
+        let keys: Vec<Option<&str>> = rows.iter().map(|r| r.entry.idem_key.as_deref()).collect();
+        sqlx::query(
+            "INSERT INTO credit_transactions \
+             (id, account_id, kind, amount, balance_after, data, idem_key, created_at) \
+             SELECT id, account_id, kind, amount, balance_after, data::jsonb, idem_key, $8 \
+             FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], \
+                         $6::text[], $7::text[]) \
+                  AS r(id, account_id, kind, amount, balance_after, data, idem_key)",
+        )
+        .bind(ids)
+        .bind(accounts)
+        .bind(kinds)
+        .bind(amounts)
+        .bind(balances)
+        .bind(data)
+        .bind(keys)
+        .bind(now)
+        .execute(&mut **self)
+        .await
+        .map(drop)
     }
 }
 

@@ -77,6 +77,9 @@ impl BeginWrite for PgPool {
 /// unavailable (503, `Retry-After`): an unreachable or exhausted database answers within
 /// seconds instead of holding every request (issue 36).
 pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How often the background checkpointer copies SQLite's log back: a page changed by
+/// many commits in between is copied once.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// How long a SQLite writer waits for the write lock.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -149,7 +152,12 @@ impl Db {
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
                 .foreign_keys(true)
-                .busy_timeout(BUSY_TIMEOUT);
+                .busy_timeout(BUSY_TIMEOUT)
+                // Pages of the database file are read through a mapping instead of one
+                // `pread` each; temporary tables and statement journals stay in memory
+                // instead of files made and unlinked per statement (issue 46).
+                .pragma("mmap_size", "268435456")
+                .pragma("temp_store", "memory");
             // A SQLite connection is a local file handle that cannot go stale: no ping
             // (a round trip to the connection's thread) before every use, only the check
             // that it is not left inside a transaction (an atomic load).
@@ -164,6 +172,58 @@ impl Db {
         } else {
             anyhow::bail!("unsupported database URL (expected sqlite:// or postgres://): {url}")
         }
+    }
+
+    /// A handle for one serial writer (the credit ledger): on SQLite, a pool of one
+    /// connection over the same file and settings, so the pages that writer touches stay
+    /// in its connection's cache from one transaction to the next (a pooled connection's
+    /// cache is dropped whenever another connection wrote, and each batch then read its
+    /// pages again); on PostgreSQL, the shared pool (the server keeps the cache).
+    pub fn serial_writer(&self) -> Db {
+        match self {
+            Db::Sqlite(pool) => Db::Sqlite(
+                SqlitePoolOptions::new()
+                    .max_connections(1)
+                    .acquire_timeout(ACQUIRE_TIMEOUT)
+                    .test_before_acquire(false)
+                    .before_acquire(|conn, _| Box::pin(async move { Ok(clean(&*conn)) }))
+                    // Room for the ledger's working set (accounts and the newest index
+                    // pages) beside SQLite's 2 MB default; filled only as it is used.
+                    .connect_lazy_with(
+                        (*pool.connect_options())
+                            .clone()
+                            .pragma("cache_size", "-16384"),
+                    ),
+            ),
+            Db::Postgres(_) => self.clone(),
+        }
+    }
+
+    /// Checkpoints SQLite's write-ahead log in the background, so the commit that
+    /// crosses the log's size limit does not pay for copying pages back and syncing
+    /// both files while every writer behind it waits (issue 46). A passive checkpoint
+    /// takes no lock a writer needs; the automatic one stays as the backstop.
+    pub fn spawn_checkpointer(&self) {
+        let Db::Sqlite(pool) = self else {
+            return;
+        };
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(CHECKPOINT_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if pool.is_closed() {
+                    return;
+                }
+                if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                    .execute(&pool)
+                    .await
+                {
+                    tracing::debug!(error = %e, "background checkpoint failed");
+                }
+            }
+        });
     }
 
     pub fn backend(&self) -> &'static str {

@@ -167,6 +167,7 @@ pub async fn build(opts: Opts, bound: &str) -> anyhow::Result<Built> {
     let auth_key = grant_key(&opts.accounts, &key)?;
     let (db, queue) = open_database(&opts.database, &process_name("serve"), &key).await?;
     check_object_storage(&opts.storage, production, &db).await?;
+    db.spawn_checkpointer();
     let mail = mail_backend(&opts.mail, &opts.database.data_dir)?;
     let webhook_secret = webhook_secret(&opts.payments, &key);
     let routes = RouteIndex::new(
@@ -319,7 +320,7 @@ async fn rate_limiter(db: &Db, rates: &Rates) -> anyhow::Result<RateLimiter> {
 async fn credit_accounts(db: &Db, rates: &Rates) -> anyhow::Result<CreditAccounts> {
     CreditAccounts::start(
         credit_shards(db, rates),
-        std::sync::Arc::new(crate::db::credits::DbCredits(db.clone())),
+        std::sync::Arc::new(crate::db::credits::DbCredits(db.serial_writer())),
     )
     .await
     .map_err(|e| anyhow::anyhow!("starting credit-account actors: {e}"))
