@@ -2,6 +2,8 @@
 //! [`plinth_slides::maths_ref`]) is converted to Typst's maths syntax by mitex, laid out
 //! by Typst in its bundled New Computer Modern Math and written as SVG by typst-svg.
 //! The renderer then draws that SVG as it draws any SVG image, in PNG, PDF and HTML.
+//! The SVG's `<title>` carries the formula's text as Typst laid it out ([`text_of`]),
+//! which the PDF writes as invisible text over the formula for its text layer.
 //!
 //! Before a deck is drawn, [`prepare`] gives every formula of a slide the slide's text
 //! colour (a `:rrggbb` suffix of its reference) and typesets each distinct one into the
@@ -129,7 +131,7 @@ fn typst_string(s: &str) -> String {
     out
 }
 
-/// Compiles one page of Typst markup to SVG.
+/// Compiles one page of Typst markup to SVG, titled with its text.
 fn compile(markup: String) -> Result<String, String> {
     let world = Formula {
         source: Source::detached(markup),
@@ -144,8 +146,145 @@ fn compile(markup: String) -> Result<String, String> {
                 .join("; ")
         })?;
     let page = doc.pages().first().ok_or("an empty formula")?;
-    Ok(typst_svg::svg(page, &typst_svg::SvgOptions::default()))
+    let svg = typst_svg::svg(page, &typst_svg::SvgOptions::default());
+    Ok(titled(svg, &formula_text(&page.frame)))
 }
+
+/// What a formula says, for the PDF's text layer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormulaText {
+    /// Its characters in the order Typst laid them out, maths letters as plain letters
+    /// (`𝐸` is `E`), a space where Typst left a gap (around `=`, `+`) or started a new
+    /// row (a fraction's denominator).
+    pub text: String,
+    /// The baseline most of its characters sit on, and their size, as fractions of the
+    /// formula's height.
+    pub baseline: f32,
+    pub size: f32,
+}
+
+/// One run of text in the laid-out formula, in points: where it starts and ends, its
+/// baseline and size.
+struct Piece {
+    x0: f64,
+    x1: f64,
+    y: f64,
+    size: f64,
+    text: String,
+}
+
+fn pieces(frame: &typst::layout::Frame, ts: typst::layout::Transform, out: &mut Vec<Piece>) {
+    use typst::layout::{FrameItem, Point, Transform};
+    for (pos, item) in frame.items() {
+        let ts = ts.pre_concat(Transform::translate(pos.x, pos.y));
+        match item {
+            FrameItem::Group(g) => pieces(&g.frame, ts.pre_concat(g.transform), out),
+            FrameItem::Text(t) => {
+                let start = Point::zero().transform(ts);
+                let end = Point::new(t.width(), typst::layout::Abs::zero()).transform(ts);
+                out.push(Piece {
+                    x0: start.x.to_pt(),
+                    x1: end.x.to_pt(),
+                    y: start.y.to_pt(),
+                    size: t.size.to_pt() * ts.sy.get(),
+                    text: t.text.chars().map(plain).collect(),
+                });
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A maths alphanumeric (`𝐸`, `𝛼`, `ℎ`) as the letter it styles; anything else as is.
+fn plain(c: char) -> char {
+    if !(('\u{1D400}'..='\u{1D7FF}').contains(&c) || c == '\u{210E}') {
+        return c;
+    }
+    let mut out = Vec::new();
+    unicode_normalization::char::decompose_compatible(c, |d| out.push(d));
+    match out[..] {
+        [one] => one,
+        _ => c,
+    }
+}
+
+fn formula_text(frame: &typst::layout::Frame) -> FormulaText {
+    let mut found = Vec::new();
+    pieces(frame, typst::layout::Transform::identity(), &mut found);
+    let mut text = String::new();
+    for (i, p) in found.iter().enumerate() {
+        if let Some(q) = i.checked_sub(1).map(|i| &found[i]) {
+            let em = q.size.max(p.size);
+            // Maths spacing around relations and operators is 4/18 to 5/18 em; a
+            // piece that starts well left of the last one's end is on another row.
+            if p.x0 - q.x1 > 0.15 * em || p.x0 < q.x1 - 0.1 * em {
+                text.push(' ');
+            }
+        }
+        text.push_str(&p.text);
+    }
+    // The main baseline: the one carrying the most characters (ties: the lower).
+    let mut rows: Vec<(f64, usize, f64)> = Vec::new();
+    for p in &found {
+        let n = p.text.chars().count();
+        match rows.iter_mut().find(|r| (r.0 - p.y).abs() < 0.5) {
+            Some(r) => (r.1, r.2) = (r.1 + n, r.2.max(p.size)),
+            None => rows.push((p.y, n, p.size)),
+        }
+    }
+    let height = frame.height().to_pt().max(1e-3);
+    let main = rows
+        .iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(a.0.total_cmp(&b.0)))
+        .map_or((height * 0.8, height), |r| (r.0, r.2));
+    FormulaText {
+        text: text.trim().to_owned(),
+        baseline: (main.0 / height) as f32,
+        size: (main.1 / height) as f32,
+    }
+}
+
+/// The SVG with `<title data-baseline data-size>text</title>` as its first child.
+fn titled(svg: String, t: &FormulaText) -> String {
+    let Some(open) = svg
+        .find("<svg")
+        .and_then(|s| svg[s..].find('>').map(|e| s + e + 1))
+    else {
+        return svg;
+    };
+    let escaped = t
+        .text
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;");
+    let title = format!(
+        "<title data-baseline=\"{:.4}\" data-size=\"{:.4}\">{escaped}</title>",
+        t.baseline, t.size
+    );
+    let mut out = String::with_capacity(svg.len() + title.len());
+    out.push_str(&svg[..open]);
+    out.push_str(&title);
+    out.push_str(&svg[open..]);
+    out
+}
+
+/// The text a typeset formula's SVG carries (see [`titled`]).
+pub fn text_of(svg: &[u8]) -> Option<FormulaText> {
+    let svg = std::str::from_utf8(svg).ok()?;
+    let doc = resvg::usvg::roxmltree::Document::parse(svg).ok()?;
+    let title = doc
+        .root_element()
+        .children()
+        .find(|n| n.has_tag_name((SVG_NS, "title")))?;
+    let number = |name: &str| title.attribute(name)?.parse::<f32>().ok();
+    Some(FormulaText {
+        text: title.text().unwrap_or_default().to_owned(),
+        baseline: number("data-baseline")?,
+        size: number("data-size")?,
+    })
+}
+
+const SVG_NS: &str = "http://www.w3.org/2000/svg";
 
 /// The formula as SVG, its text at `size` layout units in `colour`. TeX that mitex or
 /// Typst cannot read is drawn as its source, so nothing the author wrote is lost.
@@ -314,6 +453,23 @@ mod tests {
         // Unreadable TeX is drawn as its source rather than lost.
         let raw = typeset(r"\frac{", false, 48.0, Color(0, 0, 0)).unwrap();
         assert!(raw.starts_with("<svg"), "{raw}");
+    }
+
+    #[test]
+    fn a_formula_carries_its_text() {
+        let of = |tex: &str| {
+            let svg = typeset(tex, false, 48.0, Color(0, 0, 0)).unwrap();
+            text_of(svg.as_bytes()).unwrap()
+        };
+        let t = of("E = mc^2");
+        assert_eq!(t.text, "E = mc2", "{t:?}");
+        assert!(t.baseline > 0.5 && t.baseline <= 1.0, "{t:?}");
+        assert!(t.size > 0.4 && t.size <= 1.5, "{t:?}");
+        assert_eq!(of(r"\alpha + \beta").text, "α + β");
+        assert_eq!(of("a < b").text, "a < b");
+        // Unreadable TeX is drawn, and so read, as its source.
+        assert_eq!(of(r"\frac{").text, r"\frac{");
+        assert_eq!(of(r"\frac{a+b}{2} \geq \sqrt{ab}").text, "a+b 2 ≥ √ab");
     }
 
     #[test]

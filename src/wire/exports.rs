@@ -20,7 +20,8 @@ pub struct ArtifactView {
     pub name: String,
     pub content_type: String,
     pub size: u64,
-    /// The slide (1-based) of a PNG; null for a whole-deck file.
+    /// The slide (1-based) of a PNG; null for a whole-deck file (`deck.pdf`, `deck.html`,
+    /// the PNGs' `deck.zip`).
     pub slide: Option<usize>,
     /// A signed download URL, valid five minutes (`artifacts_expire_at`).
     pub url: String,
@@ -49,6 +50,9 @@ pub struct JobView {
     pub format: String,
     /// Whether the export carries speaker notes (`exports/create` with `notes: true`).
     pub notes: bool,
+    /// Whether the PNGs also come as one `deck.zip` artifact (`exports/create` with
+    /// `zip: true`).
+    pub zip: bool,
     pub status: ExportStatus,
     /// 0 to 1.
     pub progress: f64,
@@ -106,6 +110,7 @@ pub async fn job_view(objects: &ObjectStore, job: &JobRow) -> Result<JobView, St
         kind: "export",
         format: export.map_or_else(|text| text.to_owned(), |e| e.format.to_string()),
         notes: export.is_ok_and(|e| e.notes),
+        zip: export.is_ok_and(|e| e.zip),
         status: job.status,
         progress,
         slides_done: job.done,

@@ -58,6 +58,7 @@ mod slides_notes;
 mod slides_upload;
 mod slides_viewer;
 mod slides_watch;
+mod slides_zip;
 mod storage;
 mod stripe;
 mod telemetry;

@@ -91,25 +91,34 @@ text_enum! {
     }
 }
 
-/// An export's format and whether it carries speaker notes, stored as one text:
-/// `pdf`, `pdf+notes`, `html+notes`...
+/// An export's format, whether it carries speaker notes and whether its PNGs also come
+/// as one zip, stored as one text: `pdf`, `pdf+notes`, `html+notes`, `png+zip`...
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Export {
     pub format: ExportFormat,
     pub notes: bool,
+    /// The PNGs also as one `deck.zip` (`exports/create` with `zip: true`).
+    pub zip: bool,
 }
 
 impl Export {
     /// The stored text; the text itself when it names no export.
     pub fn parse(text: &str) -> Result<Export, &str> {
-        let (format, notes) = match text.split_once('+') {
-            Some((format, "notes")) => (format, true),
-            _ => (text, false),
+        let mut parts = text.split('+');
+        let format = parts.next().and_then(ExportFormat::parse).ok_or(text)?;
+        let mut export = Export {
+            format,
+            notes: false,
+            zip: false,
         };
-        match ExportFormat::parse(format) {
-            Some(format) => Ok(Export { format, notes }),
-            None => Err(text),
+        for part in parts {
+            match part {
+                "notes" if !export.notes => export.notes = true,
+                "zip" if !export.zip => export.zip = true,
+                _ => return Err(text),
+            }
         }
+        Ok(export)
     }
 }
 
@@ -118,6 +127,9 @@ impl std::fmt::Display for Export {
         f.write_str(self.format.as_str())?;
         if self.notes {
             f.write_str("+notes")?;
+        }
+        if self.zip {
+            f.write_str("+zip")?;
         }
         Ok(())
     }
@@ -278,16 +290,27 @@ mod tests {
 
     #[test]
     fn an_export_is_stored_as_it_always_was() {
-        for text in ["pdf", "png", "html", "pdf+notes", "html+notes", "png+notes"] {
+        for text in [
+            "pdf",
+            "png",
+            "html",
+            "pdf+notes",
+            "html+notes",
+            "png+notes",
+            "png+zip",
+        ] {
             assert_eq!(Export::parse(text).unwrap().to_string(), text);
         }
         assert_eq!(
             Export::parse("pdf+notes"),
             Ok(Export {
                 format: ExportFormat::Pdf,
-                notes: true
+                notes: true,
+                zip: false,
             })
         );
+        assert_eq!(Export::parse("png+zip").map(|e| e.zip), Ok(true));
+        assert_eq!(Export::parse("png+zip+zip"), Err("png+zip+zip"));
         assert_eq!(Export::parse("svg"), Err("svg"));
         assert_eq!(Export::parse("pdf+x"), Err("pdf+x"));
         assert_eq!(

@@ -30,7 +30,7 @@ use plinth_slides::Deck;
 
 #[cfg(test)]
 pub(crate) use images::passes_through;
-use text::{Bitmap, Glyph, GlyphMap, Shaper};
+use text::{Bitmap, GlyphMap, Shaped, Shaper};
 
 /// Points per layout unit: a 16:9 page is 720×405 pt (10 × 5.625 in), the usual
 /// presentation page size.
@@ -87,8 +87,8 @@ pub fn render(
     document::save(doc, pages, budget)
 }
 
-/// A laid-out page and the glyphs shaped for each of its items (`None` for all but text).
-type LaidPage = (Page, Vec<Option<Vec<Glyph>>>);
+/// A laid-out page and the glyphs shaped for each of its items.
+type LaidPage = (Page, Vec<Shaped>);
 /// Every visible slide's page (and its notes page, when asked for), each with its text
 /// items' glyphs.
 #[allow(clippy::too_many_arguments)]
@@ -117,7 +117,7 @@ fn lay_out(
             pages.extend(notes::page(bare, slide, i, size));
         }
         for page in pages {
-            let shaped = shaper.shape_page(&page);
+            let shaped = shaper.shape_page(&page, images);
             laid.push((page, shaped));
         }
     }
@@ -160,7 +160,7 @@ impl PageWriter {
     }
 
     /// The page loop: one method per kind of display-list item.
-    fn page(&mut self, page: &Page, shaped: Vec<Option<Vec<Glyph>>>) -> PdfPage {
+    fn page(&mut self, page: &Page, shaped: Vec<Shaped>) -> PdfPage {
         let (pw, ph) = (page.width * PT_PER_UNIT, page.height * PT_PER_UNIT);
         self.page_height = ph;
         self.ops = vec![fill(page.background), rect(0.0, 0.0, pw, ph, 0.0)];
@@ -190,7 +190,7 @@ impl PageWriter {
                     text,
                     ..
                 } if bitmap_text => {
-                    self.bitmap_text((*x, *y), *size, *font, text, &shaped.unwrap_or_default())
+                    self.bitmap_text((*x, *y), *size, *font, text, &shaped.glyphs())
                 }
                 Item::Text {
                     x,
@@ -199,7 +199,7 @@ impl PageWriter {
                     font,
                     fill: c,
                     ..
-                } => self.text((*x, *y), *size, *font, *c, &shaped.unwrap_or_default()),
+                } => self.text((*x, *y), *size, *font, *c, &shaped.glyphs()),
                 Item::Link { x, y, w, h, url } => self.link(*x, *y, *w, *h, url),
                 Item::Image {
                     x,
@@ -208,7 +208,12 @@ impl PageWriter {
                     h,
                     asset_id,
                     clip,
-                } => self.image(*x, *y, *w, *h, asset_id, *clip),
+                } => {
+                    self.image(*x, *y, *w, *h, asset_id, *clip);
+                    if let Shaped::Maths(m) = &shaped {
+                        self.maths_text((*x, *y, *w, *h), m);
+                    }
+                }
             }
         }
         if self.text_open {

@@ -1,5 +1,6 @@
 //! Text: each run shaped into glyphs before any page is written (so every font's subset
-//! is known), then shown by subset glyph number; colour emoji as images.
+//! is known), then shown by subset glyph number; colour emoji as images; a formula's
+//! text invisible over its image.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -8,9 +9,9 @@ use printpdf::{
     TextRenderingMode, XObjectId, XObjectTransform,
 };
 
-use crate::fonts::{font_metrics, registry, FontKey, Metrics};
+use crate::fonts::{font_metrics, registry, Face, FontKey, Metrics};
 use crate::layout::{self, Item, Page};
-use crate::RenderError;
+use crate::{Images, RenderError};
 
 use super::{fill, PageWriter, PT_PER_UNIT};
 
@@ -34,15 +35,37 @@ impl Shaper {
         }
     }
 
-    /// The glyphs of each of the page's items (`None` for all but text).
-    pub(super) fn shape_page(&mut self, page: &Page) -> Vec<Option<Vec<Glyph>>> {
+    /// The glyphs of each of the page's items: its text's, a formula's text's.
+    pub(super) fn shape_page(&mut self, page: &Page, images: &Images) -> Vec<Shaped> {
         page.items
             .iter()
             .map(|item| match item {
-                Item::Text { font, text, .. } => Some(self.shape(*font, text)),
-                _ => None,
+                Item::Text { font, text, .. } => Shaped::Text(self.shape(*font, text)),
+                Item::Image { asset_id, .. } if asset_id.starts_with(plinth_slides::MATHS) => {
+                    images
+                        .get(asset_id)
+                        .and_then(|i| crate::maths::text_of(&i.bytes))
+                        .and_then(|t| self.shape_maths(asset_id, t))
+                        .map_or(Shaped::Nothing, Shaped::Maths)
+                }
+                _ => Shaped::Nothing,
             })
             .collect()
+    }
+
+    /// A formula's text in the fonts that have its characters; its TeX source when no
+    /// font has one of them (docs/slides.md, "Maths").
+    fn shape_maths(&mut self, asset_id: &str, t: crate::maths::FormulaText) -> Option<MathsText> {
+        let runs = runs_of(&t.text).or_else(|| runs_of(&plinth_slides::maths_of(asset_id)?.0))?;
+        let runs = runs
+            .into_iter()
+            .map(|(font, text)| (font, self.shape(font, &text)))
+            .collect();
+        Some(MathsText {
+            runs,
+            baseline: t.baseline,
+            size: t.size,
+        })
     }
 
     fn shape(&mut self, font: FontKey, text: &str) -> Vec<Glyph> {
@@ -87,6 +110,49 @@ impl Shaper {
         }
         renumber
     }
+}
+
+/// What an item of a page needs drawn as text.
+pub(super) enum Shaped {
+    Nothing,
+    /// A text item's glyphs.
+    Text(Vec<Glyph>),
+    /// The text of a formula (an image).
+    Maths(MathsText),
+}
+
+impl Shaped {
+    pub(super) fn glyphs(self) -> Vec<Glyph> {
+        match self {
+            Shaped::Text(g) => g,
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// A formula's text, shaped: runs of one font each, and where its baseline and size sit
+/// in its box (fractions of the box's height).
+pub(super) struct MathsText {
+    runs: Vec<(FontKey, Vec<Glyph>)>,
+    baseline: f32,
+    size: f32,
+}
+
+/// The text cut into runs of one outline font each; `None` when a character has none.
+fn runs_of(text: &str) -> Option<Vec<(FontKey, String)>> {
+    let mut runs: Vec<(FontKey, String)> = Vec::new();
+    let mut prev = None;
+    for c in text.chars() {
+        let font = registry()
+            .pick(Face::Regular, c, prev)
+            .filter(|f| !font_metrics(*f).bitmap)?;
+        match runs.last_mut() {
+            Some((k, run)) if *k == font => run.push(c),
+            _ => runs.push((font, c.to_string())),
+        }
+        prev = Some(font);
+    }
+    Some(runs)
 }
 
 /// The PDF name of a font's subset.
@@ -177,6 +243,47 @@ impl PageWriter {
             }
             pen += g.advance * size;
         }
+    }
+
+    /// A formula's text, invisible (render mode 3) over its image and stretched to its
+    /// width, on its main baseline: text extraction and search find what the formula
+    /// says, the image shows it.
+    pub(super) fn maths_text(&mut self, (x, top, w, h): (f32, f32, f32, f32), m: &MathsText) {
+        let size = (m.size * h).max(1.0);
+        let em: f32 = m.runs.iter().flat_map(|(_, g)| g).map(|g| g.advance).sum();
+        if em <= 0.0 {
+            return;
+        }
+        let scale = w / (em * size);
+        let (baseline, page_height) = (top + m.baseline * h, self.page_height);
+        let ops = &mut self.ops;
+        ops.push(Op::StartTextSection);
+        ops.push(Op::SetTextRenderingMode {
+            mode: TextRenderingMode::Invisible,
+        });
+        ops.push(Op::SetHorizontalScaling {
+            percent: 100.0 * scale,
+        });
+        let mut pen = x;
+        for (font, glyphs) in &m.runs {
+            ops.push(Op::SetFont {
+                font: PdfFontHandle::External(font_id(*font)),
+                size: Pt(size * PT_PER_UNIT),
+            });
+            let map = (*font, &self.renumber, &self.shaper.unicode);
+            show(ops, font_metrics(*font), glyphs, map, |gx, dy| {
+                (
+                    Pt((pen + gx * size * scale) * PT_PER_UNIT),
+                    Pt(page_height - (baseline - dy * size) * PT_PER_UNIT),
+                )
+            });
+            pen += glyphs.iter().map(|g| g.advance).sum::<f32>() * size * scale;
+        }
+        ops.push(Op::SetHorizontalScaling { percent: 100.0 });
+        ops.push(Op::SetTextRenderingMode {
+            mode: TextRenderingMode::Fill,
+        });
+        ops.push(Op::EndTextSection);
     }
 
     /// Text extraction reads the run's text from /ActualText around an invisible space

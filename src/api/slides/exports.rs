@@ -105,6 +105,10 @@ pub struct ExportCreate {
     /// each slide with notes, `html` a presenter view (the slide, the next one, the
     /// notes, a timer). Not for `png`. Audience copies (publish) never carry notes.
     notes: Option<bool>,
+    /// For `png` only (default false): the PNGs also as one `deck.zip` artifact (entries
+    /// `slide-001.png`, … in slide order, stored uncompressed: PNGs are compressed
+    /// already), at most 256 MiB, else the job fails saying so.
+    zip: Option<bool>,
     /// An http(s) URL that receives a signed event when the job ends (succeeded, failed
     /// or cancelled): docs/api.md, "Completion callbacks".
     #[schemars(
@@ -141,8 +145,15 @@ pub async fn export_create(
             "`notes` applies to pdf and html exports (PNGs are the slides alone)",
         ));
     }
-    // Stored as the job's format (`pdf+notes`): the job answers `format` and `notes`.
-    let format = Export { format, notes }.to_string();
+    let zip = body.zip == Some(true);
+    if zip && format != ExportFormat::Png {
+        return Err(ApiError::bad_request(
+            "`zip` applies to png exports (a pdf or html export is one file already)",
+        ));
+    }
+    // Stored as the job's format (`pdf+notes`, `png+zip`): the job answers `format`,
+    // `notes` and `zip`.
+    let format = Export { format, notes, zip }.to_string();
     let revision_id = match &body.revision_id {
         None => None,
         Some(r) => Some(required("revision_id", r)?),

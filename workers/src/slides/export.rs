@@ -256,14 +256,17 @@ async fn export(
         size: Size::default(),
     };
     let rendered = match Export::parse(&work.format) {
-        Ok(Export { format, notes }) => {
+        Ok(Export { format, notes, zip }) => {
             // `pdf+notes`, `html+notes`: the export carries speaker notes.
             let options = plinth_render::Options {
                 notes,
                 created: Some(chrono::Utc::now().timestamp()),
             };
             match format {
-                ExportFormat::Png => out.pngs(&slides, &images, &mut clock, artifacts).await?,
+                ExportFormat::Png => {
+                    out.pngs(&slides, &images, zip, &mut clock, artifacts)
+                        .await?
+                }
                 ExportFormat::Pdf => out.pdf(&images, options, &mut clock, artifacts).await?,
                 ExportFormat::Html => out.html(&images, options, &mut clock, artifacts).await?,
             }

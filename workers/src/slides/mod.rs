@@ -15,6 +15,7 @@
 //!   clears the objects of earlier attempts (which can no longer publish);
 //! - an image check's verdict is written only while the asset is still `validating`.
 
+mod bundle;
 mod export;
 mod image;
 mod output;
@@ -32,6 +33,7 @@ use sha2::{Digest, Sha256};
 use crate::job::{Job, Retry};
 use crate::retry::{Backoff, JobError};
 
+pub use bundle::{PngZip, ZipError, MAX_ZIP_BYTES};
 pub use export::release_live_runs;
 pub use plinth_vocab::{AssetStatus, Export, ExportFormat, ImageFormat};
 

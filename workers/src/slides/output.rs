@@ -8,7 +8,7 @@ use std::time::Duration;
 use apalis::prelude::BoxDynError;
 use plinth_render::{Budget, Images, RenderError, Size};
 
-use super::{artifact_key, Artifact, Env, ExportWork};
+use super::{artifact_key, Artifact, Env, ExportWork, PngZip, MAX_ZIP_BYTES};
 use crate::pool::render_pool;
 
 /// A whole export may render this long (under the job's 10-minute timeout), one slide
@@ -127,14 +127,17 @@ impl Output<'_> {
         Ok(a)
     }
 
-    /// One PNG per slide, as many at once as the render pool has threads.
+    /// One PNG per slide, as many at once as the render pool has threads; with `zip`,
+    /// also all of them as one `deck.zip`, stored after the last slide (or not at all).
     pub(super) async fn pngs(
         &self,
         slides: &[&plinth_slides::Slide],
         images: &Images,
+        zip: bool,
         clock: &mut Clock,
         artifacts: &mut Vec<Artifact>,
     ) -> Rendered {
+        let mut bundle = zip.then(|| PngZip::new(chrono::Utc::now(), MAX_ZIP_BYTES));
         let deck = Arc::new(self.work.content.clone());
         let images = Arc::new(images.clone());
         let at_once = render_pool().threads();
@@ -156,9 +159,23 @@ impl Output<'_> {
                     Err(e) => return Ok(Err(RenderError::Failed(format!("slide {n}: {e}")))),
                 };
                 let name = format!("slide-{n:03}.png");
+                if let Some(z) = bundle.as_mut() {
+                    if let Err(e) = z.add(&name, &png) {
+                        return Ok(Err(RenderError::Failed(e.to_string())));
+                    }
+                }
                 artifacts.push(self.store(name, png, "image/png", Some(n)).await?);
                 self.stop.done.store(n, Ordering::Relaxed);
             }
+            clock.lap("store");
+        }
+        if let Some(z) = bundle {
+            let bytes = match z.finish() {
+                Ok(b) => b,
+                Err(e) => return Ok(Err(RenderError::Failed(e.to_string()))),
+            };
+            let ct = "application/zip";
+            artifacts.push(self.store("deck.zip".into(), bytes, ct, None).await?);
             clock.lap("store");
         }
         Ok(Ok(()))
