@@ -8,6 +8,9 @@ use crate::{
     MAX_STYLE_RULES,
 };
 
+/// Warnings one `style:` or `<style>` gives before the rest are only counted.
+const MAX_WARNINGS: usize = 50;
+
 /// Marp's slide is 1280×720 CSS pixels; plinth's canvas is 1920×1080.
 const PX_SCALE: f32 = 1.5;
 
@@ -24,10 +27,28 @@ pub(super) struct Sheet<'a> {
 }
 
 impl Sheet<'_> {
-    /// Reads `css`, whose first line is line `first` of the deck.
+    /// Reads `css`, whose first line is line `first` of the deck. At most
+    /// [`MAX_WARNINGS`] warnings each, then how many more there were.
     pub(super) fn read(&mut self, css: &str, first: usize) {
+        let before = self.warnings.len();
+        self.read_all(css, first);
+        let said = self.warnings.len() - before;
+        if said > MAX_WARNINGS {
+            self.warnings.truncate(before + MAX_WARNINGS);
+            self.warnings.push(format!(
+                "{}: style: {} more warnings about this CSS not shown",
+                (self.place)(first),
+                said - MAX_WARNINGS
+            ));
+        }
+    }
+
+    fn read_all(&mut self, css: &str, first: usize) {
         let css = without_comments(css);
-        let line_of = |at: usize| first + css[..at].matches('\n').count();
+        // Line starts, searched rather than rescanned: a hostile sheet of many short
+        // declarations stays linear.
+        let starts: Vec<usize> = css.match_indices('\n').map(|(i, _)| i).collect();
+        let line_of = |at: usize| first + starts.partition_point(|&s| s < at);
         let mut at = 0;
         while let Some(skip) = css[at..].find(|c: char| !c.is_whitespace()) {
             let start = at + skip;

@@ -285,6 +285,22 @@ fn style_rules_are_bounded() {
     assert!(err.contains("class `a b`"), "{err}");
 }
 
+#[test]
+fn a_large_hostile_sheet_reads_in_linear_time() {
+    // Close to the markdown limit: 100,000 declarations; 50 are warned with their line,
+    // the rest counted.
+    let css = format!("  h1 {{ {} }}\n", "x:1;".repeat(100_000));
+    let started = std::time::Instant::now();
+    let (_, warnings) = report(&format!("---\nstyle: |\n{css}---\n# x\n"));
+    assert_eq!(warnings.len(), 51);
+    assert!(warnings[49].starts_with("front matter line 3: style: `x`"));
+    assert_eq!(
+        warnings[50],
+        "front matter line 3: style: 99950 more warnings about this CSS not shown"
+    );
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+}
+
 proptest::proptest! {
     /// Whatever the CSS, reading it answers (rules and warnings), never panics, and
     /// the deck it makes is valid.
