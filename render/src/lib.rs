@@ -9,6 +9,7 @@
 mod budget;
 mod cost;
 mod coverage;
+mod custom;
 mod fonts;
 mod highlight;
 mod html;
@@ -337,6 +338,8 @@ fn sane(size: Size) -> Size {
     }
 }
 
+#[cfg(test)]
+mod custom_tests;
 #[cfg(test)]
 mod limit_tests;
 #[cfg(test)]

@@ -7,7 +7,7 @@
 //! slide's actual background and text colours, directives included, and every colour
 //! drawn on a fill is pushed to at least [`MIN_CONTRAST`] against it.
 
-use plinth_slides::{parse_color, Deck, Layout, MarpTheme, Slide, Theme};
+use plinth_slides::{parse_color, Deck, Layout, MarpTheme, Slide, StyleElement, Theme};
 
 pub use crate::palette::{Color, Palette};
 
@@ -75,12 +75,21 @@ pub struct Look {
     /// Every block is centred across (uncover), not only a lead slide's.
     pub centre_all: bool,
     pub chrome: Chrome,
+    /// Paragraph size in `em` of the body, and whether paragraphs and headings `#` to
+    /// `###` are bold (the deck's styles may change them).
+    pub paragraph: f32,
+    pub paragraph_bold: bool,
+    pub heading_bold: [bool; 3],
 }
 
 /// Header, footer and page number.
 #[derive(Debug, Clone, Copy)]
 pub struct Chrome {
+    /// The footer's size (and the header's unless the deck's styles set its own).
     pub size: f32,
+    pub header_size: f32,
+    /// Header and footer bold.
+    pub bold: (bool, bool),
     pub number_size: f32,
     /// From the slide's edges.
     pub left: f32,
@@ -106,6 +115,24 @@ impl Look {
             Some(MarpTheme::Default) => default_look(),
             Some(MarpTheme::Gaia) => gaia_look(),
             Some(MarpTheme::Uncover) => uncover_look(),
+        }
+    }
+
+    /// The deck's look for one slide: its theme's, with the sizes and weights the
+    /// deck's styles give the slide.
+    pub fn for_slide(deck: &Deck, slide: &Slide) -> Look {
+        let mut look = Look::of(deck);
+        crate::custom::look(deck, slide, &mut look);
+        look
+    }
+
+    /// A heading at `level` (1 is `#`) is bold.
+    pub fn heading_is_bold(&self, level: u8) -> bool {
+        match level {
+            0 | 1 => self.heading_bold[0],
+            2 => self.heading_bold[1],
+            3 => self.heading_bold[2],
+            _ => true,
         }
     }
 
@@ -161,6 +188,8 @@ fn default_look() -> Look {
         centre_all: false,
         chrome: Chrome {
             size: 30.0,
+            header_size: 30.0,
+            bold: (false, false),
             number_size: 36.0,
             left: 45.0,
             right: 45.0,
@@ -168,6 +197,9 @@ fn default_look() -> Look {
             footer_baseline: 31.5 + 8.0,
             centred: false,
         },
+        paragraph: 1.0,
+        paragraph_bold: false,
+        heading_bold: [true; 3],
     }
 }
 
@@ -196,6 +228,8 @@ fn gaia_look() -> Look {
         centre_vertically: false,
         chrome: Chrome {
             size: 34.5,
+            header_size: 34.5,
+            bold: (false, false),
             number_size: 42.0,
             left: 37.5,
             right: 37.5,
@@ -234,6 +268,8 @@ fn uncover_look() -> Look {
         centre_all: true,
         chrome: Chrome {
             size: 30.0,
+            header_size: 30.0,
+            bold: (false, false),
             number_size: 36.0,
             left: 105.0,
             right: 45.0,
@@ -279,6 +315,17 @@ pub fn slide_palette(deck: &Deck, slide: &Slide) -> Palette {
     } else {
         (deck.background_color.as_ref(), deck.color.as_ref())
     };
+    // The deck's styles are under the set colours (Marp's directives are inline
+    // styles, which win over a style sheet).
+    let section = deck.styled(slide, StyleElement::Section);
+    let styled = |c: Option<(u8, u8, u8)>| c.map(|(r, g, b)| Color(r, g, b));
+    if let Some(c) = styled(section.background) {
+        bg = c;
+    }
+    if let Some(c) = styled(section.color) {
+        fg = c;
+        title = c;
+    }
     if let Some(c) = rgb(slide.background_color.as_ref().or(deck_bg)) {
         bg = c;
     }
@@ -290,7 +337,9 @@ pub fn slide_palette(deck: &Deck, slide: &Slide) -> Palette {
     if let Some(c) = rgb(deck.brand.as_ref()) {
         accent = c;
     }
-    derive(kind, bg, fg, title, accent)
+    let mut pal = derive(kind, bg, fg, title, accent);
+    crate::custom::palette(deck, slide, &mut pal);
+    pal
 }
 
 /// Fills and secondary colours from the background and the text colour.
@@ -336,6 +385,13 @@ fn derive(kind: Kind, bg: Color, fg: Color, title: Color, accent: Color) -> Pale
             if luminance(bg) < 0.4 { 0.3 } else { 0.4 },
         ),
         dark: luminance(code_bg) < 0.4,
+        headings: [title, fg, fg],
+        paragraph: fg,
+        cell_text: fg,
+        header: readable(mix(fg, bg, 0.4), bg, MIN_CONTRAST),
+        footer: readable(mix(fg, bg, 0.4), bg, MIN_CONTRAST),
+        head_own: None,
+        cells_own: None,
     }
 }
 

@@ -37,6 +37,60 @@ pub struct Palette {
     pub markers: Color,
     /// Code boxes are dark: code is highlighted with a dark theme.
     pub dark: bool,
+    /// Headings `#` to `###` (deeper ones are `text`), paragraphs, table cells, and the
+    /// header and footer: the theme's colours unless the deck's styles set them.
+    pub headings: [Color; 3],
+    pub paragraph: Color,
+    pub cell_text: Color,
+    pub header: Color,
+    pub footer: Color,
+    /// Fills the deck's styles give the table header and body rows (`th`, `td`,
+    /// `table` backgrounds), drawn whatever the theme's table look.
+    pub head_own: Option<Color>,
+    pub cells_own: Option<Color>,
+}
+
+impl Palette {
+    /// The text colour of a heading at `level` (1 is `#`).
+    pub fn heading(&self, level: u8) -> Color {
+        match level {
+            0 | 1 => self.headings[0],
+            2 => self.headings[1],
+            3 => self.headings[2],
+            _ => self.text,
+        }
+    }
+}
+
+/// The colours only the deck's styles set, before [`crate::look`] derives them.
+fn base() -> Palette {
+    let black = Color(0, 0, 0);
+    Palette {
+        background: black,
+        text: black,
+        title: black,
+        accent: black,
+        muted: black,
+        code_bg: black,
+        code_text: black,
+        inline_code_bg: black,
+        inline_code_text: black,
+        stripe: black,
+        rule: black,
+        quote_bar: black,
+        head_fill: black,
+        head_text: black,
+        mark_bg: black,
+        markers: black,
+        dark: false,
+        headings: [black; 3],
+        paragraph: black,
+        cell_text: black,
+        header: black,
+        footer: black,
+        head_own: None,
+        cells_own: None,
+    }
 }
 
 pub fn palette(theme: Theme) -> Palette {
@@ -59,6 +113,7 @@ pub fn palette(theme: Theme) -> Palette {
             markers: Color(0x2f, 0x6f, 0xeb),
             mark_bg: Color(0xff, 0xf8, 0xc5),
             dark: false,
+            ..base()
         },
         Theme::Dark => Palette {
             background: Color(0x16, 0x1b, 0x22),
@@ -78,6 +133,7 @@ pub fn palette(theme: Theme) -> Palette {
             markers: Color(0x58, 0xa6, 0xff),
             mark_bg: Color(0x4b, 0x3f, 0x1a),
             dark: true,
+            ..base()
         },
     }
 }

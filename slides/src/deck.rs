@@ -12,8 +12,12 @@ impl Deck {
     pub fn from_json_report(value: serde_json::Value) -> Result<(Deck, Vec<String>), Invalid> {
         let mut deck: Deck = serde_path_to_error::deserialize(value)
             .map_err(|e| Invalid(format!("invalid document at `{}`: {}", e.path(), e.inner())))?;
-        let warnings = deck.mend();
+        let mut warnings = deck.mend();
         deck.validate()?;
+        // An author's colour is drawn as written, even when it is hard to read.
+        for (i, why) in style_contrast_warnings(&deck.styles) {
+            warnings.push(format!("styles[{i}]: {why}"));
+        }
         Ok((deck, warnings))
     }
 
@@ -97,6 +101,7 @@ impl Deck {
         ] {
             check_color(what, c.as_deref())?;
         }
+        check_styles(&self.styles)?;
         if let Some(logo) = &self.logo {
             if uuid::Uuid::parse_str(logo).is_err() {
                 return invalid(format!("logo `{logo}` is not an asset id"));
@@ -137,6 +142,7 @@ impl Deck {
             ] {
                 check_color(&format!("{at} {what}"), c.as_deref())?;
             }
+            check_classes(&at, &slide.classes)?;
             if slide.backgrounds.len() > 8 {
                 return invalid(format!("{at}: at most 8 background images"));
             }
@@ -236,6 +242,7 @@ impl Deck {
             brand: self.brand.clone(),
             logo: self.logo.clone(),
             marp_theme: self.marp_theme,
+            styles: self.styles.clone(),
         }
     }
 

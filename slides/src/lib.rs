@@ -11,6 +11,7 @@ mod marks;
 mod model;
 #[cfg(feature = "schema")]
 mod schema;
+mod style;
 mod templates;
 mod validate;
 
@@ -37,6 +38,7 @@ pub const MAX_OPERATIONS: usize = 500;
 pub use blocks::*;
 pub use marks::*;
 pub use model::*;
+pub use style::*;
 pub use validate::*;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -51,6 +51,12 @@ pub struct Deck {
     /// deck has plinth's own look.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marp_theme: Option<MarpTheme>,
+    /// The deck's own styles (Marp's `style:` CSS, in the subset plinth draws): later
+    /// rules win, and a rule for a slide's class wins over one for every slide. Set
+    /// colours (`background_color`, `color`, a slide's own) win over them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(length(max = MAX_STYLE_RULES)))]
+    pub styles: Vec<StyleRule>,
 }
 
 /// Marp's three built-in themes.
@@ -187,6 +193,11 @@ pub struct Slide {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "schema", schemars(length(max = 8)))]
     pub backgrounds: Vec<Background>,
+    /// Marp classes besides `lead` and `invert` (which are `layout` and `theme`), for
+    /// the deck's `styles` to pick slides by.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "schema", schemars(length(max = MAX_CLASSES), inner(length(min = 1, max = MAX_ID_CHARS))))]
+    pub classes: Vec<String>,
 }
 
 /// Text in `text`, `heading`, list items, table cells and titles may carry inline marks

@@ -55,6 +55,7 @@ mod slides_cli;
 mod slides_findings;
 mod slides_fonts;
 mod slides_notes;
+mod slides_style;
 mod slides_upload;
 mod slides_viewer;
 mod slides_watch;

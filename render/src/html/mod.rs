@@ -9,6 +9,7 @@
 //! style sheet, one [`slide`] section each (its [`blocks`] and [`pics`]), the script.
 
 mod blocks;
+mod custom;
 mod head;
 mod out;
 mod pics;

@@ -7,6 +7,7 @@ use crate::layout::slide_palette;
 use crate::{Budget, RenderError};
 
 use super::blocks::{blocks_html, marked};
+use super::custom::style_vars;
 use super::out::{escape_into, Out};
 use super::pics::{backgrounds_html, pic, Pics};
 
@@ -68,10 +69,11 @@ fn open_section<O: Out>(out: &mut O, deck: &Deck, slide: &Slide, i: usize) -> bo
         || slide.color.is_some()
         || deck.background_color.is_some()
         || deck.color.is_some()
+        || !deck.styles.is_empty()
     {
         let _ = write!(
             out,
-            " style=\"--bg: {}; --text: {}; --title: {}; --accent: {}; --code-bg: {}; --code-text: {}; --inline-code-bg: {}; --muted: {}; --stripe: {}; --rule: {}; --quote-bar: {};\"",
+            " style=\"--bg: {}; --text: {}; --title: {}; --accent: {}; --code-bg: {}; --code-text: {}; --inline-code-bg: {}; --inline-code-text: {}; --muted: {}; --stripe: {}; --rule: {}; --quote-bar: {};",
             own.background.hex(),
             own.text.hex(),
             own.title.hex(),
@@ -79,11 +81,14 @@ fn open_section<O: Out>(out: &mut O, deck: &Deck, slide: &Slide, i: usize) -> bo
             own.code_bg.hex(),
             own.code_text.hex(),
             own.inline_code_bg.hex(),
+            own.inline_code_text.hex(),
             own.muted.hex(),
             own.stripe.hex(),
             own.rule.hex(),
             own.quote_bar.hex(),
         );
+        style_vars(out, deck, slide, &own);
+        out.push('"');
     }
     out.push_str(">\n");
     own.dark

@@ -112,17 +112,18 @@ pub(super) fn title_piece(slide: &Slide, title: &str, ctx: &Ctx, frame: &Frame, 
         _ => look.heading_size(level),
     };
     // The markdown front door keeps inline marks (and their escapes) in titles too.
-    let mut glyphs = marked_glyphs(title, Face::Bold, size, ctx);
+    let face = heading_face(look, level);
+    let mut glyphs = marked_glyphs(title, face, size, ctx);
     if slide.title_fit {
         size = fit_size(&glyphs, size, cw, frame.height * 0.8 / look.heading_leading);
-        glyphs = marked_glyphs(title, Face::Bold, size, ctx);
+        glyphs = marked_glyphs(title, face, size, ctx);
     }
     let leading = look.heading_leading;
     // Marp colours `#` in the title colour and `##` as text; plinth every title.
-    let fill = if level <= 1 || look.title_rule {
+    let fill = if level > 1 && look.title_rule {
         pal.title
     } else {
-        pal.text
+        pal.heading(level)
     };
     let mut text = Paragraph::new(&glyphs, cw, size, leading, align(centered), fill, pal);
     if !look.title_rule {
@@ -298,14 +299,19 @@ pub(super) fn block_piece(
     match block {
         Block::Heading { text, level, fit } => heading(text, *level, *fit, ctx, cw, centered, s),
         Block::Text { text } => {
-            let size = ctx.look.text * s;
+            let size = ctx.look.text * ctx.look.paragraph * s;
+            let face = if ctx.look.paragraph_bold {
+                Face::Bold
+            } else {
+                Face::Regular
+            };
             let p = Paragraph::new(
-                &marked_glyphs(text, Face::Regular, size, ctx),
+                &marked_glyphs(text, face, size, ctx),
                 cw,
                 size,
                 ctx.look.leading,
                 align(centered),
-                pal.text,
+                pal.paragraph,
                 pal,
             );
             Piece::Fixed {
@@ -390,17 +396,27 @@ fn heading(
     let pal = ctx.pal;
     let level = level.unwrap_or(2);
     let mut size = s * ctx.look.heading_size(level);
-    let mut glyphs = marked_glyphs(text, Face::Bold, size, ctx);
+    let face = heading_face(ctx.look, level);
+    let mut glyphs = marked_glyphs(text, face, size, ctx);
     if fit {
         size = fit_size(&glyphs, size, cw, 600.0 * s);
-        glyphs = marked_glyphs(text, Face::Bold, size, ctx);
+        glyphs = marked_glyphs(text, face, size, ctx);
     }
-    let fill = if level <= 1 { pal.title } else { pal.text };
+    let fill = pal.heading(level);
     let leading = ctx.look.heading_leading;
     let p = Paragraph::new(&glyphs, cw, size, leading, align(centered), fill, pal);
     Piece::Fixed {
         items: p.items,
         height: p.height,
+    }
+}
+
+/// Headings are bold unless the deck's styles say otherwise.
+fn heading_face(look: &Look, level: u8) -> Face {
+    if look.heading_is_bold(level) {
+        Face::Bold
+    } else {
+        Face::Regular
     }
 }
 

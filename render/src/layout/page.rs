@@ -10,7 +10,7 @@ pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Pag
 pub fn page_with(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size, fill: Fill) -> Page {
     let pal = slide_palette(deck, slide);
     let pal = &pal;
-    let look = Look::of(deck);
+    let look = Look::for_slide(deck, slide);
     let width = CANVAS_HEIGHT * size.width as f32 / size.height as f32;
     let height = CANVAS_HEIGHT;
     // Narrow canvases get narrower margins so text keeps some room.
@@ -272,34 +272,44 @@ pub(super) fn chrome(
     // Beside a split background, in the content's part of the slide.
     let (pal, c) = (ctx.pal, ctx.look.chrome);
     let (left, right) = (x0 + c.left, x1 - c.right);
-    let size = c.size;
-    let w = (right - left).max(size);
+    let w = (right - left).max(c.size);
     let header = slide.header.as_ref().or(deck.header.as_ref());
     let footer = slide.footer.as_ref().or(deck.footer.as_ref());
     let number = page_number(deck, slide).map(|n| n.to_string());
     let number_w = number
         .as_ref()
-        .map_or(0.0, |n| measure(n, Face::Regular, c.number_size) + size);
-    for (text, baseline, max_w) in [
+        .map_or(0.0, |n| measure(n, Face::Regular, c.number_size) + c.size);
+    let face = |bold| if bold { Face::Bold } else { Face::Regular };
+    for (text, baseline, max_w, size, fill, face) in [
         // The header stops short of the logo.
         (
             header,
             c.header_baseline,
-            w - if logo_w > 0.0 { logo_w + size } else { 0.0 },
+            w - if logo_w > 0.0 { logo_w + c.size } else { 0.0 },
+            c.header_size,
+            pal.header,
+            face(c.bold.0),
         ),
-        (footer, CANVAS_HEIGHT - c.footer_baseline, w - number_w),
+        (
+            footer,
+            CANVAS_HEIGHT - c.footer_baseline,
+            w - number_w,
+            c.size,
+            pal.footer,
+            face(c.bold.1),
+        ),
     ] {
         let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
             continue;
         };
-        let glyphs = marked_glyphs(text, Face::Regular, size, ctx);
+        let glyphs = marked_glyphs(text, face, size, ctx);
         let align = if c.centred {
             TextAlign::Center
         } else {
             TextAlign::Left
         };
         // One line: what does not fit is cut.
-        let p = Paragraph::new(&glyphs, max_w.max(size), size, 1.2, align, pal.muted, pal);
+        let p = Paragraph::new(&glyphs, max_w.max(size), size, 1.2, align, fill, pal);
         let first = p.first_baseline;
         items.extend(
             p.items

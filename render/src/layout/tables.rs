@@ -40,7 +40,7 @@ pub(super) fn table(
     let mut y = 0.0;
     let mut row_tops = Vec::new();
     for (r, row) in cells.iter().enumerate() {
-        let fill = if r == 0 { pal.head_text } else { pal.text };
+        let fill = if r == 0 { pal.head_text } else { pal.cell_text };
         let paragraphs: Vec<Paragraph> = row
             .iter()
             .enumerate()
@@ -144,6 +144,18 @@ pub(super) fn rect(x: f32, y: f32, w: f32, h: f32, fill: Color) -> Item {
 
 /// The fill of row `r` (0 is the header), if it has one.
 pub(super) fn row_fill(style: TableStyle, pal: &Palette, r: usize) -> Option<Color> {
+    // Fills the deck's styles set are drawn in every look, the body's striped.
+    match (r, pal.head_own, pal.cells_own) {
+        (0, Some(fill), _) => return Some(fill),
+        (1.., _, Some(fill)) => {
+            return Some(if r.is_multiple_of(2) {
+                pal.stripe
+            } else {
+                fill
+            })
+        }
+        _ => {}
+    }
     match style {
         TableStyle::Plinth | TableStyle::Gaia if r == 0 => Some(pal.head_fill),
         // GitHub tints the even rows of the body, gaia the odd ones.

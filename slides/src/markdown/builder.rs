@@ -13,14 +13,22 @@ use super::directives::{Directives, Found};
 use super::frame::{emit, flush_div_text, flush_item, Frame, Inline};
 use super::ParseOptions;
 
-/// Reads one slide's text, which starts on line `first_line` of the deck: the slide and
-/// the directives it sets for itself and for the slides after it.
+/// One slide as read: the slide, the directives it sets for itself (`local`) and for the
+/// slides after it (`global`), and its `<style>` elements' CSS with their first lines.
+pub(super) struct ReadSlide {
+    pub(super) slide: Slide,
+    pub(super) local: Directives,
+    pub(super) global: Directives,
+    pub(super) styles: Vec<(usize, String)>,
+}
+
+/// Reads one slide's text, which starts on line `first_line` of the deck.
 pub(super) fn parse_slide(
     text: &str,
     first_line: usize,
     opts: &ParseOptions,
     warnings: &mut Vec<String>,
-) -> Result<(Slide, Directives, Directives), Invalid> {
+) -> Result<ReadSlide, Invalid> {
     // Byte offset of each line start, so an event's line number is a binary search
     // rather than a rescan of the text before it.
     let line_starts: Vec<usize> = std::iter::once(0)
@@ -65,6 +73,8 @@ pub(super) struct SlideBuilder<'a, 'o> {
     /// and the text of its lines so far (`html_text`), drawn as one paragraph.
     pub(super) in_div_block: bool,
     pub(super) div_text: String,
+    /// `<style>` elements' CSS and the line each starts on (for the whole deck).
+    pub(super) styles: Vec<(usize, String)>,
 }
 
 impl<'a, 'o> SlideBuilder<'a, 'o> {
@@ -85,6 +95,7 @@ impl<'a, 'o> SlideBuilder<'a, 'o> {
             notes: Footnotes::default(),
             in_div_block: false,
             div_text: String::new(),
+            styles: Vec::new(),
         }
     }
 
@@ -160,10 +171,15 @@ impl<'a, 'o> SlideBuilder<'a, 'o> {
         Ok(())
     }
 
-    fn finish(mut self) -> Result<(Slide, Directives, Directives), Invalid> {
+    fn finish(mut self) -> Result<ReadSlide, Invalid> {
         self.flush_div_text()?;
         self.notes.append_to(&mut self.slide);
-        Ok((self.slide, self.found.local, self.found.global))
+        Ok(ReadSlide {
+            slide: self.slide,
+            local: self.found.local,
+            global: self.found.global,
+            styles: self.styles,
+        })
     }
 
     /// Puts a finished block where it belongs (see [`emit`]).

@@ -47,6 +47,16 @@ impl Directives {
                             Theme::Dark => Theme::Light,
                         })
                     }
+                    // Kept for the deck's styles to pick the slide by; a class no
+                    // rule names is warned once the whole deck is read.
+                    other
+                        if crate::is_class_name(other)
+                            && slide.classes.len() < crate::MAX_CLASSES =>
+                    {
+                        if !slide.classes.iter().any(|c| c == other) {
+                            slide.classes.push(other.to_owned());
+                        }
+                    }
                     other => warnings.push(format!(
                         "slide at line {line}: class `{other}` is not supported and has no effect"
                     )),

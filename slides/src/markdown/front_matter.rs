@@ -2,6 +2,7 @@
 
 use crate::{Aspect, Deck, Invalid, MarpTheme, Slide, Theme};
 
+use super::css;
 use super::directives::{directive, Directives, Found};
 use super::values::{color, paginate, yaml_scalar, yes_no, PAGINATE_VALUES};
 use super::ParseOptions;
@@ -18,6 +19,8 @@ pub(super) struct FrontMatter {
     pub first_local: Directives,
     /// Marp splits slides at every thematic break (`***`, `___`, `- - -`), not only `---`.
     pub is_marp: bool,
+    /// Where each of the deck's style rules was written.
+    pub style_places: Vec<String>,
 }
 
 /// Reads the front matter, if the deck has one, into `deck` and the answer.
@@ -41,6 +44,18 @@ pub(super) fn read(
         let Some((key, value)) = line.split_once(':') else {
             continue;
         };
+        if key.trim() == "style" {
+            let (css, first) = style_value(value, &lines[n + 1..end], at);
+            let place = |l: usize| format!("front matter line {l}");
+            css::Sheet {
+                rules: &mut deck.styles,
+                places: &mut fm.style_places,
+                warnings,
+                place: &place,
+            }
+            .read(&css, first);
+            continue;
+        }
         let mut value = yaml_scalar(value);
         if value.is_empty() {
             // A YAML list (`class:` then `  - invert` lines) reads as its items.
@@ -156,6 +171,21 @@ fn deck_key(
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// The CSS of a `style:` key on line `at` and the line it starts on: its value on the
+/// same line, or the indented lines after it (`style: |`, YAML's block scalar).
+fn style_value(value: &str, after: &[&str], at: usize) -> (String, usize) {
+    let value = value.trim();
+    if !value.is_empty() && !value.starts_with(['|', '>']) {
+        return (yaml_scalar(value), at);
+    }
+    let block: Vec<&str> = after
+        .iter()
+        .take_while(|l| l.starts_with([' ', '\t']) || l.trim().is_empty())
+        .copied()
+        .collect();
+    (block.join("\n"), at + 1)
 }
 
 /// Front matter: the first line is `---`, a later `---` closes it, and every line in

@@ -32,12 +32,10 @@ impl SlideBuilder<'_, '_> {
             return Ok(());
         }
         if t.get(..6).is_some_and(|p| p.eq_ignore_ascii_case("<style")) {
-            // Marp's inline theme CSS: plinth draws its own themes.
-            if t.to_ascii_lowercase().contains("</style>") {
+            // Marp's CSS for the whole deck, read once the element is whole.
+            if let Some(end) = t.to_ascii_lowercase().find("</style>") {
                 self.html.clear();
-                self.warnings.push(format!(
-                    "line {line}: a <style> element has no effect (plinth draws its own themes)"
-                ));
+                self.style_element(t, end, line);
             }
             return Ok(());
         }
@@ -77,6 +75,23 @@ impl SlideBuilder<'_, '_> {
             directive(&mut self.slide, &mut self.found, &body, line, self.warnings)?;
         }
         Ok(())
+    }
+
+    /// A whole `<style>…</style>` (`t`, closed at `end`) whose last line is `line`: its
+    /// CSS, from the line of its opening tag, for the deck. `scoped` (Marp's one-slide
+    /// CSS) is not drawn.
+    fn style_element(&mut self, t: &str, end: usize, line: usize) {
+        let first = line.saturating_sub(t.matches('\n').count());
+        let Some(open_end) = t[..end].find('>') else {
+            return;
+        };
+        if t[..open_end].to_ascii_lowercase().contains("scoped") {
+            self.warnings.push(format!(
+                "line {first}: style: <style scoped> (one slide's CSS) is not supported and has no effect"
+            ));
+            return;
+        }
+        self.styles.push((first, t[open_end + 1..end].to_owned()));
     }
 
     /// A line of a `<div>` block, `t`, whose text is `text`: their text and inline marks

@@ -8,6 +8,7 @@
 
 mod blocks;
 mod builder;
+mod css;
 mod directives;
 mod frame;
 mod front_matter;
@@ -79,19 +80,34 @@ pub fn parse_markdown_report(
         heading_divider,
         mut first_local,
         is_marp,
+        mut style_places,
     } = front_matter::read(&lines, &mut deck, opts, &mut warnings)?;
     let chunks = split::slides(&lines, start, is_marp, heading_divider)?;
+    let mut first_lines = Vec::new();
     for (first_line, chunk) in chunks {
         let text = chunk.join("\n");
-        let (mut slide, local, mut global) = parse_slide(&text, first_line, opts, &mut warnings)?;
+        let read = parse_slide(&text, first_line, opts, &mut warnings)?;
+        let (mut slide, mut global) = (read.slide, read.global);
         global.layout_set = false;
         inherited.merge(global);
         let mut applied = inherited.clone();
         applied.merge(std::mem::take(&mut first_local));
-        applied.merge(local);
+        applied.merge(read.local);
         applied.apply(&mut slide, &deck, first_line, &mut warnings);
         deck.slides.push(slide);
+        first_lines.push(first_line);
+        let place = |l: usize| format!("line {l}");
+        for (line, css) in read.styles {
+            css::Sheet {
+                rules: &mut deck.styles,
+                places: &mut style_places,
+                warnings: &mut warnings,
+                place: &place,
+            }
+            .read(&css, line);
+        }
     }
+    styles_said(&deck, &first_lines, &style_places, &mut warnings);
     // As Marp does, a deck with nothing on it is blank slides (at least one), not an
     // error: an author's new, empty file renders, and says so.
     if deck.slides.is_empty() {
@@ -109,5 +125,25 @@ pub fn parse_markdown_report(
     Ok((deck, warnings))
 }
 
+/// What the deck's styles leave unsaid: classes no rule picks slides by, and author
+/// colours hard to read on the background the rules give them.
+fn styles_said(deck: &Deck, first_lines: &[usize], places: &[String], warnings: &mut Vec<String>) {
+    for (slide, line) in deck.slides.iter().zip(first_lines) {
+        for class in &slide.classes {
+            if !deck.styles.iter().any(|r| r.class.as_ref() == Some(class)) {
+                warnings.push(format!(
+                    "slide at line {line}: class `{class}` is not supported and has no effect"
+                ));
+            }
+        }
+    }
+    for (i, why) in crate::style_contrast_warnings(&deck.styles) {
+        let place = places.get(i).map_or("front matter", String::as_str);
+        warnings.push(format!("{place}: style: {why}"));
+    }
+}
+
+#[cfg(test)]
+mod css_tests;
 #[cfg(test)]
 mod tests;

@@ -535,8 +535,11 @@ fn marp_decks_import_as_written() {
     assert_eq!(s.background_color.as_deref(), Some("#123456"), "inherited");
     assert_eq!(s.footer, None);
     assert_eq!(s.backgrounds.len(), 1);
+    // `style:` is read: 30 of Marp's pixels are 45 on plinth's canvas.
+    assert_eq!(deck.styles.len(), 1);
+    assert_eq!(deck.styles[0].font_size, Some(FontSize::Px(45.0)));
     assert!(
-        warnings.iter().any(|w| w.contains("`style`")),
+        !warnings.iter().any(|w| w.contains("style")),
         "{warnings:?}"
     );
     assert!(warnings.iter().any(|w| w.contains("sepia")), "{warnings:?}");
@@ -570,7 +573,7 @@ fn marp_decks_import_as_written() {
     assert_eq!(deck.marp_theme, Some(MarpTheme::Uncover));
     assert_eq!(deck.slides[0].layout, Layout::Content);
     // Front matter as people write it: YAML comments, dotted keys, lists, local
-    // directives, `#` colours; `<style>` is read and has no effect.
+    // directives, `#` colours; `<style>` is read for the whole deck.
     let (deck, warnings) = parse_markdown_report(
         "---\nmarp: true          # enable Marp\n#theme: gaia\nmarkdown.marp.enableHtml: true\npaginate: true # numbers\nbackgroundColor: #f0f8ff\nheader: \"Team #1\"\nclass:\n  - invert\n_class: lead\n_paginate: skip\n---\n\n<style>\nsection { color: red; }\n\nh1 { color: blue; }\n</style>\n\n# One\n\n---\n\n## Two\n",
         &ParseOptions::default(),
@@ -585,10 +588,8 @@ fn marp_decks_import_as_written() {
     assert_eq!(deck.slides[0].paginate, Some(false));
     assert_eq!(deck.slides[1].theme, Some(Theme::Dark));
     assert_eq!(deck.slides[1].layout, Layout::Content);
-    assert!(
-        warnings.iter().any(|w| w.contains("<style>")),
-        "{warnings:?}"
-    );
+    assert_eq!(deck.styles.len(), 2, "{warnings:?}");
+    assert_eq!(deck.styles[1].element, StyleElement::H1);
     let deck = parse_markdown("# <!-- fit --> Big\n\n### <!-- fit --> Small\n").unwrap();
     assert_eq!(deck.slides[0].notes, None);
     assert!(deck.slides[0].title_fit);
