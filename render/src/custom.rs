@@ -1,13 +1,12 @@
 //! The deck's own styles (`Deck.styles`, Marp's `style:` CSS) on one slide: element
-//! colours over the palette the theme and the set colours give, sizes and weights over
-//! the theme's. An author's colour is drawn as written (the markdown reader warns when
+//! colours over the palette the theme and the set colours give (the sizes and weights
+//! are `look::styled_sizes`). An author's colour is drawn as written (the markdown reader warns when
 //! it is hard to read); a fill the author sets without the text on it gets text derived
 //! from that fill, so nothing is drawn light on light.
 
 use plinth_slides::{Deck, Slide, StyleElement as E, Styled};
 
-use crate::look::{mix, readable, Look, MIN_CONTRAST};
-use crate::palette::{Color, Palette};
+use crate::palette::{luminance, mix, readable, Color, Palette, MIN_CONTRAST};
 
 fn rgb(c: Option<(u8, u8, u8)>) -> Option<Color> {
     c.map(|(r, g, b)| Color(r, g, b))
@@ -79,7 +78,7 @@ fn code(pal: &mut Palette, code: Styled, pre: Styled) {
         rgb(pre.color.or(code.color)),
     );
     (pal.code_bg, pal.code_text) = (bg, text);
-    pal.dark = crate::look::luminance(bg) < 0.4;
+    pal.dark = luminance(bg) < 0.4;
 }
 
 /// A fill and the text on it: the author's, and text kept readable on a fill the
@@ -96,44 +95,4 @@ fn own_fill(
         (None, None) => text,
     };
     (fill, text)
-}
-
-/// Sizes and weights over the theme's: `section` sets the text size everything else
-/// is in `em` of.
-pub(crate) fn look(deck: &Deck, slide: &Slide, look: &mut Look) {
-    if deck.styles.is_empty() {
-        return;
-    }
-    let st = |e| deck.styled(slide, e);
-    if let Some(size) = st(E::Section).font_size {
-        look.text = size.px(look.text);
-    }
-    let text = look.text;
-    let em = |s: Styled| s.font_size.map(|f| f.px(text) / text);
-    for (i, e) in [E::H1, E::H2, E::H3].into_iter().enumerate() {
-        let h = st(e);
-        if let Some(size) = em(h) {
-            look.headings[i] = size;
-            if i == 0 {
-                // The author's `h1` size is a title slide's too.
-                look.title_slide_title = None;
-            }
-        }
-        look.heading_bold[i] = h.bold.unwrap_or(look.heading_bold[i]);
-    }
-    let p = st(E::P);
-    look.paragraph = em(p).unwrap_or(look.paragraph);
-    look.paragraph_bold = p.bold.unwrap_or(look.paragraph_bold);
-    look.table_text = em(st(E::Table)).unwrap_or(look.table_text);
-    let code = em(st(E::Code));
-    look.inline_code = code.unwrap_or(look.inline_code);
-    look.code = em(st(E::Pre)).or(code).unwrap_or(look.code);
-    let (header, footer) = (st(E::Header), st(E::Footer));
-    let c = &mut look.chrome;
-    c.header_size = header.font_size.map_or(c.header_size, |f| f.px(text));
-    c.size = footer.font_size.map_or(c.size, |f| f.px(text));
-    c.bold = (
-        header.bold.unwrap_or(c.bold.0),
-        footer.bold.unwrap_or(c.bold.1),
-    );
 }

@@ -6,7 +6,8 @@ use plinth_slides::{parse_markdown, Deck};
 use super::*;
 use crate::fonts::Face;
 use crate::layout::{Item, NaturalSizes};
-use crate::look::{contrast, slide_palette, MIN_CONTRAST};
+use crate::look::{slide_palette, MIN_CONTRAST};
+use crate::palette::contrast;
 use crate::palette::Color;
 
 const CREAM: Color = Color(0xfd, 0xf6, 0xe3);

@@ -7,12 +7,9 @@
 //! slide's actual background and text colours, directives included, and every colour
 //! drawn on a fill is pushed to at least [`MIN_CONTRAST`] against it.
 
-use plinth_slides::{parse_color, Deck, Layout, MarpTheme, Slide, StyleElement, Theme};
+use plinth_slides::{parse_color, Deck, Layout, MarpTheme, Slide, StyleElement, Styled, Theme};
 
-pub use crate::palette::{Color, Palette};
-
-/// WCAG's ratio for body text.
-pub const MIN_CONTRAST: f32 = 4.5;
+pub use crate::palette::{luminance, mix, readable, Color, Palette, MIN_CONTRAST};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -122,7 +119,7 @@ impl Look {
     /// deck's styles give the slide.
     pub fn for_slide(deck: &Deck, slide: &Slide) -> Look {
         let mut look = Look::of(deck);
-        crate::custom::look(deck, slide, &mut look);
+        styled_sizes(deck, slide, &mut look);
         look
     }
 
@@ -395,52 +392,53 @@ fn derive(kind: Kind, bg: Color, fg: Color, title: Color, accent: Color) -> Pale
     }
 }
 
-/// `a` moved `t` of the way to `b`.
-pub fn mix(a: Color, b: Color, t: f32) -> Color {
-    let m = |x: u8, y: u8| (x as f32 + (y as f32 - x as f32) * t).round() as u8;
-    Color(m(a.0, b.0), m(a.1, b.1), m(a.2, b.2))
-}
-
-/// WCAG relative luminance.
-pub fn luminance(c: Color) -> f32 {
-    let lin = |v: u8| {
-        let v = v as f32 / 255.0;
-        if v <= 0.03928 {
-            v / 12.92
-        } else {
-            ((v + 0.055) / 1.055).powf(2.4)
-        }
-    };
-    0.2126 * lin(c.0) + 0.7152 * lin(c.1) + 0.0722 * lin(c.2)
-}
-
-pub fn contrast(a: Color, b: Color) -> f32 {
-    let (la, lb) = (luminance(a), luminance(b));
-    (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
-}
-
-/// `c`, or the nearest colour towards black or white (whichever the background lets
-/// reach the ratio) that has `ratio` against `bg`.
-pub fn readable(c: Color, bg: Color, ratio: f32) -> Color {
-    if contrast(c, bg) >= ratio {
-        return c;
+/// Sizes and weights over the theme's: `section` sets the text size everything else
+/// is in `em` of.
+fn styled_sizes(deck: &Deck, slide: &Slide, look: &mut Look) {
+    if deck.styles.is_empty() {
+        return;
     }
-    let black = Color(0, 0, 0);
-    let white = Color(255, 255, 255);
-    let target = if contrast(black, bg) >= contrast(white, bg) {
-        black
-    } else {
-        white
-    };
-    (1..=20)
-        .map(|i| mix(c, target, i as f32 / 20.0))
-        .find(|m| contrast(*m, bg) >= ratio)
-        .unwrap_or(target)
+    let st = |e| deck.styled(slide, e);
+    if let Some(size) = st(StyleElement::Section).font_size {
+        look.text = size.px(look.text);
+    }
+    let text = look.text;
+    let em = |s: Styled| s.font_size.map(|f| f.px(text) / text);
+    for (i, e) in [StyleElement::H1, StyleElement::H2, StyleElement::H3]
+        .into_iter()
+        .enumerate()
+    {
+        let h = st(e);
+        if let Some(size) = em(h) {
+            look.headings[i] = size;
+            if i == 0 {
+                // The author's `h1` size is a title slide's too.
+                look.title_slide_title = None;
+            }
+        }
+        look.heading_bold[i] = h.bold.unwrap_or(look.heading_bold[i]);
+    }
+    let p = st(StyleElement::P);
+    look.paragraph = em(p).unwrap_or(look.paragraph);
+    look.paragraph_bold = p.bold.unwrap_or(look.paragraph_bold);
+    look.table_text = em(st(StyleElement::Table)).unwrap_or(look.table_text);
+    let code = em(st(StyleElement::Code));
+    look.inline_code = code.unwrap_or(look.inline_code);
+    look.code = em(st(StyleElement::Pre)).or(code).unwrap_or(look.code);
+    let (header, footer) = (st(StyleElement::Header), st(StyleElement::Footer));
+    let c = &mut look.chrome;
+    c.header_size = header.font_size.map_or(c.header_size, |f| f.px(text));
+    c.size = footer.font_size.map_or(c.size, |f| f.px(text));
+    c.bold = (
+        header.bold.unwrap_or(c.bold.0),
+        footer.bold.unwrap_or(c.bold.1),
+    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::palette::contrast;
 
     /// Light fills under light text were the trap: whatever the two colours, every
     /// text drawn on a fill keeps 4.5:1.

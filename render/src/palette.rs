@@ -137,3 +137,41 @@ pub fn palette(theme: Theme) -> Palette {
         },
     }
 }
+
+/// WCAG's ratio for body text.
+pub const MIN_CONTRAST: f32 = 4.5;
+
+/// `a` moved `t` of the way to `b`.
+pub fn mix(a: Color, b: Color, t: f32) -> Color {
+    let m = |x: u8, y: u8| (x as f32 + (y as f32 - x as f32) * t).round() as u8;
+    Color(m(a.0, b.0), m(a.1, b.1), m(a.2, b.2))
+}
+
+/// WCAG relative luminance.
+pub fn luminance(c: Color) -> f32 {
+    plinth_slides::relative_luminance((c.0, c.1, c.2))
+}
+
+pub fn contrast(a: Color, b: Color) -> f32 {
+    let (la, lb) = (luminance(a), luminance(b));
+    (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
+}
+
+/// `c`, or the nearest colour towards black or white (whichever the background lets
+/// reach the ratio) that has `ratio` against `bg`.
+pub fn readable(c: Color, bg: Color, ratio: f32) -> Color {
+    if contrast(c, bg) >= ratio {
+        return c;
+    }
+    let black = Color(0, 0, 0);
+    let white = Color(255, 255, 255);
+    let target = if contrast(black, bg) >= contrast(white, bg) {
+        black
+    } else {
+        white
+    };
+    (1..=20)
+        .map(|i| mix(c, target, i as f32 / 20.0))
+        .find(|m| contrast(*m, bg) >= ratio)
+        .unwrap_or(target)
+}

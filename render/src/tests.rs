@@ -1995,7 +1995,7 @@ fn rendered_text_keeps_its_contrast_on_every_fill() {
 /// The contrast between a text run's ink and the fill under it in a PNG: the fill is
 /// the commonest colour of the run's box, the ink the pixel farthest from it.
 fn run_contrast(png: &::image::RgbImage, x: f32, y: f32, size: f32, text: &str) -> f32 {
-    use crate::look::{contrast, Color};
+    use crate::palette::{contrast, Color};
     let w = (text.chars().count() as f32 * size * 0.45).max(size * 0.5);
     let (x0, x1) = (x.max(0.0) as u32, ((x + w) as u32).min(png.width() - 1));
     let (y0, y1) = (

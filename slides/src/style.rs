@@ -202,20 +202,22 @@ pub(crate) fn check_classes(at: &str, classes: &[String]) -> Result<(), Invalid>
     }
 }
 
+/// WCAG's relative luminance of an sRGB colour (the renderer's contrast rules use it too).
+pub fn relative_luminance((r, g, b): (u8, u8, u8)) -> f32 {
+    let lin = |v: u8| {
+        let v = v as f32 / 255.0;
+        if v <= 0.03928 {
+            v / 12.92
+        } else {
+            ((v + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
+}
+
 /// WCAG's contrast ratio of two colours.
 pub fn contrast_ratio(a: (u8, u8, u8), b: (u8, u8, u8)) -> f32 {
-    let lum = |(r, g, b): (u8, u8, u8)| {
-        let lin = |v: u8| {
-            let v = v as f32 / 255.0;
-            if v <= 0.03928 {
-                v / 12.92
-            } else {
-                ((v + 0.055) / 1.055).powf(2.4)
-            }
-        };
-        0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
-    };
-    let (la, lb) = (lum(a), lum(b));
+    let (la, lb) = (relative_luminance(a), relative_luminance(b));
     (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
 }
 
