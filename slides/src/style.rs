@@ -88,8 +88,8 @@ impl StyleElement {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum FontSize {
-    Px(f32),
-    Em(f32),
+    Px(#[cfg_attr(feature = "schema", schemars(range(min = 6.0, max = 600.0)))] f32),
+    Em(#[cfg_attr(feature = "schema", schemars(range(min = 0.1, max = 10.0)))] f32),
 }
 
 impl FontSize {

@@ -93,7 +93,15 @@ fn job_location(job_id: &str, deck_id: &str) -> Option<HeaderValue> {
     HeaderValue::from_str(&format!("/api/slides/jobs/{job_id}?deck_id={deck_id}")).ok()
 }
 
+/// `notes` is for pdf and html, `zip` for png: the document says so, so a request it
+/// allows is one the server takes.
 #[derive(Deserialize, schemars::JsonSchema)]
+#[schemars(extend("allOf" = [
+    {"if": {"properties": {"zip": {"const": true}}, "required": ["zip"]},
+     "then": {"properties": {"format": {"const": "png"}}}},
+    {"if": {"properties": {"notes": {"const": true}}, "required": ["notes"]},
+     "then": {"properties": {"format": {"enum": ["pdf", "html"]}}}}
+]))]
 pub struct ExportCreate {
     deck_id: NonBlank,
     /// `html`, `pdf` or `png` (any case).
