@@ -97,6 +97,29 @@ pub(crate) fn files_under(dir: &std::path::Path) -> usize {
         .unwrap_or(0)
 }
 
+/// Where the local object store keeps a job's artifacts.
+pub(crate) fn job_dir(s: &Server, deck_id: &str, job_id: &str) -> std::path::PathBuf {
+    s.data_dir()
+        .join("objects/slides")
+        .join(deck_id)
+        .join("jobs")
+        .join(job_id)
+}
+
+/// Waits (30 s at most) until a cancelled job's worker has removed every artifact it
+/// wrote.
+pub(crate) async fn until_artifacts_removed(dir: &std::path::Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = files_under(dir);
+        if left == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{left} artifacts left behind");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 pub(crate) async fn download(url: &str) -> Vec<u8> {
     let r = reqwest::get(url).await.unwrap();
     assert_eq!(r.status(), 200, "{url}");

@@ -2,7 +2,7 @@
 //! exports rendered by workers (PDF checked with poppler when installed), publication,
 //! presentation, roles, cancellation, a crash during an export, and the S3 backend.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -768,21 +768,7 @@ async fn a_running_export_stops_when_cancelled_and_leaves_no_artifacts() {
     c.assert_ok();
     assert_eq!(c.body["status"], json!("cancelled"));
     // The worker notices at its next slide and removes what it wrote.
-    let dir = s
-        .data_dir()
-        .join("objects/slides")
-        .join(&d)
-        .join("jobs")
-        .join(&job);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let left = files_under(&dir);
-        if left == 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{left} artifacts left behind");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_artifacts_removed(&job_dir(&s, &d, &job)).await;
     let j = s.get(&path, Some(&key)).await;
     assert_eq!(j.body["status"], json!("cancelled"));
     assert_eq!(j.body["artifacts"], json!([]));

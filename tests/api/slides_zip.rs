@@ -3,7 +3,6 @@
 //! a cancelled run leaves no zip behind.
 
 use std::io::Read;
-use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -138,17 +137,7 @@ async fn a_cancelled_zip_export_leaves_nothing() {
     )
     .await
     .assert_ok();
-    let dir = s
-        .data_dir()
-        .join("objects/slides")
-        .join(&d)
-        .join("jobs")
-        .join(&job);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while files_under(&dir) > 0 {
-        assert!(Instant::now() < deadline, "artifacts left behind");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    until_artifacts_removed(&job_dir(&s, &d, &job)).await;
     let j = s.get(&path, Some(&key)).await;
     assert_eq!(j.body["status"], json!("cancelled"));
     assert_eq!(j.body["artifacts"], json!([]));
