@@ -108,32 +108,11 @@ async fn try_set_based(db: &Db, changes: &[Change]) -> sqlx::Result<Option<Vec<A
     let sums: Vec<(&str, i64)> = sums.into_iter().collect();
     let entries: Vec<&plinth_actors::credits::Entry> =
         changes.iter().flat_map(|c| &c.entries).collect();
-    with_db!(db, p => {
-        let mut tx = p.begin_write().await?;
-        tx.lock_accounts(&sums).await?;
-        let updated = match tx.add_sums(now, &sums).await {
-            Ok(rows) => rows,
-            // Whatever went wrong, the careful path decides change by change.
-            Err(err) => {
-                tracing::warn!(error = %err, "set-based credit batch failed; applying one by one");
-                return Ok(None);
-            }
-        };
-        let Some(rows) = replay(&entries, &sums, &updated) else {
-            tx.rollback().await?;
-            return Ok(None);
-        };
-        match tx.insert_rows(now, &rows).await {
-            Ok(()) => {}
-            Err(err) if crate::db::unique_violation(&err).is_some() => {
-                tx.rollback().await?;
-                return Ok(None);
-            }
-            Err(err) => return Err(err),
-        }
-        tx.commit().await?;
-        Ok(Some(outcomes(changes, rows)))
-    })
+    let rows = match db {
+        Db::Sqlite(pool) => sqlite_batch(pool, now, &sums, &entries).await?,
+        Db::Postgres(pool) => postgres_batch(pool, now, &sums, &entries).await?,
+    };
+    Ok(rows.map(|rows| outcomes(changes, rows)))
 }
 
 /// One ledger row of a set-based batch, as written.
@@ -142,6 +121,89 @@ struct LedgerRow<'a> {
     account_id: String,
     balance_after: i64,
     entry: &'a plinth_actors::credits::Entry,
+}
+
+/// Time-ordered ids: a batch's rows land at the right edge of the primary-key index (a
+/// few pages) instead of one random leaf each (issue 46).
+fn ledger_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// SQLite (one writer, statements in process): the summed UPDATE, the ledger rows
+/// replayed here from what it returned, their INSERT, in one transaction.
+async fn sqlite_batch<'a>(
+    pool: &sqlx::SqlitePool,
+    now: DateTime<Utc>,
+    sums: &[(&str, i64)],
+    entries: &[&'a plinth_actors::credits::Entry],
+) -> sqlx::Result<Option<Vec<LedgerRow<'a>>>> {
+    // The rows travel as one JSON array, so every batch reuses one prepared statement
+    // whatever its size (issue 46).
+    const ADD_SUMS: &str = "UPDATE credit_accounts \
+        SET balance = credit_accounts.balance + v.delta, updated_at = $1 \
+        FROM (SELECT value ->> 0 AS user_id, value ->> 1 AS delta, value ->> 2 AS cap \
+              FROM json_each($2)) AS v \
+        WHERE credit_accounts.user_id = v.user_id \
+        AND credit_accounts.balance <= v.cap AND credit_accounts.balance + v.delta >= 0 \
+        RETURNING credit_accounts.user_id, credit_accounts.id, credit_accounts.balance";
+    // `data` travels as a JSON string holding its text, so it is stored exactly as the
+    // one-by-one path stores it.
+    const INSERT_ROWS: &str = "INSERT INTO credit_transactions \
+        (id, account_id, kind, amount, balance_after, data, idem_key, created_at) \
+        SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, \
+               value ->> 6, $2 FROM json_each($1)";
+    let mut tx = pool.begin_write().await?;
+    let v: Vec<Value> = sums
+        .iter()
+        .map(|(user_id, delta)| serde_json::json!([user_id, delta, balance_cap(*delta)]))
+        .collect();
+    let updated: Vec<(String, String, i64)> = match sqlx::query_as(ADD_SUMS)
+        .bind(now)
+        .bind(Value::Array(v).to_string())
+        .fetch_all(&mut *tx)
+        .await
+    {
+        Ok(rows) => rows,
+        // Whatever went wrong, the careful path decides change by change.
+        Err(err) => {
+            tracing::warn!(error = %err, "set-based credit batch failed; applying one by one");
+            return Ok(None);
+        }
+    };
+    let Some(rows) = replay(entries, sums, &updated) else {
+        tx.rollback().await?;
+        return Ok(None);
+    };
+    let v: Vec<Value> = rows
+        .iter()
+        .map(|r| {
+            let e = r.entry;
+            serde_json::json!([
+                r.id,
+                r.account_id,
+                e.kind.as_str(),
+                e.delta,
+                r.balance_after,
+                e.data.to_string(),
+                e.idem_key
+            ])
+        })
+        .collect();
+    let inserted = sqlx::query(INSERT_ROWS)
+        .bind(Value::Array(v).to_string())
+        .bind(now)
+        .execute(&mut *tx)
+        .await;
+    match inserted {
+        Ok(_) => {}
+        Err(err) if crate::db::unique_violation(&err).is_some() => {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        Err(err) => return Err(err),
+    }
+    tx.commit().await?;
+    Ok(Some(rows))
 }
 
 /// Replays the batch in order from each account's starting balance (its balance after
@@ -172,9 +234,7 @@ fn replay<'a>(
             return None;
         }
         rows.push(LedgerRow {
-            // Time-ordered ids: a batch's rows land at the right edge of the primary-key
-            // index (a few pages) instead of one random leaf each (issue 46).
-            id: uuid::Uuid::now_v7().to_string(),
+            id: ledger_id(),
             account_id: slot.0.to_owned(),
             balance_after: slot.1,
             entry,
@@ -203,158 +263,93 @@ fn outcomes(changes: &[Change], rows: Vec<LedgerRow<'_>>) -> Vec<Applied> {
         .collect()
 }
 
-/// The three statements of a set-based batch. Each has one text whatever the batch's
-/// size (the rows travel as one JSON array on SQLite, as arrays on PostgreSQL), so
-/// every batch reuses one prepared statement instead of preparing a new text for
-/// each new size (issue 46).
-trait SetBased {
-    /// Locks the accounts' rows in one order (PostgreSQL; SQLite has one writer).
-    async fn lock_accounts(&mut self, sums: &[(&str, i64)]) -> sqlx::Result<()>;
-    /// Adds each account's summed delta where the balance allows it; the rows updated
-    /// as (user id, account id, balance after).
-    async fn add_sums(
-        &mut self,
-        now: DateTime<Utc>,
-        sums: &[(&str, i64)],
-    ) -> sqlx::Result<Vec<(String, String, i64)>>;
-    /// Writes every ledger row.
-    async fn insert_rows(&mut self, now: DateTime<Utc>, rows: &[LedgerRow<'_>])
-        -> sqlx::Result<()>;
-}
+/// PostgreSQL: the whole batch as one statement, so it costs one round trip and commits
+/// by itself (issue 46; five round trips before: begin, lock, update, insert, commit).
+/// It locks the accounts in user-id order, replays every entry's balance from the locked
+/// balances (a running sum per account, in batch order), and only when every account
+/// exists and no balance along the way leaves 0..=i64::MAX does it update the accounts
+/// and write the rows; otherwise it writes nothing and returns no row. The locked
+/// balances are the ones the UPDATE adds to: under READ COMMITTED both `FOR UPDATE` and
+/// `UPDATE` act on the newest version of a row, and the lock keeps it so until the
+/// statement's commit. The table's `balance >= 0` check stays as the backstop.
+const BATCH_POSTGRES: &str =
+    "WITH v(user_id, delta) AS (SELECT * FROM UNNEST($2::text[], $3::int8[])), \
+    locked AS (SELECT id, user_id, balance FROM credit_accounts \
+               WHERE user_id = ANY($2::text[]) ORDER BY user_id COLLATE \"C\" FOR UPDATE), \
+    e AS (SELECT r.n, r.id, l.id AS account_id, r.kind, r.amount, r.data, r.idem_key, \
+                 l.balance + SUM(r.amount::numeric) OVER (PARTITION BY r.user_id ORDER BY r.n) \
+                 AS balance_after \
+          FROM UNNEST($4::text[], $5::text[], $6::text[], $7::int8[], $8::text[], $9::text[]) \
+               WITH ORDINALITY AS r(id, user_id, kind, amount, data, idem_key, n) \
+          JOIN locked l ON l.user_id = r.user_id), \
+    ok AS (SELECT (SELECT count(*) FROM locked) = cardinality($2::text[]) \
+              AND (SELECT count(*) FROM e) = cardinality($4::text[]) \
+              AND NOT EXISTS (SELECT 1 FROM e WHERE balance_after < 0 \
+                              OR balance_after > 9223372036854775807) AS ok), \
+    upd AS (UPDATE credit_accounts a SET balance = a.balance + v.delta, updated_at = $1 \
+            FROM v, ok WHERE ok.ok AND a.user_id = v.user_id RETURNING a.id), \
+    ins AS (INSERT INTO credit_transactions \
+            (id, account_id, kind, amount, balance_after, data, idem_key, created_at) \
+            SELECT e.id, e.account_id, e.kind, e.amount, e.balance_after::int8, e.data::jsonb, \
+                   e.idem_key, $1 FROM e, ok WHERE ok.ok RETURNING 1) \
+    SELECT e.account_id, e.balance_after::int8 FROM e, ok WHERE ok.ok ORDER BY e.n";
 
-const ADD_SUMS_SQLITE: &str = "UPDATE credit_accounts \
-    SET balance = credit_accounts.balance + v.delta, updated_at = $1 \
-    FROM (SELECT value ->> 0 AS user_id, value ->> 1 AS delta, value ->> 2 AS cap \
-          FROM json_each($2)) AS v \
-    WHERE credit_accounts.user_id = v.user_id \
-    AND credit_accounts.balance <= v.cap AND credit_accounts.balance + v.delta >= 0 \
-    RETURNING credit_accounts.user_id, credit_accounts.id, credit_accounts.balance";
-
-/// `data` travels as a JSON string holding its text, so it is stored exactly as the
-/// one-by-one path stores it.
-const INSERT_ROWS_SQLITE: &str = "INSERT INTO credit_transactions \
-    (id, account_id, kind, amount, balance_after, data, idem_key, created_at) \
-    SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, \
-           value ->> 6, $2 FROM json_each($1)";
-
-impl SetBased for sqlx::Transaction<'static, sqlx::Sqlite> {
-    async fn lock_accounts(&mut self, _: &[(&str, i64)]) -> sqlx::Result<()> {
-        Ok(())
+async fn postgres_batch<'a>(
+    pool: &sqlx::PgPool,
+    now: DateTime<Utc>,
+    sums: &[(&str, i64)],
+    entries: &[&'a plinth_actors::credits::Entry],
+) -> sqlx::Result<Option<Vec<LedgerRow<'a>>>> {
+    let col = |f: fn(&plinth_actors::credits::Entry) -> String| {
+        entries.iter().map(|e| f(e)).collect::<Vec<String>>()
+    };
+    let ids: Vec<String> = entries.iter().map(|_| ledger_id()).collect();
+    let answered: sqlx::Result<Vec<(String, i64)>> = sqlx::query_as(BATCH_POSTGRES)
+        .bind(now)
+        .bind(sums.iter().map(|s| s.0).collect::<Vec<&str>>())
+        .bind(sums.iter().map(|s| s.1).collect::<Vec<i64>>())
+        .bind(&ids)
+        .bind(col(|e| e.user_id.clone()))
+        .bind(col(|e| e.kind.as_str().to_owned()))
+        .bind(entries.iter().map(|e| e.delta).collect::<Vec<i64>>())
+        .bind(col(|e| e.data.to_string()))
+        .bind(
+            entries
+                .iter()
+                .map(|e| e.idem_key.as_deref())
+                .collect::<Vec<Option<&str>>>(),
+        )
+        .fetch_all(pool)
+        .await;
+    let written = match answered {
+        Ok(written) => written,
+        // The database refused the statement (a repeated idem_key, a check): it rolled
+        // back whole, and the careful path decides change by change. An outage is the
+        // caller's to classify.
+        Err(err) if crate::db::outage(&err).is_none() && err.as_database_error().is_some() => {
+            if crate::db::unique_violation(&err).is_none() {
+                tracing::warn!(error = %err, "set-based credit batch failed; applying one by one");
+            }
+            return Ok(None);
+        }
+        Err(err) => return Err(err),
+    };
+    if written.len() != entries.len() {
+        return Ok(None);
     }
-
-    async fn add_sums(
-        &mut self,
-        now: DateTime<Utc>,
-        sums: &[(&str, i64)],
-    ) -> sqlx::Result<Vec<(String, String, i64)>> {
-        let v: Vec<Value> = sums
-            .iter()
-            .map(|(user_id, delta)| serde_json::json!([user_id, delta, balance_cap(*delta)]))
-            .collect();
-        sqlx::query_as(ADD_SUMS_SQLITE)
-            .bind(now)
-            .bind(Value::Array(v).to_string())
-            .fetch_all(&mut **self)
-            .await
-    }
-
-    async fn insert_rows(
-        &mut self,
-        now: DateTime<Utc>,
-        rows: &[LedgerRow<'_>],
-    ) -> sqlx::Result<()> {
-        let v: Vec<Value> = rows
-            .iter()
-            .map(|r| {
-                let e = r.entry;
-                serde_json::json!([
-                    r.id,
-                    r.account_id,
-                    e.kind.as_str(),
-                    e.delta,
-                    r.balance_after,
-                    e.data.to_string(),
-                    e.idem_key
-                ])
+    Ok(Some(
+        written
+            .into_iter()
+            .zip(ids)
+            .zip(entries)
+            .map(|(((account_id, balance_after), id), entry)| LedgerRow {
+                id,
+                account_id,
+                balance_after,
+                entry,
             })
-            .collect();
-        sqlx::query(INSERT_ROWS_SQLITE)
-            .bind(Value::Array(v).to_string())
-            .bind(now)
-            .execute(&mut **self)
-            .await
-            .map(drop)
-    }
-}
-
-impl SetBased for sqlx::Transaction<'static, sqlx::Postgres> {
-    async fn lock_accounts(&mut self, sums: &[(&str, i64)]) -> sqlx::Result<()> {
-        let users: Vec<&str> = sums.iter().map(|s| s.0).collect();
-        sqlx::query(
-            "SELECT id FROM credit_accounts WHERE user_id = ANY($1) ORDER BY user_id FOR UPDATE",
-        )
-        .bind(users)
-        .execute(&mut **self)
-        .await
-        .map(drop)
-    }
-
-    async fn add_sums(
-        &mut self,
-        now: DateTime<Utc>,
-        sums: &[(&str, i64)],
-    ) -> sqlx::Result<Vec<(String, String, i64)>> {
-        let users: Vec<&str> = sums.iter().map(|s| s.0).collect();
-        let deltas: Vec<i64> = sums.iter().map(|s| s.1).collect();
-        let caps: Vec<i64> = deltas.iter().map(|d| balance_cap(*d)).collect();
-        sqlx::query_as(
-            "UPDATE credit_accounts SET balance = credit_accounts.balance + v.delta, updated_at = $1 \
-             FROM UNNEST($2::text[], $3::int8[], $4::int8[]) AS v(user_id, delta, cap) \
-             WHERE credit_accounts.user_id = v.user_id \
-             AND credit_accounts.balance <= v.cap AND credit_accounts.balance + v.delta >= 0 \
-             RETURNING credit_accounts.user_id, credit_accounts.id, credit_accounts.balance",
-        )
-        .bind(now)
-        .bind(users)
-        .bind(deltas)
-        .bind(caps)
-        .fetch_all(&mut **self)
-        .await
-    }
-
-    async fn insert_rows(
-        &mut self,
-        now: DateTime<Utc>,
-        rows: &[LedgerRow<'_>],
-    ) -> sqlx::Result<()> {
-        let col = |f: fn(&LedgerRow<'_>) -> String| rows.iter().map(f).collect::<Vec<String>>();
-        let ids = col(|r| r.id.clone());
-        let accounts = col(|r| r.account_id.clone());
-        let kinds = col(|r| r.entry.kind.as_str().to_owned());
-        let data = col(|r| r.entry.data.to_string());
-        let amounts: Vec<i64> = rows.iter().map(|r| r.entry.delta).collect();
-        let balances: Vec<i64> = rows.iter().map(|r| r.balance_after).collect();
-        let keys: Vec<Option<&str>> = rows.iter().map(|r| r.entry.idem_key.as_deref()).collect();
-        sqlx::query(
-            "INSERT INTO credit_transactions \
-             (id, account_id, kind, amount, balance_after, data, idem_key, created_at) \
-             SELECT id, account_id, kind, amount, balance_after, data::jsonb, idem_key, $8 \
-             FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], \
-                         $6::text[], $7::text[]) \
-                  AS r(id, account_id, kind, amount, balance_after, data, idem_key)",
-        )
-        .bind(ids)
-        .bind(accounts)
-        .bind(kinds)
-        .bind(amounts)
-        .bind(balances)
-        .bind(data)
-        .bind(keys)
-        .bind(now)
-        .execute(&mut **self)
-        .await
-        .map(drop)
-    }
+            .collect(),
+    ))
 }
 
 /// The largest balance that `delta` can be added to without leaving 64 bits: the SQL
@@ -534,4 +529,234 @@ pub async fn due_monthly(
          (SELECT 1 FROM credit_transactions t WHERE t.account_id = a.id AND t.idem_key = $1) \
          ORDER BY u.id LIMIT $3"
     ).bind(idem_key).bind(after).bind(limit).fetch_all(p).await)
+}
+
+/// The batch paths against a real database (SQLite here, and PostgreSQL too when
+/// `PLINTH_TEST_DATABASE_URL` names one): whatever path a batch takes, each change ends
+/// as if applied alone, in order.
+#[cfg(test)]
+mod batch_tests {
+    use super::*;
+    use plinth_actors::credits::Entry;
+    use plinth_vocab::LedgerKind;
+    use serde_json::json;
+
+    /// A fresh migrated database per backend: SQLite in `dir`, and a new PostgreSQL
+    /// database when the test URL is set (dropped by the caller through the name).
+    async fn databases(dir: &tempfile::TempDir) -> Vec<(Db, Option<(String, String)>)> {
+        let sqlite = format!("sqlite://{}", dir.path().join("ledger.db").display());
+        let mut out = vec![(Db::connect(&sqlite, "test").await.unwrap(), None)];
+        if let Some(admin) = std::env::var("PLINTH_TEST_DATABASE_URL")
+            .ok()
+            .filter(|s| !s.is_empty())
+        {
+            let name = format!("plinth_lib_{}", uuid::Uuid::new_v4().simple());
+            let admin_pool = sqlx::PgPool::connect(&admin).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                .execute(&admin_pool)
+                .await
+                .unwrap();
+            let base = admin.split('?').next().unwrap();
+            let url = format!("{}/{name}", &base[..base.rfind('/').unwrap()]);
+            out.push((
+                Db::connect(&url, "test").await.unwrap(),
+                Some((admin, name)),
+            ));
+        }
+        for (db, _) in &out {
+            db.migrate().await.unwrap();
+        }
+        out
+    }
+
+    async fn drop_database(db: Db, made: Option<(String, String)>) {
+        crate::with_db!(&db, p => p.close().await);
+        if let Some((admin, name)) = made {
+            let admin_pool = sqlx::PgPool::connect(&admin).await.unwrap();
+            let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+            )))
+            .execute(&admin_pool)
+            .await;
+        }
+    }
+
+    async fn account(db: &Db, email: &str) -> String {
+        let new = crate::db::users::NewUser {
+            email,
+            key_hash: email,
+            key_cipher: "",
+            password_hash: None,
+            level: 0,
+            verified: true,
+            data: json!({}),
+            source: None,
+            source_by_self: true,
+        };
+        let user = crate::db::users::create(db, new, None).await.unwrap();
+        ensure_account(db, &user.id).await.unwrap();
+        user.id
+    }
+
+    fn change(entries: &[(&str, i64, Option<&str>)]) -> Change {
+        Change {
+            entries: entries
+                .iter()
+                .map(|(user_id, delta, idem_key)| Entry {
+                    user_id: (*user_id).to_owned(),
+                    delta: *delta,
+                    kind: LedgerKind::Deduct,
+                    idem_key: idem_key.map(str::to_owned),
+                    data: json!({"n": delta}),
+                })
+                .collect(),
+        }
+    }
+
+    fn done(balances: &[(&str, i64)]) -> Vec<(String, i64)> {
+        balances
+            .iter()
+            .map(|(u, b)| ((*u).to_owned(), *b))
+            .collect()
+    }
+
+    /// Every ledger row of the account, oldest first: (amount, balance after).
+    async fn rows(db: &Db, user_id: &str) -> Vec<(i64, i64)> {
+        let (mut rows, _) = history(db, user_id, 100, 0).await.unwrap();
+        rows.reverse();
+        rows.iter().map(|r| (r.amount, r.balance_after)).collect()
+    }
+
+    #[tokio::test]
+    async fn a_batch_applies_each_change_as_if_alone_on_every_backend() {
+        let dir = tempfile::tempdir().unwrap();
+        for (db, made) in databases(&dir).await {
+            let a = account(&db, "a@batch.example").await;
+            let b = account(&db, "b@batch.example").await;
+            let (a, b) = (a.as_str(), b.as_str());
+
+            // A whole batch that applies takes the set-based path: balances per entry,
+            // in batch order.
+            let out = apply_batch(&db, &[change(&[(a, 100, None)]), change(&[(b, 20, None)])])
+                .await
+                .unwrap();
+            assert!(
+                matches!(&out[0], Applied::Done { balances, .. } if *balances == done(&[(a, 100)]))
+            );
+            let out = try_set_based(
+                &db,
+                &[
+                    change(&[(a, -10, None)]),
+                    change(&[(b, -5, None)]),
+                    change(&[(a, -10, None), (b, 10, None)]),
+                ],
+            )
+            .await
+            .unwrap()
+            .expect("the set-based path applies a batch where every change fits");
+            let balances: Vec<_> = out
+                .iter()
+                .map(|o| match o {
+                    Applied::Done {
+                        balances,
+                        transaction_ids,
+                    } => {
+                        assert_eq!(balances.len(), transaction_ids.len());
+                        balances.clone()
+                    }
+                    other => panic!("{other:?}"),
+                })
+                .collect();
+            assert_eq!(
+                balances,
+                vec![
+                    done(&[(a, 90)]),
+                    done(&[(b, 15)]),
+                    done(&[(a, 80), (b, 25)])
+                ]
+            );
+            assert_eq!(rows(&db, a).await, vec![(100, 100), (-10, 90), (-10, 80)]);
+
+            // The sum fits (80 - 90 + 50 = 40) but the first change would overdraw: the
+            // set-based path writes nothing, then that change alone fails, and the ones
+            // after it see the balance it left.
+            let ghost = uuid::Uuid::new_v4().to_string();
+            let batch = [
+                change(&[(a, -90, None)]),
+                change(&[(a, 50, None)]),
+                change(&[(a, -60, None), (b, 60, None)]),
+                change(&[(&ghost, 1, None)]),
+                change(&[(b, -1, None)]),
+            ];
+            assert!(try_set_based(&db, &batch[..3]).await.unwrap().is_none());
+            assert!(try_set_based(&db, &batch[1..]).await.unwrap().is_none());
+            assert_eq!(rows(&db, a).await.len(), 3);
+            let out = apply_batch(&db, &batch).await.unwrap();
+            assert_eq!(
+                out[0],
+                Applied::Insufficient {
+                    user_id: a.into(),
+                    balance: 80
+                }
+            );
+            assert!(
+                matches!(&out[1], Applied::Done { balances, .. } if *balances == done(&[(a, 130)]))
+            );
+            assert!(
+                matches!(&out[2], Applied::Done { balances, .. } if *balances == done(&[(a, 70), (b, 85)]))
+            );
+            assert_eq!(
+                out[3],
+                Applied::NoAccount {
+                    user_id: ghost.clone()
+                }
+            );
+            assert!(
+                matches!(&out[4], Applied::Done { balances, .. } if *balances == done(&[(b, 84)]))
+            );
+            assert_eq!(balance(&db, a).await.unwrap(), Some(70));
+            assert_eq!(balance(&db, b).await.unwrap(), Some(84));
+
+            // Once-only entries: a repeat fails alone, also within one batch.
+            let out = apply_batch(
+                &db,
+                &[
+                    change(&[(a, 1, Some("bonus:x"))]),
+                    change(&[(a, 1, Some("bonus:x"))]),
+                    change(&[(b, 1, Some("bonus:x"))]),
+                ],
+            )
+            .await
+            .unwrap();
+            assert!(
+                matches!(&out[0], Applied::Done { balances, .. } if *balances == done(&[(a, 71)]))
+            );
+            assert_eq!(out[1], Applied::Duplicate);
+            assert!(
+                matches!(&out[2], Applied::Done { balances, .. } if *balances == done(&[(b, 85)]))
+            );
+            let out = apply_batch(&db, &[change(&[(a, 1, Some("bonus:x"))])])
+                .await
+                .unwrap();
+            assert_eq!(out[0], Applied::Duplicate);
+
+            // A credit that would leave 64 bits fails alone.
+            let out = apply_batch(
+                &db,
+                &[change(&[(a, i64::MAX, None)]), change(&[(a, -1, None)])],
+            )
+            .await
+            .unwrap();
+            assert!(
+                matches!(out[0], Applied::Insufficient { .. }),
+                "{:?}",
+                out[0]
+            );
+            assert!(
+                matches!(&out[1], Applied::Done { balances, .. } if *balances == done(&[(a, 70)]))
+            );
+            assert_eq!(rows(&db, a).await.last(), Some(&(-1, 70)));
+            drop_database(db, made).await;
+        }
+    }
 }
