@@ -67,15 +67,25 @@ fn seen(path: &Path) -> Option<Seen> {
         Some(Seen {
             dir: m.is_dir(),
             size: m.len(),
-            mtime_ns: m.mtime().saturating_mul(1_000_000_000).saturating_add(m.mtime_nsec()),
-            ctime_ns: m.ctime().saturating_mul(1_000_000_000).saturating_add(m.ctime_nsec()),
+            mtime_ns: m
+                .mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.mtime_nsec()),
+            ctime_ns: m
+                .ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(m.ctime_nsec()),
             dev: m.dev(),
             ino: m.ino(),
         })
     }
     #[cfg(not(unix))]
     {
-        let mtime = m.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+        let mtime = m
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
         Some(Seen {
             dir: m.is_dir(),
             size: m.len(),
@@ -213,7 +223,10 @@ pub fn read(file: &Path, roots: &[Root]) -> Option<Vec<Found>> {
         .map(|s| s.path.as_path())
         .filter(|p| roots.iter().any(|r| r.path == *p))
         .collect();
-    if roots.iter().any(|r| !stamped_roots.contains(&r.path.as_path())) {
+    if roots
+        .iter()
+        .any(|r| !stamped_roots.contains(&r.path.as_path()))
+    {
         return None;
     }
     if index.stamps.iter().any(|s| seen(&s.path) != s.seen) {
@@ -370,32 +383,31 @@ mod tests {
     /// What a registry holds: its fallback families in order, and every face of its
     /// database as usvg sees it.
     fn summary(r: &Registry) -> (Vec<crate::FontFamily>, Vec<String>) {
-        let faces = r
-            .db
-            .faces()
-            .map(|f| {
-                let path = match &f.source {
-                    fontdb::Source::File(p) | fontdb::Source::SharedFile(p, _) => {
-                        p.display().to_string()
-                    }
-                    fontdb::Source::Binary(_) => "embedded".into(),
-                };
-                let names: Vec<(&str, bool)> = f
-                    .families
-                    .iter()
-                    .map(|(n, l)| (n.as_str(), *l == fontdb::Language::English_UnitedStates))
-                    .collect();
-                format!(
-                    "{path}#{} {names:?} {} {:?} {} {} {}",
-                    f.index,
-                    f.post_script_name,
-                    f.style,
-                    f.weight.0,
-                    f.stretch.to_number(),
-                    f.monospaced
-                )
-            })
-            .collect();
+        let faces =
+            r.db.faces()
+                .map(|f| {
+                    let path = match &f.source {
+                        fontdb::Source::File(p) | fontdb::Source::SharedFile(p, _) => {
+                            p.display().to_string()
+                        }
+                        fontdb::Source::Binary(_) => "embedded".into(),
+                    };
+                    let names: Vec<(&str, bool)> = f
+                        .families
+                        .iter()
+                        .map(|(n, l)| (n.as_str(), *l == fontdb::Language::English_UnitedStates))
+                        .collect();
+                    format!(
+                        "{path}#{} {names:?} {} {:?} {} {} {}",
+                        f.index,
+                        f.post_script_name,
+                        f.style,
+                        f.weight.0,
+                        f.stretch.to_number(),
+                        f.monospaced
+                    )
+                })
+                .collect();
         (r.families(), faces)
     }
 
@@ -423,7 +435,11 @@ mod tests {
         };
         std::fs::create_dir_all(d.operator.join("nested")).unwrap();
         std::fs::create_dir_all(&d.system).unwrap();
-        std::fs::write(d.operator.join("a.ttf"), renamed(Style::Regular, "Plinth Test")).unwrap();
+        std::fs::write(
+            d.operator.join("a.ttf"),
+            renamed(Style::Regular, "Plinth Test"),
+        )
+        .unwrap();
         std::fs::write(
             d.operator.join("nested/b.ttf"),
             renamed(Style::Bold, "Plinth Test"),
@@ -480,7 +496,12 @@ mod tests {
         let names: Vec<String> = indexed.families().into_iter().map(|f| f.family).collect();
         assert_eq!(
             names,
-            ["DejaVu Sans", "DejaVu Sans Mono", "Plinth Test", "Plinth Code Mono"]
+            [
+                "DejaVu Sans",
+                "DejaVu Sans Mono",
+                "Plinth Test",
+                "Plinth Code Mono"
+            ]
         );
         assert!(indexed.families()[2].source == "operator");
         // Another set of roots has an index of its own.
@@ -492,7 +513,11 @@ mod tests {
         assert!(valid(&d));
 
         // A font rewritten in place (same size, another family) …
-        std::fs::write(d.operator.join("a.ttf"), renamed(Style::Regular, "Plinth Tesu")).unwrap();
+        std::fs::write(
+            d.operator.join("a.ttf"),
+            renamed(Style::Regular, "Plinth Tesu"),
+        )
+        .unwrap();
         assert!(!valid(&d));
         let changed = summary(&load(&d, true));
         assert_eq!(changed, summary(&load(&d, false)));
@@ -503,7 +528,11 @@ mod tests {
         load(&d, true);
         assert!(valid(&d));
         std::fs::create_dir_all(d.system.join("new")).unwrap();
-        std::fs::write(d.system.join("new/e.ttf"), renamed(Style::Bold, "Plinth Mono")).unwrap();
+        std::fs::write(
+            d.system.join("new/e.ttf"),
+            renamed(Style::Bold, "Plinth Mono"),
+        )
+        .unwrap();
         assert!(!valid(&d));
         assert_eq!(summary(&load(&d, true)), summary(&load(&d, false)));
         std::thread::sleep(RACY + std::time::Duration::from_millis(100));
@@ -533,9 +562,17 @@ mod tests {
         load(&d, true);
         assert!(valid(&d));
         std::fs::create_dir_all(&d.operator).unwrap();
-        std::fs::write(d.operator.join("a.ttf"), renamed(Style::Regular, "Plinth Test")).unwrap();
+        std::fs::write(
+            d.operator.join("a.ttf"),
+            renamed(Style::Regular, "Plinth Test"),
+        )
+        .unwrap();
         assert!(!valid(&d));
-        let names: Vec<String> = load(&d, true).families().into_iter().map(|f| f.family).collect();
+        let names: Vec<String> = load(&d, true)
+            .families()
+            .into_iter()
+            .map(|f| f.family)
+            .collect();
         assert!(names.contains(&"Plinth Test".to_owned()), "{names:?}");
     }
 }

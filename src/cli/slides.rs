@@ -79,7 +79,11 @@ fn cache_dir() -> Option<PathBuf> {
     let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
     std::env::var_os("XDG_CACHE_HOME")
         .and_then(absolute)
-        .or_else(|| std::env::var_os("HOME").and_then(absolute).map(|h| h.join(".cache")))
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .and_then(absolute)
+                .map(|h| h.join(".cache"))
+        })
         .map(|d| d.join("plinth"))
 }
 

@@ -181,7 +181,12 @@ fn render_zip_writes_the_pngs_as_one_zip() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let bytes = std::fs::read(dir.path().join("out/talk.zip")).unwrap();
-    assert_eq!(zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap().len(), 3);
+    assert_eq!(
+        zip::ZipArchive::new(std::io::Cursor::new(bytes))
+            .unwrap()
+            .len(),
+        3
+    );
     // PNG only.
     for args in [
         &["slides", "render", "deck.md", "--zip", "--format", "pdf"][..],
@@ -189,6 +194,10 @@ fn render_zip_writes_the_pngs_as_one_zip() {
     ] {
         let o = plinth(dir.path(), args);
         assert_eq!(o.status.code(), Some(1), "{args:?}");
-        assert!(stderr(&o).contains("--zip applies to png"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--zip applies to png"),
+            "{}",
+            stderr(&o)
+        );
     }
 }
