@@ -16,6 +16,8 @@ use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 use resvg::usvg::fontdb;
 use skrifa::{instance::LocationRef, instance::Size, MetadataProvider};
 
+use crate::font_index;
+
 /// A style of the embedded family. Bold italic has no face of its own: it uses Bold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Face {
@@ -86,7 +88,6 @@ pub struct Font {
     /// From `PLINTH_FONTS_DIR`.
     pub operator: bool,
     id: fontdb::ID,
-    path: Option<PathBuf>,
     embedded: Option<&'static [u8]>,
     index: u32,
     /// The database the file is read through (memory-mapped, for a moment).
@@ -154,33 +155,46 @@ pub static REGISTRY: LazyLock<Registry> = LazyLock::new(|| {
     let dir = std::env::var_os(FONTS_DIR_ENV)
         .filter(|d| !d.is_empty())
         .map(PathBuf::from);
-    Registry::load(dir.as_deref(), &SYSTEM_DIRS.map(Path::new))
+    Registry::load_indexed(
+        dir.as_deref(),
+        &SYSTEM_DIRS.map(Path::new),
+        INDEX_DIR.get().map(PathBuf::as_path),
+    )
 });
+
+/// Where the process keeps its index of the font directories, if it does.
+static INDEX_DIR: OnceLock<PathBuf> = OnceLock::new();
+
+/// Keeps an index of the font directories in `dir` (the CLI's cache directory), read
+/// instead of scanning them while nothing in them changes. Only before the first
+/// render: later calls, and calls after the fonts are loaded, change nothing.
+pub fn keep_index_in(dir: PathBuf) {
+    let _ = INDEX_DIR.set(dir);
+}
 
 /// The process's font database, as usvg wants it.
 pub static FONT_DB: LazyLock<Arc<fontdb::Database>> = LazyLock::new(|| REGISTRY.db.clone());
 
 impl Registry {
     pub fn load(operator_dir: Option<&Path>, system_dirs: &[&Path]) -> Registry {
+        Registry::load_indexed(operator_dir, system_dirs, None)
+    }
+
+    /// As [`Registry::load`]; with `index_dir`, the faces come from the index of the
+    /// directories kept there when it is still valid, and a scan writes a fresh one
+    /// ([`crate::font_index`]): the same faces in the same order either way.
+    pub fn load_indexed(
+        operator_dir: Option<&Path>,
+        system_dirs: &[&Path],
+        index_dir: Option<&Path>,
+    ) -> Registry {
         let mut db = fontdb::Database::new();
         for face in Face::ALL {
             // Shared with the binary's own copy, not copied.
             db.load_font_source(fontdb::Source::Binary(Arc::new(face.bytes())));
         }
         let embedded: Vec<fontdb::ID> = db.faces().map(|f| f.id).collect();
-        let mut operator_ids = Vec::new();
-        if let Some(dir) = operator_dir {
-            let before: Vec<fontdb::ID> = db.faces().map(|f| f.id).collect();
-            db.load_fonts_dir(dir);
-            operator_ids = db
-                .faces()
-                .map(|f| f.id)
-                .filter(|id| !before.contains(id))
-                .collect();
-        }
-        for dir in system_dirs {
-            db.load_fonts_dir(dir);
-        }
+        let operator_ids = scan(&mut db, operator_dir, system_dirs, index_dir);
         // Copies of the embedded families elsewhere would make the same name mean two
         // files (and the PNG and PDF could draw different versions).
         let shadowing: Vec<fontdb::ID> = db
@@ -213,7 +227,6 @@ impl Registry {
                 monospaced: info.monospaced,
                 operator: false,
                 id: info.id,
-                path: None,
                 embedded: Some(face.bytes()),
                 index: 0,
                 db: None,
@@ -221,10 +234,9 @@ impl Registry {
             });
         }
         for info in db.faces().filter(|f| !embedded.contains(&f.id)) {
-            let path = match &info.source {
-                fontdb::Source::File(p) | fontdb::Source::SharedFile(p, _) => p.clone(),
-                fontdb::Source::Binary(_) => continue,
-            };
+            if matches!(info.source, fontdb::Source::Binary(_)) {
+                continue;
+            }
             fonts.push(Font {
                 family: info.families[0].0.clone(),
                 weight: info.weight.0,
@@ -232,7 +244,6 @@ impl Registry {
                 monospaced: info.monospaced,
                 operator: operator_ids.contains(&info.id),
                 id: info.id,
-                path: Some(path),
                 embedded: None,
                 index: info.index,
                 db: Some(db.clone()),
@@ -447,6 +458,63 @@ impl Registry {
     }
 }
 
+/// Adds the faces of the operator's and the system's directories to `db` (after the
+/// embedded ones), from a valid index in `index_dir` or by scanning them; the ids of
+/// the operator's faces.
+fn scan(
+    db: &mut fontdb::Database,
+    operator_dir: Option<&Path>,
+    system_dirs: &[&Path],
+    index_dir: Option<&Path>,
+) -> Vec<fontdb::ID> {
+    let roots: Vec<font_index::Root> = operator_dir
+        .map(|d| font_index::Root {
+            path: d.to_owned(),
+            operator: true,
+        })
+        .into_iter()
+        .chain(system_dirs.iter().map(|d| font_index::Root {
+            path: d.to_path_buf(),
+            operator: false,
+        }))
+        .collect();
+    let file = index_dir.map(|d| font_index::file_for(d, &roots));
+    if let Some(found) = file.as_deref().and_then(|f| font_index::read(f, &roots)) {
+        let mut operator_ids = Vec::new();
+        for (info, operator) in found {
+            let id = db.push_face_info(info);
+            if operator {
+                operator_ids.push(id);
+            }
+        }
+        return operator_ids;
+    }
+    // Stamped before the scan: a font changed meanwhile invalidates the index.
+    let stamps = file.is_some().then(|| font_index::stamp(&roots));
+    let before: Vec<fontdb::ID> = db.faces().map(|f| f.id).collect();
+    let mut operator_ids = Vec::new();
+    if let Some(dir) = operator_dir {
+        db.load_fonts_dir(dir);
+        operator_ids = db
+            .faces()
+            .map(|f| f.id)
+            .filter(|id| !before.contains(id))
+            .collect();
+    }
+    for dir in system_dirs {
+        db.load_fonts_dir(dir);
+    }
+    if let (Some(file), Some(stamps)) = (file, stamps) {
+        let found: Vec<font_index::Found> = db
+            .faces()
+            .filter(|f| !before.contains(&f.id))
+            .map(|f| (f.clone(), operator_ids.contains(&f.id)))
+            .collect();
+        font_index::write(&file, &roots, stamps, &found);
+    }
+    operator_ids
+}
+
 pub fn registry() -> &'static Registry {
     &REGISTRY
 }
@@ -538,7 +606,11 @@ pub struct Metrics {
     pub index: u32,
     /// Colour bitmap glyphs (CBDT/sbix) and no outlines: drawn as images in PDF.
     pub bitmap: bool,
-    bmp: Option<Vec<f32>>,
+    /// The embedded faces' advances for the Basic Multilingual Plane, in blocks of 256
+    /// characters filled on first use (a cold run measures a few blocks, not 65,536
+    /// characters of each face).
+    bmp: Option<Box<[OnceLock<Box<[f32; 256]>>]>>,
+    notdef: f32,
     charmap: skrifa::charmap::Charmap<'static>,
     glyphs: skrifa::metrics::GlyphMetrics<'static>,
     shaper: harfrust::ShaperData,
@@ -559,15 +631,8 @@ impl Metrics {
         }
         let charmap = font.charmap();
         let glyphs = font.glyph_metrics(Size::unscaled(), LocationRef::default());
-        let bmp = table.then(|| {
-            let notdef = glyphs.advance_width(skrifa::GlyphId::new(0)).unwrap_or(0.0) / upem;
-            (0..0x1_0000u32)
-                .map(|cp| match char::from_u32(cp).and_then(|c| charmap.map(c)) {
-                    Some(gid) => glyphs.advance_width(gid).unwrap_or(0.0) / upem,
-                    None => notdef,
-                })
-                .collect()
-        });
+        let notdef = glyphs.advance_width(skrifa::GlyphId::new(0)).unwrap_or(0.0) / upem;
+        let bmp = table.then(|| (0..256).map(|_| OnceLock::new()).collect());
         let bitmap = bitmap.unwrap_or_else(|| bitmap_only(bytes, index));
         let hr = harfrust::FontRef::from_index(bytes, index).ok()?;
         Some(Metrics {
@@ -578,6 +643,7 @@ impl Metrics {
             index,
             bitmap,
             bmp,
+            notdef,
             charmap,
             glyphs,
             shaper: harfrust::ShaperData::new(&hr),
@@ -586,8 +652,20 @@ impl Metrics {
 
     /// Advance of one character in em (the .notdef advance when the face lacks it).
     pub fn advance(&self, c: char) -> f32 {
-        if let Some(a) = self.bmp.as_ref().and_then(|t| t.get(c as usize)) {
-            return *a;
+        let cp = c as u32;
+        if let Some(block) = self.bmp.as_ref().and_then(|t| t.get(cp as usize >> 8)) {
+            let block = block.get_or_init(|| {
+                let mut advances = Box::new([0.0; 256]);
+                for (i, a) in advances.iter_mut().enumerate() {
+                    let cp = (cp & !0xff) | i as u32;
+                    *a = match char::from_u32(cp).and_then(|c| self.charmap.map(c)) {
+                        Some(gid) => self.glyphs.advance_width(gid).unwrap_or(0.0) / self.upem,
+                        None => self.notdef,
+                    };
+                }
+                advances
+            });
+            return block[cp as usize & 0xff];
         }
         let gid = self.charmap.map(c).unwrap_or(skrifa::GlyphId::new(0));
         self.glyph_advance(gid.to_u32() as u16)
@@ -722,21 +800,19 @@ fn layout_tables(data: &[u8], index: u32) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// A font file's bytes (borrowed for the embedded faces) and a face's index in it.
-pub type FontFile = (std::borrow::Cow<'static, [u8]>, u32);
-
-/// The whole font file of a face and its index in it, for what the layout tables
-/// lack: PDF subsetting (outlines) and colour emoji (bitmaps). Read for the moment it
-/// is needed. A face whose metrics did not load is drawn with the first embedded face,
-/// and so answers with it.
-pub fn full_data(key: FontKey) -> Option<FontFile> {
-    let f = REGISTRY.font(key);
-    if f.metrics().is_none() {
-        return Some((std::borrow::Cow::Borrowed(Face::Regular.bytes()), 0));
+/// Runs `f` on the whole font file of a face and its index in it, for what the layout
+/// tables lack: PDF subsetting (outlines) and colour emoji (bitmaps). A system face's
+/// file is mapped for the call, not read: only the pages `f` looks at are loaded (a
+/// CJK collection is 20 MB). A face whose metrics did not load is drawn with the first
+/// embedded face, and so answers with it; `None` when the file went away.
+pub fn with_full_data<T>(key: FontKey, f: impl FnOnce(&[u8], u32) -> T) -> Option<T> {
+    let font = REGISTRY.font(key);
+    if font.metrics().is_none() {
+        return Some(f(Face::Regular.bytes(), 0));
     }
-    match (f.embedded, &f.path) {
-        (Some(b), _) => Some((std::borrow::Cow::Borrowed(b), f.index)),
-        (None, Some(p)) => Some((std::borrow::Cow::Owned(std::fs::read(p).ok()?), f.index)),
+    match (font.embedded, &font.db) {
+        (Some(b), _) => Some(f(b, font.index)),
+        (None, Some(db)) => db.with_face_data(font.id, f),
         (None, None) => None,
     }
 }

@@ -10,6 +10,7 @@ mod budget;
 mod cost;
 mod coverage;
 mod custom;
+mod font_index;
 mod fonts;
 mod highlight;
 mod html;
@@ -65,7 +66,7 @@ use plinth_slides::{Aspect, Deck, Slide};
 pub use crate::budget::Budget;
 pub use crate::cost::{CHECK_SIZE as SVG_CHECK_SIZE, MAX_SVG_COST};
 pub use crate::coverage::{missing_glyphs, MissingGlyphs};
-pub use crate::fonts::FONTS_DIR_ENV;
+pub use crate::fonts::{keep_index_in as keep_font_index_in, FONTS_DIR_ENV};
 pub use crate::html::{html_size_bound, MAX_HTML_BYTES};
 pub use crate::svgcheck::{MAX_SVG_DEPTH, MAX_SVG_ELEMENTS};
 
@@ -101,14 +102,20 @@ pub use crate::highlight::{knows as highlights_language, warm_up as warm_up_high
 /// Compiles the highlighting patterns this deck's code blocks need, as its render would
 /// (10–60 ms per language, the larger part of a cold render). `plinth slides render`
 /// runs it on a second thread while the first loads fonts and images; the render then
-/// finds the patterns compiled, or waits for the one being compiled.
+/// finds the patterns compiled, or waits for the one being compiled. The last code
+/// blocks are compiled first: the render meets them last, so while it compiles the
+/// first ones itself the two threads work on different languages.
 pub fn warm_up_code(deck: &Deck) {
+    let mut blocks = Vec::new();
     for slide in &deck.slides {
         plinth_slides::walk_blocks(&slide.blocks, 0, &mut |block| {
             if let plinth_slides::Block::Code { code, language } = block {
-                let _ = crate::highlight::highlight(code, language.as_deref(), false);
+                blocks.push((code.clone(), language.clone()));
             }
         });
+    }
+    for (code, language) in blocks.iter().rev() {
+        let _ = crate::highlight::highlight(code, language.as_deref(), false);
     }
 }
 pub use crate::image::{inspect_image, ImageInfo, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE};

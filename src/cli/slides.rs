@@ -15,22 +15,30 @@ use std::time::Instant;
 use crate::config::SlidesCommand;
 use plinth_render::{Budget, Image, Images, Options, Size};
 use plinth_slides::Deck;
+use plinth_workers::slides::{PngZip, MAX_ZIP_BYTES};
 
 /// Runs the command; the process's exit status.
 pub async fn run(cmd: SlidesCommand) -> i32 {
+    if let Some(dir) = cache_dir() {
+        plinth_render::keep_font_index_in(dir);
+    }
     let result = match cmd {
         SlidesCommand::Render {
             deck,
             output,
             format,
             notes,
+            zip,
             allow_outside_images,
         } => render(
             &deck,
             output.as_deref(),
-            format.as_deref(),
-            notes,
-            allow_outside_images,
+            Asked {
+                format: format.as_deref(),
+                notes,
+                zip,
+                outside: allow_outside_images,
+            },
         ),
         SlidesCommand::Check {
             deck,
@@ -63,6 +71,21 @@ pub async fn run(cmd: SlidesCommand) -> i32 {
 }
 
 mod watch;
+
+/// `$XDG_CACHE_HOME/plinth`, else `~/.cache/plinth`: where the index of the font
+/// directories is kept between runs (a cold run then reads one small file instead of
+/// every font's header).
+fn cache_dir() -> Option<PathBuf> {
+    let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    std::env::var_os("XDG_CACHE_HOME")
+        .and_then(absolute)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .and_then(absolute)
+                .map(|h| h.join(".cache"))
+        })
+        .map(|d| d.join("plinth"))
+}
 
 /// A parsed deck with the images it names, read and checked.
 struct Loaded {
@@ -202,14 +225,22 @@ fn check(path: &Path, outside: bool) -> Result<(), String> {
     Ok(())
 }
 
-fn render(
-    path: &Path,
-    output: Option<&Path>,
-    format: Option<&str>,
+/// What `render` was asked for besides the deck and the output.
+struct Asked<'a> {
+    format: Option<&'a str>,
     notes: bool,
+    zip: bool,
     outside: bool,
-) -> Result<(), String> {
+}
+
+fn render(path: &Path, output: Option<&Path>, asked: Asked) -> Result<(), String> {
     let started = Instant::now();
+    let Asked {
+        format,
+        notes,
+        mut zip,
+        outside,
+    } = asked;
     let format = match (format, output) {
         (Some(f), _) => f.to_owned(),
         (None, Some(o)) => match o.extension().and_then(|e| e.to_str()) {
@@ -217,29 +248,31 @@ fn render(
                 e.to_ascii_lowercase()
             }
             Some("htm") => "html".to_owned(),
+            Some(e) if e.eq_ignore_ascii_case("zip") => {
+                zip = true;
+                "png".to_owned()
+            }
+            _ if zip => "png".to_owned(),
             _ => "pdf".to_owned(),
         },
+        (None, None) if zip => "png".to_owned(),
         (None, None) => "pdf".to_owned(),
     };
+    if zip && format != "png" {
+        return Err("--zip applies to png (the PNGs as one zip)".into());
+    }
     if notes && format == "png" {
         return Err("--notes applies to pdf and html (PNGs are the slides alone)".into());
     }
     let output = output
         .map(Path::to_owned)
-        .unwrap_or_else(|| path.with_extension(&format));
+        .unwrap_or_else(|| path.with_extension(if zip { "zip" } else { format.as_str() }));
     let Loaded { deck, images, .. } = load(path, true, outside)?.warned();
     let options = Options {
         notes,
         created: Some(chrono::Utc::now().timestamp()),
     };
     let size = Size::default();
-    // `-o shots/deck.png` makes `shots/` as it writes, as the docs' examples expect.
-    let write = |file: &Path, bytes: &[u8]| {
-        if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        }
-        std::fs::write(file, bytes).map_err(|e| format!("{}: {e}", file.display()))
-    };
     let written = match format.as_str() {
         "pdf" => {
             let budget = Budget::unlimited();
@@ -254,6 +287,28 @@ fn render(
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             write(&output, html.as_bytes())?;
             output.display().to_string()
+        }
+        _ if zip => {
+            let slides = plinth_render::visible(&deck);
+            let pngs = std::sync::Mutex::new(vec![Vec::new(); slides.len()]);
+            render_pngs(path, &deck, &slides, &images, size, &|i, png| {
+                if let Ok(mut pngs) = pngs.lock() {
+                    pngs[i] = png;
+                }
+                Ok(())
+            })?;
+            let pngs = pngs.into_inner().map_err(|_| "a render thread panicked")?;
+            let mut bundle = PngZip::new(chrono::Utc::now(), MAX_ZIP_BYTES);
+            for (i, png) in pngs.iter().enumerate() {
+                bundle
+                    .add(&format!("slide-{:03}.png", i + 1), png)
+                    .map_err(|e| format!("{}: {e}", output.display()))?;
+            }
+            let bytes = bundle
+                .finish()
+                .map_err(|e| format!("{}: {e}", output.display()))?;
+            write(&output, &bytes)?;
+            format!("{} ({} slides)", output.display(), slides.len())
         }
         _ => {
             let slides = plinth_render::visible(&deck);
@@ -271,42 +326,9 @@ fn render(
                     .to_owned();
                 (dir, stem)
             };
-            // One slide per core at a time.
-            let next = AtomicUsize::new(0);
-            let threads = std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .min(slides.len().max(1));
-            let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
-                let workers: Vec<_> = (0..threads)
-                    .map(|_| {
-                        scope.spawn(|| -> Result<(), String> {
-                            loop {
-                                let i = next.fetch_add(1, Ordering::Relaxed);
-                                let Some(slide) = slides.get(i) else {
-                                    return Ok(());
-                                };
-                                let png = plinth_render::slide_png(
-                                    &deck,
-                                    slide,
-                                    &images,
-                                    size,
-                                    &Budget::unlimited(),
-                                )
-                                .map_err(|e| format!("{}: slide {}: {e}", path.display(), i + 1))?;
-                                write(&dir.join(format!("{stem}.{:03}.png", i + 1)), &png)?;
-                            }
-                        })
-                    })
-                    .collect();
-                workers
-                    .into_iter()
-                    .map(|w| {
-                        w.join()
-                            .unwrap_or_else(|_| Err("a render thread panicked".into()))
-                    })
-                    .collect()
-            });
-            results.into_iter().collect::<Result<(), String>>()?;
+            render_pngs(path, &deck, &slides, &images, size, &|i, png| {
+                write(&dir.join(format!("{stem}.{:03}.png", i + 1)), &png)
+            })?;
             format!(
                 "{} ({} files)",
                 dir.join(format!("{stem}.NNN.png")).display(),
@@ -320,4 +342,60 @@ fn render(
         started.elapsed().as_millis()
     );
     Ok(())
+}
+
+/// Writes a file; `-o shots/deck.png` makes `shots/` as it writes, as the docs'
+/// examples expect.
+fn write(file: &Path, bytes: &[u8]) -> Result<(), String> {
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    std::fs::write(file, bytes).map_err(|e| format!("{}: {e}", file.display()))
+}
+
+/// Draws the slides as PNGs, one slide per core at a time, and hands each to `done`
+/// with its 0-based position (in whatever order they finish).
+fn render_pngs(
+    path: &Path,
+    deck: &Deck,
+    slides: &[&plinth_slides::Slide],
+    images: &Images,
+    size: Size,
+    done: &(dyn Fn(usize, Vec<u8>) -> Result<(), String> + Sync),
+) -> Result<(), String> {
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(slides.len().max(1));
+    let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| -> Result<(), String> {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(slide) = slides.get(i) else {
+                            return Ok(());
+                        };
+                        let png = plinth_render::slide_png(
+                            deck,
+                            slide,
+                            images,
+                            size,
+                            &Budget::unlimited(),
+                        )
+                        .map_err(|e| format!("{}: slide {}: {e}", path.display(), i + 1))?;
+                        done(i, png)?;
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err("a render thread panicked".into()))
+            })
+            .collect()
+    });
+    results.into_iter().collect()
 }

@@ -155,7 +155,8 @@ pub enum SlidesCommand {
     /// The format comes from --format, else from the output's extension, else PDF. The
     /// output defaults to the deck's path with the format's extension. PNG writes one
     /// 1920×1080 file per visible slide: `<output stem>.001.png`, … (into the directory
-    /// when the output is one).
+    /// when the output is one); with --zip (or an output ending in .zip) one zip of them
+    /// instead.
     Render {
         /// The deck's Markdown file.
         deck: PathBuf,
@@ -169,6 +170,11 @@ pub enum SlidesCommand {
         /// (PDF), a presenter view (HTML: press p).
         #[arg(long)]
         notes: bool,
+        /// PNG as one zip, as the server's PNG export with `zip` makes it: entries
+        /// slide-001.png, … in slide order, stored uncompressed. The output defaults to
+        /// the deck's path with `.zip`.
+        #[arg(long)]
+        zip: bool,
         /// Read images the deck names outside its own folder (absolute paths, `..`,
         /// links leading out). Off: a deck from someone else cannot copy files of yours
         /// into its output.

@@ -15,6 +15,8 @@ fn plinth(dir: &Path, args: &[&str]) -> Output {
         // Nothing of a server's: no data directory may appear.
         .env_remove("PLINTH_DATA_DIR")
         .env_remove("PLINTH_DATABASE_URL")
+        // Its index of the font directories in the test's folder, not the user's cache.
+        .env("XDG_CACHE_HOME", dir.join(".cache"))
         .output()
         .unwrap()
 }
@@ -139,4 +141,63 @@ fn errors_exit_1_with_the_line_and_warnings_go_to_stderr() {
     let o = plinth(dir.path(), &["slides", "render", "warn.md"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(dir.path().join("warn.pdf").exists());
+}
+
+/// `--zip` (or an output ending in `.zip`): the PNGs as one zip in the server's export
+/// format (stored entries `slide-001.png`, … in slide order), the same bytes as the PNG
+/// files a plain PNG render writes.
+#[test]
+fn render_zip_writes_the_pngs_as_one_zip() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("img")).unwrap();
+    std::fs::write(dir.path().join("img/chart.png"), png(320, 200)).unwrap();
+    std::fs::write(dir.path().join("deck.md"), DECK).unwrap();
+    let o = plinth(dir.path(), &["slides", "render", "deck.md", "--zip"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("deck.zip (3 slides)"), "{}", stderr(&o));
+    let bytes = std::fs::read(dir.path().join("deck.zip")).unwrap();
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
+    let o = plinth(
+        dir.path(),
+        &["slides", "render", "deck.md", "-o", "shots/deck.png"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(archive.len(), 3);
+    for i in 0..3 {
+        let mut entry = archive.by_index(i).unwrap();
+        assert_eq!(entry.name().unwrap(), format!("slide-{:03}.png", i + 1));
+        assert_eq!(entry.compression(), zip::CompressionMethod::Stored);
+        let mut data = Vec::new();
+        entry.read_to_end(&mut data).unwrap();
+        assert_eq!(png_size(&data), (1920, 1080));
+        let file = std::fs::read(dir.path().join(format!("shots/deck.{:03}.png", i + 1))).unwrap();
+        assert!(data == file, "slide {} differs from its PNG file", i + 1);
+    }
+    // The extension asks for it too, into a folder that is made.
+    let o = plinth(
+        dir.path(),
+        &["slides", "render", "deck.md", "-o", "out/talk.zip"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bytes = std::fs::read(dir.path().join("out/talk.zip")).unwrap();
+    assert_eq!(
+        zip::ZipArchive::new(std::io::Cursor::new(bytes))
+            .unwrap()
+            .len(),
+        3
+    );
+    // PNG only.
+    for args in [
+        &["slides", "render", "deck.md", "--zip", "--format", "pdf"][..],
+        &["slides", "render", "deck.md", "--zip", "-o", "deck.html"][..],
+    ] {
+        let o = plinth(dir.path(), args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&o).contains("--zip applies to png"),
+            "{}",
+            stderr(&o)
+        );
+    }
 }

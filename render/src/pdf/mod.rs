@@ -22,7 +22,7 @@ use printpdf::{
     WindingOrder, XObjectId,
 };
 
-use crate::fonts::{font_metrics, FontFile, FontKey};
+use crate::fonts::{font_metrics, FontKey};
 use crate::image::{natural_sizes, SvgTrees};
 use crate::layout::{self, Item, Page};
 use crate::{visible, Budget, Images, RenderError, Size};
@@ -131,8 +131,6 @@ struct PageWriter {
     renumber: GlyphMap<u16>,
     /// Colour glyphs drawn, each once as an image XObject.
     emoji: GlyphMap<Option<(XObjectId, Bitmap)>>,
-    /// Whole emoji font files, read once per document.
-    files: HashMap<FontKey, Option<FontFile>>,
     /// Per asset: its XObject name and the largest box it is drawn in.
     placed: HashMap<String, (XObjectId, f32, f32)>,
     /// The page being written: its operations, its height in points, and the text
@@ -150,7 +148,6 @@ impl PageWriter {
             shaper,
             renumber,
             emoji: HashMap::new(),
-            files: HashMap::new(),
             placed: HashMap::new(),
             ops: Vec::new(),
             page_height: 0.0,

@@ -214,13 +214,11 @@ impl PageWriter {
         let mut pen = x;
         for g in glyphs {
             let n = self.emoji.len();
-            let files = &mut self.files;
             let entry = self.emoji.entry((font, g.gid)).or_insert_with(|| {
-                let file = files
-                    .entry(font)
-                    .or_insert_with(|| crate::fonts::full_data(font));
-                let (data, index) = file.as_ref()?;
-                bitmap(data, *index, g.gid).map(|b| (XObjectId(format!("Em{n}")), b))
+                // The glyph's bitmap from the mapped file: only its pages are read.
+                crate::fonts::with_full_data(font, |data, index| bitmap(data, index, g.gid))
+                    .flatten()
+                    .map(|b| (XObjectId(format!("Em{n}")), b))
             });
             if let Some((id, b)) = entry {
                 let s = size / b.ppem;
@@ -512,18 +510,20 @@ pub(super) fn subset_font(font: FontKey, gids: &BTreeSet<u16>) -> Result<ParsedF
         subset::{subset, CmapTarget, SubsetProfile},
     };
     let fail = |e: String| RenderError::Failed(format!("font subsetting failed: {e}"));
-    let (file, index) =
-        crate::fonts::full_data(font).ok_or_else(|| fail("the font file went away".into()))?;
     let gids: BTreeSet<u16> = std::iter::once(0).chain(gids.iter().copied()).collect();
     let gids: Vec<u16> = gids.into_iter().collect();
-    let data = ReadScope::new(&file)
-        .read::<FontData<'_>>()
-        .map_err(|e| fail(e.to_string()))?;
-    let provider = data
-        .table_provider(index as usize)
-        .map_err(|e| fail(e.to_string()))?;
-    let bytes = subset(&provider, &gids, &SubsetProfile::Pdf, CmapTarget::Unicode)
-        .map_err(|e| fail(e.to_string()))?;
+    // From the mapped file: only the tables and glyphs the subset needs are read.
+    let bytes = crate::fonts::with_full_data(font, |file, index| {
+        let data = ReadScope::new(file)
+            .read::<FontData<'_>>()
+            .map_err(|e| fail(e.to_string()))?;
+        let provider = data
+            .table_provider(index as usize)
+            .map_err(|e| fail(e.to_string()))?;
+        subset(&provider, &gids, &SubsetProfile::Pdf, CmapTarget::Unicode)
+            .map_err(|e| fail(e.to_string()))
+    })
+    .ok_or_else(|| fail("the font file went away".into()))??;
     let mut warnings = Vec::new();
     let mut parsed = ParsedFont::from_bytes(&bytes, 0, &mut warnings)
         .ok_or_else(|| fail(format!("subset does not parse: {warnings:?}")))?;
