@@ -213,7 +213,7 @@ fn render(
     let format = match (format, output) {
         (Some(f), _) => f.to_owned(),
         (None, Some(o)) => match o.extension().and_then(|e| e.to_str()) {
-            Some(e) if ["pdf", "png", "html"].contains(&e.to_ascii_lowercase().as_str()) => {
+            Some(e) if ["pdf", "png", "html", "svg"].contains(&e.to_ascii_lowercase().as_str()) => {
                 e.to_ascii_lowercase()
             }
             Some("htm") => "html".to_owned(),
@@ -221,8 +221,10 @@ fn render(
         },
         (None, None) => "pdf".to_owned(),
     };
-    if notes && format == "png" {
-        return Err("--notes applies to pdf and html (PNGs are the slides alone)".into());
+    if notes && (format == "png" || format == "svg") {
+        return Err(format!(
+            "--notes applies to pdf and html ({format} files are the slides alone)"
+        ));
     }
     let output = output
         .map(Path::to_owned)
@@ -255,64 +257,7 @@ fn render(
             write(&output, html.as_bytes())?;
             output.display().to_string()
         }
-        _ => {
-            let slides = plinth_render::visible(&deck);
-            let (dir, stem) = if output.is_dir() {
-                (output.clone(), "slide".to_owned())
-            } else {
-                let stem = output
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "slide".into());
-                let dir = output
-                    .parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .unwrap_or(Path::new("."))
-                    .to_owned();
-                (dir, stem)
-            };
-            // One slide per core at a time.
-            let next = AtomicUsize::new(0);
-            let threads = std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .min(slides.len().max(1));
-            let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
-                let workers: Vec<_> = (0..threads)
-                    .map(|_| {
-                        scope.spawn(|| -> Result<(), String> {
-                            loop {
-                                let i = next.fetch_add(1, Ordering::Relaxed);
-                                let Some(slide) = slides.get(i) else {
-                                    return Ok(());
-                                };
-                                let png = plinth_render::slide_png(
-                                    &deck,
-                                    slide,
-                                    &images,
-                                    size,
-                                    &Budget::unlimited(),
-                                )
-                                .map_err(|e| format!("{}: slide {}: {e}", path.display(), i + 1))?;
-                                write(&dir.join(format!("{stem}.{:03}.png", i + 1)), &png)?;
-                            }
-                        })
-                    })
-                    .collect();
-                workers
-                    .into_iter()
-                    .map(|w| {
-                        w.join()
-                            .unwrap_or_else(|_| Err("a render thread panicked".into()))
-                    })
-                    .collect()
-            });
-            results.into_iter().collect::<Result<(), String>>()?;
-            format!(
-                "{} ({} files)",
-                dir.join(format!("{stem}.NNN.png")).display(),
-                slides.len()
-            )
-        }
+        _ => slide_files(path, &output, &format, &deck, &images, &write)?,
     };
     eprintln!(
         "{} → {written} in {} ms",
@@ -320,4 +265,74 @@ fn render(
         started.elapsed().as_millis()
     );
     Ok(())
+}
+
+/// PNG or SVG: one file per visible slide, `<stem>.001.<format>`, … (in `output` when
+/// it is a directory), one slide per core at a time; what was written, for the log.
+fn slide_files(
+    path: &Path,
+    output: &Path,
+    format: &str,
+    deck: &Deck,
+    images: &Images,
+    write: &(dyn Fn(&Path, &[u8]) -> Result<(), String> + Sync),
+) -> Result<String, String> {
+    let size = Size::default();
+    let slides = plinth_render::visible(deck);
+    let (dir, stem) = if output.is_dir() {
+        (output.to_owned(), "slide".to_owned())
+    } else {
+        let stem = output
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "slide".into());
+        let dir = output
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_owned();
+        (dir, stem)
+    };
+    // One slide per core at a time.
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(slides.len().max(1));
+    let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| -> Result<(), String> {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(slide) = slides.get(i) else {
+                            return Ok(());
+                        };
+                        let budget = Budget::unlimited();
+                        let bytes = if format == "svg" {
+                            plinth_render::slide_svg(deck, slide, images, size, &budget)
+                                .map(String::into_bytes)
+                        } else {
+                            plinth_render::slide_png(deck, slide, images, size, &budget)
+                        }
+                        .map_err(|e| format!("{}: slide {}: {e}", path.display(), i + 1))?;
+                        let name = format!("{stem}.{:03}.{format}", i + 1);
+                        write(&dir.join(name), &bytes)?;
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err("a render thread panicked".into()))
+            })
+            .collect()
+    });
+    results.into_iter().collect::<Result<(), String>>()?;
+    Ok(format!(
+        "{} ({} files)",
+        dir.join(format!("{stem}.NNN.{format}")).display(),
+        slides.len()
+    ))
 }
