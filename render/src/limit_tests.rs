@@ -78,7 +78,32 @@ fn html_emits_each_image_once() {
         "bound {bound}, page {len}"
     );
     assert_eq!(html.matches("data:image/svg+xml;base64,").count(), 1);
-    assert_eq!(html.matches("<use href=\"#pic-0\"/>").count(), 40);
+    // Each use the layout draws (what does not fit at the smallest step is cut, as in
+    // the PDF) refers to that one copy.
+    let trees = crate::image::SvgTrees::default();
+    let slide = &deck.slides[0];
+    let naturals =
+        crate::image::natural_sizes(&deck, slide, &images, &trees, &Budget::unlimited()).unwrap();
+    let page = crate::layout::page(&deck, slide, &naturals, crate::Size::default());
+    let drawn = page
+        .items
+        .iter()
+        .filter(|i| matches!(i, crate::layout::Item::Image { .. }))
+        .count();
+    assert!(drawn >= 8, "{drawn}");
+    assert_eq!(html.matches("<use href=\"#pic-0\"/>").count(), drawn);
+}
+
+/// A 33×17 PNG.
+fn small_png() -> Vec<u8> {
+    let img = ::image::RgbImage::from_fn(33, 17, |x, _| ::image::Rgb([x as u8, 9, 9]));
+    let mut out = Vec::new();
+    img.write_to(
+        &mut std::io::Cursor::new(&mut out),
+        ::image::ImageFormat::Png,
+    )
+    .unwrap();
+    out
 }
 
 #[test]
@@ -130,11 +155,15 @@ fn html_size_bound_is_never_below_the_page() {
 
 #[test]
 fn html_over_the_limit_is_refused_before_it_is_built() {
-    // Five distinct 10 MiB images: 67 MiB of base64, over MAX_HTML_BYTES (64 MiB).
+    // Five distinct 10 MiB images (a small PNG and 10 MiB after its end, which is read
+    // for its size only): 67 MiB of base64, over MAX_HTML_BYTES (64 MiB).
     let images: Images = (0..5)
         .map(|i| {
             let id = format!("00000000-0000-4000-8000-00000000000{i}");
-            (id, svg_image(vec![b' '; 10 << 20]))
+            let mut bytes = small_png();
+            bytes.resize(bytes.len() + (10 << 20), 0);
+            let mime = "image/png".to_owned();
+            (id, Image { mime, bytes })
         })
         .collect();
     let deck = deck_of(vec![slide_of(
@@ -158,7 +187,10 @@ fn html_over_the_limit_is_refused_before_it_is_built() {
 
     // The limit applies to the bound, before anything is encoded.
     let small = deck_of(vec![slide_of(vec![image_block(ID)])]);
-    let one = Images::from([(ID.to_owned(), svg_image(vec![b' '; 300_000]))]);
+    let mut bytes = small_png();
+    bytes.resize(bytes.len() + 300_000, 0);
+    let mime = "image/png".to_owned();
+    let one = Images::from([(ID.to_owned(), Image { mime, bytes })]);
     let e = html::render_within(
         &small,
         &one,

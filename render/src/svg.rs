@@ -188,8 +188,9 @@ fn plain_item(out: &mut String, item: &Item) {
             escape_into(out, text);
             out.push_str("</text>");
         }
-        // Links matter in PDF and HTML only; images are drawn by the callers.
-        Item::Link { .. } | Item::Image { .. } => {}
+        // Links matter in PDF and HTML only, the parts' markers in HTML; images are
+        // drawn by the callers.
+        Item::Link { .. } | Item::Image { .. } | Item::Begin(_) | Item::End => {}
     }
 }
 

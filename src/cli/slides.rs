@@ -244,7 +244,7 @@ fn render(path: &Path, output: Option<&Path>, asked: Asked) -> Result<(), String
     let format = match (format, output) {
         (Some(f), _) => f.to_owned(),
         (None, Some(o)) => match o.extension().and_then(|e| e.to_str()) {
-            Some(e) if ["pdf", "png", "html"].contains(&e.to_ascii_lowercase().as_str()) => {
+            Some(e) if ["pdf", "png", "html", "svg"].contains(&e.to_ascii_lowercase().as_str()) => {
                 e.to_ascii_lowercase()
             }
             Some("htm") => "html".to_owned(),
@@ -261,8 +261,10 @@ fn render(path: &Path, output: Option<&Path>, asked: Asked) -> Result<(), String
     if zip && format != "png" {
         return Err("--zip applies to png (the PNGs as one zip)".into());
     }
-    if notes && format == "png" {
-        return Err("--notes applies to pdf and html (PNGs are the slides alone)".into());
+    if notes && (format == "png" || format == "svg") {
+        return Err(format!(
+            "--notes applies to pdf and html ({format} files are the slides alone)"
+        ));
     }
     let output = output
         .map(Path::to_owned)
@@ -291,7 +293,7 @@ fn render(path: &Path, output: Option<&Path>, asked: Asked) -> Result<(), String
         _ if zip => {
             let slides = plinth_render::visible(&deck);
             let pngs = std::sync::Mutex::new(vec![Vec::new(); slides.len()]);
-            render_pngs(path, &deck, &slides, &images, size, &|i, png| {
+            render_slides(path, &deck, &slides, &images, size, "png", &|i, png| {
                 if let Ok(mut pngs) = pngs.lock() {
                     pngs[i] = png;
                 }
@@ -326,12 +328,12 @@ fn render(path: &Path, output: Option<&Path>, asked: Asked) -> Result<(), String
                     .to_owned();
                 (dir, stem)
             };
-            render_pngs(path, &deck, &slides, &images, size, &|i, png| {
-                write(&dir.join(format!("{stem}.{:03}.png", i + 1)), &png)
+            render_slides(path, &deck, &slides, &images, size, &format, &|i, bytes| {
+                write(&dir.join(format!("{stem}.{:03}.{format}", i + 1)), &bytes)
             })?;
             format!(
                 "{} ({} files)",
-                dir.join(format!("{stem}.NNN.png")).display(),
+                dir.join(format!("{stem}.NNN.{format}")).display(),
                 slides.len()
             )
         }
@@ -353,14 +355,16 @@ fn write(file: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(file, bytes).map_err(|e| format!("{}: {e}", file.display()))
 }
 
-/// Draws the slides as PNGs, one slide per core at a time, and hands each to `done`
-/// with its 0-based position (in whatever order they finish).
-fn render_pngs(
+/// Draws the slides as PNGs (or SVGs: each slide's layout as the PNG draws it), one
+/// slide per core at a time, and hands each to `done` with its 0-based position (in
+/// whatever order they finish).
+fn render_slides(
     path: &Path,
     deck: &Deck,
     slides: &[&plinth_slides::Slide],
     images: &Images,
     size: Size,
+    format: &str,
     done: &(dyn Fn(usize, Vec<u8>) -> Result<(), String> + Sync),
 ) -> Result<(), String> {
     let next = AtomicUsize::new(0);
@@ -376,15 +380,15 @@ fn render_pngs(
                         let Some(slide) = slides.get(i) else {
                             return Ok(());
                         };
-                        let png = plinth_render::slide_png(
-                            deck,
-                            slide,
-                            images,
-                            size,
-                            &Budget::unlimited(),
-                        )
+                        let budget = Budget::unlimited();
+                        let bytes = if format == "svg" {
+                            plinth_render::slide_svg(deck, slide, images, size, &budget)
+                                .map(String::into_bytes)
+                        } else {
+                            plinth_render::slide_png(deck, slide, images, size, &budget)
+                        }
                         .map_err(|e| format!("{}: slide {}: {e}", path.display(), i + 1))?;
-                        done(i, png)?;
+                        done(i, bytes)?;
                     }
                 })
             })

@@ -150,21 +150,21 @@ pub enum UsersCommand {
 /// `plinth slides …` (`crate::cli::slides` runs them).
 #[derive(Subcommand, Debug)]
 pub enum SlidesCommand {
-    /// Renders a Markdown deck (Marp decks as written) to PDF, PNG or HTML.
+    /// Renders a Markdown deck (Marp decks as written) to PDF, PNG, HTML or SVG.
     ///
     /// The format comes from --format, else from the output's extension, else PDF. The
     /// output defaults to the deck's path with the format's extension. PNG writes one
     /// 1920×1080 file per visible slide: `<output stem>.001.png`, … (into the directory
     /// when the output is one); with --zip (or an output ending in .zip) one zip of them
-    /// instead.
+    /// instead. SVG likewise writes one file per slide, its layout as the PNG draws it.
     Render {
         /// The deck's Markdown file.
         deck: PathBuf,
         /// The file to write.
         #[arg(short, long)]
         output: Option<PathBuf>,
-        /// pdf, png or html.
-        #[arg(long, value_parser = ["pdf", "png", "html"])]
+        /// pdf, png, html or svg.
+        #[arg(long, value_parser = ["pdf", "png", "html", "svg"])]
         format: Option<String>,
         /// Speaker notes for the presenter: a notes page after each slide with notes
         /// (PDF), a presenter view (HTML: press p).

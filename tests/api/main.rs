@@ -54,6 +54,7 @@ mod slides;
 mod slides_cli;
 mod slides_findings;
 mod slides_fonts;
+mod slides_layout;
 mod slides_notes;
 mod slides_style;
 mod slides_upload;

@@ -1,23 +1,29 @@
 //! The deck as one self-contained HTML file: inline CSS, one `<section>` per visible
 //! slide, and each image once, as a data: URL in an SVG `<defs>` that every use of it
 //! references (`<svg><use href="#pic-N"/></svg>`: an image element of the SVG, so the
-//! viewer's `img-src data:` policy covers it). Sizes follow the layout engine's (in
-//! units of 1/1920 of the slide width via container query units), so slides look alike.
+//! viewer's `img-src data:` policy covers it).
+//!
+//! Each slide is drawn from the layout engine's page, as the PDF and PNG are: every
+//! text run, box and image absolutely positioned in units of 1/1920 of the slide's
+//! width (container query units), so the three agree by construction and the slide
+//! scales with the window. The parts the layout marks (title, headings, paragraphs,
+//! lists, tables, code…) become elements around their items, in document order, for
+//! screen readers and copying.
 //!
 //! The page is written through [`Out`]: into a `String`, or into a counter that
-//! measures it without building it ([`html_size_bound`]). Its parts: the [`head`] and
-//! style sheet, one [`slide`] section each (its [`blocks`] and [`pics`]), the script.
+//! measures it without building it. Its parts: the [`head`] and style sheet, one
+//! [`slide`] section each (its [`items`] and [`pics`]), the script.
 
-mod blocks;
-mod custom;
 mod head;
+mod items;
 mod out;
 mod pics;
 mod slide;
 
-use plinth_slides::Deck;
+use plinth_slides::{Deck, Slide};
 
 use crate::image::SvgTrees;
+use crate::layout::{self, Page};
 use crate::{visible, Budget, Images, RenderError};
 
 use out::{Count, Out};
@@ -27,16 +33,16 @@ use pics::Pics;
 pub const MAX_HTML_BYTES: u64 = 64 << 20;
 
 /// An upper bound of the page's size in bytes, computed without building it: the
-/// markup measured as it would be written (numbers and highlighted code at their
-/// longest) and each distinct image's base64 once.
+/// slides laid out and their markup measured as it would be written (numbers at their
+/// longest) and each distinct image's base64 once. `u64::MAX` when the slides cannot
+/// be laid out (an image that cannot be read).
 pub fn html_size_bound(deck: &Deck, images: &Images, options: crate::Options) -> u64 {
-    let mut count = Count(0);
-    let mut pics = Pics::new(images, None);
-    let unlimited = Budget::unlimited();
-    let _ = write_page(&mut count, deck, &mut pics, options, &unlimited);
-    let _ = pics.defs(&mut count, &unlimited);
-    tail(&mut count);
-    count.0
+    let (deck, images) = crate::maths::prepare(deck, images);
+    let trees = SvgTrees::default();
+    match pages(&deck, &images, &trees, &Budget::unlimited()) {
+        Ok(pages) => measure(&deck, &pages, &images, &trees, options),
+        Err(_) => u64::MAX,
+    }
 }
 
 pub fn render(
@@ -57,7 +63,10 @@ pub fn render_within(
     limit: u64,
 ) -> Result<String, RenderError> {
     budget.check()?;
-    let bound = html_size_bound(deck, images, options);
+    let trees = SvgTrees::default();
+    let pages = pages(deck, images, &trees, budget)?;
+    // Measured before a byte is written: a page over the limit is never built.
+    let bound = measure(deck, &pages, images, &trees, options);
     if bound > limit {
         return Err(RenderError::TooLarge {
             what: "the HTML page",
@@ -66,27 +75,66 @@ pub fn render_within(
             limit,
         });
     }
-    let trees = SvgTrees::default();
-    let mut pics = Pics::new(images, Some(&trees));
+    let mut pics = Pics::new(images, &trees);
     let mut out = String::with_capacity(bound as usize);
-    write_page(&mut out, deck, &mut pics, options, budget)?;
+    write_page(&mut out, deck, &pages, &mut pics, options, budget)?;
     pics.defs(&mut out, budget)?;
     tail(&mut out);
     Ok(out)
+}
+
+/// Each visible slide and its page, laid out as for the PDF, with its parts marked.
+fn pages<'d>(
+    deck: &'d Deck,
+    images: &Images,
+    trees: &SvgTrees,
+    budget: &Budget,
+) -> Result<Vec<(&'d Slide, Page)>, RenderError> {
+    let size = crate::deck_size(deck, crate::Size::default());
+    visible(deck)
+        .into_iter()
+        .map(|slide| {
+            budget.check()?;
+            let naturals = crate::image::natural_sizes(deck, slide, images, trees, budget)?;
+            Ok((slide, layout::page_marked(deck, slide, &naturals, size)))
+        })
+        .collect()
+}
+
+/// The page's size in bytes as [`write_page`], the images' `<defs>` and the tail
+/// would write it (numbers counted at their longest).
+fn measure(
+    deck: &Deck,
+    pages: &[(&Slide, Page)],
+    images: &Images,
+    trees: &SvgTrees,
+    options: crate::Options,
+) -> u64 {
+    let mut count = Count(0);
+    let mut pics = Pics::new(images, trees);
+    let unlimited = Budget::unlimited();
+    let _ = write_page(&mut count, deck, pages, &mut pics, options, &unlimited);
+    let _ = pics.defs(&mut count, &unlimited);
+    tail(&mut count);
+    count.0
 }
 
 /// The head and the slides, up to the images' `<defs>`.
 fn write_page<O: Out>(
     out: &mut O,
     deck: &Deck,
+    pages: &[(&Slide, Page)],
     pics: &mut Pics<'_>,
     options: crate::Options,
     budget: &Budget,
 ) -> Result<(), RenderError> {
-    head::head(out, deck);
-    for (i, slide) in visible(deck).into_iter().enumerate() {
+    let units = pages
+        .first()
+        .map_or(layout::CANVAS_HEIGHT * 16.0 / 9.0, |(_, p)| p.width);
+    head::head(out, deck, units);
+    for (i, (slide, page)) in pages.iter().enumerate() {
         budget.check()?;
-        slide::section(out, deck, slide, i, pics, options, budget)?;
+        slide::section(out, deck, slide, page, i, pics, options);
     }
     if options.notes {
         // The presenter view: this slide, the next, its notes, a timer (click resets).

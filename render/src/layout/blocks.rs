@@ -25,6 +25,8 @@ pub(super) enum Piece {
     },
     Image {
         asset_id: String,
+        /// What it shows, for its markup.
+        alt: String,
         natural: (f32, f32),
         max_scale: f32,
         centred: bool,
@@ -125,10 +127,11 @@ pub(super) fn title_piece(slide: &Slide, title: &str, ctx: &Ctx, frame: &Frame, 
     } else {
         pal.heading(level)
     };
-    let mut text = Paragraph::new(&glyphs, cw, size, leading, align(centered), fill, pal);
+    let text = Paragraph::new(&glyphs, cw, size, leading, align(centered), fill, pal);
+    let mut items = part(Role::Title, text.items);
     if !look.title_rule {
         return Piece::Fixed {
-            items: text.items,
+            items,
             height: text.height,
         };
     }
@@ -141,7 +144,7 @@ pub(super) fn title_piece(slide: &Slide, title: &str, ctx: &Ctx, frame: &Frame, 
         0.0
     };
     let rule_y = text.height + 16.0 * s;
-    text.items.push(Item::Rect {
+    items.push(Item::Rect {
         x: rule_x,
         y: rule_y,
         w: rule_w,
@@ -150,7 +153,7 @@ pub(super) fn title_piece(slide: &Slide, title: &str, ctx: &Ctx, frame: &Frame, 
         fill: pal.accent,
     });
     Piece::Fixed {
-        items: text.items,
+        items,
         height: rule_y + 6.0 * s,
     }
 }
@@ -255,12 +258,14 @@ pub(super) fn stack_pieces(
             }
             Piece::Image {
                 asset_id,
+                alt,
                 natural: (iw, ih),
                 max_scale,
                 centred,
             } => {
                 let k = (cw / iw).min(share / ih).min(max_scale);
                 let (w, h) = (iw * k, ih * k);
+                items.push(Item::Begin(Role::Image { alt }));
                 items.push(Item::Image {
                     x: if centred { (cw - w) / 2.0 } else { 0.0 },
                     y,
@@ -269,6 +274,7 @@ pub(super) fn stack_pieces(
                     asset_id,
                     clip: None,
                 });
+                items.push(Item::End);
                 h
             }
         };
@@ -298,48 +304,12 @@ pub(super) fn block_piece(
     let pal = ctx.pal;
     match block {
         Block::Heading { text, level, fit } => heading(text, *level, *fit, ctx, cw, centered, s),
-        Block::Text { text } => {
-            let size = ctx.look.text * ctx.look.paragraph * s;
-            let face = if ctx.look.paragraph_bold {
-                Face::Bold
-            } else {
-                Face::Regular
-            };
-            let p = Paragraph::new(
-                &marked_glyphs(text, face, size, ctx),
-                cw,
-                size,
-                ctx.look.leading,
-                align(centered),
-                pal.paragraph,
-                pal,
-            );
-            Piece::Fixed {
-                items: p.items,
-                height: p.height,
-            }
-        }
+        Block::Text { text } => paragraph(text, ctx, cw, centered, s),
         Block::Bullets {
             items,
             ordered,
             start,
-        } => {
-            let (mut out, height, widest) = list(
-                items,
-                *ordered,
-                start.unwrap_or(1),
-                ctx,
-                cw,
-                s,
-                (1, depth + 1),
-            );
-            // A centred list stays a left-aligned column, centred as a whole.
-            if centered {
-                let dx = ((cw - widest) / 2.0).max(0.0);
-                out = out.into_iter().map(|it| translate(it, dx, 0.0)).collect();
-            }
-            Piece::Fixed { items: out, height }
-        }
+        } => bullets(items, (*ordered, *start), ctx, cw, centered, (s, depth)),
         Block::Code { code, .. } => {
             let colours = ctx.code.get(&(block as *const Block as usize));
             code_block(code, colours, ctx, cw, centered, s)
@@ -383,6 +353,50 @@ pub(super) fn block_piece(
     }
 }
 
+/// A paragraph in the theme's body text.
+fn paragraph(text: &str, ctx: &Ctx, cw: f32, centered: bool, s: f32) -> Piece {
+    let size = ctx.look.text * ctx.look.paragraph * s;
+    let face = if ctx.look.paragraph_bold {
+        Face::Bold
+    } else {
+        Face::Regular
+    };
+    let p = Paragraph::new(
+        &marked_glyphs(text, face, size, ctx),
+        cw,
+        size,
+        ctx.look.leading,
+        align(centered),
+        ctx.pal.paragraph,
+        ctx.pal,
+    );
+    Piece::Fixed {
+        items: part(Role::Paragraph, p.items),
+        height: p.height,
+    }
+}
+
+/// A list at `depth`; a centred one stays a left-aligned column, centred as a whole.
+fn bullets(
+    items: &[plinth_slides::ListItem],
+    (ordered, start): (bool, Option<u64>),
+    ctx: &Ctx,
+    cw: f32,
+    centered: bool,
+    (s, depth): (f32, usize),
+) -> Piece {
+    let first = start.unwrap_or(1);
+    let (mut out, height, widest) = list(items, ordered, first, ctx, cw, s, (1, depth + 1));
+    if centered {
+        let dx = ((cw - widest) / 2.0).max(0.0);
+        out = out.into_iter().map(|it| translate(it, dx, 0.0)).collect();
+    }
+    Piece::Fixed {
+        items: part(Role::List { ordered }, out),
+        height,
+    }
+}
+
 /// A heading in the theme's size for its level (filling the column when `fit`).
 fn heading(
     text: &str,
@@ -406,7 +420,7 @@ fn heading(
     let leading = ctx.look.heading_leading;
     let p = Paragraph::new(&glyphs, cw, size, leading, align(centered), fill, pal);
     Piece::Fixed {
-        items: p.items,
+        items: part(Role::Heading(level), p.items),
         height: p.height,
     }
 }
@@ -450,6 +464,7 @@ fn image(
                 // the slide has less room (rather than shrinking the whole slide).
                 Piece::Image {
                     asset_id: asset_id.to_owned(),
+                    alt: alt.unwrap_or("").to_owned(),
                     natural: (w, h),
                     max_scale: s,
                     centred: centered,
@@ -464,6 +479,7 @@ fn image(
         return match ctx.sizes.get(asset_id) {
             Some(n) if n.width > 0.0 && n.height > 0.0 => Piece::Image {
                 asset_id: asset_id.to_owned(),
+                alt: alt.unwrap_or("").to_owned(),
                 natural: (n.width, n.height),
                 max_scale: s,
                 centred: true,
@@ -474,6 +490,7 @@ fn image(
     match ctx.sizes.get(asset_id) {
         Some(n) if n.width > 0.0 && n.height > 0.0 => Piece::Image {
             asset_id: asset_id.to_owned(),
+            alt: alt.unwrap_or("").to_owned(),
             natural: (n.width, n.height),
             // Raster images are not blown up past MAX_UPSCALE of their pixels.
             max_scale: if n.vector { f32::INFINITY } else { MAX_UPSCALE },
@@ -510,7 +527,7 @@ pub(super) fn quote(blocks: &[Block], ctx: &Ctx, cw: f32, s: f32, depth: usize) 
     }];
     out.extend(items.into_iter().map(|it| translate(it, indent, pad)));
     Piece::Fixed {
-        items: out,
+        items: part(Role::Quote, out),
         height: height + 2.0 * pad,
     }
 }
@@ -543,5 +560,8 @@ pub(super) fn placeholder(alt: Option<&str>, pal: &Palette, cw: f32, s: f32) -> 
     }];
     let dy = (height - p.height) / 2.0;
     items.extend(p.items.into_iter().map(|it| translate(it, 20.0 * s, dy)));
-    Piece::Fixed { items, height }
+    Piece::Fixed {
+        items: part(Role::Paragraph, items),
+        height,
+    }
 }

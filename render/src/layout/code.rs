@@ -12,18 +12,7 @@ pub(super) fn code_block(
     s: f32,
 ) -> Piece {
     let (pal, look) = (ctx.pal, ctx.look);
-    let lines: Vec<String> = code
-        .trim_end_matches(['\n', '\r'])
-        .split('\n')
-        .map(|l| clean(&l.replace('\t', "    ")))
-        .collect();
-    // Highlighted runs, when they spell the same lines.
-    let colours = colours.filter(|c| {
-        c.len() == lines.len()
-            && c.iter().zip(&lines).all(|(runs, l)| {
-                runs.iter().map(|(_, t)| t.chars().count()).sum::<usize>() == l.chars().count()
-            })
-    });
+    let (lines, colours) = code_lines(code, colours);
     let widest = lines
         .iter()
         .map(|l| measure(l, Face::Mono, 1.0))
@@ -59,42 +48,71 @@ pub(super) fn code_block(
             continue;
         }
         let y = pad_y + i as f32 * line_h + baseline;
-        let runs: Vec<(Color, String)> = match colours {
-            Some(c) => {
-                // Cut the runs where the truncated line ends.
-                let keep = if text.ends_with('…') && text != *line {
-                    text.chars().count() - 1
-                } else {
-                    usize::MAX
-                };
-                let mut left = keep;
-                let mut runs = Vec::new();
-                for (colour, t) in &c[i] {
-                    if left == 0 {
-                        break;
-                    }
-                    let part: String = t.chars().take(left).collect();
-                    left -= part.chars().count();
-                    // The highlighting theme's colour, kept readable on this box.
-                    runs.push((readable(*colour, pal.code_bg, MIN_CONTRAST), part));
-                }
-                if keep != usize::MAX {
-                    runs.push((pal.code_text, "…".to_owned()));
-                }
-                runs
-            }
+        let runs = match colours {
+            Some(c) => coloured_runs(&c[i], line, &text, pal),
             None => vec![(pal.code_text, text)],
         };
         let mut x = box_x + pad;
         for (colour, t) in runs {
+            // Spaces too (they draw nothing): a copy of the code keeps its indentation.
             let (run, w) = text_items(x, y, size, Face::Mono, colour, &t);
-            if !t.trim().is_empty() {
-                items.extend(run);
-            }
+            items.extend(run);
             x += w;
         }
     }
-    Piece::Fixed { items, height }
+    Piece::Fixed {
+        items: part(Role::Code { line_h }, items),
+        height,
+    }
+}
+
+/// The code's lines (tabs as four spaces), and their highlighted runs when those
+/// spell the same lines.
+fn code_lines<'c>(
+    code: &str,
+    colours: Option<&'c Vec<highlight::Line>>,
+) -> (Vec<String>, Option<&'c Vec<highlight::Line>>) {
+    let lines: Vec<String> = code
+        .trim_end_matches(['\n', '\r'])
+        .split('\n')
+        .map(|l| clean(&l.replace('\t', "    ")))
+        .collect();
+    let colours = colours.filter(|c| {
+        c.len() == lines.len()
+            && c.iter().zip(&lines).all(|(runs, l)| {
+                runs.iter().map(|(_, t)| t.chars().count()).sum::<usize>() == l.chars().count()
+            })
+    });
+    (lines, colours)
+}
+
+/// A highlighted line's runs, cut where its `text` (the line, perhaps truncated with
+/// an ellipsis) ends; each colour kept readable on the code's box.
+fn coloured_runs(
+    runs: &[(Color, String)],
+    line: &str,
+    text: &str,
+    pal: &Palette,
+) -> Vec<(Color, String)> {
+    let keep = if text.ends_with('…') && text != line {
+        text.chars().count() - 1
+    } else {
+        usize::MAX
+    };
+    let mut left = keep;
+    let mut out = Vec::new();
+    for (colour, t) in runs {
+        if left == 0 {
+            break;
+        }
+        let part: String = t.chars().take(left).collect();
+        left -= part.chars().count();
+        out.push((readable(*colour, pal.code_bg, MIN_CONTRAST), part));
+    }
+    if keep != usize::MAX {
+        out.push((pal.code_text, "…".to_owned()));
+    }
+    out
 }
 
 /// Cuts a monospace line to `max_em` with an ellipsis.

@@ -19,15 +19,7 @@ pub(super) fn list(
     let (pal, look) = (ctx.pal, ctx.look);
     // Sub-items at full size, as Marp draws them.
     let size = look.text * s;
-    let markers: Vec<String> = (0..items.len() as u64)
-        .map(|n| {
-            if ordered {
-                format!("{}.", start.saturating_add(n))
-            } else {
-                BULLETS[(level - 1) % BULLETS.len()].to_owned()
-            }
-        })
-        .collect();
+    let markers = markers(items.len(), ordered, start, level);
     let marker_w = markers
         .iter()
         .map(|m| measure(m, Face::Regular, size))
@@ -55,56 +47,30 @@ pub(super) fn list(
             pal,
         );
         widest = widest.max(text_x + p.width);
+        out.push(Item::Begin(Role::ListItem));
+        let baseline = y + p.first_baseline;
+        let (marks, mark_w) = match item.checked {
+            Some(done) => (check_box(baseline, box_w, size, done, pal), box_w),
+            None => (
+                bullet(&marker, ordered, baseline, indent, size, ctx),
+                marker_w,
+            ),
+        };
         // A right-to-left item has its marker at the right, its text right-aligned
         // before it.
-        let marks_at = out.len();
-        let baseline = y + p.first_baseline;
-        match item.checked {
-            Some(done) => check_box(&mut out, baseline, box_w, size, done, pal),
-            None => {
-                // Numbers right-aligned so the dots line up, half an em before the text.
-                let own_w = measure(&marker, Face::Regular, size);
-                let marker_x = if ordered || look.kind != Kind::Plinth {
-                    indent - 0.5 * size - own_w
-                } else {
-                    0.0
-                };
-                let (marks, _) = text_items(
-                    marker_x,
-                    baseline,
-                    size,
-                    Face::Regular,
-                    pal.markers,
-                    &marker,
-                );
-                out.extend(marks);
-            }
-        }
-        let text_at = if p.rtl {
-            let mark_w = if item.checked.is_some() {
-                box_w
-            } else {
-                marker_w
-            };
-            let marks: Vec<Item> = out.drain(marks_at..).collect();
-            out.extend(marks.into_iter().map(|it| translate(it, cw - mark_w, 0.0)));
-            0.0
+        let (marks_at, text_at) = if p.rtl {
+            (cw - mark_w, 0.0)
         } else {
-            text_x
+            (0.0, text_x)
         };
+        let marks = part(Role::Marker, marks);
+        out.extend(marks.into_iter().map(|it| translate(it, marks_at, 0.0)));
         out.extend(p.items.into_iter().map(|it| translate(it, text_at, y)));
         y += p.height;
         let column = (cw - text_x).max(size);
-        let inside = ItemInside {
-            ctx,
-            column,
-            text_x,
-            gap,
-            s,
-            level,
-            depth,
-        };
+        let inside = ItemInside::new(ctx, (column, text_x), gap, s, (level, depth));
         let (below, w) = inside.blocks_and_list(&mut out, item, y);
+        out.push(Item::End);
         y = below;
         widest = widest.max(w);
         y += gap;
@@ -112,8 +78,42 @@ pub(super) fn list(
     (out, (y - gap).max(0.0), widest)
 }
 
+/// Each item's bullet, or number (from `start`).
+fn markers(n: usize, ordered: bool, start: u64, level: usize) -> Vec<String> {
+    (0..n as u64)
+        .map(|n| {
+            if ordered {
+                format!("{}.", start.saturating_add(n))
+            } else {
+                BULLETS[(level - 1) % BULLETS.len()].to_owned()
+            }
+        })
+        .collect()
+}
+
+/// An item's bullet or number on its first line's `baseline`.
+fn bullet(
+    marker: &str,
+    ordered: bool,
+    baseline: f32,
+    indent: f32,
+    size: f32,
+    ctx: &Ctx,
+) -> Vec<Item> {
+    // Numbers right-aligned so the dots line up, half an em before the text.
+    let own_w = measure(marker, Face::Regular, size);
+    let marker_x = if ordered || ctx.look.kind != Kind::Plinth {
+        indent - 0.5 * size - own_w
+    } else {
+        0.0
+    };
+    let fill = ctx.pal.markers;
+    text_items(marker_x, baseline, size, Face::Regular, fill, marker).0
+}
+
 /// A check box in place of the marker, ticked when `done`.
-fn check_box(out: &mut Vec<Item>, baseline: f32, box_w: f32, size: f32, done: bool, pal: &Palette) {
+fn check_box(baseline: f32, box_w: f32, size: f32, done: bool, pal: &Palette) -> Vec<Item> {
+    let mut out = Vec::new();
     let top = baseline - 0.72 * size;
     let line = 0.09 * size;
     out.push(Item::Rect {
@@ -146,6 +146,7 @@ fn check_box(out: &mut Vec<Item>, baseline: f32, box_w: f32, size: f32, done: bo
             fill: pal.background,
         });
     }
+    out
 }
 
 /// What goes under an item's text, in its column: its blocks, then its nested list.
@@ -160,7 +161,25 @@ struct ItemInside<'a, 'c> {
     depth: usize,
 }
 
-impl ItemInside<'_, '_> {
+impl<'a, 'c> ItemInside<'a, 'c> {
+    fn new(
+        ctx: &'a Ctx<'c>,
+        (column, text_x): (f32, f32),
+        gap: f32,
+        s: f32,
+        (level, depth): (usize, usize),
+    ) -> Self {
+        ItemInside {
+            ctx,
+            column,
+            text_x,
+            gap,
+            s,
+            level,
+            depth,
+        }
+    }
+
     /// Lays out the item's blocks and nested list from `y` down; answers where they
     /// end and the widest right edge among them (0 without any).
     fn blocks_and_list(
@@ -209,6 +228,12 @@ impl ItemInside<'_, '_> {
                 (self.level + 1, depth + 1),
             );
             y += gap * 0.6;
+            let sub_items = part(
+                Role::List {
+                    ordered: sub.ordered,
+                },
+                sub_items,
+            );
             out.extend(sub_items.into_iter().map(|it| translate(it, text_x, y)));
             widest = widest.max(text_x + w);
             y += h;

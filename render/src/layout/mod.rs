@@ -72,6 +72,43 @@ pub enum Item {
         h: f32,
         url: String,
     },
+    /// Where a part of the slide starts: the items up to its [`Item::End`] are that
+    /// part. Draws nothing; only [`page_marked`] keeps these, for the HTML export's
+    /// markup (what a screen reader announces, what a copy reads as lines).
+    Begin(Role),
+    End,
+}
+
+/// What a part of the slide is, for its markup.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Role {
+    Title,
+    Heading(u8),
+    Paragraph,
+    List {
+        ordered: bool,
+    },
+    ListItem,
+    /// A list item's bullet, number or check box: shown, not read.
+    Marker,
+    /// A code block whose lines are `line_h` apart (blank lines draw nothing, so the
+    /// markup counts them from the gaps).
+    Code {
+        line_h: f32,
+    },
+    Quote,
+    Table,
+    Row,
+    Cell {
+        header: bool,
+    },
+    /// The next image item and what it shows (its alt text).
+    Image {
+        alt: String,
+    },
+    Header,
+    Footer,
+    PageNumber,
 }
 
 pub struct Page {
@@ -79,7 +116,9 @@ pub struct Page {
     pub height: f32,
     pub background: Color,
     pub items: Vec<Item>,
-    /// The shrink step the content was drawn at (1.0 when it fit as it was).
+    /// The shrink step the content was drawn at (1.0 when it fit as it was); the
+    /// writers draw the items as placed, so only the tests read it.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub scale: f32,
 }
 
@@ -123,7 +162,7 @@ use paragraph::*;
 use tables::*;
 use text::*;
 
-pub use page::{page, page_number, page_with};
+pub use page::{page, page_marked, page_with};
 
 fn translate(item: Item, dx: f32, dy: f32) -> Item {
     match item {
@@ -181,13 +220,25 @@ fn translate(item: Item, dx: f32, dy: f32) -> Item {
             h,
             url,
         },
+        marker @ (Item::Begin(_) | Item::End) => marker,
     }
+}
+
+/// `items` as the part `role`.
+fn part(role: Role, items: Vec<Item>) -> Vec<Item> {
+    let mut out = Vec::with_capacity(items.len() + 2);
+    out.push(Item::Begin(role));
+    out.extend(items);
+    out.push(Item::End);
+    out
 }
 
 fn bottom(item: &Item) -> f32 {
     match item {
         Item::Rect { y, h, .. } | Item::Image { y, h, .. } | Item::Link { y, h, .. } => y + h,
         Item::Text { y, size, face, .. } => y + metrics(*face).descent * size,
+        // Markers take no room: a part cut at the floor scale keeps its bounds.
+        Item::Begin(_) | Item::End => 0.0,
     }
 }
 

@@ -8,6 +8,19 @@ pub fn page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Pag
 }
 
 pub fn page_with(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size, fill: Fill) -> Page {
+    let mut page = marked_page(deck, slide, sizes, size, fill);
+    page.items
+        .retain(|item| !matches!(item, Item::Begin(_) | Item::End));
+    page
+}
+
+/// [`page`] with the parts of the slide marked ([`Item::Begin`], [`Item::End`]): what
+/// the HTML export writes its markup from.
+pub fn page_marked(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size) -> Page {
+    marked_page(deck, slide, sizes, size, Fill::Balanced)
+}
+
+fn marked_page(deck: &Deck, slide: &Slide, sizes: &NaturalSizes, size: Size, fill: Fill) -> Page {
     let pal = slide_palette(deck, slide);
     let pal = &pal;
     let look = Look::for_slide(deck, slide);
@@ -197,6 +210,7 @@ pub(super) fn logo(
     let k = (LOGO_HEIGHT / n.height).min(LOGO_MAX_WIDTH / n.width);
     let (w, h) = (n.width * k, n.height * k);
     let right = width - margin;
+    items.push(Item::Begin(Role::Image { alt: "logo".into() }));
     items.push(Item::Image {
         x: right - w,
         y: LOGO_TOP + (LOGO_HEIGHT - h) / 2.0,
@@ -205,6 +219,7 @@ pub(super) fn logo(
         asset_id: id.clone(),
         clip: None,
     });
+    items.push(Item::End);
     w
 }
 
@@ -280,9 +295,10 @@ pub(super) fn chrome(
         .as_ref()
         .map_or(0.0, |n| measure(n, Face::Regular, c.number_size) + c.size);
     let face = |bold| if bold { Face::Bold } else { Face::Regular };
-    for (text, baseline, max_w, size, fill, face) in [
+    for (role, text, baseline, max_w, size, fill, face) in [
         // The header stops short of the logo.
         (
+            Role::Header,
             header,
             c.header_baseline,
             w - if logo_w > 0.0 { logo_w + c.size } else { 0.0 },
@@ -291,6 +307,7 @@ pub(super) fn chrome(
             face(c.bold.0),
         ),
         (
+            Role::Footer,
             footer,
             CANVAS_HEIGHT - c.footer_baseline,
             w - number_w,
@@ -302,26 +319,13 @@ pub(super) fn chrome(
         let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
             continue;
         };
-        let glyphs = marked_glyphs(text, face, size, ctx);
-        let align = if c.centred {
-            TextAlign::Center
-        } else {
-            TextAlign::Left
-        };
-        // One line: what does not fit is cut.
-        let p = Paragraph::new(&glyphs, max_w.max(size), size, 1.2, align, fill, pal);
-        let first = p.first_baseline;
-        items.extend(
-            p.items
-                .into_iter()
-                .filter(|it| match it {
-                    Item::Text { y, .. }
-                    | Item::Link { y, .. }
-                    | Item::Rect { y, .. }
-                    | Item::Image { y, .. } => *y < 1.2 * size,
-                })
-                .map(|it| translate(it, left, baseline - first)),
-        );
+        let (line, first) = chrome_line(text, face, size, max_w, fill, ctx);
+        items.extend(part(
+            role,
+            line.into_iter()
+                .map(|it| translate(it, left, baseline - first))
+                .collect(),
+        ));
     }
     if let Some(n) = number {
         let w = measure(&n, Face::Regular, c.number_size);
@@ -333,6 +337,36 @@ pub(super) fn chrome(
             pal.muted,
             &n,
         );
-        items.extend(number);
+        items.extend(part(Role::PageNumber, number));
     }
+}
+
+/// A header's or footer's one line (what does not fit is cut), and its baseline.
+fn chrome_line(
+    text: &str,
+    face: Face,
+    size: f32,
+    max_w: f32,
+    fill: Color,
+    ctx: &Ctx,
+) -> (Vec<Item>, f32) {
+    let glyphs = marked_glyphs(text, face, size, ctx);
+    let align = if ctx.look.chrome.centred {
+        TextAlign::Center
+    } else {
+        TextAlign::Left
+    };
+    let p = Paragraph::new(&glyphs, max_w.max(size), size, 1.2, align, fill, ctx.pal);
+    let line = p
+        .items
+        .into_iter()
+        .filter(|it| match it {
+            Item::Text { y, .. }
+            | Item::Link { y, .. }
+            | Item::Rect { y, .. }
+            | Item::Image { y, .. } => *y < 1.2 * size,
+            Item::Begin(_) | Item::End => true,
+        })
+        .collect();
+    (line, p.first_baseline)
 }

@@ -58,73 +58,16 @@ impl Paragraph {
                 TextAlign::Right => max_w - line_w,
             };
             let y = i as f32 * line_h + baseline;
-            // Consecutive glyphs in one font and style (and one bidi level) make one
-            // text run.
-            let key = |g: usize| {
-                let gl = &glyphs[g];
-                (
-                    (gl.face, gl.font, gl.code, gl.strike),
-                    gl.link.as_ref().map(|l| Rc::as_ptr(l) as *const u8),
-                    gl.image.is_some(),
-                    levels.get(g).copied().unwrap_or(0),
-                    (gl.scale.to_bits(), gl.rise.to_bits(), gl.mark, gl.underline),
-                )
-            };
-            let mut runs: Vec<(usize, usize)> = Vec::new();
-            let mut start = 0;
-            while start < line.len() {
-                let k = key(line[start].0);
-                let mut end = start + 1;
-                while end < line.len() && !k.2 && key(line[end].0) == k {
-                    end += 1;
-                }
-                runs.push((start, end));
-                start = end;
-            }
+            let runs = line_runs(line, glyphs, &levels);
             let shifts = visual_shifts(&runs, line, glyphs, &levels);
-            for (r, &(start, end)) in runs.iter().enumerate() {
-                let (g0, x0) = line[start];
-                let first = &glyphs[g0];
-                let (gl, xl) = line[end - 1];
-                let run_w = xl + glyphs[gl].adv - x0;
-                let x = dx + x0 + shifts[r];
-                let color = if first.code {
-                    pal.inline_code_text
-                } else if first.link.is_some() {
-                    pal.accent
-                } else {
-                    fill
-                };
-                if let Some((asset_id, h, top)) = &first.image {
-                    items.push(Item::Image {
-                        x,
-                        y: y - top,
-                        w: first.adv,
-                        h: *h,
-                        asset_id: asset_id.to_string(),
-                        clip: None,
-                    });
-                } else {
-                    let text: String = line[start..end].iter().map(|&(g, _)| glyphs[g].c).collect();
-                    let run = Run {
-                        x,
-                        y,
-                        w: run_w,
-                        size,
-                        fill: color,
-                    };
-                    text_run(&mut items, first, text, run, pal);
-                }
-                if let Some(url) = &first.link {
-                    items.push(Item::Link {
-                        x,
-                        y: y - 0.9 * size,
-                        w: run_w,
-                        h: 1.15 * size,
-                        url: url.to_string(),
-                    });
-                }
-            }
+            let at = Run {
+                x: dx,
+                y,
+                w: 0.0,
+                size,
+                fill,
+            };
+            place_runs(&mut items, (line, glyphs), (&runs, &shifts), at, pal);
         }
         Paragraph {
             items,
@@ -134,6 +77,109 @@ impl Paragraph {
             rtl,
         }
     }
+}
+
+/// A line's runs in visual order (each shifted by `shifts`), from `at.x` on the
+/// baseline `at.y`: their text, images, marks and links.
+fn place_runs(
+    items: &mut Vec<Item>,
+    (line, glyphs): (&[(usize, f32)], &[Glyph]),
+    (runs, shifts): (&[(usize, usize)], &[f32]),
+    at: Run,
+    pal: &Palette,
+) {
+    let Run {
+        x: dx,
+        y,
+        size,
+        fill,
+        ..
+    } = at;
+    for (r, &(start, end)) in runs.iter().enumerate() {
+        let (g0, x0) = line[start];
+        let first = &glyphs[g0];
+        let (gl, xl) = line[end - 1];
+        let run_w = xl + glyphs[gl].adv - x0;
+        let x = dx + x0 + shifts[r];
+        let color = if first.code {
+            pal.inline_code_text
+        } else if first.link.is_some() {
+            pal.accent
+        } else {
+            fill
+        };
+        if let Some(image) = &first.image {
+            inline_image(items, image, (x, y), first.adv);
+        } else {
+            let text: String = line[start..end].iter().map(|&(g, _)| glyphs[g].c).collect();
+            let run = Run {
+                x,
+                y,
+                w: run_w,
+                size,
+                fill: color,
+            };
+            text_run(items, first, text, run, pal);
+        }
+        if let Some(url) = &first.link {
+            items.push(Item::Link {
+                x,
+                y: y - 0.9 * size,
+                w: run_w,
+                h: 1.15 * size,
+                url: url.to_string(),
+            });
+        }
+    }
+}
+
+/// A line cut into runs (start and end in `line`): consecutive glyphs in one font and
+/// style (and one bidi level) make one; an inline image is a run of its own.
+fn line_runs(line: &[(usize, f32)], glyphs: &[Glyph], levels: &[u8]) -> Vec<(usize, usize)> {
+    let key = |g: usize| {
+        let gl = &glyphs[g];
+        (
+            (gl.face, gl.font, gl.code, gl.strike),
+            gl.link.as_ref().map(|l| Rc::as_ptr(l) as *const u8),
+            gl.image.is_some(),
+            levels.get(g).copied().unwrap_or(0),
+            (gl.scale.to_bits(), gl.rise.to_bits(), gl.mark, gl.underline),
+        )
+    };
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut start = 0;
+    while start < line.len() {
+        let k = key(line[start].0);
+        let mut end = start + 1;
+        while end < line.len() && !k.2 && key(line[end].0) == k {
+            end += 1;
+        }
+        runs.push((start, end));
+        start = end;
+    }
+    runs
+}
+
+/// An inline image (asset id, height, top above the baseline, alt text) at `x` on the
+/// baseline `y`, `w` wide.
+fn inline_image(
+    items: &mut Vec<Item>,
+    (asset_id, h, top, alt): &(Rc<str>, f32, f32, Rc<str>),
+    (x, y): (f32, f32),
+    w: f32,
+) {
+    items.push(Item::Begin(Role::Image {
+        alt: alt.to_string(),
+    }));
+    items.push(Item::Image {
+        x,
+        y: y - top,
+        w,
+        h: *h,
+        asset_id: asset_id.to_string(),
+        clip: None,
+    });
+    items.push(Item::End);
 }
 
 /// Where one run of a line goes: its start, baseline, width, the line's size, colour.

@@ -13,7 +13,6 @@ pub(super) fn table(
     centered: bool,
     s: f32,
 ) -> Piece {
-    use plinth_slides::Align;
     let (pal, look) = (ctx.pal, ctx.look);
     let size = look.text * look.table_text * s;
     let (pad_y, pad_x) = (look.table_pad.0 * size, look.table_pad.1 * size);
@@ -41,33 +40,23 @@ pub(super) fn table(
     let mut row_tops = Vec::new();
     for (r, row) in cells.iter().enumerate() {
         let fill = if r == 0 { pal.head_text } else { pal.cell_text };
-        let paragraphs: Vec<Paragraph> = row
-            .iter()
-            .enumerate()
-            .take(columns)
-            .map(|(c, glyphs)| {
-                let a = match aligns.get(c).copied().unwrap_or_default() {
-                    Align::Center => TextAlign::Center,
-                    Align::Right => TextAlign::Right,
-                    Align::Left => TextAlign::Left,
-                    Align::Auto => TextAlign::Start,
-                };
-                Paragraph::new(glyphs, widths[c].max(1.0) + 0.5, size, 1.3, a, fill, pal)
-            })
-            .collect();
+        let paragraphs = cells_text(row, aligns, &widths, size, fill, pal);
         let row_h = paragraphs.iter().map(|p| p.height).fold(size, f32::max) + 2.0 * pad_y;
+        out.push(Item::Begin(Role::Row));
         if let Some(fill) = row_fill(look.table, pal, r) {
             out.push(rect(x0, y, table_w, row_h, fill));
         }
         let mut x = x0;
         for (c, p) in paragraphs.into_iter().enumerate() {
-            out.extend(
-                p.items
-                    .into_iter()
-                    .map(|it| translate(it, x + pad_x, y + pad_y)),
-            );
+            let cell = p
+                .items
+                .into_iter()
+                .map(|it| translate(it, x + pad_x, y + pad_y))
+                .collect();
+            out.extend(part(Role::Cell { header: r == 0 }, cell));
             x += widths[c] + 2.0 * pad_x;
         }
+        out.push(Item::End);
         row_tops.push(y);
         y += row_h;
     }
@@ -78,9 +67,34 @@ pub(super) fn table(
     }
     out.extend(table_lines(look.table, pal, &row_tops, &edges, s));
     Piece::Fixed {
-        items: out,
+        items: part(Role::Table, out),
         height: y,
     }
+}
+
+/// A row's cells, each wrapped in its column and aligned as the column says.
+fn cells_text(
+    row: &[Vec<Glyph>],
+    aligns: &[plinth_slides::Align],
+    widths: &[f32],
+    size: f32,
+    fill: Color,
+    pal: &Palette,
+) -> Vec<Paragraph> {
+    use plinth_slides::Align;
+    row.iter()
+        .enumerate()
+        .take(widths.len())
+        .map(|(c, glyphs)| {
+            let a = match aligns.get(c).copied().unwrap_or_default() {
+                Align::Center => TextAlign::Center,
+                Align::Right => TextAlign::Right,
+                Align::Left => TextAlign::Left,
+                Align::Auto => TextAlign::Start,
+            };
+            Paragraph::new(glyphs, widths[c].max(1.0) + 0.5, size, 1.3, a, fill, pal)
+        })
+        .collect()
 }
 
 /// Each column's width in `avail`: its natural (one line) width when all fit, else

@@ -13,9 +13,9 @@ pub(super) struct Glyph {
     pub(super) strike: bool,
     /// The link the character is part of.
     pub(super) link: Option<Rc<str>>,
-    /// An inline image (`c` is U+FFFC): its asset id, height and how far its top is
-    /// above the baseline.
-    pub(super) image: Option<(Rc<str>, f32, f32)>,
+    /// An inline image (`c` is U+FFFC): its asset id, height, how far its top is
+    /// above the baseline, and its alt text.
+    pub(super) image: Option<(Rc<str>, f32, f32, Rc<str>)>,
     pub(super) adv: f32,
     /// Extra room before/after: the padding of an inline code background.
     pub(super) pre: f32,
@@ -197,7 +197,7 @@ pub(super) fn marked_glyphs(text: &str, base: Face, size: f32, ctx: &Ctx) -> Vec
                     (size, 0.8 * size)
                 };
                 let mut g = Glyph::new('\u{fffc}', face, n.width / n.height * h);
-                g.image = Some((Rc::from(id.as_str()), h, top));
+                g.image = Some((Rc::from(id.as_str()), h, top, Rc::from(span.text.as_str())));
                 g.link = link;
                 // Room on both sides, like a character's side bearings.
                 g.pre = 0.08 * size;

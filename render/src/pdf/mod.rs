@@ -211,6 +211,8 @@ impl PageWriter {
                         self.maths_text((*x, *y, *w, *h), m);
                     }
                 }
+                // The parts' markers are the HTML export's (a PDF page has none).
+                Item::Begin(_) | Item::End => {}
             }
         }
         if self.text_open {
