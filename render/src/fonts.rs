@@ -176,11 +176,13 @@ pub fn keep_index_in(dir: PathBuf) {
 pub static FONT_DB: LazyLock<Arc<fontdb::Database>> = LazyLock::new(|| REGISTRY.db.clone());
 
 impl Registry {
+    /// Scans without an index (the tests' registries).
+    #[cfg(test)]
     pub fn load(operator_dir: Option<&Path>, system_dirs: &[&Path]) -> Registry {
         Registry::load_indexed(operator_dir, system_dirs, None)
     }
 
-    /// As [`Registry::load`]; with `index_dir`, the faces come from the index of the
+    /// The operator's and the system's fonts after the embedded ones; with `index_dir`, the faces come from the index of the
     /// directories kept there when it is still valid, and a scan writes a fresh one
     /// ([`crate::font_index`]): the same faces in the same order either way.
     pub fn load_indexed(
