@@ -597,6 +597,9 @@ fn is_mark(c: char) -> bool {
     )
 }
 
+/// 256 characters' advances, measured on first use.
+type AdvanceBlock = OnceLock<Box<[f32; 256]>>;
+
 /// Advances in em; for the embedded faces precomputed for the Basic Multilingual
 /// Plane (layout measures every character, and a table lookup keeps that off the
 /// profile).
@@ -611,7 +614,7 @@ pub struct Metrics {
     /// The embedded faces' advances for the Basic Multilingual Plane, in blocks of 256
     /// characters filled on first use (a cold run measures a few blocks, not 65,536
     /// characters of each face).
-    bmp: Option<Box<[OnceLock<Box<[f32; 256]>>]>>,
+    bmp: Option<Box<[AdvanceBlock]>>,
     notdef: f32,
     charmap: skrifa::charmap::Charmap<'static>,
     glyphs: skrifa::metrics::GlyphMetrics<'static>,
