@@ -7,6 +7,7 @@
 //! ([`fonts`]); a character no font has is reported by [`missing_glyphs`].
 
 mod budget;
+mod chars;
 mod cost;
 mod coverage;
 mod custom;
