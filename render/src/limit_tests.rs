@@ -124,16 +124,7 @@ fn html_size_bound_is_never_below_the_page() {
         image_block(ID),
     ])]);
     deck.logo = Some(ID.into());
-    let png = {
-        let img = ::image::RgbImage::from_fn(33, 17, |x, _| ::image::Rgb([x as u8, 9, 9]));
-        let mut out = Vec::new();
-        img.write_to(
-            &mut std::io::Cursor::new(&mut out),
-            ::image::ImageFormat::Png,
-        )
-        .unwrap();
-        out
-    };
+    let png = small_png();
     let images = Images::from([(
         ID.to_owned(),
         Image {
