@@ -38,7 +38,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let (mut pixels, mut max) = (0usize, 0u8);
         for (p, q) in a.2.chunks_exact(4).zip(b.2.chunks_exact(4)) {
-            let d = p.iter().zip(q).map(|(x, y)| x.abs_diff(*y)).max().unwrap_or(0);
+            let d = p
+                .iter()
+                .zip(q)
+                .map(|(x, y)| x.abs_diff(*y))
+                .max()
+                .unwrap_or(0);
             if d > 0 {
                 pixels += 1;
                 max = max.max(d);
