@@ -45,8 +45,11 @@ use plinth_render::{Budget, Options};
 const DEFAULT_LISTEN: &str = "127.0.0.1:8040";
 
 /// How long a burst of file events may pause before the deck is drawn. Events that say
-/// the writer is done (closed after writing, renamed into place) do not wait.
-const SETTLE: Duration = Duration::from_millis(20);
+/// the writer is done (closed after writing, renamed into place) do not wait, and every
+/// ordinary save ends with one; this is the fallback for writers that never close. It is
+/// long because a truncated file is "modified" before its new text arrives: at 20 ms a
+/// loaded machine drew the empty file between the two, and the page reloaded twice.
+const SETTLE: Duration = Duration::from_millis(250);
 
 /// What `plinth slides watch` was asked for.
 pub struct Asked {
