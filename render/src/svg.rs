@@ -209,8 +209,7 @@ pub fn rasterize(
     let mut doc = open(page, size, filled.is_none());
     let mut pixmap = match filled {
         Some(p) => p,
-        None => tiny_skia::Pixmap::new(size.width, size.height)
-            .ok_or_else(|| RenderError::Failed("cannot allocate the slide image".into()))?,
+        None => tiny_skia::Pixmap::new(size.width, size.height).ok_or_else(no_pixmap)?,
     };
     let mut clips = 0;
     for item in &page.items {
@@ -281,14 +280,14 @@ fn canvas(page: &Page, size: Size) -> Result<Option<tiny_skia::Pixmap>, RenderEr
     }
     data.chunks_exact_mut(4)
         .for_each(|p| p.copy_from_slice(&pixel));
-    let Some(int) = tiny_skia::IntSize::from_wh(size.width, size.height) else {
-        return Err(RenderError::Failed(
-            "cannot allocate the slide image".into(),
-        ));
-    };
+    let int = tiny_skia::IntSize::from_wh(size.width, size.height).ok_or_else(no_pixmap)?;
     tiny_skia::Pixmap::from_vec(data, int)
         .map(Some)
-        .ok_or_else(|| RenderError::Failed("cannot allocate the slide image".into()))
+        .ok_or_else(no_pixmap)
+}
+
+fn no_pixmap() -> RenderError {
+    RenderError::Failed("cannot allocate the slide image".into())
 }
 
 /// What the segment's `<image>` resolves to: the raster bytes, or the parsed SVG.
@@ -410,5 +409,89 @@ pub fn escape_into<W: Write + ?Sized>(out: &mut W, text: &str) {
             '\u{fffe}' | '\u{ffff}' => Ok(()),
             c => out.write_char(c),
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::palette::Color;
+
+    /// The page drawn the plain way: a zeroed pixmap, the background as the document's
+    /// first rect, every item through resvg; RGB bytes.
+    fn drawn_plainly(page: &Page, size: Size) -> Vec<u8> {
+        let mut pixmap = tiny_skia::Pixmap::new(size.width, size.height).unwrap();
+        let mut doc = open(page, size, true);
+        for item in &page.items {
+            plain_item(&mut doc, item);
+        }
+        doc.push_str("</svg>");
+        draw(&doc, None, &mut pixmap).unwrap();
+        pixmap
+            .data()
+            .chunks_exact(4)
+            .flat_map(|p| [p[0], p[1], p[2]])
+            .collect()
+    }
+
+    fn page(background: Color, fill: Color) -> Page {
+        let rect = |x, y, w, h, r| Item::Rect {
+            x,
+            y,
+            w,
+            h,
+            r,
+            fill,
+        };
+        Page {
+            width: 1280.0,
+            height: 720.0,
+            background,
+            // Edges on and off the pixel grid, a rounded corner, one box past the page.
+            items: vec![
+                rect(10.3, 20.7, 300.0, 41.5, 0.0),
+                rect(600.0, 300.0, 200.0, 200.0, 24.0),
+                rect(1200.5, 650.25, 200.0, 200.0, 0.0),
+            ],
+            scale: 1.0,
+        }
+    }
+
+    /// Issue 44: the background filled straight into a reused buffer, and the rows
+    /// streamed to the encoder, give the pixels the plain way gives: at the page's own
+    /// aspect (the filled canvas) and at another (the zeroed one), twice on one thread
+    /// with different colours, so a reused buffer shows nothing of the slide before.
+    #[test]
+    fn a_filled_reused_canvas_draws_the_pixels_the_plain_way_does() {
+        let (images, trees, budget) = (Images::default(), SvgTrees::default(), Budget::unlimited());
+        let sizes = [
+            Size {
+                width: 640,
+                height: 360,
+            },
+            Size {
+                width: 300,
+                height: 300,
+            },
+        ];
+        for size in sizes {
+            for (bg, fill) in [
+                (Color(12, 34, 56), Color(250, 200, 10)),
+                (Color(240, 240, 235), Color(5, 90, 160)),
+            ] {
+                let page = page(bg, fill);
+                let png = rasterize(&page, &images, &trees, size, &budget).unwrap();
+                let got = ::image::load_from_memory(&png).unwrap().to_rgb8();
+                assert_eq!((got.width(), got.height()), (size.width, size.height));
+                let want = drawn_plainly(&page, size);
+                let differ = got
+                    .as_raw()
+                    .iter()
+                    .zip(&want)
+                    .filter(|(a, b)| a != b)
+                    .count();
+                assert_eq!(differ, 0, "{size:?} on {bg:?}: {differ} bytes differ");
+            }
+        }
     }
 }
