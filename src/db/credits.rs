@@ -264,35 +264,80 @@ fn outcomes(changes: &[Change], rows: Vec<LedgerRow<'_>>) -> Vec<Applied> {
 }
 
 /// PostgreSQL: the whole batch as one statement, so it costs one round trip and commits
-/// by itself (issue 46; five round trips before: begin, lock, update, insert, commit).
-/// It locks the accounts in user-id order, replays every entry's balance from the locked
-/// balances (a running sum per account, in batch order), and only when every account
-/// exists and no balance along the way leaves 0..=i64::MAX does it update the accounts
-/// and write the rows; otherwise it writes nothing and returns no row. The locked
-/// balances are the ones the UPDATE adds to: under READ COMMITTED both `FOR UPDATE` and
-/// `UPDATE` act on the newest version of a row, and the lock keeps it so until the
-/// statement's commit. The table's `balance >= 0` check stays as the backstop.
+/// by itself (issue 46). Each account's running balances are known here up to its
+/// starting balance: entry k leaves `start + prefix_k`, where `prefix_k` is the sum of
+/// the account's deltas up to k. So one conditional UPDATE per account, `start + low >= 0`
+/// and `start <= cap` (`low` the lowest prefix, at most 0; `cap` what the highest
+/// prefix leaves below `i64::MAX`), proves every balance along the way stays in
+/// `0..=i64::MAX`, and returns `start` (the new balance less the summed delta); the
+/// ledger rows take `start + prefix_k`. Under READ COMMITTED the row lock takes the
+/// newest version of each account and keeps it so until the commit, and the UPDATE adds
+/// to that version, so `start` is the balance it added to. When an account is missing or short, the UPDATE skips it and
+/// `credit_batch_refused()` (migration 0035) raises: the statement, rows already
+/// written included, is undone, and the careful path decides change by change. The
+/// table's `balance >= 0` check stays as the backstop.
+///
+/// The accounts are locked first, one index lookup each in user-id order (the order the
+/// careful path and every other batch lock in, so batches of several processes and
+/// transfers cannot deadlock), and updated through those locks. The locks cost a WAL
+/// record per account; the running sums cost nothing in SQL (they were a `numeric`
+/// window sum), and nothing scans the table (docs/benchmarks.md, issue 46, eleventh
+/// session).
 const BATCH_POSTGRES: &str =
-    "WITH v(user_id, delta) AS (SELECT * FROM UNNEST($2::text[], $3::int8[])), \
-    locked AS (SELECT id, user_id, balance FROM credit_accounts \
-               WHERE user_id = ANY($2::text[]) ORDER BY user_id COLLATE \"C\" FOR UPDATE), \
-    e AS (SELECT r.n, r.id, l.id AS account_id, r.kind, r.amount, r.data, r.idem_key, \
-                 l.balance + SUM(r.amount::numeric) OVER (PARTITION BY r.user_id ORDER BY r.n) \
-                 AS balance_after \
-          FROM UNNEST($4::text[], $5::text[], $6::text[], $7::int8[], $8::text[], $9::text[]) \
-               WITH ORDINALITY AS r(id, user_id, kind, amount, data, idem_key, n) \
-          JOIN locked l ON l.user_id = r.user_id), \
-    ok AS (SELECT (SELECT count(*) FROM locked) = cardinality($2::text[]) \
-              AND (SELECT count(*) FROM e) = cardinality($4::text[]) \
-              AND NOT EXISTS (SELECT 1 FROM e WHERE balance_after < 0 \
-                              OR balance_after > 9223372036854775807) AS ok), \
+    "WITH v(user_id, delta, low, cap) AS \
+       (SELECT * FROM UNNEST($2::text[], $3::int8[], $4::int8[], $5::int8[])), \
+    locked AS (SELECT l.id, l.user_id FROM UNNEST($2::text[]) AS k(user_id) \
+               CROSS JOIN LATERAL (SELECT id, user_id FROM credit_accounts c \
+                                   WHERE c.user_id = k.user_id FOR UPDATE) l), \
     upd AS (UPDATE credit_accounts a SET balance = a.balance + v.delta, updated_at = $1 \
-            FROM v, ok WHERE ok.ok AND a.user_id = v.user_id RETURNING a.id), \
+            FROM v JOIN locked l ON l.user_id = v.user_id \
+            WHERE a.id = l.id AND a.balance + v.low >= 0 AND a.balance <= v.cap \
+            RETURNING a.user_id, a.id, a.balance - v.delta AS start), \
+    e AS (SELECT r.n, r.id, u.id AS account_id, r.kind, r.amount, r.data, r.idem_key, \
+                 u.start + r.prefix AS balance_after \
+          FROM UNNEST($6::text[], $7::text[], $8::text[], $9::int8[], $10::int8[], $11::text[], \
+                      $12::text[]) WITH ORDINALITY AS r(id, user_id, kind, amount, prefix, data, idem_key, n) \
+          JOIN upd u ON u.user_id = r.user_id), \
     ins AS (INSERT INTO credit_transactions \
             (id, account_id, kind, amount, balance_after, data, idem_key, created_at) \
-            SELECT e.id, e.account_id, e.kind, e.amount, e.balance_after::int8, e.data::jsonb, \
-                   e.idem_key, $1 FROM e, ok WHERE ok.ok RETURNING 1) \
-    SELECT e.account_id, e.balance_after::int8 FROM e, ok WHERE ok.ok ORDER BY e.n";
+            SELECT e.id, e.account_id, e.kind, e.amount, e.balance_after, e.data::jsonb, \
+                   e.idem_key, $1 FROM e RETURNING 1) \
+    SELECT e.account_id, e.balance_after FROM e \
+    WHERE CASE WHEN (SELECT count(*) FROM upd) = cardinality($2::text[]) THEN true \
+               ELSE credit_batch_refused() END \
+    ORDER BY e.n";
+
+/// What `credit_batch_refused()` raises (migration 0035): an account of the batch was
+/// missing or short, an expected outcome rather than a fault.
+const BATCH_REFUSED: &str = "PB001";
+
+/// Per account (in `sums`' order): the lowest prefix sum (at most 0) and the largest
+/// start balance that its highest prefix sum keeps within `i64::MAX`; per entry: its
+/// account's prefix sum up to and including it. `None` when a prefix sum leaves 64 bits
+/// (the careful path then decides change by change).
+fn prefixes(
+    sums: &[(&str, i64)],
+    entries: &[&plinth_actors::credits::Entry],
+) -> Option<(Vec<i64>, Vec<i64>, Vec<i64>)> {
+    let mut running: std::collections::HashMap<&str, (i64, i64, i64)> =
+        sums.iter().map(|(u, _)| (*u, (0, 0, 0))).collect();
+    let mut prefix = Vec::with_capacity(entries.len());
+    for e in entries {
+        let (sum, low, high) = running.get_mut(e.user_id.as_str())?;
+        *sum = sum.checked_add(e.delta)?;
+        *low = (*low).min(*sum);
+        *high = (*high).max(*sum);
+        prefix.push(*sum);
+    }
+    let (lows, caps) = sums
+        .iter()
+        .map(|(u, _)| {
+            let (_, low, high) = running[u];
+            (low, i64::MAX - high)
+        })
+        .unzip();
+    Some((lows, caps, prefix))
+}
 
 async fn postgres_batch<'a>(
     pool: &sqlx::PgPool,
@@ -300,6 +345,9 @@ async fn postgres_batch<'a>(
     sums: &[(&str, i64)],
     entries: &[&'a plinth_actors::credits::Entry],
 ) -> sqlx::Result<Option<Vec<LedgerRow<'a>>>> {
+    let Some((lows, caps, prefix)) = prefixes(sums, entries) else {
+        return Ok(None);
+    };
     let col = |f: fn(&plinth_actors::credits::Entry) -> String| {
         entries.iter().map(|e| f(e)).collect::<Vec<String>>()
     };
@@ -308,10 +356,13 @@ async fn postgres_batch<'a>(
         .bind(now)
         .bind(sums.iter().map(|s| s.0).collect::<Vec<&str>>())
         .bind(sums.iter().map(|s| s.1).collect::<Vec<i64>>())
+        .bind(lows)
+        .bind(caps)
         .bind(&ids)
         .bind(col(|e| e.user_id.clone()))
         .bind(col(|e| e.kind.as_str().to_owned()))
         .bind(entries.iter().map(|e| e.delta).collect::<Vec<i64>>())
+        .bind(prefix)
         .bind(col(|e| e.data.to_string()))
         .bind(
             entries
@@ -323,11 +374,13 @@ async fn postgres_batch<'a>(
         .await;
     let written = match answered {
         Ok(written) => written,
-        // The database refused the statement (a repeated idem_key, a check): it rolled
-        // back whole, and the careful path decides change by change. An outage is the
-        // caller's to classify.
+        // The database refused the statement (an account short or missing, a repeated
+        // idem_key, a deadlock): it rolled back whole, and the careful path decides
+        // change by change. An outage is the caller's to classify.
         Err(err) if crate::db::outage(&err).is_none() && err.as_database_error().is_some() => {
-            if crate::db::unique_violation(&err).is_none() {
+            let code = err.as_database_error().and_then(|e| e.code());
+            if code.as_deref() != Some(BATCH_REFUSED) && crate::db::unique_violation(&err).is_none()
+            {
                 tracing::warn!(error = %err, "set-based credit batch failed; applying one by one");
             }
             return Ok(None);
@@ -535,228 +588,5 @@ pub async fn due_monthly(
 /// `PLINTH_TEST_DATABASE_URL` names one): whatever path a batch takes, each change ends
 /// as if applied alone, in order.
 #[cfg(test)]
-mod batch_tests {
-    use super::*;
-    use plinth_actors::credits::Entry;
-    use plinth_vocab::LedgerKind;
-    use serde_json::json;
-
-    /// A fresh migrated database per backend: SQLite in `dir`, and a new PostgreSQL
-    /// database when the test URL is set (dropped by the caller through the name).
-    async fn databases(dir: &tempfile::TempDir) -> Vec<(Db, Option<(String, String)>)> {
-        let sqlite = format!("sqlite://{}", dir.path().join("ledger.db").display());
-        let mut out = vec![(Db::connect(&sqlite, "test").await.unwrap(), None)];
-        if let Some(admin) = std::env::var("PLINTH_TEST_DATABASE_URL")
-            .ok()
-            .filter(|s| !s.is_empty())
-        {
-            let name = format!("plinth_lib_{}", uuid::Uuid::new_v4().simple());
-            let admin_pool = sqlx::PgPool::connect(&admin).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-                .execute(&admin_pool)
-                .await
-                .unwrap();
-            let base = admin.split('?').next().unwrap();
-            let url = format!("{}/{name}", &base[..base.rfind('/').unwrap()]);
-            out.push((
-                Db::connect(&url, "test").await.unwrap(),
-                Some((admin, name)),
-            ));
-        }
-        for (db, _) in &out {
-            db.migrate().await.unwrap();
-        }
-        out
-    }
-
-    async fn drop_database(db: Db, made: Option<(String, String)>) {
-        crate::with_db!(&db, p => p.close().await);
-        if let Some((admin, name)) = made {
-            let admin_pool = sqlx::PgPool::connect(&admin).await.unwrap();
-            let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-            )))
-            .execute(&admin_pool)
-            .await;
-        }
-    }
-
-    async fn account(db: &Db, email: &str) -> String {
-        let new = crate::db::users::NewUser {
-            email,
-            key_hash: email,
-            key_cipher: "",
-            password_hash: None,
-            level: 0,
-            verified: true,
-            data: json!({}),
-            source: None,
-            source_by_self: true,
-        };
-        let user = crate::db::users::create(db, new, None).await.unwrap();
-        ensure_account(db, &user.id).await.unwrap();
-        user.id
-    }
-
-    fn change(entries: &[(&str, i64, Option<&str>)]) -> Change {
-        Change {
-            entries: entries
-                .iter()
-                .map(|(user_id, delta, idem_key)| Entry {
-                    user_id: (*user_id).to_owned(),
-                    delta: *delta,
-                    kind: LedgerKind::Deduct,
-                    idem_key: idem_key.map(str::to_owned),
-                    data: json!({"n": delta}),
-                })
-                .collect(),
-        }
-    }
-
-    fn done(balances: &[(&str, i64)]) -> Vec<(String, i64)> {
-        balances
-            .iter()
-            .map(|(u, b)| ((*u).to_owned(), *b))
-            .collect()
-    }
-
-    /// Every ledger row of the account, oldest first: (amount, balance after).
-    async fn rows(db: &Db, user_id: &str) -> Vec<(i64, i64)> {
-        let (mut rows, _) = history(db, user_id, 100, 0).await.unwrap();
-        rows.reverse();
-        rows.iter().map(|r| (r.amount, r.balance_after)).collect()
-    }
-
-    #[tokio::test]
-    async fn a_batch_applies_each_change_as_if_alone_on_every_backend() {
-        let dir = tempfile::tempdir().unwrap();
-        for (db, made) in databases(&dir).await {
-            let a = account(&db, "a@batch.example").await;
-            let b = account(&db, "b@batch.example").await;
-            let (a, b) = (a.as_str(), b.as_str());
-
-            // A whole batch that applies takes the set-based path: balances per entry,
-            // in batch order.
-            let out = apply_batch(&db, &[change(&[(a, 100, None)]), change(&[(b, 20, None)])])
-                .await
-                .unwrap();
-            assert!(
-                matches!(&out[0], Applied::Done { balances, .. } if *balances == done(&[(a, 100)]))
-            );
-            let out = try_set_based(
-                &db,
-                &[
-                    change(&[(a, -10, None)]),
-                    change(&[(b, -5, None)]),
-                    change(&[(a, -10, None), (b, 10, None)]),
-                ],
-            )
-            .await
-            .unwrap()
-            .expect("the set-based path applies a batch where every change fits");
-            let balances: Vec<_> = out
-                .iter()
-                .map(|o| match o {
-                    Applied::Done {
-                        balances,
-                        transaction_ids,
-                    } => {
-                        assert_eq!(balances.len(), transaction_ids.len());
-                        balances.clone()
-                    }
-                    other => panic!("{other:?}"),
-                })
-                .collect();
-            assert_eq!(
-                balances,
-                vec![
-                    done(&[(a, 90)]),
-                    done(&[(b, 15)]),
-                    done(&[(a, 80), (b, 25)])
-                ]
-            );
-            assert_eq!(rows(&db, a).await, vec![(100, 100), (-10, 90), (-10, 80)]);
-
-            // The sum fits (80 - 90 + 50 = 40) but the first change would overdraw: the
-            // set-based path writes nothing, then that change alone fails, and the ones
-            // after it see the balance it left.
-            let ghost = uuid::Uuid::new_v4().to_string();
-            let batch = [
-                change(&[(a, -90, None)]),
-                change(&[(a, 50, None)]),
-                change(&[(a, -60, None), (b, 60, None)]),
-                change(&[(&ghost, 1, None)]),
-                change(&[(b, -1, None)]),
-            ];
-            assert!(try_set_based(&db, &batch[..3]).await.unwrap().is_none());
-            assert!(try_set_based(&db, &batch[1..]).await.unwrap().is_none());
-            assert_eq!(rows(&db, a).await.len(), 3);
-            let out = apply_batch(&db, &batch).await.unwrap();
-            assert_eq!(
-                out[0],
-                Applied::Insufficient {
-                    user_id: a.into(),
-                    balance: 80
-                }
-            );
-            assert!(
-                matches!(&out[1], Applied::Done { balances, .. } if *balances == done(&[(a, 130)]))
-            );
-            assert!(
-                matches!(&out[2], Applied::Done { balances, .. } if *balances == done(&[(a, 70), (b, 85)]))
-            );
-            assert_eq!(
-                out[3],
-                Applied::NoAccount {
-                    user_id: ghost.clone()
-                }
-            );
-            assert!(
-                matches!(&out[4], Applied::Done { balances, .. } if *balances == done(&[(b, 84)]))
-            );
-            assert_eq!(balance(&db, a).await.unwrap(), Some(70));
-            assert_eq!(balance(&db, b).await.unwrap(), Some(84));
-
-            // Once-only entries: a repeat fails alone, also within one batch.
-            let out = apply_batch(
-                &db,
-                &[
-                    change(&[(a, 1, Some("bonus:x"))]),
-                    change(&[(a, 1, Some("bonus:x"))]),
-                    change(&[(b, 1, Some("bonus:x"))]),
-                ],
-            )
-            .await
-            .unwrap();
-            assert!(
-                matches!(&out[0], Applied::Done { balances, .. } if *balances == done(&[(a, 71)]))
-            );
-            assert_eq!(out[1], Applied::Duplicate);
-            assert!(
-                matches!(&out[2], Applied::Done { balances, .. } if *balances == done(&[(b, 85)]))
-            );
-            let out = apply_batch(&db, &[change(&[(a, 1, Some("bonus:x"))])])
-                .await
-                .unwrap();
-            assert_eq!(out[0], Applied::Duplicate);
-
-            // A credit that would leave 64 bits fails alone.
-            let out = apply_batch(
-                &db,
-                &[change(&[(a, i64::MAX, None)]), change(&[(a, -1, None)])],
-            )
-            .await
-            .unwrap();
-            assert!(
-                matches!(out[0], Applied::Insufficient { .. }),
-                "{:?}",
-                out[0]
-            );
-            assert!(
-                matches!(&out[1], Applied::Done { balances, .. } if *balances == done(&[(a, 70)]))
-            );
-            assert_eq!(rows(&db, a).await.last(), Some(&(-1, 70)));
-            drop_database(db, made).await;
-        }
-    }
-}
+#[path = "credits_batch_tests.rs"]
+mod batch_tests;
