@@ -13,6 +13,7 @@ mod coverage;
 mod custom;
 mod font_index;
 mod fonts;
+mod glyphs;
 mod highlight;
 mod html;
 mod image;

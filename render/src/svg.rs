@@ -211,20 +211,24 @@ pub fn rasterize(
         Some(p) => p,
         None => tiny_skia::Pixmap::new(size.width, size.height).ok_or_else(no_pixmap)?,
     };
+    // Plain text is drawn directly (`glyphs`) at the page's one scale; boxes are
+    // gathered into a document drawn before the next thing directly drawn over them.
+    let scale = uniform_scale(page, size);
+    let empty = open(page, size, false).len();
     let mut clips = 0;
     for item in &page.items {
         let Item::Image { asset_id, .. } = item else {
-            plain_item(&mut doc, item);
+            if !direct_text(item, scale, &mut pixmap, &mut doc, empty)? {
+                plain_item(&mut doc, item);
+            }
             continue;
         };
         let Some(image) = images.get(asset_id) else {
             continue;
         };
-        doc.push_str("</svg>");
-        draw(&doc, None, &mut pixmap)?;
+        flush(&mut doc, empty, &mut pixmap)?;
         budget.check()?;
         let Some(kind) = image_kind(asset_id, image, trees)? else {
-            doc = open(page, size, false);
             continue;
         };
         let mut one = open(page, size, false);
@@ -243,18 +247,92 @@ pub fn rasterize(
         budget.check()?;
         doc = open(page, size, false);
     }
-    doc.push_str("</svg>");
-    draw(&doc, None, &mut pixmap)?;
-    let png = encode_png(&pixmap);
-    SPARE.set(pixmap.take());
+    flush(&mut doc, empty, &mut pixmap)?;
+    // A filled canvas is filled again row by row as the rows are encoded, while they
+    // are in cache: the next slide on this thread usually has the same background.
+    let refill = filled_with(page, size);
+    let (width, height) = (pixmap.width(), pixmap.height());
+    let mut data = pixmap.take();
+    let png = encode(width, height, &mut data, refill);
+    SPARE.set((data, refill.filter(|_| png.is_ok())));
     png
+}
+
+/// Draws the gathered document, if it has anything beyond its root (`empty` bytes),
+/// and leaves the root open for what follows.
+fn flush(
+    doc: &mut String,
+    empty: usize,
+    pixmap: &mut tiny_skia::Pixmap,
+) -> Result<(), RenderError> {
+    if doc.len() > empty {
+        doc.push_str("</svg>");
+        draw(doc, None, pixmap)?;
+    }
+    doc.truncate(empty);
+    Ok(())
+}
+
+/// A text item drawn straight onto the pixmap, after the boxes gathered before it;
+/// `false` when it is not text or needs usvg (it is then added to the document).
+fn direct_text(
+    item: &Item,
+    scale: Option<f32>,
+    pixmap: &mut tiny_skia::Pixmap,
+    doc: &mut String,
+    empty: usize,
+) -> Result<bool, RenderError> {
+    let (
+        Some(scale),
+        Item::Text {
+            x,
+            y,
+            size,
+            font,
+            fill,
+            text,
+            ..
+        },
+    ) = (scale, item)
+    else {
+        return Ok(false);
+    };
+    if !crate::glyphs::can_draw(*font, text) {
+        return Ok(false);
+    }
+    flush(doc, empty, pixmap)?;
+    Ok(crate::glyphs::draw_text(
+        pixmap,
+        scale,
+        (*x, *y, *size),
+        *font,
+        *fill,
+        text,
+    ))
+}
+
+/// Device pixels per layout unit, when the page maps onto the image at one scale.
+fn uniform_scale(page: &Page, size: Size) -> Option<f32> {
+    let (sx, sy) = (
+        size.width as f32 / page.width,
+        size.height as f32 / page.height,
+    );
+    (sx.is_finite() && sy.is_finite() && sx > 0.0 && (sx - sy).abs() <= sx * 1e-6).then_some(sx)
 }
 
 thread_local! {
     /// The last slide's pixels on this thread, for the next slide: a fresh 8 MB buffer
     /// per slide costs a page fault per 4 KB (zeroing included), about a tenth of a
-    /// slide's time. One buffer per rendering thread stays allocated.
-    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    /// slide's time. One buffer per rendering thread stays allocated. With the pixel
+    /// it is already filled with, if it is.
+    static SPARE: std::cell::Cell<(Vec<u8>, Option<[u8; 4]>)> =
+        const { std::cell::Cell::new((Vec::new(), None)) };
+}
+
+/// The opaque pixel a page's canvas is filled with, when [`canvas`] fills one.
+fn filled_with(page: &Page, size: Size) -> Option<[u8; 4]> {
+    let bg = page.background;
+    uniform_scale(page, size).map(|_| [bg.0, bg.1, bg.2, 255])
 }
 
 /// The slide's pixmap already filled with its opaque background, when the page covers
@@ -263,23 +341,26 @@ thread_local! {
 /// `None` when the aspect differs (the root's "meet" would leave bands), so the caller
 /// zeroes a pixmap and lets the document's rect draw the background as before.
 fn canvas(page: &Page, size: Size) -> Result<Option<tiny_skia::Pixmap>, RenderError> {
-    let (sx, sy) = (
-        size.width as f32 / page.width,
-        size.height as f32 / page.height,
-    );
-    if !(sx.is_finite() && sy.is_finite()) || (sx - sy).abs() > sx * 1e-6 {
+    let Some(pixel) = filled_with(page, size) else {
         return Ok(None);
-    }
-    let bg = page.background;
-    let pixel = [bg.0, bg.1, bg.2, 255];
-    // Every byte is overwritten: whole-pixel copies, which compile to wide stores.
-    let len = size.width as usize * size.height as usize * 4;
-    let mut data = SPARE.take();
+    };
+    // Every byte is overwritten: the first row pixel by pixel, the others copied from
+    // it (the per-pixel loop compiled to byte stores, a tenth of a slide's time).
+    let stride = size.width as usize * 4;
+    let len = stride * size.height as usize;
+    let (mut data, mut filled) = SPARE.take();
     if data.len() != len {
-        data = vec![0u8; len];
+        (data, filled) = (vec![0u8; len], None);
     }
-    data.chunks_exact_mut(4)
-        .for_each(|p| p.copy_from_slice(&pixel));
+    if filled == Some(pixel) {
+        // Refilled while the last slide was encoded.
+    } else if let Some((first, rest)) = data.split_at_mut_checked(stride) {
+        first
+            .chunks_exact_mut(4)
+            .for_each(|p| p.copy_from_slice(&pixel));
+        rest.chunks_exact_mut(stride)
+            .for_each(|row| row.copy_from_slice(first));
+    }
     let int = tiny_skia::IntSize::from_wh(size.width, size.height).ok_or_else(no_pixmap)?;
     tiny_skia::Pixmap::from_vec(data, int)
         .map(Some)
@@ -357,11 +438,17 @@ fn draw(
 /// and streamed one at a time, so no second full-size buffer is allocated; the `Up`
 /// filter (what the png crate pairs with its fastest deflate) instead of trying every
 /// filter per row: PNG filters are lossless, so the pixels are the same.
-pub fn encode_png(pixmap: &tiny_skia::Pixmap) -> Result<Vec<u8>, RenderError> {
+/// The rows are premultiplied RGBA, each overwritten with `refill` once encoded.
+fn encode(
+    w: u32,
+    h: u32,
+    data: &mut [u8],
+    refill: Option<[u8; 4]>,
+) -> Result<Vec<u8>, RenderError> {
     use std::io::Write as _;
-    let width = pixmap.width() as usize;
-    let mut out = Vec::with_capacity(width * pixmap.height() as usize / 4);
-    let mut encoder = png::Encoder::new(&mut out, pixmap.width(), pixmap.height());
+    let width = w as usize;
+    let mut out = Vec::with_capacity(width * h as usize / 4);
+    let mut encoder = png::Encoder::new(&mut out, w, h);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
     encoder.set_compression(png::Compression::Fast);
@@ -370,18 +457,38 @@ pub fn encode_png(pixmap: &tiny_skia::Pixmap) -> Result<Vec<u8>, RenderError> {
     let io = |e: std::io::Error| RenderError::Failed(format!("PNG encoding failed: {e}"));
     let mut writer = encoder.write_header().map_err(fail)?;
     let mut stream = writer.stream_writer_with_size(1 << 20).map_err(fail)?;
-    // One spare byte: each pixel is copied as 4 bytes at 3-byte steps (one store; its
-    // alpha byte is overwritten by the next pixel's red, the last lands in the spare).
-    let mut row = vec![0u8; width * 3 + 1];
-    for line in pixmap.data().chunks_exact(width * 4) {
-        for (i, rgba) in line.chunks_exact(4).enumerate() {
-            row[i * 3..i * 3 + 4].copy_from_slice(rgba);
+    let mut row = vec![0u8; width * 3];
+    for line in data.chunks_exact_mut(width * 4) {
+        rgb_row(line, &mut row);
+        stream.write_all(&row).map_err(io)?;
+        if let Some(pixel) = refill {
+            line.chunks_exact_mut(4)
+                .for_each(|p| p.copy_from_slice(&pixel));
         }
-        stream.write_all(&row[..width * 3]).map_err(io)?;
     }
     stream.finish().map_err(fail)?;
     writer.finish().map_err(fail)?;
     Ok(out)
+}
+
+/// One row of RGBA pixels as RGB. Four pixels at a time as two 64-bit words packed
+/// into 12 bytes (a copy per pixel was most of the conversion's time); the row's last
+/// pixels one by one.
+fn rgb_row(rgba: &[u8], rgb: &mut [u8]) {
+    // Two pixels' colour (6 bytes) in the low 48 bits, little-endian.
+    let pack = |v: u64| (v & 0xff_ffff) | ((v >> 8) & 0xffff_ff00_0000);
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+    let (src4, dst4) = (rgba.chunks_exact(16), rgb.chunks_exact_mut(12));
+    let tail = src4.remainder().len() / 4;
+    for (s, d) in src4.zip(dst4) {
+        let (lo, hi) = (pack(word(&s[..8])), pack(word(&s[8..])));
+        d[..8].copy_from_slice(&(lo | hi << 48).to_le_bytes());
+        d[8..].copy_from_slice(&((hi >> 16) as u32).to_le_bytes());
+    }
+    let n = rgba.len() / 4;
+    for i in n - tail..n {
+        rgb[i * 3..i * 3 + 3].copy_from_slice(&rgba[i * 4..i * 4 + 3]);
+    }
 }
 
 /// Coordinates with at most two decimals, so the same layout always prints the same.
@@ -480,6 +587,8 @@ mod tests {
                 (Color(240, 240, 235), Color(5, 90, 160)),
             ] {
                 let page = page(bg, fill);
+                // Twice: the second time on the canvas refilled while encoding.
+                let _ = rasterize(&page, &images, &trees, size, &budget).unwrap();
                 let png = rasterize(&page, &images, &trees, size, &budget).unwrap();
                 let got = ::image::load_from_memory(&png).unwrap().to_rgb8();
                 assert_eq!((got.width(), got.height()), (size.width, size.height));
@@ -492,6 +601,112 @@ mod tests {
                     .count();
                 assert_eq!(differ, 0, "{size:?} on {bg:?}: {differ} bytes differ");
             }
+        }
+    }
+
+    /// Issue 44: text drawn from the layout's glyphs through cached coverage gives the
+    /// pixels usvg's text gives, up to anti-aliasing at glyph edges (a glyph is placed
+    /// within an eighth of a pixel): the four faces at several sizes, on and off the
+    /// pixel grid, under and over boxes. A glyph a pixel off, or a wrong glyph, fails.
+    #[test]
+    fn text_drawn_directly_matches_the_usvg_text() {
+        use crate::fonts::Face;
+        let text = |x, y, size, face: Face, fill, s: &str| Item::Text {
+            x,
+            y,
+            size,
+            face,
+            font: face.font(),
+            fill,
+            text: s.into(),
+        };
+        let (ink, box_) = (Color(20, 30, 40), Color(200, 220, 250));
+        let mut items = vec![Item::Rect {
+            x: 90.0,
+            y: 300.0,
+            w: 700.0,
+            h: 80.0,
+            r: 8.0,
+            fill: box_,
+        }];
+        let line = "Hamburgefonstiv QWXYZ 0123456789 (&@%?!) éßøÆ";
+        for (i, face) in Face::ALL.into_iter().enumerate() {
+            let f = i as f32;
+            items.push(text(
+                40.3 + f,
+                100.0 + 90.0 * f,
+                18.0 + 11.0 * f,
+                face,
+                ink,
+                line,
+            ));
+            items.push(text(613.77, 141.4 + 90.0 * f, 13.5, face, ink, line));
+        }
+        items.push(text(
+            101.1,
+            352.6,
+            44.0,
+            Face::Bold,
+            Color(190, 20, 20),
+            "Over a box",
+        ));
+        items.push(Item::Rect {
+            x: 100.0,
+            y: 560.0,
+            w: 300.0,
+            h: 40.0,
+            r: 0.0,
+            fill: box_,
+        });
+        items.push(text(20.0, 700.0, 70.0, Face::Italic, ink, "Wg fi ff"));
+        let page = Page {
+            width: 1280.0,
+            height: 720.0,
+            background: Color(250, 250, 245),
+            items,
+            scale: 1.0,
+        };
+        let size = Size {
+            width: 1280,
+            height: 720,
+        };
+        let (images, trees, budget) = (Images::default(), SvgTrees::default(), Budget::unlimited());
+        let png = rasterize(&page, &images, &trees, size, &budget).unwrap();
+        let got = ::image::load_from_memory(&png).unwrap().to_rgb8();
+        let want = drawn_plainly(&page, size);
+        let (mut over, mut max, mut sum) = (0usize, 0u8, 0u64);
+        for (a, b) in got.as_raw().iter().zip(&want) {
+            let d = a.abs_diff(*b);
+            max = max.max(d);
+            sum += d as u64;
+            over += usize::from(d > 64);
+        }
+        let inked = want.iter().filter(|&&v| v < 128).count();
+        // Edges move by at most an eighth of a pixel: a few bytes change by more than
+        // a quarter of the range where two glyphs' edges meet, none by most of it.
+        assert!(max < 160, "a byte differs by {max}");
+        assert!(
+            over * 200 < inked,
+            "{over} bytes differ by more than 64 of {inked} inked"
+        );
+        assert!(
+            sum < inked as u64 * 12,
+            "{sum} in all over {inked} inked bytes"
+        );
+    }
+
+    /// RGBA rows to RGB at every length modulo the four pixels converted at once.
+    #[test]
+    fn rows_convert_to_rgb_at_every_length() {
+        for n in 0..11 {
+            let rgba: Vec<u8> = (0..n * 4).map(|i| (i * 7 + 3) as u8).collect();
+            let mut rgb = vec![0u8; n * 3];
+            rgb_row(&rgba, &mut rgb);
+            let want: Vec<u8> = rgba
+                .chunks_exact(4)
+                .flat_map(|p| [p[0], p[1], p[2]])
+                .collect();
+            assert_eq!(rgb, want, "{n} pixels");
         }
     }
 }
