@@ -61,7 +61,9 @@ pub(crate) fn can_draw(font: FontKey, text: &str) -> bool {
 }
 
 /// A text run as `usvg` draws `<text x y font-size fill>` at `scale` device pixels per
-/// layout unit; `false`, having drawn nothing, when the run needs usvg.
+/// layout unit, for a run [`can_draw`] accepted (the caller asks first, so that it
+/// draws the boxes before only when the text will be drawn here); `false`, having
+/// drawn nothing, when the font file turns out to need usvg.
 pub(crate) fn draw_text(
     pixmap: &mut tiny_skia::Pixmap,
     scale: f32,
@@ -70,9 +72,6 @@ pub(crate) fn draw_text(
     fill: Color,
     text: &str,
 ) -> bool {
-    if !can_draw(font, text) {
-        return false;
-    }
     // Shaped as usvg shapes (the same shaper, kerning off): ligatures and marks are
     // the glyphs usvg would draw.
     let glyphs = font_metrics(font).shape(text);

@@ -272,10 +272,10 @@ fn outcomes(changes: &[Change], rows: Vec<LedgerRow<'_>>) -> Vec<Applied> {
 /// `0..=i64::MAX`, and returns `start` (the new balance less the summed delta); the
 /// ledger rows take `start + prefix_k`. Under READ COMMITTED the row lock takes the
 /// newest version of each account and keeps it so until the commit, and the UPDATE adds
-/// to that version, so `start` is the balance it added to. When an account is missing or short, the UPDATE skips it and
-/// `credit_batch_refused()` (migration 0035) raises: the statement, rows already
-/// written included, is undone, and the careful path decides change by change. The
-/// table's `balance >= 0` check stays as the backstop.
+/// to that version, so `start` is the balance it added to. When an account is missing
+/// or short, the UPDATE skips it and `credit_batch_refused()` (migration 0035) raises:
+/// the statement, rows already written included, is undone, and the careful path
+/// decides change by change. The table's `balance >= 0` check stays as the backstop.
 ///
 /// The accounts are locked first, one index lookup each in user-id order (the order the
 /// careful path and every other batch lock in, so batches of several processes and
@@ -375,7 +375,7 @@ async fn postgres_batch<'a>(
     let written = match answered {
         Ok(written) => written,
         // The database refused the statement (an account short or missing, a repeated
-        // idem_key, a deadlock): it rolled back whole, and the careful path decides
+        // idem_key): it rolled back whole, and the careful path decides
         // change by change. An outage is the caller's to classify.
         Err(err) if crate::db::outage(&err).is_none() && err.as_database_error().is_some() => {
             let code = err.as_database_error().and_then(|e| e.code());
