@@ -6,7 +6,8 @@
 # small JSON body) at 64 connections in the same run.
 # Usage: bench/credits.sh [duration, default 10s] [accounts, default 1000]
 #   PERF=FILE also records the server under the spread load (`perf record -g`) into FILE
-#   and counts its syscalls by kind (`perf stat`), for "where does the time go".
+#   and counts its syscalls by kind (`perf stat`), for "where does the time go";
+#   PERF_ARGS replaces `-g` (e.g. "--call-graph dwarf,16384": callers through Rust frames).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR=${1:-10s}
@@ -46,7 +47,7 @@ echo "command: bench/credits.sh $DUR $N (wrk -t2 -c64 -d$DUR -s bench/deduct.lua
 base=$(wrk -t2 -c64 -d"$DUR" -s bench/baseline_post.lua "$B" | awk '/Requests\/sec/ {print $2}')
 printf '%-34s %10s req/s\n' "baseline (bare axum POST /echo)" "$base"
 if [ -n "${PERF:-}" ]; then
-  perf record -q -g -o "$PERF" -p "$PLINTH_PID" -- sleep 5 >/dev/null 2>&1 &
+  perf record -q ${PERF_ARGS:--g} -o "$PERF" -p "$PLINTH_PID" -- sleep 5 >/dev/null 2>&1 &
   perf stat -e 'syscalls:sys_enter_*' -p "$PLINTH_PID" -o "$PERF.stat" -- sleep 5 >/dev/null 2>&1 &
   # CPU seconds per thread over the same 5 s (a serial thread at 5.0 is saturated).
   (ticks() { for t in /proc/"$PLINTH_PID"/task/*; do

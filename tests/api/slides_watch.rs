@@ -331,10 +331,11 @@ async fn watch_reloads_the_open_page_at_its_slide_in_chromium() {
             ]
         );
     }
-    // The whole path, the browser's reload included, for the best of three saves; a
-    // bound with room for a loaded machine that still fails a page that learns of a
-    // save only by reconnecting (EventSource waits seconds) or by polling.
+    // The whole path, the browser's reload included, for the best of three saves. Not a
+    // timing target (bench/slides-watch.py measures the 100 ms): a bound that a page
+    // learning of a save by reconnecting (EventSource waits 3 s) or by polling fails,
+    // with room for CI's loaded machine (up to ~300 ms seen under the suite).
     took.sort_by(f64::total_cmp);
-    assert!(took[0] <= 200.0, "{took:?}");
+    assert!(took[0] <= 1_000.0, "{took:?}");
     browser.quit().await;
 }
