@@ -58,6 +58,7 @@ mod maths {
 }
 mod palette;
 mod pdf;
+mod png_out;
 mod svg;
 mod svgcheck;
 

@@ -253,7 +253,7 @@ pub fn rasterize(
     let refill = filled_with(page, size);
     let (width, height) = (pixmap.width(), pixmap.height());
     let mut data = pixmap.take();
-    let png = encode(width, height, &mut data, refill);
+    let png = crate::png_out::encode(width, height, &mut data, refill);
     SPARE.set((data, refill.filter(|_| png.is_ok())));
     png
 }
@@ -433,48 +433,10 @@ fn draw(
     Ok(())
 }
 
-/// PNG at the fast deflate level. Slides have an opaque background, so alpha is
-/// dropped (premultiplied equals straight colour when alpha is 255). Rows are converted
-/// and streamed one at a time, so no second full-size buffer is allocated; the `Up`
-/// filter (what the png crate pairs with its fastest deflate) instead of trying every
-/// filter per row: PNG filters are lossless, so the pixels are the same.
-/// The rows are premultiplied RGBA, each overwritten with `refill` once encoded.
-fn encode(
-    w: u32,
-    h: u32,
-    data: &mut [u8],
-    refill: Option<[u8; 4]>,
-) -> Result<Vec<u8>, RenderError> {
-    use std::io::Write as _;
-    let width = w as usize;
-    let mut out = Vec::with_capacity(width * h as usize / 4);
-    let mut encoder = png::Encoder::new(&mut out, w, h);
-    encoder.set_color(png::ColorType::Rgb);
-    encoder.set_depth(png::BitDepth::Eight);
-    encoder.set_compression(png::Compression::Fast);
-    encoder.set_filter(png::Filter::Up);
-    let fail = |e: png::EncodingError| RenderError::Failed(format!("PNG encoding failed: {e}"));
-    let io = |e: std::io::Error| RenderError::Failed(format!("PNG encoding failed: {e}"));
-    let mut writer = encoder.write_header().map_err(fail)?;
-    let mut stream = writer.stream_writer_with_size(1 << 20).map_err(fail)?;
-    let mut row = vec![0u8; width * 3];
-    for line in data.chunks_exact_mut(width * 4) {
-        rgb_row(line, &mut row);
-        stream.write_all(&row).map_err(io)?;
-        if let Some(pixel) = refill {
-            line.chunks_exact_mut(4)
-                .for_each(|p| p.copy_from_slice(&pixel));
-        }
-    }
-    stream.finish().map_err(fail)?;
-    writer.finish().map_err(fail)?;
-    Ok(out)
-}
-
 /// One row of RGBA pixels as RGB. Four pixels at a time as two 64-bit words packed
 /// into 12 bytes (a copy per pixel was most of the conversion's time); the row's last
 /// pixels one by one.
-fn rgb_row(rgba: &[u8], rgb: &mut [u8]) {
+pub(crate) fn rgb_row(rgba: &[u8], rgb: &mut [u8]) {
     // Two pixels' colour (6 bytes) in the low 48 bits, little-endian.
     let pack = |v: u64| (v & 0xff_ffff) | ((v >> 8) & 0xffff_ff00_0000);
     let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
