@@ -433,26 +433,6 @@ fn draw(
     Ok(())
 }
 
-/// One row of RGBA pixels as RGB. Four pixels at a time as two 64-bit words packed
-/// into 12 bytes (a copy per pixel was most of the conversion's time); the row's last
-/// pixels one by one.
-pub(crate) fn rgb_row(rgba: &[u8], rgb: &mut [u8]) {
-    // Two pixels' colour (6 bytes) in the low 48 bits, little-endian.
-    let pack = |v: u64| (v & 0xff_ffff) | ((v >> 8) & 0xffff_ff00_0000);
-    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
-    let (src4, dst4) = (rgba.chunks_exact(16), rgb.chunks_exact_mut(12));
-    let tail = src4.remainder().len() / 4;
-    for (s, d) in src4.zip(dst4) {
-        let (lo, hi) = (pack(word(&s[..8])), pack(word(&s[8..])));
-        d[..8].copy_from_slice(&(lo | hi << 48).to_le_bytes());
-        d[8..].copy_from_slice(&((hi >> 16) as u32).to_le_bytes());
-    }
-    let n = rgba.len() / 4;
-    for i in n - tail..n {
-        rgb[i * 3..i * 3 + 3].copy_from_slice(&rgba[i * 4..i * 4 + 3]);
-    }
-}
-
 /// Coordinates with at most two decimals, so the same layout always prints the same.
 pub fn num(v: f32) -> String {
     let s = format!("{:.2}", v);
@@ -655,20 +635,5 @@ mod tests {
             sum < inked as u64 * 12,
             "{sum} in all over {inked} inked bytes"
         );
-    }
-
-    /// RGBA rows to RGB at every length modulo the four pixels converted at once.
-    #[test]
-    fn rows_convert_to_rgb_at_every_length() {
-        for n in 0..11 {
-            let rgba: Vec<u8> = (0..n * 4).map(|i| (i * 7 + 3) as u8).collect();
-            let mut rgb = vec![0u8; n * 3];
-            rgb_row(&rgba, &mut rgb);
-            let want: Vec<u8> = rgba
-                .chunks_exact(4)
-                .flat_map(|p| [p[0], p[1], p[2]])
-                .collect();
-            assert_eq!(rgb, want, "{n} pixels");
-        }
     }
 }
