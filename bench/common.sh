@@ -4,7 +4,8 @@
 # lines (a clean run logs only the simulated-provider warnings) and removes the data.
 # PLINTH_BIN runs another build of plinth (default ./target/release/plinth).
 # Sets DATA, DB, P (plinth's URL), B (the baseline's); defines `json PATH CURL-ARGS...`,
-# `admin_key EMAIL` (an account raised to level 100 through the CLI) and `site_owner EMAIL`.
+# `admin_key EMAIL` (an account raised to level 100 through the CLI), `site_owner EMAIL`
+# and `kv_seed KEY` (the KV benchmarks' namespace `bench` with keys k1..k1000).
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
 [ -n "${BENCH_SKIP_BUILD:-}" ] || cargo build --release --bin plinth --example baseline -p plinth >/dev/null 2>&1
 DATA=$(mktemp -d)
@@ -43,4 +44,9 @@ admin_key() { # email: a platform admin's key (waits out the 5 s caller cache)
   set_level "$1" 100
   sleep 6
   json /api/users/authenticate -d "{\"email\":\"$1\",\"password\":\"pw\"}" | key_of
+}
+kv_seed() { # admin key: namespace `bench` with 1,000 entries k1..k1000 (bench/kv_get.lua reads them)
+  json /api/kv/namespaces/create -H "x-api-key: $1" -d '{"namespace":"bench"}' >/dev/null
+  seq 1 1000 | xargs -P 4 -I{} curl -s -o /dev/null "$P/api/kv/entries/create" -H 'content-type: application/json' \
+    -H "x-api-key: $1" -d '{"namespace":"bench","key":"k{}","value":"initial"}'
 }

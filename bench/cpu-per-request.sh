@@ -11,9 +11,7 @@ D=${1:-8}
 ROUNDS=${2:-2}
 . bench/common.sh
 ADMIN=$(admin_key kv@bench.example)
-json /api/kv/namespaces/create -H "x-api-key: $ADMIN" -d '{"namespace":"bench"}' >/dev/null
-seq 1 1000 | xargs -P 4 -I{} curl -s -o /dev/null "$P/api/kv/entries/create" -H 'content-type: application/json' \
-  -H "x-api-key: $ADMIN" -d '{"namespace":"bench","key":"k{}","value":"initial"}'
+kv_seed "$ADMIN"
 VIEWER=$(json /api/users/authenticate -d '{"email":"v@bench.example","password":"pw"}' | key_of)
 echo "machine: $(nproc) cores, $(uname -m), $(date -u +%FT%TZ); database: ${DB%%:*}"
 echo "command: bench/cpu-per-request.sh $D $ROUNDS (wrk -t2 -c32 -d${D}s)"

@@ -8,9 +8,7 @@ cd "$(dirname "$0")/.."
 DUR=${1:-10s}
 . bench/common.sh
 ADMIN=$(admin_key kv@bench.example)
-json /api/kv/namespaces/create -H "x-api-key: $ADMIN" -d '{"namespace":"bench"}' >/dev/null
-seq 1 1000 | xargs -P 4 -I{} curl -s -o /dev/null "$P/api/kv/entries/create" -H 'content-type: application/json' \
-  -H "x-api-key: $ADMIN" -d '{"namespace":"bench","key":"k{}","value":"initial"}'
+kv_seed "$ADMIN"
 echo "machine: $(nproc) cores, $(uname -m), $(date -u +%F); database: ${DB%%:*}"
 echo "command: bench/kv.sh $DUR (wrk -t2 -c32 -d$DUR)"
 base=$(wrk -t2 -c32 -d"$DUR" "$B/" | awk '/Requests\/sec/ {print $2}')
